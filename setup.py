@@ -1,0 +1,38 @@
+"""Build the Cython kernels in ``sklearn_bayes/_fast``.
+
+Every ``sklearn_bayes/_fast/*.pyx`` file becomes the extension module
+``sklearn_bayes._fast.<name>``.  Metadata lives in ``pyproject.toml``.
+"""
+
+from pathlib import Path
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = Path(__file__).parent
+FAST = HERE / "sklearn_bayes" / "_fast"
+
+extensions = [
+    Extension(
+        f"sklearn_bayes._fast.{pyx.stem}",
+        [str(pyx.relative_to(HERE))],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=["-O3"],
+    )
+    for pyx in sorted(FAST.glob("*.pyx"))
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        language_level=3,
+        compiler_directives={
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    ),
+)

@@ -1,0 +1,1 @@
+"""Compiled Cython kernels (typed memoryviews, nogil). Private: use the estimators instead."""

@@ -1,0 +1,20 @@
+"""The papers' experiments and the demo, as functions (used by the command line and benchmarks).
+
+Registries
+----------
+``DEMOS`` maps a demo part's name to ``"module:function"``.  The function is
+called as ``function(output_dir, progress)`` and returns a list of result rows
+(dicts with the keys of :data:`sklearn_bayes.experiments._report.DEMO_COLUMNS`).
+
+``REPRODUCTIONS`` maps an experiment's name to ``"module:function"``, called as
+``function(output_dir, full=False, n_jobs=1, progress=None)``; it prints its
+own tables and writes its figures and CSV files to ``output_dir``.
+"""
+
+DEMOS = {
+    # name: "module:function"
+}
+
+REPRODUCTIONS = {
+    # name: "module:function"
+}

@@ -1,0 +1,3 @@
+"""Differential privacy: noise, accounting, private sketches and local-DP frequency estimation."""
+
+__all__ = []

@@ -1,0 +1,127 @@
+"""Scikit-learn's estimator checks and meta-estimator compatibility for every public estimator.
+
+Estimators are discovered with :func:`sklearn_bayes.utils.all_estimators`, so a newly
+exported estimator is checked automatically.  It must also get
+
+* an entry in ``TEST_PARAMS`` if its defaults are too slow for the checks (optional),
+* a case in ``META_CASES`` (data, a parameter grid and, for unsupervised
+  estimators, a downstream step) for the clone / pickle / Pipeline / GridSearchCV tests,
+* each expected failure of scikit-learn's checks in ``EXPECTED_FAILED_CHECKS`` with a
+  one-line reason.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.datasets import make_classification, make_regression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_bayes.utils import all_estimators
+
+ESTIMATORS = dict(all_estimators())
+
+# Parameters that make the estimator fast enough for scikit-learn's checks
+# (which use tiny data sets); every other parameter keeps its default.
+TEST_PARAMS = {}
+
+# {estimator name: {check name: one-line reason}}
+EXPECTED_FAILED_CHECKS = {}
+
+
+def _instance(name):
+    est = ESTIMATORS[name](**TEST_PARAMS.get(name, {}))
+    return est
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+
+
+@parametrize_with_checks(
+    [_instance(name) for name in sorted(ESTIMATORS)],
+    expected_failed_checks=_expected_failed_checks,
+)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+def test_expected_failures_name_real_estimators():
+    """Every expected-failure entry names a discovered estimator and gives a reason."""
+    for name, checks in EXPECTED_FAILED_CHECKS.items():
+        assert name in ESTIMATORS, name
+        for check, reason in checks.items():
+            assert check.startswith("check_") and len(reason) > 10, (name, check)
+
+
+# --------------------------------------------------------------------------------------
+# clone / pickle / Pipeline / GridSearchCV
+# --------------------------------------------------------------------------------------
+
+
+def _regression_case():
+    X, y = make_regression(n_samples=400, n_features=5, noise=5.0, random_state=0)
+    return X, y
+
+
+def _binary_case():
+    X, y = make_classification(n_samples=400, n_features=5, n_informative=3, random_state=0)
+    return X, y
+
+
+def _count_case():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    y = rng.poisson(np.exp(0.3 * X[:, 0] - 0.2 * X[:, 1] + 0.5))
+    return X, y
+
+
+# {estimator name: (data builder, param grid for the estimator step, downstream step or None)}
+META_CASES = {}
+
+
+def _case(name):
+    if name not in META_CASES:
+        pytest.fail(f"{name} has no entry in META_CASES of tests/test_common.py: add one.")
+    return META_CASES[name]
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_clone_and_pickle_round_trip(name):
+    make_data, _, _ = _case(name)
+    X, y = make_data()
+    est = _instance(name)
+    assert clone(est).get_params() == est.get_params()
+    est.fit(X, y)
+    restored = pickle.loads(pickle.dumps(est))
+    if hasattr(est, "predict"):
+        np.testing.assert_array_equal(restored.predict(X), est.predict(X))
+    else:
+        np.testing.assert_array_equal(restored.transform(X), est.transform(X))
+    # clone of a fitted estimator is unfitted and has the same parameters
+    cloned = clone(est)
+    assert cloned.get_params() == est.get_params()
+    assert not any(k.endswith("_") and not k.startswith("_") for k in vars(cloned))
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_pipeline_and_grid_search(name):
+    make_data, grid, downstream = _case(name)
+    X, y = make_data()
+    est = _instance(name)
+    if downstream is None:
+        pipe = make_pipeline(StandardScaler(), est)
+    else:
+        pipe = make_pipeline(est, downstream)
+    step = pipe.steps[-1][0] if downstream is None else pipe.steps[0][0]
+    param_grid = {f"{step}__{k}": v for k, v in grid.items()}
+    search = GridSearchCV(pipe, param_grid, cv=3).fit(X, y)
+    assert set(search.cv_results_["params"][0]) == set(param_grid)
+    assert np.isfinite(search.best_score_)
+    if is_classifier(est) or is_regressor(est) or downstream is not None:
+        pred = search.predict(X)
+        assert pred.shape[0] == X.shape[0]
