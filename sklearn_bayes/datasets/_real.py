@@ -38,7 +38,7 @@ __all__ = [
 def _require(module, extra="datasets"):
     try:
         return __import__(module)
-    except ImportError as exc:  # pragma: no cover - exercised by monkeypatching in tests
+    except ImportError as exc:
         raise ImportError(
             f"this loader needs the optional package {module!r}: install it with "
             f"`pip install \"sklearn_bayes[{extra}]\"` (or `pip install {module}`)."
