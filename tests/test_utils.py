@@ -1,0 +1,54 @@
+"""Shared validation helpers and estimator discovery."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+
+import sklearn_bayes
+from sklearn_bayes.utils import SeededNoiseWarning, all_estimators, check_epsilon, check_privacy_random_state
+
+
+@pytest.mark.parametrize("good", [1e-6, 0.5, 1, 10.0, np.float32(2.0), np.int64(3)])
+def test_check_epsilon_accepts_positive_finite(good):
+    assert check_epsilon(good) == float(good)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), -np.inf])
+def test_check_epsilon_rejects_values(bad):
+    with pytest.raises(ValueError, match="eps_total must be finite and > 0"):
+        check_epsilon(bad, name="eps_total")
+
+
+@pytest.mark.parametrize("bad", ["1", None, True, [1.0], 1 + 2j])
+def test_check_epsilon_rejects_types(bad):
+    with pytest.raises(TypeError, match="epsilon must be a real number"):
+        check_epsilon(bad)
+
+
+def test_privacy_random_state():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rng = check_privacy_random_state(None)
+        assert isinstance(rng, np.random.Generator)
+        gen = np.random.default_rng(1)
+        assert check_privacy_random_state(gen) is gen
+    with pytest.warns(SeededNoiseWarning, match="testing only"):
+        a = check_privacy_random_state(7).random(3)
+    with pytest.warns(SeededNoiseWarning):
+        b = check_privacy_random_state(7).random(3)
+    np.testing.assert_array_equal(a, b)
+    legacy = check_privacy_random_state(np.random.RandomState(0))
+    assert isinstance(legacy, np.random.Generator)
+    with pytest.raises(TypeError, match="random_state"):
+        check_privacy_random_state("seed")
+
+
+def test_all_estimators_finds_exported_estimator_classes():
+    found = dict(all_estimators())
+    for name in sklearn_bayes.__all__:
+        obj = getattr(sklearn_bayes, name)
+        is_est = isinstance(obj, type) and issubclass(obj, BaseEstimator)
+        assert (name in found) == is_est
+    assert list(found) == sorted(found)
