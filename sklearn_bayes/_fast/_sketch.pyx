@@ -1,0 +1,183 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Count / Count-Min sketch kernels: batched updates, touched cells of a query set, estimates.
+
+All hashing follows :mod:`sklearn_bayes._fast._hashing`.  Tables are C-contiguous
+``(depth, width)`` arrays of int64 (discrete noise) or float64 (continuous noise).
+"""
+
+import numpy as np
+
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc
+
+from sklearn_bayes._fast._hashing cimport hash_column, hash_sign, mix64, row_hash
+
+
+ctypedef fused cell_t:
+    int64_t
+    double
+
+
+def update(cell_t[:, ::1] table, const uint64_t[::1] keys, const uint64_t[::1] seeds, bint signed):
+    """Add the items with the given keys: ``C[i, h_i(x)] += s_i(x)`` (Count) or ``+= 1`` (Count-Min)."""
+    cdef Py_ssize_t n = keys.shape[0], d = table.shape[0], i, k
+    cdef uint64_t w = <uint64_t>table.shape[1]
+    cdef uint64_t pre, h
+    with nogil:
+        if signed:
+            for k in range(n):
+                pre = mix64(keys[k])
+                for i in range(d):
+                    h = row_hash(pre, seeds[i])
+                    table[i, hash_column(h, w)] += hash_sign(h)
+        else:
+            for k in range(n):
+                pre = mix64(keys[k])
+                for i in range(d):
+                    h = row_hash(pre, seeds[i])
+                    table[i, hash_column(h, w)] += 1
+
+
+def distinct_cells(const int64_t[:, ::1] cols, Py_ssize_t width):
+    """Flat indices ``i * width + j`` of the distinct cells touched by a query set, in first-touch order.
+
+    ``cols`` has shape (depth, n).  Each cell appears once, which is how a query set
+    noises every touched cell at most once.
+    """
+    cdef Py_ssize_t d = cols.shape[0], n = cols.shape[1], i, k, m = 0
+    cdef int64_t flat
+    mask_arr = np.zeros(d * width, dtype=np.uint8)
+    out_arr = np.empty(min(d * n, d * width), dtype=np.int64)
+    cdef uint8_t[::1] mask = mask_arr
+    cdef int64_t[::1] out = out_arr
+    with nogil:
+        for k in range(n):
+            for i in range(d):
+                flat = i * width + cols[i, k]
+                if not mask[flat]:
+                    mask[flat] = 1
+                    out[m] = flat
+                    m += 1
+    return out_arr[:m]
+
+
+cdef inline void _insertion_sort(double* v, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t a, b
+    cdef double x
+    for a in range(1, n):
+        x = v[a]
+        b = a - 1
+        while b >= 0 and v[b] > x:
+            v[b + 1] = v[b]
+            b -= 1
+        v[b + 1] = x
+
+
+def estimate(const cell_t[:, ::1] table, const int64_t[:, ::1] cols, const int8_t[:, ::1] signs,
+             bint median, double[::1] out):
+    """Per item: median of ``s_i(x) C[i, h_i(x)]`` (Count) or minimum of ``C[i, h_i(x)]`` (Count-Min).
+
+    The median of an even number of rows is the mean of the two middle values.
+    """
+    cdef Py_ssize_t d = cols.shape[0], n = cols.shape[1], i, k
+    cdef double v, best
+    cdef double* buf = <double*>malloc(d * sizeof(double))
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for k in range(n):
+                if median:
+                    for i in range(d):
+                        buf[i] = signs[i, k] * <double>table[i, cols[i, k]]
+                    _insertion_sort(buf, d)
+                    if d % 2:
+                        out[k] = buf[d // 2]
+                    else:
+                        out[k] = 0.5 * (buf[d // 2 - 1] + buf[d // 2])
+                else:
+                    best = <double>table[0, cols[0, k]]
+                    for i in range(1, d):
+                        v = <double>table[i, cols[i, k]]
+                        if v < best:
+                            best = v
+                    out[k] = best
+    finally:
+        free(buf)
+
+
+def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint signed,
+                          const uint64_t[::1] stream, const int64_t[::1] query_times,
+                          const uint64_t[::1] query_keys, const int64_t[::1] query_offsets,
+                          const cell_t[::1] noise, int64_t[::1] stamps, int64_t stamp0,
+                          Py_ssize_t start, double[::1] out):
+    """Event loop of Algorithm 6 for experiments: stream updates interleaved with query sets.
+
+    Query set ``q`` (keys ``query_keys[query_offsets[q]:query_offsets[q + 1]]``) is
+    answered after the stream prefix ``stream[:query_times[q]]`` has been added
+    (``start`` items were added before the call).  Each distinct cell touched by a set
+    receives the next value of ``noise`` once; ``stamps`` (``depth * width``) holds the
+    id of the last set that noised a cell, sets being numbered from ``stamp0``.
+    Estimates go to ``out`` (aligned with ``query_keys``).  Returns
+    ``(stream position, number of noise values consumed)``; raises if ``noise`` runs out.
+    """
+    cdef Py_ssize_t d = table.shape[0], n_sets = query_times.shape[0]
+    cdef uint64_t w = <uint64_t>table.shape[1]
+    cdef Py_ssize_t pos = start, q, k, i, t, used = 0, n_noise = noise.shape[0]
+    cdef Py_ssize_t j, flat
+    cdef uint64_t pre, h
+    cdef double v, best
+    cdef int sgn
+    cdef bint exhausted = False
+    cdef double* buf = <double*>malloc(d * sizeof(double))
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for q in range(n_sets):
+                t = query_times[q]
+                while pos < t:
+                    pre = mix64(stream[pos])
+                    for i in range(d):
+                        h = row_hash(pre, seeds[i])
+                        if signed:
+                            table[i, hash_column(h, w)] += hash_sign(h)
+                        else:
+                            table[i, hash_column(h, w)] += 1
+                    pos += 1
+                for k in range(query_offsets[q], query_offsets[q + 1]):
+                    pre = mix64(query_keys[k])
+                    for i in range(d):
+                        h = row_hash(pre, seeds[i])
+                        j = hash_column(h, w)
+                        flat = i * <Py_ssize_t>w + j
+                        if stamps[flat] != stamp0 + q:
+                            if used >= n_noise:
+                                exhausted = True
+                                break
+                            stamps[flat] = stamp0 + q
+                            table[i, j] += noise[used]
+                            used += 1
+                        sgn = hash_sign(h) if signed else 1
+                        buf[i] = sgn * <double>table[i, j]
+                    if exhausted:
+                        break
+                    if signed:
+                        _insertion_sort(buf, d)
+                        if d % 2:
+                            out[k] = buf[d // 2]
+                        else:
+                            out[k] = 0.5 * (buf[d // 2 - 1] + buf[d // 2])
+                    else:
+                        best = buf[0]
+                        for i in range(1, d):
+                            if buf[i] < best:
+                                best = buf[i]
+                        out[k] = best
+                if exhausted:
+                    break
+    finally:
+        free(buf)
+    if exhausted:
+        raise ValueError("noise buffer exhausted")
+    return pos, used

@@ -1,0 +1,713 @@
+"""Differentially private Count / Count-Min sketches for streams with intermittent queries."""
+
+import math
+import numbers
+
+import numpy as np
+from scipy import optimize, stats
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sklearn_bayes._fast import _hashing, _sketch
+from sklearn_bayes.privacy._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
+from sklearn_bayes.privacy._noise import noise_variance, sample_noise
+from sklearn_bayes.utils import check_epsilon, check_privacy_random_state
+
+__all__ = ["PrivateCountSketch"]
+
+# Tag XOR-ed into the bit pattern of non-integral floats so that their keys do not coincide
+# with the keys of small integers (part of the stable key format).
+_FLOAT_TAG = np.uint64(0x7F4A7C159E3779B9)
+_MECHANISMS = ("use_and_keep", "use_and_forget", "median_perturbation", "cell_perturbation")
+
+
+# --------------------------------------------------------------------------------------
+# items -> 64-bit keys
+# --------------------------------------------------------------------------------------
+
+
+def _float_keys(col, name):
+    col = np.asarray(col, dtype=np.float64)
+    if not np.all(np.isfinite(col)):
+        bad = col[~np.isfinite(col)][0]
+        raise ValueError(f"{name} contains a non-finite item {bad!r}; items must be ints, strings or bytes.")
+    integral = (col == np.floor(col)) & (np.abs(col) < 2.0**63)
+    keys = np.empty(col.shape, dtype=np.uint64)
+    keys[integral] = col[integral].astype(np.int64).view(np.uint64)
+    other = ~integral
+    keys[other] = (col[other] + 0.0).view(np.uint64) ^ _FLOAT_TAG
+    return keys
+
+
+def _column_keys(col, name):
+    """Keys of one column and its item kind ('number' or 'text'); raises on bad items."""
+    kind = col.dtype.kind
+    if kind in "iu":
+        return col.astype(np.int64, copy=False).view(np.uint64) if kind == "i" else col.astype(np.uint64), "number"
+    if kind == "b":
+        return col.astype(np.uint64), "number"
+    if kind == "f":
+        return _float_keys(col, name), "number"
+    if kind in "US":
+        return _hashing.bytes_keys(col.astype(object)), "text"
+    if kind != "O":
+        raise TypeError(f"{name} has unsupported dtype {col.dtype}; items must be ints, strings or bytes.")
+    is_text = np.fromiter((isinstance(v, (str, bytes)) for v in col), dtype=bool, count=col.shape[0])
+    if is_text.all():
+        return _hashing.bytes_keys(col), "text"
+    for v in col:
+        if v is None:
+            raise ValueError(f"{name} contains None; every item must be an int, a string or bytes.")
+        if isinstance(v, (float, np.floating)) and not math.isfinite(v):
+            raise ValueError(f"{name} contains a non-finite item {v!r}; items must be ints, strings or bytes.")
+        if not isinstance(v, (str, bytes, numbers.Integral, float, np.floating)):
+            raise TypeError(
+                f"{name} contains an item {v!r} of type {type(v).__name__}; items must be ints, strings or bytes."
+            )
+    if is_text.any():
+        first_text = col[np.argmax(is_text)]
+        first_num = col[np.argmax(~is_text)]
+        raise TypeError(
+            f"{name} mixes item types in one column ({type(first_num).__name__} {first_num!r} and "
+            f"{type(first_text).__name__} {first_text!r}); a stream holds one type of item."
+        )
+    if all(isinstance(v, numbers.Integral) for v in col):
+        try:
+            return np.array([int(v) for v in col], dtype=np.int64).view(np.uint64), "number"
+        except OverflowError:
+            raise ValueError(f"{name} contains an integer item outside the int64 range.") from None
+    return _float_keys(col.astype(np.float64), name), "number"
+
+
+def _item_keys(X, name):
+    """64-bit keys of the rows of a validated 2-D array (a row of several columns is one item)."""
+    keys, kinds = None, []
+    for c in range(X.shape[1]):
+        col_keys, kind = _column_keys(X[:, c], name)
+        kinds.append(kind)
+        keys = col_keys if keys is None else _hashing.combine_keys(keys, np.ascontiguousarray(col_keys))
+    return np.ascontiguousarray(keys, dtype=np.uint64), tuple(kinds)
+
+
+def _as_2d_items(X, name):
+    """Bring a 1-D stream or a list of items into the 2-D form that ``validate_data`` expects."""
+    if hasattr(X, "to_frame") and getattr(X, "ndim", None) == 1:  # pandas Series
+        return X.to_frame()
+    if hasattr(X, "iloc") or hasattr(X, "__array__"):
+        ndim = np.ndim(X)
+    elif isinstance(X, (str, bytes)):
+        raise TypeError(f"{name} must be an array-like of items, got a single {type(X).__name__} {X!r}.")
+    else:
+        try:
+            X = np.array(X, dtype=object)
+        except ValueError as exc:
+            raise ValueError(f"{name} could not be read as an array of items: {exc}") from None
+        ndim = X.ndim
+    if ndim == 0:
+        raise ValueError(f"{name} must be a 1-D array-like of items or a 2-D array, got a scalar {X!r}.")
+    if ndim == 1:
+        return np.asarray(X).reshape(-1, 1)
+    if ndim > 2:
+        raise ValueError(f"{name} must be 1-D or 2-D, got an array with {ndim} dimensions.")
+    return X
+
+
+# --------------------------------------------------------------------------------------
+# Theorem 5 (corrected)
+# --------------------------------------------------------------------------------------
+
+
+def _theorem5_tail(lam, d):
+    """The bound ``exp(-(d/2)(1 - 2 λ)) [2 (1 - λ)]^{d/2}`` of Lemma 2 / Theorem 5."""
+    return math.exp(-0.5 * d * (1.0 - 2.0 * lam) + 0.5 * d * math.log(2.0 * (1.0 - lam)))
+
+
+def _kappa_from_variances(sigma2, delta, method):
+    """Smallest κ certified by the median-of-rows bound for per-row error variances ``sigma2`` (d,)."""
+    d = sigma2.shape[0]
+    s_max, s_mean = float(sigma2.max()), float(sigma2.mean())
+    if s_max == 0:
+        return 0.0
+    if method == "theorem5":
+        if _theorem5_tail(0.0, d) >= delta:  # the bound never falls below (2/e)^{d/2}
+            return math.inf
+        lam = optimize.brentq(lambda t: _theorem5_tail(t, d) - delta, 0.0, 0.5, xtol=1e-14, rtol=1e-14)
+        kappa2 = max(s_mean / lam, 2.0 * s_max)
+    else:  # exact binomial tail of the number of rows off by more than κ (Chebyshev per row)
+        t = d // 2 if d % 2 == 0 else (d + 1) // 2
+        t = max(t, 1)
+        lam = optimize.brentq(lambda q: stats.binom.sf(t - 1, d, q) - delta, 1e-300, 1.0, xtol=1e-300, rtol=1e-14)
+        kappa2 = s_max / lam
+    return math.sqrt(kappa2) * (1.0 + 1e-12)
+
+
+class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Differentially private Count / Count-Min sketch answering intermittent frequency queries.
+
+    Counts the items of a stream (ints, strings or bytes; several columns make a
+    composite item) in a ``depth x width`` table and answers "how many times has
+    ``x`` occurred so far?" at any time, for query sets of any size, with
+    ε-differential privacy with respect to the presence of any one stream element
+    over the sketch's whole life.  The default mechanism is *use-and-keep*
+    (Algorithm 6 of *Differentially Private Frequency Sketches for Intermittent
+    Queries on Large Data Streams*): each query set adds fresh noise of scale
+    ``depth/ε`` once to every cell it touches and the noise stays in the table.
+
+    Read the User Guide: :ref:`private_count_sketch`.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Total privacy budget of the sketch's life (all query sets together).
+    depth : int, default=5
+        Number of rows ``d`` (independent hash functions).
+    width : int, default=2048
+        Number of columns ``w`` per row.
+    kind : {"count", "count_min"}, default="count"
+        Count Sketch (signed updates, median estimate, unbiased) or Count-Min
+        (``+1`` updates, minimum estimate, overestimates).
+    mechanism : {"use_and_keep", "use_and_forget", "median_perturbation", \
+"cell_perturbation"}, default="use_and_keep"
+        How query answers are privatised (see Notes).  ``"cell_perturbation"`` is a
+        static release: the stream must be complete before the first query.
+    decay : float, default=0.5
+        Ratio ``η`` of the geometric budget schedules of ``"use_and_forget"`` (per
+        cell) and ``"median_perturbation"`` (per query set); ignored otherwise.
+    noise : {"discrete_laplace", "laplace"}, default="discrete_laplace"
+        Noise distribution.  Discrete Laplace keeps integer cells integer and is the
+        exact mechanism for counts; ``"laplace"`` reproduces the paper.
+    pan_private : bool, default=False
+        Start every cell with noise of scale ``depth/ε`` so that one intrusion into the
+        table (followed by queries) is also covered.  Only for ``"use_and_keep"`` and
+        ``"cell_perturbation"`` (the other mechanisms keep an exact table by design).
+    sampling_rate : float, default=1.0
+        Keep each stream element independently with this probability and rescale the
+        answers by ``1/sampling_rate``.  The mechanism then runs with the larger
+        ``ε₀ = ln(1 + (e^ε - 1)/ρ)`` so that the amplified guarantee is exactly ``ε``.
+    hash_seed : int, default=0
+        Seed of the (public) hash functions.  Sketches to be merged need the same.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of the privacy noise (and of the subsampling).  ``None`` seeds from the
+        operating system; an int gives reproducible noise for tests and emits
+        ``SeededNoiseWarning``.
+    ledger : PrivacyLedger or None, default=None
+        An optional shared ``PrivacyLedger`` (``sklearn_bayes.privacy._accounting``)
+        that every release is also recorded in.  It is shared (not copied) by
+        :func:`sklearn.base.clone`, so all the clones fitted by a model-selection
+        tool on the same data report into one ledger.
+
+    Attributes
+    ----------
+    table_ : ndarray of shape (depth, width)
+        The sketch table (int64, or float64 with ``noise="laplace"``).  **Curator
+        state**: it holds the exact counts of never-queried cells and must not be
+        published; only query answers are releases.
+    uses_ : ndarray of shape (depth, width)
+        Number of query sets that noised each cell (``"use_and_keep"``,
+        ``"cell_perturbation"``) or used it (``"use_and_forget"``).
+    n_items_seen_ : int
+        Number of stream elements consumed (curator state).
+    n_query_sets_ : int
+        Number of query sets answered.
+    epsilon_spent_ : float
+        Privacy spent so far on this stream (with subsampling amplification).
+    ledger_ : PrivacyLedger
+        This stream's own record of releases, reset by ``fit``.
+    n_features_in_ : int
+        Number of columns of the input (1 for a stream of single items).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when the input had string column names.
+
+    See Also
+    --------
+    sklearn.preprocessing.TargetEncoder : Non-private encoding of categories.
+
+    Notes
+    -----
+    **Sketch.**  Row ``i`` has a hash ``h_i`` into ``{0..w-1}`` and a sign hash
+    ``s_i`` into ``{-1, +1}``.  Count Sketch adds ``s_i(x)`` to ``C[i, h_i(x)]`` and
+    estimates ``f̂_x = median_i s_i(x) C[i, h_i(x)]``; Count-Min adds 1 and takes the
+    minimum.  Neighbouring streams differ by the presence of one element, which
+    changes exactly ``d`` cells by one, so protecting each cell with ``ε/d`` gives ε.
+
+    **Mechanisms** (noise ``N(b)`` = discrete Laplace or Laplace of scale ``b``):
+
+    - ``use_and_keep`` (Algorithm 6): a query set adds ``N(d/ε)`` once to each cell it
+      touches and keeps it there.  Each cell is then a counter released with fresh
+      noise at every use (Lemma 1), which is ``ε/d``-DP whatever the number of uses;
+      ε-DP overall (Theorem 4) for any number of query sets.
+    - ``use_and_forget`` (Algorithm 5): the table stays exact; the ``k``-th use of a
+      cell adds fresh ``N(1/ε'_k)``, ``ε'_k = (ε/d)(1-η)η^{k-1}``, so that the budget
+      of each cell sums to ``ε/d``.  ``epsilon_spent_`` is
+      ``Σ_i max_j (ε/d)(1 - η^{U_ij})``.
+    - ``median_perturbation``: the ``k``-th query set gets ``f̂_x + N(m_Q/ε_k)``,
+      ``ε_k = ε(1-η)η^{k-1}``, with ``m_Q = min(n_Q, Σ_i max_j #{x ∈ Q: h_i(x)=j})``
+      (Algorithm 4).  For an even ``d`` the Count Sketch median is a half-integer, so
+      discrete noise is applied to ``2 f̂_x`` (sensitivity 2).
+    - ``cell_perturbation``: each cell gets ``N(d/ε)`` once, at its first use; later
+      queries are post-processing.  Static: no updates after the first query.
+
+    Duplicated items in a query set are answered once.  With ``sampling_rate = ρ < 1``
+    the mechanism uses ``ε₀ = ln(1 + (e^ε-1)/ρ)`` on the subsample, whose amplified
+    guarantee ``ln(1 + ρ(e^{ε₀}-1)) = ε`` (Balle, Barthe and Gaboardi 2018).
+
+    **Error (Theorem 5, corrected).**  For use-and-keep with ``u_i`` noise draws in
+    the cells of ``x``, ``Var C[i, h_i(x)] <= ||f||²/w + u_i Var N(d/ε)`` with
+    ``Var Laplace(b) = 2b²`` (the paper used ``b²``), see :meth:`error_bound`.
+
+    **Merging** adds the tables of sketches built on disjoint shards of a stream
+    with the same seeds and shape; see :meth:`merge` for the privacy accounting.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_bayes.privacy import PrivateCountSketch
+    >>> stream = ["a", "b", "a", "c", "a"] * 200
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
+    ...     sketch = PrivateCountSketch(epsilon=1.0, depth=5, width=256, random_state=0)
+    ...     sketch = sketch.partial_fit(stream)
+    >>> answers = sketch.query(["a", "z"])
+    >>> bool(abs(answers[0] - 600) < 50), sketch.epsilon_spent_, sketch.n_query_sets_
+    (True, 1.0, 1)
+    >>> _ = sketch.query(["b"])  # use-and-keep: later query sets spend nothing more
+    >>> sketch.epsilon_spent_, sketch.n_query_sets_
+    (1.0, 2)
+    """
+
+    _parameter_constraints = {
+        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "depth": [Interval(numbers.Integral, 1, None, closed="left")],
+        "width": [Interval(numbers.Integral, 1, 2**31 - 1, closed="both")],
+        "kind": [StrOptions({"count", "count_min"})],
+        "mechanism": [StrOptions(set(_MECHANISMS))],
+        "decay": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "noise": [StrOptions({"discrete_laplace", "laplace"})],
+        "pan_private": ["boolean"],
+        "sampling_rate": [Interval(numbers.Real, 0, 1, closed="right")],
+        "hash_seed": [Interval(numbers.Integral, None, None, closed="neither")],
+        "random_state": [None, Interval(numbers.Integral, None, None, closed="neither"), np.random.Generator],
+        "ledger": [None, PrivacyLedger],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        depth=5,
+        width=2048,
+        kind="count",
+        mechanism="use_and_keep",
+        decay=0.5,
+        noise="discrete_laplace",
+        pan_private=False,
+        sampling_rate=1.0,
+        hash_seed=0,
+        random_state=None,
+        ledger=None,
+    ):
+        self.epsilon = epsilon
+        self.depth = depth
+        self.width = width
+        self.kind = kind
+        self.mechanism = mechanism
+        self.decay = decay
+        self.noise = noise
+        self.pan_private = pan_private
+        self.sampling_rate = sampling_rate
+        self.hash_seed = hash_seed
+        self.random_state = random_state
+        self.ledger = ledger
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = True
+        tags.requires_fit = True
+        tags.target_tags.required = False
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+    # ------------------------------------------------------------------ helpers
+    def _base_epsilon(self):
+        eps = check_epsilon(self.epsilon)
+        return eps if self.sampling_rate == 1 else subsampled_base_epsilon(eps, float(self.sampling_rate))
+
+    def _check_combination(self):
+        if self.pan_private and self.mechanism not in ("use_and_keep", "cell_perturbation"):
+            raise ValueError(
+                f"pan_private=True needs mechanism='use_and_keep' or 'cell_perturbation', got "
+                f"mechanism={self.mechanism!r} (it keeps an exact table by design)."
+            )
+
+    def _validated_keys(self, X, name, reset, min_samples=1):
+        """Validate a batch completely and return its keys; on error the estimator is unchanged."""
+        saved = dict(self.__dict__)
+        try:
+            X2 = _as_2d_items(X, name)
+            X2 = validate_data(
+                self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
+                ensure_min_samples=min_samples, accept_sparse=False,
+            )
+            if X2.dtype.kind == "O":
+                for c in range(X2.shape[1]):  # None is not caught by ensure_all_finite
+                    if any(v is None for v in X2[:, c]):
+                        raise ValueError(f"{name} contains None; every item must be an int, a string or bytes.")
+            keys, kinds = _item_keys(X2, name)
+            if not reset and kinds != self._item_kinds:
+                raise TypeError(
+                    f"{name} has items of kind {kinds} but the sketch was fitted on items of kind "
+                    f"{self._item_kinds}; a stream holds one type of item."
+                )
+        except Exception:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+        return keys, kinds
+
+    def _init_state(self, kinds):
+        self._check_combination()
+        eps0 = self._base_epsilon()
+        d, w = int(self.depth), int(self.width)
+        self._rng = check_privacy_random_state(self.random_state, owner="PrivateCountSketch")
+        self._row_seeds = _hashing.row_seeds(int(self.hash_seed), d)
+        self._item_kinds = kinds
+        dtype = np.int64 if self.noise == "discrete_laplace" else np.float64
+        self.table_ = np.zeros((d, w), dtype=dtype)
+        self.uses_ = np.zeros((d, w), dtype=np.int64)
+        self._pan_draws = 0
+        if self.pan_private:
+            self.table_ += sample_noise(self._rng, self.noise, d / eps0, size=(d, w))
+            self._pan_draws = 1
+        self.n_items_seen_ = 0
+        self.n_query_sets_ = 0
+        self._spent0 = 0.0
+        self.epsilon_spent_ = 0.0
+        self.ledger_ = PrivacyLedger()
+
+    def _check_not_frozen(self):
+        if self.mechanism == "cell_perturbation" and self.n_query_sets_ > 0:
+            raise ValueError(
+                "mechanism='cell_perturbation' is a static release: the stream cannot be updated after "
+                "the first query. Use mechanism='use_and_keep' for intermittent queries."
+            )
+
+    def _consume(self, keys):
+        n = keys.shape[0]
+        if self.sampling_rate < 1:
+            keys = keys[self._rng.random(n) < self.sampling_rate]
+        _sketch.update(self.table_, keys, self._row_seeds, self.kind == "count")
+        self.n_items_seen_ += int(n)
+
+    # ------------------------------------------------------------------ stream
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Reset the sketch and consume the stream ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, n_features)
+            Stream items (ints, strings or bytes; floats with integral values count as
+            ints).  With several columns each row is one composite item.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PrivateCountSketch
+        """
+        self._check_combination()
+        keys, kinds = self._validated_keys(X, "X", reset=True)
+        self._init_state(kinds)
+        self._consume(keys)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None):
+        """Consume one chunk of the stream (the first call initialises the sketch).
+
+        The whole chunk is validated before the table is touched: a rejected chunk
+        leaves the sketch exactly as it was.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, n_features)
+            Stream items, as in :meth:`fit`.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PrivateCountSketch
+        """
+        first = not hasattr(self, "table_")
+        if first:
+            self._check_combination()
+        else:
+            self._check_not_frozen()
+        keys, kinds = self._validated_keys(X, "X", reset=first)
+        if first:
+            self._init_state(kinds)
+        self._consume(keys)
+        return self
+
+    # ------------------------------------------------------------------ queries
+    def _locate(self, keys):
+        d, n = self.table_.shape[0], keys.shape[0]
+        cols = np.empty((d, n), dtype=np.int64)
+        signs = np.empty((d, n), dtype=np.int8)
+        _hashing.locate(keys, self._row_seeds, self.table_.shape[1], cols, signs)
+        return cols, signs
+
+    def _estimate(self, table, cols, signs):
+        out = np.empty(cols.shape[1], dtype=np.float64)
+        _sketch.estimate(table, cols, signs, self.kind == "count", out)
+        return out
+
+    def _answer(self, keys):
+        """Answer one query set (keys may repeat); returns float estimates and records the release."""
+        if keys.shape[0] == 0:
+            return np.empty(0, dtype=np.float64)
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        cols, signs = self._locate(uniq)
+        d, w = self.table_.shape
+        eps0 = self._base_epsilon()
+        rng, mech = self._rng, self.mechanism
+        flat_table, flat_uses = self.table_.reshape(-1), self.uses_.reshape(-1)
+        if mech == "use_and_keep":
+            cells = _sketch.distinct_cells(cols, w)
+            flat_table[cells] += sample_noise(rng, self.noise, d / eps0, size=cells.shape[0])
+            flat_uses[cells] += 1
+            est = self._estimate(self.table_, cols, signs)
+            spent0 = eps0
+        elif mech == "cell_perturbation":
+            cells = _sketch.distinct_cells(cols, w)
+            cells = cells[flat_uses[cells] == 0]
+            flat_table[cells] += sample_noise(rng, self.noise, d / eps0, size=cells.shape[0])
+            flat_uses[cells] += 1
+            est = self._estimate(self.table_, cols, signs)
+            spent0 = eps0
+        elif mech == "use_and_forget":
+            cells = _sketch.distinct_cells(cols, w)
+            eta = float(self.decay)
+            cell_eps = (eps0 / d) * (1.0 - eta) * eta ** flat_uses[cells].astype(np.float64)
+            scale = 1.0 / cell_eps
+            if np.any(scale > 1e15):
+                raise ValueError(
+                    "use_and_forget: the geometric budget of some cells is numerically exhausted "
+                    f"(noise scale {scale.max():.3g}); use a larger decay or mechanism='use_and_keep'."
+                )
+            noisy = self.table_.copy()
+            noisy.reshape(-1)[cells] += sample_noise(rng, self.noise, scale)
+            flat_uses[cells] += 1
+            est = self._estimate(noisy, cols, signs)
+            spent0 = float(np.sum((eps0 / d) * -np.expm1(self.uses_.max(axis=1) * math.log(eta))))
+        else:  # median_perturbation
+            eta = float(self.decay)
+            k = self.n_query_sets_
+            eps_k = eps0 * (1.0 - eta) * eta**k
+            m_hat = sum(int(np.bincount(cols[i], minlength=w).max()) for i in range(d))
+            m_q = min(uniq.shape[0], m_hat)
+            exact = self._estimate(self.table_, cols, signs)
+            if self.noise == "discrete_laplace" and self.kind == "count" and d % 2 == 0:
+                # the median of an even number of integers lives on the half-integer lattice
+                noise = sample_noise(rng, self.noise, 2.0 * m_q / eps_k, size=uniq.shape[0]) / 2.0
+            else:
+                noise = sample_noise(rng, self.noise, m_q / eps_k, size=uniq.shape[0])
+            est = exact + noise
+            spent0 = eps0 * -math.expm1((k + 1) * math.log(eta))
+        est = est / float(self.sampling_rate)
+        self._record(spent0, n_items=int(uniq.shape[0]))
+        return est[inverse]
+
+    def _record(self, spent0, n_items, note=""):
+        self._spent0 = max(self._spent0, float(spent0))
+        total = amplify_by_subsampling(self._spent0, float(self.sampling_rate))
+        increment = max(total - self.epsilon_spent_, 0.0)
+        self.epsilon_spent_ = total
+        self.n_query_sets_ += 1
+        for ledger in (self.ledger_, self.ledger):
+            if ledger is not None:
+                ledger.record(
+                    f"PrivateCountSketch/{self.mechanism}", increment, n_items=n_items, note=note,
+                    query_set=self.n_query_sets_,
+                )
+
+    def query(self, items):
+        """Answer one query set: the private estimated count of each item so far.
+
+        Parameters
+        ----------
+        items : array-like of shape (n_items,) or (n_items, n_features_in_)
+            The query set ``Q`` (same item type as the stream).  Repeated items get the
+            same answer.
+
+        Returns
+        -------
+        counts : ndarray of shape (n_items,), float64
+            Noisy estimates (rescaled by ``1/sampling_rate``).
+        """
+        check_is_fitted(self)
+        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0)
+        return self._answer(keys)
+
+    def transform(self, X):
+        """Private count encoding: the estimated count of each row's item, as one column.
+
+        Each call is one query set (see :meth:`query`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, n_features_in_)
+
+        Returns
+        -------
+        X_out : ndarray of shape (n_samples, 1)
+        """
+        check_is_fitted(self)
+        keys, _ = self._validated_keys(X, "X", reset=False)
+        return self._answer(keys).reshape(-1, 1)
+
+    @property
+    def _n_features_out(self):
+        return 1
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, other):
+        """Add the sketch of a disjoint shard of the stream (map-reduce), in place.
+
+        Both sketches must have the same parameters (except ``random_state`` and
+        ``ledger``) and item type.  ``other`` is left unchanged.
+
+        Privacy: the shards hold different individuals, so their releases compose in
+        parallel: the merged ``epsilon_spent_`` is the larger of the two.
+
+        - ``use_and_keep``: tables (noise included) and noise counts are added.  A
+          later release adds fresh noise to the merged cells, which for an individual
+          of one shard is post-processing of that shard's noisy counter (Lemma 1)
+          plus independent quantities, so the guarantee of the merged sketch stays ε.
+        - ``use_and_forget``: exact tables are added; the use counts take the
+          element-wise maximum so that no cell's schedule restarts.
+        - ``median_perturbation``: exact tables are added; the query-set counter takes
+          the maximum so that the budget schedule continues.
+        - ``cell_perturbation``: refused once either sketch has answered a query
+          (merge the shards before the static release).
+
+        Releasing again from the *shard* sketches after merging composes with the
+        merged sketch's releases and is not tracked: query only the merged sketch.
+
+        Parameters
+        ----------
+        other : PrivateCountSketch
+            A fitted sketch of another shard.
+
+        Returns
+        -------
+        self : PrivateCountSketch
+        """
+        check_is_fitted(self)
+        if not isinstance(other, PrivateCountSketch):
+            raise TypeError(f"other must be a PrivateCountSketch, got {type(other).__name__}.")
+        check_is_fitted(other)
+        mine = {k: v for k, v in self.get_params().items() if k not in ("random_state", "ledger")}
+        theirs = {k: v for k, v in other.get_params().items() if k not in ("random_state", "ledger")}
+        diff = {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
+        if diff:
+            raise ValueError(f"cannot merge sketches with different parameters: {diff}.")
+        if other._item_kinds != self._item_kinds or other.n_features_in_ != self.n_features_in_:
+            raise TypeError(
+                f"cannot merge sketches of different item types: {self._item_kinds} and {other._item_kinds}."
+            )
+        if self.mechanism == "cell_perturbation" and (self.n_query_sets_ or other.n_query_sets_):
+            raise ValueError(
+                "cannot merge cell_perturbation sketches after a release; merge the shards before querying."
+            )
+        if self.mechanism == "use_and_forget":
+            self.uses_ = np.maximum(self.uses_, other.uses_)
+        else:
+            self.uses_ = self.uses_ + other.uses_
+        self.table_ = self.table_ + other.table_
+        self._pan_draws += other._pan_draws
+        self.n_items_seen_ += other.n_items_seen_
+        self.n_query_sets_ = max(self.n_query_sets_, other.n_query_sets_)
+        self._spent0 = max(self._spent0, other._spent0)
+        total = amplify_by_subsampling(self._spent0, float(self.sampling_rate))
+        self.ledger_.record(
+            "merge", max(total - self.epsilon_spent_, 0.0), note="parallel composition of disjoint shards"
+        )
+        self.epsilon_spent_ = total
+        return self
+
+    # ------------------------------------------------------------------ accuracy
+    def error_bound(self, items, confidence=0.95, f2=None, method="theorem5"):
+        """Error bar ``κ`` with ``P(|f̂_x - f_x| > κ) <= 1 - confidence`` for a query made now.
+
+        The corrected Theorem 5: with ``u_i`` noise draws in the cell of ``x`` in row
+        ``i`` (its previous uses, plus the one this query would add for
+        ``use_and_keep``, plus the pan-private start),
+        ``σ_i² = ||f||²₂/w + u_i Var N(d/ε)`` and, for ``κ² > 2 max_i σ_i²``,
+        ``P(|f̂_x - f_x| > κ) <= exp(-(d/2)(1-2λ)) [2(1-λ)]^{d/2}`` with
+        ``λ = Σ_i σ_i² / (d κ²)``.  That bound cannot go below ``(2/e)^{d/2}``, so high
+        confidences need many rows (``inf`` is returned when it is unattainable);
+        ``method="binomial"`` uses the exact binomial tail of the number of rows whose
+        error exceeds ``κ`` (each with Chebyshev probability at most ``max_i σ_i²/κ²``,
+        rows independent), which is valid and much tighter.
+
+        Privacy: the cell-use counts depend only on the (public) hashes and query
+        sets, so with a public ``f2`` this is post-processing and spends nothing.
+        With ``f2=None``, ``||f||²₂`` is estimated from the curator's table (the
+        median over rows of ``Σ_j C_ij²`` minus the known noise variance): a
+        function of unreleased state, meant for the curator; publish error bars
+        computed from a public or separately privatised ``f2``.
+
+        Parameters
+        ----------
+        items : array-like of shape (n_items,)
+            Items, as for :meth:`query`.
+        confidence : float, default=0.95
+            Probability in (0, 1) that the error stays within the bound.
+        f2 : float or None, default=None
+            The second frequency moment ``||f||²₂ = Σ_x f_x²`` (or an upper bound).
+        method : {"theorem5", "binomial"}, default="theorem5"
+
+        Returns
+        -------
+        kappa : ndarray of shape (n_items,)
+            Bound on the absolute error of each item's estimate (in counts).
+        """
+        check_is_fitted(self)
+        if self.kind != "count" or self.mechanism not in ("use_and_keep", "cell_perturbation"):
+            raise ValueError(
+                "error_bound implements Theorem 5, for kind='count' with mechanism='use_and_keep' or "
+                f"'cell_perturbation'; got kind={self.kind!r}, mechanism={self.mechanism!r}."
+            )
+        if self.sampling_rate != 1:
+            raise ValueError(f"error_bound needs sampling_rate=1, got {self.sampling_rate!r}.")
+        if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
+            raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
+        if method not in ("theorem5", "binomial"):
+            raise ValueError(f"method must be 'theorem5' or 'binomial', got {method!r}.")
+        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0)
+        d, w = self.table_.shape
+        var1 = float(noise_variance(self.noise, d / self._base_epsilon()))
+        if f2 is None:
+            noise_var = (self.uses_ + self._pan_draws) * var1
+            per_row = (self.table_.astype(np.float64) ** 2).sum(axis=1) - noise_var.sum(axis=1)
+            f2 = max(float(np.median(per_row)), 0.0)
+        else:
+            if isinstance(f2, bool) or not isinstance(f2, numbers.Real) or not (math.isfinite(f2) and f2 >= 0):
+                raise ValueError(f"f2 must be a finite number >= 0, got {f2!r}.")
+            f2 = float(f2)
+        cols, _ = self._locate(keys)
+        uses = np.take_along_axis(self.uses_, cols, axis=1) + self._pan_draws  # (d, n)
+        if self.mechanism == "use_and_keep":
+            uses = uses + 1
+        else:
+            uses = np.maximum(uses, 1 + self._pan_draws)
+        delta = 1.0 - float(confidence)
+        sigma2 = f2 / w + uses * var1
+        return np.array([_kappa_from_variances(sigma2[:, k], delta, method) for k in range(keys.shape[0])])
