@@ -19,6 +19,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_bayes.utils import all_estimators
@@ -27,10 +28,17 @@ ESTIMATORS = dict(all_estimators())
 
 # Parameters that make the estimator fast enough for scikit-learn's checks
 # (which use tiny data sets); every other parameter keeps its default.
-TEST_PARAMS = {}
+TEST_PARAMS = {
+    "PrivateCountSketch": {"width": 256},
+}
 
 # {estimator name: {check name: one-line reason}}
-EXPECTED_FAILED_CHECKS = {}
+EXPECTED_FAILED_CHECKS = {
+    "PrivateCountSketch": {
+        "check_fit1d": "a 1-D array is a stream of single items, the estimator's primary input",
+        "check_dict_unchanged": "each transform is a private query set: it noises the touched cells and records the release",
+    },
+}
 
 
 def _instance(name):
@@ -81,7 +89,22 @@ def _count_case():
 
 
 # {estimator name: (data builder, param grid for the estimator step, downstream step or None)}
-META_CASES = {}
+def _high_cardinality_count_case():
+    # an ID-like integer column (Zipf over 3000 ids); the target depends on how frequent the id is
+    rng = np.random.default_rng(0)
+    ids = rng.zipf(1.3, size=600) % 3000
+    freq = np.bincount(ids)[ids]
+    y = np.log1p(freq) + rng.normal(scale=0.3, size=ids.shape[0])
+    return ids.reshape(-1, 1), y
+
+
+META_CASES = {
+    "PrivateCountSketch": (
+        _high_cardinality_count_case,
+        {"epsilon": [0.5, 4.0], "depth": [3, 5]},
+        DecisionTreeRegressor(max_depth=3, random_state=0),
+    ),
+}
 
 
 def _case(name):

@@ -84,7 +84,8 @@ def _item_keys(X, name):
     """64-bit keys of the rows of a validated 2-D array (a row of several columns is one item)."""
     keys, kinds = None, []
     for c in range(X.shape[1]):
-        col_keys, kind = _column_keys(X[:, c], name)
+        col_keys, kind = _column_keys(np.ascontiguousarray(X[:, c]), name)
+        col_keys = np.ascontiguousarray(col_keys, dtype=np.uint64)
         kinds.append(kind)
         keys = col_keys if keys is None else _hashing.combine_keys(keys, np.ascontiguousarray(col_keys))
     return np.ascontiguousarray(keys, dtype=np.uint64), tuple(kinds)
@@ -93,9 +94,12 @@ def _item_keys(X, name):
 def _as_2d_items(X, name):
     """Bring a 1-D stream or a list of items into the 2-D form that ``validate_data`` expects."""
     if hasattr(X, "to_frame") and getattr(X, "ndim", None) == 1:  # pandas Series
-        return X.to_frame()
-    if hasattr(X, "iloc") or hasattr(X, "__array__"):
-        ndim = np.ndim(X)
+        return X.to_frame(), True
+    if hasattr(X, "iloc"):
+        ndim = X.ndim
+    elif hasattr(X, "__array__"):
+        X = np.asarray(X)
+        ndim = X.ndim
     elif isinstance(X, (str, bytes)):
         raise TypeError(f"{name} must be an array-like of items, got a single {type(X).__name__} {X!r}.")
     else:
@@ -107,10 +111,10 @@ def _as_2d_items(X, name):
     if ndim == 0:
         raise ValueError(f"{name} must be a 1-D array-like of items or a 2-D array, got a scalar {X!r}.")
     if ndim == 1:
-        return np.asarray(X).reshape(-1, 1)
+        return np.asarray(X).reshape(-1, 1), True
     if ndim > 2:
         raise ValueError(f"{name} must be 1-D or 2-D, got an array with {ndim} dimensions.")
-    return X
+    return X, False
 
 
 # --------------------------------------------------------------------------------------
@@ -321,7 +325,6 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
         tags.input_tags.two_d_array = True
         tags.input_tags.categorical = True
         tags.input_tags.string = True
@@ -348,7 +351,12 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         """Validate a batch completely and return its keys; on error the estimator is unchanged."""
         saved = dict(self.__dict__)
         try:
-            X2 = _as_2d_items(X, name)
+            X2, one_d = _as_2d_items(X, name)
+            if not reset and one_d and self.n_features_in_ != 1:
+                raise ValueError(
+                    f"{name} is 1-D but the sketch was fitted on items of {self.n_features_in_} columns. "
+                    "Reshape your data to shape (n_samples, n_features_in_)."
+                )
             X2 = validate_data(
                 self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
                 ensure_min_samples=min_samples, accept_sparse=False,
@@ -396,7 +404,15 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 "the first query. Use mechanism='use_and_keep' for intermittent queries."
             )
 
+    def _writeable_state(self):
+        # an estimator unpickled from a read-only memory map gets private copies before updating
+        if not self.table_.flags.writeable:
+            self.table_ = self.table_.copy()
+        if not self.uses_.flags.writeable:
+            self.uses_ = self.uses_.copy()
+
     def _consume(self, keys):
+        self._writeable_state()
         n = keys.shape[0]
         if self.sampling_rate < 1:
             keys = keys[self._rng.random(n) < self.sampling_rate]
@@ -472,6 +488,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         """Answer one query set (keys may repeat); returns float estimates and records the release."""
         if keys.shape[0] == 0:
             return np.empty(0, dtype=np.float64)
+        self._writeable_state()
         uniq, inverse = np.unique(keys, return_inverse=True)
         cols, signs = self._locate(uniq)
         d, w = self.table_.shape
