@@ -1,3 +1,5 @@
 """Differential privacy: noise, accounting, private sketches and local-DP frequency estimation."""
 
-__all__ = []
+from ._count_sketch import PrivateCountSketch
+
+__all__ = ["PrivateCountSketch"]
