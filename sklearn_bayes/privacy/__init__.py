@@ -1,5 +1,7 @@
 """Differential privacy: noise, accounting, private sketches and local-DP frequency estimation."""
 
+from ._adaptive_ldp import AdaptiveLDPFrequencyEstimator
 from ._count_sketch import PrivateCountSketch
+from ._rrrr import RRRRMechanism
 
-__all__ = ["PrivateCountSketch"]
+__all__ = ["AdaptiveLDPFrequencyEstimator", "PrivateCountSketch", "RRRRMechanism"]

@@ -1,0 +1,574 @@
+# cython: language_level=3
+"""Kernels for :class:`sklearn_bayes.AdaptiveLDPFrequencyEstimator` (AdOBEst-LDP).
+
+Random numbers
+--------------
+Every kernel draws its random numbers from the ``bitgen_t`` of the caller's
+:class:`numpy.random.Generator` (``generator.bit_generator.capsule``), under the bit
+generator's lock.  The stream therefore lives in a picklable numpy object, results are
+reproducible from the estimator's ``random_state`` and splitting a stream into several
+``partial_fit`` calls consumes exactly the same numbers.  Uniforms are ``next_double``;
+uniform integers in ``[0, n)`` are ``floor(n * U)``; standard normals use the
+Marsaglia-Tsang ziggurat (128 layers) on 64-bit draws (layer from the low 7 bits, the
+signed value from the high 32 bits).
+
+Storage of responses
+--------------------
+A response is ``(y, sid)``: ``y`` the released category (0-based) and ``sid`` the row of
+a table of distinct subsets (``masks[sid, x] = 1`` iff ``x`` is in the subset,
+``sid_k[sid] = |S|``, ``members[sid, :|S|]`` its elements).  ``consts[k]`` holds, for subset size ``k``, the values of the
+RRRR likelihood ``g(y | x)`` (at most three distinct values per response):
+
+=====  ===========================  ====================================
+col    value                        meaning
+=====  ===========================  ====================================
+0      a1 = e^{e1} / A              y in S, x = y   (also P(keep) in SRR on S+R)
+1      a0 = 1 / A                   y in S, x != y; and y in S, x not in S
+2      b_self = e^{e1+e2} / (A B)   y not in S, x = y
+3      b_in = 1 / ((K - k) A)       y not in S, x in S
+4      b_out = e^{e1} / (A B)       y not in S, x not in S, x != y
+5      r = e^{e2} / B               P(keep) of SRR on S^c with e2
+=====  ===========================  ====================================
+
+with ``A = e^{e1} + k`` and ``B = e^{e2} + K - k - 1``.
+"""
+
+import numpy as np
+
+cimport numpy as cnp
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.math cimport exp, log, sqrt
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from numpy.random cimport bitgen_t
+
+cnp.import_array()
+
+ctypedef struct _Rng:
+    bitgen_t* bg
+    int has_spare
+    double spare
+
+
+cdef bitgen_t* _bitgen(object generator) except NULL:
+    capsule = generator.bit_generator.capsule
+    return <bitgen_t*> PyCapsule_GetPointer(capsule, "BitGenerator")
+
+
+cdef inline double _unif(_Rng* r) noexcept nogil:
+    return r.bg.next_double(r.bg.state)
+
+
+cdef inline int _randint(_Rng* r, int n) noexcept nogil:
+    # multiply-shift on 32 random bits: uniform on [0, n) up to n / 2^32
+    return <int>((<uint64_t>r.bg.next_uint32(r.bg.state) * <uint64_t>n) >> 32)
+
+
+cdef uint32_t _KN[128]
+cdef double _WN[128]
+cdef double _FN[128]
+
+
+cdef void _zigset() noexcept:
+    cdef double m1 = 2147483648.0
+    cdef double dn = 3.442619855899, tn = 3.442619855899, vn = 9.91256303526217e-3, q
+    cdef int i
+    q = vn / exp(-0.5 * dn * dn)
+    _KN[0] = <uint32_t>((dn / q) * m1)
+    _KN[1] = 0
+    _WN[0] = q / m1
+    _WN[127] = dn / m1
+    _FN[0] = 1.0
+    _FN[127] = exp(-0.5 * dn * dn)
+    for i in range(126, 0, -1):
+        dn = sqrt(-2.0 * log(vn / dn + exp(-0.5 * dn * dn)))
+        _KN[i + 1] = <uint32_t>((dn / tn) * m1)
+        tn = dn
+        _FN[i] = exp(-0.5 * dn * dn)
+        _WN[i] = dn / m1
+
+
+_zigset()
+
+
+cdef inline double _normal(_Rng* r) noexcept nogil:
+    """Standard normal by the ziggurat method (Marsaglia and Tsang, 2000)."""
+    cdef uint64_t u
+    cdef int32_t hz
+    cdef int iz
+    cdef uint32_t ahz
+    cdef double x, y
+    while True:
+        u = r.bg.next_uint64(r.bg.state)
+        iz = <int>(u & 127)
+        hz = <int32_t>(<uint32_t>(u >> 32))
+        ahz = <uint32_t>(-<int64_t>hz) if hz < 0 else <uint32_t>hz
+        x = hz * _WN[iz]
+        if ahz < _KN[iz]:
+            return x
+        if iz == 0:
+            # tail beyond r = 3.442620
+            while True:
+                x = -log(_unif(r)) * 0.2904764
+                y = -log(_unif(r))
+                if y + y >= x * x:
+                    break
+            return 3.442620 + x if hz > 0 else -3.442620 - x
+        if _FN[iz] + _unif(r) * (_FN[iz - 1] - _FN[iz]) < exp(-0.5 * x * x):
+            return x
+
+
+# --------------------------------------------------------------------------------------
+# RRRR sampling (Algorithm 8)
+# --------------------------------------------------------------------------------------
+
+cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* pos, int k, int K,
+                          double keep1, double keep2) noexcept nogil:
+    """One RRRR draw: S = sigma[:k], S^c = sigma[k:], pos = inverse of sigma."""
+    cdef int px = pos[x]
+    cdef int j, rr, sc = K - k
+    if k == 0:
+        # plain SRR(x; [K], eps): here keep1 = e^eps / (e^eps + K - 1)
+        if _unif(r) < keep1:
+            return x
+        j = _randint(r, K - 1)
+        if j >= px:
+            j += 1
+        return sigma[j]
+    if px < k:
+        # x in S: R ~ Uniform(S^c); Y = SRR(x; S + {R}, e1)
+        rr = sigma[k + _randint(r, sc)]
+        if _unif(r) < keep1:
+            return x
+        # uniform over (S \ {x}) + {R}: k elements
+        j = _randint(r, k)
+        if j == px:
+            return rr
+        return sigma[j]
+    # x not in S: R = SRR(x; S^c, e2)
+    if sc == 1 or _unif(r) < keep2:
+        rr = x
+    else:
+        j = k + _randint(r, sc - 1)
+        if j >= px:
+            j += 1
+        rr = sigma[j]
+    # Y = SRR(R; S + {R}, e1)
+    if _unif(r) < keep1:
+        return rr
+    return sigma[_randint(r, k)]
+
+
+def rrrr_sample(object generator, const int32_t[::1] x, const int32_t[::1] sigma,
+                int k, double keep1, double keep2, int32_t[::1] out):
+    """Privatise every ``x[i]`` with RRRR on ``S = sigma[:k]`` into ``out[i]``.
+
+    ``keep1 = e^{e1} / (e^{e1} + k)`` (for ``k = 0``: ``e^eps / (e^eps + K - 1)``) and
+    ``keep2 = e^{e2} / (e^{e2} + K - k - 1)``.
+    """
+    cdef int K = sigma.shape[0]
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef _Rng r
+    cdef int32_t[::1] pos = np.empty(K, dtype=np.int32)
+    for i in range(K):
+        pos[sigma[i]] = <int32_t>i
+    r.bg = _bitgen(generator)
+    r.has_spare = 0
+    with generator.bit_generator.lock, nogil:
+        for i in range(n):
+            out[i] = _rrrr_one(&r, x[i], &sigma[0], &pos[0], k, K, keep1, keep2)
+
+
+# --------------------------------------------------------------------------------------
+# log-likelihood gradient
+# --------------------------------------------------------------------------------------
+
+ctypedef struct _SidScratch:
+    int64_t stamp
+    double thS
+    double coef
+    int64_t row0
+
+
+cdef double _grad_lik(const double* theta, int K, const int32_t* ys, const int32_t* sids,
+                      const int64_t* idx, Py_ssize_t nb,
+                      const uint8_t[:, ::1] masks, const int32_t[:, ::1] members,
+                      const int32_t* sid_k, const double[:, ::1] lk,
+                      double* point, _SidScratch* scratch,
+                      int32_t* touched, int64_t step_id, double* loglik) noexcept nogil:
+    """Accumulate sum_b g_b(x) / h_b for b in idx (or 0..nb-1 if idx is NULL).
+
+    ``g_b(x) = c0 + c1 [x in S_b] + c2 [x = y_b]`` with ``(c0, c1, c2) = lk[2 k + [y in S]]``
+    (see :func:`_lk_table`), so ``h_b = c0 + c1 theta(S_b) + c2 theta_{y_b}``; the sums
+    theta(S) are computed once per distinct subset and step (``stamp``).  Returns the
+    scalar part; ``point[x]`` receives the rest.  ``point`` must be zero on entry.  The
+    sum of ln h_b is added to ``loglik`` if it is not NULL.
+    """
+    cdef Py_ssize_t b, t, j
+    cdef int y, s, k, row, ntouched = 0
+    cdef double base = 0.0, h, ih, ts, c, c0, c1, c2
+    cdef _SidScratch* sc
+    cdef const double* lr
+    for b in range(nb):
+        if idx != NULL:
+            t = idx[b]
+        else:
+            t = b
+        y = ys[t]
+        s = sids[t]
+        sc = &scratch[s]
+        if sc.stamp != step_id:
+            k = sid_k[s]
+            sc.stamp = step_id
+            ts = 0.0
+            for j in range(k):
+                ts += theta[members[s, j]]
+            sc.thS = ts
+            sc.coef = 0.0
+            sc.row0 = 2 * k
+            touched[ntouched] = s
+            ntouched += 1
+        row = sc.row0 + masks[s, y]
+        lr = &lk[row, 0]
+        c0 = lr[0]
+        c1 = lr[1]
+        c2 = lr[2]
+        h = c0 + c1 * sc.thS + c2 * theta[y]
+        ih = 1.0 / h
+        base += c0 * ih
+        sc.coef += c1 * ih
+        point[y] += c2 * ih
+        if loglik != NULL:
+            loglik[0] += log(h)
+    for b in range(ntouched):
+        s = touched[b]
+        c = scratch[s].coef
+        for j in range(sid_k[s]):
+            point[members[s, j]] += c
+    return base
+
+
+def _lk_table(const double[:, ::1] consts):
+    """Rows 2k (y not in S) and 2k+1 (y in S) of (c0, c1, c2): g(y | x) = c0 + c1 [x in S] + c2 [x = y]."""
+    cdef int K = consts.shape[0], k
+    out = np.zeros((2 * K, 3))
+    cdef double[:, ::1] o = out
+    for k in range(K):
+        o[2 * k, 0] = consts[k, 4]
+        o[2 * k, 1] = consts[k, 3] - consts[k, 4] if k > 0 else 0.0
+        o[2 * k, 2] = consts[k, 2] - consts[k, 4]
+        o[2 * k + 1, 0] = consts[k, 1]
+        o[2 * k + 1, 1] = 0.0
+        o[2 * k + 1, 2] = consts[k, 0] - consts[k, 1]
+    return out
+
+
+cdef struct _Store:
+    int K
+    int32_t* ys
+    int32_t* sids
+    int32_t* sid_k
+    double* prior
+    double* point
+    double* grad
+    double* theta
+    _SidScratch* scratch
+    int32_t* touched
+    int64_t* idx
+
+
+cdef int64_t _sgld_step(_Rng* r, _Store* st, double* phi, Py_ssize_t n, int batch_size,
+                        double gamma, const uint8_t[:, ::1] masks, const int32_t[:, ::1] members,
+                        const double[:, ::1] lk, int64_t step_id) noexcept nogil:
+    """One SGLD step on phi using n stored responses; returns the next step id."""
+    cdef int K = st.K
+    cdef int i
+    cdef Py_ssize_t b, nb
+    cdef double ssum = 0.0, base, scale, sg = sqrt(gamma), v
+    cdef uint64_t u
+    for i in range(K):
+        ssum += phi[i]
+    for i in range(K):
+        st.theta[i] = phi[i] / ssum
+        st.point[i] = 0.0
+    if n > 0:
+        if n <= batch_size:
+            nb = n
+            base = _grad_lik(st.theta, K, st.ys, st.sids, NULL, nb, masks, members, st.sid_k, lk,
+                             st.point, st.scratch, st.touched, step_id, NULL)
+        else:
+            nb = batch_size
+            # two indices per 64-bit draw (multiply-shift on each 32-bit half; n < 2^31)
+            b = 0
+            while b < nb:
+                u = r.bg.next_uint64(r.bg.state)
+                st.idx[b] = <int64_t>(((u & 0xFFFFFFFFULL) * <uint64_t>n) >> 32)
+                if b + 1 < nb:
+                    st.idx[b + 1] = <int64_t>(((u >> 32) * <uint64_t>n) >> 32)
+                b += 2
+            base = _grad_lik(st.theta, K, st.ys, st.sids, st.idx, nb, masks, members, st.sid_k, lk,
+                             st.point, st.scratch, st.touched, step_id, NULL)
+        scale = (<double>n / <double>nb) / ssum
+    else:
+        base = 0.0
+        nb = 0
+        scale = 0.0
+    for i in range(K):
+        v = -1.0
+        if st.prior[i] != 1.0:
+            v += (st.prior[i] - 1.0) / phi[i]
+        v += scale * (base + st.point[i] - nb)
+        v = phi[i] + 0.5 * gamma * v + sg * _normal(r)
+        if v < 0.0:
+            v = -v
+        phi[i] = v
+    return step_id + 1
+
+
+cdef inline bint _before(const double* theta, int a, int b) noexcept nogil:
+    return theta[a] > theta[b] or (theta[a] == theta[b] and a < b)
+
+
+cdef void _insertion_sort(const double* theta, int32_t* sigma, int K) noexcept nogil:
+    """Sort sigma by decreasing theta, ties by index (sigma is nearly sorted in practice)."""
+    cdef int i, j, v
+    for i in range(1, K):
+        v = sigma[i]
+        j = i - 1
+        while j >= 0 and _before(theta, v, sigma[j]):
+            sigma[j + 1] = sigma[j]
+            j -= 1
+        sigma[j + 1] = v
+
+
+def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
+               int32_t[::1] ys, int32_t[::1] sids, uint8_t[:, ::1] masks, int32_t[:, ::1] members,
+               int32_t[::1] sid_k,
+               const double[:, ::1] consts, const double[::1] prior,
+               Py_ssize_t n_old, int n_sids_old,
+               const int32_t[::1] values, const int32_t[::1] given,
+               int mode, double alpha, const double[::1] gammas,
+               int n_steps, int batch_size, int32_t[::1] k_out):
+    """Process ``len(values)`` users one at a time (Algorithm 7 with SGLD).
+
+    mode 0: ``values`` are released responses with subset ids ``given`` (deployment).
+    mode 1: 'honest' (U6); 2: semi-adaptive(alpha); 3: non-adaptive; 4: subset size
+    ``given[i]`` chosen by the caller.  In modes 1-4 ``values`` are the true categories,
+    the subset is the first k of the categories sorted by the current theta, and the user
+    is privatised with RRRR here.  A new subset row is appended to ``masks`` only when it
+    differs from the previous user's subset.  ``sigma`` (the sort order) is kept
+    between calls.  Returns the number of subset rows now in use.
+    """
+    cdef int K = phi.shape[0]
+    cdef Py_ssize_t n_new = values.shape[0], i, t
+    cdef int j, k, kbest, x, y, s, n_sids = n_sids_old, prev_sid = -1, same
+    cdef double ssum, cum, u, best, rk
+    cdef int64_t step_id = 1
+    cdef _Rng r
+    cdef _Store st
+    cap = max(n_sids_old + n_new, 1)
+    cdef int64_t[::1] scratch = np.zeros(4 * cap, dtype=np.int64)  # _SidScratch[cap]
+    cdef int32_t[::1] touched = np.zeros(max(batch_size, 1) + 1, dtype=np.int32)
+    cdef const double[:, ::1] lk = _lk_table(consts)
+    cdef int64_t[::1] idx = np.zeros(max(batch_size, 1) + 1, dtype=np.int64)
+    cdef double[::1] point = np.zeros(K)
+    cdef double[::1] grad = np.zeros(K)
+    cdef double[::1] theta = np.zeros(K)
+    cdef int32_t[::1] pos = np.zeros(K, dtype=np.int32)
+    if n_sids_old > 0:
+        prev_sid = -2  # unknown: compare with nothing, always allocate first
+    st.K = K
+    st.ys = &ys[0]
+    st.sids = &sids[0]
+    st.sid_k = &sid_k[0]
+    st.prior = <double*>&prior[0]
+    st.point = &point[0]
+    st.grad = &grad[0]
+    st.theta = &theta[0]
+    st.scratch = <_SidScratch*>&scratch[0]
+    st.touched = &touched[0]
+    st.idx = &idx[0]
+    r.bg = _bitgen(generator)
+    r.has_spare = 0
+    with generator.bit_generator.lock, nogil:
+        for i in range(n_new):
+            t = n_old + i
+            if mode == 0:
+                ys[t] = values[i]
+                sids[t] = given[i]
+                k_out[i] = sid_k[given[i]]
+            else:
+                ssum = 0.0
+                for j in range(K):
+                    ssum += phi[j]
+                for j in range(K):
+                    theta[j] = phi[j] / ssum
+                _insertion_sort(&theta[0], &sigma[0], K)
+                if mode == 1:
+                    kbest = 0
+                    best = -1.0
+                    cum = 0.0
+                    for k in range(K):
+                        u = consts[k, 0] * (cum + consts[k, 5] * (1.0 - cum))
+                        if u > best:
+                            best = u
+                            kbest = k
+                        cum += theta[sigma[k]]
+                    k = kbest
+                elif mode == 2:
+                    cum = 0.0
+                    k = K - 1
+                    for j in range(K - 1):
+                        cum += theta[sigma[j]]
+                        if cum >= alpha:
+                            k = j + 1
+                            break
+                elif mode == 3:
+                    k = 0
+                else:
+                    k = given[i]
+                for j in range(K):
+                    pos[sigma[j]] = j
+                x = values[i]
+                y = _rrrr_one(&r, x, &sigma[0], &pos[0], k, K, consts[k, 0], consts[k, 5])
+                # subset row: reuse the previous one if identical
+                same = 0
+                if prev_sid >= 0 and sid_k[prev_sid] == k:
+                    same = 1
+                    for j in range(k):
+                        if not masks[prev_sid, sigma[j]]:
+                            same = 0
+                            break
+                if not same:
+                    s = n_sids
+                    n_sids += 1
+                    for j in range(K):
+                        masks[s, j] = 0
+                    for j in range(k):
+                        masks[s, sigma[j]] = 1
+                        members[s, j] = sigma[j]
+                    sid_k[s] = k
+                    prev_sid = s
+                ys[t] = y
+                sids[t] = prev_sid
+                k_out[i] = k
+            for j in range(n_steps):
+                step_id = _sgld_step(&r, &st, &phi[0], t + 1, batch_size, gammas[i],
+                                     masks, members, lk, step_id)
+    return n_sids
+
+
+def run_sgld(object generator, double[::1] phi, const int32_t[::1] ys, const int32_t[::1] sids,
+             const uint8_t[:, ::1] masks, const int32_t[:, ::1] members, const int32_t[::1] sid_k, const double[:, ::1] consts,
+             const double[::1] prior, Py_ssize_t n, int n_sids, int batch_size, double gamma,
+             int n_iter, int thin, double[:, ::1] out):
+    """Run ``n_iter`` SGLD steps on the first ``n`` stored responses (no new users).
+
+    After every ``thin`` steps the current theta is written to the next row of ``out``
+    (``out`` has ``n_iter // thin`` rows; it may have zero rows).
+    """
+    cdef int K = phi.shape[0]
+    cdef int it, j, row = 0
+    cdef double ssum
+    cdef int64_t step_id = 1
+    cdef _Rng r
+    cdef _Store st
+    cap = max(n_sids, 1)
+    cdef int64_t[::1] scratch = np.zeros(4 * cap, dtype=np.int64)  # _SidScratch[cap]
+    cdef int32_t[::1] touched = np.zeros(max(batch_size, 1) + 1, dtype=np.int32)
+    cdef const double[:, ::1] lk = _lk_table(consts)
+    cdef int64_t[::1] idx = np.zeros(max(batch_size, 1) + 1, dtype=np.int64)
+    cdef double[::1] point = np.zeros(K)
+    cdef double[::1] grad = np.zeros(K)
+    cdef double[::1] theta = np.zeros(K)
+    cdef int32_t[::1] dummy = np.zeros(1, dtype=np.int32)
+    st.K = K
+    st.ys = <int32_t*>&ys[0] if ys.shape[0] > 0 else &dummy[0]
+    st.sids = <int32_t*>&sids[0] if sids.shape[0] > 0 else &dummy[0]
+    st.sid_k = <int32_t*>&sid_k[0] if sid_k.shape[0] > 0 else &dummy[0]
+    st.prior = <double*>&prior[0]
+    st.point = &point[0]
+    st.grad = &grad[0]
+    st.theta = &theta[0]
+    st.scratch = <_SidScratch*>&scratch[0]
+    st.touched = &touched[0]
+    st.idx = &idx[0]
+    r.bg = _bitgen(generator)
+    r.has_spare = 0
+    with generator.bit_generator.lock, nogil:
+        for it in range(n_iter):
+            step_id = _sgld_step(&r, &st, &phi[0], n, batch_size, gamma, masks, members, lk, step_id)
+            if thin > 0 and (it + 1) % thin == 0 and row < out.shape[0]:
+                ssum = 0.0
+                for j in range(K):
+                    ssum += phi[j]
+                for j in range(K):
+                    out[row, j] = phi[j] / ssum
+                row += 1
+
+
+def log_likelihood_gradient(const double[::1] phi, const int32_t[::1] ys, const int32_t[::1] sids,
+                            const uint8_t[:, ::1] masks, const int32_t[:, ::1] members,
+                            const int32_t[::1] sid_k,
+                            const double[:, ::1] consts, double[::1] grad):
+    """Full-data gradient of sum_t ln h_t(y_t | theta(phi)) w.r.t. phi; returns the sum."""
+    cdef int K = phi.shape[0]
+    cdef Py_ssize_t n = ys.shape[0]
+    cdef int i
+    cdef double ssum = 0.0, base, ll = 0.0
+    cap = max(masks.shape[0], 1)
+    cdef int64_t[::1] scratch = np.zeros(4 * cap, dtype=np.int64)  # _SidScratch[cap]
+    cdef int32_t[::1] touched = np.zeros(cap + 1, dtype=np.int32)
+    cdef const double[:, ::1] lk = _lk_table(consts)
+    cdef double[::1] point = np.zeros(K)
+    cdef double[::1] theta = np.zeros(K)
+    for i in range(K):
+        ssum += phi[i]
+    for i in range(K):
+        theta[i] = phi[i] / ssum
+    with nogil:
+        base = _grad_lik(&theta[0], K, &ys[0], &sids[0], NULL, n, masks, members, &sid_k[0], lk,
+                         &point[0], <_SidScratch*>&scratch[0], &touched[0], 1, &ll)
+        for i in range(K):
+            grad[i] = (base + point[i] - n) / ssum
+    return ll
+
+
+def gibbs_counts(object generator, const double[::1] theta, const int32_t[::1] ys,
+                 const int32_t[::1] sids, const uint8_t[:, ::1] masks, const int32_t[::1] sid_k,
+                 const double[:, ::1] consts, Py_ssize_t n, int64_t[::1] counts):
+    """One Gibbs sweep over the latent categories: x_t ~ p(x | y_t, S_t, theta).
+
+    Writes the category counts of the sampled x_{1:n} into ``counts``.
+    """
+    cdef int K = theta.shape[0]
+    cdef Py_ssize_t t
+    cdef int x, y, s, k
+    cdef double tot, u, l
+    cdef double[::1] w = np.zeros(K)
+    cdef _Rng r
+    r.bg = _bitgen(generator)
+    r.has_spare = 0
+    with generator.bit_generator.lock, nogil:
+        for x in range(K):
+            counts[x] = 0
+        for t in range(n):
+            y = ys[t]
+            s = sids[t]
+            k = sid_k[s]
+            tot = 0.0
+            for x in range(K):
+                if masks[s, y]:
+                    l = consts[k, 0] if x == y else consts[k, 1]
+                elif x == y:
+                    l = consts[k, 2]
+                elif masks[s, x]:
+                    l = consts[k, 3]
+                else:
+                    l = consts[k, 4]
+                tot += theta[x] * l
+                w[x] = tot
+            u = _unif(&r) * tot
+            x = 0
+            while x < K - 1 and w[x] <= u:
+                x += 1
+            counts[x] += 1

@@ -1,0 +1,702 @@
+"""AdOBEst-LDP: adaptive online Bayesian frequency estimation under local differential privacy."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..utils import check_epsilon, check_privacy_random_state
+from ._rrrr import _check_kappa, _rrrr_constants
+from ._utilities import UTILITIES, choose_subset_size, sorted_order
+
+__all__ = ["AdaptiveLDPFrequencyEstimator"]
+
+_FAST_MODES = {"honest": 1, "semi_adaptive": 2, "non_adaptive": 3}
+
+
+def _grow(arr, n, axis0_fill=0):
+    """Return ``arr`` with capacity >= n along axis 0 (doubling), copying the content."""
+    if arr.shape[0] >= n:
+        return arr
+    cap = max(n, 2 * arr.shape[0], 16)
+    new = np.full((cap,) + arr.shape[1:], axis0_fill, dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
+
+
+class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Adaptive online Bayesian estimation of a categorical distribution under epsilon-LDP.
+
+    AdOBEst-LDP: users arrive one at a time; for each user the server picks, from a
+    posterior sample ``Theta_{t-1}``, the subset ``S_t`` of the most probable
+    categories that maximises a utility; the user releases
+    ``Y_t = RRRR(X_t; S_t, epsilon)`` (see :class:`sklearn_bayes.privacy.RRRRMechanism`);
+    the server then moves its posterior sample with a few stochastic gradient Langevin
+    dynamics (SGLD) steps (or an exact Gibbs sweep).
+
+    Two ways to use it:
+
+    - simulation: :meth:`partial_fit` / :meth:`fit` take the *true* categories and
+      privatise each user here, with the adaptively chosen subset (experiments);
+    - deployment: :meth:`propose_subset` gives the subset for the next user, the
+      client privatises with :class:`~sklearn_bayes.privacy.RRRRMechanism`, and
+      :meth:`partial_fit_responses` records the responses with their subsets (any
+      subset, including the empty one, i.e. plain SRR, is accepted).
+
+    Parameters
+    ----------
+    n_categories : int or None, default=None
+        Number of categories ``K >= 2``; the categories are then ``0, ..., K - 1``.
+        ``None`` (simulation only): the sorted distinct values of ``X`` in the first
+        call to :meth:`fit` / :meth:`partial_fit`.
+    epsilon : float, default=1.0
+        Privacy budget of every user, ``> 0``.
+    kappa : float, default=0.9
+        ``eps1 = kappa * epsilon`` is spent inside the subset, ``0 < kappa <= 1``.
+    utility : str or callable, default='honest'
+        Subset selection: ``'fisher'`` (U1), ``'entropy'`` (U2), ``'tv_posterior'``
+        (U3), ``'tv_marginal'`` (U4), ``'mse'`` (U5), ``'honest'`` (U6, probability
+        of an honest response, O(K)), ``'semi_adaptive'`` (smallest prefix of
+        posterior mass ``>= alpha``), ``'non_adaptive'`` (always SRR), or a callable
+        ``utility(theta, P, subset) -> float`` scoring a candidate subset with
+        transition matrix ``P[x, y] = P(Y = y | X = x)``.
+    alpha : float or None, default=None
+        Coverage of ``'semi_adaptive'`` in ``(0, 1)`` (required for it, else unused).
+    prior : float or array-like of shape (n_categories,), default=1.0
+        Dirichlet concentration ``rho`` of the prior on ``theta``.
+    sampler : {'sgld', 'gibbs'}, default='sgld'
+        Posterior sampler: SGLD on the Gamma representation (``n_steps`` steps per
+        user, minibatches of ``batch_size``), or the exact data-augmentation Gibbs
+        sampler (one sweep over all responses per user: O(n K) per user).
+    n_steps : int, default=20
+        SGLD steps per user (``M``); also the thinning of :meth:`sample_posterior`.
+    batch_size : int, default=50
+        SGLD minibatch size ``m`` (all responses while there are at most ``m``).
+    step_size : 'auto', '0.5/t', float or callable, default='auto'
+        SGLD step size for user ``t``: ``'auto'`` and ``'0.5/t'`` use ``0.5 / t``
+        (the dissertation's schedule; it needs no horizon); a float is constant
+        (the arXiv version uses ``0.5 / T`` for a horizon ``T``); a callable maps
+        ``t`` to the step.
+    n_final_steps : int, default=2000
+        After each call to a fitting method, ``theta_`` is the average of ``theta``
+        over the second half of ``n_final_steps`` extra iterations (run on a copy of
+        the chain); ``0`` makes ``theta_`` the current sample.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of the simulated privacy noise and of the MCMC.  An int emits
+        :class:`sklearn_bayes.utils.SeededNoiseWarning` (reproducible noise is for
+        experiments and tests).
+
+    Attributes
+    ----------
+    categories_ : ndarray of shape (n_categories_,)
+        The category labels; responses and subsets use their positions.
+    n_categories_ : int
+    theta_ : ndarray of shape (n_categories_,)
+        Estimated probabilities (MCMC estimate of the posterior mean).
+    n_responses_ : int
+        Number of responses recorded.
+    subset_sizes_ : ndarray of shape (n_responses_,)
+        ``|S_t|`` used for every response.
+    n_features_in_ : int
+        Always 1.
+    feature_names_in_ : ndarray of shape (1,)
+        Defined when ``X`` has string column names.
+
+    See Also
+    --------
+    sklearn_bayes.privacy.RRRRMechanism : the client-side mechanism.
+
+    Notes
+    -----
+    Posterior ``pi(theta | y, S) ∝ Dir(theta; rho) prod_t h_t(y_t | theta)`` with
+    ``h_t(y | theta) = sum_x g_{S_t}(y | x) theta_x``.  SGLD runs on
+    ``phi_k ~ Gamma(rho_k, 1)``, ``theta = phi / sum(phi)``::
+
+        phi <- | phi + (g/2) (grad ln p(phi) + (n/m) sum_batch grad ln h(y | theta(phi)))
+                 + sqrt(g) W |,   W ~ N(0, I)
+
+    with ``[grad ln p(phi)]_i = (rho_i - 1)/phi_i - 1`` and
+    ``grad_phi ln h(y | theta) = (g(y | .)/h(y | theta) - 1) / sum(phi)``.  This
+    corrects two typos of the source papers: the noise is ``sqrt(g) W`` (the papers
+    print ``g W``, which collapses the chain to the mode) and the prior gradient uses
+    ``rho``.  The candidate subsets are the prefixes of sizes ``0, ..., K - 1`` of the
+    categories sorted by decreasing ``theta`` (size 0 is SRR).  A response is stored
+    as ``(y, subset id)`` with a table of distinct subsets, so memory grows as
+    8 bytes per response plus ``K`` bytes per distinct subset.
+
+    Reference: "Bayesian frequency estimation under local differential privacy with
+    an adaptive randomized response mechanism" (Aydın and Yıldırım).
+
+    Examples
+    --------
+    >>> import numpy as np, warnings
+    >>> from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.choice(5, size=2000, p=[0.5, 0.2, 0.15, 0.1, 0.05]).reshape(-1, 1)
+    >>> est = AdaptiveLDPFrequencyEstimator(n_categories=5, epsilon=1.0,
+    ...                                     random_state=np.random.default_rng(1))
+    >>> est = est.fit(X)
+    >>> est.theta_.round(1)
+    array([0.5, 0.2, 0.1, 0.1, 0. ])
+    >>> int(np.bincount(est.subset_sizes_).argmax())
+    1
+    """
+
+    _parameter_constraints = {
+        "n_categories": [Interval(numbers.Integral, 2, None, closed="left"), None],
+        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "kappa": [Interval(numbers.Real, 0, 1, closed="right")],
+        "utility": [StrOptions(set(UTILITIES)), callable],
+        "alpha": [Interval(numbers.Real, 0, 1, closed="neither"), None],
+        "prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "sampler": [StrOptions({"sgld", "gibbs"})],
+        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "step_size": [StrOptions({"auto", "0.5/t"}), Interval(numbers.Real, 0, None, closed="neither"), callable],
+        "n_final_steps": [Interval(numbers.Integral, 0, None, closed="left")],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    def __init__(
+        self,
+        n_categories=None,
+        epsilon=1.0,
+        kappa=0.9,
+        utility="honest",
+        alpha=None,
+        prior=1.0,
+        sampler="sgld",
+        n_steps=20,
+        batch_size=50,
+        step_size="auto",
+        n_final_steps=2000,
+        random_state=None,
+    ):
+        self.n_categories = n_categories
+        self.epsilon = epsilon
+        self.kappa = kappa
+        self.utility = utility
+        self.alpha = alpha
+        self.prior = prior
+        self.sampler = sampler
+        self.n_steps = n_steps
+        self.batch_size = batch_size
+        self.step_size = step_size
+        self.n_final_steps = n_final_steps
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.requires_fit = True
+        return tags
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        self._validate_params()
+        check_epsilon(self.epsilon)
+        _check_kappa(self.kappa)
+        if self.utility == "semi_adaptive" and self.alpha is None:
+            raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
+
+    def _prior_vector(self, K):
+        prior = np.asarray(self.prior, dtype=float)
+        if prior.ndim == 0:
+            prior = np.full(K, float(prior))
+        if prior.shape != (K,):
+            raise ValueError(f"prior must be a scalar or have shape ({K},), got shape {prior.shape}.")
+        if not np.all(np.isfinite(prior)) or np.any(prior <= 0):
+            raise ValueError(f"prior must hold finite values > 0, got {self.prior!r}.")
+        return prior
+
+    def _column(self, X, reset):
+        """Validate X (one column of categories) and return it as a 1-d array."""
+        X = validate_data(self, X, reset=reset, dtype=None, ensure_min_samples=1)
+        if X.shape[1] != 1:
+            raise ValueError(
+                f"X must have exactly one column (the category of each user), got {X.shape[1]} columns."
+            )
+        col = X[:, 0]
+        if col.dtype.kind == "f" and np.any(np.isnan(col)):
+            raise ValueError("X contains NaN: every user must hold a category.")
+        if col.dtype == object:
+            if any(v is None or (isinstance(v, float) and v != v) for v in col):
+                raise ValueError("X contains missing values (None or NaN): every user must hold a category.")
+        return col
+
+    def _categories_from(self, col):
+        """Categories for the first call (not stored)."""
+        if self.n_categories is not None:
+            return np.arange(self.n_categories)
+        cats = np.unique(col)
+        if cats.size < 2:
+            raise ValueError(
+                f"X must contain at least 2 distinct categories when n_categories is None, got {cats.tolist()}."
+            )
+        return cats
+
+    @staticmethod
+    def _encode(col, categories):
+        """Positions of col's values in categories; ValueError on unknown values."""
+        if categories.dtype.kind in "iu":
+            if col.dtype.kind == "f" and np.any(col != np.round(col)):
+                bad = col[col != np.round(col)]
+                raise ValueError(f"X holds non-integer categories: {bad[:5].tolist()}.")
+            if col.dtype.kind in "fiub":
+                colv = col.astype(np.int64)
+            elif col.dtype == object:
+                try:
+                    colv = col.astype(np.float64)
+                except (TypeError, ValueError):
+                    raise ValueError("X holds categories that are not integers.") from None
+                if np.any(colv != np.round(colv)):
+                    raise ValueError("X holds non-integer categories.")
+                colv = colv.astype(np.int64)
+            else:
+                raise ValueError(f"X must hold integer categories, got dtype {col.dtype}.")
+        else:
+            colv = col
+        idx = np.searchsorted(categories, colv)
+        idx = np.clip(idx, 0, categories.size - 1)
+        ok = categories[idx] == colv
+        if not np.all(ok):
+            bad = np.unique(np.asarray(colv)[~ok])
+            raise ValueError(
+                f"X holds categories outside the known ones ({categories.size} categories): {bad[:5].tolist()}."
+            )
+        return idx.astype(np.int32)
+
+    def _gammas(self, t0, n):
+        t = np.arange(t0 + 1, t0 + n + 1, dtype=float)
+        if isinstance(self.step_size, str):
+            return 0.5 / t
+        if callable(self.step_size):
+            g = np.array([float(self.step_size(int(ti))) for ti in t])
+            if not np.all(np.isfinite(g)) or np.any(g <= 0):
+                raise ValueError(f"step_size(t) must return finite values > 0, got {g[:5].tolist()}.")
+            return g
+        return np.full(n, float(self.step_size))
+
+    # ------------------------------------------------------------------ state
+    def _fresh_state(self, categories):
+        K = categories.size
+        return {
+            "categories_": categories,
+            "n_categories_": K,
+            "_prior": self._prior_vector(K),
+            "_consts": _rrrr_constants(K, float(self.epsilon), float(self.kappa)),
+            "_rng": check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator"),
+            "_phi": np.ones(K),
+            "_sigma": np.arange(K, dtype=np.int32),
+            "_ys": np.zeros(0, dtype=np.int32),
+            "_sids": np.zeros(0, dtype=np.int32),
+            "_sizes": np.zeros(0, dtype=np.int32),
+            "_masks": np.zeros((0, K), dtype=np.uint8),
+            "_members": np.zeros((0, K), dtype=np.int32),
+            "_sid_k": np.zeros(0, dtype=np.int32),
+            "_subset_index": {},
+            "_n_sids": 0,
+            "n_responses_": 0,
+        }
+
+    def _state(self):
+        keys = ["categories_", "n_categories_", "_prior", "_consts", "_rng", "_phi", "_sigma", "_ys", "_sids",
+                "_sizes", "_masks", "_members", "_sid_k", "_subset_index", "_n_sids", "n_responses_"]
+        st = {k: getattr(self, k) for k in keys}
+        # copy what the kernels modify in place; storage is append-only (beyond n / n_sids)
+        st["_phi"] = st["_phi"].copy()
+        st["_sigma"] = st["_sigma"].copy()
+        st["_subset_index"] = dict(st["_subset_index"])
+        return st
+
+    def _commit(self, st):
+        for k, v in st.items():
+            setattr(self, k, v)
+        n = st["n_responses_"]
+        self.subset_sizes_ = st["_sizes"][:n]
+        self.theta_ = self._final_theta()
+
+    def _intern_new_rows(self, st, n_sids_before, n_sids_after, n_old, n_new):
+        """Merge subset rows [n_sids_before, n_sids_after) into the table of distinct subsets."""
+        index = st["_subset_index"]
+        masks = st["_masks"]
+        members = st["_members"]
+        sid_k = st["_sid_k"]
+        remap = np.arange(n_sids_after, dtype=np.int32)
+        nxt = n_sids_before
+        for s in range(n_sids_before, n_sids_after):
+            key = masks[s].tobytes()
+            j = index.get(key)
+            if j is None:
+                if nxt != s:
+                    masks[nxt] = masks[s]
+                    members[nxt] = members[s]
+                    sid_k[nxt] = sid_k[s]
+                index[key] = nxt
+                j = nxt
+                nxt += 1
+            remap[s] = j
+        sids = st["_sids"]
+        sids[n_old : n_old + n_new] = remap[sids[n_old : n_old + n_new]]
+        st["_n_sids"] = nxt
+
+    def _ensure_capacity(self, st, n_new, n_new_rows):
+        n = st["n_responses_"]
+        st["_ys"] = _grow(st["_ys"], n + n_new)
+        st["_sids"] = _grow(st["_sids"], n + n_new)
+        st["_sizes"] = _grow(st["_sizes"], n + n_new)
+        st["_masks"] = _grow(st["_masks"], st["_n_sids"] + n_new_rows)
+        st["_members"] = _grow(st["_members"], st["_n_sids"] + n_new_rows)
+        st["_sid_k"] = _grow(st["_sid_k"], st["_n_sids"] + n_new_rows)
+
+    def _run(self, st, values, given, mode, alpha, n_steps):
+        from .._fast._ldp import run_online
+
+        n_old = st["n_responses_"]
+        n_new = values.shape[0]
+        n_rows = n_new if mode != 0 else 0
+        self._ensure_capacity(st, n_new, n_rows)
+        ns0 = st["_n_sids"]
+        k_out = np.zeros(n_new, dtype=np.int32)
+        ns1 = run_online(
+            st["_rng"], st["_phi"], st["_sigma"], st["_ys"], st["_sids"], st["_masks"], st["_members"], st["_sid_k"],
+            st["_consts"], st["_prior"], n_old, ns0, values, given, mode, alpha,
+            self._gammas(n_old, n_new), n_steps, int(self.batch_size), k_out,
+        )
+        if mode != 0:
+            self._intern_new_rows(st, ns0, ns1, n_old, n_new)
+        st["_sizes"][n_old : n_old + n_new] = k_out
+        st["n_responses_"] = n_old + n_new
+
+    def _gibbs_sweep(self, st):
+        from .._fast._ldp import gibbs_counts
+
+        n = st["n_responses_"]
+        K = st["n_categories_"]
+        theta = st["_phi"] / st["_phi"].sum()
+        counts = np.zeros(K, dtype=np.int64)
+        gibbs_counts(st["_rng"], theta, st["_ys"], st["_sids"], st["_masks"], st["_sid_k"], st["_consts"], n, counts)
+        st["_phi"][:] = st["_rng"].dirichlet(st["_prior"] + counts)
+
+    def _process(self, st, values, given=None):
+        """Add users (true categories if given is None, else responses with subset ids)."""
+        n_new = values.shape[0]
+        mode_fast = _FAST_MODES.get(self.utility) if isinstance(self.utility, str) else None
+        alpha = float(self.alpha) if self.alpha is not None else 0.0
+        gibbs = self.sampler == "gibbs"
+        n_steps = 0 if gibbs else int(self.n_steps)
+        if given is not None:
+            if not gibbs:
+                self._run(st, values, given, 0, alpha, n_steps)
+                return
+            for i in range(n_new):
+                self._run(st, values[i : i + 1], given[i : i + 1], 0, alpha, 0)
+                self._gibbs_sweep(st)
+            return
+        if mode_fast is not None and not gibbs:
+            self._run(st, values, values, mode_fast, alpha, n_steps)
+            return
+        for i in range(n_new):
+            if mode_fast is not None:
+                self._run(st, values[i : i + 1], values[i : i + 1], mode_fast, alpha, 0)
+            else:
+                theta = st["_phi"] / st["_phi"].sum()
+                k = choose_subset_size(theta, self.epsilon, self.kappa, self.utility, consts=st["_consts"])
+                self._run(st, values[i : i + 1], np.array([k], dtype=np.int32), 4, alpha, n_steps)
+            if gibbs:
+                self._gibbs_sweep(st)
+
+    # ------------------------------------------------------------------ MCMC helpers
+    def _chain(self, n_iter, thin, rng=None):
+        """Run the sampler from a copy of the current state; theta every ``thin`` iterations."""
+        from .._fast._ldp import gibbs_counts, run_sgld
+
+        n = self.n_responses_
+        K = self.n_categories_
+        rng = self._rng if rng is None else rng
+        phi = self._phi.copy()
+        n_out = n_iter // thin if thin > 0 else 0
+        out = np.zeros((n_out, K))
+        if self.sampler == "gibbs":
+            counts = np.zeros(K, dtype=np.int64)
+            theta = phi / phi.sum()
+            row = 0
+            for it in range(n_iter):
+                gibbs_counts(rng, theta, self._ys, self._sids, self._masks, self._sid_k, self._consts, n, counts)
+                theta = rng.dirichlet(self._prior + counts)
+                if thin > 0 and (it + 1) % thin == 0 and row < n_out:
+                    out[row] = theta
+                    row += 1
+            return out
+        gamma = float(self._gammas(max(n - 1, 0), 1)[0])
+        run_sgld(rng, phi, self._ys, self._sids, self._masks, self._members, self._sid_k, self._consts, self._prior,
+                 n, self._n_sids, int(self.batch_size), gamma, n_iter, thin, out)
+        return out
+
+    def _final_theta(self):
+        if self.n_final_steps == 0 or self.n_responses_ == 0:
+            return self._phi / self._phi.sum()
+        burn = self.n_final_steps - self.n_final_steps // 2
+        keep = self.n_final_steps // 2
+        if keep == 0:
+            return self._phi / self._phi.sum()
+        # burn-in iterations are discarded: run them on the same copied chain
+        samples = self._chain(burn + keep, 1)
+        return samples[burn:].mean(axis=0)
+
+    # ------------------------------------------------------------------ public API
+    def fit(self, X, y=None):
+        """Reset, then run AdOBEst-LDP on the true categories ``X`` (simulation mode).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_users, 1)
+            True category of each user, in arrival order.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        for attr in ["categories_", "n_categories_", "theta_", "n_responses_", "subset_sizes_"]:
+            if hasattr(self, attr):
+                delattr(self, attr)
+        return self.partial_fit(X)
+
+    def partial_fit(self, X, y=None):
+        """Privatise and add the users ``X`` one at a time (simulation mode).
+
+        Each user is privatised with the subset chosen from the current posterior
+        sample, then the sample moves.  The whole batch is validated first: a
+        rejected batch leaves the estimator unchanged.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_users, 1)
+            True categories (labels of ``categories_``, or ``0..K-1``).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        first = not hasattr(self, "theta_")
+        try:
+            if first:
+                self._check_params()
+            col = self._column(X, reset=first)
+            if first:
+                st = self._fresh_state(self._categories_from(col))
+            else:
+                st = self._state()
+            values = self._encode(col, st["categories_"])
+        except Exception:
+            if first:
+                for attr in ("n_features_in_", "feature_names_in_"):
+                    if attr in vars(self):
+                        delattr(self, attr)
+            raise
+        self._guarded_process(st, values)
+        return self
+
+    def _guarded_process(self, st, values, given=None):
+        """Process and commit; on any error restore the generator and leave self untouched."""
+        saved = st["_rng"].bit_generator.state
+        try:
+            self._process(st, values, given)
+            self._commit(st)
+        except BaseException:
+            st["_rng"].bit_generator.state = saved
+            raise
+
+    def _subset_mask(self, subsets, n, K):
+        """Validate subsets (one for all, a list, or an (n, K) boolean mask) -> (n, K) bool."""
+        if isinstance(subsets, np.ndarray) and subsets.dtype == bool:
+            masks = subsets
+            if masks.ndim == 1:
+                masks = np.broadcast_to(masks, (n, masks.shape[0]))
+            if masks.shape != (n, K):
+                raise ValueError(f"subsets as a boolean mask must have shape ({n}, {K}), got {subsets.shape}.")
+        else:
+            if subsets is None:
+                subsets = []
+            seq = list(subsets) if not isinstance(subsets, np.ndarray) else subsets
+            single = len(seq) == 0 or all(np.ndim(s) == 0 for s in seq)
+            items = [seq] * n if single else list(seq)
+            if len(items) != n:
+                raise ValueError(f"subsets must give one subset per response: got {len(items)} for {n} responses.")
+            masks = np.zeros((n, K), dtype=bool)
+            for i, s in enumerate(items):
+                arr = np.asarray(s)
+                if arr.size == 0:
+                    continue
+                if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+                    raise ValueError(f"subsets[{i}] must be a 1-d array of category indices, got {s!r}.")
+                if np.any((arr < 0) | (arr >= K)):
+                    raise ValueError(f"subsets[{i}] holds categories outside [0, {K}): {arr.tolist()}.")
+                if np.unique(arr).size != arr.size:
+                    raise ValueError(f"subsets[{i}] has repeated categories: {arr.tolist()}.")
+                masks[i, arr] = True
+        full = np.flatnonzero(masks.sum(axis=1) == K)
+        if full.size:
+            raise ValueError(
+                f"subsets[{int(full[0])}] contains all {K} categories: S = [K] is not an allowed RRRR subset."
+            )
+        return np.ascontiguousarray(masks)
+
+    def partial_fit_responses(self, y, subsets):
+        """Record released responses with the subsets they were produced with (deployment).
+
+        Parameters
+        ----------
+        y : array-like of int of shape (n_responses,)
+            Released categories as positions ``0..K-1`` (as returned by
+            :meth:`sklearn_bayes.privacy.RRRRMechanism.privatize`).
+        subsets : array-like
+            The subset of each response: one subset (list of category positions,
+            possibly empty for SRR) used for all, a list of ``n_responses`` subsets, or
+            a boolean array of shape ``(n_responses, K)``.
+
+        Returns
+        -------
+        self : object
+        """
+        first = not hasattr(self, "theta_")
+        if first:
+            self._check_params()
+            if self.n_categories is None:
+                raise ValueError("n_categories must be set to record responses (deployment mode), got None.")
+            K = int(self.n_categories)
+        else:
+            K = self.n_categories_
+        ya = np.asarray(y)
+        if ya.ndim != 1:
+            raise ValueError(f"y must be a 1-d array of responses, got shape {ya.shape}.")
+        if ya.size == 0:
+            raise ValueError("y must hold at least one response.")
+        if ya.dtype == bool or not (np.issubdtype(ya.dtype, np.integer) or np.issubdtype(ya.dtype, np.floating)):
+            raise TypeError(f"y must hold integer category positions, got dtype {ya.dtype}.")
+        if np.issubdtype(ya.dtype, np.floating) and (not np.all(np.isfinite(ya)) or np.any(ya != np.round(ya))):
+            raise ValueError("y must hold integer category positions (got NaN or non-integer values).")
+        ya = ya.astype(np.int64)
+        bad = ya[(ya < 0) | (ya >= K)]
+        if bad.size:
+            raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
+        masks = self._subset_mask(subsets, ya.size, K)
+        if first:
+            st = self._fresh_state(np.arange(K))
+            st["n_features_in_"] = 1
+        else:
+            st = self._state()
+        # intern the subsets
+        n_rows_new = 0
+        given = np.empty(ya.size, dtype=np.int32)
+        uniq, inv = np.unique(masks, axis=0, return_inverse=True)
+        ids = np.empty(uniq.shape[0], dtype=np.int32)
+        st["_masks"] = _grow(st["_masks"], st["_n_sids"] + uniq.shape[0])
+        st["_members"] = _grow(st["_members"], st["_n_sids"] + uniq.shape[0])
+        st["_sid_k"] = _grow(st["_sid_k"], st["_n_sids"] + uniq.shape[0])
+        for j, row in enumerate(uniq.astype(np.uint8)):
+            key = row.tobytes()
+            sid = st["_subset_index"].get(key)
+            if sid is None:
+                sid = st["_n_sids"] + n_rows_new
+                st["_masks"][sid] = row
+                st["_members"][sid, : int(row.sum())] = np.flatnonzero(row)
+                st["_sid_k"][sid] = int(row.sum())
+                st["_subset_index"][key] = sid
+                n_rows_new += 1
+            ids[j] = sid
+        st["_n_sids"] += n_rows_new
+        given[:] = ids[inv.ravel()]
+        self._guarded_process(st, ya.astype(np.int32), given)
+        return self
+
+    def propose_subset(self):
+        """The subset for the next user (category positions, sorted), from the current sample.
+
+        Before any response (with ``n_categories`` set) the uniform distribution is used.
+
+        Returns
+        -------
+        subset : ndarray of int
+            Pass it to :meth:`sklearn_bayes.privacy.RRRRMechanism.privatize` on the
+            client, then record the response with :meth:`partial_fit_responses`.
+        """
+        if hasattr(self, "theta_"):
+            theta = self._phi / self._phi.sum()
+            consts = self._consts
+        else:
+            self._check_params()
+            if self.n_categories is None:
+                raise ValueError("n_categories must be set to propose subsets before any data, got None.")
+            theta = np.full(self.n_categories, 1.0 / self.n_categories)
+            consts = None
+        k = choose_subset_size(theta, self.epsilon, self.kappa, self.utility, alpha=self.alpha, consts=consts)
+        return np.sort(sorted_order(theta)[:k])
+
+    def sample_posterior(self, n_samples=1000):
+        """Approximate posterior draws of ``theta`` (continuing a copy of the chain).
+
+        Draws are ``n_steps`` SGLD steps (or one Gibbs sweep) apart.  The estimator's
+        random generator advances.
+
+        Parameters
+        ----------
+        n_samples : int, default=1000
+
+        Returns
+        -------
+        samples : ndarray of shape (n_samples, n_categories_)
+        """
+        check_is_fitted(self)
+        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
+            raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}.")
+        thin = 1 if self.sampler == "gibbs" else int(self.n_steps)
+        return self._chain(int(n_samples) * thin, thin)
+
+    def credible_interval(self, level=0.95, n_samples=2000):
+        """Equal-tailed posterior credible interval of every category probability.
+
+        Parameters
+        ----------
+        level : float, default=0.95
+            Coverage in ``(0, 1)``.
+        n_samples : int, default=2000
+            Posterior draws used (see :meth:`sample_posterior`).
+
+        Returns
+        -------
+        interval : ndarray of shape (n_categories_, 2)
+            Lower and upper bounds.
+        """
+        if not isinstance(level, numbers.Real) or not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level!r}.")
+        s = self.sample_posterior(n_samples)
+        q = (1 - level) / 2
+        return np.quantile(s, [q, 1 - q], axis=0).T
+
+    def transform(self, X):
+        """Map each category to its estimated probability ``theta_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, 1)
+
+        Returns
+        -------
+        P : ndarray of shape (n_samples, 1)
+        """
+        check_is_fitted(self)
+        col = self._column(X, reset=False)
+        idx = self._encode(col, self.categories_)
+        return self.theta_[idx].reshape(-1, 1)
+
+    @property
+    def _n_features_out(self):
+        return 1

@@ -1,0 +1,268 @@
+"""The randomly restricted randomized response (RRRR) mechanism and its closed form."""
+
+import math
+import numbers
+
+import numpy as np
+
+from ..utils import check_epsilon, check_privacy_random_state
+
+__all__ = ["RRRRMechanism"]
+
+
+def _check_kappa(kappa):
+    if isinstance(kappa, (bool, np.bool_)) or not isinstance(kappa, numbers.Real):
+        raise TypeError(f"kappa must be a real number in (0, 1], got {kappa!r}.")
+    kappa = float(kappa)
+    if not (0.0 < kappa <= 1.0):
+        raise ValueError(f"kappa must be in (0, 1], got {kappa!r}.")
+    return kappa
+
+
+def _check_n_categories(n_categories, name="n_categories"):
+    if isinstance(n_categories, (bool, np.bool_)) or not isinstance(n_categories, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= 2, got {n_categories!r}.")
+    n_categories = int(n_categories)
+    if n_categories < 2:
+        raise ValueError(f"{name} must be >= 2, got {n_categories!r}.")
+    return n_categories
+
+
+def _epsilon2(n_categories, subset_size, epsilon, kappa):
+    """eps2 of Theorem 6 (eq. 5.3) for |S| = subset_size, with eps1 = kappa * epsilon."""
+    eps1 = kappa * epsilon
+    sc = n_categories - subset_size
+    if subset_size > 0 and (epsilon - eps1) < math.log(sc):
+        return min(epsilon, math.log((sc - 1) / (math.exp(eps1 - epsilon) * sc - 1)))
+    return epsilon
+
+
+def _rrrr_constants(n_categories, epsilon, kappa):
+    """Per subset size k = 0..K-1, the distinct values of g(y | x) (see ``_fast/_ldp.pyx``).
+
+    Returns an array of shape (K, 6) with columns a1, a0, b_self, b_in, b_out, r:
+    ``a1 = e^{e1}/A`` (y in S, x = y), ``a0 = 1/A`` (y in S, x != y), ``b_self =
+    e^{e1+e2}/(A B)`` (y not in S, x = y), ``b_in = 1/((K-k) A)`` (y not in S, x in S),
+    ``b_out = e^{e1}/(A B)`` (y, x not in S, x != y) and ``r = e^{e2}/B``, where
+    ``A = e^{e1} + k`` and ``B = e^{e2} + K - k - 1``.  For k = 0 (plain SRR with
+    ``epsilon``) the same layout holds with ``e1 = epsilon``, ``e2 = 0`` and
+    ``A = e^eps + K - 1``: a1 = b_self, a0 = b_out.
+    """
+    K = n_categories
+    out = np.empty((K, 6))
+    e = epsilon
+    # k = 0: SRR(X; [K], eps)
+    A = math.exp(e) + K - 1
+    out[0] = [math.exp(e) / A, 1.0 / A, math.exp(e) / A, 0.0, 1.0 / A, 1.0]
+    e1 = kappa * epsilon
+    for k in range(1, K):
+        e2 = _epsilon2(K, k, epsilon, kappa)
+        A = math.exp(e1) + k
+        B = math.exp(e2) + K - k - 1
+        out[k] = [
+            math.exp(e1) / A,
+            1.0 / A,
+            math.exp(e1 + e2) / (A * B),
+            1.0 / ((K - k) * A),
+            math.exp(e1) / (A * B),
+            math.exp(e2) / B,
+        ]
+    return out
+
+
+def _transition_matrix_from_mask(mask, consts_k):
+    """P[x, y] = P(Y = y | X = x) for a boolean membership mask of S (K,)."""
+    a1, a0, b_self, b_in, b_out, _ = consts_k
+    K = mask.shape[0]
+    in_y = mask[None, :]
+    in_x = mask[:, None]
+    P = np.where(in_y, a0, np.where(in_x, b_in, b_out))
+    diag = np.where(mask, a1, b_self)
+    P[np.arange(K), np.arange(K)] = diag
+    return P
+
+
+class RRRRMechanism:
+    """Randomly restricted randomized response (RRRR), an epsilon-LDP mechanism.
+
+    Stateless client-side mechanism: it only needs ``(n_categories, epsilon, kappa)``
+    and the subset ``S`` proposed by the server (for example by
+    :meth:`sklearn_bayes.AdaptiveLDPFrequencyEstimator.propose_subset`), so it can run
+    on a user's device without the server's state.  Categories are the integers
+    ``0, ..., n_categories - 1``.
+
+    Parameters
+    ----------
+    n_categories : int
+        Number of categories ``K >= 2``.
+    epsilon : float
+        Local differential privacy budget, ``> 0``.
+    kappa : float, default=0.9
+        Share of the budget used inside the subset: ``eps1 = kappa * epsilon``,
+        ``0 < kappa <= 1``.  ``kappa = 1`` forces ``eps2 = 0`` (responses outside
+        ``S`` then carry no information).
+
+    Notes
+    -----
+    With ``S`` a proper subset of ``[K]`` (``S = [K]`` is not allowed) and
+    ``S^c`` its complement, a user holding ``X``:
+
+    - if ``X`` is in ``S``: draws ``R ~ Uniform(S^c)`` and releases
+      ``Y = SRR(X; S + {R}, eps1)``;
+    - otherwise: ``R = SRR(X; S^c, eps2)`` then ``Y = SRR(R; S + {R}, eps1)``;
+
+    where ``SRR(X; Omega, e)`` keeps ``X`` with probability
+    ``e^e / (e^e + |Omega| - 1)`` and otherwise returns a uniform element of
+    ``Omega`` without ``X``.  The empty subset is plain SRR on ``[K]`` with ``epsilon``.
+    With ``k = |S|``, ``A = e^{eps1} + k`` and ``B = e^{eps2} + K - k - 1`` the
+    transition probabilities are ``e^{eps1}/A`` (x in S, y = x), ``1/A`` (y in S,
+    y != x), ``1/((K-k) A)`` (x in S, y not in S), ``e^{eps1+eps2}/(A B)`` (x not in
+    S, y = x) and ``e^{eps1}/(A B)`` (x, y not in S, y != x).
+
+    ``eps2`` follows Theorem 6 of "Bayesian frequency estimation under local
+    differential privacy with an adaptive randomized response mechanism":
+    ``eps2 = min(eps, ln((|S^c| - 1) / (e^{eps1 - eps} |S^c| - 1)))`` when
+    ``S`` is not empty and ``eps - eps1 < ln |S^c|``, else ``eps2 = eps``.  Every
+    column of the transition matrix then has max/min ratio at most ``e^eps``
+    (checked exactly in the test suite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_bayes.privacy import RRRRMechanism
+    >>> mech = RRRRMechanism(n_categories=4, epsilon=1.0, kappa=0.8)
+    >>> round(mech.epsilon2(1), 6)
+    0.317322
+    >>> P = mech.transition_matrix([0])
+    >>> np.allclose(P.sum(axis=1), 1.0)
+    True
+    >>> y = mech.privatize([0, 1, 2, 3], subset=[0], random_state=np.random.default_rng(0))
+    >>> y.shape
+    (4,)
+    """
+
+    def __init__(self, n_categories, epsilon, kappa=0.9):
+        self.n_categories = _check_n_categories(n_categories)
+        self.epsilon = check_epsilon(epsilon)
+        self.kappa = _check_kappa(kappa)
+        self._consts = _rrrr_constants(self.n_categories, self.epsilon, self.kappa)
+
+    def __repr__(self):
+        return f"RRRRMechanism(n_categories={self.n_categories}, epsilon={self.epsilon!r}, kappa={self.kappa!r})"
+
+    @property
+    def epsilon1(self):
+        """Budget used inside the subset, ``kappa * epsilon``."""
+        return self.kappa * self.epsilon
+
+    def epsilon2(self, subset_size):
+        """The budget ``eps2`` used on the complement for a subset of size ``subset_size``.
+
+        Parameters
+        ----------
+        subset_size : int
+            ``|S|`` in ``0, ..., n_categories - 1``; ``0`` returns ``epsilon`` (SRR).
+
+        Returns
+        -------
+        eps2 : float
+        """
+        k = self._check_size(subset_size)
+        return _epsilon2(self.n_categories, k, self.epsilon, self.kappa)
+
+    def _check_size(self, subset_size):
+        if isinstance(subset_size, (bool, np.bool_)) or not isinstance(subset_size, numbers.Integral):
+            raise TypeError(f"subset_size must be an integer, got {subset_size!r}.")
+        if not 0 <= subset_size < self.n_categories:
+            raise ValueError(
+                f"subset_size must be in [0, {self.n_categories - 1}] (S = all categories is not "
+                f"allowed), got {subset_size!r}."
+            )
+        return int(subset_size)
+
+    def _check_subset(self, subset):
+        """Return the subset as a sorted int array (validated)."""
+        arr = np.asarray(subset)
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if arr.ndim != 1:
+            raise ValueError(f"subset must be a 1-d array of category indices, got shape {arr.shape}.")
+        if arr.dtype == bool:
+            raise TypeError("subset must hold category indices, not a boolean mask.")
+        if not np.issubdtype(arr.dtype, np.integer):
+            if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+                raise ValueError(f"subset must hold integer category indices, got {subset!r}.")
+            arr = arr.astype(np.int64)
+        bad = arr[(arr < 0) | (arr >= self.n_categories)]
+        if bad.size:
+            raise ValueError(f"subset holds categories outside [0, {self.n_categories}): {bad[:5].tolist()}.")
+        uniq = np.unique(arr)
+        if uniq.size != arr.size:
+            raise ValueError(f"subset has repeated categories: {arr.tolist()}.")
+        if uniq.size == self.n_categories:
+            raise ValueError("subset must not contain all categories (S = [K] is not allowed).")
+        return uniq.astype(np.int64)
+
+    def transition_matrix(self, subset=()):
+        """The matrix ``P[x, y] = P(Y = y | X = x)`` of RRRR with subset ``subset``.
+
+        Parameters
+        ----------
+        subset : array-like of int, default=()
+            Category indices in ``S``; empty for plain SRR.
+
+        Returns
+        -------
+        P : ndarray of shape (n_categories, n_categories)
+            Rows sum to one.
+        """
+        s = self._check_subset(subset)
+        mask = np.zeros(self.n_categories, dtype=bool)
+        mask[s] = True
+        return _transition_matrix_from_mask(mask, self._consts[s.size])
+
+    def privatize(self, x, subset=(), random_state=None):
+        """Release RRRR responses for the true categories ``x``.
+
+        Parameters
+        ----------
+        x : int or array-like of int
+            True categories in ``[0, n_categories)``.
+        subset : array-like of int, default=()
+            The subset ``S`` (the same for every element of ``x``); empty for SRR.
+        random_state : None, int or numpy.random.Generator, default=None
+            Source of the privacy noise.  ``None`` (recommended outside tests) uses
+            fresh operating-system entropy; an int emits
+            :class:`sklearn_bayes.utils.SeededNoiseWarning`.
+
+        Returns
+        -------
+        y : int or ndarray of int
+            Released categories, same shape as ``x``.
+        """
+        from .._fast._ldp import rrrr_sample
+
+        s = self._check_subset(subset)
+        scalar = np.ndim(x) == 0
+        xa = np.asarray(x)
+        if xa.dtype == bool or not (np.issubdtype(xa.dtype, np.integer) or np.issubdtype(xa.dtype, np.floating)):
+            raise TypeError(f"x must hold integer categories, got dtype {xa.dtype}.")
+        if np.issubdtype(xa.dtype, np.floating):
+            if not np.all(np.isfinite(xa)) or np.any(xa != np.round(xa)):
+                raise ValueError("x must hold integer categories (got non-integer or NaN values).")
+        xa = xa.astype(np.int64).ravel()
+        bad = xa[(xa < 0) | (xa >= self.n_categories)]
+        if bad.size:
+            raise ValueError(f"x holds categories outside [0, {self.n_categories}): {bad[:5].tolist()}.")
+        rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize")
+        K = self.n_categories
+        mask = np.zeros(K, dtype=bool)
+        mask[s] = True
+        sigma = np.concatenate([s, np.flatnonzero(~mask)]).astype(np.int32)
+        c = self._consts[s.size]
+        out = np.empty(xa.size, dtype=np.int32)
+        rrrr_sample(rng, xa.astype(np.int32), sigma, int(s.size), float(c[0]), float(c[5]), out)
+        out = out.astype(np.int64)
+        if scalar:
+            return int(out[0])
+        return out.reshape(np.shape(x))

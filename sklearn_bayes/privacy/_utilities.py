@@ -1,0 +1,221 @@
+"""Utility functions for choosing the RRRR subset (Section 5.4.3 of the AdOBEst-LDP paper).
+
+For a probability vector ``theta`` the candidates are the prefixes
+``S_k = {sigma(1), ..., sigma(k)}``, ``k = 0, ..., K - 1``, of the categories sorted by
+decreasing ``theta`` (ties broken by index); ``k = 0`` is plain SRR.  The chosen size is
+``k* = argmax_k U(theta, S_k, eps)`` (first index on ties, non-finite utilities count
+as ``-inf``).
+"""
+
+import numbers
+
+import numpy as np
+
+from ._rrrr import _rrrr_constants
+
+__all__ = [
+    "UTILITIES",
+    "choose_subset_size",
+    "sorted_order",
+    "utility_value",
+    "utility_values",
+]
+
+#: Names of the built-in utilities (``'honest'`` is the recommended default).
+UTILITIES = (
+    "fisher",
+    "entropy",
+    "tv_posterior",
+    "tv_marginal",
+    "mse",
+    "honest",
+    "semi_adaptive",
+    "non_adaptive",
+)
+
+
+def sorted_order(theta):
+    """Permutation sorting ``theta`` by decreasing value, ties by increasing index."""
+    theta = np.asarray(theta, dtype=float)
+    return np.lexsort((np.arange(theta.shape[0]), -theta))
+
+
+def _prefix_matrices(K, consts):
+    """G[k, y, x] = g(y | x) for S = {0, ..., k-1} (sorted coordinates), k = 0..K-1."""
+    idx = np.arange(K)
+    ks = np.arange(K)[:, None, None]
+    in_y = idx[None, :, None] < ks
+    in_x = idx[None, None, :] < ks
+    c = consts[:, :, None, None]
+    G = np.where(in_y, c[:, 1], np.where(in_x, c[:, 3], c[:, 4]))
+    diag = np.where(idx[None, :] < ks[:, :, 0], consts[:, 0:1], consts[:, 2:3])
+    G[:, idx, idx] = diag
+    return G
+
+
+def _utilities_from_G(G, theta, name, elim=None):
+    """Utility of each matrix G[k] (rows y, columns x) at theta (same coordinates)."""
+    h = G @ theta  # (n, K)
+    if name == "entropy":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.sum(np.where(h > 0, h * np.log(h), 0.0), axis=1)
+    if name == "tv_posterior":
+        return 0.5 * np.sum(np.abs(G - h[:, :, None]) * theta[None, None, :], axis=(1, 2))
+    if name == "tv_marginal":
+        return -0.5 * np.sum(np.abs(h - theta[None, :]), axis=1)
+    if name == "mse":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            num = np.sum((G * theta[None, None, :]) ** 2, axis=2)
+            return np.sum(np.where(h > 0, num / h, 0.0), axis=1) - 1.0
+    if name == "fisher":
+        K = theta.shape[0]
+        keep = np.delete(np.arange(K), elim)
+        A = G[:, :, keep] - G[:, :, elim : elim + 1]  # (n, K, K-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            W = A / np.sqrt(h)[:, :, None]
+        F = np.swapaxes(W, 1, 2) @ W
+        out = np.full(G.shape[0], -np.inf)
+        for i in range(G.shape[0]):
+            if not np.all(np.isfinite(F[i])):
+                continue
+            try:
+                L = np.linalg.cholesky(F[i])
+            except np.linalg.LinAlgError:
+                continue
+            Linv = np.linalg.solve(L, np.eye(K - 1))
+            out[i] = -np.sum(Linv * Linv)  # trace of F^{-1} = ||L^{-1}||_F^2
+        return out
+    raise ValueError(f"unknown utility {name!r}")
+
+
+def _honest_values(theta_sorted, consts):
+    """U6 for every prefix size in O(K): (e^{e1}/A)[P(S) + (e^{e2}/B)(1 - P(S))]."""
+    cum = np.concatenate([[0.0], np.cumsum(theta_sorted)[:-1]])
+    return consts[:, 0] * (cum + consts[:, 5] * (1.0 - cum))
+
+
+def utility_values(theta, epsilon, kappa, utility="honest", consts=None):
+    """Utility of every candidate prefix subset ``S_k``, ``k = 0, ..., K - 1``.
+
+    Parameters
+    ----------
+    theta : array-like of shape (K,)
+        A probability vector (the current posterior sample).
+    epsilon, kappa : float
+        Privacy budget and the share ``eps1 = kappa * epsilon`` used inside ``S``.
+    utility : str or callable, default='honest'
+        One of ``'fisher'`` (U1), ``'entropy'`` (U2), ``'tv_posterior'`` (U3),
+        ``'tv_marginal'`` (U4), ``'mse'`` (U5), ``'honest'`` (U6), or a callable
+        ``utility(theta, P, subset) -> float`` where ``P[x, y] = P(Y = y | X = x)``
+        is the RRRR transition matrix of the candidate ``subset`` (an int array).
+
+    Returns
+    -------
+    values : ndarray of shape (K,)
+        ``values[k]`` is the utility of the ``k`` most probable categories.
+    """
+    theta = np.asarray(theta, dtype=float)
+    K = theta.shape[0]
+    if consts is None:
+        consts = _rrrr_constants(K, epsilon, kappa)
+    order = sorted_order(theta)
+    ts = theta[order]
+    if callable(utility):
+        G = _prefix_matrices(K, consts)
+        inv = np.empty(K, dtype=np.int64)
+        inv[order] = np.arange(K)
+        out = np.empty(K)
+        for k in range(K):
+            # back to original coordinates: P[x, y] = G[k][inv[y], inv[x]]
+            P = G[k][np.ix_(inv, inv)].T
+            out[k] = float(utility(theta, P, np.sort(order[:k])))
+        return out
+    if utility == "honest":
+        return _honest_values(ts, consts)
+    if utility in ("fisher", "entropy", "tv_posterior", "tv_marginal", "mse"):
+        G = _prefix_matrices(K, consts)
+        elim = None
+        if utility == "fisher":
+            # the paper eliminates the last category (index K - 1): find it after sorting
+            elim = int(np.flatnonzero(order == K - 1)[0])
+        return _utilities_from_G(G, ts, utility, elim=elim)
+    raise ValueError(f"utility {utility!r} has no per-subset values; use choose_subset_size.")
+
+
+def _argmax_first(values):
+    v = np.where(np.isfinite(values), values, -np.inf)
+    return int(np.argmax(v))
+
+
+def choose_subset_size(theta, epsilon, kappa, utility="honest", alpha=None, consts=None):
+    """The size ``k*`` of the chosen prefix subset for ``theta``.
+
+    Parameters
+    ----------
+    theta : array-like of shape (K,)
+    epsilon, kappa : float
+    utility : str or callable, default='honest'
+        Any name of :data:`UTILITIES` or a callable (see :func:`utility_values`).
+    alpha : float, optional
+        Coverage for ``'semi_adaptive'``: the smallest ``k`` with
+        ``sum_{j <= k} theta_sigma(j) >= alpha`` (at most ``K - 1``).
+
+    Returns
+    -------
+    k : int
+        The chosen subset is ``sorted_order(theta)[:k]``.
+
+    Examples
+    --------
+    >>> from sklearn_bayes.privacy._utilities import choose_subset_size
+    >>> choose_subset_size([0.7, 0.1, 0.1, 0.05, 0.05], epsilon=1.0, kappa=0.9)
+    1
+    >>> choose_subset_size([0.2] * 5, epsilon=1.0, kappa=0.9)
+    0
+    """
+    theta = np.asarray(theta, dtype=float)
+    K = theta.shape[0]
+    if utility == "non_adaptive":
+        return 0
+    if utility == "semi_adaptive":
+        if alpha is None or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+            raise ValueError(f"alpha must be a float in (0, 1) for utility='semi_adaptive', got {alpha!r}.")
+        cum = np.cumsum(theta[sorted_order(theta)])[: K - 1]
+        hit = np.flatnonzero(cum >= alpha)
+        return int(hit[0]) + 1 if hit.size else K - 1
+    return _argmax_first(utility_values(theta, epsilon, kappa, utility, consts=consts))
+
+
+def utility_value(theta, subset, epsilon, kappa, utility):
+    """Utility ``U(theta, S, eps)`` of one arbitrary subset (not necessarily a prefix).
+
+    Parameters
+    ----------
+    theta : array-like of shape (K,)
+    subset : array-like of int
+        Category indices of ``S`` (a proper subset of ``[K]``, possibly empty).
+    epsilon, kappa : float
+    utility : {'fisher', 'entropy', 'tv_posterior', 'tv_marginal', 'mse', 'honest'}
+
+    Returns
+    -------
+    value : float
+
+    Examples
+    --------
+    >>> from sklearn_bayes.privacy._utilities import utility_value
+    >>> round(utility_value([.5, .3, .15, .05], [0], 1.0, 0.8, "honest"), 6)
+    0.485443
+    """
+    from ._rrrr import RRRRMechanism
+
+    theta = np.asarray(theta, dtype=float)
+    K = theta.shape[0]
+    mech = RRRRMechanism(K, epsilon, kappa)
+    s = mech._check_subset(subset)
+    if utility == "honest":
+        c = mech._consts[s.size]
+        ps = theta[s].sum()
+        return float(c[0] * (ps + c[5] * (1.0 - ps)))
+    G = mech.transition_matrix(s).T[None]  # rows y, columns x
+    return float(_utilities_from_G(G, theta, utility, elim=K - 1)[0])
