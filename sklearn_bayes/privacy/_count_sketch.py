@@ -117,6 +117,20 @@ def _as_2d_items(X, name):
     return X, False
 
 
+def _median_sensitivity_bound(cols, width):
+    """Algorithm 4's upper bound on ``m_Q``, capped by ``n_Q`` (``cols``: (depth, n_Q) distinct items).
+
+    ``m_Q`` is the largest number of queries of ``Q`` that one stream element's ``d``
+    sensitive cells can reach; ``m̂_Q = Σ_i max_j #{x ∈ Q : h_i(x) = j} >= m_Q`` and
+    trivially ``m_Q <= n_Q`` (Proposition 1).
+    """
+    d, n_q = cols.shape
+    if n_q == 0:
+        return 0
+    m_hat = sum(int(np.bincount(cols[i], minlength=width).max()) for i in range(d))
+    return min(n_q, m_hat)
+
+
 # --------------------------------------------------------------------------------------
 # Theorem 5 (corrected)
 # --------------------------------------------------------------------------------------
@@ -527,8 +541,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             eta = float(self.decay)
             k = self.n_query_sets_
             eps_k = eps0 * (1.0 - eta) * eta**k
-            m_hat = sum(int(np.bincount(cols[i], minlength=w).max()) for i in range(d))
-            m_q = min(uniq.shape[0], m_hat)
+            m_q = _median_sensitivity_bound(cols, w)
             exact = self._estimate(self.table_, cols, signs)
             if self.noise == "discrete_laplace" and self.kind == "count" and d % 2 == 0:
                 # the median of an even number of integers lives on the half-integer lattice
