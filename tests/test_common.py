@@ -29,11 +29,21 @@ ESTIMATORS = dict(all_estimators())
 # Parameters that make the estimator fast enough for scikit-learn's checks
 # (which use tiny data sets); every other parameter keeps its default.
 TEST_PARAMS = {
+    "AdaptiveLDPFrequencyEstimator": {"n_steps": 5, "n_final_steps": 20},
+    # the checks fit continuous targets: accept non-negative reals (integer counts are
+    # tested in tests/linear_model/test_subsampled_prior.py)
+    "SubsampledPriorPoissonRegressor": {"integer_counts": False},
     "PrivateCountSketch": {"width": 256},
+    "MixtureMEstimatorRegressor": {"n_subsets": 50, "random_state": 0},
 }
 
 # {estimator name: {check name: one-line reason}}
 EXPECTED_FAILED_CHECKS = {
+    "MixtureMEstimatorRegressor": {
+        "check_methods_sample_order_invariance": "score_samples(X, y) scores residuals, so needs y; the check calls it with X only",
+        "check_methods_subset_invariance": "score_samples(X, y) scores residuals, so needs y; the check calls it with X only",
+        "check_sample_weight_equivalence_on_dense_data": "the check fits 30 features on 27 rows; the elemental-subset start needs n > p",
+    },
     "PrivateCountSketch": {
         "check_fit1d": "a 1-D array is a stream of single items, the estimator's primary input",
         "check_dict_unchanged": "each transform is a private query set: it noises the touched cells and records the release",
@@ -99,6 +109,12 @@ def _high_cardinality_count_case():
 
 
 META_CASES = {
+    "MixtureMEstimatorRegressor": (_regression_case, {"fit_scales": [True, False]}, None),
+    "ClosedFormRidge": (_regression_case, {"fit_intercept": [True, False]}, None),
+    "SubsampledPriorRidge": (_regression_case, {"covariance": ["full", "diag"]}, None),
+    "SubsampledPriorLogisticRegression": (_binary_case, {"covariance_scaling": [None, "jackknife"]}, None),
+    "SubsampledPriorLinearSVC": (_binary_case, {"covariance": ["full", "diag"]}, None),
+    "SubsampledPriorPoissonRegressor": (_count_case, {"covariance_scaling": [None, "subsample_size"]}, None),
     "PrivateCountSketch": (
         _high_cardinality_count_case,
         {"epsilon": [0.5, 4.0], "depth": [3, 5]},

@@ -1,0 +1,610 @@
+"""Robust linear regression by EM over a mixture of M-estimators (error laws).
+
+Reference: Chapter 3, "A Bayesian approach for solving robust regression
+problems", of the dissertation in ``papers/000_50456c898c6e93b0.txt``.
+"""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ._mixture_components import _resolve_components
+
+__all__ = ["MixtureMEstimatorRegressor"]
+
+_MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
+_LTS_SUBSAMPLE = 1500  # elemental subsets are searched on at most this many rows
+_LTS_KEEP = 10  # candidates refined to convergence on the subsample
+
+
+# --------------------------------------------------------------------------------------
+# small helpers
+# --------------------------------------------------------------------------------------
+
+
+def _weighted_median(x, w):
+    """Lower weighted median of ``x`` with non-negative weights ``w`` (not all 0)."""
+    order = np.argsort(x, kind="stable")
+    cw = np.cumsum(w[order])
+    k = int(np.searchsorted(cw, 0.5 * cw[-1]))
+    return float(x[order[min(k, len(x) - 1)]])
+
+
+def _solve_normal(G, rhs, Xw=None, yw=None):
+    """Solve ``G theta = rhs`` by Cholesky; fall back to least squares if ill-conditioned."""
+    try:
+        c, lower = linalg.cho_factor(G, lower=False, check_finite=False)
+        d = np.abs(np.diag(c))
+        if d.min() > 1e-7 * d.max():
+            return linalg.cho_solve((c, lower), rhs, check_finite=False)
+    except linalg.LinAlgError:
+        pass
+    if Xw is None:
+        return linalg.lstsq(G, rhs, cond=1e-12, check_finite=False)[0]
+    return linalg.lstsq(Xw, yw, cond=None, check_finite=False, lapack_driver="gelsd")[0]
+
+
+def _wls(Xa, y, w):
+    """Weighted least squares ``argmin_theta sum_i w_i (y_i - Xa_i @ theta)^2``.
+
+    The weighted Gram matrix is formed with one BLAS matrix product and
+    solved by Cholesky; a badly conditioned or singular Gram falls back to a
+    minimum-norm least-squares solve.
+    """
+    sq = np.sqrt(w)
+    Xw = Xa * sq[:, None]
+    yw = y * sq
+    return _solve_normal(Xw.T @ Xw, Xw.T @ yw, Xw, yw)
+
+
+def _trim(r, sw, h_w, h_n):
+    """Rows with the smallest |r| carrying weight ``h_w`` (``h_n`` rows if unweighted)."""
+    a = np.abs(r)
+    if h_n is not None:
+        idx = np.argpartition(a, h_n - 1)[:h_n] if h_n < len(a) else np.arange(len(a))
+        return idx, float(r[idx] @ r[idx])
+    order = np.argsort(a, kind="stable")
+    cw = np.cumsum(sw[order])
+    k = int(np.searchsorted(cw, h_w * (1 - 1e-12))) + 1
+    idx = order[:k]
+    return idx, float(sw[idx] @ (r[idx] ** 2))
+
+
+def _cstep(Xa, y, sw, theta, h_w, h_n, n_steps):
+    """Concentration steps of FAST-LTS: refit least squares on the ``h`` best-fitting rows."""
+    idx, obj = _trim(y - Xa @ theta, sw, h_w, h_n)
+    for _ in range(n_steps):
+        sq = np.sqrt(sw[idx])
+        Xw = Xa[idx] * sq[:, None]
+        yw = y[idx] * sq
+        new = _solve_normal(Xw.T @ Xw, Xw.T @ yw, Xw, yw)
+        idx_new, obj_new = _trim(y - Xa @ new, sw, h_w, h_n)
+        if obj_new >= obj * (1 - 1e-12):
+            if obj_new < obj:
+                theta, obj = new, obj_new
+            break
+        theta, idx, obj = new, idx_new, obj_new
+    return theta, obj
+
+
+def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
+    """High-breakdown starting fits: least trimmed squares from elemental subsets.
+
+    ``n_subsets`` random elemental subsets (``p`` rows fitted exactly) drawn
+    from at most ``_LTS_SUBSAMPLE`` positive-weight rows get two concentration
+    steps on those rows; the ``_LTS_KEEP`` best are iterated to convergence, and
+    the best ``n_keep`` distinct ones get concentration steps on all rows.
+    Trimming keeps the ``h = (n + p + 1) / 2`` best rows (in sample weight).
+    Returns a list of parameter vectors sorted by trimmed sum of squares.
+    """
+    p = Xa.shape[1]
+    pos = np.flatnonzero(sw > 0)
+    n_pos = len(pos)
+    unweighted = bool(np.all(sw[pos] == sw[pos[0]]))
+    sub = pos if n_pos <= _LTS_SUBSAMPLE else np.sort(rng.choice(pos, _LTS_SUBSAMPLE, replace=False))
+    Xs, ys, ws = Xa[sub], y[sub], sw[sub]
+    frac = min(1.0, (n_pos + p + 1) / (2.0 * n_pos))
+    h_sub, h_all = frac * ws.sum(), frac * sw.sum()
+    hn_sub = min(len(sub), int(math.ceil(frac * len(sub)))) if unweighted else None
+    hn_all = min(n_pos, (n_pos + p + 1) // 2) if unweighted else None
+    if unweighted and len(sub) == n_pos:
+        hn_sub = hn_all
+    if unweighted and n_pos < len(sw):  # zero-weight rows exist: trim among positive rows only
+        Xa, y, sw = Xa[pos], y[pos], sw[pos]
+
+    picks = np.array([rng.choice(len(sub), p, replace=False) for _ in range(n_subsets)])
+    thetas = np.einsum("kij,kj->ki", np.linalg.pinv(Xs[picks]), ys[picks])
+    thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
+    cands = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 2) for th in thetas]
+    cands.sort(key=lambda t: t[1])
+    refined = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 100) for th, _ in cands[:_LTS_KEEP]]
+    refined.sort(key=lambda t: t[1])
+    out = []
+    for theta, _ in refined:
+        if any(np.allclose(theta, o, rtol=1e-6, atol=1e-9) for o in out):
+            continue
+        out.append(theta)
+        if len(out) == n_keep:
+            break
+    if len(sub) < n_pos:
+        out = sorted((_cstep(Xa, y, sw, th, h_all, hn_all, 10) for th in out), key=lambda t: t[1])
+        out = [th for th, _ in out]
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# EM
+# --------------------------------------------------------------------------------------
+
+
+class _Problem:
+    """Data and settings of one EM fit (augmented design ``Xa``, weights, components)."""
+
+    def __init__(self, Xa, y, sw, comps, fit_scales, floors):
+        self.Xa, self.y, self.sw, self.comps = Xa, y, sw, comps
+        self.fit_scales, self.floors = fit_scales, floors
+        self.wtot = float(sw.sum())
+
+    def e_step(self, theta, a, scales):
+        """Residuals, responsibilities and log-likelihood (log-sum-exp in log space)."""
+        r = self.y - self.Xa @ theta
+        L = np.empty((r.shape[0], len(self.comps)))
+        with np.errstate(divide="ignore"):
+            log_a = np.log(a)
+        for j, comp in enumerate(self.comps):
+            L[:, j] = log_a[j] + comp.log_pdf(r, scales[j]) if a[j] > 0 else -np.inf
+        m = L.max(axis=1)
+        E = np.exp(L - m[:, None])
+        s = E.sum(axis=1)
+        z = E / s[:, None]
+        ll = float(self.sw @ (m + np.log(s)))
+        return r, z, ll
+
+    def m_step(self, r, z, scales):
+        """Mixture weights, scales (closed form / 1-D root), one weighted least-squares step."""
+        zs = z * self.sw[:, None]
+        nj = zs.sum(axis=0)
+        a = nj / self.wtot
+        scales = scales.copy()
+        if self.fit_scales:
+            for j, comp in enumerate(self.comps):
+                if nj[j] > 1e-12 * self.wtot:
+                    scales[j] = max(float(comp.fit_scale(r, zs[:, j])), self.floors[j])
+        W = self.irls_weights(r, z, scales)
+        theta = _wls(self.Xa, self.y, self.sw * W)
+        return theta, a, scales
+
+    def irls_weights(self, r, z, scales):
+        W = np.zeros_like(r)
+        for j, comp in enumerate(self.comps):
+            W += z[:, j] * comp.weight(r, scales[j])
+        return W
+
+    # parameter vector for SQUAREM extrapolation: theta, log a, log scales
+    def pack(self, theta, a, scales):
+        with np.errstate(divide="ignore"):
+            return np.concatenate([theta, np.maximum(np.log(a), -700.0), np.log(scales)])
+
+    def unpack(self, x):
+        p, J = self.Xa.shape[1], len(self.comps)
+        theta = x[:p]
+        la = np.clip(x[p : p + J], -700.0, 700.0)
+        a = np.exp(la - la.max())
+        a[la <= -700.0] = 0.0
+        a /= a.sum()
+        scales = np.maximum(np.exp(np.clip(x[p + J :], -700.0, 700.0)), self.floors)
+        return theta, a, scales
+
+
+def _em(prob, theta, scales, max_iter, tol, accelerate=True):
+    """EM / IRLS for a mixture of M-estimators (Algorithm 2 with scale updates).
+
+    One EM map: E-step ``z_ij`` at the current fit, then M-steps for the mixture
+    weights, the scales and one weighted least-squares step with weights
+    ``sum_j z_ij w_j(r_i)``.  Each map increases the log-likelihood.  With
+    ``accelerate`` the maps are combined by SQUAREM (Varadhan and Roland,
+    "Simple and globally convergent methods for accelerating the convergence of
+    any EM algorithm"), keeping an extrapolated point only if its likelihood is
+    at least that of the plain double step, so the sequence stays monotone.
+    ``max_iter`` counts EM maps.
+    """
+    J = len(prob.comps)
+    a = np.full(J, 1.0 / J)
+    scales = np.asarray(scales, dtype=float).copy()
+    history = []
+    n_iter = 0
+    converged = False
+    r, z, ll = prob.e_step(theta, a, scales)
+    history.append(ll)
+    while n_iter < max_iter:
+        ll0 = ll
+        x0 = prob.pack(theta, a, scales)
+        theta1, a1, s1 = prob.m_step(r, z, scales)
+        n_iter += 1
+        r, z, ll = prob.e_step(theta1, a1, s1)
+        theta, a, scales = theta1, a1, s1
+        if accelerate and n_iter < max_iter and abs(ll - ll0) > tol * prob.wtot:
+            x1 = prob.pack(theta1, a1, s1)
+            theta2, a2, s2 = prob.m_step(r, z, s1)
+            n_iter += 1
+            r2, z2, ll2 = prob.e_step(theta2, a2, s2)
+            x2 = prob.pack(theta2, a2, s2)
+            rv, v = x1 - x0, x2 - 2 * x1 + x0
+            nv = np.linalg.norm(v)
+            best = (theta2, a2, s2, r2, z2, ll2)
+            if nv > 0 and np.all(np.isfinite(v)):
+                alpha = min(-1.0, -np.linalg.norm(rv) / nv)
+                for _ in range(6):
+                    if alpha >= -1.0:
+                        break
+                    with np.errstate(all="ignore"):
+                        te, ae, se = prob.unpack(x0 - 2 * alpha * rv + alpha**2 * v)
+                        re, ze, lle = prob.e_step(te, ae, se)
+                    if np.isfinite(lle) and lle >= ll2:
+                        best = (te, ae, se, re, ze, lle)
+                        break
+                    alpha = (alpha - 1.0) / 2.0
+            theta, a, scales, r, z, ll = best
+        history.append(ll)
+        if abs(ll - ll0) <= tol * prob.wtot:
+            converged = True
+            break
+    W = prob.irls_weights(r, z, scales)
+    return {
+        "theta": theta,
+        "a": a,
+        "scales": scales,
+        "z": z,
+        "W": W,
+        "ll": ll,
+        "history": np.asarray(history),
+        "n_iter": n_iter,
+        "converged": converged,
+        "residuals": r,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# the estimator
+# --------------------------------------------------------------------------------------
+
+
+class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
+    """Robust linear regression with a mixture of M-estimators fitted by EM.
+
+    The residuals ``r_i = y_i - b - x_i @ coef`` are modelled by a mixture of
+    error laws ``p(r) = sum_j a_j p_j(r; s_j)`` (by default Gaussian + Laplace
+    + Cauchy).  Coefficients, mixture weights ``a_j`` and scales ``s_j`` are
+    fitted by maximum likelihood with an EM algorithm whose regression step is
+    iteratively reweighted least squares, started from a high-breakdown least
+    trimmed squares fit.
+
+    Parameters
+    ----------
+    components : list or tuple, default=("gaussian", "laplace", "cauchy")
+        Error laws of the mixture: names ``"gaussian"``, ``"laplace"``,
+        ``"cauchy"`` or component objects (:class:`~sklearn_bayes.GaussianComponent`,
+        :class:`~sklearn_bayes.LaplaceComponent`, :class:`~sklearn_bayes.CauchyComponent`
+        or a subclass of :class:`~sklearn_bayes.MixtureComponent`).
+    fit_intercept : bool, default=True
+        Whether to fit an intercept.
+    fit_scales : bool, default=True
+        Whether the EM algorithm updates the component scales.  If False, the
+        scales stay at their starting values (a component's ``scale`` if given,
+        else the value matching the median absolute residual of the start): the
+        first variant of the paper.
+    init : {"lts", "ols"}, default="lts"
+        Starting fit.  ``"lts"``: least trimmed squares from random elemental
+        subsets with concentration steps (resists up to half the data being bad
+        leverage points).  ``"ols"``: (weighted) least squares, as in the paper;
+        not robust to leverage points.
+    n_init : int, default=1
+        Number of EM runs, started from the ``n_init`` best distinct LTS
+        candidates; the run with the largest log-likelihood is kept (ignored
+        for ``init="ols"``).
+    n_subsets : int, default=500
+        Number of random elemental subsets searched by the LTS start.
+    max_iter : int, default=500
+        Maximum number of EM iterations per run.
+    tol : float, default=1e-6
+        Convergence threshold on the change of the log-likelihood per unit of
+        sample weight between two EM iterations.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the elemental subsets of the LTS start.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Regression coefficients.
+    intercept_ : float
+        Intercept (0.0 if ``fit_intercept=False``).
+    mixture_weights_ : ndarray of shape (n_components,)
+        Fitted mixture weights ``a_j`` in the order of ``components``.
+    scales_ : ndarray of shape (n_components,)
+        Fitted (or fixed) scales ``s_j``, in the units of ``y``.
+    components_ : list of MixtureComponent
+        The component objects used.
+    responsibilities_ : ndarray of shape (n_samples, n_components)
+        Posterior probabilities ``z_ij`` of the training rows.
+    sample_weights_ : ndarray of shape (n_samples,)
+        Final IRLS weights ``sum_j z_ij w_j(r_i)`` (low for outliers).
+    residual_scale_ : float
+        Robust scale of the training residuals, ``1.4826 * median |r_i|``
+        (sample-weighted), used by :meth:`flag_outliers`.
+    n_iter_ : int
+        Number of EM iterations of the kept run.
+    converged_ : bool
+        Whether the kept run converged.
+    log_likelihood_ : float
+        Sample-weighted training log-likelihood ``sum_i w_i log p(r_i)``.
+    log_likelihood_history_ : ndarray
+        Log-likelihood after each EM iteration of the kept run (non-decreasing).
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, if ``X`` had string column names.
+
+    See Also
+    --------
+    sklearn.linear_model.HuberRegressor : a single Huber M-estimator.
+    sklearn.linear_model.RANSACRegressor : consensus-based robust fitting.
+
+    Notes
+    -----
+    Model: :math:`p(r) = \\sum_j a_j p_j(r; s_j)` with
+    :math:`p_j = \\exp(-\\rho_j)`.  EM iteration :math:`t` (weights :math:`w_i`
+    from ``sample_weight``):
+
+    * E-step: :math:`z_{ij} \\propto a_j p_j(r_i; s_j)` (in log space);
+    * :math:`a_j = \\sum_i w_i z_{ij} / \\sum_i w_i`;
+    * scales: Gaussian :math:`\\sigma^2 = \\sum w_i z_{ij} r_i^2 / \\sum w_i z_{ij}`,
+      Laplace :math:`b = \\sum w_i z_{ij} |r_i| / \\sum w_i z_{ij}`, Cauchy
+      :math:`\\gamma` the root of :math:`\\sum w_i z_{ij} (r_i^2 - \\gamma^2)/(r_i^2 + \\gamma^2) = 0`;
+    * coefficients: weighted least squares with weights
+      :math:`w_i \\sum_j z_{ij} \\psi_j(r_i)/r_i` (``1/sigma^2``,
+      ``1/(b |r|)``, ``2/(gamma^2 + r^2)``).
+
+    Every :math:`\\rho_j(r) = g_j(r^2)` with :math:`g_j` concave, so the
+    weighted quadratic majorises :math:`\\sum_{ij} w_i z_{ij} \\rho_j` and each
+    step increases the EM auxiliary function: the log-likelihood never
+    decreases (up to the Laplace smoothing ``delta`` and the tolerance of the
+    Cauchy root).  Unlike the paper, the component weight matrices are not
+    normalised by their sums: the scales carry that information, and
+    normalising would break the monotonicity.  Scales are floored at
+    ``1e-9`` times the robust scale of ``y`` so exact fits cannot make the
+    likelihood unbounded.
+
+    Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
+    residual_scale_``; ``sample_weights_`` and ``score_samples`` rank points
+    by how much the fit discounts them.
+
+    References
+    ----------
+    "A Bayesian approach for solving robust regression problems", Chapter 3 of
+    the dissertation in ``papers/000_50456c898c6e93b0.txt``.  Rousseeuw and
+    Van Driessen, "Computing LTS regression for large data sets" (FAST-LTS
+    concentration steps).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_bayes import MixtureMEstimatorRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = 1.0 + X @ np.array([2.0, -1.0]) + 0.1 * rng.normal(size=200)
+    >>> y[:20] += 50.0  # gross outliers
+    >>> reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    >>> np.round(reg.coef_, 1)
+    array([ 2., -1.])
+    >>> int(reg.flag_outliers(X, y)[:20].sum())
+    20
+    """
+
+    _parameter_constraints = {
+        "components": [list, tuple],
+        "fit_intercept": ["boolean"],
+        "fit_scales": ["boolean"],
+        "init": [StrOptions({"lts", "ols"})],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_subsets": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "min_scale_ratio": [Interval(Real, 0, 1, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        components=("gaussian", "laplace", "cauchy"),
+        *,
+        fit_intercept=True,
+        fit_scales=True,
+        init="lts",
+        n_init=1,
+        n_subsets=500,
+        max_iter=500,
+        tol=1e-6,
+        min_scale_ratio=0.1,
+        random_state=None,
+    ):
+        self.components = components
+        self.fit_intercept = fit_intercept
+        self.fit_scales = fit_scales
+        self.init = init
+        self.n_init = n_init
+        self.n_subsets = n_subsets
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_scale_ratio = min_scale_ratio
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the mixture of M-estimators by EM.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite).
+        y : array-like of shape (n_samples,)
+            Targets (finite, not constant).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights multiplying each row's log-likelihood.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        comps = _resolve_components(self.components)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        n, d = X.shape
+        p = d + int(self.fit_intercept)
+        pos = sw > 0
+        n_pos = int(pos.sum())
+        if n_pos < p + 1:
+            raise ValueError(
+                f"{type(self).__name__} needs at least n_features + fit_intercept + 1 = {p + 1} "
+                f"samples with positive weight, got n_samples={n_pos}."
+            )
+        scale_y = _MAD_TO_SD * _weighted_median(np.abs(y - _weighted_median(y, sw)), sw)
+        if scale_y == 0:
+            ym = np.average(y, weights=sw)
+            scale_y = math.sqrt(np.average((y - ym) ** 2, weights=sw))
+        if scale_y == 0 or np.ptp(y[pos]) == 0:
+            raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
+        tiny = 1e-9 * scale_y
+        rng = check_random_state(self.random_state)
+
+        if self.fit_intercept:  # centre once (sample-weighted) for conditioning; intercept column
+            xm = np.average(X, axis=0, weights=sw)
+            ym = float(np.average(y, weights=sw))
+            Xa = np.hstack([X - xm, np.ones((n, 1))])
+            yc = y - ym
+        else:
+            xm, ym, Xa, yc = np.zeros(d), 0.0, X, y
+        if self.init == "lts":
+            starts = _lts_starts(Xa, yc, sw, self.n_subsets, self.n_init, rng)
+        else:
+            starts = [_wls(Xa, yc, sw)]
+        best = None
+        for theta0 in starts:
+            mad = _weighted_median(np.abs(yc - Xa @ theta0), sw)
+            floors = np.array([max(self.min_scale_ratio * c.scale_from_mad(mad), tiny) for c in comps])
+            scales0 = [
+                max(float(c.scale), tiny) if getattr(c, "scale", None) is not None else max(c.scale_from_mad(mad), f)
+                for c, f in zip(comps, floors)
+            ]
+            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors)
+            res = _em(prob, theta0, scales0, self.max_iter, self.tol)
+            if best is None or res["ll"] > best["ll"]:
+                best = res
+        theta = best["theta"]
+        best["coef"] = theta[:d].copy()
+        best["intercept"] = ym + float(theta[d]) - float(xm @ theta[:d]) if self.fit_intercept else 0.0
+        if not best["converged"]:
+            warnings.warn(
+                f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
+                f"(tol={self.tol}); increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        self.components_ = comps
+        self.coef_ = best["coef"]
+        self.intercept_ = float(best["intercept"])
+        self.mixture_weights_ = best["a"]
+        self.scales_ = best["scales"]
+        self.responsibilities_ = best["z"]
+        self.sample_weights_ = best["W"]
+        self.log_likelihood_ = best["ll"]
+        self.log_likelihood_history_ = best["history"]
+        self.n_iter_ = best["n_iter"]
+        self.converged_ = bool(best["converged"])
+        self.residual_scale_ = _MAD_TO_SD * _weighted_median(np.abs(best["residuals"]), sw)
+        return self
+
+    def predict(self, X):
+        """Predict ``intercept_ + X @ coef_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return X @ self.coef_ + self.intercept_
+
+    def _residuals(self, X, y):
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, reset=False)
+        return y - X @ self.coef_ - self.intercept_
+
+    def score_samples(self, X, y):
+        """Log-likelihood of each ``(x_i, y_i)`` under the fitted error mixture.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+            ``log sum_j a_j p_j(y_i - predict(x_i); s_j)``.
+        """
+        r = self._residuals(X, y)
+        with np.errstate(divide="ignore"):
+            L = _log_joint(r, self.components_, np.log(self.mixture_weights_), self.scales_)
+        return logsumexp(L, axis=1)
+
+    def predict_proba_components(self, X, y):
+        """Posterior probability of each component for each ``(x_i, y_i)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        resp : ndarray of shape (n_samples, n_components)
+        """
+        r = self._residuals(X, y)
+        with np.errstate(divide="ignore"):
+            L = _log_joint(r, self.components_, np.log(self.mixture_weights_), self.scales_)
+        return np.exp(L - logsumexp(L, axis=1)[:, None])
+
+    def flag_outliers(self, X, y, threshold=2.5):
+        """Flag points whose robustly standardised residual exceeds ``threshold``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        threshold : float, default=2.5
+            Cut-off on ``|r_i| / residual_scale_`` (2.5 is the customary cut-off
+            of Rousseeuw and Leroy for LTS / MM fits).
+
+        Returns
+        -------
+        is_outlier : ndarray of bool, shape (n_samples,)
+        """
+        if not (isinstance(threshold, Real) and np.isfinite(threshold) and threshold > 0):
+            raise ValueError(f"threshold must be a finite number > 0, got {threshold!r}.")
+        r = self._residuals(X, y)
+        if self.residual_scale_ == 0:
+            return r != 0
+        return np.abs(r) > threshold * self.residual_scale_
