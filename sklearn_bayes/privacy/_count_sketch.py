@@ -31,7 +31,7 @@ def _float_keys(col, name):
     col = np.asarray(col, dtype=np.float64)
     if not np.all(np.isfinite(col)):
         bad = col[~np.isfinite(col)][0]
-        raise ValueError(f"{name} contains a non-finite item {bad!r}; items must be ints, strings or bytes.")
+        raise ValueError(f"{name} contains NaN or infinity ({bad!r}); items must be ints, strings or bytes.")
     integral = (col == np.floor(col)) & (np.abs(col) < 2.0**63)
     keys = np.empty(col.shape, dtype=np.uint64)
     keys[integral] = col[integral].astype(np.int64).view(np.uint64)
@@ -55,12 +55,12 @@ def _column_keys(col, name):
         raise TypeError(f"{name} has unsupported dtype {col.dtype}; items must be ints, strings or bytes.")
     is_text = np.fromiter((isinstance(v, (str, bytes)) for v in col), dtype=bool, count=col.shape[0])
     if is_text.all():
-        return _hashing.bytes_keys(col), "text"
+        return _hashing.bytes_keys(col if col.flags.writeable else col.copy()), "text"
     for v in col:
         if v is None:
             raise ValueError(f"{name} contains None; every item must be an int, a string or bytes.")
         if isinstance(v, (float, np.floating)) and not math.isfinite(v):
-            raise ValueError(f"{name} contains a non-finite item {v!r}; items must be ints, strings or bytes.")
+            raise ValueError(f"{name} contains NaN or infinity ({v!r}); items must be ints, strings or bytes.")
         if not isinstance(v, (str, bytes, numbers.Integral, float, np.floating)):
             raise TypeError(
                 f"{name} contains an item {v!r} of type {type(v).__name__}; items must be ints, strings or bytes."
@@ -91,6 +91,10 @@ def _item_keys(X, name):
     return np.ascontiguousarray(keys, dtype=np.uint64), tuple(kinds)
 
 
+def _all_text(X):
+    return all(isinstance(v, (str, bytes)) for v in np.ravel(np.array(X, dtype=object)))
+
+
 def _as_2d_items(X, name):
     """Bring a 1-D stream or a list of items into the 2-D form that ``validate_data`` expects."""
     if hasattr(X, "to_frame") and getattr(X, "ndim", None) == 1:  # pandas Series
@@ -104,9 +108,12 @@ def _as_2d_items(X, name):
         raise TypeError(f"{name} must be an array-like of items, got a single {type(X).__name__} {X!r}.")
     else:
         try:
-            X = np.array(X, dtype=object)
+            arr = np.asarray(X)
+            if arr.dtype.kind in "US" and not _all_text(X):
+                arr = np.array(X, dtype=object)  # keep item types (e.g. ['a', 1] is not two strings)
         except ValueError as exc:
             raise ValueError(f"{name} could not be read as an array of items: {exc}") from None
+        X = arr
         ndim = X.ndim
     if ndim == 0:
         raise ValueError(f"{name} must be a 1-D array-like of items or a 2-D array, got a scalar {X!r}.")
@@ -371,10 +378,21 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                     f"{name} is 1-D but the sketch was fitted on items of {self.n_features_in_} columns. "
                     "Reshape your data to shape (n_samples, n_features_in_)."
                 )
-            X2 = validate_data(
-                self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
-                ensure_min_samples=min_samples, accept_sparse=False,
-            )
+            if not reset and isinstance(X2, np.ndarray) and not hasattr(self, "feature_names_in_"):
+                # fast path for queries on arrays (no feature names to check): the same checks
+                # as validate_data, without its per-call overhead (queries can be tiny and many)
+                if X2.shape[1] != self.n_features_in_:
+                    raise ValueError(
+                        f"{name} has {X2.shape[1]} features, but PrivateCountSketch is expecting "
+                        f"{self.n_features_in_} features as input."
+                    )
+                if X2.shape[0] < min_samples:
+                    raise ValueError(f"{name} has 0 items; at least {min_samples} is required.")
+            else:
+                X2 = validate_data(
+                    self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
+                    ensure_min_samples=min_samples, accept_sparse=False,
+                )
             if X2.dtype.kind == "O":
                 for c in range(X2.shape[1]):  # None is not caught by ensure_all_finite
                     if any(v is None for v in X2[:, c]):
