@@ -138,10 +138,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     >>> est = AdaptiveLDPFrequencyEstimator(n_categories=5, epsilon=1.0,
     ...                                     random_state=np.random.default_rng(1))
     >>> est = est.fit(X)
-    >>> est.theta_.round(1)
-    array([0.5, 0.2, 0.1, 0.1, 0. ])
-    >>> int(np.bincount(est.subset_sizes_).argmax())
-    1
+    >>> est.theta_.shape, int(est.theta_.argmax()), est.n_responses_
+    ((5,), 0, 2000)
+    >>> bool(abs(est.theta_[0] - 0.5) < 0.1)
+    True
+    >>> ci = est.credible_interval(0.95)
+    >>> ci.shape
+    (5, 2)
     """
 
     _parameter_constraints = {
@@ -194,6 +197,18 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         tags.requires_fit = True
         return tags
 
+    def __getstate__(self):
+        """Pickle only the used part of the growable response storage."""
+        state = dict(super().__getstate__())
+        if "n_responses_" in state:
+            n, ns = state["n_responses_"], state["_n_sids"]
+            for key in ("_ys", "_sids", "_sizes"):
+                state[key] = state[key][:n].copy()
+            for key in ("_masks", "_members", "_sid_k"):
+                state[key] = state[key][:ns].copy()
+            state["subset_sizes_"] = state["_sizes"]
+        return state
+
     # ------------------------------------------------------------------ validation
     def _check_params(self):
         self._validate_params()
@@ -213,34 +228,55 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         return prior
 
     def _column(self, X, reset):
-        """Validate X (one column of categories) and return it as a 1-d array."""
+        """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""
         X = validate_data(self, X, reset=reset, dtype=None, ensure_min_samples=1)
-        if X.shape[1] != 1:
-            raise ValueError(
-                f"X must have exactly one column (the category of each user), got {X.shape[1]} columns."
-            )
-        col = X[:, 0]
-        if col.dtype.kind == "f" and np.any(np.isnan(col)):
+        if X.dtype.kind == "f" and np.any(np.isnan(X)):
             raise ValueError("X contains NaN: every user must hold a category.")
-        if col.dtype == object:
-            if any(v is None or (isinstance(v, float) and v != v) for v in col):
+        if X.dtype == object:
+            if any(v is None or (isinstance(v, float) and v != v) for v in X.ravel()):
                 raise ValueError("X contains missing values (None or NaN): every user must hold a category.")
-        return col
+        if X.shape[1] == 1:
+            return X[:, 0]
+        if self.n_categories is not None:
+            raise ValueError(
+                f"X must have exactly one column of categories in 0..n_categories-1, got {X.shape[1]} columns "
+                "(several columns are read as one composite category only when n_categories=None)."
+            )
+        return X
 
     def _categories_from(self, col):
         """Categories for the first call (not stored)."""
         if self.n_categories is not None:
             return np.arange(self.n_categories)
-        cats = np.unique(col)
-        if cats.size < 2:
+        if col.ndim == 1:
+            cats = np.unique(col)
+        elif col.dtype == object:
+            rows = sorted(set(map(tuple, col)))
+            cats = np.empty((len(rows), col.shape[1]), dtype=object)
+            cats[:] = rows
+        else:
+            cats = np.unique(col, axis=0)
+        if cats.shape[0] < 2:
             raise ValueError(
-                f"X must contain at least 2 distinct categories when n_categories is None, got {cats.tolist()}."
+                f"X must contain at least 2 distinct categories when n_categories is None; got 1 category "
+                f"in {col.shape[0]} sample(s){' (1 sample)' if col.shape[0] == 1 else ''}."
             )
         return cats
 
     @staticmethod
     def _encode(col, categories):
         """Positions of col's values in categories; ValueError on unknown values."""
+        if categories.ndim == 2 or col.ndim == 2:
+            if categories.ndim != 2 or col.ndim != 2 or col.shape[1] != categories.shape[1]:
+                raise ValueError("X has a different number of columns than the composite categories seen in fit.")
+            lookup = {tuple(r): i for i, r in enumerate(categories.tolist())}
+            out = np.empty(col.shape[0], dtype=np.int32)
+            for i, r in enumerate(col.tolist()):
+                j = lookup.get(tuple(r))
+                if j is None:
+                    raise ValueError(f"X holds categories outside the known ones ({len(lookup)} categories): {r!r}.")
+                out[i] = j
+            return out
         if categories.dtype.kind in "iu":
             if col.dtype.kind == "f" and np.any(col != np.round(col)):
                 bad = col[col != np.round(col)]

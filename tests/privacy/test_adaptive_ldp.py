@@ -1,0 +1,346 @@
+"""AdaptiveLDPFrequencyEstimator: sampler correctness, convergence, state handling, bad input."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+from sklearn_bayes._fast._ldp import log_likelihood_gradient
+from sklearn_bayes.privacy import RRRRMechanism
+from sklearn_bayes.utils import SeededNoiseWarning
+
+
+def _gen(seed):
+    return np.random.default_rng(seed)
+
+
+def _responses(K, n, theta, eps, kappa, subsets, seed):
+    """n responses: user t privatised with a subset drawn from ``subsets``."""
+    rng = _gen(seed)
+    mech = RRRRMechanism(K, eps, kappa)
+    x = rng.choice(K, size=n, p=theta)
+    which = rng.integers(0, len(subsets), size=n)
+    y = np.empty(n, dtype=np.int64)
+    for j, S in enumerate(subsets):
+        m = which == j
+        y[m] = mech.privatize(x[m], S, random_state=rng)
+    return y, [list(subsets[j]) for j in which]
+
+
+def _log_lik(theta, y, subs, mech):
+    return sum(np.log(mech.transition_matrix(S)[:, yy] @ theta) for yy, S in zip(y, subs))
+
+
+# ---------------------------------------------------------------- gradient
+@pytest.mark.parametrize("K, kappa", [(3, 0.8), (6, 0.9), (6, 1.0)])
+def test_sgld_gradient_matches_finite_differences(K, kappa):
+    eps = 1.0
+    theta = _gen(0).dirichlet(np.ones(K))
+    subsets = [[], [0], [1, 2], list(range(K - 1))]
+    y, subs = _responses(K, 60, theta, eps, kappa, subsets, seed=1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
+                                        random_state=_gen(2)).partial_fit_responses(y, subs)
+    n = est.n_responses_
+    mech = RRRRMechanism(K, eps, kappa)
+    phi = _gen(3).gamma(2.0, size=K)
+    grad = np.zeros(K)
+    ll = log_likelihood_gradient(phi, est._ys[:n], est._sids[:n], est._masks, est._members, est._sid_k,
+                                 est._consts, grad)
+    assert ll == pytest.approx(_log_lik(phi / phi.sum(), y, subs, mech), rel=1e-12)
+    h = 1e-6
+    fd = np.empty(K)
+    for i in range(K):
+        e = np.zeros(K)
+        e[i] = h
+        fd[i] = (_log_lik((phi + e) / (phi + e).sum(), y, subs, mech)
+                 - _log_lik((phi - e) / (phi - e).sum(), y, subs, mech)) / (2 * h)
+    # central differences: error O(h^2 * third derivative) + rounding O(eps_mach * |L| / h)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- SGLD vs exact Gibbs
+def _batch_means_se(x, n_batches=25):
+    """Standard error of the mean of an autocorrelated series by batch means."""
+    b = np.array_split(x, n_batches)
+    means = np.array([bb.mean() for bb in b])
+    return means.std(ddof=1) / np.sqrt(n_batches)
+
+
+def test_sgld_agrees_with_exact_gibbs():
+    """Posterior means and sds of SGLD (small step) equal Gibbs within Monte Carlo error."""
+    K, eps, kappa, n = 3, 1.0, 0.8, 400
+    theta = np.array([0.6, 0.3, 0.1])
+    y, subs = _responses(K, n, theta, eps, kappa, [[], [0], [0, 1], [2]], seed=4)
+    common = dict(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0)
+    gibbs = AdaptiveLDPFrequencyEstimator(sampler="sgld", random_state=_gen(5), **common)
+    gibbs.partial_fit_responses(y, subs).set_params(sampler="gibbs")
+    sg = gibbs._chain(1000, 1)  # burn-in for Gibbs (from the SGLD state)
+    gibbs._phi = sg[-1].copy()
+    g = gibbs.sample_posterior(20_000)
+    sgld = AdaptiveLDPFrequencyEstimator(sampler="sgld", batch_size=50, step_size=0.1 / n, n_steps=5,
+                                         random_state=_gen(6), **common).partial_fit_responses(y, subs)
+    s = sgld.sample_posterior(20_000)
+    for j in range(K):
+        se_mean = np.hypot(_batch_means_se(g[:, j]), _batch_means_se(s[:, j]))
+        assert abs(g[:, j].mean() - s[:, j].mean()) <= 4 * se_mean, (j, g[:, j].mean(), s[:, j].mean(), se_mean)
+        dg = (g[:, j] - g[:, j].mean()) ** 2
+        ds = (s[:, j] - s[:, j].mean()) ** 2
+        se_var = np.hypot(_batch_means_se(dg), _batch_means_se(ds))
+        assert abs(dg.mean() - ds.mean()) <= 4 * se_var, (j, dg.mean(), ds.mean(), se_var)
+    # the comparison has power: the papers' noise scale (step * W) is far too concentrated
+    assert s[:, 0].std() > 0.5 * g[:, 0].std()
+
+
+def test_gibbs_counts_sample_the_exact_conditional():
+    """One Gibbs sweep draws x_t ~ p(x | y_t, S_t, theta): expected counts, exact."""
+    from sklearn_bayes._fast._ldp import gibbs_counts
+
+    K, eps, kappa = 4, 1.0, 0.8
+    theta = np.array([0.4, 0.3, 0.2, 0.1])
+    y, subs = _responses(K, 50, theta, eps, kappa, [[], [0], [1, 3]], seed=7)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
+                                        random_state=_gen(8)).partial_fit_responses(y, subs)
+    n = est.n_responses_
+    mech = RRRRMechanism(K, eps, kappa)
+    post = np.array([mech.transition_matrix(S)[:, yy] * theta for yy, S in zip(y, subs)])
+    post /= post.sum(axis=1, keepdims=True)
+    expected = post.sum(axis=0)
+    var = (post * (1 - post)).sum(axis=0)
+    reps = 4000
+    tot = np.zeros(K)
+    counts = np.zeros(K, dtype=np.int64)
+    rng = _gen(9)
+    for _ in range(reps):
+        gibbs_counts(rng, theta, est._ys, est._sids, est._masks, est._sid_k, est._consts, n, counts)
+        tot += counts
+    z = (tot / reps - expected) / np.sqrt(var / reps)
+    assert np.all(np.abs(z) < 4.5), z
+
+
+# ---------------------------------------------------------------- convergence
+@pytest.mark.parametrize("utility", ["honest", "non_adaptive", "semi_adaptive"])
+def test_estimate_converges_to_truth(utility):
+    """The error shrinks as n grows and stays within a few posterior sds of theta*."""
+    K, eps = 5, 2.0
+    theta = np.array([0.45, 0.25, 0.15, 0.1, 0.05])
+    rng = _gen(10)
+    X = rng.choice(K, size=20_000, p=theta).reshape(-1, 1)
+    errs, sds = [], []
+    for n in (500, 20_000):
+        est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, utility=utility, alpha=0.7,
+                                            n_final_steps=1000, random_state=_gen(11)).fit(X[:n])
+        errs.append(np.abs(est.theta_ - theta).max())
+        sds.append(est.sample_posterior(400).std(axis=0))
+        # Bernstein-von Mises: theta* within 5 posterior sds in every coordinate
+        assert np.all(np.abs(est.theta_ - theta) <= 5 * sds[-1] + 1e-3), (n, est.theta_, sds[-1])
+    # posterior sd shrinks like n^{-1/2}: factor sqrt(40) ~ 6.3; allow 2x slack for adaptivity
+    assert np.all(sds[1] < sds[0] / 3.0), sds
+    assert errs[1] < errs[0]
+
+
+def test_adaptive_beats_non_adaptive_on_skewed_theta():
+    """Informative subsets: the honest utility picks small subsets when theta is skewed."""
+    K = 10
+    theta = np.array([0.6, 0.2, 0.08, 0.05, 0.03, 0.01, 0.01, 0.01, 0.005, 0.005])
+    X = _gen(12).choice(K, size=5000, p=theta).reshape(-1, 1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, random_state=_gen(13),
+                                        n_final_steps=200).fit(X)
+    sizes = np.bincount(est.subset_sizes_, minlength=K)
+    assert sizes[1:4].sum() > 0.9 * est.n_responses_
+    assert est.subset_sizes_.shape == (5000,)
+
+
+# ---------------------------------------------------------------- equivalences of code paths
+def test_fast_path_equals_python_callable_path():
+    """The Cython 'honest' selection equals the Python utility used through a callable."""
+    def honest(theta, P, subset):
+        return float(np.sum(np.diag(P) * theta))
+
+    X = _gen(14).choice(6, size=300, p=[0.3, 0.25, 0.2, 0.1, 0.1, 0.05]).reshape(-1, 1)
+    kw = dict(n_categories=6, epsilon=1.0, n_steps=5, n_final_steps=50)
+    a = AdaptiveLDPFrequencyEstimator(utility="honest", random_state=_gen(15), **kw).fit(X)
+    b = AdaptiveLDPFrequencyEstimator(utility=honest, random_state=_gen(15), **kw).fit(X)
+    np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
+    np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-12)
+    np.testing.assert_array_equal(a._ys[:300], b._ys[:300])
+
+
+def test_partial_fit_in_chunks_equals_fit_without_final_averaging():
+    X = _gen(16).choice(4, size=400, p=[0.4, 0.3, 0.2, 0.1]).reshape(-1, 1)
+    kw = dict(n_categories=4, epsilon=1.0, n_final_steps=0)
+    a = AdaptiveLDPFrequencyEstimator(random_state=_gen(17), **kw).fit(X)
+    b = AdaptiveLDPFrequencyEstimator(random_state=_gen(17), **kw)
+    for chunk in np.array_split(X, 7):
+        b.partial_fit(chunk)
+    # same random stream and same users; only the summation order of duplicated subset rows
+    # inside a call can differ (1 ulp)
+    np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-12)
+    np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
+    np.testing.assert_array_equal(a._ys[:400], b._ys[:400])
+
+
+@pytest.mark.parametrize("sampler", ["sgld", "gibbs"])
+def test_pickle_mid_stream_equals_no_pickle(sampler):
+    X = _gen(18).choice(5, size=300, p=[0.4, 0.3, 0.15, 0.1, 0.05]).reshape(-1, 1)
+    kw = dict(n_categories=5, epsilon=1.0, sampler=sampler, n_steps=5, n_final_steps=40)
+    a = AdaptiveLDPFrequencyEstimator(random_state=_gen(19), **kw).partial_fit(X[:150])
+    b = pickle.loads(pickle.dumps(a))
+    a.partial_fit(X[150:])
+    b.partial_fit(X[150:])
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
+    np.testing.assert_array_equal(a.sample_posterior(10), b.sample_posterior(10))
+
+
+def test_deployment_round_trip_with_client_mechanism():
+    K, eps = 5, 2.0
+    theta = np.array([0.5, 0.2, 0.15, 0.1, 0.05])
+    rng = _gen(20)
+    server = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, n_final_steps=200, random_state=_gen(21))
+    client = RRRRMechanism(K, eps, server.kappa)
+    assert server.propose_subset().size == 0  # uniform start: SRR is the best prefix
+    for _ in range(1500):
+        S = server.propose_subset()
+        y = client.privatize(rng.choice(K, p=theta), S, random_state=rng)
+        server.partial_fit_responses([y], [S])
+    assert server.n_responses_ == 1500
+    assert server._n_sids <= 2 ** K
+    sds = server.sample_posterior(300).std(axis=0)
+    assert np.all(np.abs(server.theta_ - theta) <= 5 * sds + 1e-3)
+    ci = server.credible_interval(0.99)
+    assert ci.shape == (K, 2) and np.all(ci[:, 0] <= ci[:, 1])
+
+
+def test_foreign_srr_responses_are_accepted():
+    K = 4
+    y = RRRRMechanism(K, 3.0).privatize(_gen(22).choice(K, size=2000, p=[0.7, 0.1, 0.1, 0.1]),
+                                        [], random_state=_gen(23))
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=3.0, n_final_steps=400, random_state=_gen(24))
+    est.partial_fit_responses(y, [])
+    assert est._n_sids == 1 and np.all(est.subset_sizes_ == 0)
+    sds = est.sample_posterior(300).std(axis=0)
+    assert np.all(np.abs(est.theta_ - [0.7, 0.1, 0.1, 0.1]) <= 5 * sds + 1e-3)
+
+
+# ---------------------------------------------------------------- storage, labels, transform
+def test_storage_is_compact():
+    X = _gen(25).choice(20, size=3000, p=_gen(26).dirichlet(np.full(20, 0.1))).reshape(-1, 1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=20, epsilon=1.0, n_final_steps=0, random_state=_gen(27)).fit(X)
+    per_response = est._ys.itemsize + est._sids.itemsize + est._sizes.itemsize
+    assert per_response == 12
+    # distinct subsets are interned: no duplicated rows
+    rows = est._masks[: est._n_sids]
+    assert np.unique(rows, axis=0).shape[0] == est._n_sids
+
+
+def test_string_labels_and_transform():
+    X = np.array(["b", "a", "c", "a", "a", "b"] * 100, dtype=object).reshape(-1, 1)
+    est = AdaptiveLDPFrequencyEstimator(epsilon=2.0, n_final_steps=50, random_state=_gen(28)).fit(X)
+    assert est.categories_.tolist() == ["a", "b", "c"]
+    out = est.transform(np.array([["c"], ["a"]], dtype=object))
+    np.testing.assert_allclose(out[:, 0], est.theta_[[2, 0]])
+    with pytest.raises(ValueError, match="outside the known"):
+        est.transform(np.array([["z"]], dtype=object))
+
+
+def test_int_seed_warns():
+    with pytest.warns(SeededNoiseWarning):
+        AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=0, random_state=0).fit([[0], [1], [2]])
+
+
+# ---------------------------------------------------------------- bad input
+def _snapshot(est):
+    """Fitted state (everything but the constructor parameters) as bytes."""
+    params = set(est.get_params())
+    return pickle.dumps({k: v for k, v in est.__getstate__().items() if k not in params})
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(epsilon=0.0), "epsilon"),
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(kappa=0.0), "kappa"),
+        (dict(kappa=1.2), "kappa"),
+        (dict(n_categories=1), "n_categories"),
+        (dict(utility="semi_adaptive"), "alpha"),
+        (dict(utility="nope"), "utility"),
+        (dict(prior=[1.0, 2.0]), "prior"),
+        (dict(step_size="0.5/T"), "step_size"),
+    ],
+)
+def test_bad_parameters(params, match):
+    kw = dict(n_categories=3, n_final_steps=0, random_state=_gen(0))
+    kw.update(params)
+    with pytest.raises(ValueError, match=match):
+        AdaptiveLDPFrequencyEstimator(**kw).fit([[0], [1], [2]])
+
+
+@pytest.mark.parametrize(
+    "X, match",
+    [
+        ([[0.0], [np.nan]], "NaN"),
+        ([[0], [3]], "outside"),
+        ([[0], [-1]], "outside"),
+        ([[0, 1], [1, 0]], "one column|features"),
+        ([[0.5], [1]], "non-integer"),
+    ],
+)
+def test_rejected_batch_leaves_estimator_untouched(X, match):
+    est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, random_state=_gen(1))
+    with pytest.raises(ValueError, match=match):
+        est.fit(X)  # first call rejected: still unfitted
+    assert not hasattr(est, "theta_") and not hasattr(est, "n_features_in_")
+    est.partial_fit([[0], [1], [2], [0]])
+    before = _snapshot(est)
+    with pytest.raises(ValueError, match=match):
+        est.partial_fit(X)
+    assert _snapshot(est) == before
+
+
+@pytest.mark.parametrize(
+    "y, subsets, match",
+    [
+        ([0, 3], [], "outside"),
+        ([0, 1], [0, 1, 2], "all 3 categories"),
+        ([0, 1], [[0], [0, 0]], "repeated"),
+        ([0, 1], [[0]], "one subset per response"),
+        ([0.0, np.nan], [], "NaN"),
+        ([0, 1], [[4], []], "outside"),
+    ],
+)
+def test_rejected_responses_leave_estimator_untouched(y, subsets, match):
+    est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, random_state=_gen(2))
+    est.partial_fit_responses([0, 1, 2], [0])
+    before = _snapshot(est)
+    with pytest.raises(ValueError, match=match):
+        est.partial_fit_responses(y, subsets)
+    assert _snapshot(est) == before
+
+
+def test_deployment_needs_n_categories():
+    with pytest.raises(ValueError, match="n_categories"):
+        AdaptiveLDPFrequencyEstimator().partial_fit_responses([0, 1], [])
+    with pytest.raises(ValueError, match="n_categories"):
+        AdaptiveLDPFrequencyEstimator().propose_subset()
+
+
+def test_exception_in_user_utility_leaves_state_untouched():
+    calls = {"n": 0}
+
+    def flaky(theta, P, subset):
+        calls["n"] += 1
+        if calls["n"] > 40:
+            raise RuntimeError("boom")
+        return 0.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededNoiseWarning)
+        est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, utility=flaky, random_state=_gen(3))
+        est.partial_fit([[0], [1]])
+        before = _snapshot(est)
+        with pytest.raises(RuntimeError):
+            est.partial_fit([[0]] * 30)
+        assert _snapshot(est) == before

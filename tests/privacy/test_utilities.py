@@ -1,0 +1,180 @@
+"""Subset-selection utilities U1-U6, semi-adaptive, non-adaptive and callables."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sklearn_bayes.privacy import RRRRMechanism
+from sklearn_bayes.privacy._utilities import (
+    choose_subset_size,
+    sorted_order,
+    utility_value,
+    utility_values,
+)
+
+NAMES = ["fisher", "entropy", "tv_posterior", "tv_marginal", "mse", "honest"]
+THETA4 = np.array([0.5, 0.3, 0.15, 0.05])
+FIXTURE = {
+    "fisher": -40.80043,
+    "entropy": -1.241901,
+    "tv_posterior": 0.189974,
+    "tv_marginal": -0.123149,
+    "mse": -0.580411,
+    "honest": 0.485443,
+}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_spec_fixture_values(name):
+    """K=4, S={0}, eps=1, kappa=0.8, theta=(.5,.3,.15,.05): the spec's six values."""
+    digits = len(str(FIXTURE[name]).split(".")[1])
+    assert round(utility_value(THETA4, [0], 1.0, 0.8, name), digits) == FIXTURE[name]
+    # and the batched prefix evaluation agrees (S_1 = {0} for this theta)
+    assert utility_values(THETA4, 1.0, 0.8, name)[1] == pytest.approx(utility_value(THETA4, [0], 1.0, 0.8, name))
+
+
+def _direct(theta, subset, eps, kappa, name):
+    """Textbook formulas from the transition matrix G[y, x] (independent of the module)."""
+    K = theta.size
+    G = RRRRMechanism(K, eps, kappa).transition_matrix(subset).T
+    h = G @ theta
+    if name == "entropy":
+        return float(np.sum(h * np.log(h)))
+    if name == "tv_posterior":
+        post = G * theta[None, :] / h[:, None]  # p(x | y)
+        return float(np.sum(h * 0.5 * np.abs(post - theta[None, :]).sum(axis=1)))
+    if name == "tv_marginal":
+        return float(-0.5 * np.abs(h - theta).sum())
+    if name == "mse":
+        post = G * theta[None, :] / h[:, None]
+        # E||e_X - E[e_X|Y]||^2 = 1 - sum_y h(y) ||p(.|y)||^2
+        return float(-(1.0 - np.sum(h * np.sum(post**2, axis=1))))
+    if name == "fisher":
+        A = G[:, : K - 1] - G[:, [K - 1]]
+        F = A.T @ np.diag(1 / h) @ A
+        return float(-np.trace(np.linalg.inv(F)))
+    if name == "honest":
+        return float(np.sum(np.diag(G) * theta))  # P(Y = X)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_against_textbook_definitions(name):
+    rng = np.random.default_rng(0)
+    for K in (3, 5, 9):
+        theta = rng.dirichlet(np.ones(K))
+        for k in range(K):
+            subset = rng.choice(K, size=k, replace=False)
+            assert utility_value(theta, subset, 1.3, 0.85, name) == pytest.approx(
+                _direct(theta, subset, 1.3, 0.85, name), rel=1e-9, abs=1e-12
+            )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_prefix_batch_equals_single_evaluations(name):
+    rng = np.random.default_rng(1)
+    for K in (2, 4, 7):
+        theta = rng.dirichlet(np.full(K, 0.5))
+        order = sorted_order(theta)
+        batch = utility_values(theta, 0.7, 0.9, name)
+        single = [utility_value(theta, order[:k], 0.7, 0.9, name) for k in range(K)]
+        np.testing.assert_allclose(batch, single, rtol=1e-10)
+
+
+@pytest.mark.parametrize("K", range(2, 9))
+def test_theorem7_honest_prefix_is_global_maximum(K):
+    """max over prefixes of U6 == max over all 2^K - 1 proper subsets (brute force)."""
+    rng = np.random.default_rng(K)
+    for _ in range(20):
+        theta = rng.dirichlet(np.full(K, rng.choice([0.1, 1.0, 5.0])))
+        eps = rng.choice([0.5, 1.0, 5.0])
+        kappa = rng.choice([0.8, 0.9])
+        best_prefix = utility_values(theta, eps, kappa, "honest").max()
+        best_all = max(
+            utility_value(theta, S, eps, kappa, "honest")
+            for k in range(K)
+            for S in itertools.combinations(range(K), k)
+        )
+        assert best_prefix == pytest.approx(best_all, rel=1e-12)
+
+
+def test_theorem7_fails_for_a_non_prefix_utility_check_has_power():
+    """Brute force is not vacuous: a non-prefix subset can beat a bad prefix."""
+    theta = np.array([0.6, 0.3, 0.05, 0.05])
+    assert utility_value(theta, [2, 3], 1.0, 0.9, "honest") < utility_value(theta, [0], 1.0, 0.9, "honest")
+
+
+def test_honest_prefix_sums_match_formula():
+    theta = np.array([0.1, 0.4, 0.2, 0.3])
+    order = sorted_order(theta)
+    np.testing.assert_array_equal(order, [1, 3, 2, 0])
+    vals = utility_values(theta, 2.0, 0.8, "honest")
+    for k in range(4):
+        assert vals[k] == pytest.approx(_direct(theta, order[:k], 2.0, 0.8, "honest"))
+
+
+def test_sorted_order_ties_by_index():
+    np.testing.assert_array_equal(sorted_order([0.25, 0.25, 0.5, 0.0]), [2, 0, 1, 3])
+
+
+def test_choose_ties_take_first_index():
+    # uniform theta: all prefixes of size >= 1 ... the argmax is unique or the first
+    theta = np.full(5, 0.2)
+    k = choose_subset_size(theta, 1.0, 0.9, "honest")
+    vals = utility_values(theta, 1.0, 0.9, "honest")
+    assert k == int(np.flatnonzero(vals == vals.max())[0])
+
+
+def test_semi_adaptive_and_non_adaptive():
+    theta = np.array([0.05, 0.5, 0.3, 0.15])
+    assert choose_subset_size(theta, 1.0, 0.9, "semi_adaptive", alpha=0.5) == 1
+    assert choose_subset_size(theta, 1.0, 0.9, "semi_adaptive", alpha=0.51) == 2
+    assert choose_subset_size(theta, 1.0, 0.9, "semi_adaptive", alpha=0.8) == 2
+    assert choose_subset_size(theta, 1.0, 0.9, "semi_adaptive", alpha=0.96) == 3  # capped at K - 1
+    assert choose_subset_size(theta, 1.0, 0.9, "semi_adaptive", alpha=0.999) == 3
+    assert choose_subset_size(theta, 1.0, 0.9, "non_adaptive") == 0
+    with pytest.raises(ValueError, match="alpha"):
+        choose_subset_size(theta, 1.0, 0.9, "semi_adaptive")
+
+
+def test_callable_plugin_matches_builtin():
+    def honest(theta, P, subset):
+        return float(np.sum(np.diag(P) * theta))
+
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        theta = rng.dirichlet(np.full(6, 0.3))
+        np.testing.assert_allclose(utility_values(theta, 1.0, 0.9, honest), utility_values(theta, 1.0, 0.9, "honest"))
+        assert choose_subset_size(theta, 1.0, 0.9, honest) == choose_subset_size(theta, 1.0, 0.9, "honest")
+
+
+def test_callable_receives_original_coordinates():
+    seen = []
+
+    def spy(theta, P, subset):
+        seen.append((P.copy(), subset.copy()))
+        return 0.0
+
+    theta = np.array([0.1, 0.6, 0.3])
+    utility_values(theta, 1.0, 0.9, spy)
+    mech = RRRRMechanism(3, 1.0, 0.9)
+    assert [s.tolist() for _, s in seen] == [[], [1], [1, 2]]
+    for P, s in seen:
+        np.testing.assert_allclose(P, mech.transition_matrix(s))
+
+
+def test_fisher_with_kappa_one_is_finite_or_skipped():
+    """kappa = 1 makes F singular for |S^c| >= 2: those candidates get -inf, never chosen."""
+    theta = np.array([0.7, 0.2, 0.05, 0.05])
+    vals = utility_values(theta, 1.0, 1.0, "fisher")
+    assert np.isfinite(vals[0])
+    k = choose_subset_size(theta, 1.0, 1.0, "fisher")
+    assert np.isfinite(vals[k])
+
+
+def test_k_from_built_in_choice_is_argmax():
+    rng = np.random.default_rng(4)
+    for name in NAMES:
+        theta = rng.dirichlet(np.full(6, 0.2))
+        vals = utility_values(theta, 1.0, 0.9, name)
+        assert choose_subset_size(theta, 1.0, 0.9, name) == int(np.argmax(vals))
