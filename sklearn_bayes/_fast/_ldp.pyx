@@ -37,7 +37,7 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from libc.math cimport exp, log, sqrt
+from libc.math cimport INFINITY, exp, fabs, log, sqrt
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
 
@@ -340,6 +340,115 @@ cdef void _insertion_sort(const double* theta, int32_t* sigma, int K) noexcept n
         sigma[j + 1] = v
 
 
+
+cdef inline double _g_sorted(int y, int x, int k, const double* c) noexcept nogil:
+    """g(y | x) in sorted coordinates for S = {0..k-1}; c = consts[k]."""
+    if y < k:
+        return c[0] if x == y else c[1]
+    if x == y:
+        return c[2]
+    if x < k:
+        return c[3]
+    return c[4]
+
+
+cdef double _utility_k(int mode, int k, int K, const double* ts, const double* cum,
+                       double Q, const double* cumsq, const double* c, int e,
+                       double* h, double* A, double* F) noexcept nogil:
+    """Utility of the prefix S = {0..k-1} in sorted coordinates (ts = sorted theta).
+
+    mode 5 fisher (U1, eliminating sorted position e), 6 entropy (U2), 7 TV posterior
+    (U3), 8 TV marginal (U4), 9 MSE (U5).  U2-U5 cost O(K) per k using the <= 3-valued
+    columns of g; U1 costs O(K^3) (Cholesky of the (K-1)x(K-1) Fisher matrix).
+    """
+    cdef double a1 = c[0], a0 = c[1], bself = c[2], bin_ = c[3], bout = c[4]
+    cdef double tS = cum[k], QS = cumsq[k], out = 0.0, num, SA0, SBin, SBout, v, d
+    cdef int y, x, i, j, m, jj, ii
+    cdef int n1 = K - 1
+    for y in range(K):
+        if y < k:
+            h[y] = a0 + (a1 - a0) * ts[y]
+        else:
+            h[y] = bin_ * tS + bout * (1.0 - tS - ts[y]) + bself * ts[y]
+    if mode == 6:
+        for y in range(K):
+            if h[y] > 0:
+                out += h[y] * log(h[y])
+        return out
+    if mode == 8:
+        for y in range(K):
+            out += fabs(h[y] - ts[y])
+        return -0.5 * out
+    if mode == 9:
+        for y in range(K):
+            if y < k:
+                num = a1 * a1 * ts[y] * ts[y] + a0 * a0 * (Q - ts[y] * ts[y])
+            else:
+                num = bin_ * bin_ * QS + bout * bout * (Q - QS - ts[y] * ts[y]) + bself * bself * ts[y] * ts[y]
+            out += num / h[y]
+        return out - 1.0
+    if mode == 7:
+        SA0 = 0.0
+        SBin = 0.0
+        SBout = 0.0
+        for y in range(K):
+            if y < k:
+                SA0 += fabs(a0 - h[y])
+            else:
+                SBin += fabs(bin_ - h[y])
+                SBout += fabs(bout - h[y])
+        for x in range(K):
+            if x < k:
+                v = SA0 - fabs(a0 - h[x]) + fabs(a1 - h[x]) + SBin
+            else:
+                v = SA0 + SBout - fabs(bout - h[x]) + fabs(bself - h[x])
+            out += ts[x] * v
+        return 0.5 * out
+    # mode 5: Fisher.  A[y, j] = g(y|x_j) - g(y|e), x_j = j-th position other than e
+    for y in range(K):
+        m = 0
+        for x in range(K):
+            if x == e:
+                continue
+            A[y * n1 + m] = (_g_sorted(y, x, k, c) - _g_sorted(y, e, k, c)) / sqrt(h[y])
+            m += 1
+    for i in range(n1):
+        for j in range(i + 1):
+            v = 0.0
+            for y in range(K):
+                v += A[y * n1 + i] * A[y * n1 + j]
+            F[i * n1 + j] = v
+    # Cholesky in place (lower triangle)
+    for j in range(n1):
+        d = F[j * n1 + j]
+        for m in range(j):
+            d -= F[j * n1 + m] * F[j * n1 + m]
+        if not (d > 0.0):
+            return -INFINITY
+        d = sqrt(d)
+        F[j * n1 + j] = d
+        for i in range(j + 1, n1):
+            v = F[i * n1 + j]
+            for m in range(j):
+                v -= F[i * n1 + m] * F[j * n1 + m]
+            F[i * n1 + j] = v / d
+    # tr(F^{-1}) = ||L^{-1}||_F^2: solve L z = e_jj column by column (z stored in A[0:n1])
+    out = 0.0
+    for jj in range(n1):
+        for ii in range(n1):
+            if ii < jj:
+                A[ii] = 0.0
+                continue
+            v = 1.0 if ii == jj else 0.0
+            for m in range(jj, ii):
+                v -= F[ii * n1 + m] * A[m]
+            A[ii] = v / F[ii * n1 + ii]
+            out += A[ii] * A[ii]
+    if not (out == out) or out == INFINITY:
+        return -INFINITY
+    return -out
+
+
 def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
                int32_t[::1] ys, int32_t[::1] sids, uint8_t[:, ::1] masks, int32_t[:, ::1] members,
                int32_t[::1] sid_k,
@@ -352,7 +461,8 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
 
     mode 0: ``values`` are released responses with subset ids ``given`` (deployment).
     mode 1: 'honest' (U6); 2: semi-adaptive(alpha); 3: non-adaptive; 4: subset size
-    ``given[i]`` chosen by the caller.  In modes 1-4 ``values`` are the true categories,
+    ``given[i]`` chosen by the caller; 5-9: U1 (Fisher), U2 (entropy), U3 (TV posterior),
+    U4 (TV marginal), U5 (MSE) computed here (see :func:`_utility_k`).  In modes 1-4 ``values`` are the true categories,
     the subset is the first k of the categories sorted by the current theta, and the user
     is privatised with RRRR here.  A new subset row is appended to ``masks`` only when it
     differs from the previous user's subset.  ``sigma`` (the sort order) is kept
@@ -374,6 +484,14 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
     cdef double[::1] grad = np.zeros(K)
     cdef double[::1] theta = np.zeros(K)
     cdef int32_t[::1] pos = np.zeros(K, dtype=np.int32)
+    cdef double[::1] ts = np.zeros(K)
+    cdef double[::1] cumv = np.zeros(K + 1)
+    cdef double[::1] cumsqv = np.zeros(K + 1)
+    cdef double[::1] hv = np.zeros(K)
+    cdef double[::1] Aw = np.zeros(K * K if mode == 5 else 1)
+    cdef double[::1] Fw = np.zeros(K * K if mode == 5 else 1)
+    cdef double cumsq_v
+    cdef int e_pos = 0
     if n_sids_old > 0:
         prev_sid = -2  # unknown: compare with nothing, always allocate first
     st.K = K
@@ -424,6 +542,28 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
                             break
                 elif mode == 3:
                     k = 0
+                elif mode >= 5:
+                    cum = 0.0
+                    cumsq_v = 0.0
+                    for j in range(K):
+                        ts[j] = theta[sigma[j]]
+                        cumv[j] = cum
+                        cumsqv[j] = cumsq_v
+                        cum += ts[j]
+                        cumsq_v += ts[j] * ts[j]
+                        if sigma[j] == K - 1:
+                            e_pos = j
+                    cumv[K] = cum
+                    cumsqv[K] = cumsq_v
+                    kbest = 0
+                    best = -INFINITY
+                    for k in range(K):
+                        u = _utility_k(mode, k, K, &ts[0], &cumv[0], cumsq_v, &cumsqv[0], &consts[k, 0],
+                                       e_pos, &hv[0], &Aw[0], &Fw[0])
+                        if u > best:
+                            best = u
+                            kbest = k
+                    k = kbest
                 else:
                     k = given[i]
                 for j in range(K):

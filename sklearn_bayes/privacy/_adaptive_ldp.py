@@ -13,7 +13,17 @@ from ._utilities import UTILITIES, choose_subset_size, sorted_order
 
 __all__ = ["AdaptiveLDPFrequencyEstimator"]
 
-_FAST_MODES = {"honest": 1, "semi_adaptive": 2, "non_adaptive": 3}
+# utilities evaluated inside the Cython loop (no Python call per user)
+_FAST_MODES = {
+    "honest": 1,
+    "semi_adaptive": 2,
+    "non_adaptive": 3,
+    "fisher": 5,
+    "entropy": 6,
+    "tv_posterior": 7,
+    "tv_marginal": 8,
+    "mse": 9,
+}
 
 
 def _grow(arr, n, axis0_fill=0):
