@@ -1,0 +1,75 @@
+"""ClosedFormRidge: the Appendix A.1 formula on a case computed by hand."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.linear_model import Ridge
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_bayes import ClosedFormRidge
+from sklearn_bayes.linear_model._closed_form_ridge import closed_form_alpha
+
+
+def test_hand_computed_case():
+    # Two centred, orthogonal columns with unit (population) variance: S = X^T X / N = I.
+    X = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, -1.0]])
+    y = np.array([3.0, 1.0, -1.0, -2.0])
+    # By hand: mean(y) = 0.25, y_c = (2.75, 0.75, -1.25, -2.25); X^T y_c = (7, 3);
+    # OLS beta = (7, 3) / 4 = (1.75, 0.75); fitted (2.5, 1, -1, -2.5); residuals +-0.25,
+    # RSS = 0.25, sigma^2 = RSS / (N - d - 1) = 0.25.
+    # lambda = tr S^-1 / (tr S^-2 / N + beta^T S^-1 beta / sigma^2) = 2 / (0.5 + 3.625 / 0.25) = 2 / 15.
+    # Ridge: (X^T X + lambda I)^-1 X^T y_c = (7, 3) / (4 + 2/15) = (105/62, 45/62).
+    reg = ClosedFormRidge().fit(X, y)
+    assert_allclose(reg.sigma2_, 0.25)
+    assert_allclose(reg.alpha_, 2.0 / 15.0)
+    assert_allclose(reg.coef_, [105.0 / 62.0, 45.0 / 62.0])
+    assert_allclose(reg.intercept_, 0.25)
+    assert_allclose(closed_form_alpha(np.eye(2), np.array([1.75, 0.75]), 0.25, 4), 2.0 / 15.0)
+
+
+def test_scaling_back_and_agreement_with_ridge_on_standardised_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4)) * np.array([1.0, 10.0, 0.1, 3.0]) + 5.0
+    y = X @ np.array([1.0, 0.1, 5.0, 0.0]) + rng.normal(scale=3.0, size=200)
+    reg = ClosedFormRidge().fit(X, y)
+    sc = StandardScaler().fit(X)
+    Xs = sc.transform(X)
+    ref = Ridge(alpha=reg.alpha_).fit(Xs, y)
+    assert_allclose(reg.coef_ * sc.scale_, ref.coef_, rtol=1e-10)
+    assert_allclose(reg.predict(X), ref.predict(Xs), rtol=1e-10)
+    # the formula itself, with OLS plug-ins, on the standardised features
+    ols = np.linalg.lstsq(Xs, y - y.mean(), rcond=None)[0]
+    rss = np.sum((y - y.mean() - Xs @ ols) ** 2)
+    S = Xs.T @ Xs / 200
+    Si = np.linalg.inv(S)
+    lam = np.trace(Si) / (np.trace(Si @ Si) / 200 + ols @ Si @ ols / (rss / (200 - 4 - 1)))
+    assert_allclose(reg.alpha_, lam, rtol=1e-10)
+
+
+def test_integer_weights_equal_repeated_rows_and_constant_columns():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 3))
+    X[:, 2] = 7.0  # constant column: coefficient 0
+    y = X[:, 0] - X[:, 1] + rng.normal(size=30)
+    w = rng.integers(1, 4, size=30)
+    a = ClosedFormRidge().fit(X, y, sample_weight=w)
+    b = ClosedFormRidge().fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    assert_allclose(a.coef_, b.coef_, rtol=1e-10)
+    assert_allclose(a.alpha_, b.alpha_, rtol=1e-10)
+    assert a.coef_[2] == 0.0
+
+
+def test_no_residual_degrees_of_freedom_gives_ols():
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]])
+    y = np.array([1.0, 2.0, 0.0])
+    reg = ClosedFormRidge().fit(X, y)
+    assert reg.alpha_ == 0.0
+    assert_allclose(reg.predict(X), y, atol=1e-10)
+
+
+def test_bad_inputs():
+    X = np.ones((5, 2))
+    with pytest.raises(ValueError, match="NaN"):
+        ClosedFormRidge().fit(np.full((5, 2), np.nan), np.ones(5))
+    with pytest.raises(ValueError, match="inconsistent"):
+        ClosedFormRidge().fit(X, np.ones(4))
