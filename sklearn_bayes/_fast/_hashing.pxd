@@ -42,8 +42,14 @@ cdef inline uint64_t hash_bytes(const uint8_t* p, Py_ssize_t n) noexcept nogil:
 
 
 cdef inline uint64_t row_hash(uint64_t premixed, uint64_t row_seed) noexcept nogil:
-    """Row hash h_i(x) = mix64(mix64(key) ^ seed_i); premixed is mix64(key)."""
-    return mix64(premixed ^ row_seed)
+    """Row hash ``h_i(x) = ((mix64(key) ^ s_i) * (s_i | 1)) mod 2**64``; ``premixed`` is ``mix64(key)``.
+
+    Multiply-shift hashing (Dietzfelbinger et al. 1997) of the premixed key: with a random
+    odd multiplier the high bits form a universal family, and the rows' seeds are
+    independent.  The XOR with the seed removes the fixed point ``premixed = 0``.  One
+    multiplication per row keeps the update loop cheap.
+    """
+    return (premixed ^ row_seed) * (row_seed | 1)
 
 
 cdef inline Py_ssize_t hash_column(uint64_t h, uint64_t width) noexcept nogil:
@@ -52,5 +58,5 @@ cdef inline Py_ssize_t hash_column(uint64_t h, uint64_t width) noexcept nogil:
 
 
 cdef inline int hash_sign(uint64_t h) noexcept nogil:
-    """Sign in {-1, +1} from the lowest bit."""
-    return <int>((h & 1) << 1) - 1
+    """Sign in {-1, +1} from bit 31 (the column uses bits 32..63)."""
+    return <int>((h >> 30) & 2) - 1

@@ -10,8 +10,8 @@ package versions must agree, e.g. to be merged), pinned by known-answer tests:
   :func:`combine_keys`;
 * row seeds ``s_i`` = splitmix64 outputs of the state ``hash_seed + i * GOLDEN``
   (:func:`row_seeds`);
-* row hash ``h_i(x) = mix64(mix64(key) ^ s_i)``; column ``((h >> 32) * w) >> 32``;
-  sign ``+1`` if the lowest bit of ``h`` is set, else ``-1``.
+* row hash ``h_i(x) = (mix64(key) ^ s_i) * (s_i | 1) mod 2**64`` (multiply-shift); column
+  ``((h >> 32) * w) >> 32``; sign ``+1`` if bit 31 of ``h`` is set, else ``-1``.
 
 Python's ``hash()`` is never used (it is salted per process for str and bytes).
 """

@@ -19,23 +19,33 @@ ctypedef fused cell_t:
 
 
 def update(cell_t[:, ::1] table, const uint64_t[::1] keys, const uint64_t[::1] seeds, bint signed):
-    """Add the items with the given keys: ``C[i, h_i(x)] += s_i(x)`` (Count) or ``+= 1`` (Count-Min)."""
-    cdef Py_ssize_t n = keys.shape[0], d = table.shape[0], i, k
+    """Add the items with the given keys: ``C[i, h_i(x)] += s_i(x)`` (Count) or ``+= 1`` (Count-Min).
+
+    Items are processed in blocks of 512: premix the block, then sweep it row by row, so
+    that one row of the table stays in cache during the sweep.
+    """
+    cdef Py_ssize_t n = keys.shape[0], d = table.shape[0], i, k, b = 0, m
     cdef uint64_t w = <uint64_t>table.shape[1]
-    cdef uint64_t pre, h
+    cdef uint64_t h, a
+    cdef uint64_t pre[512]
+    cdef cell_t* row
     with nogil:
-        if signed:
-            for k in range(n):
-                pre = mix64(keys[k])
-                for i in range(d):
-                    h = row_hash(pre, seeds[i])
-                    table[i, hash_column(h, w)] += hash_sign(h)
-        else:
-            for k in range(n):
-                pre = mix64(keys[k])
-                for i in range(d):
-                    h = row_hash(pre, seeds[i])
-                    table[i, hash_column(h, w)] += 1
+        while b < n:
+            m = n - b if n - b < 512 else 512
+            for k in range(m):
+                pre[k] = mix64(keys[b + k])
+            for i in range(d):
+                row = &table[i, 0]
+                a = seeds[i]
+                if signed:
+                    for k in range(m):
+                        h = row_hash(pre[k], a)
+                        row[hash_column(h, w)] += hash_sign(h)
+                else:
+                    for k in range(m):
+                        h = row_hash(pre[k], a)
+                        row[hash_column(h, w)] += 1
+            b += m
 
 
 def distinct_cells(const int64_t[:, ::1] cols, Py_ssize_t width):

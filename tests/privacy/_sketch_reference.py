@@ -49,8 +49,8 @@ def locate(key, seeds, width):
     pre = mix64(key)
     out = []
     for s in seeds:
-        h = mix64(pre ^ s)
-        out.append((((h >> 32) * width) >> 32, 1 if h & 1 else -1))
+        h = ((pre ^ s) * (s | 1)) & M64
+        out.append((((h >> 32) * width) >> 32, 1 if (h >> 31) & 1 else -1))
     return out
 
 
