@@ -146,22 +146,29 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
 # --------------------------------------------------------------------------------------
 
 
+def _log_joint(r, comps, a, scales):
+    """``log a_j + log p_j(r_i; s_j)`` as an ``(n, J)`` array (``-inf`` where ``a_j = 0``)."""
+    L = np.empty((r.shape[0], len(comps)))
+    with np.errstate(divide="ignore"):
+        log_a = np.log(a)
+    for j, comp in enumerate(comps):
+        L[:, j] = log_a[j] + comp.log_pdf(r, scales[j]) if a[j] > 0 else -np.inf
+    return L
+
+
 class _Problem:
     """Data and settings of one EM fit (augmented design ``Xa``, weights, components)."""
 
-    def __init__(self, Xa, y, sw, comps, fit_scales, floors):
+    def __init__(self, Xa, y, sw, comps, fit_scales, floors, unit=1.0):
         self.Xa, self.y, self.sw, self.comps = Xa, y, sw, comps
         self.fit_scales, self.floors = fit_scales, floors
         self.wtot = float(sw.sum())
+        self.unit = unit  # scale of y: coefficients are extrapolated in these units (equivariance)
 
     def e_step(self, theta, a, scales):
         """Residuals, responsibilities and log-likelihood (log-sum-exp in log space)."""
         r = self.y - self.Xa @ theta
-        L = np.empty((r.shape[0], len(self.comps)))
-        with np.errstate(divide="ignore"):
-            log_a = np.log(a)
-        for j, comp in enumerate(self.comps):
-            L[:, j] = log_a[j] + comp.log_pdf(r, scales[j]) if a[j] > 0 else -np.inf
+        L = _log_joint(r, self.comps, a, scales)
         m = L.max(axis=1)
         E = np.exp(L - m[:, None])
         s = E.sum(axis=1)
@@ -192,11 +199,11 @@ class _Problem:
     # parameter vector for SQUAREM extrapolation: theta, log a, log scales
     def pack(self, theta, a, scales):
         with np.errstate(divide="ignore"):
-            return np.concatenate([theta, np.maximum(np.log(a), -700.0), np.log(scales)])
+            return np.concatenate([theta / self.unit, np.maximum(np.log(a), -700.0), np.log(scales)])
 
     def unpack(self, x):
         p, J = self.Xa.shape[1], len(self.comps)
-        theta = x[:p]
+        theta = x[:p] * self.unit
         la = np.clip(x[p : p + J], -700.0, 700.0)
         a = np.exp(la - la.max())
         a[la <= -700.0] = 0.0
@@ -505,7 +512,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
                 max(float(c.scale), tiny) if getattr(c, "scale", None) is not None else max(c.scale_from_mad(mad), f)
                 for c, f in zip(comps, floors)
             ]
-            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors)
+            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, unit=scale_y)
             res = _em(prob, theta0, scales0, self.max_iter, self.tol)
             if best is None or res["ll"] > best["ll"]:
                 best = res
@@ -566,8 +573,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
             ``log sum_j a_j p_j(y_i - predict(x_i); s_j)``.
         """
         r = self._residuals(X, y)
-        with np.errstate(divide="ignore"):
-            L = _log_joint(r, self.components_, np.log(self.mixture_weights_), self.scales_)
+        L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return logsumexp(L, axis=1)
 
     def predict_proba_components(self, X, y):
@@ -583,8 +589,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         resp : ndarray of shape (n_samples, n_components)
         """
         r = self._residuals(X, y)
-        with np.errstate(divide="ignore"):
-            L = _log_joint(r, self.components_, np.log(self.mixture_weights_), self.scales_)
+        L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return np.exp(L - logsumexp(L, axis=1)[:, None])
 
     def flag_outliers(self, X, y, threshold=2.5):
