@@ -87,31 +87,38 @@ def estimate(const cell_t[:, ::1] table, const int64_t[:, ::1] cols, const int8_
              bint median, double[::1] out):
     """Per item: median of ``s_i(x) C[i, h_i(x)]`` (Count) or minimum of ``C[i, h_i(x)]`` (Count-Min).
 
-    The median of an even number of rows is the mean of the two middle values.
+    The median of an even number of rows is the mean of the two middle values.  Items are
+    gathered in blocks of 256, row by row (sequential reads of ``cols``).
     """
-    cdef Py_ssize_t d = cols.shape[0], n = cols.shape[1], i, k
+    cdef Py_ssize_t d = cols.shape[0], n = cols.shape[1], i, k, b = 0, m
     cdef double v, best
-    cdef double* buf = <double*>malloc(d * sizeof(double))
+    cdef double* buf = <double*>malloc(256 * d * sizeof(double))
+    cdef double* vals
     if buf == NULL:
         raise MemoryError()
     try:
         with nogil:
-            for k in range(n):
-                if median:
-                    for i in range(d):
-                        buf[i] = signs[i, k] * <double>table[i, cols[i, k]]
-                    _insertion_sort(buf, d)
-                    if d % 2:
-                        out[k] = buf[d // 2]
+            while b < n:
+                m = n - b if n - b < 256 else 256
+                for i in range(d):
+                    for k in range(m):
+                        v = <double>table[i, cols[i, b + k]]
+                        buf[k * d + i] = signs[i, b + k] * v if median else v
+                for k in range(m):
+                    vals = buf + k * d
+                    if median:
+                        _insertion_sort(vals, d)
+                        if d % 2:
+                            out[b + k] = vals[d // 2]
+                        else:
+                            out[b + k] = 0.5 * (vals[d // 2 - 1] + vals[d // 2])
                     else:
-                        out[k] = 0.5 * (buf[d // 2 - 1] + buf[d // 2])
-                else:
-                    best = <double>table[0, cols[0, k]]
-                    for i in range(1, d):
-                        v = <double>table[i, cols[i, k]]
-                        if v < best:
-                            best = v
-                    out[k] = best
+                        best = vals[0]
+                        for i in range(1, d):
+                            if vals[i] < best:
+                                best = vals[i]
+                        out[b + k] = best
+                b += m
     finally:
         free(buf)
 

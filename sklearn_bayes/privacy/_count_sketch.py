@@ -53,9 +53,11 @@ def _column_keys(col, name):
         return _hashing.bytes_keys(col.astype(object)), "text"
     if kind != "O":
         raise TypeError(f"{name} has unsupported dtype {col.dtype}; items must be ints, strings or bytes.")
-    is_text = np.fromiter((isinstance(v, (str, bytes)) for v in col), dtype=bool, count=col.shape[0])
-    if is_text.all():
+    try:  # fast path: all items are str / bytes (checked item by item in the kernel)
         return _hashing.bytes_keys(col if col.flags.writeable else col.copy()), "text"
+    except TypeError:
+        pass
+    is_text = np.fromiter((isinstance(v, (str, bytes)) for v in col), dtype=bool, count=col.shape[0])
     for v in col:
         if v is None:
             raise ValueError(f"{name} contains None; every item must be an int, a string or bytes.")
@@ -393,10 +395,6 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                     self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
                     ensure_min_samples=min_samples, accept_sparse=False,
                 )
-            if X2.dtype.kind == "O":
-                for c in range(X2.shape[1]):  # None is not caught by ensure_all_finite
-                    if any(v is None for v in X2[:, c]):
-                        raise ValueError(f"{name} contains None; every item must be an int, a string or bytes.")
             keys, kinds = _item_keys(X2, name)
             if not reset and kinds != self._item_kinds:
                 raise TypeError(
