@@ -1,0 +1,48 @@
+"""Synthetic categorical streams (Section 5.7 of the AdOBEst-LDP paper)."""
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+__all__ = ["make_dirichlet_categorical_stream"]
+
+
+def make_dirichlet_categorical_stream(n_users, n_categories, concentration=1.0, random_state=None):
+    """Draw ``theta* ~ Dir(rho, ..., rho)`` and ``n_users`` i.i.d. categories ``X_t ~ Cat(theta*)``.
+
+    Smaller ``concentration`` (``rho``) gives more uneven probabilities.
+
+    Parameters
+    ----------
+    n_users : int
+    n_categories : int
+    concentration : float, default=1.0
+        The symmetric Dirichlet parameter ``rho > 0``.
+    random_state : None, int, numpy.random.Generator or RandomState
+
+    Returns
+    -------
+    X : ndarray of shape (n_users, 1)
+        Categories in ``0..n_categories-1``, in arrival order.
+    theta : ndarray of shape (n_categories,)
+        The true probabilities.
+
+    Examples
+    --------
+    >>> from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
+    >>> X, theta = make_dirichlet_categorical_stream(100, 5, 0.1, random_state=0)
+    >>> X.shape, theta.shape
+    ((100, 1), (5,))
+    """
+    if isinstance(random_state, np.random.Generator):
+        rng = random_state
+    else:
+        rng = np.random.default_rng(check_random_state(random_state).randint(0, 2**31 - 1))
+    if concentration <= 0:
+        raise ValueError(f"concentration must be > 0, got {concentration!r}.")
+    # small concentrations underflow in the gamma draws: draw in log space
+    log_g = np.log(rng.gamma(concentration + 1.0, size=n_categories)) + np.log(rng.random(n_categories)) / concentration
+    log_g -= log_g.max()
+    theta = np.exp(log_g)
+    theta /= theta.sum()
+    X = rng.choice(n_categories, size=n_users, p=theta).reshape(-1, 1)
+    return X, theta
