@@ -127,7 +127,7 @@ def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint 
                           const uint64_t[::1] stream, const int64_t[::1] query_times,
                           const uint64_t[::1] query_keys, const int64_t[::1] query_offsets,
                           const cell_t[::1] noise, int64_t[::1] stamps, int64_t stamp0,
-                          Py_ssize_t start, double[::1] out):
+                          Py_ssize_t start, double[::1] out, int64_t[::1] exact, double[::1] truth):
     """Event loop of Algorithm 6 for experiments: stream updates interleaved with query sets.
 
     Query set ``q`` (keys ``query_keys[query_offsets[q]:query_offsets[q + 1]]``) is
@@ -135,13 +135,16 @@ def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint 
     (``start`` items were added before the call).  Each distinct cell touched by a set
     receives the next value of ``noise`` once; ``stamps`` (``depth * width``) holds the
     id of the last set that noised a cell, sets being numbered from ``stamp0``.
-    Estimates go to ``out`` (aligned with ``query_keys``).  Returns
+    Estimates go to ``out`` (aligned with ``query_keys``).  ``exact`` holds the exact
+    counts of the keys ``0 .. len(exact) - 1`` (updated with the stream; larger keys are
+    not tracked) and ``truth`` receives the exact count of each query key (-1 if
+    untracked).  Returns
     ``(stream position, number of noise values consumed)``; raises if ``noise`` runs out.
     """
     cdef Py_ssize_t d = table.shape[0], n_sets = query_times.shape[0]
     cdef uint64_t w = <uint64_t>table.shape[1]
     cdef Py_ssize_t pos = start, q, k, i, t, used = 0, n_noise = noise.shape[0]
-    cdef Py_ssize_t j, flat
+    cdef Py_ssize_t j, flat, n_exact = exact.shape[0]
     cdef uint64_t pre, h
     cdef double v, best
     cdef int sgn
@@ -154,6 +157,8 @@ def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint 
             for q in range(n_sets):
                 t = query_times[q]
                 while pos < t:
+                    if stream[pos] < <uint64_t>n_exact:
+                        exact[stream[pos]] += 1
                     pre = mix64(stream[pos])
                     for i in range(d):
                         h = row_hash(pre, seeds[i])
@@ -163,6 +168,7 @@ def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint 
                             table[i, hash_column(h, w)] += 1
                     pos += 1
                 for k in range(query_offsets[q], query_offsets[q + 1]):
+                    truth[k] = exact[query_keys[k]] if query_keys[k] < <uint64_t>n_exact else -1.0
                     pre = mix64(query_keys[k])
                     for i in range(d):
                         h = row_hash(pre, seeds[i])

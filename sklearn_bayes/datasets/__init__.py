@@ -19,6 +19,8 @@ from ._real import (
     load_stars_cyg,
     load_wdbc,
 )
+from ._streams import make_zipf_stream
+from ._synthetic import make_subsampled_prior_regression
 
 __all__ = [
     "load_boston",
@@ -32,4 +34,6 @@ __all__ = [
     "load_stackloss",
     "load_stars_cyg",
     "load_wdbc",
+    "make_zipf_stream",
+    "make_subsampled_prior_regression",
 ]

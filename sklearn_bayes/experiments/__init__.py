@@ -14,11 +14,13 @@ own tables and writes its figures and CSV files to ``output_dir``.
 DEMOS = {
     "adaptive_ldp": "sklearn_bayes.experiments.adaptive_ldp:demo",
     "mixture_m": "sklearn_bayes.experiments.robust:demo",
+    "count_sketch": "sklearn_bayes.experiments.count_sketch:demo",
     # name: "module:function"
 }
 
 REPRODUCTIONS = {
     "ldp": "sklearn_bayes.experiments.adaptive_ldp:reproduce",
     "robust": "sklearn_bayes.experiments.robust:reproduce",
+    "sketch": "sklearn_bayes.experiments.count_sketch:reproduce",
     # name: "module:function"
 }

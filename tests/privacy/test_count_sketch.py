@@ -523,3 +523,58 @@ def test_memory_independent_of_stream_length():
 def test_clone_keeps_params():
     est = _sketch(depth=3)
     assert clone(est).get_params()["depth"] == 3
+
+
+# ------------------------------------------------------------------ experiment kernel and stream
+
+
+def test_simulation_kernel_matches_brute_force_algorithm6():
+    """The experiments' event loop = Algorithm 6 (constant 'noise' 1 per touched cell per set)."""
+    from sklearn_bayes._fast import _hashing, _sketch
+
+    rng = np.random.default_rng(0)
+    stream = rng.integers(0, 30, size=400).astype(np.int64)
+    d, w, hash_seed = 3, 16, 4
+    seeds = _hashing.row_seeds(hash_seed, d)
+    times = np.array([50, 50, 200, 400], dtype=np.int64)
+    qkeys = rng.integers(0, 35, size=4 * 6).astype(np.int64)
+    offsets = np.arange(5, dtype=np.int64) * 6
+    table = np.zeros((d, w), dtype=np.int64)
+    out, truth = np.empty(24), np.empty(24)
+    exact = np.zeros(31, dtype=np.int64)
+    pos, used = _sketch.simulate_use_and_keep(table, seeds, True, stream.view(np.uint64), times,
+                                              qkeys.view(np.uint64), offsets, np.ones(200, dtype=np.int64),
+                                              np.full(d * w, -1, dtype=np.int64), 0, 0, out, exact, truth)
+    # brute force
+    ref_table = np.zeros((d, w), dtype=np.int64)
+    ref_seeds = ref.row_seeds(hash_seed, d)
+    p, n_noise = 0, 0
+    for q in range(4):
+        for x in stream[p:times[q]]:
+            for i, (j, s) in enumerate(ref.locate(ref.int_key(x), ref_seeds, w)):
+                ref_table[i, j] += s
+        p = times[q]
+        noised = set()
+        for k in range(offsets[q], offsets[q + 1]):
+            cells = ref.locate(ref.int_key(qkeys[k]), ref_seeds, w)
+            for i, (j, _) in enumerate(cells):
+                if (i, j) not in noised:
+                    noised.add((i, j))
+                    ref_table[i, j] += 1
+                    n_noise += 1
+            assert out[k] == np.median([s * ref_table[i, j] for i, (j, s) in enumerate(cells)])
+            assert truth[k] == (np.sum(stream[:p] == qkeys[k]) if qkeys[k] <= 30 else -1)
+    assert pos == 400 and used == n_noise
+    np.testing.assert_array_equal(table, ref_table)
+
+
+def test_zipf_stream_distribution():
+    from sklearn_bayes.datasets._streams import make_zipf_stream
+
+    for alpha in (1.0, 0.5, 2.0):
+        x = make_zipf_stream(100_000, alpha=alpha, n_values=40, random_state=1)
+        p = np.arange(1, 41, dtype=float) ** -alpha
+        p /= p.sum()
+        assert stats.chisquare(np.bincount(x, minlength=41)[1:], 100_000 * p).pvalue > 1e-3
+    with pytest.raises(ValueError, match="alpha"):
+        make_zipf_stream(10, alpha=-1.0)
