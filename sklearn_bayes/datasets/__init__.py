@@ -20,6 +20,7 @@ from ._real import (
     load_wdbc,
 )
 from ._streams import make_zipf_stream
+from ._synthetic import make_subsampled_prior_regression
 
 __all__ = [
     "load_boston",
@@ -34,4 +35,5 @@ __all__ = [
     "load_stars_cyg",
     "load_wdbc",
     "make_zipf_stream",
+    "make_subsampled_prior_regression",
 ]

@@ -161,7 +161,8 @@ def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_interce
 def _fit_subsample_batch(X, y, w, index_batch, loss, fit_intercept, tol, max_iter, null_intercept):
     out = []
     for idx in index_batch:
-        out.append(_fit_one_subsample(X[idx], y[idx], w[idx], loss, fit_intercept, tol, max_iter, null_intercept))
+        out.append(_fit_one_subsample(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
+                                      max_iter, null_intercept))
     return out
 
 
@@ -320,6 +321,8 @@ class _BaseSubsampledPrior(BaseEstimator):
     def _subsample_fits(self, X, y, sample_weight, loss, indices):
         """Unregularised fits of all subsamples (in parallel with joblib when n_jobs > 1)."""
         null_intercept = loss.null_intercept(y, sample_weight)
+        if np.all(sample_weight == 1.0):
+            sample_weight = None  # unit weights: the solver's faster unweighted path
         n_jobs = effective_n_jobs(self.n_jobs)
         args = (loss, self.fit_intercept, self.tol, self.max_iter, null_intercept)
         if n_jobs == 1 or len(indices) == 1:
@@ -340,7 +343,8 @@ class _BaseSubsampledPrior(BaseEstimator):
             n=n, n_rows=n_rows,
         )
         res = fit_map(
-            X, y, loss, prior_mean=mean, prior_precision=precision, sample_weight=sample_weight,
+            X, y, loss, prior_mean=mean, prior_precision=precision,
+            sample_weight=None if np.all(sample_weight == 1.0) else sample_weight,
             fit_intercept=self.fit_intercept, coef_init=mean,
             intercept_init=intercepts.mean(axis=0) if self.fit_intercept else None,
             tol=self.tol, max_iter=self.max_iter,
