@@ -42,7 +42,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     AdOBEst-LDP: users arrive one at a time; for each user the server picks, from a
     posterior sample ``Theta_{t-1}``, the subset ``S_t`` of the most probable
     categories that maximises a utility; the user releases
-    ``Y_t = RRRR(X_t; S_t, epsilon)`` (see :class:`sklearn_bayes.privacy.RRRRMechanism`);
+    ``Y_t = RRRR(X_t; S_t, epsilon)`` (see :class:`sklearn_bayes.RRRRMechanism`);
     the server then moves its posterior sample with a few stochastic gradient Langevin
     dynamics (SGLD) steps (or an exact Gibbs sweep).
 
@@ -51,7 +51,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     - simulation: :meth:`partial_fit` / :meth:`fit` take the *true* categories and
       privatise each user here, with the adaptively chosen subset (experiments);
     - deployment: :meth:`propose_subset` gives the subset for the next user, the
-      client privatises with :class:`~sklearn_bayes.privacy.RRRRMechanism`, and
+      client privatises with :class:`~sklearn_bayes.RRRRMechanism`, and
       :meth:`partial_fit_responses` records the responses with their subsets (any
       subset, including the empty one, i.e. plain SRR, is accepted).
 
@@ -116,7 +116,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     See Also
     --------
-    sklearn_bayes.privacy.RRRRMechanism : the client-side mechanism.
+    sklearn_bayes.RRRRMechanism : the client-side mechanism.
 
     Notes
     -----
@@ -602,7 +602,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         ----------
         y : array-like of int of shape (n_responses,)
             Released categories as positions ``0..K-1`` (as returned by
-            :meth:`sklearn_bayes.privacy.RRRRMechanism.privatize`).
+            :meth:`sklearn_bayes.RRRRMechanism.privatize`).
         subsets : array-like
             The subset of each response: one subset (list of category positions,
             possibly empty for SRR) used for all, a list of ``n_responses`` subsets, or
@@ -671,7 +671,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         Returns
         -------
         subset : ndarray of int
-            Pass it to :meth:`sklearn_bayes.privacy.RRRRMechanism.privatize` on the
+            Pass it to :meth:`sklearn_bayes.RRRRMechanism.privatize` on the
             client, then record the response with :meth:`partial_fit_responses`.
         """
         if hasattr(self, "theta_"):
