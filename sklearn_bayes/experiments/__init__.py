@@ -15,6 +15,8 @@ DEMOS = {
     "adaptive_ldp": "sklearn_bayes.experiments.adaptive_ldp:demo",
     "mixture_m": "sklearn_bayes.experiments.robust:demo",
     "count_sketch": "sklearn_bayes.experiments.count_sketch:demo",
+    "subsampled_prior": "sklearn_bayes.experiments.subsampled_prior:demo",
+    "subsampled": "sklearn_bayes.experiments.subsampled_prior:reproduce",
     # name: "module:function"
 }
 
@@ -22,5 +24,6 @@ REPRODUCTIONS = {
     "ldp": "sklearn_bayes.experiments.adaptive_ldp:reproduce",
     "robust": "sklearn_bayes.experiments.robust:reproduce",
     "sketch": "sklearn_bayes.experiments.count_sketch:reproduce",
+    "subsampled": "sklearn_bayes.experiments.subsampled_prior:reproduce",
     # name: "module:function"
 }

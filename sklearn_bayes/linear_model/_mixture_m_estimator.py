@@ -23,7 +23,9 @@ __all__ = ["MixtureMEstimatorRegressor"]
 
 _MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
 _LTS_SUBSAMPLE = 1500  # elemental subsets are searched on at most this many rows
+_LTS_SCREEN = 100  # elemental fits with the best raw trimmed objective get concentration steps
 _LTS_KEEP = 10  # candidates refined to convergence on the subsample
+_EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
 
 
 # --------------------------------------------------------------------------------------
@@ -99,9 +101,9 @@ def _cstep(Xa, y, sw, theta, h_w, h_n, n_steps):
 def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
     """High-breakdown starting fits: least trimmed squares from elemental subsets.
 
-    ``n_subsets`` random elemental subsets (``p`` rows fitted exactly) drawn
-    from at most ``_LTS_SUBSAMPLE`` positive-weight rows get two concentration
-    steps on those rows; the ``_LTS_KEEP`` best are iterated to convergence, and
+    ``n_subsets`` random elemental subsets (``p`` rows fitted exactly) are drawn
+    from at most ``_LTS_SUBSAMPLE`` positive-weight rows; the ``_LTS_SCREEN``
+    with the smallest trimmed sum of squares get two concentration steps; the ``_LTS_KEEP`` best are iterated to convergence, and
     the best ``n_keep`` distinct ones get concentration steps on all rows.
     Trimming keeps the ``h = (n + p + 1) / 2`` best rows (in sample weight).
     Returns a list of parameter vectors sorted by trimmed sum of squares.
@@ -124,6 +126,15 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
     picks = np.array([rng.choice(len(sub), p, replace=False) for _ in range(n_subsets)])
     thetas = np.einsum("kij,kj->ki", np.linalg.pinv(Xs[picks]), ys[picks])
     thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
+    if len(thetas) > _LTS_SCREEN:  # pre-screen by the raw trimmed objective (vectorised)
+        R2 = (ys[:, None] - Xs @ thetas.T) ** 2
+        if hn_sub is not None:
+            raw = np.partition(R2, hn_sub - 1, axis=0)[:hn_sub].sum(axis=0)
+        else:
+            order = np.argsort(R2, axis=0)
+            cw = np.cumsum(ws[order], axis=0)
+            raw = np.where(cw - ws[order] < h_sub, ws[order] * np.take_along_axis(R2, order, 0), 0.0).sum(0)
+        thetas = thetas[np.argsort(raw, kind="stable")[:_LTS_SCREEN]]
     cands = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 2) for th in thetas]
     cands.sort(key=lambda t: t[1])
     refined = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 100) for th, _ in cands[:_LTS_KEEP]]
@@ -212,7 +223,7 @@ class _Problem:
         return theta, a, scales
 
 
-def _em(prob, theta, scales, max_iter, tol, accelerate=True):
+def _em(prob, theta, scales, max_iter, tol, accelerate=True, a=None):
     """EM / IRLS for a mixture of M-estimators (Algorithm 2 with scale updates).
 
     One EM map: E-step ``z_ij`` at the current fit, then M-steps for the mixture
@@ -225,7 +236,7 @@ def _em(prob, theta, scales, max_iter, tol, accelerate=True):
     ``max_iter`` counts EM maps.
     """
     J = len(prob.comps)
-    a = np.full(J, 1.0 / J)
+    a = np.full(J, 1.0 / J) if a is None else np.asarray(a, dtype=float).copy()
     scales = np.asarray(scales, dtype=float).copy()
     history = []
     n_iter = 0
@@ -512,8 +523,15 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
                 max(float(c.scale), tiny) if getattr(c, "scale", None) is not None else max(c.scale_from_mad(mad), f)
                 for c, f in zip(comps, floors)
             ]
+            a0 = None
+            if n_pos > 2 * _EM_SUBSAMPLE:
+                # warm start: EM on a random subsample, then polish on all rows
+                sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
+                sprob = _Problem(Xa[sub], yc[sub], sw[sub], comps, self.fit_scales, floors, unit=scale_y)
+                sres = _em(sprob, theta0, scales0, self.max_iter, self.tol)
+                theta0, scales0, a0 = sres["theta"], sres["scales"], sres["a"]
             prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, unit=scale_y)
-            res = _em(prob, theta0, scales0, self.max_iter, self.tol)
+            res = _em(prob, theta0, scales0, self.max_iter, self.tol, a=a0)
             if best is None or res["ll"] > best["ll"]:
                 best = res
         theta = best["theta"]
