@@ -160,12 +160,18 @@ def _summary(runs):
     return rows
 
 
+def _nanmean(curves):
+    curves = np.asarray(curves, dtype=float)
+    with np.errstate(invalid="ignore"):
+        counts = np.sum(~np.isnan(curves), axis=0)
+        return np.where(counts > 0, np.nansum(curves, axis=0) / np.maximum(counts, 1), np.nan)
+
+
 def _mean_curves(runs, checkpoints):
     rows = []
     keys = sorted({(r["epsilon"], r["depth"], r["n_q"], r["u"]) for r in runs})
     for e, d, q, u in keys:
-        curve = np.nanmean([r["curve"] for r in runs if (r["epsilon"], r["depth"], r["n_q"], r["u"]) == (e, d, q, u)],
-                           axis=0)
+        curve = _nanmean([r["curve"] for r in runs if (r["epsilon"], r["depth"], r["n_q"], r["u"]) == (e, d, q, u)])
         for t, v in zip(checkpoints, curve):
             rows.append({"epsilon": e, "depth": d, "n_q": q, "u": u, "time": int(t), "cum_mre": float(v)})
     return rows
@@ -186,7 +192,7 @@ def _figures(runs, checkpoints, cfg, output_dir):
                 for d in DEPTHS:
                     sel = [r["curve"] for r in runs if r["epsilon"] == e and r["depth"] == d and r[col_key] == cv]
                     if sel:
-                        ax.plot(checkpoints, np.nanmean(sel, axis=0), label=f"d={d}")
+                        ax.plot(checkpoints, _nanmean(sel), label=f"d={d}")
                 ax.set_yscale("log")
                 if i == 0:
                     ax.set_title(f"ε = {e}")
