@@ -16,7 +16,6 @@ DEMOS = {
     "mixture_m": "sklearn_bayes.experiments.robust:demo",
     "count_sketch": "sklearn_bayes.experiments.count_sketch:demo",
     "subsampled_prior": "sklearn_bayes.experiments.subsampled_prior:demo",
-    "subsampled": "sklearn_bayes.experiments.subsampled_prior:reproduce",
     # name: "module:function"
 }
 

@@ -88,9 +88,17 @@ class _Loss:
         """Intercept of the intercept-only model (a starting value), shape (q,)."""
         return np.zeros(self.n_outputs)
 
-    def diverging(self, eta):
+    def diverging(self, eta, y=None):
+        """True when an unregularised fit should stop: the predictor exploded, or (for the
+        classification losses) the current coefficients already separate the classes."""
         t = self.divergence_threshold
-        return t is not None and bool(np.max(np.abs(eta), initial=0.0) > t)
+        if t is not None and bool(np.max(np.abs(eta), initial=0.0) > t):
+            return True
+        return y is not None and self.separates(y, eta)
+
+    def separates(self, y, eta):
+        """True if ``eta`` classifies every sample strictly correctly (complete separation)."""
+        return False
 
     def recession_constraints(self, Z, y):
         """Linear constraints whose nonzero solutions make the unregularised fit not exist.
@@ -141,6 +149,9 @@ class LogisticLoss(_Loss):
     def recession_constraints(self, Z, y):
         return (2.0 * y - 1.0)[:, None] * Z, None
 
+    def separates(self, y, eta):
+        return bool(np.all((2.0 * y - 1.0) * eta[:, 0] > 0))
+
 
 class MultinomialLoss(_Loss):
     """Multinomial logistic loss with class 0 as the reference class.
@@ -180,6 +191,13 @@ class MultinomialLoss(_Loss):
     def null_intercept(self, y, w):
         counts = np.bincount(y.astype(np.intp), weights=w, minlength=self.n_classes) + 1e-6
         return np.log(counts[1:] / counts[0])
+
+    def separates(self, y, eta):
+        full = self._full(eta)
+        yi = y.astype(np.intp)
+        own = full[np.arange(len(yi)), yi]
+        full[np.arange(len(yi)), yi] = -np.inf
+        return bool(np.all(own > full.max(axis=1)))
 
     def recession_constraints(self, Z, y):
         # z_i (delta_{y_i} - delta_k) >= 0 for every k != y_i, with delta_0 = 0
@@ -238,7 +256,7 @@ class PoissonLoss(_Loss):
         m = np.average(y, weights=w) if w.sum() > 0 else 1.0
         return np.array([np.log(max(m, 1e-6))])
 
-    def diverging(self, eta):
+    def diverging(self, eta, y=None):
         # counts fitted as 0 (eta -> -inf) signal a zero-count pattern without a finite MLE
         return bool(np.min(eta, initial=0.0) < -self.divergence_threshold)
 
@@ -481,7 +499,8 @@ def fit_map(
         Maximum number of Newton iterations.
     abort_on_divergence : bool, default=False
         Stop early (``diverged=True``) when the linear predictor exceeds the loss's
-        divergence threshold; used for unregularised fits that may not exist.
+        divergence threshold or (logistic, multinomial) the iterate separates the classes;
+        used for unregularised fits that may not exist.
 
     Returns
     -------
@@ -576,7 +595,7 @@ def fit_map(
             # no decrease possible: converged if the Newton decrement is at rounding level
             converged = small or (-slope <= 1e-10 * max(1.0, abs(f)))
             break
-        if abort_on_divergence and loss.diverging(eta):
+        if abort_on_divergence and loss.diverging(eta, y):
             diverged = True
             break
     return MAPResult(

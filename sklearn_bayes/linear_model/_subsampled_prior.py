@@ -252,6 +252,7 @@ class _BaseSubsampledPrior(BaseEstimator):
     _auto_fraction = 0.01
     _auto_rows_per_param = 2.0
     _auto_min_subsamples = 20
+    _auto_events_per_param = 0  # classifiers: rows of the rarest class per parameter
 
     def __init__(
         self,
@@ -289,6 +290,11 @@ class _BaseSubsampledPrior(BaseEstimator):
         if auto_n:
             rows = pool if pool.size <= 20000 else pool[:: pool.size // 20000 + 1]
             min_rows = _rare_level_rows(X[rows], None if labels is None else labels[rows])
+            if labels is not None and self._auto_events_per_param:
+                # classifiers: about 10 events (rows of the rarest class) per parameter
+                counts = np.bincount(labels[pool])
+                share = counts[counts > 0].min() / pool.size
+                min_rows = max(min_rows, math.ceil(self._auto_events_per_param * n_params_per_fit / share))
         n, m, degraded = _resolve_sizes(
             n_rows, n_params_per_fit, self.subsample_size, self.n_subsamples,
             fraction=self._auto_fraction, rows_per_param=self._auto_rows_per_param,
@@ -306,10 +312,22 @@ class _BaseSubsampledPrior(BaseEstimator):
         self.subsample_size_ = n
         return indices
 
-    def _grow(self, plan, statuses):
-        """'auto' size only: double ``n`` (up to ``N // 2``) when over a quarter of the fits separated."""
+    def _grow(self, plan, results, X, targets, loss):
+        """'auto' size only: double ``n`` (up to ``N // 2``) when over a quarter of the fits of a
+        target separated, unless all the rows of that target are separated themselves (then no
+        subsample size helps)."""
         cap = max(plan["n_params"] + 1, plan["n_rows"] // 2)
-        if not plan["auto_n"] or plan["n"] >= cap or statuses.count("separated") <= 0.25 * len(statuses):
+        if not plan["auto_n"] or plan["n"] >= cap:
+            return False
+        pool = plan["pool"]
+        grow = False
+        for res, t in zip(results, targets):
+            statuses = [r[2] for r in res]
+            if statuses.count("separated") > 0.25 * len(statuses) and mle_exists(
+                    X[pool], t[pool], loss, fit_intercept=self.fit_intercept):
+                grow = True
+                break
+        if not grow:
             return False
         plan["n"] = min(2 * plan["n"], cap)
         if isinstance(self.n_subsamples, str):
@@ -361,7 +379,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         while True:
             indices = self._draw(plan)
             results = [self._subsample_fits(X, t, sample_weight, loss, indices) for t in targets]
-            if not self._grow(plan, [r[2] for res in results for r in res]):
+            if not self._grow(plan, results, X, targets, loss):
                 break
         outs = [self._prior_and_map(X, t, sample_weight, loss, r, plan["n"], plan["n_rows"])
                 for t, r in zip(targets, results)]
@@ -437,7 +455,7 @@ _PARAMETERS = """
         parameters of one unregularised fit (features, times the number of linear predictors, plus
         the intercepts) and ``r`` the share of the rarest level (the rarer extreme value of a
         column such as a 0/1 dummy, or the rarest class), so that a subsample sees each level
-        about 5 times; capped at ``max(p + 1, N // 2)`` and at ``N - 1``; on data so small that
+        about 5 times{epv}; capped at ``max(p + 1, N // 2)`` and at ``N - 1``; on data so small that
         this is at most ``p``, the fits are rank-deficient or separated and the fallback below
         applies (with a :class:`SubsampleFitWarning`).  A float is a fraction of ``N``.  An
         explicit size must satisfy ``p < n < N``, otherwise ``fit`` raises a ``ValueError``.
@@ -522,9 +540,9 @@ _NOTES = """
     finite.  Rank-deficient subsample fits (e.g. a dummy column that is all zero in the
     subsample) keep their damped-Newton (minimum-norm-like) solution.  Either way one
     :class:`SubsampleFitWarning` per ``fit`` reports the counts.  With ``subsample_size='auto'``,
-    if more than a quarter of the fits are separated the subsample size is doubled (up to
-    ``N // 2``) and all subsamples are drawn again, since the rule of thumb asks for subsamples
-    "large enough that the unregularised fit exists".
+    if more than a quarter of the fits are separated and the full data are not, the subsample
+    size is doubled (up to ``N // 2``) and all subsamples are drawn again, since the rule of
+    thumb asks for subsamples "large enough that the unregularised fit exists".
 
     **Sample weights** multiply the losses, in the subsample fits and the MAP fit; rows with
     zero weight are never drawn.  Because subsamples are drawn by rows, a weight of 2 is not
@@ -535,8 +553,12 @@ def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_att
     cls.__doc__ = (
         summary
         + "\n\n    Parameters\n    ----------"
-        + _PARAMETERS.format(fraction=cls._auto_fraction, rows_per_param=cls._auto_rows_per_param,
-                             min_subsamples=cls._auto_min_subsamples)
+        + _PARAMETERS.format(
+            fraction=cls._auto_fraction, rows_per_param=cls._auto_rows_per_param,
+            min_subsamples=cls._auto_min_subsamples,
+            epv=(f", and at least ``{cls._auto_events_per_param} p / r_class`` rows (about "
+                 f"{cls._auto_events_per_param} rows of the rarest class per parameter, the events-per-variable "
+                 "rule of thumb for logistic regression)") if cls._auto_events_per_param else "")
         + extra_params
         + "\n\n    Attributes\n    ----------"
         + extra_attrs
@@ -799,6 +821,7 @@ class SubsampledPriorLogisticRegression(_SubsampledPriorClassifier):
     _auto_fraction = 0.01
     _auto_rows_per_param = 5.0
     _auto_min_subsamples = 20
+    _auto_events_per_param = 10
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
@@ -907,6 +930,7 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
     _auto_fraction = 0.01
     _auto_rows_per_param = 5.0
     _auto_min_subsamples = 20
+    _auto_events_per_param = 10
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model (one-vs-rest for more than two classes).
