@@ -214,8 +214,6 @@ def _figures(runs, checkpoints, cfg, output_dir):
 
 def demo(output_dir, progress=None):
     """Relative error vs ε of the four mechanisms on a Zipf(1) stream with intermittent queries (< 30 s)."""
-    import warnings
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -238,10 +236,8 @@ def demo(output_dir, progress=None):
         t0 = time.perf_counter()
         errs = []
         for rep in range(3):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # seeded noise: reproducible demo
-                est = PrivateCountSketch(epsilon=eps, depth=5, width=2048, mechanism=mech, decay=0.5,
-                                         hash_seed=rep, random_state=rep)
+            est = PrivateCountSketch(epsilon=eps, depth=5, width=2048, mechanism=mech, decay=0.5,
+                                     hash_seed=rep, random_state=np.random.default_rng(rep))  # reproducible demo
             counts = np.zeros(pool.max() + 1)
             for chunk in chunks:
                 est.partial_fit(chunk)
