@@ -5,7 +5,8 @@ Run ``python benchmarks/bench_mixture_m.py [--quick] [--splits K]``.
 1. Speed: one fit each of ours (default: Gaussian + Laplace + Cauchy, LTS start),
    ``sklearn.linear_model.HuberRegressor`` and ``statsmodels`` ``RLM`` (Huber norm)
    on the same n = 10^5, d = 20 data with 10 % gross outliers, in this process;
-   prints seconds, time ratios and the max coefficient error.  Target (issue 5):
+   prints seconds, time ratios and the max coefficient error (one BLAS thread for all,
+   ``--threads`` to change).  Target (issue 5):
    fit time <= 2x HuberRegressor.
 2. Accuracy: the Boston protocol of Tables 3.1-3.9 (see
    :mod:`sklearn_bayes.experiments.robust`) with ``--splits`` random splits per setting
@@ -19,6 +20,7 @@ import warnings
 
 import numpy as np
 from sklearn.linear_model import HuberRegressor
+from threadpoolctl import threadpool_limits
 
 from sklearn_bayes import MixtureMEstimatorRegressor
 from sklearn_bayes.experiments import robust
@@ -86,6 +88,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="n = 2*10^4 and 3 splits")
     ap.add_argument("--splits", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads for the speed part")
     args = ap.parse_args()
-    speed(20_000 if args.quick else 100_000, 20)
+    # one BLAS thread for every contender: on a shared 2-core machine multi-threaded BLAS
+    # oversubscribes and its timings are noise (pass --threads to change)
+    with threadpool_limits(args.threads):
+        speed(20_000 if args.quick else 100_000, 20)
     accuracy(3 if args.quick else args.splits)

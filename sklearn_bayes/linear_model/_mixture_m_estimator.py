@@ -336,8 +336,12 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
     tol : float, default=1e-6
         Convergence threshold on the change of the log-likelihood per unit of
         sample weight between two EM iterations.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the elemental subsets of the LTS start.
+    min_scale_ratio : float in [0, 1), default=0.1
+        Guard against scale collapse: each scale stays at least this fraction of
+        the scale matching the median absolute residual of the start.
+    random_state : int, RandomState instance, numpy.random.Generator or None, default=None
+        Seeds the elemental subsets of the LTS start (and the EM warm-start
+        subsample when there are more than 20000 rows).
 
     Attributes
     ----------
@@ -401,6 +405,12 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
     ``1e-9`` times the robust scale of ``y`` so exact fits cannot make the
     likelihood unbounded.
 
+    EM maps are combined by SQUAREM with a monotonicity safeguard (an
+    extrapolated point is kept only if its likelihood beats the plain double
+    step); above 20000 rows EM is warm-started on a random subsample of 10000
+    rows.  The scales are kept at least ``min_scale_ratio`` times their
+    starting values (the mixture likelihood is unbounded otherwise).
+
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``; ``sample_weights_`` and ``score_samples`` rank points
     by how much the fit discounts them.
@@ -410,7 +420,9 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
     "A Bayesian approach for solving robust regression problems", Chapter 3 of
     the dissertation in ``papers/000_50456c898c6e93b0.txt``.  Rousseeuw and
     Van Driessen, "Computing LTS regression for large data sets" (FAST-LTS
-    concentration steps).
+    concentration steps).  Varadhan and Roland, "Simple and globally
+    convergent methods for accelerating the convergence of any EM algorithm"
+    (SQUAREM).
 
     Examples
     --------
@@ -437,7 +449,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "min_scale_ratio": [Interval(Real, 0, 1, closed="left")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
     }
 
     def __init__(
@@ -502,7 +514,8 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         if scale_y == 0 or np.ptp(y[pos]) == 0:
             raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
         tiny = 1e-9 * scale_y
-        rng = check_random_state(self.random_state)
+        rs = self.random_state
+        rng = rs if isinstance(rs, np.random.Generator) else check_random_state(rs)
 
         if self.fit_intercept:  # centre once (sample-weighted) for conditioning; intercept column
             xm = np.average(X, axis=0, weights=sw)
