@@ -65,10 +65,6 @@ def per_user_cost(quick=False):
             grr_us = us if name == "GRR" else grr_us
             rows.append(dict(K=K, method=f"{name}+IBU", us_per_user=us, ratio_to_GRR=us / grr_us, note="client + IBU"))
         for name, params in UTILITIES:
-            if K >= 100 and name == "fisher":
-                rows.append(dict(K=K, method=f"ours {name}", us_per_user=float("nan"), ratio_to_GRR=float("nan"),
-                                 note="skipped: O(K^4) per user"))
-                continue
             m = n if (K <= 20 or name in ("honest", "semi a=0.8", "non_adaptive")) else max(n // 20, 50)
             est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, kappa=0.9, n_final_steps=0,
                                                 random_state=np.random.default_rng(1), **params)

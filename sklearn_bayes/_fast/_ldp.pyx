@@ -356,8 +356,8 @@ cdef double _utility_k(int mode, int k, int K, const double* ts, const double* c
     """Utility of the prefix S = {0..k-1} in sorted coordinates (ts = sorted theta).
 
     mode 5 fisher (U1, eliminating sorted position e), 6 entropy (U2), 7 TV posterior
-    (U3), 8 TV marginal (U4), 9 MSE (U5).  U2-U5 cost O(K) per k using the <= 3-valued
-    columns of g; U1 costs O(K^3) (Cholesky of the (K-1)x(K-1) Fisher matrix).
+    (U3), 8 TV marginal (U4), 9 MSE (U5).  Each costs O(K) per k, using that g is
+    diagonal plus rank two (its columns take <= 3 values).
     """
     cdef double a1 = c[0], a0 = c[1], bself = c[2], bin_ = c[3], bout = c[4]
     cdef double tS = cum[k], QS = cumsq[k], out = 0.0, num, SA0, SBin, SBout, v, d
@@ -402,49 +402,94 @@ cdef double _utility_k(int mode, int k, int K, const double* ts, const double* c
                 v = SA0 + SBout - fabs(bout - h[x]) + fabs(bself - h[x])
             out += ts[x] * v
         return 0.5 * out
-    # mode 5: Fisher.  A[y, j] = g(y|x_j) - g(y|e), x_j = j-th position other than e
+    # mode 5: Fisher, O(K).  On the simplex's tangent space g acts as
+    # M = diag(c2) + c1 s^T (s = indicator of S), so the information is
+    # N = M^T diag(1/h) M = diag(d) + U B U^T with d = c2^2/h, U = [s, p], p = c1 c2/h,
+    # B = [[sig, 1], [1, 0]], sig = sum c1^2/h.  The constrained Cramer-Rao covariance
+    # is C = N^-1 - z z^T / (1^T z), z = N^-1 1 (Woodbury), and eliminating the sorted
+    # position e gives tr F^-1 = tr C - C_ee.
+    cdef double c1y, c2y, sig = 0.0, Sss = 0.0, Ssp = 0.0, Spp = 0.0, Rss = 0.0, Rsp = 0.0, Rpp = 0.0
+    cdef double q0 = 0.0, q1 = 0.0, trinv = 0.0, H00, H01, H11, det, G00, G01, G11, al, be
+    cdef double sy, py, dy, z, sumz = 0.0, sumz2 = 0.0, ze = 0.0, Nee
     for y in range(K):
-        m = 0
-        for x in range(K):
-            if x == e:
-                continue
-            A[y * n1 + m] = (_g_sorted(y, x, k, c) - _g_sorted(y, e, k, c)) / sqrt(h[y])
-            m += 1
-    for i in range(n1):
-        for j in range(i + 1):
-            v = 0.0
-            for y in range(K):
-                v += A[y * n1 + i] * A[y * n1 + j]
-            F[i * n1 + j] = v
-    # Cholesky in place (lower triangle)
-    for j in range(n1):
-        d = F[j * n1 + j]
-        for m in range(j):
-            d -= F[j * n1 + m] * F[j * n1 + m]
-        if not (d > 0.0):
+        if y < k:
+            c1y = 0.0
+            c2y = a1 - a0
+        else:
+            c1y = bin_ - bout if k > 0 else 0.0
+            c2y = bself - bout
+        dy = c2y * c2y / h[y]
+        if not (dy > 0.0):
             return -INFINITY
-        d = sqrt(d)
-        F[j * n1 + j] = d
-        for i in range(j + 1, n1):
-            v = F[i * n1 + j]
-            for m in range(j):
-                v -= F[i * n1 + m] * F[j * n1 + m]
-            F[i * n1 + j] = v / d
-    # tr(F^{-1}) = ||L^{-1}||_F^2: solve L z = e_jj column by column (z stored in A[0:n1])
-    out = 0.0
-    for jj in range(n1):
-        for ii in range(n1):
-            if ii < jj:
-                A[ii] = 0.0
-                continue
-            v = 1.0 if ii == jj else 0.0
-            for m in range(jj, ii):
-                v -= F[ii * n1 + m] * A[m]
-            A[ii] = v / F[ii * n1 + ii]
-            out += A[ii] * A[ii]
-    if not (out == out) or out == INFINITY:
+        A[y] = dy
+        py = c1y * c2y / h[y]
+        F[y] = py
+        sig += c1y * c1y / h[y]
+        sy = 1.0 if y < k else 0.0
+        trinv += 1.0 / dy
+        Sss += sy / dy
+        Ssp += sy * py / dy
+        Spp += py * py / dy
+        Rss += sy / (dy * dy)
+        Rsp += sy * py / (dy * dy)
+        Rpp += py * py / (dy * dy)
+        q0 += sy / dy
+        q1 += py / dy
+    H00 = Sss
+    H01 = 1.0 + Ssp
+    H11 = -sig + Spp
+    det = H00 * H11 - H01 * H01
+    if det == 0.0:
+        return -INFINITY
+    G00 = H11 / det
+    G01 = -H01 / det
+    G11 = H00 / det
+    trinv -= G00 * Rss + 2.0 * G01 * Rsp + G11 * Rpp
+    al = G00 * q0 + G01 * q1
+    be = G01 * q0 + G11 * q1
+    for y in range(K):
+        sy = 1.0 if y < k else 0.0
+        z = (1.0 - sy * al - F[y] * be) / A[y]
+        sumz += z
+        sumz2 += z * z
+        if y == e:
+            ze = z
+    sy = 1.0 if e < k else 0.0
+    py = F[e]
+    dy = A[e]
+    Nee = 1.0 / dy - (G00 * sy * sy + 2.0 * G01 * sy * py + G11 * py * py) / (dy * dy)
+    out = trinv - sumz2 / sumz - Nee + ze * ze / sumz
+    if not (out == out) or out == INFINITY or out == -INFINITY:
         return -INFINITY
     return -out
+
+
+def prefix_utilities(int mode, const double[::1] theta, const int32_t[::1] sigma, const double[:, ::1] consts):
+    """Utility (mode 5-9, see :func:`_utility_k`) of every prefix of ``sigma``; for tests."""
+    cdef int K = theta.shape[0], j, k, e = 0
+    out = np.zeros(K)
+    cdef double[::1] o = out
+    cdef double[::1] ts = np.zeros(K)
+    cdef double[::1] cumv = np.zeros(K + 1)
+    cdef double[::1] cumsqv = np.zeros(K + 1)
+    cdef double[::1] hv = np.zeros(K)
+    cdef double[::1] Aw = np.zeros(K)
+    cdef double[::1] Fw = np.zeros(K)
+    cdef double cum = 0.0, cumsq = 0.0
+    for j in range(K):
+        ts[j] = theta[sigma[j]]
+        cumv[j] = cum
+        cumsqv[j] = cumsq
+        cum += ts[j]
+        cumsq += ts[j] * ts[j]
+        if sigma[j] == K - 1:
+            e = j
+    cumv[K] = cum
+    cumsqv[K] = cumsq
+    for k in range(K):
+        o[k] = _utility_k(mode, k, K, &ts[0], &cumv[0], cumsq, &cumsqv[0], &consts[k, 0], e,
+                          &hv[0], &Aw[0], &Fw[0])
+    return out
 
 
 def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
@@ -486,8 +531,8 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
     cdef double[::1] cumv = np.zeros(K + 1)
     cdef double[::1] cumsqv = np.zeros(K + 1)
     cdef double[::1] hv = np.zeros(K)
-    cdef double[::1] Aw = np.zeros(K * K if mode == 5 else 1)
-    cdef double[::1] Fw = np.zeros(K * K if mode == 5 else 1)
+    cdef double[::1] Aw = np.zeros(K)
+    cdef double[::1] Fw = np.zeros(K)
     cdef double cumsq_v
     cdef int e_pos = 0
     if n_sids_old > 0:

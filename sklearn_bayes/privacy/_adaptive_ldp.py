@@ -71,7 +71,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         of an honest response, O(K)), ``'semi_adaptive'`` (smallest prefix of
         posterior mass ``>= alpha``), ``'non_adaptive'`` (always SRR), or a callable
         ``utility(theta, P, subset) -> float`` scoring a candidate subset with
-        transition matrix ``P[x, y] = P(Y = y | X = x)``.
+        transition matrix ``P[x, y] = P(Y = y | X = x)``.  The built-in utilities run
+        in the compiled loop in O(K) per candidate subset (O(K^2) per user; O(K) for
+        'honest'); a callable is called from Python for each of the K candidates.
     alpha : float or None, default=None
         Coverage of ``'semi_adaptive'`` in ``(0, 1)`` (required for it, else unused).
     prior : float or array-like of shape (n_categories,), default=1.0

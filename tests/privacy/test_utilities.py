@@ -178,3 +178,19 @@ def test_k_from_built_in_choice_is_argmax():
         theta = rng.dirichlet(np.full(6, 0.2))
         vals = utility_values(theta, 1.0, 0.9, name)
         assert choose_subset_size(theta, 1.0, 0.9, name) == int(np.argmax(vals))
+
+
+@pytest.mark.parametrize("mode, name", [(5, "fisher"), (6, "entropy"), (7, "tv_posterior"), (8, "tv_marginal"), (9, "mse")])
+def test_cython_closed_forms_equal_matrix_definitions(mode, name):
+    """The O(K)-per-candidate Cython forms (U1 by Woodbury on diag + rank 2) equal the
+    O(K^3) matrix computations for every prefix, K up to 30."""
+    from sklearn_bayes._fast._ldp import prefix_utilities
+    from sklearn_bayes.privacy._rrrr import _rrrr_constants
+
+    rng = np.random.default_rng(mode)
+    for K in (2, 3, 7, 30):
+        for eps, kappa in [(0.5, 0.8), (1.0, 0.9), (5.0, 0.5)]:
+            theta = rng.dirichlet(np.full(K, 0.5))
+            order = sorted_order(theta).astype(np.int32)
+            c = prefix_utilities(mode, theta, order, _rrrr_constants(K, eps, kappa))
+            np.testing.assert_allclose(c, utility_values(theta, eps, kappa, name), rtol=1e-8, atol=1e-12)
