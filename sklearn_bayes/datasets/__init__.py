@@ -19,6 +19,7 @@ from ._real import (
     load_stars_cyg,
     load_wdbc,
 )
+from ._categorical import make_dirichlet_categorical_stream
 from ._streams import make_zipf_stream
 from ._synthetic import make_subsampled_prior_regression
 
@@ -34,6 +35,7 @@ __all__ = [
     "load_stackloss",
     "load_stars_cyg",
     "load_wdbc",
+    "make_dirichlet_categorical_stream",
     "make_zipf_stream",
     "make_subsampled_prior_regression",
 ]
