@@ -70,7 +70,9 @@ for x in X[:1000, 0]:
     subset = server.propose_subset()
     y = client.privatize(x, subset, random_state=rng)  # only y and the subset leave the device
     server.partial_fit_responses([y], [subset])
-print("deployment, 1000 users:", np.round(server.theta_, 3))
+ci = server.credible_interval(0.95, n_samples=300)
+for lab, est, (lo, hi), tru in zip(labels, server.theta_, ci, truth):
+    print(f"{lab:>5}: estimate {est:.3f}, 95% interval [{lo:.3f}, {hi:.3f}], truth {tru:.3f}")
 
 # %%
 # Estimates with 95% credible intervals, and the subset sizes over time

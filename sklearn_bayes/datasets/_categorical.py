@@ -28,7 +28,7 @@ def make_dirichlet_categorical_stream(n_users, n_categories, concentration=1.0, 
 
     Examples
     --------
-    >>> from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
+    >>> from sklearn_bayes.datasets import make_dirichlet_categorical_stream
     >>> X, theta = make_dirichlet_categorical_stream(100, 5, 0.1, random_state=0)
     >>> X.shape, theta.shape
     ((100, 1), (5,))
