@@ -104,7 +104,7 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
     ``n_subsets`` random elemental subsets (``p`` rows fitted exactly) are drawn
     from at most ``_LTS_SUBSAMPLE`` positive-weight rows; the ``_LTS_SCREEN``
     with the smallest trimmed sum of squares get two concentration steps; the ``_LTS_KEEP`` best are iterated to convergence, and
-    the best ``n_keep`` distinct ones get concentration steps on all rows.
+    the best ``n_keep`` distinct ones get (at most 3) concentration steps on all rows.
     Trimming keeps the ``h = (n + p + 1) / 2`` best rows (in sample weight).
     Returns a list of parameter vectors sorted by trimmed sum of squares.
     """
@@ -147,7 +147,7 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
         if len(out) == n_keep:
             break
     if len(sub) < n_pos:
-        out = sorted((_cstep(Xa, y, sw, th, h_all, hn_all, 10) for th in out), key=lambda t: t[1])
+        out = sorted((_cstep(Xa, y, sw, th, h_all, hn_all, 3) for th in out), key=lambda t: t[1])
         out = [th for th, _ in out]
     return out
 
@@ -333,7 +333,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         Number of random elemental subsets searched by the LTS start.
     max_iter : int, default=500
         Maximum number of EM iterations per run.
-    tol : float, default=1e-6
+    tol : float, default=1e-5
         Convergence threshold on the change of the log-likelihood per unit of
         sample weight between two EM iterations.
     min_scale_ratio : float in [0, 1), default=0.1
@@ -462,7 +462,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         n_init=1,
         n_subsets=500,
         max_iter=500,
-        tol=1e-6,
+        tol=1e-5,
         min_scale_ratio=0.1,
         random_state=None,
     ):
