@@ -18,34 +18,40 @@ ctypedef fused cell_t:
     double
 
 
+cdef void _update_range(cell_t[:, ::1] table, const uint64_t[::1] keys, Py_ssize_t lo, Py_ssize_t hi,
+                        const uint64_t[::1] seeds, bint signed) noexcept nogil:
+    """Add ``keys[lo:hi]``: blocks of 512 items, premixed once, then swept row by row."""
+    cdef Py_ssize_t d = table.shape[0], i, k, b = lo, m
+    cdef uint64_t w = <uint64_t>table.shape[1]
+    cdef uint64_t h, a
+    cdef uint64_t pre[512]
+    cdef cell_t* row
+    while b < hi:
+        m = hi - b if hi - b < 512 else 512
+        for k in range(m):
+            pre[k] = mix64(keys[b + k])
+        for i in range(d):
+            row = &table[i, 0]
+            a = seeds[i]
+            if signed:
+                for k in range(m):
+                    h = row_hash(pre[k], a)
+                    row[hash_column(h, w)] += hash_sign(h)
+            else:
+                for k in range(m):
+                    h = row_hash(pre[k], a)
+                    row[hash_column(h, w)] += 1
+        b += m
+
+
 def update(cell_t[:, ::1] table, const uint64_t[::1] keys, const uint64_t[::1] seeds, bint signed):
     """Add the items with the given keys: ``C[i, h_i(x)] += s_i(x)`` (Count) or ``+= 1`` (Count-Min).
 
     Items are processed in blocks of 512: premix the block, then sweep it row by row, so
     that one row of the table stays in cache during the sweep.
     """
-    cdef Py_ssize_t n = keys.shape[0], d = table.shape[0], i, k, b = 0, m
-    cdef uint64_t w = <uint64_t>table.shape[1]
-    cdef uint64_t h, a
-    cdef uint64_t pre[512]
-    cdef cell_t* row
     with nogil:
-        while b < n:
-            m = n - b if n - b < 512 else 512
-            for k in range(m):
-                pre[k] = mix64(keys[b + k])
-            for i in range(d):
-                row = &table[i, 0]
-                a = seeds[i]
-                if signed:
-                    for k in range(m):
-                        h = row_hash(pre[k], a)
-                        row[hash_column(h, w)] += hash_sign(h)
-                else:
-                    for k in range(m):
-                        h = row_hash(pre[k], a)
-                        row[hash_column(h, w)] += 1
-            b += m
+        _update_range(table, keys, 0, keys.shape[0], seeds, signed)
 
 
 def distinct_cells(const int64_t[:, ::1] cols, Py_ssize_t width):
@@ -156,17 +162,12 @@ def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint 
         with nogil:
             for q in range(n_sets):
                 t = query_times[q]
-                while pos < t:
-                    if stream[pos] < <uint64_t>n_exact:
-                        exact[stream[pos]] += 1
-                    pre = mix64(stream[pos])
-                    for i in range(d):
-                        h = row_hash(pre, seeds[i])
-                        if signed:
-                            table[i, hash_column(h, w)] += hash_sign(h)
-                        else:
-                            table[i, hash_column(h, w)] += 1
-                    pos += 1
+                if t > pos:
+                    for i in range(pos, t):
+                        if stream[i] < <uint64_t>n_exact:
+                            exact[stream[i]] += 1
+                    _update_range(table, stream, pos, t, seeds, signed)
+                    pos = t
                 for k in range(query_offsets[q], query_offsets[q + 1]):
                     truth[k] = exact[query_keys[k]] if query_keys[k] < <uint64_t>n_exact else -1.0
                     pre = mix64(query_keys[k])
