@@ -7,7 +7,7 @@ All hashing follows :mod:`sklearn_bayes._fast._hashing`.  Tables are C-contiguou
 
 import numpy as np
 
-from libc.stdint cimport int8_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 from sklearn_bayes._fast._hashing cimport hash_column, hash_sign, mix64, row_hash
@@ -17,8 +17,12 @@ ctypedef fused cell_t:
     int64_t
     double
 
+ctypedef fused key_t:
+    uint32_t
+    uint64_t
 
-cdef void _update_range(cell_t[:, ::1] table, const uint64_t[::1] keys, Py_ssize_t lo, Py_ssize_t hi,
+
+cdef void _update_range(cell_t[:, ::1] table, const key_t[::1] keys, Py_ssize_t lo, Py_ssize_t hi,
                         const uint64_t[::1] seeds, bint signed) noexcept nogil:
     """Add ``keys[lo:hi]``: blocks of 512 items, premixed once, then swept row by row."""
     cdef Py_ssize_t d = table.shape[0], i, k, b = lo, m
@@ -29,7 +33,7 @@ cdef void _update_range(cell_t[:, ::1] table, const uint64_t[::1] keys, Py_ssize
     while b < hi:
         m = hi - b if hi - b < 512 else 512
         for k in range(m):
-            pre[k] = mix64(keys[b + k])
+            pre[k] = mix64(<uint64_t>keys[b + k])
         for i in range(d):
             row = &table[i, 0]
             a = seeds[i]
@@ -130,13 +134,14 @@ def estimate(const cell_t[:, ::1] table, const int64_t[:, ::1] cols, const int8_
 
 
 def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint signed,
-                          const uint64_t[::1] stream, const int64_t[::1] query_times,
+                          const key_t[::1] stream, const int64_t[::1] query_times,
                           const uint64_t[::1] query_keys, const int64_t[::1] query_offsets,
                           const cell_t[::1] noise, int64_t[::1] stamps, int64_t stamp0,
                           Py_ssize_t start, double[::1] out, int64_t[::1] exact, double[::1] truth):
     """Event loop of Algorithm 6 for experiments: stream updates interleaved with query sets.
 
-    Query set ``q`` (keys ``query_keys[query_offsets[q]:query_offsets[q + 1]]``) is
+    ``stream`` holds uint64 keys, or uint32 keys (non-negative int32 items, half the
+    memory of long streams).  Query set ``q`` (keys ``query_keys[query_offsets[q]:query_offsets[q + 1]]``) is
     answered after the stream prefix ``stream[:query_times[q]]`` has been added
     (``start`` items were added before the call).  Each distinct cell touched by a set
     receives the next value of ``noise`` once; ``stamps`` (``depth * width``) holds the
@@ -164,8 +169,8 @@ def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint 
                 t = query_times[q]
                 if t > pos:
                     for i in range(pos, t):
-                        if stream[i] < <uint64_t>n_exact:
-                            exact[stream[i]] += 1
+                        if <uint64_t>stream[i] < <uint64_t>n_exact:
+                            exact[<Py_ssize_t>stream[i]] += 1
                     _update_range(table, stream, pos, t, seeds, signed)
                     pos = t
                 for k in range(query_offsets[q], query_offsets[q + 1]):

@@ -53,7 +53,10 @@ def simulate(stream, epsilon, depth, width, n_q, pool, total_queries, start, see
     table = np.zeros((depth, width), dtype=np.float64 if noise == "laplace" else np.int64)
     stamps = np.full(depth * width, -1, dtype=np.int64)
     exact = np.zeros(pool + 1, dtype=np.int64)
-    keys_stream = stream.view(np.uint64) if stream.dtype == np.int64 else stream.astype(np.int64).view(np.uint64)
+    if stream.dtype == np.int32 and (stream.size == 0 or stream.min() >= 0):
+        keys_stream = stream.view(np.uint32)  # same keys as int64, half the memory
+    else:
+        keys_stream = np.ascontiguousarray(stream, dtype=np.int64).view(np.uint64)
     scale = depth / epsilon
     per_set_noise = min(depth * n_q, depth * width)
     batch = max(1, min(n_sets, 4_000_000 // per_set_noise))
@@ -67,16 +70,8 @@ def simulate(stream, epsilon, depth, width, n_q, pool, total_queries, start, see
         buf = sample_noise(rng, noise, scale, size=m * per_set_noise).astype(table.dtype)
         out = np.empty(m * n_q)
         truth = np.empty(m * n_q)
-        if stream.dtype != np.int64:
-            hi = int(times[b1 - 1])
-            chunk = np.ascontiguousarray(stream[pos:hi], dtype=np.int64).view(np.uint64)
-            ktimes = times[b0:b1] - pos
-            new_pos, _ = _sketch.simulate_use_and_keep(table, seeds, True, chunk, ktimes, qkeys, offsets, buf, stamps,
-                                                       b0, 0, out, exact, truth)
-            pos += new_pos
-        else:
-            pos, _ = _sketch.simulate_use_and_keep(table, seeds, True, keys_stream, times[b0:b1], qkeys, offsets, buf,
-                                                   stamps, b0, pos, out, exact, truth)
+        pos, _ = _sketch.simulate_use_and_keep(table, seeds, True, keys_stream, times[b0:b1], qkeys, offsets, buf,
+                                               stamps, b0, pos, out, exact, truth)
         rel = (np.abs(out - truth) / np.maximum(truth, 1.0)).reshape(m, n_q).sum(axis=1)
         sums = err_sum + np.cumsum(rel)
         counts = count + n_q * np.arange(1, m + 1)
