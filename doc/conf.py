@@ -6,6 +6,7 @@ reference (``api.rst``) is generated at build time from the public names of
 """
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -98,3 +99,23 @@ def _write_api_rst():
 
 _write_api_rst()
 sys.path.insert(0, str(HERE))
+
+_TYPE_LINE = re.compile(r"^(\s*[\w*, ]+ : )(.*)$")
+_TRAILING_UNDERSCORE = re.compile(r"(?<![`\\\w])([A-Za-z]\w*_)(?![\w`])")
+
+
+def _escape_type_underscores(app, what, name, obj, options, lines):
+    """Escape names ending in ``_`` in numpydoc type descriptions.
+
+    ``ndarray of shape (n_features_in_,)`` would otherwise be read by docutils as a
+    reference to a target ``n_features_in``.
+    """
+    for i, line in enumerate(lines):
+        m = _TYPE_LINE.match(line)
+        if m:
+            escaped = _TRAILING_UNDERSCORE.sub(lambda t: t.group(1)[:-1] + "\\_", m.group(2))
+            lines[i] = m.group(1) + escaped
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _escape_type_underscores, priority=100)
