@@ -235,6 +235,9 @@ class SquaredHingeLoss(_Loss):
     def recession_constraints(self, Z, y):
         return y[:, None] * Z, None
 
+    def separates(self, y, eta):
+        return bool(np.all(y * eta[:, 0] > 0))
+
 
 class PoissonLoss(_Loss):
     """Poisson negative log-likelihood with log link, :math:`e^{\\eta} - y\\eta` (up to a constant)."""

@@ -244,7 +244,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
     }
 
     # 'auto' rule of thumb (overridden per loss): n = max(fraction * N, rows_per_param * p),
@@ -300,7 +300,10 @@ class _BaseSubsampledPrior(BaseEstimator):
             fraction=self._auto_fraction, rows_per_param=self._auto_rows_per_param,
             min_subsamples=self._auto_min_subsamples, min_rows=min_rows,
         )
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        if isinstance(self.random_state, np.random.Generator):
+            seed = int(self.random_state.integers(np.iinfo(np.int32).max))
+        else:
+            seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         return dict(pool=pool, n_rows=n_rows, n=n, m=m, degraded=degraded, auto_n=auto_n,
                     n_params=n_params_per_fit, rng=np.random.default_rng(seed))
 
@@ -483,8 +486,8 @@ _PARAMETERS = """
         Number of joblib workers for the subsample fits (``None``: 1 unless inside a
         :func:`joblib.parallel_config` context).  A Dask or Ray joblib backend scales them out.
         The result does not depend on ``n_jobs``: all subsamples are drawn before fitting.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the subsample draws."""
+    random_state : int, RandomState instance, numpy.random.Generator or None, default=None
+        Seeds the subsample draws (a generator passed in is advanced by each ``fit``)."""
 
 _ATTRIBUTES = """
     prior_mean_ : ndarray of shape {mean_shape}
