@@ -396,7 +396,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                     ensure_min_samples=min_samples, accept_sparse=False,
                 )
             keys, kinds = _item_keys(X2, name)
-            if not reset and kinds != self._item_kinds:
+            if not reset and X2.shape[0] > 0 and kinds != self._item_kinds:
                 raise TypeError(
                     f"{name} has items of kind {kinds} but the sketch was fitted on items of kind "
                     f"{self._item_kinds}; a stream holds one type of item."

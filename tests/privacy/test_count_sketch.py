@@ -447,6 +447,12 @@ def test_pickle_mid_stream_then_continue():
     assert a.epsilon_spent_ == b.epsilon_spent_ and a.n_query_sets_ == b.n_query_sets_ == 3
 
 
+def test_empty_query_set_releases_nothing():
+    est = _sketch(width=32).fit(["a", "b"])
+    assert est.query([]).shape == (0,)
+    assert est.n_query_sets_ == 0 and est.epsilon_spent_ == 0.0
+
+
 def test_fit_resets():
     est = _sketch(width=32).fit([1, 2, 3])
     est.query([1])
