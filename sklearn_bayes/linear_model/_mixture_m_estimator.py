@@ -35,6 +35,9 @@ _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsam
 
 def _weighted_median(x, w):
     """Lower weighted median of ``x`` with non-negative weights ``w`` (not all 0)."""
+    if w[0] > 0 and np.all(w == w[0]):  # equal weights: selection in O(n)
+        k = (len(x) - 1) // 2
+        return float(np.partition(x, k)[k])
     order = np.argsort(x, kind="stable")
     cw = np.cumsum(w[order])
     k = int(np.searchsorted(cw, 0.5 * cw[-1]))
@@ -124,7 +127,10 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
         Xa, y, sw = Xa[pos], y[pos], sw[pos]
 
     picks = np.array([rng.choice(len(sub), p, replace=False) for _ in range(n_subsets)])
-    thetas = np.einsum("kij,kj->ki", np.linalg.pinv(Xs[picks]), ys[picks])
+    try:
+        thetas = np.linalg.solve(Xs[picks], ys[picks][:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:  # some elemental subset is singular
+        thetas = np.einsum("kij,kj->ki", np.linalg.pinv(Xs[picks]), ys[picks])
     thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
     if len(thetas) > _LTS_SCREEN:  # pre-screen by the raw trimmed objective (vectorised)
         R2 = (ys[:, None] - Xs @ thetas.T) ** 2
@@ -158,12 +164,12 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
 
 
 def _log_joint(r, comps, a, scales):
-    """``log a_j + log p_j(r_i; s_j)`` as an ``(n, J)`` array (``-inf`` where ``a_j = 0``)."""
-    L = np.empty((r.shape[0], len(comps)))
+    """``log a_j + log p_j(r_i; s_j)`` as a ``(J, n)`` array (``-inf`` where ``a_j = 0``)."""
+    L = np.empty((len(comps), r.shape[0]))
     with np.errstate(divide="ignore"):
         log_a = np.log(a)
     for j, comp in enumerate(comps):
-        L[:, j] = log_a[j] + comp.log_pdf(r, scales[j]) if a[j] > 0 else -np.inf
+        L[j] = log_a[j] + comp.log_pdf(r, scales[j]) if a[j] > 0 else -np.inf
     return L
 
 
@@ -177,26 +183,27 @@ class _Problem:
         self.unit = unit  # scale of y: coefficients are extrapolated in these units (equivariance)
 
     def e_step(self, theta, a, scales):
-        """Residuals, responsibilities and log-likelihood (log-sum-exp in log space)."""
+        """Residuals, responsibilities ``(J, n)`` and log-likelihood (log-sum-exp in log space)."""
         r = self.y - self.Xa @ theta
         L = _log_joint(r, self.comps, a, scales)
-        m = L.max(axis=1)
-        E = np.exp(L - m[:, None])
-        s = E.sum(axis=1)
-        z = E / s[:, None]
+        m = L.max(axis=0)
+        L -= m
+        np.exp(L, out=L)
+        s = L.sum(axis=0)
+        L /= s
         ll = float(self.sw @ (m + np.log(s)))
-        return r, z, ll
+        return r, L, ll
 
     def m_step(self, r, z, scales):
         """Mixture weights, scales (closed form / 1-D root), one weighted least-squares step."""
-        zs = z * self.sw[:, None]
-        nj = zs.sum(axis=0)
+        zs = z * self.sw
+        nj = zs.sum(axis=1)
         a = nj / self.wtot
         scales = scales.copy()
         if self.fit_scales:
             for j, comp in enumerate(self.comps):
                 if nj[j] > 1e-12 * self.wtot:
-                    scales[j] = max(float(comp.fit_scale(r, zs[:, j])), self.floors[j])
+                    scales[j] = max(float(comp.fit_scale(r, zs[j])), self.floors[j])
         W = self.irls_weights(r, z, scales)
         theta = _wls(self.Xa, self.y, self.sw * W)
         return theta, a, scales
@@ -204,7 +211,7 @@ class _Problem:
     def irls_weights(self, r, z, scales):
         W = np.zeros_like(r)
         for j, comp in enumerate(self.comps):
-            W += z[:, j] * comp.weight(r, scales[j])
+            W += z[j] * comp.weight(r, scales[j])
         return W
 
     # parameter vector for SQUAREM extrapolation: theta, log a, log scales
@@ -561,7 +568,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         self.intercept_ = float(best["intercept"])
         self.mixture_weights_ = best["a"]
         self.scales_ = best["scales"]
-        self.responsibilities_ = best["z"]
+        self.responsibilities_ = np.ascontiguousarray(best["z"].T)
         self.sample_weights_ = best["W"]
         self.log_likelihood_ = best["ll"]
         self.log_likelihood_history_ = best["history"]
@@ -605,7 +612,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         """
         r = self._residuals(X, y)
         L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
-        return logsumexp(L, axis=1)
+        return logsumexp(L, axis=0)
 
     def predict_proba_components(self, X, y):
         """Posterior probability of each component for each ``(x_i, y_i)``.
@@ -621,7 +628,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         """
         r = self._residuals(X, y)
         L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
-        return np.exp(L - logsumexp(L, axis=1)[:, None])
+        return np.exp(L - logsumexp(L, axis=0)).T
 
     def flag_outliers(self, X, y, threshold=2.5):
         """Flag points whose robustly standardised residual exceeds ``threshold``.
