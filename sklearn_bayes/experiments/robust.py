@@ -57,13 +57,14 @@ class NaiveTrimRegressor:
         mae_old = np.inf
         for _ in range(self.max_iter):
             theta = np.linalg.lstsq(Xa[keep], y[keep], rcond=None)[0]
+            support = keep
             r = np.abs(y - Xa @ theta)
             mae = r[keep].mean()
             keep = r < self.factor * mae
             if abs(mae_old - mae) <= self.tol * mae:
                 break
             mae_old = mae
-        self.coef_, self.intercept_ = theta[:-1], theta[-1]
+        self.coef_, self.intercept_, self.support_ = theta[:-1], theta[-1], support
         return self
 
     def predict(self, X):

@@ -372,3 +372,37 @@ def test_bad_input():
         reg.flag_outliers(X, y, threshold=-1)
     with pytest.raises(ValueError, match="features"):
         reg.score_samples(X[:, :2], y)
+
+
+# --------------------------------------------------------------------------------------
+# the reproduction's contamination and naive baseline
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shifts", ["symmetric", "one-sided"])
+def test_contamination_protocol(shifts):
+    from sklearn_bayes.experiments.robust import contaminate
+
+    y = np.random.default_rng(0).normal(size=379)
+    yc, rows = contaminate(y, 0.10, (5.0, 10.0), np.random.default_rng(1), shifts)
+    assert len(rows) == 38 and len(set(rows)) == 38
+    shift = (yc - y)[rows] / y.std()
+    assert np.all((np.abs(shift) >= 5.0) & (np.abs(shift) <= 10.0))
+    np.testing.assert_array_equal(np.delete(yc, rows), np.delete(y, rows))
+    if shifts == "one-sided":
+        assert len(set(np.sign(shift))) == 1
+
+
+def test_naive_trim_and_refit_drops_gross_outliers():
+    from sklearn_bayes.experiments.robust import NaiveTrimRegressor
+
+    X, y, beta, bad = _contaminated(seed=9)
+    naive = NaiveTrimRegressor().fit(X, y)
+    # shifts of at least 5 exceed 3 * MAE (about 0.7 here): every shifted row is dropped
+    assert not naive.support_[bad].any()
+    # clean rows beyond 3 * MAE = 2.4 sd are dropped too: about 1.6 % of them (binomial, 4 sd bound)
+    n_clean = len(y) - len(bad)
+    p = 2 * 0.0084  # P(|N(0,1)| > 2.39)
+    assert n_clean - naive.support_.sum() <= n_clean * p + 4 * np.sqrt(n_clean * p * (1 - p))
+    fit = LinearRegression().fit(X[naive.support_], y[naive.support_])
+    np.testing.assert_allclose(naive.coef_, fit.coef_, rtol=1e-10)
