@@ -88,13 +88,10 @@ class _Loss:
         """Intercept of the intercept-only model (a starting value), shape (q,)."""
         return np.zeros(self.n_outputs)
 
-    def diverging(self, eta, y=None):
-        """True when an unregularised fit should stop: the predictor exploded, or (for the
-        classification losses) the current coefficients already separate the classes."""
+    def exploding(self, eta):
+        """True when the linear predictor is beyond the divergence threshold."""
         t = self.divergence_threshold
-        if t is not None and bool(np.max(np.abs(eta), initial=0.0) > t):
-            return True
-        return y is not None and self.separates(y, eta)
+        return t is not None and _amax(eta) > t
 
     def separates(self, y, eta):
         """True if ``eta`` classifies every sample strictly correctly (complete separation)."""
@@ -259,9 +256,9 @@ class PoissonLoss(_Loss):
         m = np.average(y, weights=w) if w.sum() > 0 else 1.0
         return np.array([np.log(max(m, 1e-6))])
 
-    def diverging(self, eta, y=None):
+    def exploding(self, eta):
         # counts fitted as 0 (eta -> -inf) signal a zero-count pattern without a finite MLE
-        return bool(np.min(eta, initial=0.0) < -self.divergence_threshold)
+        return eta.size > 0 and float(eta.min()) < -self.divergence_threshold
 
     def recession_constraints(self, Z, y):
         zero = y == 0
@@ -376,19 +373,30 @@ class MAPResult:
     diverged: bool = False
 
 
+def _amax(a):
+    """max |a| (0 for an empty array)."""
+    return float(np.abs(a).max()) if a.size else 0.0
+
+
+#: consecutive Newton iterations with an exploding predictor before an unregularised fit is
+#: declared diverging
+_EXPLODING_PATIENCE = 8
+
+
 def _factor(H, rcond=1e-12):
     """Lower Cholesky factor of H (LAPACK potrf); adds Levenberg damping when H is singular.
 
     Returns ``(L, damped)``.
     """
-    scale = float(np.max(np.abs(np.diag(H)), initial=0.0)) or 1.0
+    scale = _amax(H.diagonal()) or 1.0
     tau = 0.0
     for _ in range(30):
         Ht = H if tau == 0.0 else H + tau * np.eye(H.shape[0])
         L, info = lapack.dpotrf(Ht, lower=1, clean=1)
         if info == 0:
-            dg = np.diag(L)
-            if np.all(np.isfinite(dg)) and dg.min() ** 2 > rcond * scale:
+            dg = L.diagonal()
+            dmin = dg.min()
+            if np.isfinite(dmin) and dmin * dmin > rcond * scale and np.isfinite(dg.max()):
                 return L, tau > 0.0
         tau = rcond * scale if tau == 0.0 else tau * 10.0
     raise FloatingPointError("The Hessian could not be factorised (non-finite entries?).")
@@ -501,9 +509,10 @@ def fit_map(
     max_iter : int, default=100
         Maximum number of Newton iterations.
     abort_on_divergence : bool, default=False
-        Stop early (``diverged=True``) when the linear predictor exceeds the loss's
-        divergence threshold or (logistic, multinomial) the iterate separates the classes;
-        used for unregularised fits that may not exist.
+        Stop early (``diverged=True``) when the iterate separates the classes (logistic,
+        multinomial, squared hinge: a certificate that the unregularised fit does not exist)
+        or the linear predictor stays beyond the loss's divergence threshold for 8
+        consecutive iterations; used for unregularised fits that may not exist.
 
     Returns
     -------
@@ -562,7 +571,7 @@ def fit_map(
     if not np.isfinite(f):
         raise FloatingPointError("The objective is not finite at the starting point.")
     factor, singular = None, False
-    converged, diverged, it = False, False, 0
+    converged, diverged, it, exploding = False, False, 0, 0
     for it in range(1, max_iter + 1):
         g, h = loss.derivatives(y, eta, w)
         grad = (g.T @ X).ravel() + prior.gradient(B)
@@ -574,12 +583,20 @@ def fit_map(
             factor, singular = _factor(H)
         step = -_solve(factor, grad)
         slope = float(grad @ step)
-        theta_scale = max(1.0, float(np.max(np.abs(B), initial=0.0)),
-                          float(np.max(np.abs(b0), initial=0.0)))
-        small = float(np.max(np.abs(step), initial=0.0)) <= tol * theta_scale
+        theta_scale = max(1.0, _amax(B), _amax(b0))
+        small = _amax(step) <= tol * theta_scale
         if -slope <= tol * tol * max(1.0, abs(f)):
             # Newton decrement at rounding level: converged (the step itself may be noise
             # along a null direction of a singular Hessian, so it is not taken)
+            converged = True
+            break
+        if -slope <= 1e-10 * max(1.0, abs(f)):
+            # the expected decrease is at the rounding level of F, where the line search
+            # cannot judge a step: take the full Newton step (quadratic-convergence region)
+            B = B + step[:size]
+            if fit_intercept:
+                b0 = b0 + step[size:]
+            f, eta = objective(B, b0)
             converged = True
             break
         # Armijo backtracking line search
@@ -598,9 +615,13 @@ def fit_map(
             # no decrease possible: converged if the Newton decrement is at rounding level
             converged = small or (-slope <= 1e-10 * max(1.0, abs(f)))
             break
-        if abort_on_divergence and loss.diverging(eta, y):
-            diverged = True
-            break
+        if abort_on_divergence:
+            # a separating iterate is a certificate; an exploding predictor only counts if it
+            # persists (heavy-tailed features can give a finite MLE with a large |eta|)
+            exploding = exploding + 1 if loss.exploding(eta) else 0
+            if exploding >= _EXPLODING_PATIENCE or loss.separates(y, eta):
+                diverged = True
+                break
     return MAPResult(
         coef=B.reshape(q, d).copy(),
         intercept=b0.copy(),
