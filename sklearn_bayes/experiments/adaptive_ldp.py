@@ -276,6 +276,7 @@ def demo(output_dir, progress=None):
         warnings.simplefilter("ignore", SeededNoiseWarning)
         for name, what in it:
             if what in ("GRR", "OUE"):
+                run_peer(what, Xs[:20], theta, K, epsilon, 0)  # numba compilation, not timed
                 tv, dt = run_peer(what, Xs, theta, K, epsilon, 1)
             else:
                 est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=epsilon, kappa=kappa, utility=what,
