@@ -13,6 +13,8 @@ from ._utilities import UTILITIES, choose_subset_size, sorted_order
 
 __all__ = ["AdaptiveLDPFrequencyEstimator"]
 
+_CHUNK = 4096  # users per kernel call in simulation mode
+
 # utilities evaluated inside the Cython loop (no Python call per user)
 _FAST_MODES = {
     "honest": 1,
@@ -449,7 +451,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 self._gibbs_sweep(st)
             return
         if mode_fast is not None and not gibbs:
-            self._run(st, values, values, mode_fast, alpha, n_steps)
+            # chunks bound the scratch subset rows (one per user at worst) before interning
+            for start in range(0, n_new, _CHUNK):
+                chunk = values[start : start + _CHUNK]
+                self._run(st, chunk, chunk, mode_fast, alpha, n_steps)
             return
         for i in range(n_new):
             if mode_fast is not None:
