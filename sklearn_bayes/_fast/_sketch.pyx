@@ -24,12 +24,21 @@ ctypedef fused key_t:
 
 cdef void _update_range(cell_t[:, ::1] table, const key_t[::1] keys, Py_ssize_t lo, Py_ssize_t hi,
                         const uint64_t[::1] seeds, bint signed) noexcept nogil:
-    """Add ``keys[lo:hi]``: blocks of 512 items, premixed once, then swept row by row."""
+    """Add ``keys[lo:hi]``: blocks of 512 items, premixed once, then swept row by row.
+
+    For a power-of-two width ``2^k`` the column ``((h >> 32) * w) >> 32`` equals
+    ``h >> (64 - k)``, which saves a multiplication (same hash format).
+    """
     cdef Py_ssize_t d = table.shape[0], i, k, b = lo, m
     cdef uint64_t w = <uint64_t>table.shape[1]
     cdef uint64_t h, a
     cdef uint64_t pre[512]
     cdef cell_t* row
+    cdef int shift = 64
+    cdef bint pow2 = w > 1 and (w & (w - 1)) == 0
+    if pow2:
+        while ((<uint64_t>1) << (64 - shift)) < w:
+            shift -= 1
     while b < hi:
         m = hi - b if hi - b < 512 else 512
         for k in range(m):
@@ -37,14 +46,20 @@ cdef void _update_range(cell_t[:, ::1] table, const key_t[::1] keys, Py_ssize_t 
         for i in range(d):
             row = &table[i, 0]
             a = seeds[i]
-            if signed:
+            if signed and pow2:
+                for k in range(m):
+                    h = row_hash(pre[k], a)
+                    row[h >> shift] += hash_sign(h)
+            elif signed:
                 for k in range(m):
                     h = row_hash(pre[k], a)
                     row[hash_column(h, w)] += hash_sign(h)
+            elif pow2:
+                for k in range(m):
+                    row[row_hash(pre[k], a) >> shift] += 1
             else:
                 for k in range(m):
-                    h = row_hash(pre[k], a)
-                    row[hash_column(h, w)] += 1
+                    row[hash_column(row_hash(pre[k], a), w)] += 1
         b += m
 
 

@@ -35,9 +35,10 @@ def _stream(n=2000, n_items=300, seed=0):
 # ------------------------------------------------------------------ the sketch itself
 
 
+@pytest.mark.parametrize("width", [37, 64])  # 64: the power-of-two (shift) path of the kernel
 @pytest.mark.parametrize("kind", ["count", "count_min"])
 @pytest.mark.parametrize("items", ["int", "str", "pair"])
-def test_table_equals_brute_force(kind, items):
+def test_table_equals_brute_force(kind, items, width):
     raw = _stream(n=500, n_items=60, seed=1)
     if items == "int":
         X, keys = raw - 30, [ref.int_key(v) for v in raw - 30]
@@ -47,9 +48,9 @@ def test_table_equals_brute_force(kind, items):
     else:  # two columns: one composite item per row
         X = np.column_stack([raw % 7, raw // 7])
         keys = [ref.combine(ref.int_key(a), ref.int_key(b)) for a, b in X]
-    est = _sketch(kind=kind, depth=4, width=37, hash_seed=11)
+    est = _sketch(kind=kind, depth=4, width=width, hash_seed=11)
     est.partial_fit(X[:200]).partial_fit(X[200:])
-    expected = ref.brute_force_table(keys, 4, 37, 11, kind)
+    expected = ref.brute_force_table(keys, 4, width, 11, kind)
     np.testing.assert_array_equal(est.table_, np.array(expected))
     # the estimate kernel on the (not yet noised) table is the brute-force median / min
     query = X[:50]
