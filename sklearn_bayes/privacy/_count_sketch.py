@@ -370,7 +370,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 f"mechanism={self.mechanism!r} (it keeps an exact table by design)."
             )
 
-    def _validated_keys(self, X, name, reset, min_samples=1):
+    def _validated_keys(self, X, name, reset, min_samples=1, check_names=True):
         """Validate a batch completely and return its keys; on error the estimator is unchanged."""
         saved = dict(self.__dict__)
         try:
@@ -380,7 +380,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                     f"{name} is 1-D but the sketch was fitted on items of {self.n_features_in_} columns. "
                     "Reshape your data to shape (n_samples, n_features_in_)."
                 )
-            if not reset and isinstance(X2, np.ndarray) and not hasattr(self, "feature_names_in_"):
+            if not reset and isinstance(X2, np.ndarray) and not (check_names and hasattr(self, "feature_names_in_")):
                 # fast path for queries on arrays (no feature names to check): the same checks
                 # as validate_data, without its per-call overhead (queries can be tiny and many)
                 if X2.shape[1] != self.n_features_in_:
@@ -598,7 +598,8 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             Noisy estimates (rescaled by ``1/sampling_rate``).
         """
         check_is_fitted(self)
-        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0)
+        # query sets are lists of items, not feature matrices: no column-name check for arrays
+        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
         return self._answer(keys)
 
     def transform(self, X):
@@ -737,7 +738,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
         if method not in ("theorem5", "binomial"):
             raise ValueError(f"method must be 'theorem5' or 'binomial', got {method!r}.")
-        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0)
+        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
         d, w = self.table_.shape
         var1 = float(noise_variance(self.noise, d / self._base_epsilon()))
         if f2 is None:

@@ -484,6 +484,9 @@ def test_transform_and_feature_names():
     np.testing.assert_allclose(out[:4, 0], [100, 50, 100, 50], atol=5)
     assert est.get_feature_names_out().tolist() == ["privatecountsketch0"]
     assert est.n_query_sets_ == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a query set of plain items is not a feature matrix
+        assert est.query(["N1", "N9"]).shape == (2,)
     est.set_output(transform="pandas")
     assert list(est.transform(df).columns) == ["privatecountsketch0"]
 
@@ -599,3 +602,20 @@ def test_zipf_stream_distribution():
         assert stats.chisquare(np.bincount(x, minlength=41)[1:], 100_000 * p).pvalue > 1e-3
     with pytest.raises(ValueError, match="alpha"):
         make_zipf_stream(10, alpha=-1.0)
+
+
+def test_reproduction_runs_end_to_end_at_tiny_scale(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    from sklearn_bayes.experiments import count_sketch as exp
+
+    monkeypatch.setattr(exp, "REDUCED", dict(n=2**14, n_values=2**20, total_queries=200, start=500,
+                                             n_q=(1, 100), reps=1))
+    monkeypatch.setattr(exp, "EPSILONS", (1.0,))
+    monkeypatch.setattr(exp, "DEPTHS", (3,))
+    monkeypatch.setattr(exp, "POOLS", (50,))
+    table = exp.reproduce(tmp_path)
+    assert [row["n_q"] for row in table] == [1, 100]
+    assert all(np.isfinite(row["d=3"]) for row in table)
+    for name in ("sketch_runs.csv", "sketch_summary.csv", "sketch_curves.csv", "sketch_fig43.png", "sketch_fig44.png"):
+        assert (tmp_path / name).exists()
+    assert "Section 4.6" in capsys.readouterr().out
