@@ -315,6 +315,7 @@ def reproduce(output_dir, full=False, n_jobs=1, progress=None):
     """
     n_splits = 50 if full else 10
     out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
     summary_all = []
     for task in ("ridge", "svm", "logistic", "poisson"):
         dsets = real_datasets(task)

@@ -123,11 +123,13 @@ def _resolve_sizes(n_rows, n_params, subsample_size, n_subsamples, *, fraction, 
     return n, m, degraded
 
 
-def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_intercept, start=None):
+def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_intercept, start=None,
+                       fallback_start=None):
     """Unregularised fit on one subsample, with the documented fallback.
 
     ``start`` is an optional ``(coef, intercept)`` starting point (a pilot fit shared by all
-    subsamples: fewer Newton iterations, same minimiser).  Returns
+    subsamples: fewer Newton iterations, same minimiser); ``fallback_start`` likewise for the
+    (strictly convex) fallback fit.  Returns
     ``(coef (q*d,), intercept (q,), status)`` with status in
     ``{'ok', 'rank_deficient', 'separated', 'not_converged'}``.
     """
@@ -157,19 +159,22 @@ def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_interce
             mean = np.hstack([np.zeros((q, d)), np.asarray(null_intercept).reshape(q, 1)])
         else:
             Xa, mean = X, np.zeros((q, d))
+        init = None if fallback_start is None else np.hstack(
+            [np.reshape(fallback_start[0], (q, d)), np.reshape(fallback_start[1], (q, 1))])[:, : Xa.shape[1]]
         fb = fit_map(Xa, y, loss, sample_weight=w, fit_intercept=False, prior_mean=mean.ravel(),
-                     prior_precision=1.0, tol=tol, max_iter=max_iter)
+                     prior_precision=1.0, tol=tol, max_iter=max_iter, coef_init=init)
         coef = fb.coef[:, :d]
         intercept = fb.coef[:, d] if fit_intercept else np.zeros(q)
         return coef.ravel(), intercept, "separated"
     return res.coef.ravel(), res.intercept, status
 
 
-def _fit_subsample_batch(X, y, w, index_batch, loss, fit_intercept, tol, max_iter, null_intercept, start=None):
+def _fit_subsample_batch(X, y, w, index_batch, loss, fit_intercept, tol, max_iter, null_intercept, start=None,
+                         fallback_start=None):
     out = []
     for idx in index_batch:
         out.append(_fit_one_subsample(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
-                                      max_iter, null_intercept, start))
+                                      max_iter, null_intercept, start, fallback_start))
     return out
 
 
@@ -352,7 +357,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         if np.all(sample_weight == 1.0):
             sample_weight = None  # unit weights: the solver's faster unweighted path
         n_jobs = effective_n_jobs(self.n_jobs)
-        start = None
+        start = fallback_start = None
         if not loss.constant_hessian:
             # pilot: the first subsample's fit, computed here so that every subsample (in any
             # worker) starts from the same point whatever n_jobs is
@@ -360,7 +365,9 @@ class _BaseSubsampledPrior(BaseEstimator):
                                          self.max_iter, null_intercept)[0]
             if first[2] == "ok":
                 start = (first[0], first[1])
-        args = (loss, self.fit_intercept, self.tol, self.max_iter, null_intercept, start)
+            elif first[2] == "separated":
+                fallback_start = (first[0], first[1])
+        args = (loss, self.fit_intercept, self.tol, self.max_iter, null_intercept, start, fallback_start)
         if n_jobs == 1 or len(indices) == 1:
             return _fit_subsample_batch(X, y, sample_weight, indices, *args)
         batches = [b for b in np.array_split(np.arange(len(indices)), n_jobs) if b.size]
