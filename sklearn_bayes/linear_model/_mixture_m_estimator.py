@@ -23,7 +23,7 @@ __all__ = ["MixtureMEstimatorRegressor"]
 
 _MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
 _LTS_SUBSAMPLE = 1500  # elemental subsets are searched on at most this many rows
-_LTS_SCREEN = 100  # elemental fits with the best raw trimmed objective get concentration steps
+_LTS_SCREEN = 50  # elemental fits with the best raw trimmed objective get concentration steps
 _LTS_KEEP = 10  # candidates refined to convergence on the subsample
 _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
 
