@@ -7,7 +7,6 @@ as the mean and covariance of a Gaussian prior, and return the exact MAP fit on 
 """
 
 import math
-import numbers
 import warnings
 from numbers import Integral, Real
 
@@ -338,10 +337,11 @@ class _BaseSubsampledPrior(BaseEstimator):
         grow = False
         for res, t in zip(results, targets):
             statuses = [r[2] for r in res]
-            if statuses.count("separated") > 0.25 * len(statuses) and mle_exists(
-                    X[pool], t[pool], loss, fit_intercept=self.fit_intercept):
-                grow = True
-                break
+            if statuses.count("separated") > 0.25 * len(statuses):
+                if mle_exists(X[pool], t[pool], loss, fit_intercept=self.fit_intercept):
+                    grow = True
+                    break
+                plan["full_separated"] = True
         if not grow:
             return False
         plan["n"] = min(2 * plan["n"], cap)
@@ -408,11 +408,12 @@ class _BaseSubsampledPrior(BaseEstimator):
                 break
         outs = [self._prior_and_map(X, t, sample_weight, loss, r, plan["n"], plan["n_rows"])
                 for t, r in zip(targets, results)]
-        self._report([s for o in outs for s in o["statuses"]], plan["degraded"], all(o["converged"] for o in outs),
+        self._report([s for o in outs for s in o["statuses"]], plan, all(o["converged"] for o in outs),
+                     "a zero-count pattern" if isinstance(loss, PoissonLoss) else "separation",
                      stacklevel=stacklevel)
         return outs
 
-    def _report(self, statuses, degraded, converged, stacklevel=5):
+    def _report(self, statuses, plan, converged, what, stacklevel=5):
         """Warn once per fit about fallbacks, rank deficiency and non-convergence."""
         n_sep = statuses.count("separated")
         n_rank = statuses.count("rank_deficient")
@@ -421,20 +422,24 @@ class _BaseSubsampledPrior(BaseEstimator):
         parts = []
         if n_sep:
             parts.append(
-                f"{n_sep} of {len(statuses)} unregularised subsample fits do not exist (separation, or a "
-                "zero-count pattern for Poisson); they were replaced by fits with a unit Gaussian prior "
-                "N(0, I) (the intercept centred on the intercept-only fit)"
+                f"{n_sep} of {len(statuses)} unregularised subsample fits do not exist ({what}); they were "
+                "replaced by fits with a unit Gaussian prior N(0, I) (the intercept centred on the "
+                "intercept-only fit)"
             )
         if n_rank:
             parts.append(f"{n_rank} subsample fits were rank-deficient (minimum-norm-like solution used)")
         if n_nc:
             parts.append(f"{n_nc} subsample fits did not converge within max_iter={self.max_iter}")
         if parts:
-            hint = (
-                f" The data have too few rows for subsamples larger than the number of parameters"
-                if degraded else
-                f" Consider a larger subsample_size (now {self.subsample_size_})"
-            )
+            if plan["degraded"]:
+                hint = " The data have too few rows for subsamples larger than the number of parameters"
+            elif plan.get("full_separated"):
+                hint = f" All the rows show {what} too, so no subsample size avoids it"
+            elif plan["auto_n"] and plan["n"] >= max(plan["n_params"] + 1, plan["n_rows"] // 2):
+                hint = (f" The 'auto' subsample size is at its cap N // 2 = {plan['n']}; the data themselves "
+                        f"probably show {what}")
+            else:
+                hint = f" Consider a larger subsample_size (now {self.subsample_size_})"
             warnings.warn("; ".join(parts) + "." + hint + ".", SubsampleFitWarning, stacklevel=stacklevel)
         if not converged:
             warnings.warn(
