@@ -223,8 +223,8 @@ def _figure(table, path, shifts="symmetric"):
         color = plt.get_cmap("tab20")(i % 20)
         ax.bar(np.arange(len(settings)) + i * width, means, width, yerr=sds, label=m, capsize=2, color=color)
     ax.set_xticks(np.arange(len(settings)) + 0.4 - width / 2)
-    sign = "±" if shifts == "symmetric" else "one sign, "
-    ax.set_xticklabels(["no outliers"] + [f"10% shifted by {sign}{s}" for s in settings[1:]])
+    sign = "±" if shifts == "symmetric" else "+ or -"
+    ax.set_xticklabels(["no outliers"] + [f"10% y {sign}{s}" for s in settings[1:]])
     ax.set_ylabel("test MSE (standardised y)")
     ax.set_yscale("log")
     ax.set_title(f"Boston housing: robust regressors under target contamination ({shifts} shifts)")
