@@ -377,7 +377,16 @@ class _BaseSubsampledPrior(BaseEstimator):
         )
         return [r for part in parts for r in part]
 
-    def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows):
+    def _penalty_scale(self, X, y, sample_weight, indices, results):
+        """Factor between the prior precision and the penalty matrix of the MAP objective.
+
+        1 for losses that are negative log-likelihoods without a dispersion parameter
+        (logistic, Poisson) and for the squared hinge loss; the ridge regressor overrides it
+        with the noise variance.
+        """
+        return 1.0
+
+    def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0):
         """Prior from the subsample fits, then the MAP fit on all rows."""
         coefs = np.vstack([r[0] for r in results])
         intercepts = np.vstack([r[1] for r in results])
@@ -386,7 +395,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             n=n, n_rows=n_rows,
         )
         res = fit_map(
-            X, y, loss, prior_mean=mean, prior_precision=precision,
+            X, y, loss, prior_mean=mean, prior_precision=penalty_scale * precision,
             sample_weight=None if np.all(sample_weight == 1.0) else sample_weight,
             fit_intercept=self.fit_intercept, coef_init=mean,
             intercept_init=intercepts.mean(axis=0) if self.fit_intercept else None,
@@ -406,7 +415,8 @@ class _BaseSubsampledPrior(BaseEstimator):
             results = [self._subsample_fits(X, t, sample_weight, loss, indices) for t in targets]
             if not self._grow(plan, results, X, targets, loss):
                 break
-        outs = [self._prior_and_map(X, t, sample_weight, loss, r, plan["n"], plan["n_rows"])
+        outs = [self._prior_and_map(X, t, sample_weight, loss, r, plan["n"], plan["n_rows"],
+                                    self._penalty_scale(X, t, sample_weight, indices, r))
                 for t, r in zip(targets, results)]
         self._report([s for o in outs for s in o["statuses"]], plan, all(o["converged"] for o in outs),
                      "a zero-count pattern" if isinstance(loss, PoissonLoss) else "separation",
@@ -621,6 +631,51 @@ class SubsampledPriorRidge(RegressorMixin, _BaseSubsampledPrior):
     _auto_rows_per_param = 2.0
     _auto_min_subsamples = 20
 
+    _parameter_constraints = {
+        **_BaseSubsampledPrior._parameter_constraints,
+        "noise_variance": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(
+        self,
+        *,
+        n_subsamples="auto",
+        subsample_size="auto",
+        covariance="full",
+        covariance_scaling=None,
+        shrinkage="auto",
+        noise_variance="auto",
+        fit_intercept=True,
+        tol=1e-8,
+        max_iter=100,
+        n_jobs=None,
+        random_state=None,
+    ):
+        super().__init__(
+            n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, fit_intercept=fit_intercept,
+            tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
+        )
+        self.noise_variance = noise_variance
+
+    def _penalty_scale(self, X, y, sample_weight, indices, results):
+        """The noise variance: pooled residual variance of the unregularised subsample fits."""
+        if self.noise_variance != "auto":
+            self.noise_variance_ = float(self.noise_variance)
+            return self.noise_variance_
+        w = sample_weight / sample_weight[sample_weight > 0].mean()
+        n_params = X.shape[1] + int(self.fit_intercept)
+        rss = dof = 0.0
+        for idx, (coef, intercept, _) in zip(indices, results):
+            r = y[idx] - X[idx] @ coef - intercept[0]
+            rss += float(w[idx] @ (r * r))
+            dof += len(idx) - n_params
+        if dof <= 0:  # subsamples too small to leave residual degrees of freedom
+            mean = np.average(y, weights=sample_weight)
+            rss, dof = float(sample_weight @ (y - mean) ** 2), max(float(np.sum(sample_weight)) - 1.0, 1.0)
+        self.noise_variance_ = rss / dof
+        return self.noise_variance_
+
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -660,21 +715,34 @@ class SubsampledPriorRidge(RegressorMixin, _BaseSubsampledPrior):
 _doc(
     SubsampledPriorRidge,
     "Ridge regression whose (matrix) penalty is estimated from unregularised subsample fits.",
+    extra_params="""
+    noise_variance : 'auto' or float > 0, default='auto'
+        Variance :math:`\\sigma^2` of the Gaussian noise, which sets the weight of the data term
+        against the prior.  ``'auto'`` pools the residual variances of the unregularised
+        subsample fits, :math:`\\hat\\sigma^2 = \\sum_i \\mathrm{RSS}_i / \\sum_i (n - p)` (unbiased
+        for each fit; no extra pass over the data).  ``1.0`` reproduces the dissertation's
+        objective, which assumes a standardised target.""",
     attr_fmt=_SINGLE_ATTRS,
     extra_attrs="""
     coef_ : ndarray of shape (n_features,)
         MAP coefficients.
     intercept_ : float
-        Intercept (0.0 if ``fit_intercept=False``).""",
+        Intercept (0.0 if ``fit_intercept=False``).
+    noise_variance_ : float
+        The noise variance used (estimated when ``noise_variance='auto'``); the MAP penalty
+        matrix is ``noise_variance_ * prior_precision_``.""",
     notes_fmt=dict(
-        loss_text=":math:`L(y, \\eta) = \\tfrac12 (y-\\eta)^2`",
+        loss_text=":math:`L(y, \\eta) = \\tfrac{1}{2\\sigma^2} (y-\\eta)^2`",
         scaling_text=(
-            "For the squared loss this is half the dissertation's objective "
-            ":math:`\\|y - X\\beta\\|^2 + (\\beta-\\beta_0)^\\top\\hat S^{-1}(\\beta-\\beta_0)`, so the\n"
-            "    solution is its closed form :math:`(X^\\top X + \\hat S^{-1})^{-1}(X^\\top y + \\hat S^{-1}\\beta_0)`\n"
-            "    (on centred data when an intercept is fitted).  Note that, as in the dissertation, the\n"
-            "    noise variance is taken as 1: the penalty is relatively stronger for a target with small\n"
-            "    residual variance, so the result depends on the scale of ``y``."
+            "For the Gaussian likelihood with noise variance :math:`\\sigma^2` the MAP estimate is\n"
+            "    :math:`(X^\\top X + \\sigma^2\\hat S^{-1})^{-1}(X^\\top y + \\sigma^2\\hat S^{-1}\\beta_0)`\n"
+            "    (on centred data when an intercept is fitted).  The dissertation's closed form\n"
+            "    :math:`(X^\\top X + \\hat S^{-1})^{-1}(X^\\top y + \\hat S^{-1}\\beta_0)` drops\n"
+            "    :math:`\\sigma^2`, i.e. assumes :math:`\\sigma^2 = 1`: since :math:`\\hat S` scales with\n"
+            "    the square of the target's units and :math:`X^\\top y` linearly, that estimate is not\n"
+            "    equivariant (multiplying ``y`` by 10 does not multiply the fit by 10).  With\n"
+            "    ``noise_variance='auto'`` the fit is scale equivariant; ``noise_variance=1.0`` gives the\n"
+            "    dissertation's estimate (which it used on standardised targets)."
         ),
     ),
     examples="""

@@ -64,10 +64,56 @@ def test_ridge_equals_closed_form_and_prior_is_subsample_moments():
     assert_allclose(reg.prior_mean_, C.mean(0), rtol=1e-12)
     assert_allclose(reg.prior_covariance_, np.cov(C, rowvar=False), rtol=1e-10)
     assert_allclose(reg.prior_precision_ @ reg.prior_covariance_, np.eye(4), atol=1e-8)
-    beta, b0 = _centred_map(X, y, reg.prior_mean_, np.linalg.inv(reg.prior_covariance_))
+    # noise variance: pooled residual variance of the subsample OLS fits
+    rss = sum(np.sum((y[idx] - X[idx] @ c - np.mean(y[idx] - X[idx] @ c)) ** 2)
+              for idx, c in zip(_subsample_rows(reg, X, y), C))
+    assert_allclose(reg.noise_variance_, rss / (30 * (40 - 5)), rtol=1e-8)
+    # MAP = (X'X + sigma^2 S^-1)^-1 (X'y + sigma^2 S^-1 beta0) on centred data
+    P = reg.noise_variance_ * np.linalg.inv(reg.prior_covariance_)
+    beta, b0 = _centred_map(X, y, reg.prior_mean_, P)
     assert_allclose(reg.coef_, beta, rtol=1e-9)
     assert_allclose(reg.intercept_, b0, rtol=1e-9)
     assert reg.subsample_size_ == 40 and reg.n_subsamples_ == 30 and reg.shrinkage_ == 0.0
+
+
+def _subsample_rows(reg, X, y):
+    """Each subsample's rows, drawn again from an unfitted copy with the same random_state."""
+    rng_plan = SubsampledPriorRidge(**reg.get_params())._plan(X.shape[1] + 1, np.ones(len(y)), X)
+    return SubsampledPriorRidge(**reg.get_params())._draw(rng_plan)
+
+
+def test_ridge_with_unit_noise_variance_is_the_dissertations_closed_form():
+    """noise_variance=1 gives (X'X + S^-1)^-1 (X'y + S^-1 beta0) exactly (spec, Algorithm 1)."""
+    X, y = _regression()
+    reg = SubsampledPriorRidge(n_subsamples=30, subsample_size=40, shrinkage=None, noise_variance=1.0,
+                               random_state=0).fit(X, y)
+    beta, b0 = _centred_map(X, y, reg.prior_mean_, np.linalg.inv(reg.prior_covariance_))
+    assert reg.noise_variance_ == 1.0
+    assert_allclose(reg.coef_, beta, rtol=1e-9)
+    assert_allclose(reg.intercept_, b0, rtol=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-3, 10.0, 1e4])
+def test_ridge_is_scale_equivariant_in_y(scale):
+    """Multiplying y by c multiplies the fit by c (fails for the dissertation's sigma^2 = 1 form)."""
+    X, y = _regression()
+    a = SubsampledPriorRidge(random_state=0).fit(X, y)
+    b = SubsampledPriorRidge(random_state=0).fit(X, scale * y)
+    assert_allclose(b.coef_, scale * a.coef_, rtol=1e-8)
+    assert_allclose(b.intercept_, scale * a.intercept_, rtol=1e-8)
+    assert_allclose(b.noise_variance_, scale**2 * a.noise_variance_, rtol=1e-8)
+    paper_a = SubsampledPriorRidge(noise_variance=1.0, random_state=0).fit(X, y)
+    paper_b = SubsampledPriorRidge(noise_variance=1.0, random_state=0).fit(X, scale * y)
+    assert not np.allclose(paper_b.coef_, scale * paper_a.coef_, rtol=1e-6)
+
+
+def test_ridge_noise_variance_estimate_within_its_standard_error():
+    """Each subsample's RSS/(n - p) is unbiased for sigma^2 with sd sigma^2 sqrt(2/(n - p)); the
+    pooled mean has at most that sd (Cauchy-Schwarz), so 4 sd is a conservative bound."""
+    X, y = _regression(n=4000)  # noise sd 2
+    reg = SubsampledPriorRidge(random_state=1).fit(X, y)
+    dof = reg.subsample_size_ - (X.shape[1] + 1)
+    assert abs(reg.noise_variance_ - 4.0) <= 4 * 4.0 * np.sqrt(2.0 / dof)
 
 
 def test_subsample_fits_are_unregularised_ols():
@@ -86,9 +132,9 @@ def test_diag_equals_explicit_per_feature_ridge():
     var = np.diag(reg.prior_covariance_)
     assert_allclose(reg.prior_covariance_, np.diag(var))
     assert_allclose(var, reg.subsample_coefs_.var(0, ddof=1), rtol=1e-12)
-    # beta = m + diag(sd) v with v a standard ridge (alpha = 1) of y - X m on X diag(sd)
+    # beta = m + diag(sd) v with v a standard ridge (alpha = sigma^2) of y - X m on X diag(sd)
     m, sd = reg.prior_mean_, np.sqrt(var)
-    ridge = Ridge(alpha=1.0, solver="cholesky").fit(X * sd, y - X @ m)
+    ridge = Ridge(alpha=reg.noise_variance_, solver="cholesky").fit(X * sd, y - X @ m)
     assert_allclose(reg.coef_, m + sd * ridge.coef_, rtol=1e-8)
     assert_allclose(reg.intercept_, ridge.intercept_, rtol=1e-8)
 
@@ -102,7 +148,9 @@ def test_covariance_scalings(scaling):
     n, m, N = 40, 30, X.shape[0]
     factor = n if scaling == "subsample_size" else n * (m - 1) / ((N - n) * m)
     assert_allclose(scaled.prior_covariance_, factor * base.prior_covariance_, rtol=1e-10)
-    beta, _ = _centred_map(X, y, scaled.prior_mean_, np.linalg.inv(scaled.prior_covariance_))
+    assert scaled.noise_variance_ == base.noise_variance_
+    P = scaled.noise_variance_ * np.linalg.inv(scaled.prior_covariance_)
+    beta, _ = _centred_map(X, y, scaled.prior_mean_, P)
     assert_allclose(scaled.coef_, beta, rtol=1e-9)
 
 
@@ -191,7 +239,7 @@ def test_sample_weight_enters_the_map_exactly():
     X, y = _regression(n=300)
     w = np.random.default_rng(0).uniform(0.5, 2.0, size=300)
     reg = SubsampledPriorRidge(n_subsamples=20, subsample_size=30, random_state=0).fit(X, y, sample_weight=w)
-    beta, b0 = _centred_map(X, y, reg.prior_mean_, reg.prior_precision_, w)
+    beta, b0 = _centred_map(X, y, reg.prior_mean_, reg.noise_variance_ * reg.prior_precision_, w)
     assert_allclose(reg.coef_, beta, rtol=1e-9)
     assert_allclose(reg.intercept_, b0, rtol=1e-9)
 
