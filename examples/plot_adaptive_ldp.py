@@ -1,7 +1,7 @@
 """
-=====================================================================
+=======================================================================
 Adaptive local-DP frequency estimation of diamond clarity (AdOBEst-LDP)
-=====================================================================
+=======================================================================
 
 Each "user" holds one category (here: the clarity grade of a diamond from the
 ``ggplot2`` *diamonds* data, 8 grades) and reveals it only through an
@@ -50,7 +50,7 @@ truth = np.bincount(codes, minlength=K) / codes.size
 
 # %%
 # Simulation mode: adaptive vs non-adaptive on the same users, epsilon = 1
-# ----------------------------------------------------------------------
+# ------------------------------------------------------------------------
 fits = {}
 for utility in ["honest", "non_adaptive"]:
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, kappa=0.9, utility=utility,
