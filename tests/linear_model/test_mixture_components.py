@@ -101,3 +101,26 @@ def test_components_are_copied_not_mutated_and_compare_by_value():
     assert MixtureComponent().name == "component"
     with pytest.raises(NotImplementedError):
         MixtureComponent().log_pdf(R, 1.0)
+
+
+@pytest.mark.parametrize("comp, law", LAWS, ids=lambda c: getattr(c, "name", ""))
+@pytest.mark.parametrize("k", [0.5, 3.0])
+def test_map_scale_update_maximises_penalised_likelihood(comp, law, k):
+    """fit_scale_map maximises sum z log p(r; s) - k (s0^2/s^2 + log s^2); the generic base-class
+    version (numerical) agrees with the closed forms."""
+    s0 = 0.7
+
+    def neg(log_s):
+        s = np.exp(log_s)
+        return -np.sum(Z * comp.log_pdf(R, s)) + k * (s0**2 / s**2 + 2 * log_s)
+
+    s_hat = comp.fit_scale_map(R, Z, s0, k)
+    res = optimize.minimize_scalar(neg, bracket=(-3, 3), tol=1e-12)
+    assert np.log(s_hat) == pytest.approx(res.x, abs=1e-5)
+    assert neg(np.log(s_hat)) <= res.fun + 1e-9 * abs(res.fun)
+    generic = MixtureComponent.fit_scale_map(comp, R, Z, s0, k)
+    assert generic == pytest.approx(s_hat, rel=1e-5)
+    # strength 0 is the maximum-likelihood step; an empty component gets the prior's mode
+    assert comp.fit_scale_map(R, Z, s0, 0.0) == pytest.approx(comp.fit_scale(R, Z), rel=1e-12)
+    empty = comp.fit_scale_map(R, np.zeros_like(Z), s0, k)
+    assert empty == pytest.approx(s0, rel=1e-6)

@@ -80,9 +80,9 @@ def test_one_laplace_component_is_least_absolute_deviations():
 
 
 def test_scales_are_m_step_closed_forms_at_convergence():
-    """At a fixed point, scales_ equal the closed-form M-steps on responsibilities_."""
+    """At a fixed point, scales_ equal the closed-form (maximum-likelihood) M-steps on responsibilities_."""
     X, y, _, _ = _contaminated(seed=3)
-    reg = MixtureMEstimatorRegressor(tol=0.0, max_iter=3000, random_state=0)
+    reg = MixtureMEstimatorRegressor(tol=0.0, max_iter=3000, random_state=0, scale_prior=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reg.fit(X, y)
@@ -252,15 +252,76 @@ def test_attributes_and_score_samples():
     assert set(np.flatnonzero(reg.flag_outliers(X, y))) >= set(bad)
 
 
-def test_scale_equivariance():
+@pytest.mark.parametrize("k", [0.0, 1.0])
+def test_scale_equivariance(k):
     X, y, _, _ = _contaminated(seed=11)
     # same random subsets and an equivariant algorithm: equal up to rounding once converged tightly
-    a = MixtureMEstimatorRegressor(tol=1e-13, max_iter=5000, random_state=0).fit(X, y)
-    b = MixtureMEstimatorRegressor(tol=1e-13, max_iter=5000, random_state=0).fit(X, 10.0 * y)
+    a = MixtureMEstimatorRegressor(tol=1e-13, max_iter=5000, random_state=0, scale_prior=k).fit(X, y)
+    b = MixtureMEstimatorRegressor(tol=1e-13, max_iter=5000, random_state=0, scale_prior=k).fit(X, 10.0 * y)
     np.testing.assert_allclose(b.coef_, 10.0 * a.coef_, rtol=1e-6)
-    # the maximised likelihood changes by the Jacobian -n log 10; weights and scales sit on a
-    # flat ridge of the likelihood (Gaussian/Laplace split), so compare them only through it
-    assert b.log_likelihood_ == pytest.approx(a.log_likelihood_ - len(y) * np.log(10.0), rel=1e-9)
+    # the maximised objective changes by the Jacobian -n log 10 (and the prior's -k log s_j^2
+    # by -2 k J log 10); weights and scales sit on a nearly flat ridge (Gaussian/Laplace split),
+    # so compare them only through it
+    shift = len(y) * np.log(10.0) + 2 * k * 3 * np.log(10.0)
+    assert b.objective_history_[-1] == pytest.approx(a.objective_history_[-1] - shift, rel=1e-9)
+    if k == 0:
+        assert b.log_likelihood_ == pytest.approx(a.log_likelihood_ - len(y) * np.log(10.0), rel=1e-9)
+
+
+def test_scale_prior_map_closed_forms_at_convergence():
+    """With the scale prior, scales_ are the MAP M-steps: closed forms with 2k pseudo-observations."""
+    X, y, _, _ = _contaminated(seed=3)
+    k = 1.0
+    reg = MixtureMEstimatorRegressor(tol=0.0, max_iter=3000, random_state=0, scale_prior=k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg.fit(X, y)
+    # prior scales: the starting scales from the MAD of the (same, seeded) LTS start
+    Xa = np.hstack([X - X.mean(0), np.ones((len(y), 1))])
+    theta0 = _lts_starts(Xa, y - y.mean(), np.ones(len(y)), 500, 1, np.random.RandomState(0))[0]
+    mad = np.sort(np.abs(y - y.mean() - Xa @ theta0))[(len(y) - 1) // 2]  # lower median, as in fit
+    s0 = np.array([mad / 0.6744897501960817, mad / np.log(2.0), mad])
+    r = y - reg.predict(X)
+    z = reg.responsibilities_
+    n = z.sum(axis=0)
+    g, l, c = reg.scales_
+    assert g**2 == pytest.approx((z[:, 0] @ r**2 + 2 * k * s0[0] ** 2) / (n[0] + 2 * k), rel=1e-6)
+    m, A = n[1] + 2 * k, z[:, 1] @ np.abs(r)
+    assert l == pytest.approx((A + np.sqrt(A * A + 8 * k * s0[1] ** 2 * m)) / (2 * m), rel=1e-6)
+    t = c**2
+    assert abs(np.sum(z[:, 2] * (r**2 - t) / (r**2 + t)) + 2 * k * (s0[2] ** 2 / t - 1)) <= 1e-6 * n[2]
+    # EM increases the penalised objective monotonically (Laplace smoothing slack as above)
+    hist = reg.objective_history_
+    assert np.diff(hist).min() >= -(len(y) * 1e-6 / 2 + 1e-11 * np.abs(hist).max())
+    assert hist[-1] - reg.log_likelihood_ == pytest.approx(-k * np.sum(s0**2 / reg.scales_**2 + np.log(reg.scales_**2)))
+
+
+def test_scale_prior_stops_a_spike_component_with_gaussian_errors():
+    """Gaussian errors: without the prior a Cauchy component collapses onto a few fitted residuals.
+
+    The fit can set p residuals to 0 and the mixture likelihood is unbounded as a scale
+    goes to 0; the ML fit parks the Cauchy scale near its floor (a spike) and its weights
+    2/gamma^2 pull the coefficients towards interpolating those points.  The weak prior
+    keeps the scales near the data's and the fit close to OLS (efficient here).
+    """
+    rng = np.random.default_rng(0)
+    n, d = 300, 10
+    X = rng.normal(size=(n, d))
+    beta = rng.normal(size=d)
+    err = {0.0: [], 1.0: [], "ols": []}
+    spike = []
+    for rep in range(6):
+        y = X @ beta + rng.normal(size=n)
+        ols = LinearRegression().fit(X, y)
+        err["ols"].append(np.sum((ols.coef_ - beta) ** 2))
+        for k in (0.0, 1.0):
+            reg = MixtureMEstimatorRegressor(scale_prior=k, random_state=rep).fit(X, y)
+            err[k].append(np.sum((reg.coef_ - beta) ** 2))
+            if k == 1.0:
+                # no component's scale sits at a tenth of the residual scale
+                assert reg.scales_.min() > 0.2 * np.std(y - ols.predict(X))
+    assert np.mean(err[1.0]) < np.mean(err[0.0])
+    assert np.mean(err[1.0]) < 1.1 * np.mean(err["ols"])
 
 
 def test_fixed_scales_and_user_components():
