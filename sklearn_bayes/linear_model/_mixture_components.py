@@ -106,9 +106,10 @@ class MixtureComponent:
     def fit_scale_map(self, r, resp, prior_scale, strength):
         """Scale maximising ``sum_i resp_i log p(r_i; s) - strength * (prior_scale**2 / s**2 + log s**2)``.
 
-        The penalty is the log-density (up to a constant) of an inverse-gamma
-        prior on ``s**2`` with shape ``strength`` and scale ``strength *
-        prior_scale**2`` (mode of ``s**2`` near ``prior_scale**2``): it keeps a
+        The penalty is the log-density (up to a constant) of the inverse-gamma
+        prior ``(s**2)**(-strength) * exp(-strength * prior_scale**2 / s**2)``
+        on ``s**2`` (shape ``strength - 1``, scale ``strength * prior_scale**2``,
+        mode ``prior_scale**2``; Chen, Tan and Zhang, 2008): it keeps a
         component from collapsing onto a few (near-)zero residuals, where the
         likelihood of a mixture is unbounded.  ``strength = 0`` gives
         :meth:`fit_scale`.  This generic version maximises numerically over

@@ -181,7 +181,7 @@ class _Problem:
         self.fit_scales, self.floors = fit_scales, floors
         self.wtot = float(sw.sum())
         self.unit = unit  # scale of y: coefficients are extrapolated in these units (equivariance)
-        # inverse-gamma prior on each fitted s_j^2 (components with a ``fit_scale_map`` method)
+        # penalty -k (s0_j^2 / s_j^2 + log s_j^2) on each fitted scale (components with ``fit_scale_map``)
         self.prior_strength = float(prior_strength) if fit_scales and prior_scales is not None else 0.0
         self.prior_scales = None if prior_scales is None else np.asarray(prior_scales, dtype=float)
         self.has_map = [callable(getattr(c, "fit_scale_map", None)) for c in comps]
@@ -375,10 +375,12 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         Guard against scale collapse: each scale stays at least this fraction of
         the scale matching the median absolute residual of the start.
     scale_prior : float >= 0, default=1.0
-        Strength ``k`` of a weak inverse-gamma prior on each fitted squared
-        scale, ``s_j^2 ~ InvGamma(k, k s0_j^2)`` with ``s0_j`` the starting
-        scale (so ``2 k`` pseudo-observations at the scale of the start's
-        residuals).  With ``p`` coefficients the fit can set residuals to
+        Strength ``k`` of a weak prior on each fitted scale: the penalty
+        ``-k (s0_j^2 / s_j^2 + log s_j^2)`` of Chen, Tan and Zhang (2008), i.e.
+        an inverse-gamma density ``(s_j^2)^{-k} exp(-k s0_j^2 / s_j^2)`` on
+        ``s_j^2`` with its mode at ``s0_j^2``, ``s0_j`` the starting scale
+        (for the Gaussian: ``2 k`` pseudo-observations with squared residual
+        ``s0_j^2``).  With ``p`` coefficients the fit can set residuals to
         exactly 0, and the mixture likelihood is unbounded as a scale tends to 0
         (a "spike" component on a few fitted points): without the prior a
         Cauchy component collapses onto its floor (``min_scale_ratio``) and its
