@@ -426,6 +426,8 @@ def test_bad_input():
         MixtureMEstimatorRegressor(min_scale_ratio=1.5).fit(X, y)
     with pytest.raises(ValueError, match="init"):
         MixtureMEstimatorRegressor(init="random").fit(X, y)
+    with pytest.raises(ValueError, match="scale_prior"):
+        MixtureMEstimatorRegressor(scale_prior=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="[Nn]egative"):
         MixtureMEstimatorRegressor().fit(X, y, sample_weight=-np.ones(40))
     reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
@@ -467,3 +469,20 @@ def test_naive_trim_and_refit_drops_gross_outliers():
     assert n_clean - naive.support_.sum() <= n_clean * p + 4 * np.sqrt(n_clean * p * (1 - p))
     fit = LinearRegression().fit(X[naive.support_], y[naive.support_])
     np.testing.assert_allclose(naive.coef_, fit.coef_, rtol=1e-10)
+
+
+def test_reproduction_fixed_scale_mixture_uses_the_chapters_unit_scales():
+    """Table 3.1's mixture has no scale parameters (rho = r^2/2, |r|, log(1 + r^2)) on standardised
+    data: the reproduction fixes every scale at 1, one sd of the standardised target."""
+    from sklearn_bayes.experiments.robust import make_methods
+
+    X, y, _, _ = _contaminated(seed=12)
+    y = (y - y.mean()) / y.std()
+    reg = make_methods(0, include_slow=False)["mixture (fixed scales)"]().fit(X, y)
+    assert reg.fit_scales is False
+    np.testing.assert_array_equal(reg.scales_, [1.0, 1.0, 1.0])
+    assert [c.name for c in reg.components_] == ["gaussian", "laplace", "cauchy"]
+    # the unit-scale Gaussian, Laplace and Cauchy log-densities are the chapter's -rho up to constants
+    r = np.linspace(-3, 3, 7)
+    for c, rho in zip(reg.components_, (r**2 / 2, np.abs(r), np.log1p(r**2))):
+        np.testing.assert_allclose(c.log_pdf(r, 1.0) - c.log_pdf(np.zeros(1), 1.0), -rho, atol=1e-12)
