@@ -348,3 +348,70 @@ def test_exception_in_user_utility_leaves_state_untouched():
         with pytest.raises(RuntimeError):
             est.partial_fit([[0]] * 30)
         assert _snapshot(est) == before
+
+
+# ---------------------------------------------------------------- final estimate of theta_
+def _quadrature_posterior(y, subs, mech, prior=1.0, n_grid=600):
+    """Exact posterior mean and sd of theta (K = 3, Dirichlet(prior) prior) by quadrature."""
+    u = (np.arange(n_grid) + 0.5) / n_grid
+    t1, t2 = np.meshgrid(u, u, indexing="ij")
+    ok = t1 + t2 < 1
+    pts = np.stack([t1[ok], t2[ok], 1 - t1[ok] - t2[ok]], axis=1)
+    logp = (prior - 1.0) * np.log(pts).sum(axis=1)
+    keys = {}
+    for yy, S in zip(y, subs):
+        keys[(int(yy), tuple(S))] = keys.get((int(yy), tuple(S)), 0) + 1
+    for (yy, S), c in keys.items():
+        logp += c * np.log(pts @ mech.transition_matrix(list(S))[:, yy])
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    mean = w @ pts
+    sd = np.sqrt(w @ (pts - mean) ** 2)
+    return mean, sd
+
+
+@pytest.mark.parametrize("final_estimate, n_final_steps, tol", [("mala", 4000, 0.5), ("gibbs", 4000, 0.5)])
+def test_final_estimate_is_the_exact_posterior_mean(final_estimate, n_final_steps, tol):
+    """theta_ equals the posterior mean computed by quadrature, within a fraction of a posterior sd."""
+    K, eps, kappa, n = 3, 1.0, 0.8, 400
+    mech = RRRRMechanism(K, eps, kappa)
+    y, subs = _responses(K, n, np.array([0.6, 0.3, 0.1]), eps, kappa, [[], [0], [0, 1], [2]], seed=4)
+    mean, sd = _quadrature_posterior(y, subs, mech)
+    for seed in range(3):
+        est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=final_estimate,
+                                            n_final_steps=n_final_steps, random_state=_gen(30 + seed))
+        est.partial_fit_responses(y, subs)
+        assert np.all(np.abs(est.theta_ - mean) <= tol * sd), (est.theta_, mean, sd)
+        np.testing.assert_allclose(est.theta_.sum(), 1.0)
+
+
+def test_final_mala_beats_the_sgld_average_on_the_same_responses():
+    """With step 0.5/n the papers' final SGLD average is about one posterior draw; MALA is the mean."""
+    K, eps, kappa, n = 3, 1.0, 0.8, 400
+    mech = RRRRMechanism(K, eps, kappa)
+    y, subs = _responses(K, n, np.array([0.6, 0.3, 0.1]), eps, kappa, [[]], seed=7)
+    mean, sd = _quadrature_posterior(y, subs, mech)
+    err = {}
+    for fe in ("mala", "sgld"):
+        e = []
+        for seed in range(8):
+            est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=fe,
+                                                random_state=_gen(40 + seed)).partial_fit_responses(y, subs)
+            e.append(np.sum((est.theta_ - mean) ** 2 / sd**2))
+        err[fe] = np.mean(e)
+    # a posterior draw has E sum((theta - mean)^2 / sd^2) = K; the exact mean has 0
+    assert err["mala"] < 0.2 * K, err
+    assert err["sgld"] > err["mala"], err
+
+
+def test_final_estimate_grouped_likelihood_matches_the_kernel_table():
+    """The grouped likelihood rows equal the mechanism's g(y | x) and the counts add up to n."""
+    K, eps, kappa, n = 5, 1.0, 0.8, 300
+    mech = RRRRMechanism(K, eps, kappa)
+    y, subs = _responses(K, n, np.full(K, 0.2), eps, kappa, [[], [0], [1, 3], [4, 0, 2]], seed=9)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
+                                        random_state=_gen(1)).partial_fit_responses(y, subs)
+    L, counts = est._grouped_likelihood()
+    assert counts.sum() == n
+    rows = {tuple(np.round(mech.transition_matrix(S)[:, yy], 12)) for yy, S in zip(y, subs)}
+    assert {tuple(np.round(r, 12)) for r in L} == rows
