@@ -3,8 +3,10 @@
 The reproduction runs the paper's grid (K in {10, 20}, epsilon in {0.5, 1, 5}, kappa in
 {0.8, 0.9}, rho in {0.01, 0.1, 1}, T = 500 K users, 50 runs) for its 12 methods (U1-U6,
 semi-adaptive with alpha in {0.2, 0.6, 0.8, 0.9, 0.95}, non-adaptive), every method on
-the same users in a run, with SGLD (M = 20, m = 50, step 0.5 / T, 2000 final iterations
-averaged over the last 1000) as in the paper.  The default is a reduced grid.
+the same users in a run, with SGLD (M = 20, m = 50, step 0.5 / T) as in the paper.
+``theta_`` is the estimator's default final estimate (``final_estimate='mala'``, the
+exact posterior mean with 2000 final iterations); pass ``{"final_estimate": "sgld"}`` in
+a method's parameters for the paper's final SGLD average.  The default is a reduced grid.
 """
 
 import time
