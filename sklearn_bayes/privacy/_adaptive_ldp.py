@@ -175,9 +175,11 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     responses in group ``g``, ``L_g`` their likelihood vector) costs ``O(G K)``
     with ``G <= K x (number of distinct subsets)`` groups, independent of ``n``.  The
     proposal is preconditioned by the inverse of the Laplace-type matrix
-    ``J F J + diag(e^z)`` (``F = sum_g c_g L_g L_g^T / h_g^2`` the observed
+    ``J F J + diag(e^z + rho)`` (``F = sum_g c_g L_g L_g^T / h_g^2`` the observed
     information of ``theta``, ``J = diag(theta) - theta theta^T`` the Jacobian of the
-    softmax) at the starting point, its scale is adapted during the burn-in half and
+    softmax, ``e^z`` the prior's curvature; ``+ rho`` keeps the proposal no wider
+    than the ``exp(rho_k z_k)`` left tail of a category near 0, which the curvature
+    misses) at the starting point, its scale is adapted during the burn-in half and
     then fixed, and every move passes the Metropolis-Hastings test, so the average
     converges to the exact posterior mean.  ``final_estimate='gibbs'`` is the exact
     data-augmentation Gibbs sampler on the same groups
@@ -612,7 +614,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         ``theta = softmax(z)``: ``ln pi(z) = sum_k (rho_k z_k - e^{z_k})
         + sum_g c_g ln(L_g . theta)``.  Proposal
         ``z' = z + (h/2) C grad ln pi(z) + sqrt(h) C^{1/2} xi`` with the fixed
-        ``C = (J F J + diag(e^z))^{-1}`` at the starting point (``F`` the observed
+        ``C = (J F J + diag(e^z + rho))^{-1}`` at the starting point (``F`` the observed
         information of ``theta``, ``J = diag(theta) - theta theta^T``), accepted by
         the Metropolis-Hastings ratio, so the chain targets the exact posterior.  ``h``
         is adapted during burn-in (acceptance near 0.57) and then fixed.
@@ -639,7 +641,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         lp, grad, theta, h, w = logpost_grad(z)
         F = (L * (w / h)[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
         J = np.diag(theta) - np.outer(theta, theta)
-        M = J @ F @ J + np.diag(np.exp(z))
+        M = J @ F @ J + np.diag(np.exp(z) + prior)
         M = 0.5 * (M + M.T)
         C = np.linalg.inv(M)
         C = 0.5 * (C + C.T)
