@@ -1,6 +1,8 @@
 """AdOBEst-LDP: adaptive online Bayesian frequency estimation under local differential privacy."""
 
+import hashlib
 import numbers
+import pickle
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -26,6 +28,9 @@ _FAST_MODES = {
     "tv_marginal": 8,
     "mse": 9,
 }
+
+
+_N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
 
 
 def _grow(arr, n, axis0_fill=0):
@@ -432,7 +437,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             setattr(self, k, v)
         n = st["n_responses_"]
         self.subset_sizes_ = st["_sizes"][:n]
-        self.theta_ = self._final_theta()
+        # ``theta_`` is computed when first read: recording a response costs no final
+        # phase.  Its randomness is seeded by a digest of the main generator's state,
+        # which is not advanced, so reading ``theta_`` or posterior samples never
+        # changes later fitting, and equal states give equal estimates.
+        digest = hashlib.sha256(pickle.dumps(st["_rng"].bit_generator.state, protocol=4)).digest()
+        self._read_seed = int.from_bytes(digest[:16], "little")
+        self._theta_cache = None
 
     def _intern_new_rows(self, st, n_sids_before, n_sids_after, n_old, n_new):
         """Merge subset rows [n_sids_before, n_sids_after) into the table of distinct subsets."""
@@ -554,7 +565,23 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                  n, self._n_sids, int(self.batch_size), gamma, n_iter, thin, out)
         return out
 
-    def _final_theta(self):
+    @property
+    def theta_(self):
+        """Estimated category probabilities, computed on first read after each fit call."""
+        if "n_responses_" not in vars(self):
+            raise AttributeError(
+                "'AdaptiveLDPFrequencyEstimator' has no attribute 'theta_': call fit, partial_fit "
+                "or partial_fit_responses first."
+            )
+        if self._theta_cache is None:
+            self._theta_cache = self._final_theta(self._read_rng(0))
+        return self._theta_cache.copy()
+
+    def _read_rng(self, stream):
+        """Generator for read-only computations (``stream`` 0: theta_, 1: posterior samples)."""
+        return np.random.default_rng([self._read_seed, stream])
+
+    def _final_theta(self, rng):
         if self.n_final_steps == 0 or self.n_responses_ == 0:
             return self._phi / self._phi.sum()
         burn = self.n_final_steps - self.n_final_steps // 2
@@ -562,15 +589,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if keep == 0:
             return self._phi / self._phi.sum()
         if self.final_estimate == "gibbs":
-            return self._gibbs_posterior_mean(burn, keep)
+            return self._gibbs_grouped(burn, keep, rng)[0]
         if self.final_estimate == "mala":
-            return self._mala_posterior_mean(burn, keep)
+            return self._mala(burn, keep, rng)[0]
         # burn-in iterations are discarded: run them on the same copied chain
-        samples = self._chain(burn + keep, 1)
+        samples = self._chain(burn + keep, 1, rng)
         return samples[burn:].mean(axis=0)
 
     def _grouped_likelihood(self):
-        """Distinct ``(y, subset)`` pairs: likelihood rows ``L[g, x] = g(y_g | x)`` and counts."""
+        """Distinct likelihood rows ``L[g, x] = g(y_g | x)`` of the responses, and their counts."""
         n = self.n_responses_
         K = self.n_categories_
         keys = self._sids[:n].astype(np.int64) * K + self._ys[:n]
@@ -588,21 +615,26 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             np.where(x_is_y, c[:, [0]], c[:, [1]]),
             np.where(x_is_y, c[:, [2]], np.where(in_s, c[:, [3]], c[:, [4]])),
         )
+        # merge equal rows: when y is in S the row depends on (|S|, y) only, not on S
+        L, inv = np.unique(L, axis=0, return_inverse=True)
+        counts = np.bincount(inv.ravel(), weights=counts, minlength=L.shape[0]).astype(np.int64)
         return L, counts
 
-    def _gibbs_posterior_mean(self, burn, keep):
-        """Rao-Blackwellised data-augmentation Gibbs estimate of E[theta | y, S].
+    def _gibbs_grouped(self, burn, keep, rng, thin=0):
+        """Data-augmentation Gibbs sampler on the grouped likelihood.
 
         Sweep: ``N ~ sum_g Multinomial(c_g, p(. | y_g, S_g, theta))``, then
-        ``theta ~ Dir(rho + N)``.  The estimate averages
-        ``E[theta | N] = (rho + E[N | theta, y]) / (sum(rho) + n)`` over the kept sweeps.
+        ``theta ~ Dir(rho + N)``.  Returns the Rao-Blackwellised estimate of
+        ``E[theta | y, S]``, the average of ``E[theta | N] = (rho + E[N | theta, y]) /
+        (sum(rho) + n)`` over the ``keep`` sweeps after ``burn``, and, if ``thin > 0``,
+        the draws ``theta`` of every ``thin``-th kept sweep.
         """
-        rng = self._rng
         L, counts = self._grouped_likelihood()
         prior = self._prior
         total = prior.sum() + counts.sum()
         theta = self._phi / self._phi.sum()
         acc = np.zeros(L.shape[1])
+        draws = np.zeros((keep // thin if thin else 0, L.shape[1]))
         for it in range(burn + keep):
             P = L * theta
             P /= P.sum(axis=1, keepdims=True)
@@ -610,69 +642,107 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 acc += counts @ P
             N = rng.multinomial(counts, P).sum(axis=0)
             theta = rng.dirichlet(prior + N)
-        return (prior + acc / keep) / total
+            j = it - burn + 1
+            if thin and j > 0 and j % thin == 0 and j // thin <= draws.shape[0]:
+                draws[j // thin - 1] = theta
+        return (prior + acc / max(keep, 1)) / total, draws
 
-    def _mala_posterior_mean(self, burn, keep):
-        """Preconditioned MALA estimate of E[theta | y, S] on the grouped likelihood.
+    def _mala(self, burn, keep, rng, thin=0, n_chains=_N_CHAINS):
+        """Preconditioned MALA on the grouped likelihood: ``E[theta | y, S]`` and draws.
+
+        Runs ``n_chains`` chains together (vectorised).  Returns the average of
+        ``theta`` over the ``keep`` iterations after ``burn`` of every chain and, if
+        ``thin > 0``, the states of every ``thin``-th kept iteration (chains
+        interleaved).
 
         Coordinates ``z = ln phi`` with ``phi_k ~ Gamma(rho_k, 1)`` a priori and
         ``theta = softmax(z)``: ``ln pi(z) = sum_k (rho_k z_k - e^{z_k})
         + sum_g c_g ln(L_g . theta)``.  Proposal
-        ``z' = z + (h/2) C grad ln pi(z) + sqrt(h) C^{1/2} xi`` with the fixed
-        ``C = (J F J + diag(e^z + rho))^{-1}`` at the starting point (``F`` the observed
-        information of ``theta``, ``J = diag(theta) - theta theta^T``), accepted by
-        the Metropolis-Hastings ratio, so the chain targets the exact posterior.  ``h``
-        is adapted during burn-in (acceptance near 0.57) and then fixed.
+        ``z' = z + (h/2) C grad ln pi(z) + sqrt(h) C^{1/2} xi`` accepted by the
+        Metropolis-Hastings ratio, so every chain targets the exact posterior.  ``C``
+        starts as ``(J F J + diag(e^z + rho))^{-1}`` at the starting point (``F`` the
+        observed information of ``theta``, ``J = diag(theta) - theta theta^T``); at half
+        the burn-in it is replaced by the covariance of the chains' states over the
+        second quarter of the burn-in (which captures the skewed, wide directions of
+        rare categories that the local curvature misses).  ``h`` is adapted during the
+        burn-in (mean acceptance near 0.57); after the burn-in both are fixed.
         """
-        rng = self._rng
         L, counts = self._grouped_likelihood()
         cf = counts.astype(float)
         n = cf.sum()
         prior = self._prior
         K = L.shape[1]
+        nc = int(n_chains)
 
-        def logpost_grad(z):
-            zmax = z.max()
-            e = np.exp(z - zmax)
-            theta = e / e.sum()
-            h = L @ theta
-            lp = float(prior @ z - np.exp(z).sum() + cf @ np.log(h))
-            w = cf / h
-            grad = prior - np.exp(z) + theta * (w @ L - n)
-            return lp, grad, theta, h, w
+        LT = np.ascontiguousarray(L.T)
 
-        phi = np.maximum(self._phi, 1e-300)
-        z = np.log(phi)
-        lp, grad, theta, h, w = logpost_grad(z)
-        F = (L * (w / h)[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
-        J = np.diag(theta) - np.outer(theta, theta)
-        M = J @ F @ J + np.diag(np.exp(z) + prior)
-        M = 0.5 * (M + M.T)
-        C = np.linalg.inv(M)
-        C = 0.5 * (C + C.T)
-        R = np.linalg.cholesky(C)  # C = R R^T; the proposal density uses C^{-1} = M
+        def logpost_grad(Z):
+            eZ = np.exp(Z)  # phi; its row sums are about n + sum(rho) > 0
+            T = eZ / eZ.sum(axis=1, keepdims=True)
+            H = T @ LT  # (chains, groups)
+            lp = Z @ prior - eZ.sum(axis=1) + np.log(H) @ cf
+            G = prior - eZ + T * ((cf / H) @ L - n)
+            return lp, G, T, H
+
+        z0 = np.log(np.maximum(self._phi, 1e-300))
+        Z = np.tile(z0, (nc, 1))
+        lp, G, T, H = logpost_grad(Z)
+        w0 = cf / H[0]
+        F = (L * (w0 / H[0])[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
+        J = np.diag(T[0]) - np.outer(T[0], T[0])
+
+        def precond(M):
+            M = 0.5 * (M + M.T)
+            C = np.linalg.inv(M)
+            C = 0.5 * (C + C.T)
+            return M, C, np.linalg.cholesky(C)  # C = R R^T; the proposal density uses C^{-1} = M
+
+        M, C, R = precond(J @ F @ J + np.diag(np.exp(z0) + prior))
         log_h = np.log(1.0 / K ** (1.0 / 3.0))
+        adapt_at = burn // 2 if burn >= 200 else -1
+        window = []
         acc_sum = np.zeros(K)
-        mu = z + 0.5 * np.exp(log_h) * (C @ grad)
+        n_draws = keep // thin if thin else 0
+        draws = np.zeros((n_draws * nc, K))
+        hh = np.exp(log_h)
+        Mu = Z + 0.5 * hh * (G @ C)
         for it in range(burn + keep):
             hh = np.exp(log_h)
-            z_new = mu + np.sqrt(hh) * (R @ rng.standard_normal(K))
-            lp_new, grad_new, theta_new, _, _ = logpost_grad(z_new)
-            mu_new = z_new + 0.5 * hh * (C @ grad_new)
-            d_fwd = z_new - mu
-            d_bwd = z - mu_new
-            log_q_fwd = -0.5 / hh * float(d_fwd @ M @ d_fwd)
-            log_q_bwd = -0.5 / hh * float(d_bwd @ M @ d_bwd)
-            log_a = lp_new - lp + log_q_bwd - log_q_fwd
-            a = 1.0 if log_a >= 0 else float(np.exp(log_a)) if np.isfinite(log_a) else 0.0
-            if rng.random() < a:
-                z, lp, grad, theta, mu = z_new, lp_new, grad_new, theta_new, mu_new
+            Z_new = Mu + np.sqrt(hh) * (rng.standard_normal((nc, K)) @ R.T)
+            lp_new, G_new, T_new, _ = logpost_grad(Z_new)
+            Mu_new = Z_new + 0.5 * hh * (G_new @ C)
+            D_fwd = Z_new - Mu
+            D_bwd = Z - Mu_new
+            log_q_fwd = -0.5 / hh * ((D_fwd @ M) * D_fwd).sum(axis=1)
+            log_q_bwd = -0.5 / hh * ((D_bwd @ M) * D_bwd).sum(axis=1)
+            with np.errstate(over="ignore", invalid="ignore"):
+                log_a = lp_new - lp + log_q_bwd - log_q_fwd
+                a = np.where(np.isfinite(log_a), np.exp(np.minimum(log_a, 0.0)), 0.0)
+            move = rng.random(nc) < a
+            Z[move], lp[move], G[move], T[move], Mu[move] = (
+                Z_new[move], lp_new[move], G_new[move], T_new[move], Mu_new[move])
             if it < burn:
-                log_h += (a - 0.574) / np.sqrt(it + 1.0)
-                mu = z + 0.5 * np.exp(log_h) * (C @ grad)
+                log_h += (a.mean() - 0.574) / np.sqrt(it + 1.0)
+                if adapt_at > 0 and it >= adapt_at // 2:
+                    window.append(Z.copy())
+                if it == adapt_at:
+                    S = np.cov(np.concatenate(window), rowvar=False).reshape(K, K)
+                    S += 1e-9 * np.eye(K) * max(float(np.trace(S)) / K, 1e-12)
+                    try:
+                        Mn, Cn, Rn = precond(np.linalg.inv(S))
+                        M, C, R = Mn, Cn, Rn
+                        log_h = np.log(2.38 ** 2 / K ** (1.0 / 3.0))
+                    except np.linalg.LinAlgError:
+                        pass
+                    window = []
+                Mu = Z + 0.5 * np.exp(log_h) * (G @ C)
             else:
-                acc_sum += theta
-        return acc_sum / keep
+                acc_sum += T.sum(axis=0)
+                j = it - burn + 1
+                if thin and j % thin == 0 and j // thin <= n_draws:
+                    r = j // thin - 1
+                    draws[r * nc : (r + 1) * nc] = T
+        return acc_sum / max(keep * nc, 1), draws
 
     # ------------------------------------------------------------------ public API
     def fit(self, X, y=None):
@@ -689,8 +759,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         -------
         self : object
         """
-        for attr in ["categories_", "n_categories_", "theta_", "n_responses_", "subset_sizes_"]:
-            if hasattr(self, attr):
+        for attr in ["categories_", "n_categories_", "n_responses_", "subset_sizes_", "_theta_cache", "_read_seed"]:
+            if attr in vars(self):
                 delattr(self, attr)
         return self.partial_fit(X)
 
@@ -712,7 +782,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         -------
         self : object
         """
-        first = not hasattr(self, "theta_")
+        first = not hasattr(self, "n_responses_")
         try:
             if first:
                 self._check_params()
@@ -793,7 +863,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         -------
         self : object
         """
-        first = not hasattr(self, "theta_")
+        first = not hasattr(self, "n_responses_")
         if first:
             self._check_params()
             if self.n_categories is None:
@@ -855,7 +925,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             Pass it to :meth:`sklearn_bayes.RRRRMechanism.privatize` on the
             client, then record the response with :meth:`partial_fit_responses`.
         """
-        if hasattr(self, "theta_"):
+        if hasattr(self, "n_responses_"):
             theta = self._phi / self._phi.sum()
             consts = self._consts
         else:
@@ -867,15 +937,25 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         k = choose_subset_size(theta, self.epsilon, self.kappa, self.utility, alpha=self.alpha, consts=consts)
         return np.sort(sorted_order(theta)[:k])
 
-    def sample_posterior(self, n_samples=1000):
-        """Approximate posterior draws of ``theta`` (continuing a copy of the chain).
+    def sample_posterior(self, n_samples=1000, random_state=None):
+        """Draws of ``theta`` from the posterior given the recorded responses.
 
-        Draws are ``n_steps`` SGLD steps (or one Gibbs sweep) apart.  The estimator's
-        random generator advances.
+        The sampler follows ``final_estimate``: ``'mala'`` (default) and ``'gibbs'``
+        draw from Markov chains that target the exact posterior (grouped likelihood,
+        see Notes), started at the current online sample after a burn-in of
+        ``max(1000, n_final_steps // 2)`` iterations and thinned every 5 (MALA) or
+        1 (Gibbs) iterations; ``'sgld'`` continues a copy of the online chain
+        (draws ``n_steps`` SGLD steps, or one Gibbs sweep, apart), as in the papers.
+        Consecutive draws are autocorrelated.  Reading samples never changes the
+        estimator: later fitting is the same whether or not this is called.
 
         Parameters
         ----------
         n_samples : int, default=1000
+            Number of draws.
+        random_state : None, int or numpy.random.Generator, default=None
+            Randomness of the chain.  ``None`` uses a stream fixed by the fitted
+            state, so repeated calls return the same draws until the next fit call.
 
         Returns
         -------
@@ -884,10 +964,18 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         check_is_fitted(self)
         if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
             raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}.")
+        rng = self._read_rng(1) if random_state is None else np.random.default_rng(random_state)
+        n_samples = int(n_samples)
+        burn = max(1000, self.n_final_steps // 2)
+        if self.final_estimate == "mala":
+            per_chain = -(-n_samples // _N_CHAINS)
+            return self._mala(burn, 5 * per_chain, rng, thin=5)[1][:n_samples]
+        if self.final_estimate == "gibbs":
+            return self._gibbs_grouped(burn, n_samples, rng, thin=1)[1]
         thin = 1 if self.sampler == "gibbs" else int(self.n_steps)
-        return self._chain(int(n_samples) * thin, thin)
+        return self._chain(n_samples * thin, thin, rng)
 
-    def credible_interval(self, level=0.95, n_samples=2000):
+    def credible_interval(self, level=0.95, n_samples=2000, random_state=None):
         """Equal-tailed posterior credible interval of every category probability.
 
         Parameters
@@ -896,6 +984,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             Coverage in ``(0, 1)``.
         n_samples : int, default=2000
             Posterior draws used (see :meth:`sample_posterior`).
+        random_state : None, int or numpy.random.Generator, default=None
+            Passed to :meth:`sample_posterior`.
 
         Returns
         -------
@@ -904,7 +994,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """
         if not isinstance(level, numbers.Real) or not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1), got {level!r}.")
-        s = self.sample_posterior(n_samples)
+        s = self.sample_posterior(n_samples, random_state=random_state)
         q = (1 - level) / 2
         return np.quantile(s, [q, 1 - q], axis=0).T
 
