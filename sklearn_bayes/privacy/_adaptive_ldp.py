@@ -647,17 +647,51 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 draws[j // thin - 1] = theta
         return (prior + acc / max(keep, 1)) / total, draws
 
+    def _group_structure(self):
+        """The grouped likelihood in the kernel's form ``h_g = a_g + b_g theta_y + d_g theta(S)``.
+
+        When ``y`` is in ``S`` the likelihood row is ``a0 + (a1 - a0) [x = y]``, so
+        (using ``sum theta = 1``) ``h = a0 + (a1 - a0) theta_y`` depends on ``(|S|, y)``
+        only; otherwise ``h = b_out + (b_self - b_out) theta_y + (b_in - b_out) theta(S)``
+        (constants as in ``_fast/_ldp.pyx``).  Returns ``(gy, gs, ga, gb, gd, gc, s_ptr,
+        s_idx)``: per group the category, the subset row (``-1``: none), the three
+        coefficients and the count; the referenced subsets as CSR member lists.
+        """
+        n = self.n_responses_
+        K = self.n_categories_
+        sid = self._sids[:n].astype(np.int64)
+        y = self._ys[:n].astype(np.int64)
+        k = self._sid_k[sid].astype(np.int64)
+        ins = self._masks[sid, y].astype(bool)
+        key = np.where(ins, 2 * (k * K + y), 2 * (sid * K + y) + 1)
+        _, first, counts = np.unique(key, return_index=True, return_counts=True)
+        sid, y, k, ins = sid[first], y[first], k[first], ins[first]
+        c = self._consts[k]
+        ga = np.where(ins, c[:, 1], c[:, 4])
+        gb = np.where(ins, c[:, 0] - c[:, 1], c[:, 2] - c[:, 4])
+        uses_s = ~ins & (k > 0)
+        gd = np.where(uses_s, c[:, 3] - c[:, 4], 0.0)
+        subs, inv = np.unique(sid[uses_s], return_inverse=True)
+        gs = np.full(sid.size, -1, dtype=np.int32)
+        gs[uses_s] = inv.ravel()
+        sizes = self._sid_k[subs]
+        s_ptr = np.zeros(subs.size + 1, dtype=np.int32)
+        np.cumsum(sizes, out=s_ptr[1:])
+        s_idx = np.concatenate([self._members[j, : int(kk)] for j, kk in zip(subs, sizes)] or [np.zeros(0)])
+        return (y.astype(np.int32), gs, np.ascontiguousarray(ga), np.ascontiguousarray(gb),
+                np.ascontiguousarray(gd), counts.astype(float), s_ptr, s_idx.astype(np.int32))
+
     def _mala(self, burn, keep, rng, thin=0, n_chains=_N_CHAINS):
         """Preconditioned MALA on the grouped likelihood: ``E[theta | y, S]`` and draws.
 
-        Runs ``n_chains`` chains together (vectorised).  Returns the average of
-        ``theta`` over the ``keep`` iterations after ``burn`` of every chain and, if
-        ``thin > 0``, the states of every ``thin``-th kept iteration (chains
-        interleaved).
+        Runs ``n_chains`` chains (kernel ``mala_chains`` in ``_fast/_ldp.pyx``).  Returns
+        the average of ``theta`` over the ``keep`` iterations after ``burn`` of every
+        chain and, if ``thin > 0``, the states of every ``thin``-th kept iteration
+        (chains interleaved).
 
         Coordinates ``z = ln phi`` with ``phi_k ~ Gamma(rho_k, 1)`` a priori and
         ``theta = softmax(z)``: ``ln pi(z) = sum_k (rho_k z_k - e^{z_k})
-        + sum_g c_g ln(L_g . theta)``.  Proposal
+        + sum_g c_g ln h_g(theta)``.  Proposal
         ``z' = z + (h/2) C grad ln pi(z) + sqrt(h) C^{1/2} xi`` accepted by the
         Metropolis-Hastings ratio, so every chain targets the exact posterior.  ``C``
         starts as ``(J F J + diag(e^z + rho))^{-1}`` at the starting point (``F`` the
@@ -667,29 +701,24 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         rare categories that the local curvature misses).  ``h`` is adapted during the
         burn-in (mean acceptance near 0.57); after the burn-in both are fixed.
         """
-        L, counts = self._grouped_likelihood()
-        cf = counts.astype(float)
-        n = cf.sum()
-        prior = self._prior
-        K = L.shape[1]
+        from .._fast._ldp import mala_chains, mala_logpost
+
+        groups = self._group_structure()
+        prior = np.ascontiguousarray(self._prior, dtype=float)
+        K = prior.size
         nc = int(n_chains)
-
-        LT = np.ascontiguousarray(L.T)
-
-        def logpost_grad(Z):
-            eZ = np.exp(Z)  # phi; its row sums are about n + sum(rho) > 0
-            T = eZ / eZ.sum(axis=1, keepdims=True)
-            H = T @ LT  # (chains, groups)
-            lp = Z @ prior - eZ.sum(axis=1) + np.log(H) @ cf
-            G = prior - eZ + T * ((cf / H) @ L - n)
-            return lp, G, T, H
-
         z0 = np.log(np.maximum(self._phi, 1e-300))
+        lp0, g0 = mala_logpost(z0, *groups, prior)
         Z = np.tile(z0, (nc, 1))
-        lp, G, T, H = logpost_grad(Z)
-        w0 = cf / H[0]
-        F = (L * (w0 / H[0])[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
-        J = np.diag(T[0]) - np.outer(T[0], T[0])
+        lp = np.full(nc, lp0)
+        grad = np.tile(g0, (nc, 1))
+
+        L, counts = self._grouped_likelihood()
+        theta0 = np.exp(z0 - z0.max())
+        theta0 /= theta0.sum()
+        h0 = L @ theta0
+        F = (L * (counts / h0**2)[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
+        J = np.diag(theta0) - np.outer(theta0, theta0)
 
         def precond(M):
             M = 0.5 * (M + M.T)
@@ -699,50 +728,30 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
         M, C, R = precond(J @ F @ J + np.diag(np.exp(z0) + prior))
         log_h = np.log(1.0 / K ** (1.0 / 3.0))
-        adapt_at = burn // 2 if burn >= 200 else -1
-        window = []
-        acc_sum = np.zeros(K)
-        n_draws = keep // thin if thin else 0
-        draws = np.zeros((n_draws * nc, K))
-        hh = np.exp(log_h)
-        Mu = Z + 0.5 * hh * (G @ C)
-        for it in range(burn + keep):
-            hh = np.exp(log_h)
-            Z_new = Mu + np.sqrt(hh) * (rng.standard_normal((nc, K)) @ R.T)
-            lp_new, G_new, T_new, _ = logpost_grad(Z_new)
-            Mu_new = Z_new + 0.5 * hh * (G_new @ C)
-            D_fwd = Z_new - Mu
-            D_bwd = Z - Mu_new
-            log_q_fwd = -0.5 / hh * ((D_fwd @ M) * D_fwd).sum(axis=1)
-            log_q_bwd = -0.5 / hh * ((D_bwd @ M) * D_bwd).sum(axis=1)
-            with np.errstate(over="ignore", invalid="ignore"):
-                log_a = lp_new - lp + log_q_bwd - log_q_fwd
-                a = np.where(np.isfinite(log_a), np.exp(np.minimum(log_a, 0.0)), 0.0)
-            move = rng.random(nc) < a
-            Z[move], lp[move], G[move], T[move], Mu[move] = (
-                Z_new[move], lp_new[move], G_new[move], T_new[move], Mu_new[move])
-            if it < burn:
-                log_h += (a.mean() - 0.574) / np.sqrt(it + 1.0)
-                if adapt_at > 0 and it >= adapt_at // 2:
-                    window.append(Z.copy())
-                if it == adapt_at:
-                    S = np.cov(np.concatenate(window), rowvar=False).reshape(K, K)
-                    S += 1e-9 * np.eye(K) * max(float(np.trace(S)) / K, 1e-12)
-                    try:
-                        Mn, Cn, Rn = precond(np.linalg.inv(S))
-                        M, C, R = Mn, Cn, Rn
-                        log_h = np.log(2.38 ** 2 / K ** (1.0 / 3.0))
-                    except np.linalg.LinAlgError:
-                        pass
-                    window = []
-                Mu = Z + 0.5 * np.exp(log_h) * (G @ C)
-            else:
-                acc_sum += T.sum(axis=0)
-                j = it - burn + 1
-                if thin and j % thin == 0 and j // thin <= n_draws:
-                    r = j // thin - 1
-                    draws[r * nc : (r + 1) * nc] = T
-        return acc_sum / max(keep * nc, 1), draws
+        acc = np.zeros(K)
+        none = np.zeros((0, K))
+
+        def run(it0, n_iter, adapt, log_h, thin=0, draws=none, record=none, record_from=-1):
+            return mala_chains(rng, Z, lp, grad, *groups, prior, C, R, M, float(log_h), int(it0), int(n_iter),
+                               bool(adapt), acc, int(thin), draws, 0, record, int(record_from))[0]
+
+        half = burn // 2 if burn >= 200 else 0
+        if half:
+            record = np.zeros(((half - half // 2 + 1) * nc, K))
+            log_h = run(0, half + 1, True, log_h, record=record, record_from=half // 2)
+            S = np.cov(record, rowvar=False).reshape(K, K)
+            S += 1e-9 * np.eye(K) * max(float(np.trace(S)) / K, 1e-12)
+            try:
+                M, C, R = precond(np.linalg.inv(S))
+                log_h = np.log(2.38**2 / K ** (1.0 / 3.0))
+            except np.linalg.LinAlgError:
+                pass
+            log_h = run(half + 1, burn - half - 1, True, log_h)
+        else:
+            log_h = run(0, burn, True, log_h)
+        draws = np.zeros(((keep // thin) * nc if thin else 0, K))
+        run(burn, keep, False, log_h, thin=thin, draws=draws)
+        return acc / max(keep * nc, 1), draws
 
     # ------------------------------------------------------------------ public API
     def fit(self, X, y=None):
