@@ -5,7 +5,7 @@ The reproduction runs the paper's grid (K in {10, 20}, epsilon in {0.5, 1, 5}, k
 semi-adaptive with alpha in {0.2, 0.6, 0.8, 0.9, 0.95}, non-adaptive), every method on
 the same users in a run, with SGLD (M = 20, m = 50, step 0.5 / T) as in the paper.
 ``theta_`` is the estimator's default final estimate (``final_estimate='mala'``, the
-exact posterior mean with 2000 final iterations); pass ``{"final_estimate": "sgld"}`` in
+exact posterior mean from 8 MALA chains of 2000 iterations); pass ``{"final_estimate": "sgld"}`` in
 a method's parameters for the paper's final SGLD average.  The default is a reduced grid.
 """
 

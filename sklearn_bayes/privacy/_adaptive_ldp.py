@@ -31,6 +31,7 @@ _FAST_MODES = {
 
 
 _N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
+_DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) per proposal)
 
 
 def _grow(arr, n, axis0_fill=0):
@@ -711,7 +712,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         the burn-in it is replaced by the covariance of the chains' states over the
         second quarter of the burn-in (which captures the skewed, wide directions of
         rare categories that the local curvature misses).  ``h`` is adapted during the
-        burn-in (mean acceptance near 0.57); after the burn-in both are fixed.
+        burn-in (mean acceptance near 0.57); after the burn-in both are fixed.  For
+        ``K > 64`` only the diagonal of ``C`` (the marginal variances) is used.
         """
         from .._fast._ldp import mala_chains, mala_logpost
 
@@ -732,10 +734,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         F = (L * (counts / h0**2)[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
         J = np.diag(theta0) - np.outer(theta0, theta0)
 
+        diag = K > _DENSE_PRECONDITIONER_MAX_K
+
         def precond(M):
             M = 0.5 * (M + M.T)
             C = np.linalg.inv(M)
             C = 0.5 * (C + C.T)
+            if diag:  # marginal variances only: O(K) per proposal
+                c = np.diag(C).copy()
+                return np.diag(1.0 / c), np.diag(c), np.diag(np.sqrt(c))
             return M, C, np.linalg.cholesky(C)  # C = R R^T; the proposal density uses C^{-1} = M
 
         M, C, R = precond(J @ F @ J + np.diag(np.exp(z0) + prior))
@@ -745,7 +752,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
         def run(it0, n_iter, adapt, log_h, thin=0, draws=none, record=none, record_from=-1):
             return mala_chains(rng, Z, lp, grad, *groups, prior, C, R, M, float(log_h), int(it0), int(n_iter),
-                               bool(adapt), acc, int(thin), draws, 0, record, int(record_from))[0]
+                               bool(adapt), acc, int(thin), draws, 0, record, int(record_from), diag)[0]
 
         half = burn // 2 if burn >= 200 else 0
         if half:

@@ -411,9 +411,13 @@ def test_mala_target_equals_the_dense_grouped_likelihood():
     np.testing.assert_allclose(grad, fd, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("final_estimate", ["mala", "gibbs"])
-def test_posterior_samples_have_the_exact_posterior_moments(final_estimate):
-    """sample_posterior draws from the exact posterior: means and sds equal quadrature within MC error."""
+@pytest.mark.parametrize("final_estimate, max_dense_k", [("mala", 64), ("mala", 0), ("gibbs", 64)])
+def test_posterior_samples_have_the_exact_posterior_moments(final_estimate, max_dense_k, monkeypatch):
+    """sample_posterior draws from the exact posterior: means and sds equal quadrature within MC error
+    (MALA with the dense preconditioner, and with the diagonal one used for large K)."""
+    import sklearn_bayes.privacy._adaptive_ldp as module
+
+    monkeypatch.setattr(module, "_DENSE_PRECONDITIONER_MAX_K", max_dense_k)
     K, eps, kappa, n = 3, 1.0, 0.8, 400
     mech = RRRRMechanism(K, eps, kappa)
     y, subs = _responses(K, n, np.array([0.6, 0.3, 0.1]), eps, kappa, [[], [0], [0, 1], [2]], seed=4)
