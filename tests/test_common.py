@@ -45,6 +45,8 @@ _SUBSAMPLED_WEIGHTS = (
 EXPECTED_FAILED_CHECKS = {
     "AdaptiveLDPFrequencyEstimator": {
         "check_fit_idempotent": "transform of a category unseen in fit raises (no estimate for it); the check transforms a held-out split",
+        "check_dict_unchanged": "theta_ is computed on first read after a fit call and cached (memoisation; "
+        "the value does not depend on when it is read)",
     },
     **{
         name: {"check_sample_weight_equivalence_on_dense_data": _SUBSAMPLED_WEIGHTS}
