@@ -17,7 +17,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._mixture_components import _resolve_components
+from .._fast import _mixture as _fast
+from ._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent, _resolve_components
 
 __all__ = ["MixtureMEstimatorRegressor"]
 
@@ -26,6 +27,7 @@ _LTS_SUBSAMPLE = 1500  # elemental subsets are searched on at most this many row
 _LTS_SCREEN = 50  # elemental fits with the best raw trimmed objective get concentration steps
 _LTS_KEEP = 10  # candidates refined to convergence on the subsample
 _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
+_KINDS = {GaussianComponent: 0, LaplaceComponent: 1, CauchyComponent: 2}  # laws with fused Cython passes
 
 
 # --------------------------------------------------------------------------------------
@@ -58,15 +60,16 @@ def _solve_normal(G, rhs, Xw=None, yw=None):
     return linalg.lstsq(Xw, yw, cond=None, check_finite=False, lapack_driver="gelsd")[0]
 
 
-def _wls(Xa, y, w):
+def _wls(Xa, y, w, out=None):
     """Weighted least squares ``argmin_theta sum_i w_i (y_i - Xa_i @ theta)^2``.
 
-    The weighted Gram matrix is formed with one BLAS matrix product and
-    solved by Cholesky; a badly conditioned or singular Gram falls back to a
-    minimum-norm least-squares solve.
+    The weighted Gram matrix is formed with one BLAS matrix product (``A.T @
+    A``, a symmetric rank-k update) and solved by Cholesky; a badly conditioned
+    or singular Gram falls back to a minimum-norm least-squares solve.  ``out``
+    (shape of ``Xa``) is an optional work buffer for the weighted design.
     """
     sq = np.sqrt(w)
-    Xw = Xa * sq[:, None]
+    Xw = np.multiply(Xa, sq[:, None], out=out)
     yw = y * sq
     return _solve_normal(Xw.T @ Xw, Xw.T @ yw, Xw, yw)
 
@@ -101,15 +104,74 @@ def _cstep(Xa, y, sw, theta, h_w, h_n, n_steps):
     return theta, obj
 
 
+def _csteps_batch(X, y, thetas, h, n_steps):
+    """Concentration steps for many candidates at once (unweighted rows, keep ``h``).
+
+    Each step refits least squares on every active candidate's ``h``
+    best-fitting rows (stacked BLAS products on the gathered rows, one batched
+    solve) and keeps a candidate's new fit only if its trimmed sum of squares
+    decreased; a candidate whose objective stops decreasing is final.
+    Returns ``(thetas, objectives)``.
+    """
+    n = X.shape[0]
+    thetas = np.array(thetas, dtype=float)
+
+    def trim(th):
+        A = (y[:, None] - X @ th.T) ** 2
+        if h >= n:
+            return np.broadcast_to(np.arange(n)[:, None], A.shape), A.sum(axis=0)
+        idx = np.argpartition(A, h - 1, axis=0)[:h]
+        return idx, np.take_along_axis(A, idx, 0).sum(axis=0)
+
+    idx, obj = trim(thetas)
+    idx = np.ascontiguousarray(idx.T)  # (K, h)
+    act = np.arange(len(thetas))
+    for _ in range(n_steps):
+        Xg = X[idx[act]]  # (k, h, p)
+        yg = y[idx[act]]
+        G = np.matmul(Xg.transpose(0, 2, 1), Xg)
+        b = np.matmul(Xg.transpose(0, 2, 1), yg[:, :, None])
+        try:
+            new = np.linalg.solve(G, b)[:, :, 0]
+        except np.linalg.LinAlgError:
+            new = np.array([_solve_normal(G[k], b[k, :, 0]) for k in range(len(act))])
+        ok = np.all(np.isfinite(new), axis=1)
+        new[~ok] = thetas[act[~ok]]
+        idx_new, obj_new = trim(new)
+        better = ok & (obj_new < obj[act] * (1 - 1e-12))
+        keep = act[better]
+        thetas[keep] = new[better]
+        obj[keep] = obj_new[better]
+        idx[keep] = idx_new.T[better]
+        act = keep
+        if len(act) == 0:
+            break
+    return thetas, obj
+
+
+def _elemental_picks(m, p, k, rng):
+    """``k`` random ``p``-subsets of ``range(m)`` (rows without repeated indices)."""
+    draw = rng.integers if isinstance(rng, np.random.Generator) else rng.randint
+    picks = draw(0, m, size=(k, p))
+    for _ in range(100):
+        srt = np.sort(picks, axis=1)
+        dup = np.any(srt[:, 1:] == srt[:, :-1], axis=1)
+        if not dup.any():
+            return picks
+        picks[dup] = draw(0, m, size=(int(dup.sum()), p))
+    return np.array([rng.choice(m, p, replace=False) for _ in range(k)])
+
+
 def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
     """High-breakdown starting fits: least trimmed squares from elemental subsets.
 
     ``n_subsets`` random elemental subsets (``p`` rows fitted exactly) are drawn
     from at most ``_LTS_SUBSAMPLE`` positive-weight rows; the ``_LTS_SCREEN``
-    with the smallest trimmed sum of squares get two concentration steps; the ``_LTS_KEEP`` best are iterated to convergence, and
-    the best ``n_keep`` distinct ones get (at most 3) concentration steps on all rows.
-    Trimming keeps the ``h = (n + p + 1) / 2`` best rows (in sample weight).
-    Returns a list of parameter vectors sorted by trimmed sum of squares.
+    with the smallest trimmed sum of squares get two concentration steps; the
+    ``_LTS_KEEP`` best are iterated to convergence, and the best ``n_keep``
+    distinct ones get (at most 3) concentration steps on all rows.  Trimming
+    keeps the ``h = (n + p + 1) / 2`` best rows (in sample weight).  Returns a
+    list of parameter vectors sorted by trimmed sum of squares.
     """
     p = Xa.shape[1]
     pos = np.flatnonzero(sw > 0)
@@ -126,7 +188,7 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
     if unweighted and n_pos < len(sw):  # zero-weight rows exist: trim among positive rows only
         Xa, y, sw = Xa[pos], y[pos], sw[pos]
 
-    picks = np.array([rng.choice(len(sub), p, replace=False) for _ in range(n_subsets)])
+    picks = _elemental_picks(len(sub), p, n_subsets, rng)
     try:
         thetas = np.linalg.solve(Xs[picks], ys[picks][:, :, None])[:, :, 0]
     except np.linalg.LinAlgError:  # some elemental subset is singular
@@ -141,10 +203,16 @@ def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
             cw = np.cumsum(ws[order], axis=0)
             raw = np.where(cw - ws[order] < h_sub, ws[order] * np.take_along_axis(R2, order, 0), 0.0).sum(0)
         thetas = thetas[np.argsort(raw, kind="stable")[:_LTS_SCREEN]]
-    cands = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 2) for th in thetas]
-    cands.sort(key=lambda t: t[1])
-    refined = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 100) for th, _ in cands[:_LTS_KEEP]]
-    refined.sort(key=lambda t: t[1])
+    if hn_sub is not None:  # unweighted: all candidates' C-steps in a few matrix products
+        thetas, obj = _csteps_batch(Xs, ys, thetas, hn_sub, 2)
+        order = np.argsort(obj, kind="stable")[:_LTS_KEEP]
+        thetas, obj = _csteps_batch(Xs, ys, thetas[order], hn_sub, 100)
+        refined = sorted(zip(thetas, obj), key=lambda t: t[1])
+    else:
+        cands = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 2) for th in thetas]
+        cands.sort(key=lambda t: t[1])
+        refined = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 100) for th, _ in cands[:_LTS_KEEP]]
+        refined.sort(key=lambda t: t[1])
     out = []
     for theta, _ in refined:
         if any(np.allclose(theta, o, rtol=1e-6, atol=1e-9) for o in out):
@@ -185,6 +253,14 @@ class _Problem:
         self.prior_strength = float(prior_strength) if fit_scales and prior_scales is not None else 0.0
         self.prior_scales = None if prior_scales is None else np.asarray(prior_scales, dtype=float)
         self.has_map = [callable(getattr(c, "fit_scale_map", None)) for c in comps]
+        # fused Cython passes when every component is a built-in law (not a subclass)
+        kinds = [_KINDS.get(type(c)) for c in comps]
+        self.kinds = None if any(k is None for k in kinds) or len(comps) > 16 else np.array(kinds, dtype=np.dtype("l"))
+        if self.kinds is not None:
+            self.deltas = np.array([getattr(c, "delta", 0.0) for c in comps], dtype=float)
+        self.inner = 0  # extra (weights, scales) EM cycles per coefficient step
+        self._buf = None  # work buffer of the weighted least-squares steps
+        self._stats = {}  # id(z) -> (z, sufficient statistics of the E-step that produced z)
 
     def log_prior(self, scales):
         """``-k sum_j (s0_j^2 / s_j^2 + log s_j^2)``: log scale prior (0 without one)."""
@@ -203,21 +279,55 @@ class _Problem:
         The log-likelihood is computed by log-sum-exp in log space.
         """
         r = self.y - self.Xa @ theta
+        z, ll = self._responsibilities(r, a, scales)
+        return r, z, ll + self.log_prior(scales)
+
+    def _responsibilities(self, r, a, scales):
+        """``z_ij`` and the log-likelihood at residuals ``r``."""
+        if self.kinds is not None:
+            z = np.empty((len(self.comps), r.shape[0]))
+            stats = np.empty((3, len(self.comps)))
+            ll = _fast.estep(r, self.sw, self.kinds, np.asarray(a, dtype=float), np.asarray(scales, dtype=float), z, stats)
+            if len(self._stats) > 4:
+                self._stats.clear()
+            self._stats[id(z)] = (z, stats)
+            return z, float(ll)
         L = _log_joint(r, self.comps, a, scales)
         m = L.max(axis=0)
         L -= m
         np.exp(L, out=L)
         s = L.sum(axis=0)
         L /= s
-        ll = float(self.sw @ (m + np.log(s))) + self.log_prior(scales)
-        return r, L, ll
+        return L, float(self.sw @ (m + np.log(s)))
 
     def m_step(self, r, z, scales):
-        """Mixture weights, scales (closed form / 1-D root), one weighted least-squares step."""
+        """Mixture weights, scales (closed form / 1-D root), one weighted least-squares step.
+
+        With ``inner > 0`` the mixture weights and scales get ``inner`` more
+        EM cycles at the current residuals (E-step and their M-step; no least
+        squares) before the coefficient step: each cycle increases the
+        objective, and the slowly converging mixture weights and scales cost
+        no Gram matrix.
+        """
+        a, scales = self._m_mix(r, z, scales)
+        for _ in range(self.inner):
+            z, _ = self._responsibilities(r, a, scales)
+            a, scales = self._m_mix(r, z, scales)
+        W = self.irls_weights(r, z, scales)
+        if self._buf is None:
+            self._buf = np.empty_like(self.Xa)
+        theta = _wls(self.Xa, self.y, self.sw * W, out=self._buf)
+        return theta, a, scales
+
+    def _m_mix(self, r, z, scales):
+        """M-step of the mixture weights and (if fitted) the scales, at residuals ``r``."""
+        cached = self._stats.get(id(z)) if self.kinds is not None else None
+        if cached is not None and cached[0] is z:
+            return self._m_mix_fast(r, z, scales, cached[1])
         zs = z * self.sw
         nj = zs.sum(axis=1)
         a = nj / self.wtot
-        scales = scales.copy()
+        scales = np.array(scales, dtype=float)
         if self.fit_scales:
             k = self.prior_strength
             for j, comp in enumerate(self.comps):
@@ -226,11 +336,35 @@ class _Problem:
                     scales[j] = max(float(s_j), self.floors[j])
                 elif nj[j] > 1e-12 * self.wtot:
                     scales[j] = max(float(comp.fit_scale(r, zs[j])), self.floors[j])
-        W = self.irls_weights(r, z, scales)
-        theta = _wls(self.Xa, self.y, self.sw * W)
-        return theta, a, scales
+        return a, scales
+
+    def _m_mix_fast(self, r, z, scales, stats):
+        """:meth:`_m_mix` for built-in laws from the E-step's sufficient statistics (same maths)."""
+        nj, s2, s1 = stats
+        a = nj / nj.sum()  # sum_j nj = total weight; normalising keeps sum(a) == 1 to rounding
+        scales = np.array(scales, dtype=float)
+        if self.fit_scales:
+            k = self.prior_strength
+            for j, kind in enumerate(self.kinds):
+                s0 = self.prior_scales[j] if k > 0 else 1.0
+                if k == 0 and not nj[j] > 1e-12 * self.wtot:
+                    continue
+                if kind == 0:
+                    s_j = math.sqrt((s2[j] + 2.0 * k * s0**2) / (nj[j] + 2.0 * k))
+                elif kind == 1:
+                    m = nj[j] + 2.0 * k
+                    s_j = (s1[j] + math.sqrt(s1[j] ** 2 + 8.0 * k * s0**2 * m)) / (2.0 * m) if k > 0 else s1[j] / m
+                else:
+                    c = z[j] * self.sw
+                    s_j = _fast.cauchy_root(r, c, 2.0 * math.log(scales[j]), s0, k, self.comps[j].xtol)
+                scales[j] = max(float(s_j), self.floors[j])
+        return a, scales
 
     def irls_weights(self, r, z, scales):
+        if self.kinds is not None:
+            W = np.empty_like(r)
+            _fast.irls_weights(r, self.kinds, z, np.asarray(scales, dtype=float), self.deltas, W)
+            return W
         W = np.zeros_like(r)
         for j, comp in enumerate(self.comps):
             W += z[j] * comp.weight(r, scales[j])
@@ -586,7 +720,13 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
             yc = y - ym
         else:
             xm, ym, Xa, yc = np.zeros(d), 0.0, X, y
-        if self.init == "lts":
+        # above 2 * _EM_SUBSAMPLE rows: LTS start and EM on a random subsample, then EM polish on all rows
+        sub = None
+        if n_pos > 2 * _EM_SUBSAMPLE:
+            sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
+        if self.init == "lts" and sub is not None:
+            starts = _lts_starts(Xa[sub], yc[sub], sw[sub], self.n_subsets, self.n_init, rng)
+        elif self.init == "lts":
             starts = _lts_starts(Xa, yc, sw, self.n_subsets, self.n_init, rng)
         else:
             starts = [_wls(Xa, yc, sw)]
@@ -602,9 +742,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
             # one component: the likelihood is bounded (exact fits aside), no prior needed
             k = self.scale_prior if len(comps) > 1 else 0.0
             prior = {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
-            if n_pos > 2 * _EM_SUBSAMPLE:
-                # warm start: EM on a random subsample, then polish on all rows
-                sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
+            if sub is not None:  # warm start: EM on the subsample, then polish on all rows
                 sprob = _Problem(Xa[sub], yc[sub], sw[sub], comps, self.fit_scales, floors, scale_y, **prior)
                 sres = _em(sprob, theta0, scales0, self.max_iter, self.tol)
                 theta0, scales0, a0 = sres["theta"], sres["scales"], sres["a"]

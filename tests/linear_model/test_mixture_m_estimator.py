@@ -244,7 +244,8 @@ def test_attributes_and_score_samples():
     r = y - reg.predict(X)
     comps = [GaussianComponent(), LaplaceComponent(), CauchyComponent()]
     direct = logsumexp([np.log(a) + c.log_pdf(r, s) for a, c, s in zip(reg.mixture_weights_, comps, reg.scales_)], axis=0)
-    np.testing.assert_allclose(ll, direct, rtol=1e-12)
+    # densities summed in probability space: absolute error a few ulp of the log-density
+    np.testing.assert_allclose(ll, direct, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(reg.predict_proba_components(X, y), reg.responsibilities_, rtol=1e-9, atol=1e-12)
     # outliers get the lowest IRLS weights and are flagged
     inl = np.setdiff1d(np.arange(n), bad)
@@ -361,7 +362,10 @@ def test_n_init_keeps_the_best_likelihood():
     X, y, _, _ = _contaminated(seed=4, frac=0.3)
     one = MixtureMEstimatorRegressor(n_init=1, random_state=0).fit(X, y)
     three = MixtureMEstimatorRegressor(n_init=3, random_state=0).fit(X, y)
-    assert three.log_likelihood_ >= one.log_likelihood_ - 1e-9 * abs(one.log_likelihood_)
+    # the starts are compared on the maximised objective (log-likelihood + log scale prior),
+    # not on the log-likelihood alone; n_init=3 includes n_init=1's start
+    best1, best3 = one.objective_history_[-1], three.objective_history_[-1]
+    assert best3 >= best1 - 1e-9 * abs(best1)
 
 
 def test_sample_weight_zero_equals_dropping_rows_and_ones_equals_none():
