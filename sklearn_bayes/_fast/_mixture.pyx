@@ -12,8 +12,8 @@ the same E-step, weights and scale roots.
 * :func:`irls_weights` -- ``W_i = sum_j z_ij w_j(r_i)`` with the IRLS weight functions.
 * :func:`cauchy_root` -- the Cauchy (MAP) scale M-step: the root in ``u = log gamma^2``
   of ``g(u) = sum_i c_i (r_i^2 - t) / (r_i^2 + t) + 2 k (s0^2 / t - 1)``, ``t = e^u``,
-  which decreases strictly in ``u``; safeguarded Newton (bisection whenever a Newton
-  step leaves the bracket), warm-started at the current scale.
+  which decreases strictly in ``u``; Newton from the warm start with a bracket narrowed by
+  every evaluation (bisection once a step leaves a closed bracket, bounded steps while it is open).
 """
 
 from libc.math cimport exp, fabs, log, log1p, sqrt, INFINITY, M_PI
@@ -175,7 +175,7 @@ def cauchy_root(const double[::1] r, const double[::1] c, double u0, double prio
     """
     cdef Py_ssize_t n = r.shape[0], i, it
     cdef double k2 = 2.0 * strength, s02 = prior_scale * prior_scale if strength > 0 else 0.0
-    cdef double lo, hi, glo, ghi, u, g, dg, step, unew, r2min = INFINITY, r2max = 0.0, wz = 0.0, wnz = 0.0
+    cdef double lo, hi, lim, u, g, dg, step, unew, r2min = INFINITY, r2max = 0.0, wz = 0.0, wnz = 0.0
     for i in range(n):
         if c[i] > 0.0:
             if r[i] == 0.0:
@@ -191,54 +191,40 @@ def cauchy_root(const double[::1] r, const double[::1] c, double u0, double prio
             return 0.0
         if r2min == r2max and wz == 0.0:
             return sqrt(r2min)
-    # bracket: g(lo) > 0 > g(hi), expanding from u0
+    # Newton from the warm start u0, safeguarded: every evaluation narrows the bracket
+    # (g decreases in u, so g > 0 puts the root above u); a step that leaves a closed
+    # bracket is replaced by bisection, and while a side is still open a step is at most
+    # ``lim`` (doubled each time it is hit).  Warm-started EM calls take 2-3 passes.
+    lo = -INFINITY
+    hi = INFINITY
+    lim = 2.0
     u = u0
-    _g(r, c, n, u, k2, s02, &g, &dg)
-    if g == 0.0:
-        return exp(0.5 * u)
-    lo = hi = u
-    glo = ghi = g
-    step = 1.0
-    if g > 0.0:
-        while ghi > 0.0:
-            lo, glo = hi, ghi
-            hi = hi + step
-            step *= 2.0
-            _g(r, c, n, hi, k2, s02, &ghi, &dg)
-            if hi > 1400.0:
-                return exp(0.5 * hi)
-    else:
-        while glo < 0.0:
-            hi, ghi = lo, glo
-            lo = lo - step
-            step *= 2.0
-            _g(r, c, n, lo, k2, s02, &glo, &dg)
-            if lo < -1400.0:
-                return 0.0
-        _g(r, c, n, hi, k2, s02, &g, &dg)
-    if glo == 0.0:
-        return exp(0.5 * lo)
-    if ghi == 0.0:
-        return exp(0.5 * hi)
-    # safeguarded Newton inside [lo, hi]
-    u = u0 if lo < u0 < hi else 0.5 * (lo + hi)
-    _g(r, c, n, u, k2, s02, &g, &dg)
-    for it in range(200):
+    for it in range(400):
+        _g(r, c, n, u, k2, s02, &g, &dg)
         if g > 0.0:
             lo = u
         elif g < 0.0:
             hi = u
         else:
             break
-        if dg < 0.0:
-            unew = u - g / dg
-        else:
-            unew = 0.5 * (lo + hi)
-        if not (lo < unew < hi):
-            unew = 0.5 * (lo + hi)
+        if hi - lo <= xtol:
+            break
+        unew = u - g / dg if dg < 0.0 else u + (lim if g > 0.0 else -lim)
+        if lo > -INFINITY and hi < INFINITY:
+            if not (lo < unew < hi):
+                unew = 0.5 * (lo + hi)
+        elif unew - u > lim:
+            unew = u + lim
+            lim *= 2.0
+        elif u - unew > lim:
+            unew = u - lim
+            lim *= 2.0
         step = unew - u
         u = unew
-        if fabs(step) <= xtol or hi - lo <= xtol:
+        if u > 1400.0:
+            return exp(700.0)
+        if u < -1400.0:
+            return 0.0
+        if fabs(step) <= xtol:
             break
-        _g(r, c, n, u, k2, s02, &g, &dg)
     return exp(0.5 * u)

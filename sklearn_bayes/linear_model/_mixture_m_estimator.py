@@ -46,8 +46,13 @@ def _weighted_median(x, w):
     return float(x[order[min(k, len(x) - 1)]])
 
 
-def _solve_normal(G, rhs, Xw=None, yw=None):
-    """Solve ``G theta = rhs`` by Cholesky; fall back to least squares if ill-conditioned."""
+def _solve_normal(G, rhs, weighted=None):
+    """Solve ``G theta = rhs`` by Cholesky; fall back to least squares if ill-conditioned.
+
+    ``weighted``: optional callable returning the weighted design and target
+    ``(Xw, yw)`` with ``G = Xw.T @ Xw``, for a minimum-norm solve of the
+    rank-deficient case on the data rather than on ``G``.
+    """
     try:
         c, lower = linalg.cho_factor(G, lower=False, check_finite=False)
         d = np.abs(np.diag(c))
@@ -55,23 +60,37 @@ def _solve_normal(G, rhs, Xw=None, yw=None):
             return linalg.cho_solve((c, lower), rhs, check_finite=False)
     except linalg.LinAlgError:
         pass
-    if Xw is None:
+    if weighted is None:
         return linalg.lstsq(G, rhs, cond=1e-12, check_finite=False)[0]
+    Xw, yw = weighted()
     return linalg.lstsq(Xw, yw, cond=None, check_finite=False, lapack_driver="gelsd")[0]
+
+
+_WLS_BLOCK = 8192  # rows per block of the weighted Gram accumulation (cache-sized work buffer)
 
 
 def _wls(Xa, y, w, out=None):
     """Weighted least squares ``argmin_theta sum_i w_i (y_i - Xa_i @ theta)^2``.
 
-    The weighted Gram matrix is formed with one BLAS matrix product (``A.T @
-    A``, a symmetric rank-k update) and solved by Cholesky; a badly conditioned
-    or singular Gram falls back to a minimum-norm least-squares solve.  ``out``
-    (shape of ``Xa``) is an optional work buffer for the weighted design.
+    The weighted Gram matrix ``sum_i w_i x_i x_i^T`` is accumulated with BLAS
+    symmetric rank-k updates (``A.T @ A``) over blocks of ``_WLS_BLOCK`` rows of
+    ``A = sqrt(w) * Xa`` (a cache-sized work buffer instead of a weighted copy
+    of the whole design) and solved by Cholesky; a badly conditioned or
+    singular Gram falls back to a minimum-norm least-squares solve.  ``out``
+    (at least ``min(n, _WLS_BLOCK)`` rows) is an optional work buffer.
     """
+    n, p = Xa.shape
     sq = np.sqrt(w)
-    Xw = np.multiply(Xa, sq[:, None], out=out)
-    yw = y * sq
-    return _solve_normal(Xw.T @ Xw, Xw.T @ yw, Xw, yw)
+    if out is None or out.shape[0] < min(n, _WLS_BLOCK):
+        out = np.empty((min(n, _WLS_BLOCK), p))
+    G = np.zeros((p, p))
+    rhs = np.zeros(p)
+    for s in range(0, n, _WLS_BLOCK):
+        e = min(n, s + _WLS_BLOCK)
+        A = np.multiply(Xa[s:e], sq[s:e, None], out=out[: e - s])
+        G += A.T @ A
+        rhs += A.T @ (y[s:e] * sq[s:e])
+    return _solve_normal(G, rhs, lambda: (Xa * sq[:, None], y * sq))
 
 
 def _trim(r, sw, h_w, h_n):
@@ -94,7 +113,7 @@ def _cstep(Xa, y, sw, theta, h_w, h_n, n_steps):
         sq = np.sqrt(sw[idx])
         Xw = Xa[idx] * sq[:, None]
         yw = y[idx] * sq
-        new = _solve_normal(Xw.T @ Xw, Xw.T @ yw, Xw, yw)
+        new = _solve_normal(Xw.T @ Xw, Xw.T @ yw, lambda: (Xw, yw))
         idx_new, obj_new = _trim(y - Xa @ new, sw, h_w, h_n)
         if obj_new >= obj * (1 - 1e-12):
             if obj_new < obj:
@@ -315,7 +334,7 @@ class _Problem:
             a, scales = self._m_mix(r, z, scales)
         W = self.irls_weights(r, z, scales)
         if self._buf is None:
-            self._buf = np.empty_like(self.Xa)
+            self._buf = np.empty((min(self.Xa.shape[0], _WLS_BLOCK), self.Xa.shape[1]))
         theta = _wls(self.Xa, self.y, self.sw * W, out=self._buf)
         return theta, a, scales
 
@@ -496,8 +515,11 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         not robust to leverage points.
     n_init : int, default=1
         Number of EM runs, started from the ``n_init`` best distinct LTS
-        candidates; the run with the largest log-likelihood is kept (ignored
-        for ``init="ols"``).
+        candidates; the run with the largest objective (log-likelihood plus
+        log scale prior) is kept (ignored for ``init="ols"``).  All runs share
+        the scale floors and the scale prior of the best LTS candidate, so
+        they maximise the same objective.  Above 20000 rows the runs are on
+        the EM subsample and only the best one is polished on all rows.
     n_subsets : int, default=500
         Number of random elemental subsets searched by the LTS start.
     max_iter : int, default=500
@@ -598,8 +620,9 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
 
     EM maps are combined by SQUAREM with a monotonicity safeguard (an
     extrapolated point is kept only if its likelihood beats the plain double
-    step); above 20000 rows EM is warm-started on a random subsample of 10000
-    rows.  The scales are kept at least ``min_scale_ratio`` times their
+    step); above 20000 rows the start, the robust scale of ``y`` and the
+    EM runs use a random subsample of 10000 rows, and the best run is then
+    polished by EM on all rows.  The scales are kept at least ``min_scale_ratio`` times their
     starting values (the mixture likelihood is unbounded otherwise).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
@@ -703,53 +726,57 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
                 f"{type(self).__name__} needs at least n_features + fit_intercept + 1 = {p + 1} "
                 f"samples with positive weight, got n_samples={n_pos}."
             )
-        scale_y = _MAD_TO_SD * _weighted_median(np.abs(y - _weighted_median(y, sw)), sw)
-        if scale_y == 0:
-            ym = np.average(y, weights=sw)
-            scale_y = math.sqrt(np.average((y - ym) ** 2, weights=sw))
-        if scale_y == 0 or np.ptp(y[pos]) == 0:
+        if np.ptp(y[pos]) == 0:
             raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
-        tiny = 1e-9 * scale_y
         rs = self.random_state
         rng = rs if isinstance(rs, np.random.Generator) else check_random_state(rs)
+        # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then EM polish on all rows
+        sub = None
+        if n_pos > 2 * _EM_SUBSAMPLE:
+            sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
+        rows = slice(None) if sub is None else sub
+        ys, sws = y[rows], sw[rows]
+        scale_y = _MAD_TO_SD * _weighted_median(np.abs(ys - _weighted_median(ys, sws)), sws)
+        if scale_y == 0:
+            scale_y = math.sqrt(np.average((ys - np.average(ys, weights=sws)) ** 2, weights=sws))
+        if scale_y == 0:  # the subsample happens to be constant
+            scale_y = math.sqrt(np.average((y - np.average(y, weights=sw)) ** 2, weights=sw))
+        tiny = 1e-9 * scale_y
 
         if self.fit_intercept:  # centre once (sample-weighted) for conditioning; intercept column
             xm = np.average(X, axis=0, weights=sw)
             ym = float(np.average(y, weights=sw))
-            Xa = np.hstack([X - xm, np.ones((n, 1))])
+            Xa = np.empty((n, d + 1))
+            np.subtract(X, xm, out=Xa[:, :d])
+            Xa[:, d] = 1.0
             yc = y - ym
         else:
             xm, ym, Xa, yc = np.zeros(d), 0.0, X, y
-        # above 2 * _EM_SUBSAMPLE rows: LTS start and EM on a random subsample, then EM polish on all rows
-        sub = None
-        if n_pos > 2 * _EM_SUBSAMPLE:
-            sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
-        if self.init == "lts" and sub is not None:
-            starts = _lts_starts(Xa[sub], yc[sub], sw[sub], self.n_subsets, self.n_init, rng)
-        elif self.init == "lts":
-            starts = _lts_starts(Xa, yc, sw, self.n_subsets, self.n_init, rng)
+        Xs, ycs = Xa[rows], yc[rows]
+        if self.init == "lts":
+            starts = _lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
         else:
-            starts = [_wls(Xa, yc, sw)]
+            starts = [_wls(Xs, ycs, sws)]
+        # scale floors and the scale prior come from the first (best high-breakdown) start, so
+        # every start maximises the same objective and the runs can be compared
+        mad = _weighted_median(np.abs(ycs - Xs @ starts[0]), sws)
+        floors = np.array([max(self.min_scale_ratio * c.scale_from_mad(mad), tiny) for c in comps])
+        scales0 = [
+            max(float(c.scale), tiny) if getattr(c, "scale", None) is not None else max(c.scale_from_mad(mad), f)
+            for c, f in zip(comps, floors)
+        ]
+        # one component: the likelihood is bounded (exact fits aside), no prior needed
+        k = self.scale_prior if len(comps) > 1 else 0.0
+        prior = {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
+        prob = _Problem(Xs, ycs, sws, comps, self.fit_scales, floors, scale_y, **prior)
         best = None
         for theta0 in starts:
-            mad = _weighted_median(np.abs(yc - Xa @ theta0), sw)
-            floors = np.array([max(self.min_scale_ratio * c.scale_from_mad(mad), tiny) for c in comps])
-            scales0 = [
-                max(float(c.scale), tiny) if getattr(c, "scale", None) is not None else max(c.scale_from_mad(mad), f)
-                for c, f in zip(comps, floors)
-            ]
-            a0 = None
-            # one component: the likelihood is bounded (exact fits aside), no prior needed
-            k = self.scale_prior if len(comps) > 1 else 0.0
-            prior = {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
-            if sub is not None:  # warm start: EM on the subsample, then polish on all rows
-                sprob = _Problem(Xa[sub], yc[sub], sw[sub], comps, self.fit_scales, floors, scale_y, **prior)
-                sres = _em(sprob, theta0, scales0, self.max_iter, self.tol)
-                theta0, scales0, a0 = sres["theta"], sres["scales"], sres["a"]
-            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, scale_y, **prior)
-            res = _em(prob, theta0, scales0, self.max_iter, self.tol, a=a0)
+            res = _em(prob, theta0, scales0, self.max_iter, self.tol)
             if best is None or res["objective"] > best["objective"]:
                 best = res
+        if sub is not None:  # polish the best subsample fit on all rows
+            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, scale_y, **prior)
+            best = _em(prob, best["theta"], best["scales"], self.max_iter, self.tol, a=best["a"])
         theta = best["theta"]
         best["coef"] = theta[:d].copy()
         best["intercept"] = ym + float(theta[d]) - float(xm @ theta[:d]) if self.fit_intercept else 0.0

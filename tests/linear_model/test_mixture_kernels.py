@@ -122,3 +122,26 @@ def test_elemental_picks_have_distinct_rows():
     picks = _elemental_picks(7, 5, 2000, np.random.default_rng(5))
     assert picks.shape == (2000, 5) and picks.min() >= 0 and picks.max() < 7
     assert all(len(set(row)) == 5 for row in picks.tolist())
+
+
+@pytest.mark.parametrize("strength", [0.0, 2.0])
+@pytest.mark.parametrize("offset", [-60.0, -3.0, 0.0, 3.0, 60.0])
+def test_cauchy_root_from_any_start_matches_bisection(strength, offset):
+    """The safeguarded Newton solve finds the root from far-off starts on either side."""
+    from scipy.optimize import brentq
+
+    from sklearn_bayes._fast._mixture import cauchy_root
+
+    rng = np.random.default_rng(7)
+    r = rng.standard_t(df=1.5, size=300) * 0.3
+    r[:5] = 0.0  # a few exact zeros
+    c = rng.uniform(0.0, 2.0, size=300)
+    s0, k = 0.7, strength
+
+    def g(u):
+        t = np.exp(u)
+        return float(np.sum(c * (r**2 - t) / (r**2 + t)) + 2 * k * (s0**2 / t - 1.0))
+
+    want = brentq(g, -60.0, 60.0, xtol=1e-13)
+    got = cauchy_root(r, c, want + offset, s0, k, 1e-10)
+    assert abs(2.0 * np.log(got) - want) <= 1e-9
