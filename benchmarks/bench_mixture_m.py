@@ -78,6 +78,7 @@ def speed(n, d, repeats=3):
 
 def accuracy(n_splits):
     methods = ["OLS", "mixture (fitted scales)", "mixture (fixed scales)", "Laplace only", "Cauchy only",
+               "Cauchy only (fixed scale)",
                "HuberRegressor", "RLM Huber", "RLM Tukey"]  # fmt: skip
     for shifts in ("symmetric", "one-sided"):
         rows = robust.run_protocol(n_splits=n_splits, include_slow=False, methods=methods, shifts=shifts)

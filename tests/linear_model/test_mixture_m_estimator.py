@@ -493,23 +493,26 @@ def test_reproduction_fixed_scale_mixture_uses_the_chapters_unit_scales():
 
 
 def test_target_check_reports_paired_differences():
-    """The reproduction's target line compares mean test MSEs per setting and, given the per-split
-    rows, reports the paired difference (same splits) with its standard error."""
+    """The reproduction's target line compares mean test MSEs per setting with the single M-estimators
+    of the same variant and, given the per-split rows, reports the paired difference (same splits)
+    with its standard error; better peers (Huber, Tukey) are listed without counting as a miss."""
     from sklearn_bayes.experiments.robust import check_targets, summarise
 
     mix = [0.30, 0.32, 0.34]
     rows = []
     for k, m in enumerate(mix):
         for method, v in [("mixture (fitted scales)", m), ("mixture (fixed scales)", m - 0.05), ("OLS", 1.0),
-                          ("HuberRegressor", m - (0.01, 0.02, 0.03)[k])]:  # fmt: skip
+                          ("Laplace only", m - (0.01, 0.02, 0.03)[k]), ("Cauchy only (fixed scale)", m),
+                          ("HuberRegressor", m - 0.04)]:  # fmt: skip
             rows.append({"setting": "[5,10]sd", "split": k, "method": method, "test_mse": v, "fit_time_s": 0.0,
                          "a_gaussian": 0.5, "a_laplace": 0.3, "a_cauchy": 0.2})  # fmt: skip
     text = check_targets(summarise(rows), rows)
     lines = text.splitlines()
     assert len(lines) == 2
-    # fitted: Huber is better by 0.02 on average; paired differences 0.01, 0.02, 0.03 -> SE 0.01 / sqrt(3)
-    assert lines[0].startswith("target [5,10]sd mixture (fitted scales) 0.3200: MISSED")
+    # fitted: Laplace only is better by 0.02 on average; paired differences 0.01, 0.02, 0.03 -> SE 0.01 / sqrt(3)
+    assert lines[0].startswith("target [5,10]sd mixture (fitted scales) 0.3200: MISSED, better: Laplace only")
     assert f"paired diff +0.0200 +- {0.01 / np.sqrt(3):.4f}" in lines[0]
-    assert "OLS" not in lines[0]
-    # fixed scales (0.27) beat Huber (0.30) and OLS on every split
+    assert "OLS" not in lines[0] and "Cauchy only (fixed" not in lines[0]  # not the fitted variant's single
+    assert "| peers better: HuberRegressor 0.2800" in lines[0]
+    # fixed scales (0.27) beat its singles on every split; Huber (0.28) is not better
     assert lines[1] == "target [5,10]sd mixture (fixed scales) 0.2700: met"
