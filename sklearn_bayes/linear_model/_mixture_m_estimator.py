@@ -622,8 +622,9 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
     extrapolated point is kept only if its likelihood beats the plain double
     step); above 20000 rows the start, the robust scale of ``y`` and the
     EM runs use a random subsample of 10000 rows, and the best run is then
-    polished by EM on all rows.  The scales are kept at least ``min_scale_ratio`` times their
-    starting values (the mixture likelihood is unbounded otherwise).
+    polished by EM on all rows.  The scales are kept at least
+    ``min_scale_ratio`` times their starting values (the mixture likelihood
+    is unbounded otherwise).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``; ``sample_weights_`` and ``score_samples`` rank points
