@@ -312,26 +312,28 @@ def check_targets(table, rows=None):
             if variant not in sel:
                 continue
             mix = sel[variant]
-
-            def better(methods):
-                out = []
-                for m in methods:
-                    if m not in sel or sel[m] >= mix:
-                        continue
-                    note = f"{m} {sel[m]:.4f}"
-                    if rows is not None:
-                        d = _paired(rows, setting, variant, m)
-                        if len(d) > 1:
-                            note += f" (paired diff {d.mean():+.4f} +- {d.std(ddof=1) / np.sqrt(len(d)):.4f})"
-                    out.append(note)
-                return out
-
-            worse, peers = better(singles), better(PEERS)
+            worse = _better(sel, rows, setting, variant, singles)
+            peers = _better(sel, rows, setting, variant, PEERS)
             status = "met" if not worse else "MISSED, better: " + "; ".join(worse)
             if peers:
                 status += " | peers better: " + "; ".join(peers)
             lines.append(f"target {setting} {variant} {mix:.4f}: {status}")
     return "\n".join(lines)
+
+
+def _better(sel, rows, setting, variant, methods):
+    """Notes on the ``methods`` whose mean test MSE is below the ``variant``'s (with paired diffs)."""
+    out = []
+    for m in methods:
+        if m not in sel or sel[m] >= sel[variant]:
+            continue
+        note = f"{m} {sel[m]:.4f}"
+        if rows is not None:
+            d = _paired(rows, setting, variant, m)
+            if len(d) > 1:
+                note += f" (paired diff {d.mean():+.4f} +- {d.std(ddof=1) / np.sqrt(len(d)):.4f})"
+        out.append(note)
+    return out
 
 
 def _paired(rows, setting, a, b):

@@ -738,9 +738,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         rows = slice(None) if sub is None else sub
         ys, sws = y[rows], sw[rows]
         scale_y = _MAD_TO_SD * _weighted_median(np.abs(ys - _weighted_median(ys, sws)), sws)
-        if scale_y == 0:
-            scale_y = math.sqrt(np.average((ys - np.average(ys, weights=sws)) ** 2, weights=sws))
-        if scale_y == 0:  # the subsample happens to be constant
+        if scale_y == 0:  # more than half the (subsampled) targets tie: the sd of all targets
             scale_y = math.sqrt(np.average((y - np.average(y, weights=sw)) ** 2, weights=sw))
         tiny = 1e-9 * scale_y
 
