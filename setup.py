@@ -1,6 +1,6 @@
-"""Build the Cython kernels in ``sklearn_bayes/_fast``.
+"""Build the Cython kernels in ``src/sklearn_bayes/_fast``.
 
-Every ``sklearn_bayes/_fast/*.pyx`` file becomes the extension module
+Every ``src/sklearn_bayes/_fast/*.pyx`` file becomes the extension module
 ``sklearn_bayes._fast.<name>``.  Metadata lives in ``pyproject.toml``.
 """
 
@@ -11,7 +11,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
-FAST = HERE / "sklearn_bayes" / "_fast"
+FAST = HERE / "src" / "sklearn_bayes" / "_fast"
 
 extensions = [
     Extension(
