@@ -26,7 +26,7 @@ from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
 from sklearn_bayes.experiments._report import format_table
 from sklearn_bayes.experiments.adaptive_ldp import run_grid, run_peer, summarise
-from sklearn_bayes.utils import SeededNoiseWarning
+from sklearn_bayes.exceptions import SeededNoiseWarning
 
 warnings.simplefilter("ignore", SeededNoiseWarning)
 

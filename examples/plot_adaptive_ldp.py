@@ -23,7 +23,7 @@ import numpy as np
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy import RRRRMechanism
-from sklearn_bayes.utils import SeededNoiseWarning
+from sklearn_bayes.exceptions import SeededNoiseWarning
 
 # seeded noise is fine for a reproducible illustration (never in production)
 warnings.simplefilter("ignore", SeededNoiseWarning)

@@ -7,7 +7,8 @@ import pytest
 from sklearn.base import BaseEstimator
 
 import sklearn_bayes
-from sklearn_bayes.utils import SeededNoiseWarning, all_estimators, check_epsilon, check_privacy_random_state
+from sklearn_bayes.exceptions import SeededNoiseWarning
+from sklearn_bayes.utils import all_estimators, check_epsilon, check_privacy_random_state
 
 
 @pytest.mark.parametrize("good", [1e-6, 0.5, 1, 10.0, np.float32(2.0), np.int64(3)])

@@ -5,7 +5,7 @@ Public estimators are importable from the top-level package::
     from sklearn_bayes import SubsampledPriorRidge
 """
 
-from . import linear_model, privacy
+from . import exceptions, linear_model, privacy
 from .linear_model import *  # noqa: F401,F403
 from .privacy import *  # noqa: F401,F403
 

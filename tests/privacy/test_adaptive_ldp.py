@@ -9,7 +9,7 @@ import pytest
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes._fast._ldp import log_likelihood_gradient
 from sklearn_bayes.privacy import RRRRMechanism
-from sklearn_bayes.utils import SeededNoiseWarning
+from sklearn_bayes.exceptions import SeededNoiseWarning
 
 
 def _gen(seed):

@@ -15,7 +15,7 @@ from sklearn.base import clone
 from sklearn_bayes.privacy import PrivateCountSketch
 from sklearn_bayes.privacy._count_sketch import _median_sensitivity_bound
 from sklearn_bayes.privacy._noise import discrete_laplace_pmf, sample_noise
-from sklearn_bayes.utils._validation import SeededNoiseWarning
+from sklearn_bayes.exceptions import SeededNoiseWarning
 
 sys.path.insert(0, str(Path(__file__).parent))
 import _sketch_reference as ref  # noqa: E402

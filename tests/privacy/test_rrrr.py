@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from sklearn_bayes.privacy import RRRRMechanism
-from sklearn_bayes.utils import SeededNoiseWarning
+from sklearn_bayes.exceptions import SeededNoiseWarning
 
 
 def _rng(seed):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..datasets._categorical import make_dirichlet_categorical_stream
 from ..privacy import AdaptiveLDPFrequencyEstimator
-from ..utils import SeededNoiseWarning
+from ..exceptions import SeededNoiseWarning
 
 METHODS = [
     ("U1 Fisher", {"utility": "fisher"}),

@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ..exceptions import SubsampleFitWarning
 from ._map import (
     LogisticLoss,
     MultinomialLoss,
@@ -49,13 +50,6 @@ _MAX_CONDITION = 1e10
 _VARIANCE_FLOOR = 1e-10
 #: 'auto' subsample size: expected number of rows of the rarest level of a column (or class)
 _RARE_LEVEL_COUNT = 5
-
-
-class SubsampleFitWarning(UserWarning):
-    """Some unregularised subsample fits did not exist (separation) or were not unique.
-
-    Issued at most once per call to ``fit``, with the counts and the fallback used.
-    """
 
 
 # --------------------------------------------------------------------------------------

@@ -1,6 +1,16 @@
-"""Utilities shared by the estimators (validation helpers, estimator discovery)."""
+"""Utilities shared by the estimators (validation helpers, transactions, estimator discovery)."""
 
+from ..exceptions import SeededNoiseWarning
 from ._discovery import all_estimators
-from ._validation import SeededNoiseWarning, check_epsilon, check_privacy_random_state
+from ._transaction import transactional
+from ._validation import IntegerInterval, check_epsilon, check_generator, check_privacy_random_state
 
-__all__ = ["SeededNoiseWarning", "all_estimators", "check_epsilon", "check_privacy_random_state"]
+__all__ = [
+    "IntegerInterval",
+    "SeededNoiseWarning",
+    "all_estimators",
+    "check_epsilon",
+    "check_generator",
+    "check_privacy_random_state",
+    "transactional",
+]

@@ -1,9 +1,12 @@
-"""Validation helpers shared by the estimators."""
+"""Validation helpers shared by the estimators: budgets, integer constraints, random states."""
 
 import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from sklearn_bayes.exceptions import SeededNoiseWarning
 
 
 def check_epsilon(epsilon, name="epsilon"):
@@ -35,18 +38,74 @@ def check_epsilon(epsilon, name="epsilon"):
     return epsilon
 
 
-class SeededNoiseWarning(UserWarning):
-    """Warning: privacy noise drawn from a seeded generator is reproducible, hence not private."""
+class IntegerInterval(Interval):
+    """``Interval(numbers.Integral, ...)`` for ``_parameter_constraints`` that rejects booleans.
+
+    ``True`` is an :class:`numbers.Integral` in Python, so scikit-learn's interval
+    accepts ``depth=True`` as 1; a size, a count or a seed given as a boolean is a
+    mistake and is refused with the usual ``InvalidParameterError``.
+
+    Examples
+    --------
+    >>> c = IntegerInterval(1, None, closed="left")
+    >>> c.is_satisfied_by(3), c.is_satisfied_by(True), c.is_satisfied_by(0)
+    (True, False, False)
+    """
+
+    def __init__(self, left, right, *, closed):
+        super().__init__(numbers.Integral, left, right, closed=closed)
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self):
+        return super().__str__() + " (not a bool)"
+
+
+def check_generator(random_state):
+    """Return a :class:`numpy.random.Generator` for ``random_state`` (the one helper for randomness).
+
+    ``None`` seeds from the operating system, an int seeds a new generator, a
+    :class:`numpy.random.Generator` is used as is (the caller owns it), and a legacy
+    :class:`numpy.random.RandomState` is converted by drawing a seed from it.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState
+
+    Returns
+    -------
+    rng : numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        For any other value (booleans included).
+
+    Examples
+    --------
+    >>> bool(check_generator(0).integers(10) == check_generator(0).integers(10))
+    True
+    """
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, (bool, np.bool_)):
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        "random_state must be None, an int, a numpy.random.Generator or a numpy.random.RandomState, "
+        f"got {random_state!r}."
+    )
 
 
 def check_privacy_random_state(random_state, owner="this mechanism"):
-    """Return a :class:`numpy.random.Generator` for privacy noise.
+    """:func:`check_generator` for privacy noise: an integer seed emits :class:`SeededNoiseWarning`.
 
-    ``None`` seeds from the operating system's entropy.  An integer seed gives
-    reproducible noise, which is useful in tests and experiments but destroys
-    the guarantee if the seed is known, so it emits :class:`SeededNoiseWarning`.
-    A :class:`numpy.random.Generator` is used as is (the caller owns it).
-    A legacy :class:`numpy.random.RandomState` is converted by drawing a seed.
+    An integer seed gives reproducible noise, which is useful in tests and experiments
+    but destroys the guarantee if the seed is known.
 
     Parameters
     ----------
@@ -58,21 +117,12 @@ def check_privacy_random_state(random_state, owner="this mechanism"):
     -------
     rng : numpy.random.Generator
     """
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
-    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+    rng = check_generator(random_state)
+    if isinstance(random_state, (numbers.Integral, np.integer)):
         warnings.warn(
             f"{owner} was given an integer random_state: its privacy noise is reproducible "
             "from the seed. Use seeded noise for testing only; use random_state=None in production.",
             SeededNoiseWarning,
             stacklevel=3,
         )
-        return np.random.default_rng(int(random_state))
-    raise TypeError(
-        "random_state must be None, an int, a numpy.random.Generator or a numpy.random.RandomState, "
-        f"got {random_state!r}."
-    )
+    return rng
