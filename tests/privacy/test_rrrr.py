@@ -64,24 +64,73 @@ def test_empty_subset_is_srr():
 
 
 # ---------------------------------------------------------------- exact LDP
-@pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
+def _ldp_tolerance(eps, K):
+    """Rounding of the log constants: a few ulps of their magnitude (<= eps + ln K)."""
+    return 1e-12 + 8 * np.finfo(float).eps * (eps + np.log(K))
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 5.0, 400.0, 700.0, 1e6])
 @pytest.mark.parametrize("kappa", [0.5, 0.9, 0.99, 1.0])
 def test_exact_ldp_every_subset_size(eps, kappa):
-    """max_y max_{x,x'} ln P(y|x)/P(y|x') <= eps for every k, K in 2..50 (closed form)."""
+    """max_y max_{x,x'} ln P(y|x)/P(y|x') <= eps for every k, K in 2..50 (closed form, log space).
+
+    Huge budgets (400, 700, 1e6) used to overflow; their probabilities underflow to 0
+    in ``transition_matrix``, so the ratio is checked on ``log_transition_matrix``, and
+    ``transition_matrix`` must still be stochastic.
+    """
     rng = _rng(0)
     worst = -np.inf
     for K in range(2, 51):
         mech = RRRRMechanism(K, eps, kappa)
         perm = rng.permutation(K)  # the ratio depends only on k: one random subset per k
         for k in range(K):
+            logP = mech.log_transition_matrix(perm[:k])
+            assert np.all(np.isfinite(logP)), (K, k, eps, kappa)
             P = mech.transition_matrix(perm[:k])
-            assert np.all(P > 0) or (kappa == 1.0)
+            assert np.all(P >= 0)
+            if eps <= 5.0:
+                assert np.all(P > 0)
             np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=0, atol=1e-12)
-            logP = np.log(P)
+            np.testing.assert_allclose(np.logaddexp.reduce(logP, axis=1), 0.0, rtol=0, atol=1e-12)
             ratio = np.max(logP.max(axis=0) - logP.min(axis=0))
             worst = max(worst, ratio - eps)
-            assert ratio <= eps + 1e-12, (K, k, eps, kappa, ratio)
-    assert worst <= 1e-12
+            assert ratio <= eps + _ldp_tolerance(eps, K), (K, k, eps, kappa, ratio)
+    assert worst <= _ldp_tolerance(eps, 50)
+
+
+@pytest.mark.parametrize("eps", [400.0, 700.0, 1e6])
+def test_huge_epsilon_constructs_without_overflow(eps):
+    """Regression: RRRRMechanism(4, 400.0) raised OverflowError (math.exp(eps))."""
+    mech = RRRRMechanism(4, eps, 0.9)
+    assert 0.0 <= mech.epsilon2(1) <= eps
+    P = mech.transition_matrix([0])
+    # the honest answer has probability 1 to double precision
+    np.testing.assert_allclose(np.diag(P), 1.0, rtol=0, atol=1e-15)
+    y = mech.privatize(np.arange(4).repeat(5), [0], random_state=_rng(0))
+    np.testing.assert_array_equal(y, np.arange(4).repeat(5))
+
+
+def test_log_space_constants_equal_the_direct_formulas():
+    """At moderate budgets the log-space constants equal the textbook ratios to rounding."""
+    from sklearn_bayes.privacy._rrrr import _rrrr_constants
+
+    for K in (2, 3, 7, 20):
+        for eps, kappa in [(0.1, 0.9), (1.0, 0.8), (5.0, 0.5), (30.0, 0.9), (1.0, 1.0)]:
+            got = _rrrr_constants(K, eps, kappa)
+            mech = RRRRMechanism(K, eps, kappa)
+            e = math.exp(eps)
+            expected = [[e / (e + K - 1), 1 / (e + K - 1), e / (e + K - 1), 0.0, 1 / (e + K - 1), 1.0]]
+            e1 = kappa * eps
+            for k in range(1, K):
+                e2 = mech.epsilon2(k)
+                A, B = math.exp(e1) + k, math.exp(e2) + K - k - 1
+                expected.append([math.exp(e1) / A, 1 / A, math.exp(e1 + e2) / (A * B), 1 / ((K - k) * A),
+                                 math.exp(e1) / (A * B), math.exp(e2) / B])
+            # relative error: a few ulps of the log constants (|ln c| <= eps + ln K)
+            np.testing.assert_allclose(got, expected, rtol=8 * np.finfo(float).eps * (eps + math.log(K)) + 1e-15)
+            # the estimator's table and the mechanism's lazy per-size constants are the same numbers
+            for k in range(K):
+                np.testing.assert_array_equal(mech._constants(k), got[k])
 
 
 def test_exact_ldp_is_tight_somewhere():
@@ -183,3 +232,47 @@ def test_bad_subsets_and_inputs():
         mech.privatize([0.0, np.nan], [0], random_state=_rng(0))
     with pytest.raises(ValueError, match="subset_size"):
         mech.epsilon2(4)
+
+
+# ---------------------------------------------------------------- frozen parameters, resources
+@pytest.mark.parametrize("name, value", [("epsilon", 0.01), ("kappa", 0.5), ("n_categories", 7)])
+def test_parameters_are_read_only(name, value):
+    """Regression: ``mech.epsilon = 0.01`` changed the repr but not the mechanism."""
+    mech = RRRRMechanism(4, 1.0, 0.8)
+    P, text = mech.transition_matrix([0]), repr(mech)
+    with pytest.raises(AttributeError, match=f"{name} is read-only.*new RRRRMechanism"):
+        setattr(mech, name, value)
+    assert repr(mech) == text == "RRRRMechanism(n_categories=4, epsilon=1.0, kappa=0.8)"
+    np.testing.assert_array_equal(mech.transition_matrix([0]), P)
+
+
+def test_copies_keep_the_mechanism():
+    import copy
+    import pickle
+
+    mech = RRRRMechanism(5, 2.0, 0.7)
+    mech.transition_matrix([1])  # fills the per-size cache
+    for other in (copy.deepcopy(mech), pickle.loads(pickle.dumps(mech))):
+        assert repr(other) == repr(mech)
+        np.testing.assert_array_equal(other.transition_matrix([1, 2]), mech.transition_matrix([1, 2]))
+
+
+def test_construction_is_constant_memory_and_constants_are_lazy():
+    """Regression: RRRRMechanism(10**7, 1.0) built a (K, 6) table in a Python loop (23 s).
+
+    Construction allocates O(1) memory; constants are computed per subset size used.
+    """
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        mech = RRRRMechanism(10**7, 1.0)
+        e2 = mech.epsilon2(3)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000, peak  # a (K, 6) float table would be 480 MB
+    assert set(mech._log_consts) == set()  # epsilon2 needs no constants
+    assert e2 == pytest.approx(0.1, rel=1e-6)  # -> eps - eps1 as |S^c| -> infinity
+    mech.privatize([0, 9_999_999], [9_999_999], random_state=_rng(0))
+    assert set(mech._log_consts) == {1}

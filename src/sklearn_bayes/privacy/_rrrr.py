@@ -1,6 +1,5 @@
 """The randomly restricted randomized response (RRRR) mechanism and its closed form."""
 
-import math
 import numbers
 
 import numpy as np
@@ -29,49 +28,83 @@ def _check_n_categories(n_categories, name="n_categories"):
 
 
 def _epsilon2(n_categories, subset_size, epsilon, kappa):
-    """eps2 of Theorem 6 (eq. 5.3) for |S| = subset_size, with eps1 = kappa * epsilon."""
+    """eps2 of Theorem 6 (eq. 5.3) for |S| = subset_size (int or int array), with eps1 = kappa * epsilon.
+
+    ``exp(eps1 - epsilon) <= 1`` is the only exponential, and the correction branch
+    needs ``epsilon - eps1 < ln |S^c|``, so nothing overflows for any finite
+    ``epsilon``.  Returns a float for an int ``subset_size``, else an array.
+    """
+    k = np.asarray(subset_size, dtype=float)
     eps1 = kappa * epsilon
-    sc = n_categories - subset_size
-    if subset_size > 0 and (epsilon - eps1) < math.log(sc):
-        return min(epsilon, math.log((sc - 1) / (math.exp(eps1 - epsilon) * sc - 1)))
-    return epsilon
+    sc = n_categories - k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corrected = np.log((sc - 1.0) / (np.exp(eps1 - epsilon) * sc - 1.0))
+        use = (k > 0) & ((epsilon - eps1) < np.log(sc))
+    eps2 = np.where(use, np.minimum(epsilon, corrected), epsilon)
+    return float(eps2) if eps2.ndim == 0 else eps2
 
 
-def _rrrr_constants(n_categories, epsilon, kappa):
-    """Per subset size k = 0..K-1, the distinct values of g(y | x) (see ``_fast/_ldp.pyx``).
+def _log1pexp(u):
+    """``ln(1 + e^u)`` without overflow (``u`` may be ``-inf``)."""
+    return np.logaddexp(0.0, u)
 
-    Returns an array of shape (K, 6) with columns a1, a0, b_self, b_in, b_out, r:
+
+def _log_rrrr_constants(n_categories, epsilon, kappa, sizes):
+    """Natural logarithms of the RRRR constants for the subset sizes ``sizes`` (int array).
+
+    Returns an array of shape ``(len(sizes), 6)`` with the logarithms of the columns
+    a1, a0, b_self, b_in, b_out, r of :func:`_rrrr_constants`; ``ln b_in = -inf``
+    for size 0.  Computed in log space from ``ln A = ln(e^{e1} + k)`` and
+    ``ln B = ln(e^{e2} + K - k - 1)`` written as ``e1 + ln(1 + k e^{-e1})`` and
+    ``e2 + ln(1 + (K-k-1) e^{-e2})``, so no term overflows for any finite
+    ``epsilon > 0`` (``epsilon = 1e6`` included) and each log constant has a
+    relative error of a few units in the last place.  O(len(sizes)) time and memory.
+    """
+    K = n_categories
+    k = np.asarray(sizes, dtype=np.int64)
+    kf = k.astype(float)
+    srr = k == 0
+    eps1 = np.where(srr, epsilon, kappa * epsilon)  # size 0: SRR(X; [K], epsilon), A = e^eps + K - 1
+    eps2 = np.where(srr, 0.0, _epsilon2(K, k, epsilon, kappa))
+    with np.errstate(divide="ignore"):
+        log_k = np.log(np.where(srr, K - 1.0, kf))  # the k "other" outputs of the outer SRR
+        log_sc = np.log(K - kf)
+        log_sc1 = np.log(K - kf - 1.0)  # -inf when |S^c| = 1
+    log_a1 = -_log1pexp(log_k - eps1)  # e^{e1} / A
+    log_a0 = -eps1 + log_a1  # 1 / A
+    log_r = np.where(srr, 0.0, -_log1pexp(log_sc1 - eps2))  # e^{e2} / B
+    log_b_self = np.where(srr, log_a1, log_a1 + log_r)  # e^{e1 + e2} / (A B)
+    log_b_in = np.where(srr, -np.inf, log_a0 - log_sc)  # 1 / ((K - k) A)
+    log_b_out = np.where(srr, log_a0, log_a1 + log_r - eps2)  # e^{e1} / (A B)
+    return np.stack([log_a1, log_a0, log_b_self, log_b_in, log_b_out, log_r], axis=-1)
+
+
+def _rrrr_constants(n_categories, epsilon, kappa, sizes=None):
+    """Per subset size k, the distinct values of g(y | x) (see ``_fast/_ldp.pyx``).
+
+    Returns an array of shape (len(sizes), 6) (``sizes`` defaults to ``0..K-1``, so
+    that row ``k`` is size ``k``) with columns a1, a0, b_self, b_in, b_out, r:
     ``a1 = e^{e1}/A`` (y in S, x = y), ``a0 = 1/A`` (y in S, x != y), ``b_self =
     e^{e1+e2}/(A B)`` (y not in S, x = y), ``b_in = 1/((K-k) A)`` (y not in S, x in S),
     ``b_out = e^{e1}/(A B)`` (y, x not in S, x != y) and ``r = e^{e2}/B``, where
     ``A = e^{e1} + k`` and ``B = e^{e2} + K - k - 1``.  For k = 0 (plain SRR with
     ``epsilon``) the same layout holds with ``e1 = epsilon``, ``e2 = 0`` and
-    ``A = e^eps + K - 1``: a1 = b_self, a0 = b_out.
+    ``A = e^eps + K - 1``: a1 = b_self, a0 = b_out, b_in = 0, r = 1.
+
+    The values are ``exp`` of :func:`_log_rrrr_constants`: finite for every finite
+    ``epsilon``; below about ``e^{-745}`` they underflow to 0 (``epsilon1 > 745``),
+    and the privacy guarantee is then checked on the logarithms.
     """
-    K = n_categories
-    out = np.empty((K, 6))
-    e = epsilon
-    # k = 0: SRR(X; [K], eps)
-    A = math.exp(e) + K - 1
-    out[0] = [math.exp(e) / A, 1.0 / A, math.exp(e) / A, 0.0, 1.0 / A, 1.0]
-    e1 = kappa * epsilon
-    for k in range(1, K):
-        e2 = _epsilon2(K, k, epsilon, kappa)
-        A = math.exp(e1) + k
-        B = math.exp(e2) + K - k - 1
-        out[k] = [
-            math.exp(e1) / A,
-            1.0 / A,
-            math.exp(e1 + e2) / (A * B),
-            1.0 / ((K - k) * A),
-            math.exp(e1) / (A * B),
-            math.exp(e2) / B,
-        ]
-    return out
+    if sizes is None:
+        sizes = np.arange(n_categories)
+    return np.exp(_log_rrrr_constants(n_categories, epsilon, kappa, sizes))
 
 
 def _transition_matrix_from_mask(mask, consts_k):
-    """P[x, y] = P(Y = y | X = x) for a boolean membership mask of S (K,)."""
+    """P[x, y] = P(Y = y | X = x) for a boolean membership mask of S (K,).
+
+    ``consts_k`` are the six constants of ``|S|`` (or their logarithms, giving ``ln P``).
+    """
     a1, a0, b_self, b_in, b_out, _ = consts_k
     K = mask.shape[0]
     in_y = mask[None, :]
@@ -124,7 +157,20 @@ class RRRRMechanism:
     ``eps2 = min(eps, ln((|S^c| - 1) / (e^{eps1 - eps} |S^c| - 1)))`` when
     ``S`` is not empty and ``eps - eps1 < ln |S^c|``, else ``eps2 = eps``.  Every
     column of the transition matrix then has max/min ratio at most ``e^eps``
-    (checked exactly in the test suite).
+    (checked exactly in the test suite, on :meth:`log_transition_matrix`).
+
+    The parameters are read-only: assigning ``epsilon``, ``kappa`` or
+    ``n_categories`` raises :class:`AttributeError` (build a new mechanism), so the
+    repr always describes the mechanism that runs.  The constants are computed in log
+    space (``ln(e^a + b)`` as ``a + ln(1 + b e^{-a})``), so any finite ``epsilon > 0``
+    works, and lazily, per subset size actually used: construction is O(1) and a
+    release costs O(K + n) time and memory (``n_categories = 10**7`` is fine).
+
+    Floating point: :meth:`privatize` compares a 53-bit uniform with the keep
+    probabilities, so an output of probability below ``2**-53`` is never drawn.  For
+    ``epsilon1 = kappa * epsilon`` above about 36 the rare outputs of the exact
+    mechanism are below that resolution and the release is in practice the true
+    category -- as ``epsilon``-LDP with such an ``epsilon`` already allows.
 
     Examples
     --------
@@ -142,13 +188,36 @@ class RRRRMechanism:
     """
 
     def __init__(self, n_categories, epsilon, kappa=0.9):
-        self.n_categories = _check_n_categories(n_categories)
-        self.epsilon = check_epsilon(epsilon)
-        self.kappa = _check_kappa(kappa)
-        self._consts = _rrrr_constants(self.n_categories, self.epsilon, self.kappa)
+        self._n_categories = _check_n_categories(n_categories)
+        self._epsilon = check_epsilon(epsilon)
+        self._kappa = _check_kappa(kappa)
+        self._log_consts = {}  # subset size -> log constants, filled on first use (O(1) each)
 
     def __repr__(self):
         return f"RRRRMechanism(n_categories={self.n_categories}, epsilon={self.epsilon!r}, kappa={self.kappa!r})"
+
+    def __setattr__(self, name, value):
+        if name in ("n_categories", "epsilon", "kappa"):
+            raise AttributeError(
+                f"RRRRMechanism.{name} is read-only (the mechanism is fixed at construction); "
+                f"build a new RRRRMechanism to use {name}={value!r}."
+            )
+        super().__setattr__(name, value)
+
+    @property
+    def n_categories(self):
+        """Number of categories ``K`` (read-only)."""
+        return self._n_categories
+
+    @property
+    def epsilon(self):
+        """The local privacy budget (read-only)."""
+        return self._epsilon
+
+    @property
+    def kappa(self):
+        """Share of the budget used inside the subset (read-only)."""
+        return self._kappa
 
     @property
     def epsilon1(self):
@@ -169,6 +238,19 @@ class RRRRMechanism:
         """
         k = self._check_size(subset_size)
         return _epsilon2(self.n_categories, k, self.epsilon, self.kappa)
+
+    def _log_constants(self, subset_size):
+        """Log constants (a1, a0, b_self, b_in, b_out, r) for ``|S| = subset_size``, cached per size."""
+        c = self._log_consts.get(subset_size)
+        if c is None:
+            c = _log_rrrr_constants(self.n_categories, self.epsilon, self.kappa, [subset_size])[0]
+            c.setflags(write=False)
+            self._log_consts[subset_size] = c
+        return c
+
+    def _constants(self, subset_size):
+        """The constants (a1, a0, b_self, b_in, b_out, r) for ``|S| = subset_size`` (see ``_rrrr_constants``)."""
+        return np.exp(self._log_constants(subset_size))
 
     def _check_size(self, subset_size):
         if isinstance(subset_size, (bool, np.bool_)) or not isinstance(subset_size, numbers.Integral):
@@ -214,12 +296,29 @@ class RRRRMechanism:
         Returns
         -------
         P : ndarray of shape (n_categories, n_categories)
-            Rows sum to one.
+            Rows sum to one.  Entries below about ``e^{-745}`` (``epsilon`` in the
+            hundreds) underflow to 0; :meth:`log_transition_matrix` keeps them.
+        """
+        return np.exp(self.log_transition_matrix(subset))
+
+    def log_transition_matrix(self, subset=()):
+        """``ln P[x, y]``, computed in log space (exact for any finite ``epsilon``).
+
+        Parameters
+        ----------
+        subset : array-like of int, default=()
+            Category indices in ``S``; empty for plain SRR.
+
+        Returns
+        -------
+        log_P : ndarray of shape (n_categories, n_categories)
+            ``max_y max_{x, x'} (log_P[x, y] - log_P[x', y]) <= epsilon`` (up to
+            rounding): the mechanism is ``epsilon``-LDP.
         """
         s = self._check_subset(subset)
         mask = np.zeros(self.n_categories, dtype=bool)
         mask[s] = True
-        return _transition_matrix_from_mask(mask, self._consts[s.size])
+        return _transition_matrix_from_mask(mask, self._log_constants(s.size))
 
     def privatize(self, x, subset=(), random_state=None):
         """Release RRRR responses for the true categories ``x``.
@@ -259,7 +358,7 @@ class RRRRMechanism:
         mask = np.zeros(K, dtype=bool)
         mask[s] = True
         sigma = np.concatenate([s, np.flatnonzero(~mask)]).astype(np.int32)
-        c = self._consts[s.size]
+        c = self._constants(s.size)
         out = np.empty(xa.size, dtype=np.int32)
         rrrr_sample(rng, xa.astype(np.int32), sigma, int(s.size), float(c[0]), float(c[5]), out)
         out = out.astype(np.int64)

@@ -214,7 +214,7 @@ def utility_value(theta, subset, epsilon, kappa, utility):
     mech = RRRRMechanism(K, epsilon, kappa)
     s = mech._check_subset(subset)
     if utility == "honest":
-        c = mech._consts[s.size]
+        c = mech._constants(s.size)
         ps = theta[s].sum()
         return float(c[0] * (ps + c[5] * (1.0 - ps)))
     G = mech.transition_matrix(s).T[None]  # rows y, columns x
