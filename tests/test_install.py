@@ -1,0 +1,69 @@
+"""The README's first command in miniature: a regular (non-editable) install, run from the clone's root.
+
+``python -m pip install ".[demo]" && python -m sklearn_bayes demo`` runs in the root of a clone.
+``python -m`` puts the working directory first on ``sys.path``, so if the source package
+were importable from the root it would shadow the installed one, whose compiled kernels
+live only in site-packages (the src layout prevents that).  This test builds and installs
+the package from a copy of the working tree into a separate folder, then runs the command
+line from the repository root and checks that the installed copy, kernels included, is the
+one that runs.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tracked_files():
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=False)
+    if out.returncode != 0:  # not a git checkout (e.g. an unpacked sdist): copy the tree
+        return None
+    return [f for f in out.stdout.decode().split("\0") if f]
+
+
+def test_no_importable_package_in_the_repository_root():
+    assert not (ROOT / "sklearn_bayes").exists(), "the package must stay under src/ (see this module's docstring)"
+    assert (ROOT / "src" / "sklearn_bayes" / "__init__.py").exists()
+
+
+@pytest.mark.slow
+def test_regular_install_runs_from_the_repository_root(tmp_path):
+    pytest.importorskip("Cython")
+    src = tmp_path / "src_copy"
+    files = _tracked_files()
+    if files is None:
+        shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns("build", "*.so", "*.egg-info", "_build"))
+    else:
+        for f in files:
+            (src / f).parent.mkdir(parents=True, exist_ok=True)
+            if (ROOT / f).is_file():
+                shutil.copy2(ROOT / f, src / f)
+    target = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-cache-dir", "-q",
+         "--target", str(target), str(src)],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    env = dict(os.environ, PYTHONPATH=str(target), MPLBACKEND="Agg")
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sklearn_bayes, sklearn_bayes._fast._mixture as m, sklearn_bayes._fast._ldp, "
+         "sklearn_bayes._fast._sketch, sklearn_bayes._fast._hashing; print(sklearn_bayes.__file__); print(m.__file__)"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    for line in probe.stdout.split():
+        assert Path(line).resolve().is_relative_to(target.resolve()), (line, "shadowed by the source tree")
+    run = subprocess.run(
+        [sys.executable, "-m", "sklearn_bayes", "demo", "--only", "count_sketch", "--quiet",
+         "--output", str(tmp_path / "demo")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (tmp_path / "demo" / "demo_results.csv").exists()
