@@ -67,3 +67,26 @@ def test_regular_install_runs_from_the_repository_root(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert (tmp_path / "demo" / "demo_results.csv").exists()
+
+
+@pytest.mark.slow
+def test_sdist_ships_every_source_test_doc_and_example_without_build_warnings(tmp_path):
+    import tarfile
+
+    files = _tracked_files()
+    if files is None:
+        pytest.skip("not a git checkout")
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warnings = [line for line in (proc.stdout + proc.stderr).splitlines()
+                if line.lower().startswith("warning") and "no previously-included" not in line]
+    assert not warnings, warnings
+    (archive,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        shipped = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    wanted = [f for f in files if f.startswith(("src/", "tests/", "doc/", "examples/", "benchmarks/"))
+              and f.endswith((".py", ".pyx", ".pxd", ".rst", ".txt")) and (ROOT / f).exists()
+              and "/_build/" not in f and not f.startswith(("doc/auto_examples/", "doc/generated/"))]
+    missing = sorted(set(wanted) - shipped)
+    assert not missing, missing

@@ -40,8 +40,9 @@ def _require(module, extra="datasets"):
         return __import__(module)
     except ImportError as exc:
         raise ImportError(
-            f"this loader needs the optional package {module!r}: install it with "
-            f"`pip install \"sklearn_bayes[{extra}]\"` (or `pip install {module}`)."
+            f"this loader needs the optional package {module!r}, installed by the '{extra}' extra: "
+            f"`python -m pip install \".[{extra}]\"` in a clone of the repository, "
+            f"or `python -m pip install {module}`."
         ) from exc
 
 
