@@ -5,6 +5,7 @@ import pytest
 from numpy.testing import assert_allclose
 from sklearn.linear_model import Ridge
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_bayes import ClosedFormRidge
 from sklearn_bayes.linear_model._closed_form_ridge import closed_form_alpha
@@ -73,3 +74,30 @@ def test_bad_inputs():
         ClosedFormRidge().fit(np.full((5, 2), np.nan), np.ones(5))
     with pytest.raises(ValueError, match="inconsistent"):
         ClosedFormRidge().fit(X, np.ones(4))
+
+
+def test_negative_weight_and_string_target_are_named():
+    """Negative weights used to reach LAPACK (LinAlgError and DLASCL noise on stderr)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = X[:, 0] + rng.normal(size=20)
+    w = np.ones(20)
+    w[3] = -1.0
+    with pytest.raises(ValueError, match="sample_weight"):
+        ClosedFormRidge().fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError, match="numeric target y"):
+        ClosedFormRidge().fit(X, np.array(["a", "b"] * 10))
+    with pytest.raises(InvalidParameterError, match="fit_intercept"):
+        ClosedFormRidge(fit_intercept="yes").fit(X, y)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_tiny_feature_units_are_not_dropped(fit_intercept):
+    """X * 1e-20 used to fall below an absolute variance threshold: coef_ was 0."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3)) + 1.0
+    y = X @ [1.0, -2.0, 0.5] + rng.normal(size=100)
+    a = ClosedFormRidge(fit_intercept=fit_intercept).fit(X, y)
+    b = ClosedFormRidge(fit_intercept=fit_intercept).fit(1e-20 * X, y)
+    assert_allclose(b.coef_, 1e20 * a.coef_, rtol=1e-10)
+    assert_allclose(b.alpha_, a.alpha_, rtol=1e-10)

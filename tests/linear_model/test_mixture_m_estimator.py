@@ -8,6 +8,7 @@ import pytest
 from scipy import integrate, optimize
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.linear_model import LinearRegression
 
 from sklearn_bayes import (
@@ -20,6 +21,7 @@ from sklearn_bayes import (
 from sklearn_bayes.datasets import load_hbk, load_stackloss, load_stars_cyg
 from sklearn_bayes.linear_model._mixture_components import _resolve_components
 from sklearn_bayes.linear_model._mixture_m_estimator import _em, _lts_starts, _Problem
+from sklearn_bayes.utils import check_generator
 
 
 def _contaminated(n=300, d=3, frac=0.1, seed=0):
@@ -269,6 +271,18 @@ def test_scale_equivariance(k):
         assert b.log_likelihood_ == pytest.approx(a.log_likelihood_ - len(y) * np.log(10.0), rel=1e-9)
 
 
+@pytest.mark.parametrize("s", [1e-300, 1e300])
+def test_extreme_target_units(s):
+    """y * 1e+-300: the fit runs in standardised units, so the squares of y never overflow."""
+    X, y, _, _ = _contaminated(seed=0)  # (seed 11 has a flat Gaussian/Laplace ridge, see below)
+    a = MixtureMEstimatorRegressor(tol=1e-9, random_state=0).fit(X, y)
+    b = MixtureMEstimatorRegressor(tol=1e-9, random_state=0).fit(X, s * y)
+    np.testing.assert_allclose(b.coef_, s * a.coef_, rtol=1e-6)
+    np.testing.assert_allclose(b.scales_, s * a.scales_, rtol=1e-6)
+    assert b.intercept_ == pytest.approx(s * a.intercept_, rel=1e-6)
+    np.testing.assert_array_equal(b.flag_outliers(X, s * y), a.flag_outliers(X, y))
+
+
 def test_scale_prior_map_closed_forms_at_convergence():
     """With the scale prior, scales_ are the MAP M-steps: closed forms with 2k pseudo-observations."""
     X, y, _, _ = _contaminated(seed=3)
@@ -277,9 +291,10 @@ def test_scale_prior_map_closed_forms_at_convergence():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reg.fit(X, y)
-    # prior scales: the starting scales from the MAD of the (same, seeded) LTS start
+    # prior scales: the starting scales from the MAD of the (same, seeded) LTS start (the
+    # start is equivariant, so the fit's standardisation of X and y does not change it)
     Xa = np.hstack([X - X.mean(0), np.ones((len(y), 1))])
-    theta0 = _lts_starts(Xa, y - y.mean(), np.ones(len(y)), 500, 1, np.random.RandomState(0))[0]
+    theta0 = _lts_starts(Xa, y - y.mean(), np.ones(len(y)), 500, 1, check_generator(0))[0]
     mad = np.sort(np.abs(y - y.mean() - Xa @ theta0))[(len(y) - 1) // 2]  # lower median, as in fit
     s0 = np.array([mad / 0.6744897501960817, mad / np.log(2.0), mad])
     r = y - reg.predict(X)
@@ -401,6 +416,23 @@ def test_exact_fit_does_not_collapse():
     assert set(np.flatnonzero(reg.flag_outliers(X, y))) == set(range(5))
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("offset", [0.0, 1e4, 1e8])
+def test_rounding_level_residuals_are_never_flagged(seed, offset):
+    """Exact fits leave residuals at the rounding level of each row (about eps * |y_i|); which of
+    them exceed 2.5 times their median is BLAS noise, so none of them may be flagged, and the
+    scales may not be fitted to that noise (floors at the rounding level)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(60, 3))
+    y = offset + X @ [1.0, 2.0, -1.0]
+    y[:6] += 10
+    reg = MixtureMEstimatorRegressor(random_state=seed).fit(X, y)
+    assert set(np.flatnonzero(reg.flag_outliers(X, y))) == set(range(6))
+    eps = np.finfo(float).eps
+    assert reg.residual_scale_ >= eps * np.median(np.abs(y))
+    assert reg.scales_.min() >= eps * np.median(np.abs(y))
+
+
 # --------------------------------------------------------------------------------------
 # bad input
 # --------------------------------------------------------------------------------------
@@ -434,7 +466,13 @@ def test_bad_input():
         MixtureMEstimatorRegressor(scale_prior=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="[Nn]egative"):
         MixtureMEstimatorRegressor().fit(X, y, sample_weight=-np.ones(40))
+    with pytest.raises(ValueError, match="numeric target y"):
+        MixtureMEstimatorRegressor().fit(X, np.array(["a", "b"] * 20))
+    with pytest.raises(InvalidParameterError, match="n_init"):
+        MixtureMEstimatorRegressor(n_init=True).fit(X, y)
     reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="numeric target y"):
+        reg.flag_outliers(X, np.array(["a", "b"] * 20))
     with pytest.raises(ValueError, match="threshold"):
         reg.flag_outliers(X, y, threshold=-1)
     with pytest.raises(ValueError, match="features"):

@@ -1,8 +1,9 @@
 """Ridge regression with the closed-form, approximately MSE-optimal penalty (Appendix A.1)."""
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+
+from ._base import LinearPredictorMixin, standardise, validate_regression_data
 
 __all__ = ["ClosedFormRidge", "closed_form_alpha"]
 
@@ -48,7 +49,7 @@ def closed_form_alpha(S, beta, sigma2, n_samples):
     return tr_inv / (tr_inv2 / n_samples + quad / sigma2)
 
 
-class ClosedFormRidge(RegressorMixin, BaseEstimator):
+class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
     """Ridge regression with a closed-form, approximately MSE-optimal scalar penalty.
 
     Appendix A.1 of the dissertation minimises a second-order approximation of the expected
@@ -75,7 +76,7 @@ class ClosedFormRidge(RegressorMixin, BaseEstimator):
         The closed-form penalty :math:`\\hat\\lambda` (on the standardised features, in the
         sum-of-squares scale of ``(X_s^T X_s + alpha_ I)``).
     sigma2_ : float
-        The OLS residual-variance plug-in :math:`\\hat\\sigma^2`.
+        The OLS residual-variance plug-in :math:`\\hat\\sigma^2` (in the squared units of ``y``).
     coef_ : ndarray of shape (n_features,)
         Coefficients on the original feature scale.
     intercept_ : float
@@ -96,8 +97,12 @@ class ClosedFormRidge(RegressorMixin, BaseEstimator):
     weight is the same as a repeated row):
 
     1. centre ``X`` and ``y`` with weighted means (if ``fit_intercept``) and divide every
-       column of ``X`` by its weighted standard deviation (root mean square without
-       intercept); columns with zero variance get coefficient 0;
+       column of ``X``, and ``y``, by its weighted standard deviation (root mean square without
+       intercept); columns with zero variance get coefficient 0.  Dividing ``y`` does not
+       change :math:`\\hat\\lambda` (it depends on :math:`\\hat\\beta / \\hat\\sigma`); it only
+       makes every step scale-free, so multiplying ``X`` by ``c`` and ``y`` by ``s``
+       multiplies ``coef_`` by ``s / c`` (and ``intercept_`` by ``s``) up to rounding, whatever
+       the units;
     2. :math:`S = X_s^\\top W X_s / N`; OLS :math:`\\hat\\beta = (X_s^\\top W X_s)^{-1} X_s^\\top W y`
        (minimum-norm least squares if ``X_s`` is rank-deficient);
     3. :math:`\\hat\\sigma^2 = \\mathrm{RSS} / (N - d - 1)` with an intercept, ``RSS / (N - d)``
@@ -135,6 +140,7 @@ class ClosedFormRidge(RegressorMixin, BaseEstimator):
     def __init__(self, *, fit_intercept=True):
         self.fit_intercept = fit_intercept
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -142,34 +148,25 @@ class ClosedFormRidge(RegressorMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+            Numeric targets.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights (not all zero).
 
         Returns
         -------
         self : object
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-        w = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        n_eff = float(w.sum())
-        if n_eff <= 0:
-            raise ValueError("ClosedFormRidge needs a positive total sample_weight.")
+        X, y, w = validate_regression_data(self, X, y, sample_weight)
         d = X.shape[1]
-        if self.fit_intercept:
-            x_mean = w @ X / n_eff
-            y_mean = float(w @ y / n_eff)
-        else:
-            x_mean, y_mean = np.zeros(d), 0.0
-        Xc = X - x_mean
-        yc = y - y_mean
-        scale = np.sqrt(w @ (Xc * Xc) / n_eff)
-        keep = scale > np.finfo(float).eps * np.maximum(1.0, np.abs(x_mean))
-        Xs = Xc[:, keep] / scale[keep]
+        Xs, ys, st = standardise(X, y, w, fit_intercept=self.fit_intercept, scale_y=True)
+        keep = ~st.constant if self.fit_intercept else np.ones(d, dtype=bool)
+        keep &= np.any(Xs != 0, axis=0)
+        n_eff = float(w.sum())
+        Xs = Xs[:, keep]
         k = Xs.shape[1]
         sw = np.sqrt(w)
         A = Xs * sw[:, None]
-        b = yc * sw
+        b = ys * sw
         G = A.T @ A
         beta_ols = np.linalg.lstsq(A, b, rcond=None)[0] if k else np.zeros(0)
         resid = b - A @ beta_ols
@@ -180,25 +177,10 @@ class ClosedFormRidge(RegressorMixin, BaseEstimator):
             beta = np.linalg.solve(G + alpha * np.eye(k), A.T @ b)
         else:
             beta = beta_ols
-        coef = np.zeros(d)
-        coef[keep] = beta / scale[keep]
+        coef_s = np.zeros(d)
+        coef_s[keep] = beta
         self.alpha_ = float(alpha)
-        self.sigma2_ = sigma2
-        self.coef_ = coef
-        self.intercept_ = float(y_mean - x_mean @ coef) if self.fit_intercept else 0.0
+        self.sigma2_ = sigma2 * st.y_scale**2
+        self.coef_ = st.coef(coef_s)
+        self.intercept_ = float(st.intercept(0.0, self.coef_)) if self.fit_intercept else 0.0
         return self
-
-    def predict(self, X):
-        """Predict ``X @ coef_ + intercept_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return X @ self.coef_ + self.intercept_

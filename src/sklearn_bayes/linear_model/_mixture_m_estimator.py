@@ -6,18 +6,19 @@ problems", of the dissertation in ``papers/000_50456c898c6e93b0.txt``.
 
 import math
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy import linalg
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fast import _mixture as _fast
+from ..utils import IntegerInterval, check_generator
+from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, check_numeric_target, validate_regression_data
 from ._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent, _resolve_components
 
 __all__ = ["MixtureMEstimatorRegressor"]
@@ -28,6 +29,7 @@ _LTS_SCREEN = 50  # elemental fits with the best raw trimmed objective get conce
 _LTS_KEEP = 10  # candidates refined to convergence on the subsample
 _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
 _KINDS = {GaussianComponent: 0, LaplaceComponent: 1, CauchyComponent: 2}  # laws with fused Cython passes
+_SCALE_FLOOR = 1e-9  # scales stay above this fraction of the robust scale of y (exact fits)
 
 
 # --------------------------------------------------------------------------------------
@@ -44,6 +46,31 @@ def _weighted_median(x, w):
     cw = np.cumsum(w[order])
     k = int(np.searchsorted(cw, 0.5 * cw[-1]))
     return float(x[order[min(k, len(x) - 1)]])
+
+
+def _rounding_level(X, y, coef, intercept):
+    """Per-row bound on the rounding error of a residual ``y_i - x_i @ coef - intercept``.
+
+    Evaluating the ``d + 2`` terms costs at most ``(d + 2) eps`` times the sum of their
+    magnitudes (the dot-product error bound), and the data themselves are rounded to a
+    relative ``eps / 2``; residuals below this are rounding, not signal.
+    """
+    mag = np.abs(y) + np.abs(X) @ np.abs(coef) + abs(intercept)
+    return (X.shape[1] + 2) * np.finfo(float).eps * mag
+
+
+def _standardise_robust(X, y, sw, rows, fit_intercept):
+    """Units of the EM fit: ``X`` columns by weighted mean and sd, ``y`` by weighted mean and its
+    robust scale (1.4826 MAD on ``rows``; the sd if more than half the targets tie)."""
+    x_offset, x_scale, constant = _column_offset_scale(X, sw, fit_intercept)
+    big = float(np.max(np.abs(y)))  # > 0: y is not constant; dividing keeps sums finite
+    y1 = y / big
+    ys, sws = y1[rows], sw[rows]
+    scale = _MAD_TO_SD * _weighted_median(np.abs(ys - _weighted_median(ys, sws)), sws)
+    if scale == 0:  # more than half the (subsampled) targets tie: the sd of all targets
+        scale = math.sqrt(np.average((y1 - np.average(y1, weights=sw)) ** 2, weights=sw))
+    y_offset = float(np.average(y1, weights=sw)) * big if fit_intercept else 0.0
+    return Standardisation(x_offset, x_scale, y_offset, scale * big, constant)
 
 
 def _solve_normal(G, rhs, weighted=None):
@@ -484,7 +511,7 @@ def _em(prob, theta, scales, max_iter, tol, accelerate=True, a=None):
 # --------------------------------------------------------------------------------------
 
 
-class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
+class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstimator):
     """Robust linear regression with a mixture of M-estimators fitted by EM.
 
     The residuals ``r_i = y_i - b - x_i @ coef`` are modelled by a mixture of
@@ -568,7 +595,9 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         Final IRLS weights ``sum_j z_ij w_j(r_i)`` (low for outliers).
     residual_scale_ : float
         Robust scale of the training residuals, ``1.4826 * median |r_i|``
-        (sample-weighted), used by :meth:`flag_outliers`.
+        (sample-weighted), used by :meth:`flag_outliers`; never below the
+        median rounding level of the residuals (an exact fit leaves only
+        rounding noise, whose median depends on the BLAS).
     n_iter_ : int
         Number of EM iterations of the kept run.
     converged_ : bool
@@ -615,8 +644,18 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
     Cauchy root).  Unlike the paper, the component weight matrices are not
     normalised by their sums: the scales carry that information, and
     normalising would break the monotonicity.  Scales are floored at
-    ``1e-9`` times the robust scale of ``y`` so exact fits cannot make the
-    likelihood unbounded.
+    ``1e-9`` times the robust scale of ``y``, or at the rounding level of the
+    residuals (``(d + 2) eps`` times the median of ``|y_i| + |x_i| @ |coef| +
+    |intercept|`` at the start) if that is larger, so exact fits cannot make
+    the likelihood unbounded and no scale is fitted to rounding noise.
+
+    Units: EM runs on standardised data (each column of ``X`` centred and
+    divided by its weighted standard deviation, ``y`` centred and divided by
+    its robust scale) and every fitted quantity is mapped back to the units
+    of the data.  The algorithm is equivariant, so multiplying ``X`` by ``c``
+    and ``y`` by ``s`` multiplies ``coef_`` by ``s / c`` and ``intercept_``
+    and ``scales_`` by ``s``, to the accuracy of the EM (``tol``), for any
+    units (``y`` up to ``1e+-300``).
 
     EM maps are combined by SQUAREM with a monotonicity safeguard (an
     extrapolated point is kept only if its likelihood beats the plain double
@@ -627,8 +666,9 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
     is unbounded otherwise).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
-    residual_scale_``; ``sample_weights_`` and ``score_samples`` rank points
-    by how much the fit discounts them.
+    residual_scale_``, never a residual at the rounding level of its row;
+    ``sample_weights_`` and ``score_samples`` rank points by how much the fit
+    discounts them.
 
     References
     ----------
@@ -661,9 +701,9 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "fit_scales": ["boolean"],
         "init": [StrOptions({"lts", "ols"})],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
-        "n_subsets": [Interval(Integral, 1, None, closed="left")],
-        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_init": [IntegerInterval(1, None, closed="left")],
+        "n_subsets": [IntegerInterval(1, None, closed="left")],
+        "max_iter": [IntegerInterval(0, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "min_scale_ratio": [Interval(Real, 0, 1, closed="left")],
         "scale_prior": [Interval(Real, 0, None, closed="left")],
@@ -716,8 +756,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
             Fitted estimator.
         """
         comps = _resolve_components(self.components)
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        X, y, sw = validate_regression_data(self, X, y, sample_weight)
         n, d = X.shape
         p = d + int(self.fit_intercept)
         pos = sw > 0
@@ -729,96 +768,97 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
             )
         if np.ptp(y[pos]) == 0:
             raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
-        rs = self.random_state
-        rng = rs if isinstance(rs, np.random.Generator) else check_random_state(rs)
+        rng = check_generator(self.random_state)
         # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then EM polish on all rows
         sub = None
         if n_pos > 2 * _EM_SUBSAMPLE:
             sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
         rows = slice(None) if sub is None else sub
-        ys, sws = y[rows], sw[rows]
-        scale_y = _MAD_TO_SD * _weighted_median(np.abs(ys - _weighted_median(ys, sws)), sws)
-        if scale_y == 0:  # more than half the (subsampled) targets tie: the sd of all targets
-            scale_y = math.sqrt(np.average((y - np.average(y, weights=sw)) ** 2, weights=sw))
-        tiny = 1e-9 * scale_y
-
-        if self.fit_intercept:  # centre once (sample-weighted) for conditioning; intercept column
-            xm = np.average(X, axis=0, weights=sw)
-            ym = float(np.average(y, weights=sw))
+        # EM runs in standardised units: X columns by their weighted moments, y by its robust
+        # scale (so every tolerance and floor below is relative to the data's own scale)
+        st = _standardise_robust(X, y, sw, rows, self.fit_intercept)
+        Xs_all = st.transform(X)
+        if self.fit_intercept:
+            Xs_all[:, st.constant] = 0.0
             Xa = np.empty((n, d + 1))
-            np.subtract(X, xm, out=Xa[:, :d])
+            Xa[:, :d] = Xs_all
             Xa[:, d] = 1.0
-            yc = y - ym
         else:
-            xm, ym, Xa, yc = np.zeros(d), 0.0, X, y
-        Xs, ycs = Xa[rows], yc[rows]
+            Xa = Xs_all
+        yc = (y - st.y_offset) / st.y_scale
+        Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
         if self.init == "lts":
             starts = _lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
         else:
             starts = [_wls(Xs, ycs, sws)]
         # scale floors and the scale prior come from the first (best high-breakdown) start, so
-        # every start maximises the same objective and the runs can be compared
+        # every start maximises the same objective and the runs can be compared; the absolute
+        # floor is 1e-9 of the robust scale of y, or the rounding level of the residuals if
+        # that is larger (scales fitted to rounding noise would depend on the BLAS)
+        coef0 = st.coef(starts[0][:d])
+        icpt0 = float(st.intercept(starts[0][d], coef0)) if self.fit_intercept else 0.0
+        noise = _weighted_median(_rounding_level(X[rows], y[rows], coef0, icpt0), sws) / st.y_scale
+        tiny = max(_SCALE_FLOOR, noise)
         mad = _weighted_median(np.abs(ycs - Xs @ starts[0]), sws)
         floors = np.array([max(self.min_scale_ratio * c.scale_from_mad(mad), tiny) for c in comps])
         scales0 = [
-            max(float(c.scale), tiny) if getattr(c, "scale", None) is not None else max(c.scale_from_mad(mad), f)
+            max(float(c.scale) / st.y_scale, tiny) if getattr(c, "scale", None) is not None
+            else max(c.scale_from_mad(mad), f)
             for c, f in zip(comps, floors)
         ]
         # one component: the likelihood is bounded (exact fits aside), no prior needed
         k = self.scale_prior if len(comps) > 1 else 0.0
         prior = {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
-        prob = _Problem(Xs, ycs, sws, comps, self.fit_scales, floors, scale_y, **prior)
+        prob = _Problem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         best = None
         for theta0 in starts:
             res = _em(prob, theta0, scales0, self.max_iter, self.tol)
             if best is None or res["objective"] > best["objective"]:
                 best = res
         if sub is not None:  # polish the best subsample fit on all rows
-            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, scale_y, **prior)
+            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, **prior)
             best = _em(prob, best["theta"], best["scales"], self.max_iter, self.tol, a=best["a"])
-        theta = best["theta"]
-        best["coef"] = theta[:d].copy()
-        best["intercept"] = ym + float(theta[d]) - float(xm @ theta[:d]) if self.fit_intercept else 0.0
         if not best["converged"]:
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
                 f"(tol={self.tol}); increase max_iter or tol.",
                 ConvergenceWarning,
             )
+        # back to the units of the data: densities of y are those of y / y_scale divided by
+        # y_scale, and the scale prior's log s_j^2 terms shift by log y_scale^2
+        theta = best["theta"]
+        log_unit = math.log(st.y_scale)
+        n_prior = sum(prob.has_map) if prob.prior_strength > 0 else 0
+        ll_shift = -float(sw.sum()) * log_unit
+        obj_shift = ll_shift - 2.0 * prob.prior_strength * n_prior * log_unit
         self.components_ = comps
-        self.coef_ = best["coef"]
-        self.intercept_ = float(best["intercept"])
+        self.coef_ = st.coef(theta[:d])
+        self.intercept_ = float(st.intercept(theta[d], self.coef_)) if self.fit_intercept else 0.0
         self.mixture_weights_ = best["a"]
-        self.scales_ = best["scales"]
+        self.scales_ = best["scales"] * st.y_scale
+        if not self.fit_scales:  # fixed scales given in the units of y are reported as given
+            for j, c in enumerate(comps):
+                if getattr(c, "scale", None) is not None and float(c.scale) / st.y_scale >= tiny:
+                    self.scales_[j] = float(c.scale)
         self.responsibilities_ = np.ascontiguousarray(best["z"].T)
-        self.sample_weights_ = best["W"]
-        self.log_likelihood_ = best["ll"]
-        self.log_likelihood_history_ = best["ll_history"]
-        self.objective_history_ = best["history"]
+        with np.errstate(over="ignore", under="ignore"):  # 1 / scale^2: beyond float range for y ~ 1e+-300
+            self.sample_weights_ = best["W"] / st.y_scale / st.y_scale
+        self.log_likelihood_ = best["ll"] + ll_shift
+        self.log_likelihood_history_ = best["ll_history"] + ll_shift
+        self.objective_history_ = best["history"] + obj_shift
         self.n_iter_ = best["n_iter"]
         self.converged_ = bool(best["converged"])
-        self.residual_scale_ = _MAD_TO_SD * _weighted_median(np.abs(best["residuals"]), sw)
+        # robust residual scale, never below the rounding level of the residuals
+        r = best["residuals"] * st.y_scale
+        rounding = _rounding_level(X, y, self.coef_, self.intercept_)
+        self.residual_scale_ = max(_MAD_TO_SD * _weighted_median(np.abs(r), sw), _weighted_median(rounding, sw))
         return self
-
-    def predict(self, X):
-        """Predict ``intercept_ + X @ coef_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
 
     def _residuals(self, X, y):
         check_is_fitted(self)
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, reset=False)
-        return y - X @ self.coef_ - self.intercept_
+        X, y = validate_data(self, X, y, dtype=np.float64, reset=False)
+        y = check_numeric_target(y, type(self).__name__)
+        return X, y, y - X @ self.coef_ - self.intercept_
 
     def score_samples(self, X, y):
         """Log-likelihood of each ``(x_i, y_i)`` under the fitted error mixture.
@@ -833,7 +873,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         log_density : ndarray of shape (n_samples,)
             ``log sum_j a_j p_j(y_i - predict(x_i); s_j)``.
         """
-        r = self._residuals(X, y)
+        r = self._residuals(X, y)[2]
         L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return logsumexp(L, axis=0)
 
@@ -849,7 +889,7 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         -------
         resp : ndarray of shape (n_samples, n_components)
         """
-        r = self._residuals(X, y)
+        r = self._residuals(X, y)[2]
         L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return np.exp(L - logsumexp(L, axis=0)).T
 
@@ -867,10 +907,17 @@ class MixtureMEstimatorRegressor(RegressorMixin, BaseEstimator):
         Returns
         -------
         is_outlier : ndarray of bool, shape (n_samples,)
+
+        Notes
+        -----
+        A residual at the rounding level of its row, ``|r_i| <= (d + 2) eps (|y_i| +
+        |x_i| @ |coef_| + |intercept_|)`` (the error bound of evaluating it), is never
+        flagged, whatever ``residual_scale_`` is: after an exact fit the residuals of the
+        fitted rows are rounding noise, and which of them exceed a multiple of their median
+        would depend on the BLAS.
         """
         if not (isinstance(threshold, Real) and np.isfinite(threshold) and threshold > 0):
             raise ValueError(f"threshold must be a finite number > 0, got {threshold!r}.")
-        r = self._residuals(X, y)
-        if self.residual_scale_ == 0:
-            return r != 0
-        return np.abs(r) > threshold * self.residual_scale_
+        X, y, r = self._residuals(X, y)
+        rounding = _rounding_level(X, y, self.coef_, self.intercept_)
+        return np.abs(r) > np.maximum(threshold * self.residual_scale_, rounding)

@@ -1,0 +1,150 @@
+"""Shared pieces of the linear models: input validation, internal standardisation, prediction.
+
+Every linear estimator of this package solves its problem on *standardised* data -- each column
+of ``X`` centred (with an intercept) and divided by its scale, and for the regressors ``y``
+likewise -- and maps the solution back to the units of the data.  All the algorithms are
+equivariant under such affine changes of units (least squares, GLM maximum likelihood, the
+subsample prior, EM over location-scale laws), so the standardisation does not change what
+is estimated; it only makes the numerical thresholds of the solvers (rank tolerances, variance
+and scale floors, convergence tolerances) relative to the data's own scale, so the fit does
+not depend on whether ``X`` is in metres or nanometres.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+__all__ = ["Standardisation", "validate_regression_data", "standardise", "LinearPredictorMixin"]
+
+
+def validate_regression_data(estimator, X, y, sample_weight=None):
+    """``validate_data`` for a regressor: float64 ``X``, numeric float64 ``y``, non-negative weights.
+
+    Returns ``(X, y, sample_weight)``.  A target that is not numeric (strings) raises a
+    ``ValueError`` naming ``y``; a negative weight raises a ``ValueError`` naming
+    ``sample_weight``.
+    """
+    X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64)
+    y = check_numeric_target(y, type(estimator).__name__)
+    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    return X, y, sample_weight
+
+
+def check_numeric_target(y, owner):
+    """``y`` as float64, or a ``ValueError`` naming ``y`` if it holds something other than numbers."""
+    y = np.asarray(y)
+    if y.dtype.kind in "biuf":
+        return y.astype(np.float64, copy=False)
+    try:
+        return y.astype(np.float64)
+    except (TypeError, ValueError):
+        flat = y.ravel()
+        bad = next((v for v in flat if not _is_number(v)), flat[0] if flat.size else None)
+        raise ValueError(
+            f"{owner} needs a numeric target y; got an array of dtype {y.dtype} with the value {bad!r}."
+        ) from None
+
+
+def _is_number(v):
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _column_offset_scale(A, w, centre):
+    """Weighted mean (0 without centring) and scale of every column of ``A``.
+
+    The scale is the weighted standard deviation (root mean square without centring),
+    computed after dividing each column by its largest magnitude so that values near the
+    floating-point limits neither overflow nor underflow.  A column without spread gets
+    scale 1 (it is then left alone: its coefficient is determined by the solver, e.g. 0 for a
+    constant column with an intercept).
+    """
+    wsum = float(w.sum())
+    big = np.max(np.abs(A), axis=0) if A.shape[0] else np.zeros(A.shape[1])
+    big = np.where(big > 0, big, 1.0)
+    B = A / big
+    offset = (w @ B) / wsum if centre else np.zeros(A.shape[1])
+    D = B - offset
+    scale = np.sqrt(w @ (D * D) / wsum)
+    # a constant column: centring leaves rounding-level values (|offset| * eps)
+    flat = scale <= 4.0 * np.finfo(float).eps * np.maximum(np.abs(offset), 0.0 if centre else 1.0)
+    flat |= ~(scale > 0)
+    scale = np.where(flat, 1.0, scale)
+    return offset * big, scale * big, flat
+
+
+@dataclass
+class Standardisation:
+    """An affine change of units ``X_s = (X - x_offset) / x_scale``, ``y_s = (y - y_offset) / y_scale``.
+
+    ``constant`` flags the columns without spread (scale set to their magnitude, so they are
+    exactly representable; with an intercept they are all zero after centring).
+    """
+
+    x_offset: np.ndarray
+    x_scale: np.ndarray
+    y_offset: float
+    y_scale: float
+    constant: np.ndarray
+
+    def transform(self, X):
+        return (X - self.x_offset) / self.x_scale
+
+    def coef(self, coef_s):
+        """Coefficients in the data's units from standardised ones (last axis = features)."""
+        return np.asarray(coef_s) * (self.y_scale / self.x_scale)
+
+    def intercept(self, intercept_s, coef):
+        """Intercept in the data's units, given the standardised intercept and the mapped coefficients."""
+        return self.y_offset + self.y_scale * np.asarray(intercept_s) - np.asarray(coef) @ self.x_offset
+
+
+def standardise(X, y, sample_weight, *, fit_intercept, scale_y):
+    """Standardise ``X`` (and ``y`` if ``scale_y``) with weighted moments over the weighted rows.
+
+    With ``fit_intercept`` the columns and ``y`` are centred at their weighted means and divided
+    by their weighted standard deviations; without it they are only divided by their weighted
+    root mean squares (centring would change the model).  ``y`` is never centred or scaled when
+    ``scale_y`` is False (counts, class labels).
+
+    Returns ``(X_s, y_s, Standardisation)``.
+    """
+    w = np.asarray(sample_weight, dtype=np.float64)
+    x_offset, x_scale, constant = _column_offset_scale(X, w, fit_intercept)
+    if scale_y:
+        yo, ys, yflat = _column_offset_scale(y[:, None], w, fit_intercept)
+        y_offset, y_scale = float(yo[0]), float(ys[0])
+    else:
+        y_offset, y_scale = 0.0, 1.0
+    st = Standardisation(x_offset, x_scale, y_offset, y_scale, constant)
+    Xs = st.transform(X)
+    if fit_intercept:
+        Xs[:, constant] = 0.0
+    ys_ = (y - y_offset) / y_scale if scale_y else y
+    return Xs, ys_, st
+
+
+class LinearPredictorMixin:
+    """``predict`` of a linear regressor: ``X @ coef_ + intercept_`` (validated ``X``)."""
+
+    def _linear_predictor(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return X @ self.coef_ + self.intercept_
+
+    def predict(self, X):
+        """Predict ``X @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._linear_predictor(X)
