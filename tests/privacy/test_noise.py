@@ -1,17 +1,13 @@
-"""Noise samplers (goodness of fit against their exact distributions) and privacy accounting."""
+"""Noise samplers: goodness of fit against their exact distributions at every accepted scale."""
 
-import copy
 import math
-import pickle
 
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.base import clone
 
-from sklearn_bayes.privacy import PrivateCountSketch
-from sklearn_bayes.privacy._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
 from sklearn_bayes.privacy._noise import (
+    MAX_NOISE_SCALE,
     discrete_laplace_cdf,
     discrete_laplace_pmf,
     discrete_laplace_variance,
@@ -98,37 +94,106 @@ def test_bad_scale_and_kind():
         sample_noise(rng, "gaussian", 1.0, size=2)
 
 
-# ------------------------------------------------------------------ accounting
+def _binned_probabilities(edges, scale):
+    """Probabilities of the bins ``|K| < a_0``, ``a_j <= K < a_{j+1}`` (both signs), ``|K| >= a_m``.
+
+    Exact and accurate at every scale: ``P(K >= a) = p**a / (1 + p)`` for ``a >= 1``.
+    """
+    p = math.exp(-1.0 / scale)
+
+    def sf(a):
+        return math.exp(-a / scale) / (1.0 + p)
+
+    inner = [sf(a) - sf(b) for a, b in zip(edges[:-1], edges[1:])] + [sf(edges[-1])]
+    return np.array([1.0 - 2.0 * sf(edges[0])] + inner + inner)
 
 
-def test_subsampling_amplification_formula():
-    for eps in (0.01, 0.5, 1.0, 5.0):
-        for rate in (0.001, 0.1, 0.5, 1.0):
-            amp = amplify_by_subsampling(eps, rate)
-            assert math.isclose(amp, math.log(1 + rate * (math.exp(eps) - 1)), rel_tol=1e-9)
-            assert amp <= eps + 1e-15
-            assert math.isclose(amplify_by_subsampling(subsampled_base_epsilon(eps, rate), rate), eps, rel_tol=1e-12)
-    # roughly rate * eps for small eps
-    assert math.isclose(amplify_by_subsampling(0.01, 0.1), 0.1 * 0.01, rel_tol=0.01)
-    with pytest.raises(ValueError):
-        amplify_by_subsampling(1.0, 0.0)
-    with pytest.raises(ValueError):
-        subsampled_base_epsilon(-1.0, 0.5)
+def _binned_counts(x, edges):
+    a = np.abs(x)
+    counts = [np.sum(a < edges[0])]
+    for sign in (1, -1):
+        side = x[(np.sign(x) == sign) & (a >= edges[0])] * sign
+        counts += list(np.bincount(np.searchsorted(edges, side, side="right") - 1, minlength=len(edges)))
+    return np.array(counts)
 
 
-def test_ledger_records_and_is_shared_by_clone_but_copied_by_pickle():
-    ledger = PrivacyLedger()
-    est = PrivateCountSketch(ledger=ledger, random_state=np.random.default_rng(0))
-    assert clone(est).ledger is ledger
-    assert copy.deepcopy(ledger) is ledger
-    est.fit([1, 2, 2, 3])
-    est.query([2])
-    other = clone(est).fit([1, 1])
-    other.query([1])
-    # two fits on the same individuals: the shared ledger adds both releases up
-    assert ledger.n_releases == 2 and math.isclose(ledger.epsilon_spent, 2.0)
-    assert est.ledger_.n_releases == 1 and math.isclose(est.epsilon_spent_, 1.0)
-    restored = pickle.loads(pickle.dumps(ledger))
-    assert restored is not ledger and restored.records == ledger.records
-    with pytest.raises(ValueError):
-        ledger.record("x", -0.1)
+@pytest.mark.parametrize("scale", [0.3, 2.0, 15.0, 1e3, 1e9, 1.0e15, 2.0**40 + 0.375, MAX_NOISE_SCALE])
+def test_exact_sampler_matches_distribution_at_every_scale(scale):
+    """Binned chi-square against the exact law, from scale 0.3 to the largest accepted 2**56.
+
+    NumPy's inversion sampler has holes above ~1e15 and returns exactly 0 above ~1e19; the
+    exact kernel must fit at every scale, including a scale that is not a dyadic integer.
+    """
+    n = 200_000
+    x = sample_discrete_laplace(np.random.default_rng(7), scale, size=n)
+    assert x.dtype == np.int64
+    edges = np.unique(np.maximum(1, np.round(scale * np.array([0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]))))
+    probs = _binned_probabilities(edges.tolist(), scale)
+    observed = _binned_counts(x, edges)
+    assert observed.sum() == n
+    keep = n * probs >= 5  # pool the bins too rare for the chi-square approximation
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(n * probs[keep], n * probs[~keep].sum())
+    assert stats.chisquare(obs[exp > 0], exp[exp > 0]).pvalue > ALPHA
+
+
+@pytest.mark.parametrize("scale", [1e15, 1e16, MAX_NOISE_SCALE])
+def test_huge_scales_have_no_holes_and_never_vanish(scale):
+    """Low bits are uniform (no unreachable residues) and the noise is never identically 0."""
+    n = 200_000
+    x = sample_discrete_laplace(np.random.default_rng(3), scale, size=n)
+    # |K| < 64 has probability < 64 / scale < 1e-13: every draw is non-zero, both signs appear
+    assert np.count_nonzero(x) == n
+    assert stats.binomtest(int(np.sum(x > 0)), n, 0.5).pvalue > ALPHA
+    # residues mod 64 are uniform up to a bias of order 64 / scale
+    assert stats.chisquare(np.bincount(x % 64, minlength=64)).pvalue > ALPHA
+    if scale == MAX_NOISE_SCALE:
+        # the same test has power: NumPy's geometric (the old sampler) has holes at this scale
+        rng = np.random.default_rng(3)
+        q = -np.expm1(-1.0 / scale)
+        old = rng.geometric(q, n) - rng.geometric(q, n)
+        assert stats.chisquare(np.bincount(old % 64, minlength=64)).pvalue < ALPHA
+
+
+def test_tiny_and_mixed_scales():
+    rng = np.random.default_rng(4)
+    # P(K != 0) = 2p / (1 + p) with p = e^{-1/b}: about 4e-9 at b = 0.05, 0 in double at 1e-300
+    assert not np.any(sample_discrete_laplace(rng, 1e-300, size=10_000))
+    assert not np.any(sample_discrete_laplace(rng, 5e-324, size=10))
+    scales = np.tile([1e-300, 0.5, 1e6, MAX_NOISE_SCALE], 50_000)
+    x = sample_discrete_laplace(rng, scales)
+    assert np.all(x[scales == 1e-300] == 0)
+    for s in (0.5, 1e6):
+        v = x[scales == s].astype(float)
+        var = discrete_laplace_variance(s)
+        # the sample variance is within 5 standard errors (fourth moment: ~24 s^4 at large s, as Laplace)
+        fourth = np.sum(np.arange(-80, 81) ** 4 * discrete_laplace_pmf(np.arange(-80, 81), s)) if s < 1 else 24 * s**4
+        assert abs(v.var() - var) < 5 * math.sqrt((fourth - var**2) / v.size)
+    assert np.all(np.abs(x[scales == MAX_NOISE_SCALE]) > 0)
+
+
+def test_sampler_is_a_function_of_the_generator_state():
+    """Same state, same draws: the stream estimators rewind generators to undo a rejected call."""
+    rng = np.random.default_rng(11)
+    state = rng.bit_generator.state
+    a = sample_discrete_laplace(rng, np.array([0.7, 3.0, 1e12]), size=(4, 3))
+    rng.bit_generator.state = state
+    b = sample_discrete_laplace(rng, np.array([0.7, 3.0, 1e12]), size=(4, 3))
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (4, 3)
+    assert sample_discrete_laplace(rng, 2.0).shape == ()
+    assert sample_discrete_laplace(rng, 2.0, size=0).shape == (0,)
+
+
+@pytest.mark.parametrize("kind", ["discrete_laplace", "laplace"])
+def test_scales_beyond_the_limit_are_refused(kind):
+    rng = np.random.default_rng(0)
+    for bad in (np.nextafter(MAX_NOISE_SCALE, np.inf), 1e19, 1e30, [1.0, 1e30]):
+        with pytest.raises(ValueError, match=r"exceeds the largest supported scale 2\*\*56"):
+            sample_noise(rng, kind, bad, size=2)
+    x = sample_noise(rng, kind, MAX_NOISE_SCALE, size=1000)
+    assert np.all(np.isfinite(x)) and np.count_nonzero(x) == 1000
+    # the pmf and cdf stay accurate at huge scales (no 1 - p cancellation)
+    b = 1e18
+    assert math.isclose(float(discrete_laplace_pmf(0, b)), math.tanh(0.5 / b), rel_tol=1e-12)
+    assert math.isclose(float(discrete_laplace_cdf(-1, b)), math.exp(-1 / b) / (1 + math.exp(-1 / b)), rel_tol=1e-12)

@@ -7,8 +7,10 @@ All hashing follows :mod:`sklearn_bayes._fast._hashing`.  Tables are C-contiguou
 
 import numpy as np
 
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport int8_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
+from numpy.random cimport bitgen_t
 
 from sklearn_bayes._fast._hashing cimport hash_column, hash_sign, mix64, row_hash
 
@@ -96,14 +98,62 @@ def distinct_cells(const int64_t[:, ::1] cols, Py_ssize_t width):
     return out_arr[:m]
 
 
-cdef inline double _median(const double* v, Py_ssize_t d) noexcept nogil:
-    """Median (mean of the two middle values for even d) by branch-free ranks, O(d^2).
+cdef inline double _select(double* v, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    """The ``k``-th smallest of ``v[0..n-1]`` (0-based), reordering ``v`` in place.
 
-    For the small d of a sketch this beats sorting, whose branches mispredict on noisy
-    data.  Ties are ranked by position, so the ranks are a permutation of 0..d-1.
+    Hoare's quickselect with the median of three as pivot: expected O(n); for the
+    adversarial inputs that make it quadratic the sketch's depth is bounded anyway.
+    """
+    cdef Py_ssize_t lo = 0, hi = n - 1, i, j, mid
+    cdef double pivot, tmp
+    while hi > lo:
+        mid = lo + (hi - lo) // 2
+        # order v[lo] <= v[mid] <= v[hi]; the pivot is the middle one
+        if v[mid] < v[lo]:
+            tmp = v[mid]; v[mid] = v[lo]; v[lo] = tmp
+        if v[hi] < v[lo]:
+            tmp = v[hi]; v[hi] = v[lo]; v[lo] = tmp
+        if v[hi] < v[mid]:
+            tmp = v[hi]; v[hi] = v[mid]; v[mid] = tmp
+        pivot = v[mid]
+        i = lo
+        j = hi
+        while i <= j:
+            while v[i] < pivot:
+                i += 1
+            while pivot < v[j]:
+                j -= 1
+            if i <= j:
+                tmp = v[i]; v[i] = v[j]; v[j] = tmp
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return v[k]
+    return v[k]
+
+
+cdef inline double _median(double* v, Py_ssize_t d) noexcept nogil:
+    """Median of ``v[0..d-1]`` (mean of the two middle values for even d); reorders ``v``.
+
+    Small d (the usual sketch): branch-free ranks, O(d^2), which beats sorting because
+    its branches mispredict on noisy data.  Larger d: quickselect, expected O(d) (the
+    second middle value of an even d is the minimum of the upper part, O(d)).
     """
     cdef Py_ssize_t i, j, r, lo = (d - 1) // 2, hi = d // 2
     cdef double a = 0.0, b = 0.0, x
+    if d > 32:
+        a = _select(v, d, lo)
+        if lo == hi:
+            return a
+        b = v[hi]
+        for i in range(hi + 1, d):
+            if v[i] < b:
+                b = v[i]
+        return 0.5 * (a + b)
     for i in range(d):
         x = v[i]
         r = 0
@@ -227,3 +277,88 @@ def simulate_use_and_keep(cell_t[:, ::1] table, const uint64_t[::1] seeds, bint 
     if exhausted:
         raise ValueError("noise buffer exhausted")
     return pos, used
+
+
+# --------------------------------------------------------------------------------------
+# exact discrete Laplace sampling (Canonne, Kamath and Steinke 2020, Algorithm 2)
+# --------------------------------------------------------------------------------------
+
+
+cdef inline uint64_t _uniform_below(bitgen_t* bg, uint64_t n) noexcept nogil:
+    """Uniform integer in ``{0, ..., n - 1}`` (``n >= 1``) by masked rejection: exact, unbiased."""
+    cdef uint64_t mask = n - 1, r
+    if mask == 0:
+        return 0
+    mask |= mask >> 1
+    mask |= mask >> 2
+    mask |= mask >> 4
+    mask |= mask >> 8
+    mask |= mask >> 16
+    mask |= mask >> 32
+    while True:
+        r = bg.next_uint64(bg.state) & mask
+        if r < n:
+            return r
+
+
+cdef inline bint _bernoulli_exp(bitgen_t* bg, uint64_t num, uint64_t den) noexcept nogil:
+    """Exact ``Bernoulli(exp(-num/den))`` for ``0 <= num <= den`` (CKS 2020, Algorithm 1).
+
+    Draw ``A_k ~ Bernoulli(γ/k)`` for ``k = 1, 2, ...`` until the first failure; the
+    index ``K`` of that failure is odd with probability ``exp(-γ)``.  Each ``A_k`` is an
+    exact comparison of a uniform integer below ``k * den`` with ``num``.  ``K`` exceeds
+    64 with probability below ``1/64!``; beyond that (``k * den`` could overflow) the
+    draw stops there, a deviation far below any representable probability.
+    """
+    cdef uint64_t k = 1
+    while k < 64:
+        if _uniform_below(bg, k * den) >= num:
+            return k & 1
+        k += 1
+    return k & 1
+
+
+cdef inline bint _discrete_laplace_one(bitgen_t* bg, uint64_t s, int shift, int64_t* out) noexcept nogil:
+    """One draw of scale ``s / 2**shift``; returns False to ask for a retry (the output is unset)."""
+    cdef uint64_t u, v = 0, x, y
+    u = _uniform_below(bg, s)                      # U uniform on {0..s-1}
+    if not _bernoulli_exp(bg, u, s):               # ... accepted w.p. exp(-U/s)
+        return False
+    while _bernoulli_exp(bg, 1, 1):                # V ~ Geometric: P(V = v) ∝ e^{-v}
+        v += 1
+        if v > (<uint64_t>0x7FFFFFFFFFFFFFFF - u) // s:
+            return False                           # X would leave int64: probability < e^{-128}
+    x = u + s * v                                  # X geometric with ratio e^{-1/s}
+    y = x >> shift if shift < 64 else 0            # floor(X / 2^shift): ratio e^{-2^shift/s}
+    if bg.next_uint64(bg.state) & 1:               # the sign; -0 is rejected (else 0 counted twice)
+        if y == 0:
+            return False
+        out[0] = -<int64_t>y
+    else:
+        out[0] = <int64_t>y
+    return True
+
+
+def discrete_laplace(object bit_generator, const uint64_t[::1] numer, const int64_t[::1] shift, int64_t[::1] out):
+    """Fill ``out`` with exact discrete Laplace draws of scales ``numer[k] / 2**shift[k]``.
+
+    ``P(Z = z) ∝ exp(-|z| / b)`` with ``b = numer / 2**shift``: a geometric ``X`` with
+    ratio ``exp(-1/numer)`` is built as ``U + numer * V`` (``U`` uniform below
+    ``numer`` accepted with probability ``exp(-U/numer)``, ``V`` geometric with ratio
+    ``e^{-1}``), ``Y = floor(X / 2**shift)`` is geometric with ratio ``exp(-1/b)``, and
+    a random sign is attached, rejecting ``-0``.  Only uniform integers from the bit
+    generator are used, so the law is exact (no floating point), at every scale with
+    ``1 <= numer < 2**57``.  ``numer`` and ``shift`` have length 1 (one scale for all)
+    or ``len(out)``.
+    """
+    cdef Py_ssize_t n = out.shape[0], k, kn = 0 if numer.shape[0] == 1 else 1
+    cdef Py_ssize_t ks = 0 if shift.shape[0] == 1 else 1
+    cdef bitgen_t* bg
+    capsule = bit_generator.capsule
+    if not PyCapsule_IsValid(capsule, "BitGenerator"):
+        raise ValueError("invalid bit generator capsule")
+    bg = <bitgen_t*>PyCapsule_GetPointer(capsule, "BitGenerator")
+    with bit_generator.lock, nogil:
+        for k in range(n):
+            while not _discrete_laplace_one(bg, numer[k * kn], <int>shift[k * ks], &out[k]):
+                pass

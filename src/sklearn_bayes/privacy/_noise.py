@@ -13,17 +13,45 @@ probability mass function
 .. math:: P(K = k) = \\frac{1 - p}{1 + p} p^{|k|}, \\qquad k \\in \\mathbb{Z},
 
 so that ``P(k) / P(k + 1) <= e^{1/b}``: with ``b = Δ/ε`` it is the ε-DP mechanism for
-integer queries of sensitivity Δ, exactly like ``Laplace(Δ/ε)``.  It is sampled as the
-difference of two independent geometric variables on ``{0, 1, ...}`` with success
-probability ``1 - p`` (*The Discrete Gaussian for Differential Privacy*, Canonne,
-Kamath and Steinke 2020); NumPy's geometric sampler draws by inversion in floating
-point, which perturbs the probabilities by a relative ~1e-16 but cannot create the
-"holes" in the support that the Mironov attack exploits.
+integer queries of sensitivity Δ, exactly like ``Laplace(Δ/ε)``.
+
+Exact sampling
+--------------
+The draws are *exact*: :func:`sample_discrete_laplace` uses only uniform integers from
+the generator's bit stream (never floating point), following Algorithm 2 of *The
+Discrete Gaussian for Differential Privacy* (Canonne, Kamath and Steinke 2020) in a
+Cython kernel.  The scale, a float, is the exact rational ``b = s / 2**k``; a geometric
+variable with ratio ``exp(-1/s)`` is ``U + s V`` (``U`` uniform below ``s``, accepted
+with probability ``exp(-U/s)`` by the exact Bernoulli-of-an-exponential series, ``V``
+geometric with ratio ``e^{-1}``), ``floor((U + s V) / 2**k)`` is geometric with ratio
+``exp(-1/b)``, and a random sign (rejecting ``-0``) makes it two-sided.
+
+NumPy's ``Generator.geometric`` is not used because it is not exact.  For a success
+probability below 1/3 it returns ``ceil(-E / log1p(-q))`` with a ziggurat exponential
+``E`` on a grid of spacing up to ``7.7 / 2**53`` and saturates at ``2**63 - 1``:
+
+* every pmf value carries an absolute error up to about ``2**-53``, i.e. a relative
+  error of ``b * 2**-53 * e^{|k|/b}``, which exceeds the privacy parameter ``1/b`` of
+  the ratio ``P(k) / P(k + 1)`` once ``b`` is about ``2**26`` (ε/d below ~1.5e-8);
+* above ``b ≈ 1.2e15`` the grid ``E * b`` is coarser than the integers: whole
+  residues become impossible ("holes", the Mironov 2012 attack surface);
+* above ``b ≈ 1e18`` both geometric draws saturate and their difference is exactly 0:
+  the noise vanishes.
+
+Scales above :data:`MAX_NOISE_SCALE` (``2**56``, ε/d below 1.4e-17) are refused with a
+``ValueError`` for both noises: a discrete draw of that scale would not fit the
+sketch's int64 table, and noise that large leaves no information in an answer.  At
+the largest accepted scale a draw leaves int64 with probability below ``e^{-128}``;
+such draws are rejected and redrawn (a deviation far below ``2**-128``).
 """
 
 import numpy as np
 
+from sklearn_bayes._fast import _sketch
+
 __all__ = [
+    "MAX_NOISE_SCALE",
+    "check_noise_scale",
     "discrete_laplace_cdf",
     "discrete_laplace_pmf",
     "discrete_laplace_variance",
@@ -35,6 +63,9 @@ __all__ = [
     "noise_variance",
 ]
 
+#: Largest noise scale the samplers accept (both noises): ``2**56 ≈ 7.2e16``.
+MAX_NOISE_SCALE = 2.0**56
+
 
 def _check_scale(scale):
     scale = np.asarray(scale, dtype=float)
@@ -43,19 +74,76 @@ def _check_scale(scale):
     return scale
 
 
+def check_noise_scale(scale, context="noise"):
+    """Validate noise scales for sampling: finite, > 0 and at most :data:`MAX_NOISE_SCALE`.
+
+    Parameters
+    ----------
+    scale : float or array-like of float
+    context : str, default="noise"
+        What the scale is for, used at the start of the error message.
+
+    Returns
+    -------
+    scale : ndarray of float
+
+    Raises
+    ------
+    ValueError
+        Naming the largest offending scale and the limit.
+
+    Examples
+    --------
+    >>> float(check_noise_scale(3.0))
+    3.0
+    >>> check_noise_scale(1e30)
+    Traceback (most recent call last):
+    ...
+    ValueError: noise scale 1e+30 exceeds the largest supported scale 2**56 (7.2e+16): ...
+    """
+    scale = np.asarray(scale, dtype=float)
+    bad = ~np.isfinite(scale) | (scale > MAX_NOISE_SCALE)
+    if np.any(bad):
+        worst = float(np.max(np.where(np.isnan(scale), np.inf, scale)))
+        raise ValueError(
+            f"{context} scale {worst:.3g} exceeds the largest supported scale 2**56 ({MAX_NOISE_SCALE:.2g}): "
+            "discrete Laplace draws of that scale do not fit in int64 (the sketch's table) and noise that "
+            "large leaves no information in an answer. Use a larger epsilon (or fewer rows, or a larger decay)."
+        )
+    return _check_scale(scale)
+
+
+def _exact_rational(scale):
+    """``scale = numer / 2**shift`` exactly, with integer ``numer < 2**57`` (scale <= 2**56)."""
+    mant, expo = np.frexp(scale)  # scale = mant * 2**expo, mant in [0.5, 1): mant * 2**53 is an integer
+    m = (mant * 2.0**53).astype(np.int64)
+    shift = 53 - expo.astype(np.int64)
+    numer = np.where(shift < 0, m << np.maximum(-shift, 0), m).astype(np.uint64)
+    return numer, np.maximum(shift, 0)
+
+
 def sample_discrete_laplace(rng, scale, size=None):
-    """Draw discrete Laplace (two-sided geometric) noise with the given scale.
+    """Draw exact discrete Laplace (two-sided geometric) noise with the given scale.
+
+    ``P(K = k) = (1 - p) / (1 + p) * p**|k|`` with ``p = exp(-1/scale)``, sampled
+    exactly from the generator's random bits (see the module docstring).
 
     Parameters
     ----------
     rng : numpy.random.Generator
     scale : float or array-like of float
-        Scale ``b > 0``; the parameter is ``p = exp(-1/b)``.  Broadcast against ``size``.
+        Scale ``b`` with ``0 < b <= MAX_NOISE_SCALE`` (``2**56``).  Broadcast against
+        ``size``.
     size : int or tuple of int, optional
 
     Returns
     -------
     noise : ndarray of int64
+
+    Raises
+    ------
+    ValueError
+        If a scale is not finite and > 0, or exceeds ``MAX_NOISE_SCALE``.
 
     Examples
     --------
@@ -64,17 +152,22 @@ def sample_discrete_laplace(rng, scale, size=None):
     >>> x.dtype
     dtype('int64')
     """
-    scale = _check_scale(scale)
-    q = -np.expm1(-1.0 / scale)  # success probability 1 - p of each geometric
+    scale = check_noise_scale(scale, "discrete Laplace")
     if size is None:
         size = scale.shape
-    g1 = rng.geometric(q, size)
-    g2 = rng.geometric(q, size)
-    return (g1 - g2).astype(np.int64, copy=False)
+    flat = np.broadcast_to(scale, size).reshape(-1) if scale.ndim else scale.reshape(1)
+    numer, shift = _exact_rational(np.ascontiguousarray(flat))
+    out = np.empty(int(np.prod(size, dtype=np.int64)), dtype=np.int64)
+    if out.size:
+        _sketch.discrete_laplace(rng.bit_generator, numer, np.ascontiguousarray(shift, dtype=np.int64), out)
+    return out.reshape(size)
 
 
 def sample_laplace(rng, scale, size=None):
-    """Draw continuous Laplace noise ``Laplace(0, scale)`` (float64).
+    """Draw continuous Laplace noise ``Laplace(0, scale)`` (float64), ``0 < scale <= 2**56``.
+
+    NumPy's textbook inversion sampler: kept to reproduce the papers (it is exposed to
+    the floating-point attack of Mironov 2012, unlike :func:`sample_discrete_laplace`).
 
     Examples
     --------
@@ -82,7 +175,7 @@ def sample_laplace(rng, scale, size=None):
     >>> sample_laplace(np.random.default_rng(0), 1.0, size=3).shape
     (3,)
     """
-    scale = _check_scale(scale)
+    scale = check_noise_scale(scale, "Laplace")
     if size is None:
         size = scale.shape
     return rng.laplace(0.0, scale, size)
@@ -107,9 +200,9 @@ def discrete_laplace_pmf(k, scale):
     1.0
     """
     scale = _check_scale(scale)
-    p = np.exp(-1.0 / scale)
     k = np.asarray(k)
-    return (1.0 - p) / (1.0 + p) * p ** np.abs(k)
+    # (1 - p) / (1 + p) = tanh(1 / (2 b)) and p**|k| = exp(-|k| / b): accurate at every scale
+    return np.tanh(0.5 / scale) * np.exp(-np.abs(k) / scale)
 
 
 def discrete_laplace_cdf(k, scale):
@@ -124,7 +217,7 @@ def discrete_laplace_cdf(k, scale):
     scale = _check_scale(scale)
     p = np.exp(-1.0 / scale)
     k = np.floor(np.asarray(k, dtype=float))
-    return np.where(k < 0, p ** (-k) / (1.0 + p), 1.0 - p ** (k + 1.0) / (1.0 + p))
+    return np.where(k < 0, np.exp(k / scale) / (1.0 + p), 1.0 - np.exp(-(k + 1.0) / scale) / (1.0 + p))
 
 
 def discrete_laplace_variance(scale):
