@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 from sklearn.base import clone
 
-from sklearn_bayes.privacy import PrivateCountSketch
+from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
 from sklearn_bayes.privacy._count_sketch import _median_sensitivity_bound
 from sklearn_bayes.privacy._noise import discrete_laplace_pmf, sample_noise
 from sklearn_bayes.exceptions import SeededNoiseWarning
@@ -139,7 +139,8 @@ def test_each_touched_cell_is_noised_once_per_query_set():
     for i in range(3):
         touched[i, np.unique(cols[i])] = 1
     np.testing.assert_array_equal(est.uses_, touched)
-    np.testing.assert_array_equal(est.table_ == exact, touched == 0)  # untouched cells stay exact
+    # untouched cells stay exact (a touched cell may draw noise 0: P(0) = tanh(ε/2d) > 0)
+    np.testing.assert_array_equal(est.table_[touched == 0], exact[touched == 0])
     for _ in range(5):
         est.query(q)
     np.testing.assert_array_equal(est.uses_, 6 * touched)
@@ -459,7 +460,11 @@ def test_pickle_mid_stream_then_continue():
         est.partial_fit(stream[2000:])
     np.testing.assert_array_equal(a.transform(stream[:100]), b.transform(stream[:100]))
     np.testing.assert_array_equal(a.table_, b.table_)
-    assert a.epsilon_spent_ == b.epsilon_spent_ and a.n_query_sets_ == b.n_query_sets_ == 3
+    assert a.n_query_sets_ == b.n_query_sets_ == 3
+    # the copy is a fork: its releases are charged afresh (it cannot know whether the
+    # original still answers queries); the original's ledger covers its own history
+    assert a.epsilon_spent_ == 1.0 and b.epsilon_spent_ == 2.0
+    assert PrivacyLedger.compose(a.ledger_, b.ledger_).epsilon_spent == 2.0
 
 
 def test_empty_query_set_releases_nothing():
@@ -619,3 +624,216 @@ def test_reproduction_runs_end_to_end_at_tiny_scale(tmp_path, monkeypatch, capsy
     for name in ("sketch_runs.csv", "sketch_summary.csv", "sketch_curves.csv", "sketch_fig43.png", "sketch_fig44.png"):
         assert (tmp_path / name).exists()
     assert "Section 4.6" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ noise at the edges
+
+
+@pytest.mark.parametrize("pan_private", [False, True])
+def test_epsilon_too_small_for_any_release_is_refused_at_fit(pan_private):
+    # was: noise of scale 5e30 sampled as exactly 0 -> exact counts [100, 50] released
+    est = PrivateCountSketch(epsilon=1e-30, pan_private=pan_private, random_state=np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"epsilon=1e-30 is too small.*2\*\*56"):
+        est.fit([1] * 100 + [2] * 50)
+    assert not any(k.endswith("_") for k in vars(est))
+    # just inside the limit: every pan-private start cell and every answer is noisy
+    eps = 5 / 2.0**55
+    est = _sketch(epsilon=eps, pan_private=pan_private, depth=5, width=64).fit([1] * 100 + [2] * 50)
+    if pan_private:
+        assert np.count_nonzero(est.table_) == est.table_.size
+    assert np.all(est.query([1, 2]) != [100, 50])
+
+
+@pytest.mark.parametrize("mechanism", ["median_perturbation", "use_and_forget"])
+def test_exhausted_budget_schedule_refuses_and_never_answers_exactly(mechanism):
+    """The geometric schedules: noise grows until the scale limit, then a clear refusal."""
+    eps, eta = 1.0, 0.5
+    est = _sketch(epsilon=eps, depth=1, width=1, kind="count_min", mechanism=mechanism, decay=eta).fit([7] * 100)
+    # the (k+1)-th use has scale 1 / (ε (1-η) η^k) (m_Q = 1, d = 1): the last one <= 2**56 is k = 54
+    last = max(k for k in range(200) if 1 / (eps * (1 - eta) * eta**k) <= 2.0**56)
+    answers = [est.query([7])[0] for _ in range(last + 1)]
+    assert all(a != 100 for a in answers[30:])  # scale >= 2**31: P(noise = 0) < 1e-9 each
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match="exhausted"):
+        est.query([7])
+    assert pickle.dumps(est) == before  # refused: nothing released, nothing changed
+    assert est.n_query_sets_ == last + 1 and est.epsilon_spent_ <= eps  # 1 - 2**-56 rounds to 1
+
+
+# ------------------------------------------------------------------ fitted state is frozen
+
+
+_CHANGES = {
+    "epsilon": 1.0, "depth": 3, "width": 32, "kind": "count_min", "mechanism": "use_and_forget", "decay": 0.9,
+    "noise": "laplace", "pan_private": True, "sampling_rate": 0.5, "hash_seed": 7,
+}
+
+
+@pytest.mark.parametrize("name, value", list(_CHANGES.items()))
+def test_parameters_changed_after_fit_are_refused_until_fit(name, value):
+    est = _sketch(epsilon=10.0, width=64).fit(np.repeat([1, 2], [100, 50]))
+    est.query([1])
+    est.set_params(**{name: value})
+    before = pickle.dumps(est)
+    calls = {
+        "partial_fit": lambda: est.partial_fit([1]),
+        "query": lambda: est.query([1]),
+        "transform": lambda: est.transform([1]),
+        "error_bound": lambda: est.error_bound([1], confidence=0.5, f2=1.0),
+        "merge": lambda: est.merge(_sketch(epsilon=10.0, width=64).fit([3])),
+    }
+    for action, call in calls.items():
+        with pytest.raises(ValueError, match=rf"{name}=.* was set after the sketch was fitted .*Call fit to restart"):
+            call()
+        assert pickle.dumps(est) == before, action
+    assert est.fitted_params_[name] != value and est.epsilon_spent_ == 10.0
+    # fit is the documented restart: it records the new parameters
+    if name == "pan_private":
+        est.set_params(mechanism="use_and_keep")
+    est.fit([1, 2])
+    assert est.fitted_params_[name] == value and est.epsilon_spent_ == 0.0
+    est.query([1])
+
+
+def test_epsilon_changed_after_fit_cannot_undercount():
+    # was: set_params(epsilon=1.0) on a fitted epsilon=10 sketch -> epsilon_spent_ 5.0 (composition: 5.25)
+    est = _sketch(epsilon=10.0, mechanism="median_perturbation", width=64).fit([1, 2])
+    est.query([1])
+    est.set_params(epsilon=1.0)
+    with pytest.raises(ValueError, match="epsilon=1.0 was set after"):
+        est.query([1])
+    est.set_params(epsilon=10.0)  # set back: the stream continues
+    est.query([1])
+    assert est.epsilon_spent_ == 7.5
+
+
+def test_random_state_and_ledger_are_bound_at_fit():
+    ledger = PrivacyLedger()
+    est = _sketch(width=64, seed=1, ledger=ledger).fit([1, 2])
+    est.set_params(random_state=np.random.default_rng(99), ledger=PrivacyLedger())
+    replay = _sketch(width=64, seed=1, ledger=PrivacyLedger()).fit([1, 2])
+    np.testing.assert_array_equal(est.query([1, 2]), replay.query([1, 2]))  # the fitted generator
+    assert ledger.n_releases == 1  # the ledger bound at fit
+    est.fit([1, 2])
+    est.query([1])
+    assert est.ledger.n_releases == 1 and ledger.n_releases == 1
+
+
+# ------------------------------------------------------------------ merge: fitted state, disjoint shards
+
+
+def test_merge_compares_fitted_state_not_get_params():
+    a = _sketch(width=64).fit([1])
+    b = _sketch(width=64).fit([2])
+    b.set_params(width=32)  # was: compared get_params() only
+    with pytest.raises(ValueError, match="width=32 was set after"):
+        a.merge(b)
+    b.set_params(width=64)
+    c = _sketch(width=32).fit([2])
+    c.set_params(width=64)  # get_params() now equal, fitted tables are not
+    with pytest.raises(ValueError, match="width=64 was set after"):
+        a.merge(c)
+    c.set_params(width=32)
+    with pytest.raises(ValueError, match=r"fitted with different parameters.*'width': \(64, 32\)"):
+        a.merge(c)
+    a.merge(b)
+    assert a.table_.shape == (5, 64)
+
+
+@pytest.mark.parametrize("copy_how", ["self", "deepcopy", "pickle"])
+def test_merge_refuses_the_same_shard_twice(copy_how):
+    import copy
+
+    a = _sketch(width=64).fit([1] * 10)
+    other = {"self": a, "deepcopy": copy.deepcopy(a), "pickle": pickle.loads(pickle.dumps(a))}[copy_how]
+    before = pickle.dumps(a)
+    with pytest.raises(ValueError, match="share a shard"):
+        a.merge(other)  # was: every count doubled
+    assert pickle.dumps(a) == before
+
+
+def test_merged_sketches_keep_their_shard_ids():
+    a, b, c = (_sketch(width=64, seed=s).fit([s] * 5) for s in (1, 2, 3))
+    b_copy = pickle.loads(pickle.dumps(b))
+    a.merge(b)
+    assert set(a.shard_ids_) == {a.stream_id_, b.stream_id_}
+    with pytest.raises(ValueError, match="share a shard"):
+        a.merge(b_copy)
+    c.merge(b_copy)  # c does not contain b yet
+    with pytest.raises(ValueError, match="share a shard"):
+        a.merge(c)  # c now contains b, which a already holds
+    d = _sketch(width=64, seed=4).fit([4])
+    a.merge(d)
+    assert a.n_items_seen_ == 11
+
+
+# ------------------------------------------------------------------ resources and input types
+
+
+def test_table_memory_is_checked_up_front():
+    est = PrivateCountSketch(width=10**9)
+    with pytest.raises(ValueError, match=r"74.5 GiB for table_ and uses_.*MAX_TABLE_BYTES"):
+        est.fit([1, 2, 3])
+    assert not any(k.endswith("_") for k in vars(est))
+    with pytest.raises(ValueError, match="depth"):
+        PrivateCountSketch(depth=10**6, width=1).fit([1, 2, 3])  # was: minutes of O(d^2) medians
+
+
+@pytest.mark.parametrize("name", ["depth", "width", "hash_seed", "random_state"])
+def test_boolean_integers_are_refused(name):
+    with pytest.raises(ValueError, match=f"'{name}' parameter"):
+        PrivateCountSketch(**{name: True}).fit([1, 2])
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 31, 32, 33, 34, 100, 101, 1024])
+def test_median_kernel_matches_numpy(d):
+    from sklearn_bayes._fast import _sketch as kernel
+
+    rng = np.random.default_rng(d)
+    n = 300
+    w = 4
+    table = rng.integers(-3, 4, size=(d, w)).astype(np.float64)  # many ties
+    table[:, 3] = rng.normal(size=d)
+    cols = rng.integers(0, w, size=(d, n)).astype(np.int64)
+    signs = rng.choice(np.array([-1, 1], dtype=np.int8), size=(d, n))
+    out = np.empty(n)
+    kernel.estimate(table, cols, signs, True, out)
+    expected = np.median(signs * table[np.arange(d)[:, None], cols], axis=0)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_deep_sketch_answers():
+    est = _sketch(depth=1024, width=8, epsilon=1000.0, kind="count").fit([1] * 50)
+    assert abs(est.query([1])[0] - 50) < 50
+
+
+def test_sparse_input_is_refused_clearly():
+    sp = pytest.importorskip("scipy.sparse")
+    X = sp.csr_matrix(np.eye(3))
+    est = _sketch(width=32)
+    with pytest.raises(TypeError, match=r"sparse matrices are not supported: X must be a dense.*X.toarray\(\)"):
+        est.fit(X)
+    est.fit([1, 2])
+    before = pickle.dumps(est)
+    for call in (est.partial_fit, est.transform):
+        with pytest.raises(TypeError, match="sparse matrices are not supported: X"):
+            call(X)
+    with pytest.raises(TypeError, match="sparse matrices are not supported: items"):
+        est.query(X)
+    assert pickle.dumps(est) == before
+
+
+def test_noisy_cells_never_wrap_around():
+    est = _sketch(width=4, depth=2).fit([1])
+    est.table_[:] = np.iinfo(np.int64).max - 2  # cells at the edge of int64 (white-box)
+    for _ in range(200):  # some draw is >= 3 (P(noise >= 3) = p^3 / (1 + p) = 0.05 per draw)
+        before = pickle.dumps(est)
+        try:
+            est.query([1])
+        except ValueError as exc:
+            assert "overflow" in str(exc)
+            break
+    else:
+        pytest.fail("no overflow was detected")
+    assert pickle.dumps(est) == before  # the refused query changed nothing
+    assert np.all(est.table_ > 0)  # and nothing wrapped around before it

@@ -11,10 +11,20 @@ sequentially and must be added up in one place.  A deep copy would give every cl
 fresh ledger and hide that composition.  Pickling, on the other hand, stores a snapshot
 (an unpickled estimator writes to its own copy).  Each estimator also keeps its own
 per-stream ledger (``ledger_``), reset by ``fit``.
+
+Forks
+-----
+Every record carries a unique ``"id"``.  When an estimator with released state is
+copied (``copy.deepcopy``, pickling), the copy and the original are *forks*: both
+answer queries about the same individuals, so their releases compose.  A copy's
+ledger starts with the records of the common history (the same ids) and then goes
+its own way; :meth:`PrivacyLedger.compose` adds the records of several ledgers,
+counting each record (hence the common history) once.
 """
 
 import math
 import threading
+import uuid
 
 from sklearn_bayes.utils import check_epsilon
 
@@ -27,6 +37,7 @@ def amplify_by_subsampling(epsilon, rate):
     ``ln(1 + rate (e^ε - 1))`` for neighbouring data sets differing by the presence of
     one element (*Privacy Amplification by Subsampling: Tight Analyses via Couplings
     and Divergences*, Balle, Barthe and Gaboardi 2018).  ``epsilon = 0`` gives 0.
+    Computed in log space: no overflow for any finite ε.
 
     Examples
     --------
@@ -41,13 +52,16 @@ def amplify_by_subsampling(epsilon, rate):
         return 0.0
     if rate == 1:
         return float(epsilon)
-    return math.log1p(rate * math.expm1(epsilon))
+    if epsilon < 700.0:  # direct formula: most accurate, and e^ε is finite
+        return math.log1p(rate * math.expm1(epsilon))
+    return _log1p_exp(math.log(rate) + _log_expm1(epsilon))
 
 
 def subsampled_base_epsilon(epsilon, rate):
     """Inverse of :func:`amplify_by_subsampling`: the ε₀ the mechanism may use on the subsample.
 
-    ``ln(1 + (e^ε - 1) / rate)``, so that ``amplify_by_subsampling(ε₀, rate) == ε``.
+    ``ln(1 + (e^ε - 1) / rate)``, so that ``amplify_by_subsampling(ε₀, rate) == ε``;
+    computed in log space (``ε = 710`` or ``rate = 1e-300`` do not overflow).
 
     Examples
     --------
@@ -58,19 +72,36 @@ def subsampled_base_epsilon(epsilon, rate):
     epsilon = check_epsilon(epsilon)
     if not 0 < rate <= 1:
         raise ValueError(f"rate must be in (0, 1], got {rate!r}.")
-    return math.log1p(math.expm1(epsilon) / rate)
+    if rate == 1:
+        return epsilon
+    if epsilon < 700.0:
+        ratio = math.expm1(epsilon) / rate
+        if math.isfinite(ratio):  # direct formula: most accurate
+            return math.log1p(ratio)
+    return _log1p_exp(_log_expm1(epsilon) - math.log(rate))
+
+
+def _log_expm1(x):
+    """``log(e^x - 1)`` for ``x > 0`` without overflow (``x + log1p(-e^{-x})`` for large x)."""
+    return math.log(math.expm1(x)) if x < 30.0 else x + math.log1p(-math.exp(-x))
+
+
+def _log1p_exp(x):
+    """``log(1 + e^x)`` without overflow (softplus)."""
+    return math.log1p(math.exp(x)) if x < 30.0 else x + math.log1p(math.exp(-x))
 
 
 class PrivacyLedger:
     """A record of the releases made about one data set and of the privacy they spent.
 
-    Every release appends a record (a dict); ``epsilon_spent`` is the total under
-    basic sequential composition (the sum of the recorded increments).  A mechanism
-    whose guarantee covers any number of releases (e.g. use-and-keep sketches) records
-    its later releases with a zero increment.
+    Every release appends a record (a dict with a unique ``"id"``); ``epsilon_spent``
+    is the total under basic sequential composition (the sum of the recorded
+    increments).  A mechanism whose guarantee covers any number of releases (e.g.
+    use-and-keep sketches) records its later releases with a zero increment.
 
     Shared, not copied, by :func:`sklearn.base.clone` and :func:`copy.deepcopy` (see the
-    module docstring for why); pickling stores a snapshot.
+    module docstring for why); pickling stores a snapshot.  :meth:`compose` adds up
+    the ledgers of forks (copies that went their own way), counting every record once.
 
     Examples
     --------
@@ -89,14 +120,51 @@ class PrivacyLedger:
         self._lock = threading.Lock()
 
     def record(self, mechanism, epsilon, n_items=None, note="", **extra):
-        """Append a release that spent ``epsilon`` (an increment >= 0)."""
+        """Append a release that spent ``epsilon`` (an increment >= 0).
+
+        ``extra`` items are stored in the record; a unique ``id`` is drawn unless given
+        (the same release recorded in two ledgers keeps one id).
+        """
         epsilon = float(epsilon)
         if not math.isfinite(epsilon) or epsilon < 0:
             raise ValueError(f"epsilon increment must be finite and >= 0, got {epsilon!r}.")
+        extra.setdefault("id", uuid.uuid4().hex)
         with self._lock:
             self.records.append(
                 {"mechanism": mechanism, "epsilon": epsilon, "n_items": n_items, "note": note, **extra}
             )
+
+    @classmethod
+    def compose(cls, *ledgers):
+        """A new ledger with the records of all ``ledgers``, each record (by ``id``) once.
+
+        The ledgers of forks share the records of their common history; composing them
+        counts that history once and every fork's own releases once, so
+        ``PrivacyLedger.compose(a, b).epsilon_spent`` is the basic composition of
+        everything the forks released.
+
+        Examples
+        --------
+        >>> a = PrivacyLedger()
+        >>> a.record("query", 1.0)
+        >>> import pickle
+        >>> b = pickle.loads(pickle.dumps(a))  # a fork: same history ...
+        >>> a.record("query", 0.5)
+        >>> b.record("query", 1.0)             # ... then its own releases
+        >>> PrivacyLedger.compose(a, b).epsilon_spent
+        2.5
+        """
+        out = cls()
+        seen = set()
+        for ledger in ledgers:
+            if not isinstance(ledger, PrivacyLedger):
+                raise TypeError(f"compose takes PrivacyLedger objects, got {type(ledger).__name__}.")
+            for r in list(ledger.records):
+                key = r.get("id", id(r))
+                if key not in seen:
+                    seen.add(key)
+                    out.records.append(dict(r))
+        return out
 
     @property
     def epsilon_spent(self):

@@ -2,19 +2,35 @@
 
 import math
 import numbers
+import uuid
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, sparse, stats
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
-from sklearn_bayes.privacy._noise import noise_variance, sample_noise
-from sklearn_bayes.utils import check_epsilon, check_privacy_random_state
+from sklearn_bayes.privacy._noise import MAX_NOISE_SCALE, check_noise_scale, noise_variance, sample_noise
+from sklearn_bayes.utils import IntegerInterval, check_privacy_random_state, transactional
 
 __all__ = ["PrivateCountSketch"]
+
+#: Largest ``depth``.  Each row adds noise of scale ``depth/ε`` to every answer while the
+#: median gains only like ``sqrt(depth)`` (Theorem 5's interior optimum; the paper uses
+#: ``d <= 15``), so more than a few dozen rows only hurts; 1024 leaves ample room.
+MAX_DEPTH = 1024
+
+#: Largest memory of the sketch's state: ``table_`` and ``uses_`` take 16 bytes per cell
+#: (``depth * width`` cells).  1 GiB is 67 million cells; raise it deliberately if needed.
+MAX_TABLE_BYTES = 2**30
+_BYTES_PER_CELL = 16
+
+#: The parameters a stream is built with (recorded at ``fit``; see ``fitted_params_``).
+_STREAM_PARAMS = (
+    "epsilon", "depth", "width", "kind", "mechanism", "decay", "noise", "pan_private", "sampling_rate", "hash_seed",
+)
 
 # Tag XOR-ed into the bit pattern of non-integral floats so that their keys do not coincide
 # with the keys of small integers (part of the stable key format).
@@ -99,6 +115,12 @@ def _all_text(X):
 
 def _as_2d_items(X, name):
     """Bring a 1-D stream or a list of items into the 2-D form that ``validate_data`` expects."""
+    if sparse.issparse(X):
+        raise TypeError(
+            f"sparse matrices are not supported: {name} must be a dense array-like of items (a 1-D "
+            f"stream or a 2-D array of composite items), got a {type(X).__name__}; call {name}.toarray() "
+            "if it really holds items."
+        )
     if hasattr(X, "to_frame") and getattr(X, "ndim", None) == 1:  # pandas Series
         return X.to_frame(), True
     if hasattr(X, "iloc"):
@@ -188,9 +210,12 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     epsilon : float, default=1.0
         Total privacy budget of the sketch's life (all query sets together).
     depth : int, default=5
-        Number of rows ``d`` (independent hash functions).
+        Number of rows ``d`` (independent hash functions), at most ``MAX_DEPTH``
+        (1024): each row adds noise of scale ``d/ε`` to every answer.
     width : int, default=2048
-        Number of columns ``w`` per row.
+        Number of columns ``w`` per row.  ``depth * width`` cells take 16 bytes each
+        (``table_`` and ``uses_``); more than ``MAX_TABLE_BYTES`` (1 GiB) is refused
+        by ``fit`` with an error naming the memory needed.
     kind : {"count", "count_min"}, default="count"
         Count Sketch (signed updates, median estimate, unbiased) or Count-Min
         (``+1`` updates, minimum estimate, overestimates).
@@ -215,14 +240,17 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     hash_seed : int, default=0
         Seed of the (public) hash functions.  Sketches to be merged need the same.
     random_state : None, int or numpy.random.Generator, default=None
-        Source of the privacy noise (and of the subsampling).  ``None`` seeds from the
-        operating system; an int gives reproducible noise for tests and emits
-        ``SeededNoiseWarning``.
+        Source of the privacy noise (and of the subsampling), read when the stream
+        starts (``fit`` or the first ``partial_fit``): changing it later takes effect
+        at the next ``fit``.  ``None`` seeds from the operating system; an int gives
+        reproducible noise for tests and emits ``SeededNoiseWarning``.
     ledger : PrivacyLedger or None, default=None
         An optional shared ``PrivacyLedger`` (``sklearn_bayes.privacy._accounting``)
         that every release is also recorded in.  It is shared (not copied) by
         :func:`sklearn.base.clone`, so all the clones fitted by a model-selection
-        tool on the same data report into one ledger.
+        tool on the same data report into one ledger.  Bound when the stream starts,
+        like ``random_state``: a ledger set later receives the releases of the next
+        ``fit``'s stream (so no ledger ever sees only part of a stream).
 
     Attributes
     ----------
@@ -238,9 +266,23 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     n_query_sets_ : int
         Number of query sets answered.
     epsilon_spent_ : float
-        Privacy spent so far on this stream (with subsampling amplification).
+        Privacy spent on this stream (with subsampling amplification): the total of
+        ``ledger_``, i.e. this object's history and, for in-process copies sharing
+        ``ledger_``, their releases too (see Notes, "Copies are forks").
     ledger_ : PrivacyLedger
-        This stream's own record of releases, reset by ``fit``.
+        This stream's record of releases, new at each ``fit``.  Each record carries
+        the ``stream`` id, the ``fork`` id of the object that released, and a unique
+        ``id``.
+    fitted_params_ : dict
+        The parameters the stream was built with (``epsilon``, ``depth``, ``width``,
+        ``kind``, ``mechanism``, ``decay``, ``noise``, ``pan_private``,
+        ``sampling_rate``, ``hash_seed``), recorded by ``fit`` or the first
+        ``partial_fit`` and used by every later call.
+    stream_id_ : str
+        Random id of the stream, drawn by ``fit``; copies keep it.
+    shard_ids_ : tuple of str
+        Ids of the streams whose elements this sketch holds (its own and those of
+        the sketches merged into it).
     n_features_in_ : int
         Number of columns of the input (1 for a stream of single items).
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -275,6 +317,34 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     - ``cell_perturbation``: each cell gets ``N(d/ε)`` once, at its first use; later
       queries are post-processing.  Static: no updates after the first query.
 
+    **Limits.**  Noise scales above ``2**56`` cannot be sampled (a discrete draw would
+    not fit the int64 table; such noise would drown every count anyway): ``fit``
+    refuses an ``epsilon`` whose first release already needs more, and
+    ``use_and_forget`` / ``median_perturbation`` refuse a query once their geometric
+    schedule has shrunk the budget that far ("exhausted") -- they never answer with
+    vanished noise.  A noisy cell that would overflow its dtype is refused too.
+
+    **A running stream keeps its parameters.**  ``fit`` (or the first
+    ``partial_fit``) records them in ``fitted_params_``; ``partial_fit``, ``query``,
+    ``transform``, ``merge`` and ``error_bound`` use the recorded values and raise a
+    ``ValueError`` naming the parameter, its fitted and its new value if
+    ``set_params`` changed one since.  ``fit`` is the restart that adopts new values.
+
+    **Copies are forks.**  A copy of a fitted sketch (``copy.deepcopy``, pickling)
+    answers about the same individuals as its original, so their releases compose.
+    The rule: the copy keeps ``stream_id_`` and the history of ``ledger_`` but gets a
+    new fork id, and its next releases are charged as a fresh history (for
+    use-and-keep: ε again at its next query set); the original goes on as before.
+    ``PrivacyLedger.compose(a.ledger_, b.ledger_)`` then gives the total of both
+    forks, counting their common history once: ``2ε`` for two forks of a use-and-keep
+    sketch that both answered.  A deep copy shares ``ledger_`` with its original
+    (``PrivacyLedger`` is never deep-copied), so both report that total in
+    ``epsilon_spent_``; a pickled copy cannot see its original's later releases, so
+    each object's ``epsilon_spent_`` covers its own history (the common history plus
+    its own releases) and only the composition covers all.  Restoring a checkpoint
+    therefore charges the restored sketch afresh (conservative if the original is
+    gone).  ``merge`` refuses a copy of a shard it already holds.
+
     Duplicated items in a query set are answered once.  With ``sampling_rate = ρ < 1``
     the mechanism uses ``ε₀ = ln(1 + (e^ε-1)/ρ)`` on the subsample, whose amplified
     guarantee ``ln(1 + ρ(e^{ε₀}-1)) = ε`` (Balle, Barthe and Gaboardi 2018).
@@ -305,16 +375,16 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     _parameter_constraints = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "depth": [Interval(numbers.Integral, 1, None, closed="left")],
-        "width": [Interval(numbers.Integral, 1, 2**31 - 1, closed="both")],
+        "depth": [IntegerInterval(1, MAX_DEPTH, closed="both")],
+        "width": [IntegerInterval(1, 2**31 - 1, closed="both")],
         "kind": [StrOptions({"count", "count_min"})],
         "mechanism": [StrOptions(set(_MECHANISMS))],
         "decay": [Interval(numbers.Real, 0, 1, closed="neither")],
         "noise": [StrOptions({"discrete_laplace", "laplace"})],
         "pan_private": ["boolean"],
         "sampling_rate": [Interval(numbers.Real, 0, 1, closed="right")],
-        "hash_seed": [Interval(numbers.Integral, None, None, closed="neither")],
-        "random_state": [None, Interval(numbers.Integral, None, None, closed="neither"), np.random.Generator],
+        "hash_seed": [IntegerInterval(None, None, closed="neither")],
+        "random_state": [None, IntegerInterval(None, None, closed="neither"), np.random.Generator],
         "ledger": [None, PrivacyLedger],
     }
 
@@ -358,77 +428,136 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         tags.transformer_tags.preserves_dtype = []
         return tags
 
-    # ------------------------------------------------------------------ helpers
-    def _base_epsilon(self):
-        eps = check_epsilon(self.epsilon)
-        return eps if self.sampling_rate == 1 else subsampled_base_epsilon(eps, float(self.sampling_rate))
+    # ------------------------------------------------------------------ copies are forks
+    def __setstate__(self, state):
+        # A copy (copy.deepcopy, copy.copy, pickle) of a running stream is a *fork*: it answers
+        # about the same individuals as its original, so its releases are charged afresh.
+        super().__setstate__(state)
+        if "ledger_" in self.__dict__:
+            self._fork_id = uuid.uuid4().hex
+            self._charged = 0.0
 
-    def _check_combination(self):
+    @property
+    def epsilon_spent_(self):
+        """Privacy spent on this stream: the total of ``ledger_`` (see Notes, "Copies")."""
+        return self.ledger_.epsilon_spent
+
+    # ------------------------------------------------------------------ stream state
+    def _fp(self, name):
+        """A parameter as the running stream was built with it."""
+        return self.fitted_params_[name]
+
+    def _base_epsilon(self):
+        eps, rate = float(self._fp("epsilon")), float(self._fp("sampling_rate"))
+        return eps if rate == 1 else subsampled_base_epsilon(eps, rate)
+
+    def _check_stream_params(self, action):
+        """Refuse to continue a stream whose parameters were changed by ``set_params``."""
+        current = self.get_params(deep=False)
+        for name in _STREAM_PARAMS:
+            fitted, new = self.fitted_params_[name], current[name]
+            if bool(new != fitted):
+                raise ValueError(
+                    f"{name}={new!r} was set after the sketch was fitted with {name}={fitted!r}: {action} "
+                    f"continues the running stream, which keeps the parameters it was built with. Call fit to "
+                    f"restart the stream with {name}={new!r}, or set {name} back to {fitted!r}."
+                )
+
+    def _check_start(self, d, w):
+        """Checks of a new stream that the parameter constraints cannot express."""
         if self.pan_private and self.mechanism not in ("use_and_keep", "cell_perturbation"):
             raise ValueError(
                 f"pan_private=True needs mechanism='use_and_keep' or 'cell_perturbation', got "
                 f"mechanism={self.mechanism!r} (it keeps an exact table by design)."
             )
+        nbytes = _BYTES_PER_CELL * d * w
+        if nbytes > MAX_TABLE_BYTES:
+            raise ValueError(
+                f"depth={d} x width={w} = {d * w} cells need {nbytes / 2**30:.3g} GiB for table_ and uses_ "
+                f"({_BYTES_PER_CELL} bytes per cell), above the limit of {MAX_TABLE_BYTES / 2**30:.3g} GiB "
+                "(sklearn_bayes.privacy._count_sketch.MAX_TABLE_BYTES). Use a smaller width or depth."
+            )
+
+    def _first_scale(self, eps0, d):
+        """Smallest noise scale of the first release: if even it is too large, no query can be answered."""
+        if self.mechanism in ("use_and_keep", "cell_perturbation"):
+            return d / eps0
+        per_release = eps0 * (1.0 - float(self.decay))
+        return (d if self.mechanism == "use_and_forget" else 1.0) / per_release
 
     def _validated_keys(self, X, name, reset, min_samples=1, check_names=True):
-        """Validate a batch completely and return its keys; on error the estimator is unchanged."""
-        saved = dict(self.__dict__)
-        try:
-            X2, one_d = _as_2d_items(X, name)
-            if not reset and one_d and self.n_features_in_ != 1:
+        """Validate a batch completely and return its keys (callers are transactional)."""
+        X2, one_d = _as_2d_items(X, name)
+        if not reset and one_d and self.n_features_in_ != 1:
+            raise ValueError(
+                f"{name} is 1-D but the sketch was fitted on items of {self.n_features_in_} columns. "
+                "Reshape your data to shape (n_samples, n_features_in_)."
+            )
+        if not reset and isinstance(X2, np.ndarray) and not (check_names and hasattr(self, "feature_names_in_")):
+            # fast path for queries on arrays (no feature names to check): the same checks
+            # as validate_data, without its per-call overhead (queries can be tiny and many)
+            if X2.shape[1] != self.n_features_in_:
                 raise ValueError(
-                    f"{name} is 1-D but the sketch was fitted on items of {self.n_features_in_} columns. "
-                    "Reshape your data to shape (n_samples, n_features_in_)."
+                    f"{name} has {X2.shape[1]} features, but PrivateCountSketch is expecting "
+                    f"{self.n_features_in_} features as input."
                 )
-            if not reset and isinstance(X2, np.ndarray) and not (check_names and hasattr(self, "feature_names_in_")):
-                # fast path for queries on arrays (no feature names to check): the same checks
-                # as validate_data, without its per-call overhead (queries can be tiny and many)
-                if X2.shape[1] != self.n_features_in_:
-                    raise ValueError(
-                        f"{name} has {X2.shape[1]} features, but PrivateCountSketch is expecting "
-                        f"{self.n_features_in_} features as input."
-                    )
-                if X2.shape[0] < min_samples:
-                    raise ValueError(f"{name} has 0 items; at least {min_samples} is required.")
-            else:
-                X2 = validate_data(
-                    self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
-                    ensure_min_samples=min_samples, accept_sparse=False,
-                )
-            keys, kinds = _item_keys(X2, name)
-            if not reset and X2.shape[0] > 0 and kinds != self._item_kinds:
-                raise TypeError(
-                    f"{name} has items of kind {kinds} but the sketch was fitted on items of kind "
-                    f"{self._item_kinds}; a stream holds one type of item."
-                )
-        except Exception:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
+            if X2.shape[0] < min_samples:
+                raise ValueError(f"{name} has 0 items; at least {min_samples} is required.")
+        else:
+            X2 = validate_data(
+                self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
+                ensure_min_samples=min_samples, accept_sparse=False,
+            )
+        keys, kinds = _item_keys(X2, name)
+        if not reset and X2.shape[0] > 0 and kinds != self._item_kinds:
+            raise TypeError(
+                f"{name} has items of kind {kinds} but the sketch was fitted on items of kind "
+                f"{self._item_kinds}; a stream holds one type of item."
+            )
         return keys, kinds
 
-    def _init_state(self, kinds):
-        self._check_combination()
-        eps0 = self._base_epsilon()
+    def _start_stream(self, X):
+        """Validate everything, then bind a new stream's state (fit, first partial_fit)."""
         d, w = int(self.depth), int(self.width)
-        self._rng = check_privacy_random_state(self.random_state, owner="PrivateCountSketch")
+        self._check_start(d, w)
+        eps0 = (
+            float(self.epsilon) if self.sampling_rate == 1
+            else subsampled_base_epsilon(float(self.epsilon), float(self.sampling_rate))
+        )
+        check_noise_scale(
+            self._first_scale(eps0, d),
+            f"epsilon={self.epsilon!r} is too small for depth={d} and mechanism={self.mechanism!r}: the first "
+            "release's noise",
+        )
+        for attr in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, attr)  # a restart: nothing of the previous stream survives
+        keys, kinds = self._validated_keys(X, "X", reset=True)
+        rng = check_privacy_random_state(self.random_state, owner="PrivateCountSketch")
+        table = np.zeros((d, w), dtype=np.int64 if self.noise == "discrete_laplace" else np.float64)
+        pan_draws = 0
+        if self.pan_private:
+            table += sample_noise(rng, self.noise, d / eps0, size=(d, w))
+            pan_draws = 1
+        self.fitted_params_ = {name: getattr(self, name) for name in _STREAM_PARAMS}
+        self._rng = rng
+        self._shared_ledger = self.ledger
         self._row_seeds = _hashing.row_seeds(int(self.hash_seed), d)
         self._item_kinds = kinds
-        dtype = np.int64 if self.noise == "discrete_laplace" else np.float64
-        self.table_ = np.zeros((d, w), dtype=dtype)
+        self.table_ = table
         self.uses_ = np.zeros((d, w), dtype=np.int64)
-        self._pan_draws = 0
-        if self.pan_private:
-            self.table_ += sample_noise(self._rng, self.noise, d / eps0, size=(d, w))
-            self._pan_draws = 1
+        self._pan_draws = pan_draws
         self.n_items_seen_ = 0
         self.n_query_sets_ = 0
-        self._spent0 = 0.0
-        self.epsilon_spent_ = 0.0
+        self.stream_id_ = uuid.uuid4().hex
+        self.shard_ids_ = (self.stream_id_,)
+        self._fork_id = self.stream_id_
+        self._chain_spent0 = 0.0  # ε (before amplification) of this object's whole history
+        self._charged = 0.0  # ε this fork has charged to ledger_
         self.ledger_ = PrivacyLedger()
+        return keys
 
     def _check_not_frozen(self):
-        if self.mechanism == "cell_perturbation" and self.n_query_sets_ > 0:
+        if self._fp("mechanism") == "cell_perturbation" and self.n_query_sets_ > 0:
             raise ValueError(
                 "mechanism='cell_perturbation' is a static release: the stream cannot be updated after "
                 "the first query. Use mechanism='use_and_keep' for intermittent queries."
@@ -442,17 +571,25 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             self.uses_ = self.uses_.copy()
 
     def _consume(self, keys):
+        """Add validated keys to the table (the last step of fit / partial_fit: cannot fail)."""
         self._writeable_state()
         n = keys.shape[0]
-        if self.sampling_rate < 1:
-            keys = keys[self._rng.random(n) < self.sampling_rate]
-        _sketch.update(self.table_, keys, self._row_seeds, self.kind == "count")
+        rate = float(self._fp("sampling_rate"))
+        if rate < 1:
+            keys = keys[self._rng.random(n) < rate]
+        _sketch.update(self.table_, keys, self._row_seeds, self._fp("kind") == "count")
         self.n_items_seen_ += int(n)
 
     # ------------------------------------------------------------------ stream
     @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y=None):
         """Reset the sketch and consume the stream ``X``.
+
+        ``fit`` is the restart: it reads the parameters anew and records them in
+        ``fitted_params_``, draws a new ``stream_id_``, a new noise generator from
+        ``random_state`` and a new ``ledger_``, and binds the ``ledger`` parameter.  A
+        rejected ``X`` leaves a fitted sketch as it was.
 
         Parameters
         ----------
@@ -466,18 +603,19 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         -------
         self : PrivateCountSketch
         """
-        self._check_combination()
-        keys, kinds = self._validated_keys(X, "X", reset=True)
-        self._init_state(kinds)
+        keys = self._start_stream(X)
         self._consume(keys)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def partial_fit(self, X, y=None):
-        """Consume one chunk of the stream (the first call initialises the sketch).
+        """Consume one chunk of the stream (the first call starts the stream, like :meth:`fit`).
 
         The whole chunk is validated before the table is touched: a rejected chunk
-        leaves the sketch exactly as it was.
+        leaves the sketch exactly as it was.  A running stream keeps the parameters it
+        was built with: if one was changed by ``set_params`` since, a ``ValueError``
+        names it (call :meth:`fit` to restart).
 
         Parameters
         ----------
@@ -490,14 +628,12 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         -------
         self : PrivateCountSketch
         """
-        first = not hasattr(self, "table_")
-        if first:
-            self._check_combination()
+        if not hasattr(self, "table_"):
+            keys = self._start_stream(X)
         else:
+            self._check_stream_params("partial_fit")
             self._check_not_frozen()
-        keys, kinds = self._validated_keys(X, "X", reset=first)
-        if first:
-            self._init_state(kinds)
+            keys, _ = self._validated_keys(X, "X", reset=False)
         self._consume(keys)
         return self
 
@@ -511,78 +647,98 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     def _estimate(self, table, cols, signs):
         out = np.empty(cols.shape[1], dtype=np.float64)
-        _sketch.estimate(table, cols, signs, self.kind == "count", out)
+        _sketch.estimate(table, cols, signs, self._fp("kind") == "count", out)
         return out
 
+    def _noisy_cells(self, cells, scale, context):
+        """``table_`` at ``cells`` plus fresh noise, checked for overflow (nothing is bound here)."""
+        scale = check_noise_scale(scale, context)
+        noise = sample_noise(self._rng, self._fp("noise"), scale, size=cells.shape[0])
+        old = self.table_.reshape(-1)[cells]
+        new = old + noise
+        if new.dtype.kind == "i":
+            overflow = ((old ^ new) & (noise ^ new)) < 0
+        else:
+            overflow = ~np.isfinite(new)
+        if np.any(overflow):
+            raise ValueError(
+                f"{context}: a noisy cell would overflow the table's {new.dtype} range (the noise of scale "
+                f"{float(np.max(scale)):.3g} accumulated over {int(self.uses_.max())} uses); use a larger epsilon."
+            )
+        return new
+
     def _answer(self, keys):
-        """Answer one query set (keys may repeat); returns float estimates and records the release."""
-        if keys.shape[0] == 0:
-            return np.empty(0, dtype=np.float64)
+        """Answer one query set (keys may repeat): compute everything, then bind, then record."""
         self._writeable_state()
         uniq, inverse = np.unique(keys, return_inverse=True)
         cols, signs = self._locate(uniq)
         d, w = self.table_.shape
         eps0 = self._base_epsilon()
-        rng, mech = self._rng, self.mechanism
-        flat_table, flat_uses = self.table_.reshape(-1), self.uses_.reshape(-1)
-        if mech == "use_and_keep":
+        mech, k = self._fp("mechanism"), self.n_query_sets_
+        eta = float(self._fp("decay"))
+        flat_uses = self.uses_.reshape(-1)
+        if mech in ("use_and_keep", "cell_perturbation"):
             cells = _sketch.distinct_cells(cols, w)
-            flat_table[cells] += sample_noise(rng, self.noise, d / eps0, size=cells.shape[0])
+            if mech == "cell_perturbation":
+                cells = cells[flat_uses[cells] == 0]
+            new = self._noisy_cells(cells, d / eps0, f"{mech}: the noise")
+            # bind (cannot fail): the noise stays in the cells
+            self.table_.reshape(-1)[cells] = new
             flat_uses[cells] += 1
             est = self._estimate(self.table_, cols, signs)
-            spent0 = eps0
-        elif mech == "cell_perturbation":
-            cells = _sketch.distinct_cells(cols, w)
-            cells = cells[flat_uses[cells] == 0]
-            flat_table[cells] += sample_noise(rng, self.noise, d / eps0, size=cells.shape[0])
-            flat_uses[cells] += 1
-            est = self._estimate(self.table_, cols, signs)
-            spent0 = eps0
+            chain0 = eps0
         elif mech == "use_and_forget":
             cells = _sketch.distinct_cells(cols, w)
-            eta = float(self.decay)
-            cell_eps = (eps0 / d) * (1.0 - eta) * eta ** flat_uses[cells].astype(np.float64)
-            scale = 1.0 / cell_eps
-            if np.any(scale > 1e15):
-                raise ValueError(
-                    "use_and_forget: the geometric budget of some cells is numerically exhausted "
-                    f"(noise scale {scale.max():.3g}); use a larger decay or mechanism='use_and_keep'."
-                )
+            # ε'_u = (ε/d)(1-η)η^u in log space: the scale 1/ε'_u is checked, never inf or 0
+            log_scale = -(math.log(eps0 / d) + math.log1p(-eta) + flat_uses[cells] * math.log(eta))
+            scale = np.exp(np.minimum(log_scale, 1000.0))
+            new = self._noisy_cells(
+                cells, scale,
+                f"use_and_forget: the geometric budget schedule of a cell is exhausted after "
+                f"{int(flat_uses[cells].max()) if cells.size else 0} uses (decay={eta}); no further query can use "
+                "it. Use a larger decay or mechanism='use_and_keep'. The noise",
+            )
             noisy = self.table_.copy()
-            noisy.reshape(-1)[cells] += sample_noise(rng, self.noise, scale)
+            noisy.reshape(-1)[cells] = new
             flat_uses[cells] += 1
             est = self._estimate(noisy, cols, signs)
-            spent0 = float(np.sum((eps0 / d) * -np.expm1(self.uses_.max(axis=1) * math.log(eta))))
-        else:  # median_perturbation
-            eta = float(self.decay)
-            k = self.n_query_sets_
-            eps_k = eps0 * (1.0 - eta) * eta**k
+            chain0 = float(np.sum((eps0 / d) * -np.expm1(self.uses_.max(axis=1) * math.log(eta))))
+        else:  # median_perturbation: ε_k = ε (1-η) η^k for the (k+1)-th query set
             m_q = _median_sensitivity_bound(cols, w)
-            exact = self._estimate(self.table_, cols, signs)
-            if self.noise == "discrete_laplace" and self.kind == "count" and d % 2 == 0:
-                # the median of an even number of integers lives on the half-integer lattice
-                noise = sample_noise(rng, self.noise, 2.0 * m_q / eps_k, size=uniq.shape[0]) / 2.0
-            else:
-                noise = sample_noise(rng, self.noise, m_q / eps_k, size=uniq.shape[0])
-            est = exact + noise
-            spent0 = eps0 * -math.expm1((k + 1) * math.log(eta))
-        est = est / float(self.sampling_rate)
-        self._record(spent0, n_items=int(uniq.shape[0]))
+            half = self._fp("noise") == "discrete_laplace" and self._fp("kind") == "count" and d % 2 == 0
+            log_scale = math.log((2.0 if half else 1.0) * m_q) - (
+                math.log(eps0) + math.log1p(-eta) + k * math.log(eta)
+            )
+            scale = math.exp(min(log_scale, 1000.0))
+            check_noise_scale(
+                scale,
+                f"median_perturbation: the geometric budget schedule is exhausted at query set {k + 1} "
+                f"(decay={eta}); no further query set can be answered. Use a larger decay or "
+                "mechanism='use_and_keep'. The noise",
+            )
+            noise = sample_noise(self._rng, self._fp("noise"), scale, size=uniq.shape[0])
+            est = self._estimate(self.table_, cols, signs) + (noise / 2.0 if half else noise)
+            chain0 = eps0 * -math.expm1((k + 1) * math.log(eta))
+        est = est / float(self._fp("sampling_rate"))
+        self.n_query_sets_ += 1
+        self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=self.n_query_sets_)
         return est[inverse]
 
-    def _record(self, spent0, n_items, note=""):
-        self._spent0 = max(self._spent0, float(spent0))
-        total = amplify_by_subsampling(self._spent0, float(self.sampling_rate))
-        increment = max(total - self.epsilon_spent_, 0.0)
-        self.epsilon_spent_ = total
-        self.n_query_sets_ += 1
-        for ledger in (self.ledger_, self.ledger):
+    def _charge(self, chain0, n_items, note="", mechanism=None, **extra):
+        """Record a release: this fork's increment of the amplified ε of its history (the last step)."""
+        total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
+        increment = max(total - self._charged, 0.0)
+        self._chain_spent0 = chain0
+        self._charged += increment
+        record = dict(
+            n_items=n_items, note=note, stream=self.stream_id_, fork=self._fork_id, id=uuid.uuid4().hex, **extra
+        )
+        name = mechanism or f"PrivateCountSketch/{self._fp('mechanism')}"
+        for ledger in (self.ledger_, self._shared_ledger):
             if ledger is not None:
-                ledger.record(
-                    f"PrivateCountSketch/{self.mechanism}", increment, n_items=n_items, note=note,
-                    query_set=self.n_query_sets_,
-                )
+                ledger.record(name, increment, **record)
 
+    @transactional
     def query(self, items):
         """Answer one query set: the private estimated count of each item so far.
 
@@ -598,10 +754,14 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             Noisy estimates (rescaled by ``1/sampling_rate``).
         """
         check_is_fitted(self)
+        self._check_stream_params("query")
         # query sets are lists of items, not feature matrices: no column-name check for arrays
         keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
+        if keys.shape[0] == 0:
+            return np.empty(0, dtype=np.float64)
         return self._answer(keys)
 
+    @transactional
     def transform(self, X):
         """Private count encoding: the estimated count of each row's item, as one column.
 
@@ -616,6 +776,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         X_out : ndarray of shape (n_samples, 1)
         """
         check_is_fitted(self)
+        self._check_stream_params("transform")
         keys, _ = self._validated_keys(X, "X", reset=False)
         return self._answer(keys).reshape(-1, 1)
 
@@ -624,11 +785,16 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         return 1
 
     # ------------------------------------------------------------------ merge
+    @transactional
     def merge(self, other):
         """Add the sketch of a disjoint shard of the stream (map-reduce), in place.
 
-        Both sketches must have the same parameters (except ``random_state`` and
-        ``ledger``) and item type.  ``other`` is left unchanged.
+        Both sketches must have been fitted with the same parameters (``fitted_params_``;
+        ``random_state`` and ``ledger`` may differ), on the same item type, and their
+        current parameters must still be those.  ``other`` is left unchanged.  The
+        shards must be disjoint: merging a sketch with itself, with a copy of itself or
+        with a sketch that already contains one of its shards (see ``shard_ids_``) is
+        refused, because it would count the same elements twice.
 
         Privacy: the shards hold different individuals, so their releases compose in
         parallel: the merged ``epsilon_spent_`` is the larger of the two.
@@ -660,33 +826,42 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         if not isinstance(other, PrivateCountSketch):
             raise TypeError(f"other must be a PrivateCountSketch, got {type(other).__name__}.")
         check_is_fitted(other)
-        mine = {k: v for k, v in self.get_params().items() if k not in ("random_state", "ledger")}
-        theirs = {k: v for k, v in other.get_params().items() if k not in ("random_state", "ledger")}
-        diff = {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
+        self._check_stream_params("merge")
+        other._check_stream_params("merge (of other)")
+        diff = {
+            name: (self.fitted_params_[name], other.fitted_params_[name])
+            for name in _STREAM_PARAMS
+            if self.fitted_params_[name] != other.fitted_params_[name]
+        }
         if diff:
-            raise ValueError(f"cannot merge sketches with different parameters: {diff}.")
+            raise ValueError(f"cannot merge sketches fitted with different parameters (self, other): {diff}.")
         if other._item_kinds != self._item_kinds or other.n_features_in_ != self.n_features_in_:
             raise TypeError(
                 f"cannot merge sketches of different item types: {self._item_kinds} and {other._item_kinds}."
             )
-        if self.mechanism == "cell_perturbation" and (self.n_query_sets_ or other.n_query_sets_):
+        shared = sorted(set(self.shard_ids_) & set(other.shard_ids_))
+        if shared:
+            raise ValueError(
+                "cannot merge sketches that share a shard (a sketch with itself, with a copy of itself, or with a "
+                f"sketch that already contains one of its shards): shard ids {shared}. Merging them would count "
+                "the same stream elements twice."
+            )
+        mech = self._fp("mechanism")
+        if mech == "cell_perturbation" and (self.n_query_sets_ or other.n_query_sets_):
             raise ValueError(
                 "cannot merge cell_perturbation sketches after a release; merge the shards before querying."
             )
-        if self.mechanism == "use_and_forget":
-            self.uses_ = np.maximum(self.uses_, other.uses_)
-        else:
-            self.uses_ = self.uses_ + other.uses_
-        self.table_ = self.table_ + other.table_
+        uses = np.maximum(self.uses_, other.uses_) if mech == "use_and_forget" else self.uses_ + other.uses_
+        table = self.table_ + other.table_
+        self.uses_, self.table_ = uses, table
         self._pan_draws += other._pan_draws
         self.n_items_seen_ += other.n_items_seen_
         self.n_query_sets_ = max(self.n_query_sets_, other.n_query_sets_)
-        self._spent0 = max(self._spent0, other._spent0)
-        total = amplify_by_subsampling(self._spent0, float(self.sampling_rate))
-        self.ledger_.record(
-            "merge", max(total - self.epsilon_spent_, 0.0), note="parallel composition of disjoint shards"
+        self.shard_ids_ = tuple(sorted(set(self.shard_ids_) | set(other.shard_ids_)))
+        self._charge(
+            max(self._chain_spent0, other._chain_spent0), n_items=None, mechanism="merge",
+            note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
         )
-        self.epsilon_spent_ = total
         return self
 
     # ------------------------------------------------------------------ accuracy
@@ -727,20 +902,22 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             Bound on the absolute error of each item's estimate (in counts).
         """
         check_is_fitted(self)
-        if self.kind != "count" or self.mechanism not in ("use_and_keep", "cell_perturbation"):
+        self._check_stream_params("error_bound")
+        kind, mech, rate = self._fp("kind"), self._fp("mechanism"), self._fp("sampling_rate")
+        if kind != "count" or mech not in ("use_and_keep", "cell_perturbation"):
             raise ValueError(
                 "error_bound implements Theorem 5, for kind='count' with mechanism='use_and_keep' or "
-                f"'cell_perturbation'; got kind={self.kind!r}, mechanism={self.mechanism!r}."
+                f"'cell_perturbation'; got kind={kind!r}, mechanism={mech!r}."
             )
-        if self.sampling_rate != 1:
-            raise ValueError(f"error_bound needs sampling_rate=1, got {self.sampling_rate!r}.")
+        if rate != 1:
+            raise ValueError(f"error_bound needs sampling_rate=1, got {rate!r}.")
         if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
             raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
         if method not in ("theorem5", "binomial"):
             raise ValueError(f"method must be 'theorem5' or 'binomial', got {method!r}.")
         keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
         d, w = self.table_.shape
-        var1 = float(noise_variance(self.noise, d / self._base_epsilon()))
+        var1 = float(noise_variance(self._fp("noise"), d / self._base_epsilon()))
         if f2 is None:
             noise_var = (self.uses_ + self._pan_draws) * var1
             per_row = (self.table_.astype(np.float64) ** 2).sum(axis=1) - noise_var.sum(axis=1)
@@ -751,7 +928,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             f2 = float(f2)
         cols, _ = self._locate(keys)
         uses = np.take_along_axis(self.uses_, cols, axis=1) + self._pan_draws  # (d, n)
-        if self.mechanism == "use_and_keep":
+        if mech == "use_and_keep":
             uses = uses + 1
         else:
             uses = np.maximum(uses, 1 + self._pan_draws)

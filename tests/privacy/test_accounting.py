@@ -1,0 +1,134 @@
+"""Privacy accounting: subsampling amplification, the ledger, and forks (copies of running sketches)."""
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
+from sklearn_bayes.privacy._accounting import amplify_by_subsampling, subsampled_base_epsilon
+
+
+def _sketch(seed=0, **params):
+    return PrivateCountSketch(random_state=np.random.default_rng(seed), **params)
+
+
+def test_subsampling_amplification_formula():
+    for eps in (0.01, 0.5, 1.0, 5.0):
+        for rate in (0.001, 0.1, 0.5, 1.0):
+            amp = amplify_by_subsampling(eps, rate)
+            assert math.isclose(amp, math.log(1 + rate * (math.exp(eps) - 1)), rel_tol=1e-9)
+            assert amp <= eps + 1e-15
+            assert math.isclose(amplify_by_subsampling(subsampled_base_epsilon(eps, rate), rate), eps, rel_tol=1e-12)
+    # roughly rate * eps for small eps
+    assert math.isclose(amplify_by_subsampling(0.01, 0.1), 0.1 * 0.01, rel_tol=0.01)
+    with pytest.raises(ValueError):
+        amplify_by_subsampling(1.0, 0.0)
+    with pytest.raises(ValueError):
+        subsampled_base_epsilon(-1.0, 0.5)
+
+
+@pytest.mark.parametrize("eps", [1e-300, 1e-8, 1.0, 699.0, 710.0, 1e4, 1e300])
+@pytest.mark.parametrize("rate", [1e-320, 1e-300, 1e-3, 0.5])
+def test_subsampling_formulas_never_overflow(eps, rate):
+    """ε₀ = ln(1 + (e^ε - 1)/ρ) and its inverse in log space: finite, and inverse to 1e-12."""
+    e0 = subsampled_base_epsilon(eps, rate)
+    assert math.isfinite(e0) and e0 >= eps
+    assert math.isclose(amplify_by_subsampling(e0, rate), eps, rel_tol=1e-12)
+    if eps >= 710:  # e^ε overflows a double: ε₀ = ε - ln ρ + log1p((ρ - 1) e^{-ε})
+        assert math.isclose(e0, eps - math.log(rate), rel_tol=1e-15)
+
+
+def test_large_epsilon_with_subsampling_runs():
+    # was: OverflowError: math range error
+    est = _sketch(epsilon=710, sampling_rate=0.5, width=64).fit([1] * 100)
+    est.query([1])
+    assert math.isclose(est.epsilon_spent_, 710.0, rel_tol=1e-12)
+
+
+def test_ledger_records_and_is_shared_by_clone_but_copied_by_pickle():
+    ledger = PrivacyLedger()
+    est = PrivateCountSketch(ledger=ledger, random_state=np.random.default_rng(0))
+    assert clone(est).ledger is ledger
+    assert copy.deepcopy(ledger) is ledger
+    est.fit([1, 2, 2, 3])
+    est.query([2])
+    other = clone(est).fit([1, 1])
+    other.query([1])
+    # two fits on the same individuals: the shared ledger adds both releases up
+    assert ledger.n_releases == 2 and math.isclose(ledger.epsilon_spent, 2.0)
+    assert est.ledger_.n_releases == 1 and math.isclose(est.epsilon_spent_, 1.0)
+    # the same release carries one id in the stream's ledger and in the shared one
+    assert est.ledger_.records[0]["id"] == ledger.records[0]["id"]
+    assert len({r["id"] for r in ledger.records}) == 2
+    restored = pickle.loads(pickle.dumps(ledger))
+    assert restored is not ledger and restored.records == ledger.records
+    with pytest.raises(ValueError):
+        ledger.record("x", -0.1)
+
+
+def test_compose_counts_common_history_once():
+    a = PrivacyLedger()
+    a.record("q", 1.0)
+    b = pickle.loads(pickle.dumps(a))
+    a.record("q", 0.25)
+    b.record("q", 0.5)
+    c = PrivacyLedger()
+    c.record("q", 2.0)
+    assert PrivacyLedger.compose(a, b).epsilon_spent == 1.75
+    assert PrivacyLedger.compose(a, b, c, a).epsilon_spent == 3.75
+    assert PrivacyLedger.compose().epsilon_spent == 0.0
+    composed = PrivacyLedger.compose(a, b)
+    composed.record("q", 1.0)
+    assert a.n_releases == 2  # a new ledger, the inputs are unchanged
+    with pytest.raises(TypeError, match="PrivacyLedger"):
+        PrivacyLedger.compose(a, [1.0])
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize("queried_before", [False, True])
+def test_forks_that_both_query_compose_to_two_epsilon(how, queried_before):
+    """A copy of a running use-and-keep sketch and its original both answer: 2ε, never ε."""
+    shared = PrivacyLedger()
+    a = _sketch(width=64, ledger=shared).fit([1, 2, 2, 3])
+    if queried_before:
+        a.query([2])
+    b = copy.deepcopy(a) if how == "deepcopy" else pickle.loads(pickle.dumps(a))
+    assert b.stream_id_ == a.stream_id_ and b._fork_id != a._fork_id
+    a.query([1])
+    b.query([1])
+    a.query([3])
+    b.query([3])
+    assert PrivacyLedger.compose(a.ledger_, b.ledger_).epsilon_spent == 2.0
+    if how == "deepcopy":
+        # in-process copies share the stream's ledger_ (and the ledger parameter): each reports the total
+        assert b.ledger_ is a.ledger_ and b.ledger is shared
+        assert a.epsilon_spent_ == b.epsilon_spent_ == shared.epsilon_spent == 2.0
+    else:
+        # a pickled copy cannot see the original's releases: the original reports its own history
+        # (ε), the copy the common history plus its own releases, charged afresh
+        assert a.epsilon_spent_ == shared.epsilon_spent == 1.0
+        assert b.epsilon_spent_ == b.ledger.epsilon_spent == (2.0 if queried_before else 1.0)
+        assert PrivacyLedger.compose(shared, b.ledger).epsilon_spent == 2.0
+
+
+def test_fork_of_a_fork_and_other_mechanisms():
+    # three forks of one use-and-keep stream that all answer: 3ε
+    a = _sketch(width=64).fit([1, 2])
+    a.query([1])
+    b = pickle.loads(pickle.dumps(a))
+    c = pickle.loads(pickle.dumps(b))
+    for est in (a, b, c):
+        est.query([2])
+    assert PrivacyLedger.compose(a.ledger_, b.ledger_, c.ledger_).epsilon_spent == 3.0
+    # median perturbation: every fork is charged its whole history again (basic composition of
+    # the forks' histories, which counts the common prefix once per fork: conservative)
+    m = _sketch(width=64, mechanism="median_perturbation", decay=0.5).fit([1, 2])
+    m.query([1])  # ε (1 - η) = 0.5
+    f = copy.deepcopy(m)
+    m.query([1])  # 0.75 for m's history
+    f.query([1])  # f's history: 0.75, charged afresh
+    assert math.isclose(m.epsilon_spent_, 1.5) and m.epsilon_spent_ >= 0.5 + 0.25 + 0.25
