@@ -30,9 +30,6 @@ ESTIMATORS = dict(all_estimators())
 # (which use tiny data sets); every other parameter keeps its default.
 TEST_PARAMS = {
     "AdaptiveLDPFrequencyEstimator": {"n_steps": 5, "n_final_steps": 20},
-    # the checks fit continuous targets: accept non-negative reals (integer counts are
-    # tested in tests/linear_model/test_subsampled_prior.py)
-    "SubsampledPriorPoissonRegressor": {"integer_counts": False},
     "PrivateCountSketch": {"width": 256},
     "MixtureMEstimatorRegressor": {"n_subsets": 50, "random_state": 0},
 }

@@ -14,6 +14,7 @@ from sklearn_bayes import (
     SubsampledPriorRidge,
     SubsampleFitWarning,
 )
+from sklearn_bayes.utils import check_generator
 
 ALL = [SubsampledPriorRidge, SubsampledPriorLogisticRegression, SubsampledPriorLinearSVC,
        SubsampledPriorPoissonRegressor]
@@ -120,7 +121,7 @@ def test_subsample_fits_are_unregularised_ols():
     X, y = _regression(n=200)
     reg = SubsampledPriorRidge(n_subsamples=5, subsample_size=30, random_state=3).fit(X, y)
     # recover each subsample's rows from the generator the estimator uses
-    rng = np.random.default_rng(np.random.RandomState(3).randint(np.iinfo(np.int32).max))
+    rng = check_generator(3)
     for coef in reg.subsample_coefs_:
         idx = np.sort(rng.choice(200, size=30, replace=False))
         assert_allclose(coef, LinearRegression().fit(X[idx], y[idx]).coef_, rtol=1e-8, atol=1e-10)
@@ -351,9 +352,10 @@ def test_classifier_target_errors(Est):
 
 def test_poisson_target_errors():
     X, y = _counts(n=100)
-    with pytest.raises(ValueError, match="non-negative counts"):
+    with pytest.raises(ValueError, match="non-negative targets y"):
         SubsampledPriorPoissonRegressor().fit(X, y - 5)
     with pytest.raises(ValueError, match="integer counts"):
-        SubsampledPriorPoissonRegressor().fit(X, y + 0.5)
-    reg = SubsampledPriorPoissonRegressor(integer_counts=False, random_state=0).fit(X, y + 0.5)
+        SubsampledPriorPoissonRegressor(integer_counts=True).fit(X, y + 0.5)
+    # the default accepts non-negative reals, as PoissonRegressor does
+    reg = SubsampledPriorPoissonRegressor(random_state=0).fit(X, y + 0.5)
     assert np.all(reg.predict(X) > 0)

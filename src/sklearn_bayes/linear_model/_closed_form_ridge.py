@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 
+from ..utils import transactional
 from ._base import LinearPredictorMixin, standardise, validate_regression_data
 
 __all__ = ["ClosedFormRidge", "closed_form_alpha"]
@@ -141,6 +142,7 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -180,7 +182,8 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         coef_s = np.zeros(d)
         coef_s[keep] = beta
         self.alpha_ = float(alpha)
-        self.sigma2_ = sigma2 * st.y_scale**2
+        with np.errstate(over="ignore", under="ignore"):  # y ~ 1e+-300: sigma^2 beyond float range
+            self.sigma2_ = float(sigma2 * np.square(np.float64(st.y_scale)))
         self.coef_ = st.coef(coef_s)
         self.intercept_ = float(st.intercept(0.0, self.coef_)) if self.fit_intercept else 0.0
         return self

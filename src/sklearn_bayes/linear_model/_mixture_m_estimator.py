@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._fast import _mixture as _fast
-from ..utils import IntegerInterval, check_generator
+from ..utils import IntegerInterval, check_generator, transactional
 from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, check_numeric_target, validate_regression_data
 from ._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent, _resolve_components
 
@@ -738,6 +738,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y, sample_weight=None):
         """Fit the mixture of M-estimators by EM.
 

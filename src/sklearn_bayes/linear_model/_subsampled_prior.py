@@ -14,17 +14,18 @@ import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from scipy import linalg
 from scipy.special import expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.covariance import ledoit_wolf_shrinkage
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.metrics import d2_tweedie_score
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..exceptions import SubsampleFitWarning
+from ..utils import IntegerInterval, check_generator, transactional
+from ._base import LinearPredictorMixin, standardise, validate_regression_data
 from ._map import (
     LogisticLoss,
     MultinomialLoss,
@@ -50,6 +51,9 @@ _MAX_CONDITION = 1e10
 _VARIANCE_FLOOR = 1e-10
 #: 'auto' subsample size: expected number of rows of the rarest level of a column (or class)
 _RARE_LEVEL_COUNT = 5
+#: warnings of fit point at the caller: _report, _fit_problems, _fit_single, fit and its two
+#: decorators (transactional, _fit_context)
+_STACKLEVEL = 7
 
 
 # --------------------------------------------------------------------------------------
@@ -223,6 +227,29 @@ def _subsample_prior(coefs, *, covariance, scaling, shrinkage, n, n_rows):
     return mean, prior_cov, precision, used
 
 
+def _to_data_units(out, st, q):
+    """Map one problem's standardised results (coefficients, intercepts, prior) to the data's units.
+
+    With ``x = x_offset + x_scale * x_s`` and ``y = y_offset + y_scale * y_s`` a standardised
+    coefficient ``b_s`` is ``b = b_s * y_scale / x_scale``; the prior moments transform with
+    the same factors ``t`` (flattened like the prior, ``q`` rows of features): mean ``* t``,
+    covariance ``* t t^T``, precision ``/ t t^T``.
+    """
+    t = np.tile(st.y_scale / st.x_scale, q)
+    out = dict(out)
+    out["coef"] = st.coef(out["coef"])
+    out["intercept"] = np.atleast_1d(st.intercept(out["intercept"], out["coef"]))
+    out["prior_mean"] = out["prior_mean"] * t
+    out["subsample_coefs"] = out["subsample_coefs"] * t
+    # second moments in extreme units (y ~ 1e300) may not be representable: inf / 0, not an error
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        tt = np.outer(t, t)
+        out["prior_covariance"] = out["prior_covariance"] * tt
+        out["prior_precision"] = out["prior_precision"] / tt
+        out["noise_variance"] = float(out["penalty_scale"] * np.square(np.float64(st.y_scale)))
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # the shared base class
 # --------------------------------------------------------------------------------------
@@ -234,12 +261,12 @@ class _BaseSubsampledPrior(BaseEstimator):
     _parameter_constraints = {
         "n_subsamples": [
             StrOptions({"auto"}),
-            Interval(Integral, 2, None, closed="left"),
+            IntegerInterval(2, None, closed="left"),
             Interval(RealNotInt, 0, None, closed="neither"),
         ],
         "subsample_size": [
             StrOptions({"auto"}),
-            Interval(Integral, 2, None, closed="left"),
+            IntegerInterval(2, None, closed="left"),
             Interval(RealNotInt, 0, 1, closed="neither"),
         ],
         "covariance": [StrOptions({"full", "diag"})],
@@ -247,8 +274,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         "shrinkage": [StrOptions({"auto", "ledoit-wolf"}), Interval(Real, 0, 1, closed="both"), None],
         "fit_intercept": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
+        "max_iter": [IntegerInterval(1, None, closed="left")],
+        "n_jobs": [IntegerInterval(None, None, closed="neither"), None],
         "random_state": ["random_state", np.random.Generator],
     }
 
@@ -305,20 +332,13 @@ class _BaseSubsampledPrior(BaseEstimator):
             fraction=self._auto_fraction, rows_per_param=self._auto_rows_per_param,
             min_subsamples=self._auto_min_subsamples, min_rows=min_rows,
         )
-        if isinstance(self.random_state, np.random.Generator):
-            seed = int(self.random_state.integers(np.iinfo(np.int32).max))
-        else:
-            seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         return dict(pool=pool, n_rows=n_rows, n=n, m=m, degraded=degraded, auto_n=auto_n,
-                    n_params=n_params_per_fit, rng=np.random.default_rng(seed))
+                    n_params=n_params_per_fit, rng=check_generator(self.random_state))
 
     def _draw(self, plan):
         """Row indices of all ``m`` subsamples, drawn up front (so ``n_jobs`` cannot matter)."""
         rng, pool, n = plan["rng"], plan["pool"], plan["n"]
-        indices = [np.sort(pool[rng.choice(plan["n_rows"], size=n, replace=False)]) for _ in range(plan["m"])]
-        self.n_subsamples_ = plan["m"]
-        self.subsample_size_ = n
-        return indices
+        return [np.sort(pool[rng.choice(plan["n_rows"], size=n, replace=False)]) for _ in range(plan["m"])]
 
     def _grow(self, plan, results, X, targets, loss):
         """'auto' size only: double ``n`` (up to ``N // 2``) when over a quarter of the fits of a
@@ -371,12 +391,12 @@ class _BaseSubsampledPrior(BaseEstimator):
         )
         return [r for part in parts for r in part]
 
-    def _penalty_scale(self, X, y, sample_weight, indices, results):
+    def _penalty_scale(self, X, y, sample_weight, indices, results, y_scale):
         """Factor between the prior precision and the penalty matrix of the MAP objective.
 
         1 for losses that are negative log-likelihoods without a dispersion parameter
         (logistic, Poisson) and for the squared hinge loss; the ridge regressor overrides it
-        with the noise variance.
+        with the noise variance (in the standardised units of ``y``, whose scale is ``y_scale``).
         """
         return 1.0
 
@@ -398,24 +418,40 @@ class _BaseSubsampledPrior(BaseEstimator):
         return dict(
             coef=res.coef, intercept=res.intercept, n_iter=res.n_iter, converged=res.converged,
             prior_mean=mean, prior_covariance=cov, prior_precision=precision, shrinkage=used,
-            subsample_coefs=coefs, statuses=[r[2] for r in results],
+            subsample_coefs=coefs, statuses=[r[2] for r in results], penalty_scale=penalty_scale,
         )
 
-    def _fit_problems(self, X, targets, sample_weight, loss, n_params, labels=None, stacklevel=5):
-        """Algorithm 1 for one or more targets sharing the subsamples (one-vs-rest)."""
-        plan = self._plan(n_params, sample_weight, X, labels)
+    #: standardise the target too (the squared loss); class labels and counts are left alone
+    _scale_target = False
+
+    def _fit_problems(self, X, targets, sample_weight, loss, n_params, labels=None, stacklevel=_STACKLEVEL):
+        """Algorithm 1 for one or more targets sharing the subsamples (one-vs-rest).
+
+        Runs in standardised units (columns of ``X`` centred -- with an intercept -- and divided
+        by their weighted standard deviations; the ridge target likewise), so that every
+        tolerance of the solver is relative to the data's own scale; returns the results in
+        the units of the data.
+        """
+        if self._scale_target:
+            Xs, ys, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=True)
+            targets = [ys]
+        else:
+            Xs, _, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=False)
+        plan = self._plan(n_params, sample_weight, Xs, labels)
         while True:
             indices = self._draw(plan)
-            results = [self._subsample_fits(X, t, sample_weight, loss, indices) for t in targets]
-            if not self._grow(plan, results, X, targets, loss):
+            results = [self._subsample_fits(Xs, t, sample_weight, loss, indices) for t in targets]
+            if not self._grow(plan, results, Xs, targets, loss):
                 break
-        outs = [self._prior_and_map(X, t, sample_weight, loss, r, plan["n"], plan["n_rows"],
-                                    self._penalty_scale(X, t, sample_weight, indices, r))
+        outs = [self._prior_and_map(Xs, t, sample_weight, loss, r, plan["n"], plan["n_rows"],
+                                    self._penalty_scale(Xs, t, sample_weight, indices, r, st.y_scale))
                 for t, r in zip(targets, results)]
         self._report([s for o in outs for s in o["statuses"]], plan, all(o["converged"] for o in outs),
                      "a zero-count pattern" if isinstance(loss, PoissonLoss) else "separation",
                      stacklevel=stacklevel)
-        return outs
+        self.n_subsamples_ = plan["m"]
+        self.subsample_size_ = plan["n"]
+        return [_to_data_units(o, st, loss.n_outputs) for o in outs]
 
     def _report(self, statuses, plan, converged, what, stacklevel=5):
         """Warn once per fit about fallbacks, rank deficiency and non-convergence."""
@@ -443,7 +479,7 @@ class _BaseSubsampledPrior(BaseEstimator):
                 hint = (f" The 'auto' subsample size is at its cap N // 2 = {plan['n']}; the data themselves "
                         f"probably show {what}")
             else:
-                hint = f" Consider a larger subsample_size (now {self.subsample_size_})"
+                hint = f" Consider a larger subsample_size (now {plan['n']})"
             warnings.warn("; ".join(parts) + "." + hint + ".", SubsampleFitWarning, stacklevel=stacklevel)
         if not converged:
             warnings.warn(
@@ -462,10 +498,6 @@ class _BaseSubsampledPrior(BaseEstimator):
         self.subsample_coefs_ = out["subsample_coefs"]
         self.n_iter_ = out["n_iter"]
         return out
-
-    def _validate_X_predict(self, X):
-        check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -620,7 +652,7 @@ _SINGLE_ATTRS = dict(mean_shape="(n_features,)", cov_shape="(n_features, n_featu
 # --------------------------------------------------------------------------------------
 
 
-class SubsampledPriorRidge(RegressorMixin, _BaseSubsampledPrior):
+class SubsampledPriorRidge(LinearPredictorMixin, RegressorMixin, _BaseSubsampledPrior):
     _auto_fraction = 0.01
     _auto_rows_per_param = 2.0
     _auto_min_subsamples = 20
@@ -652,11 +684,13 @@ class SubsampledPriorRidge(RegressorMixin, _BaseSubsampledPrior):
         )
         self.noise_variance = noise_variance
 
-    def _penalty_scale(self, X, y, sample_weight, indices, results):
-        """The noise variance: pooled residual variance of the unregularised subsample fits."""
+    _scale_target = True
+
+    def _penalty_scale(self, X, y, sample_weight, indices, results, y_scale):
+        """The noise variance (in the standardised units of ``y``): pooled residual variance of
+        the unregularised subsample fits, or the given ``noise_variance`` divided by ``y_scale**2``."""
         if self.noise_variance != "auto":
-            self.noise_variance_ = float(self.noise_variance)
-            return self.noise_variance_
+            return float(self.noise_variance) / y_scale**2
         w = sample_weight / sample_weight[sample_weight > 0].mean()
         n_params = X.shape[1] + int(self.fit_intercept)
         rss = dof = 0.0
@@ -667,9 +701,10 @@ class SubsampledPriorRidge(RegressorMixin, _BaseSubsampledPrior):
         if dof <= 0:  # subsamples too small to leave residual degrees of freedom
             mean = np.average(y, weights=sample_weight)
             rss, dof = float(sample_weight @ (y - mean) ** 2), max(float(np.sum(sample_weight)) - 1.0, 1.0)
-        self.noise_variance_ = rss / dof
-        return self.noise_variance_
+        return rss / dof
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -677,33 +712,22 @@ class SubsampledPriorRidge(RegressorMixin, _BaseSubsampledPrior):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+            Numeric targets.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights.
 
         Returns
         -------
         self : object
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        out = self._fit_single(X, y.astype(np.float64), sample_weight, SquaredLoss())
+        X, y, sample_weight = validate_regression_data(self, X, y, sample_weight)
+        out = self._fit_single(X, y, sample_weight, SquaredLoss())
+        self.noise_variance_ = (
+            float(out["noise_variance"]) if self.noise_variance == "auto" else float(self.noise_variance)
+        )
         self.coef_ = out["coef"][0]
         self.intercept_ = float(out["intercept"][0]) if self.fit_intercept else 0.0
         return self
-
-    def predict(self, X):
-        """Predict ``X @ coef_ + intercept_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        X = self._validate_X_predict(X)
-        return X @ self.coef_ + self.intercept_
 
 
 _doc(
@@ -752,7 +776,7 @@ _doc(
 )
 
 
-class SubsampledPriorPoissonRegressor(RegressorMixin, _BaseSubsampledPrior):
+class SubsampledPriorPoissonRegressor(LinearPredictorMixin, RegressorMixin, _BaseSubsampledPrior):
     _auto_fraction = 0.05
     _auto_rows_per_param = 5.0
     _auto_min_subsamples = 20
@@ -775,7 +799,7 @@ class SubsampledPriorPoissonRegressor(RegressorMixin, _BaseSubsampledPrior):
         max_iter=100,
         n_jobs=None,
         random_state=None,
-        integer_counts=True,
+        integer_counts=False,
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
@@ -784,6 +808,8 @@ class SubsampledPriorPoissonRegressor(RegressorMixin, _BaseSubsampledPrior):
         )
         self.integer_counts = integer_counts
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -791,25 +817,24 @@ class SubsampledPriorPoissonRegressor(RegressorMixin, _BaseSubsampledPrior):
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Non-negative counts (non-negative reals if ``integer_counts=False``).
+            Non-negative targets (integer counts if ``integer_counts=True``).
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights.
 
         Returns
         -------
         self : object
         """
-        self._validate_params()
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
+        X, y, sample_weight = validate_regression_data(self, X, y, sample_weight)
         if np.any(y < 0):
-            raise ValueError(f"SubsampledPriorPoissonRegressor needs non-negative counts y; got min(y)={y.min()}.")
+            raise ValueError(f"SubsampledPriorPoissonRegressor needs non-negative targets y (counts or rates); got min(y)={float(y.min())!r}.")
         if self.integer_counts and np.any(y != np.round(y)):
             bad = y[y != np.round(y)][0]
             raise ValueError(
-                f"SubsampledPriorPoissonRegressor needs integer counts y (found {bad!r}); set "
-                "integer_counts=False to fit non-negative real targets (Poisson quasi-likelihood)."
+                f"SubsampledPriorPoissonRegressor with integer_counts=True needs integer counts y (found "
+                f"{bad!r}); set integer_counts=False (the default) to fit non-negative real targets "
+                "(Poisson quasi-likelihood)."
             )
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         out = self._fit_single(X, y, sample_weight, PoissonLoss())
         self.coef_ = out["coef"][0]
         self.intercept_ = float(out["intercept"][0]) if self.fit_intercept else 0.0
@@ -826,8 +851,7 @@ class SubsampledPriorPoissonRegressor(RegressorMixin, _BaseSubsampledPrior):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        X = self._validate_X_predict(X)
-        return np.exp(X @ self.coef_ + self.intercept_)
+        return np.exp(self._linear_predictor(X))
 
     def score(self, X, y, sample_weight=None):
         """D^2, the fraction of Poisson deviance explained (as :class:`~sklearn.linear_model.PoissonRegressor`).
@@ -854,10 +878,10 @@ _doc(
     SubsampledPriorPoissonRegressor,
     "Poisson regression (log link) with a Gaussian prior estimated from unregularised subsample fits.",
     extra_params="""
-    integer_counts : bool, default=True
-        Require integer counts (``fit`` raises a ``ValueError`` otherwise).  With False any
-        non-negative target is accepted (Poisson quasi-likelihood, as scikit-learn's
-        :class:`~sklearn.linear_model.PoissonRegressor`).""",
+    integer_counts : bool, default=False
+        Require integer counts (``fit`` raises a ``ValueError`` otherwise).  With False (the
+        default) any non-negative target is accepted (Poisson quasi-likelihood: rates,
+        averages of counts), as by scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`.""",
     attr_fmt=_SINGLE_ATTRS,
     extra_attrs="""
     coef_ : ndarray of shape (n_features,)
@@ -890,23 +914,22 @@ _doc(
 
 class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
     def _encode(self, X, y, sample_weight):
-        self._validate_params()
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
-        if self.classes_.size < 2:
+        classes, y_enc = np.unique(y, return_inverse=True)
+        if classes.size < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least 2 classes in the data, but the data "
-                f"contains only one class: {self.classes_[0]!r}."
+                f"contains only one class: {classes[0]!r}."
             )
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         present = np.unique(y_enc[sample_weight > 0])
         if present.size < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least 2 classes with positive sample_weight, "
-                f"but only one class has positive weight: {self.classes_[present[0]] if present.size else None!r}."
+                f"but only one class has positive weight: {classes[present[0]] if present.size else None!r}."
             )
-        return X, y_enc, sample_weight
+        return X, y_enc, sample_weight, classes
 
 
 class SubsampledPriorLogisticRegression(_SubsampledPriorClassifier):
@@ -915,6 +938,8 @@ class SubsampledPriorLogisticRegression(_SubsampledPriorClassifier):
     _auto_min_subsamples = 20
     _auto_events_per_param = 10
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -929,8 +954,9 @@ class SubsampledPriorLogisticRegression(_SubsampledPriorClassifier):
         -------
         self : object
         """
-        X, y_enc, sample_weight = self._encode(X, y, sample_weight)
-        K = self.classes_.size
+        X, y_enc, sample_weight, classes = self._encode(X, y, sample_weight)
+        K = classes.size
+        self.classes_ = classes
         loss = LogisticLoss() if K == 2 else MultinomialLoss(K)
         out = self._fit_single(X, y_enc.astype(np.float64), sample_weight, loss, labels=y_enc)
         coef, intercept = out["coef"], out["intercept"]
@@ -1024,6 +1050,8 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
     _auto_min_subsamples = 20
     _auto_events_per_param = 10
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y, sample_weight=None):
         """Fit the model (one-vs-rest for more than two classes).
 
@@ -1038,13 +1066,14 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
         -------
         self : object
         """
-        X, y_enc, sample_weight = self._encode(X, y, sample_weight)
-        K = self.classes_.size
+        X, y_enc, sample_weight, classes = self._encode(X, y, sample_weight)
+        K = classes.size
         d = X.shape[1]
         problems = [1] if K == 2 else range(K)
         targets = [np.where(y_enc == k, 1.0, -1.0) for k in problems]
         outs = self._fit_problems(X, targets, sample_weight, SquaredHingeLoss(), d + int(self.fit_intercept), y_enc,
-                                  stacklevel=4)
+                                  stacklevel=_STACKLEVEL - 1)
+        self.classes_ = classes
         stack = (lambda key: outs[0][key]) if K == 2 else (lambda key: np.stack([o[key] for o in outs]))
         self.coef_ = np.vstack([o["coef"] for o in outs])
         self.intercept_ = np.concatenate([o["intercept"] for o in outs]) if self.fit_intercept else np.zeros(len(outs))
