@@ -255,9 +255,8 @@ def test_int_seed_warns():
 
 # ---------------------------------------------------------------- bad input
 def _snapshot(est):
-    """Fitted state (everything but the constructor parameters) as bytes."""
-    params = set(est.get_params())
-    return pickle.dumps({k: v for k, v in est.__getstate__().items() if k not in params})
+    """The whole estimator (parameters, fitted state, generator state) as pickle bytes."""
+    return pickle.dumps(est)
 
 
 @pytest.mark.parametrize(
@@ -330,18 +329,23 @@ def test_deployment_needs_n_categories():
         AdaptiveLDPFrequencyEstimator().propose_subset()
 
 
+_FLAKY_CALLS = {"n": 0}
+
+
+def _flaky_utility(theta, P, subset):
+    """A user utility that fails after 40 calls (module level, so the estimator pickles)."""
+    _FLAKY_CALLS["n"] += 1
+    if _FLAKY_CALLS["n"] > 40:
+        raise RuntimeError("boom")
+    return 0.0
+
+
 def test_exception_in_user_utility_leaves_state_untouched():
-    calls = {"n": 0}
-
-    def flaky(theta, P, subset):
-        calls["n"] += 1
-        if calls["n"] > 40:
-            raise RuntimeError("boom")
-        return 0.0
-
+    _FLAKY_CALLS["n"] = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededNoiseWarning)
-        est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, utility=flaky, random_state=_gen(3))
+        est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, utility=_flaky_utility,
+                                            random_state=_gen(3))
         est.partial_fit([[0], [1]])
         before = _snapshot(est)
         with pytest.raises(RuntimeError):
@@ -488,3 +492,170 @@ def test_final_estimate_grouped_likelihood_matches_the_kernel_table():
     assert counts.sum() == n
     rows = {tuple(np.round(mech.transition_matrix(S)[:, yy], 12)) for yy, S in zip(y, subs)}
     assert {tuple(np.round(r, 12)) for r in L} == rows
+
+
+# ---------------------------------------------------------------- frozen fitted state
+def _fitted(**kw):
+    params = dict(n_categories=4, epsilon=1.0, kappa=0.9, n_final_steps=10, random_state=_gen(40))
+    params.update(kw)
+    X = _gen(41).choice(4, size=60, p=[0.5, 0.3, 0.15, 0.05]).reshape(-1, 1)
+    return AdaptiveLDPFrequencyEstimator(**params).fit(X)
+
+
+_CALLS = {
+    "partial_fit": lambda est: est.partial_fit([[0], [1]]),
+    "partial_fit_responses": lambda est: est.partial_fit_responses([0, 1], [[0], []]),
+    "propose_subset": lambda est: est.propose_subset(),
+    "transform": lambda est: est.transform([[0], [3]]),
+    "sample_posterior": lambda est: est.sample_posterior(5),
+}
+
+
+def _other_utility(theta, P, subset):
+    return -len(subset)
+
+
+@pytest.mark.parametrize("method", list(_CALLS))
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("epsilon", 0.01),
+        ("kappa", 0.5),
+        ("n_categories", 5),
+        ("utility", "fisher"),
+        ("utility", _other_utility),
+        ("alpha", 0.5),
+        ("prior", 2.0),
+        ("prior", [1.0, 1.0, 1.0, 2.0]),
+        ("random_state", 7),
+    ],
+)
+def test_changed_frozen_parameter_is_a_clear_error(method, name, value):
+    """Regression: set_params(epsilon=0.01) after fit was used live (or ignored) mid-stream.
+
+    Every later call compares get_params() with the values recorded at the first fit,
+    names the parameter with both values, and leaves the estimator byte-identical.
+    """
+    est = _fitted()
+    est.set_params(**{name: value})
+    before = _snapshot(est)
+    with pytest.raises(ValueError, match=rf"^{name} was .* and is now .*call fit to restart"):
+        _CALLS[method](est)
+    assert _snapshot(est) == before
+
+
+def test_equivalent_parameter_values_are_not_a_change():
+    """1 and 1.0, a scalar prior and the same prior as a vector, the same generator."""
+    est = _fitted(prior=1.0)
+    est.set_params(epsilon=1, prior=[1.0] * 4, random_state=est.random_state)
+    est.partial_fit([[0]]).partial_fit_responses([1], [[1]])
+    assert est.n_responses_ == 62
+
+
+def test_restoring_the_fitted_value_continues_the_stream():
+    """The error is reversible: set the value back and the stream goes on as if untouched."""
+    a, b = _fitted(), _fitted()
+    b.set_params(epsilon=0.01)
+    with pytest.raises(ValueError, match="epsilon"):
+        b.partial_fit([[0], [1]])
+    b.set_params(epsilon=1.0)
+    a.partial_fit([[0], [1]])
+    b.partial_fit([[0], [1]])
+    np.testing.assert_array_equal(a._ys[: a.n_responses_], b._ys[: b.n_responses_])
+    np.testing.assert_array_equal(a._phi, b._phi)
+
+
+@pytest.mark.parametrize("method", ["partial_fit", "partial_fit_responses", "propose_subset"])
+@pytest.mark.parametrize("params", [dict(epsilon=-1), dict(epsilon=np.inf), dict(kappa=2.0), dict(n_steps=0),
+                                    dict(batch_size=True), dict(epsilon=True)])
+def test_invalid_value_set_mid_stream_is_rejected(method, params):
+    """Regression: epsilon=-1 set after fitting was accepted by the next partial_fit."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    est = _fitted()
+    est.set_params(**params)
+    before = _snapshot(est)
+    with pytest.raises(InvalidParameterError, match=next(iter(params))):
+        _CALLS[method](est)
+    assert _snapshot(est) == before
+
+
+def test_compute_knobs_may_change_mid_stream():
+    """Sampler, steps, batch size, step size and the final phase are not frozen."""
+    est = _fitted()
+    est.set_params(sampler="gibbs", n_steps=3, batch_size=7, step_size=0.01, n_final_steps=20,
+                   final_estimate="gibbs")
+    est.partial_fit([[0], [1], [2]])
+    est.partial_fit_responses([3], [[]])
+    assert est.n_responses_ == 64 and est.propose_subset().ndim == 1
+    assert np.isclose(est.theta_.sum(), 1.0)
+
+
+def test_fit_restarts_with_the_new_parameters():
+    est = _fitted()
+    est.set_params(epsilon=0.5, kappa=0.8, prior=2.0)
+    est.fit([[0], [1], [2], [3]])
+    assert est.n_responses_ == 4
+    mech = RRRRMechanism(4, 0.5, 0.8)
+    for k in range(4):
+        np.testing.assert_array_equal(est._consts[k], mech._constants(k))
+    np.testing.assert_array_equal(est._prior, np.full(4, 2.0))
+    est.partial_fit([[1]])  # the new values are now the recorded ones
+
+
+def test_rejected_fit_leaves_a_fitted_estimator_untouched():
+    """Regression: fit deleted the fitted attributes before validating X."""
+    est = _fitted()
+    before = _snapshot(est)
+    with pytest.raises(ValueError, match="outside"):
+        est.fit([[0], [9]])
+    assert _snapshot(est) == before
+    est.partial_fit([[0]])
+
+
+def test_theta_cache_follows_the_final_estimate_knobs():
+    """Changing final_estimate / n_final_steps after reading theta_ recomputes it."""
+    a = _fitted(final_estimate="mala", n_final_steps=40)
+    b = _fitted(final_estimate="gibbs", n_final_steps=40)
+    theta_mala = a.theta_
+    a.set_params(final_estimate="gibbs")
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    a.set_params(final_estimate="mala")
+    np.testing.assert_array_equal(a.theta_, theta_mala)
+    a.set_params(n_final_steps=0)
+    np.testing.assert_array_equal(a.theta_, a._phi / a._phi.sum())
+
+
+@pytest.mark.parametrize("eps", [400.0, 700.0, 1e6])
+def test_huge_epsilon_fits(eps):
+    """Regression: AdaptiveLDPFrequencyEstimator(epsilon=700).fit(X) raised OverflowError.
+
+    With eps1 = 0.9 eps >= 360 the release is the true category to double precision,
+    so the posterior mean is (counts + 1) / (n + K) under the Dir(1) prior.
+    """
+    X = _gen(42).choice(4, size=300, p=[0.5, 0.3, 0.15, 0.05]).reshape(-1, 1)
+    for utility in ("honest", "entropy", "fisher"):
+        est = AdaptiveLDPFrequencyEstimator(n_categories=4, epsilon=eps, utility=utility, final_estimate="gibbs",
+                                            n_final_steps=200, random_state=_gen(43)).fit(X)
+        np.testing.assert_array_equal(est._ys[:300], X[:, 0])
+        exact = (np.bincount(X[:, 0], minlength=4) + 1.0) / (300 + 4)
+        # Rao-Blackwellised Gibbs with a deterministic likelihood: exact up to rounding
+        np.testing.assert_allclose(est.theta_, exact, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- copies and privacy
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_copies_replay_the_noise_and_never_release_twice(how):
+    """A copy of a simulation-mode estimator given the same user releases the same
+    response as the original (same noise): copying never yields a second,
+    independently randomised release of a user's category."""
+    import copy
+
+    est = _fitted(n_final_steps=0)
+    other = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda e: pickle.loads(pickle.dumps(e))}[how](est)
+    assert other._rng is not est._rng
+    x = [[2]] * 50
+    est.partial_fit(x)
+    other.partial_fit(x)
+    np.testing.assert_array_equal(est._ys[: est.n_responses_], other._ys[: other.n_responses_])
+    np.testing.assert_array_equal(est._phi, other._phi)

@@ -1,16 +1,17 @@
 """AdOBEst-LDP: adaptive online Bayesian frequency estimation under local differential privacy."""
 
+import copy
 import hashlib
 import numbers
 import pickle
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import InvalidParameterError, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import check_epsilon, check_privacy_random_state
-from ._rrrr import _check_kappa, _rrrr_constants
+from ..utils import IntegerInterval, check_generator, check_privacy_random_state, transactional
+from ._rrrr import _rrrr_constants
 from ._utilities import UTILITIES, choose_subset_size, sorted_order
 
 __all__ = ["AdaptiveLDPFrequencyEstimator"]
@@ -30,8 +31,28 @@ _FAST_MODES = {
 }
 
 
+# Parameters that shape the mechanism or the posterior: recorded at the first fitting
+# call and compared with ``get_params()`` by every later call (see ``_check_frozen``).
+# The others (sampler, n_steps, batch_size, step_size, n_final_steps, final_estimate)
+# are compute knobs of the MCMC and may change between calls.
+_FROZEN_PARAMS = ("n_categories", "epsilon", "kappa", "utility", "alpha", "prior", "random_state")
+# Knobs the final estimate ``theta_`` depends on (its cache is keyed by them).
+_FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size")
+_REAL_PARAMS = ("epsilon", "kappa", "alpha", "prior", "step_size")  # booleans refused
+_FITTED_ATTRS = ("categories_", "n_categories_", "n_responses_", "subset_sizes_")
+
 _N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
 _DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) per proposal)
+
+
+def _same_value(a, b):
+    """Equal numbers or strings (``1 == 1.0``), else the same object (generators, callables)."""
+    if a is b:
+        return True
+    scalar = (numbers.Number, str, type(None))
+    if isinstance(a, scalar) and isinstance(b, scalar) and isinstance(a, str) == isinstance(b, str):
+        return bool(a == b)
+    return False
 
 
 def _grow(arr, n, axis0_fill=0):
@@ -242,17 +263,17 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     """
 
     _parameter_constraints = {
-        "n_categories": [Interval(numbers.Integral, 2, None, closed="left"), None],
-        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "n_categories": [IntegerInterval(2, None, closed="left"), None],
+        "epsilon": [Interval(numbers.Real, 0, np.inf, closed="neither")],
         "kappa": [Interval(numbers.Real, 0, 1, closed="right")],
         "utility": [StrOptions(set(UTILITIES)), callable],
         "alpha": [Interval(numbers.Real, 0, 1, closed="neither"), None],
-        "prior": [Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "prior": [Interval(numbers.Real, 0, np.inf, closed="neither"), "array-like"],
         "sampler": [StrOptions({"sgld", "gibbs"})],
-        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "step_size": [StrOptions({"auto", "0.5/t"}), Interval(numbers.Real, 0, None, closed="neither"), callable],
-        "n_final_steps": [Interval(numbers.Integral, 0, None, closed="left")],
+        "n_steps": [IntegerInterval(1, None, closed="left")],
+        "batch_size": [IntegerInterval(1, None, closed="left")],
+        "step_size": [StrOptions({"auto", "0.5/t"}), Interval(numbers.Real, 0, np.inf, closed="neither"), callable],
+        "n_final_steps": [IntegerInterval(0, None, closed="left")],
         "final_estimate": [StrOptions({"mala", "gibbs", "sgld"})],
         "random_state": ["random_state", np.random.Generator],
     }
@@ -306,13 +327,55 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             state["subset_sizes_"] = state["_sizes"]
         return state
 
+    def __copy__(self):
+        """A copy of a fitted estimator is a deep copy: it never shares the noise generator.
+
+        ``copy.copy`` would otherwise share ``_rng`` between the two estimators, so a
+        user given to both in simulation mode would get two independent releases.
+        Every copy (``copy.copy``, ``copy.deepcopy``, pickle) replays the original's
+        noise instead: the same user gives the same response.
+        """
+        if "n_responses_" not in vars(self):
+            new = type(self).__new__(type(self))
+            new.__dict__.update(self.__dict__)
+            return new
+        return copy.deepcopy(self)
+
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        self._validate_params()
-        check_epsilon(self.epsilon)
-        _check_kappa(self.kappa)
+        """What ``_parameter_constraints`` cannot say: no booleans for reals, alpha for 'semi_adaptive'."""
+        for name in _REAL_PARAMS:
+            value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_)):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} must be a real number, not a bool; "
+                    f"got {value!r}."
+                )
         if self.utility == "semi_adaptive" and self.alpha is None:
             raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
+
+    def _check_frozen(self):
+        """A fitted estimator continues only with the parameters it was built with.
+
+        Validates the current parameters (a value set mid-stream, such as
+        ``epsilon=-1``, raises the usual error), then compares those of
+        ``_FROZEN_PARAMS`` with the values recorded at the first fitting call.
+        """
+        self._validate_params()
+        self._check_params()
+        for name in _FROZEN_PARAMS:
+            old, new = self._fitted_params[name], getattr(self, name)
+            if name == "prior":  # compared as vectors: 1.0 and [1.0] * K are the same prior
+                same = np.array_equal(self._prior, self._prior_vector(self.n_categories_))
+            else:
+                same = _same_value(old, new)
+            if not same:
+                raise ValueError(
+                    f"{name} was {old!r} when this {type(self).__name__} was fitted and is now {new!r} "
+                    f"(set_params or assignment after fitting). The recorded responses and the posterior "
+                    f"were built with {name}={old!r}: continuing with {new!r} would mix the two. "
+                    f"Set {name} back to {old!r}, or call fit to restart."
+                )
 
     def _prior_vector(self, K):
         prior = np.asarray(self.prior, dtype=float)
@@ -414,56 +477,57 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         return np.full(n, float(self.step_size))
 
     # ------------------------------------------------------------------ state
-    def _fresh_state(self, categories):
+    # The fitting methods are ``transactional``: they bind new state on ``self`` as they
+    # go and a rejected call restores the bindings and rewinds ``_rng``.  The arrays the
+    # kernels change in place (``_phi``, ``_sigma``) and the subset index are copied
+    # first (``_begin_update``); the response storage is append-only beyond
+    # ``n_responses_`` / ``_n_sids``, so rolling back those counters rolls it back.
+    def _init_state(self, categories):
+        """Bind a fresh fitted state, recording the parameters it is built with."""
         K = categories.size
-        return {
-            "categories_": categories,
-            "n_categories_": K,
-            "_prior": self._prior_vector(K),
-            "_consts": _rrrr_constants(K, float(self.epsilon), float(self.kappa)),
-            "_rng": check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator"),
-            "_phi": np.ones(K),
-            "_sigma": np.arange(K, dtype=np.int32),
-            "_ys": np.zeros(0, dtype=np.int32),
-            "_sids": np.zeros(0, dtype=np.int32),
-            "_sizes": np.zeros(0, dtype=np.int32),
-            "_masks": np.zeros((0, K), dtype=np.uint8),
-            "_members": np.zeros((0, K), dtype=np.int32),
-            "_sid_k": np.zeros(0, dtype=np.int32),
-            "_subset_index": {},
-            "_n_sids": 0,
-            "n_responses_": 0,
-        }
+        self.categories_ = categories
+        self.n_categories_ = K
+        self._prior = self._prior_vector(K)
+        self._fitted_params = {name: getattr(self, name) for name in _FROZEN_PARAMS}
+        if np.ndim(self.prior) > 0:  # a copy: the user's list or array may change later
+            self._fitted_params["prior"] = np.array(self.prior, dtype=float)
+        self._consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa))
+        self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator")
+        self._phi = np.ones(K)
+        self._sigma = np.arange(K, dtype=np.int32)
+        self._ys = np.zeros(0, dtype=np.int32)
+        self._sids = np.zeros(0, dtype=np.int32)
+        self._sizes = np.zeros(0, dtype=np.int32)
+        self._masks = np.zeros((0, K), dtype=np.uint8)
+        self._members = np.zeros((0, K), dtype=np.int32)
+        self._sid_k = np.zeros(0, dtype=np.int32)
+        self._subset_index = {}
+        self._n_sids = 0
+        self.n_responses_ = 0
 
-    def _state(self):
-        keys = ["categories_", "n_categories_", "_prior", "_consts", "_rng", "_phi", "_sigma", "_ys", "_sids",
-                "_sizes", "_masks", "_members", "_sid_k", "_subset_index", "_n_sids", "n_responses_"]
-        st = {k: getattr(self, k) for k in keys}
-        # copy what the kernels modify in place; storage is append-only (beyond n / n_sids)
-        st["_phi"] = st["_phi"].copy()
-        st["_sigma"] = st["_sigma"].copy()
-        st["_subset_index"] = dict(st["_subset_index"])
-        return st
+    def _begin_update(self):
+        """Work on copies of the state that is changed in place (see the note above)."""
+        self._phi = self._phi.copy()
+        self._sigma = self._sigma.copy()
+        self._subset_index = dict(self._subset_index)
 
-    def _commit(self, st):
-        for k, v in st.items():
-            setattr(self, k, v)
-        n = st["n_responses_"]
-        self.subset_sizes_ = st["_sizes"][:n]
+    def _end_update(self):
+        """Last step of a fitting call (cannot fail)."""
+        self.subset_sizes_ = self._sizes[: self.n_responses_]
         # ``theta_`` is computed when first read: recording a response costs no final
         # phase.  Its randomness is seeded by a digest of the main generator's state,
         # which is not advanced, so reading ``theta_`` or posterior samples never
         # changes later fitting, and equal states give equal estimates.
-        digest = hashlib.sha256(pickle.dumps(st["_rng"].bit_generator.state, protocol=4)).digest()
+        digest = hashlib.sha256(pickle.dumps(self._rng.bit_generator.state, protocol=4)).digest()
         self._read_seed = int.from_bytes(digest[:16], "little")
         self._theta_cache = None
 
-    def _intern_new_rows(self, st, n_sids_before, n_sids_after, n_old, n_new):
+    def _intern_new_rows(self, n_sids_before, n_sids_after, n_old, n_new):
         """Merge subset rows [n_sids_before, n_sids_after) into the table of distinct subsets."""
-        index = st["_subset_index"]
-        masks = st["_masks"]
-        members = st["_members"]
-        sid_k = st["_sid_k"]
+        index = self._subset_index
+        masks = self._masks
+        members = self._members
+        sid_k = self._sid_k
         remap = np.arange(n_sids_after, dtype=np.int32)
         nxt = n_sids_before
         for s in range(n_sids_before, n_sids_after):
@@ -478,78 +542,81 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 j = nxt
                 nxt += 1
             remap[s] = j
-        sids = st["_sids"]
+        sids = self._sids
         sids[n_old : n_old + n_new] = remap[sids[n_old : n_old + n_new]]
-        st["_n_sids"] = nxt
+        self._n_sids = nxt
 
-    def _ensure_capacity(self, st, n_new, n_new_rows):
-        n = st["n_responses_"]
-        st["_ys"] = _grow(st["_ys"], n + n_new)
-        st["_sids"] = _grow(st["_sids"], n + n_new)
-        st["_sizes"] = _grow(st["_sizes"], n + n_new)
-        st["_masks"] = _grow(st["_masks"], st["_n_sids"] + n_new_rows)
-        st["_members"] = _grow(st["_members"], st["_n_sids"] + n_new_rows)
-        st["_sid_k"] = _grow(st["_sid_k"], st["_n_sids"] + n_new_rows)
+    def _ensure_capacity(self, n_new, n_new_rows):
+        n = self.n_responses_
+        self._ys = _grow(self._ys, n + n_new)
+        self._sids = _grow(self._sids, n + n_new)
+        self._sizes = _grow(self._sizes, n + n_new)
+        self._masks = _grow(self._masks, self._n_sids + n_new_rows)
+        self._members = _grow(self._members, self._n_sids + n_new_rows)
+        self._sid_k = _grow(self._sid_k, self._n_sids + n_new_rows)
 
-    def _run(self, st, values, given, mode, alpha, n_steps):
+    def _run(self, values, given, mode, alpha, n_steps):
         from .._fast._ldp import run_online
 
-        n_old = st["n_responses_"]
+        n_old = self.n_responses_
         n_new = values.shape[0]
         n_rows = n_new if mode != 0 else 0
-        self._ensure_capacity(st, n_new, n_rows)
-        ns0 = st["_n_sids"]
+        self._ensure_capacity(n_new, n_rows)
+        ns0 = self._n_sids
         k_out = np.zeros(n_new, dtype=np.int32)
         ns1 = run_online(
-            st["_rng"], st["_phi"], st["_sigma"], st["_ys"], st["_sids"], st["_masks"], st["_members"], st["_sid_k"],
-            st["_consts"], st["_prior"], n_old, ns0, values, given, mode, alpha,
+            self._rng, self._phi, self._sigma, self._ys, self._sids, self._masks, self._members, self._sid_k,
+            self._consts, self._prior, n_old, ns0, values, given, mode, alpha,
             self._gammas(n_old, n_new), n_steps, int(self.batch_size), k_out,
         )
         if mode != 0:
-            self._intern_new_rows(st, ns0, ns1, n_old, n_new)
-        st["_sizes"][n_old : n_old + n_new] = k_out
-        st["n_responses_"] = n_old + n_new
+            self._intern_new_rows(ns0, ns1, n_old, n_new)
+        self._sizes[n_old : n_old + n_new] = k_out
+        self.n_responses_ = n_old + n_new
 
-    def _gibbs_sweep(self, st):
+    def _gibbs_sweep(self):
         from .._fast._ldp import gibbs_counts
 
-        n = st["n_responses_"]
-        K = st["n_categories_"]
-        theta = st["_phi"] / st["_phi"].sum()
+        n = self.n_responses_
+        K = self.n_categories_
+        theta = self._phi / self._phi.sum()
         counts = np.zeros(K, dtype=np.int64)
-        gibbs_counts(st["_rng"], theta, st["_ys"], st["_sids"], st["_masks"], st["_sid_k"], st["_consts"], n, counts)
-        st["_phi"][:] = st["_rng"].dirichlet(st["_prior"] + counts)
+        gibbs_counts(self._rng, theta, self._ys, self._sids, self._masks, self._sid_k, self._consts, n, counts)
+        self._phi[:] = self._rng.dirichlet(self._prior + counts)
 
-    def _process(self, st, values, given=None):
+    def _process(self, values, given=None):
         """Add users (true categories if given is None, else responses with subset ids)."""
+        self._begin_update()
+        fitted = self._fitted_params
         n_new = values.shape[0]
-        mode_fast = _FAST_MODES.get(self.utility) if isinstance(self.utility, str) else None
-        alpha = float(self.alpha) if self.alpha is not None else 0.0
+        utility = fitted["utility"]
+        mode_fast = _FAST_MODES.get(utility) if isinstance(utility, str) else None
+        alpha = float(fitted["alpha"]) if fitted["alpha"] is not None else 0.0
         gibbs = self.sampler == "gibbs"
         n_steps = 0 if gibbs else int(self.n_steps)
         if given is not None:
             if not gibbs:
-                self._run(st, values, given, 0, alpha, n_steps)
-                return
-            for i in range(n_new):
-                self._run(st, values[i : i + 1], given[i : i + 1], 0, alpha, 0)
-                self._gibbs_sweep(st)
-            return
-        if mode_fast is not None and not gibbs:
+                self._run(values, given, 0, alpha, n_steps)
+            else:
+                for i in range(n_new):
+                    self._run(values[i : i + 1], given[i : i + 1], 0, alpha, 0)
+                    self._gibbs_sweep()
+        elif mode_fast is not None and not gibbs:
             # chunks bound the scratch subset rows (one per user at worst) before interning
             for start in range(0, n_new, _CHUNK):
                 chunk = values[start : start + _CHUNK]
-                self._run(st, chunk, chunk, mode_fast, alpha, n_steps)
-            return
-        for i in range(n_new):
-            if mode_fast is not None:
-                self._run(st, values[i : i + 1], values[i : i + 1], mode_fast, alpha, 0)
-            else:
-                theta = st["_phi"] / st["_phi"].sum()
-                k = choose_subset_size(theta, self.epsilon, self.kappa, self.utility, consts=st["_consts"])
-                self._run(st, values[i : i + 1], np.array([k], dtype=np.int32), 4, alpha, n_steps)
-            if gibbs:
-                self._gibbs_sweep(st)
+                self._run(chunk, chunk, mode_fast, alpha, n_steps)
+        else:
+            for i in range(n_new):
+                if mode_fast is not None:
+                    self._run(values[i : i + 1], values[i : i + 1], mode_fast, alpha, 0)
+                else:
+                    theta = self._phi / self._phi.sum()
+                    k = choose_subset_size(theta, fitted["epsilon"], fitted["kappa"], utility, consts=self._consts)
+                    self._run(values[i : i + 1], np.array([k], dtype=np.int32), 4, alpha, n_steps)
+                if gibbs:
+                    self._gibbs_sweep()
+        self._end_update()
 
     # ------------------------------------------------------------------ MCMC helpers
     def _chain(self, n_iter, thin, rng=None):
@@ -586,9 +653,14 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 "'AdaptiveLDPFrequencyEstimator' has no attribute 'theta_': call fit, partial_fit "
                 "or partial_fit_responses first."
             )
-        if self._theta_cache is None:
-            self._theta_cache = self._final_theta(self._read_rng(0))
-        return self._theta_cache.copy()
+        knobs = tuple(getattr(self, name) for name in _FINAL_KNOBS)
+        cache = self._theta_cache
+        if cache is None or not all(_same_value(a, b) for a, b in zip(cache[0], knobs)):
+            # computed with the current compute knobs (they may change after fitting);
+            # the cache remembers them, so a changed knob is never answered from it
+            self._validate_params()
+            self._theta_cache = cache = (knobs, self._final_theta(self._read_rng(0)))
+        return cache[1].copy()
 
     def _read_rng(self, stream):
         """Generator for read-only computations (``stream`` 0: theta_, 1: posterior samples)."""
@@ -773,8 +845,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         return acc / max(keep * nc, 1), draws
 
     # ------------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def fit(self, X, y=None):
         """Reset, then run AdOBEst-LDP on the true categories ``X`` (simulation mode).
+
+        A restart: the parameters are read anew and recorded (see Notes).  A rejected
+        ``X`` leaves a fitted estimator as it was.
 
         Parameters
         ----------
@@ -787,17 +864,22 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         -------
         self : object
         """
-        for attr in ["categories_", "n_categories_", "n_responses_", "subset_sizes_", "_theta_cache", "_read_seed"]:
+        for attr in _FITTED_ATTRS:
             if attr in vars(self):
                 delattr(self, attr)
-        return self.partial_fit(X)
+        self._add_users(X)
+        return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def partial_fit(self, X, y=None):
         """Privatise and add the users ``X`` one at a time (simulation mode).
 
         Each user is privatised with the subset chosen from the current posterior
-        sample, then the sample moves.  The whole batch is validated first: a
-        rejected batch leaves the estimator unchanged.
+        sample, then the sample moves.  The whole batch is validated first, and a
+        rejected batch (or a failure while processing it) leaves the estimator
+        unchanged.  A fitted estimator continues with the parameters it was built
+        with: if one of them has changed since, a ``ValueError`` names it (see Notes).
 
         Parameters
         ----------
@@ -810,34 +892,21 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         -------
         self : object
         """
-        first = not hasattr(self, "n_responses_")
-        try:
-            if first:
-                self._check_params()
-            col = self._column(X, reset=first)
-            if first:
-                st = self._fresh_state(self._categories_from(col))
-            else:
-                st = self._state()
-            values = self._encode(col, st["categories_"])
-        except Exception:
-            if first:
-                for attr in ("n_features_in_", "feature_names_in_"):
-                    if attr in vars(self):
-                        delattr(self, attr)
-            raise
-        self._guarded_process(st, values)
+        self._add_users(X)
         return self
 
-    def _guarded_process(self, st, values, given=None):
-        """Process and commit; on any error restore the generator and leave self untouched."""
-        saved = st["_rng"].bit_generator.state
-        try:
-            self._process(st, values, given)
-            self._commit(st)
-        except BaseException:
-            st["_rng"].bit_generator.state = saved
-            raise
+    def _add_users(self, X):
+        first = "n_responses_" not in vars(self)
+        if first:
+            self._check_params()  # _fit_context has validated the parameters
+        else:
+            self._check_frozen()  # _fit_context skips validation for a fitted partial_fit
+        col = self._column(X, reset=first)
+        categories = self._categories_from(col) if first else self.categories_
+        values = self._encode(col, categories)
+        if first:
+            self._init_state(categories)
+        self._process(values)
 
     def _subset_mask(self, subsets, n, K):
         """Validate subsets (one for all, a list, or an (n, K) boolean mask) -> (n, K) bool."""
@@ -874,8 +943,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             )
         return np.ascontiguousarray(masks)
 
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
     def partial_fit_responses(self, y, subsets):
         """Record released responses with the subsets they were produced with (deployment).
+
+        Validated as a whole first; a rejected call leaves the estimator unchanged.  A
+        fitted estimator continues with the parameters it was built with (see Notes).
 
         Parameters
         ----------
@@ -891,13 +965,14 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         -------
         self : object
         """
-        first = not hasattr(self, "n_responses_")
+        first = "n_responses_" not in vars(self)
         if first:
             self._check_params()
             if self.n_categories is None:
                 raise ValueError("n_categories must be set to record responses (deployment mode), got None.")
             K = int(self.n_categories)
         else:
+            self._check_frozen()
             K = self.n_categories_
         ya = np.asarray(y)
         if ya.ndim != 1:
@@ -914,38 +989,39 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
         masks = self._subset_mask(subsets, ya.size, K)
         if first:
-            st = self._fresh_state(np.arange(K))
-            st["n_features_in_"] = 1
-        else:
-            st = self._state()
-        # intern the subsets
+            self._init_state(np.arange(K))
+            self.n_features_in_ = 1
+        self._begin_update()
+        # intern the subsets (new rows are appended beyond _n_sids)
         n_rows_new = 0
         given = np.empty(ya.size, dtype=np.int32)
         uniq, inv = np.unique(masks, axis=0, return_inverse=True)
         ids = np.empty(uniq.shape[0], dtype=np.int32)
-        st["_masks"] = _grow(st["_masks"], st["_n_sids"] + uniq.shape[0])
-        st["_members"] = _grow(st["_members"], st["_n_sids"] + uniq.shape[0])
-        st["_sid_k"] = _grow(st["_sid_k"], st["_n_sids"] + uniq.shape[0])
+        self._masks = _grow(self._masks, self._n_sids + uniq.shape[0])
+        self._members = _grow(self._members, self._n_sids + uniq.shape[0])
+        self._sid_k = _grow(self._sid_k, self._n_sids + uniq.shape[0])
         for j, row in enumerate(uniq.astype(np.uint8)):
             key = row.tobytes()
-            sid = st["_subset_index"].get(key)
+            sid = self._subset_index.get(key)
             if sid is None:
-                sid = st["_n_sids"] + n_rows_new
-                st["_masks"][sid] = row
-                st["_members"][sid, : int(row.sum())] = np.flatnonzero(row)
-                st["_sid_k"][sid] = int(row.sum())
-                st["_subset_index"][key] = sid
+                sid = self._n_sids + n_rows_new
+                self._masks[sid] = row
+                self._members[sid, : int(row.sum())] = np.flatnonzero(row)
+                self._sid_k[sid] = int(row.sum())
+                self._subset_index[key] = sid
                 n_rows_new += 1
             ids[j] = sid
-        st["_n_sids"] += n_rows_new
+        self._n_sids += n_rows_new
         given[:] = ids[inv.ravel()]
-        self._guarded_process(st, ya.astype(np.int32), given)
+        self._process(ya.astype(np.int32), given)
         return self
 
     def propose_subset(self):
         """The subset for the next user (category positions, sorted), from the current sample.
 
         Before any response (with ``n_categories`` set) the uniform distribution is used.
+        A fitted estimator uses the parameters it was built with and raises a
+        ``ValueError`` if one of them has changed since (see Notes).
 
         Returns
         -------
@@ -953,16 +1029,21 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             Pass it to :meth:`sklearn_bayes.RRRRMechanism.privatize` on the
             client, then record the response with :meth:`partial_fit_responses`.
         """
-        if hasattr(self, "n_responses_"):
+        if "n_responses_" in vars(self):
+            self._check_frozen()
+            params = self._fitted_params
             theta = self._phi / self._phi.sum()
             consts = self._consts
         else:
+            self._validate_params()
             self._check_params()
             if self.n_categories is None:
                 raise ValueError("n_categories must be set to propose subsets before any data, got None.")
+            params = self.get_params()
             theta = np.full(self.n_categories, 1.0 / self.n_categories)
             consts = None
-        k = choose_subset_size(theta, self.epsilon, self.kappa, self.utility, alpha=self.alpha, consts=consts)
+        k = choose_subset_size(theta, params["epsilon"], params["kappa"], params["utility"], alpha=params["alpha"],
+                               consts=consts)
         return np.sort(sorted_order(theta)[:k])
 
     def sample_posterior(self, n_samples=1000, random_state=None):
@@ -990,9 +1071,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         samples : ndarray of shape (n_samples, n_categories_)
         """
         check_is_fitted(self)
+        self._check_frozen()
         if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
             raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}.")
-        rng = self._read_rng(1) if random_state is None else np.random.default_rng(random_state)
+        rng = self._read_rng(1) if random_state is None else check_generator(random_state)
         n_samples = int(n_samples)
         burn = max(1000, self.n_final_steps // 2)
         if self.final_estimate == "mala":
@@ -1038,6 +1120,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         P : ndarray of shape (n_samples, 1)
         """
         check_is_fitted(self)
+        self._check_frozen()
         col = self._column(X, reset=False)
         idx = self._encode(col, self.categories_)
         return self.theta_[idx].reshape(-1, 1)
