@@ -150,7 +150,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     random_state : None, int or numpy.random.Generator, default=None
         Source of the simulated privacy noise and of the MCMC.  An int emits
         :class:`sklearn_bayes.utils.SeededNoiseWarning` (reproducible noise is for
-        experiments and tests).
+        experiments and tests).  The generator is created at the first fitting call
+        and kept across later calls; changing ``random_state`` after fitting is an
+        error until :meth:`fit` restarts (see Notes).
 
     Attributes
     ----------
@@ -240,6 +242,34 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     A response is stored
     as ``(y, subset id)`` with a table of distinct subsets, so memory grows as
     8 bytes per response plus ``K`` bytes per distinct subset.
+
+    Parameters after fitting.  The first fitting call records the parameters that
+    define the mechanism and the posterior: ``n_categories``, ``epsilon``,
+    ``kappa``, ``utility``, ``alpha``, ``prior`` and ``random_state`` (whose
+    generator the stream keeps).  If one of them is changed afterwards
+    (``set_params`` or assignment), :meth:`partial_fit`,
+    :meth:`partial_fit_responses`, :meth:`propose_subset`, :meth:`transform` and
+    :meth:`sample_posterior` raise a ``ValueError`` naming it with the fitted and the
+    new value, and change nothing: set it back, or call :meth:`fit`, which restarts
+    and records the new values.  Equal values compare equal (``1`` and ``1.0``, a
+    scalar ``prior`` and the same prior as a vector); a callable ``utility`` or a
+    generator ``random_state`` must be the same object.  An invalid value (such as
+    ``epsilon=-1``) raises the usual ``InvalidParameterError``.  The compute knobs
+    ``sampler``, ``n_steps``, ``batch_size``, ``step_size``, ``n_final_steps`` and
+    ``final_estimate`` may change between calls: they change how the posterior is
+    sampled, not the posterior (``theta_`` is recomputed when one of its knobs has
+    changed since it was cached).
+
+    Copies and privacy.  In deployment the noise is drawn on the users' devices and
+    the server holds only ``(y, S)``: anything computed from the server or a copy of
+    it is post-processing of ``epsilon``-LDP releases.  In simulation mode
+    (:meth:`fit`, :meth:`partial_fit`) the estimator itself privatises the true
+    categories with its generator.  Every copy (``copy.copy``, ``copy.deepcopy``,
+    pickle) holds its own copy of the generator, so a user given to the original and
+    to a copy gets the same response twice, not two independent releases.  But the
+    generator state determines the noise (and a PCG64 state can be rewound): whoever
+    holds a simulation-mode estimator or its pickle can recover the simulated users'
+    true categories, so treat it like the raw data.
 
     Reference: "Bayesian frequency estimation under local differential privacy with
     an adaptive randomized response mechanism" (Aydın and Yıldırım).
