@@ -30,13 +30,14 @@ NumPy's ``Generator.geometric`` is not used because it is not exact.  For a succ
 probability below 1/3 it returns ``ceil(-E / log1p(-q))`` with a ziggurat exponential
 ``E`` on a grid of spacing up to ``7.7 / 2**53`` and saturates at ``2**63 - 1``:
 
-* every pmf value carries an absolute error up to about ``2**-53``, i.e. a relative
+* every pmf value can be off by up to about ``2**-53`` in absolute terms, a relative
   error of ``b * 2**-53 * e^{|k|/b}``, which exceeds the privacy parameter ``1/b`` of
   the ratio ``P(k) / P(k + 1)`` once ``b`` is about ``2**26`` (ε/d below ~1.5e-8);
 * above ``b ≈ 1.2e15`` the grid ``E * b`` is coarser than the integers: whole
   residues become impossible ("holes", the Mironov 2012 attack surface);
-* above ``b ≈ 1e18`` both geometric draws saturate and their difference is exactly 0:
-  the noise vanishes.
+* above ``b ≈ 1e18`` the draws saturate at ``2**63 - 1`` (probability ``exp(-2**63 / b)``:
+  1e-4 at 1e18, 40% at 1e19) and the difference of two saturated draws is exactly 0:
+  the noise vanishes (15% of the draws at 1e19).
 
 Scales above :data:`MAX_NOISE_SCALE` (``2**56``, ε/d below 1.4e-17) are refused with a
 ``ValueError`` for both noises: a discrete draw of that scale would not fit the
