@@ -601,9 +601,9 @@ _NOTES = """
     is checked exactly for a separating (recession) direction by a linear programme (Konis,
     2007).  If there is one -- complete or quasi-complete separation, or a zero-count pattern
     for the Poisson loss -- the unregularised fit does not exist and is replaced by the fit
-    with a unit Gaussian prior :math:`N(0, I)` on the coefficients and :math:`N(b_{{null}}, 1)`
-    on the intercept (:math:`b_{{null}}`: the intercept-only fit on all the rows), which is
-    finite.  Rank-deficient subsample fits (e.g. a dummy column that is all zero in the
+    with a unit Gaussian prior :math:`N(0, I)` on the coefficients of the standardised
+    features (see *Units*) and :math:`N(b_{{null}}, 1)` on the intercept (:math:`b_{{null}}`:
+    the intercept-only fit on all the rows), which is finite.  Rank-deficient subsample fits (e.g. a dummy column that is all zero in the
     subsample) keep their damped-Newton (minimum-norm-like) solution.  Either way one
     :class:`SubsampleFitWarning` per ``fit`` reports the counts.  With ``subsample_size='auto'``,
     if more than a quarter of the fits are separated and the full data are not, the subsample
@@ -612,7 +612,17 @@ _NOTES = """
 
     **Sample weights** multiply the losses, in the subsample fits and the MAP fit; rows with
     zero weight are never drawn.  Because subsamples are drawn by rows, a weight of 2 is not
-    the same as a repeated row."""
+    the same as a repeated row.
+
+    **Units.**  All fits run on standardised features (each column centred at its weighted
+    mean when an intercept is fitted, and divided by its weighted standard deviation -- root
+    mean square without intercept{target_units}); coefficients, intercepts, the prior moments
+    and the subsample coefficients are reported in the units of the data.  Algorithm 1 is
+    equivariant under such changes of units (unregularised fits, the prior built from them and
+    the MAP fit transform together, and the shrinkage acts on the scale-free correlation
+    matrix), so this changes nothing mathematically; it makes the solver's tolerances
+    (rank detection, variance floors, convergence) relative to the data.  Multiplying ``X`` by
+    ``c`` multiplies ``coef_`` by ``1 / c``{target_equivariance}, up to rounding, for any ``c``."""
 
 
 def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_attrs="", examples=""):
@@ -631,7 +641,14 @@ def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_att
         + _ATTRIBUTES.format(**attr_fmt)
         + "\n\n    See Also\n    --------\n    ClosedFormRidge : ridge with a closed-form scalar penalty.\n"
         + "\n    Notes\n    -----"
-        + _NOTES.format(**notes_fmt)
+        + _NOTES.format(
+            **notes_fmt,
+            target_units=(";\n    the target likewise, and the noise variance is estimated in its standardised units"
+                          if cls._scale_target else ""),
+            target_equivariance=(",\n    and multiplying ``y`` by ``s`` multiplies ``coef_``, ``intercept_`` and ``prior_mean_``\n"
+                                 "    by ``s`` (with ``noise_variance='auto'``)" if cls._scale_target
+                                 else " (predictions do not change)"),
+        )
         + "\n\n    References\n    ----------\n"
         + "    S. Aydın, *Bayesian Methods for Tackling Complex Inferential Problems in Data Science*,\n"
         + "    PhD dissertation, Sabancı University, 2024, Chapter 2.\n\n"
