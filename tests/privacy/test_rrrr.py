@@ -211,6 +211,7 @@ def test_privatize_reproducible_with_generator_and_warns_on_int():
         (dict(n_categories=4, epsilon=1.0, kappa=0.0), ValueError, "kappa"),
         (dict(n_categories=4, epsilon=1.0, kappa=1.5), ValueError, "kappa"),
         (dict(n_categories=4, epsilon=True), TypeError, "epsilon"),
+        (dict(n_categories=2**31, epsilon=1.0), ValueError, "n_categories must be <= 2147483647"),
     ],
 )
 def test_bad_construction(kwargs, exc, match):

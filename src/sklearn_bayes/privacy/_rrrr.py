@@ -8,6 +8,8 @@ from ..utils import check_epsilon, check_privacy_random_state
 
 __all__ = ["RRRRMechanism"]
 
+_MAX_CATEGORIES = 2**31 - 1  # categories are int32 in _fast/_ldp.pyx
+
 
 def _check_kappa(kappa):
     if isinstance(kappa, (bool, np.bool_)) or not isinstance(kappa, numbers.Real):
@@ -24,6 +26,11 @@ def _check_n_categories(n_categories, name="n_categories"):
     n_categories = int(n_categories)
     if n_categories < 2:
         raise ValueError(f"{name} must be >= 2, got {n_categories!r}.")
+    if n_categories > _MAX_CATEGORIES:
+        raise ValueError(
+            f"{name} must be <= {_MAX_CATEGORIES} (the kernels index categories with 32-bit integers), "
+            f"got {n_categories!r}."
+        )
     return n_categories
 
 
@@ -239,18 +246,24 @@ class RRRRMechanism:
         k = self._check_size(subset_size)
         return _epsilon2(self.n_categories, k, self.epsilon, self.kappa)
 
-    def _log_constants(self, subset_size):
-        """Log constants (a1, a0, b_self, b_in, b_out, r) for ``|S| = subset_size``, cached per size."""
-        c = self._log_consts.get(subset_size)
-        if c is None:
-            c = _log_rrrr_constants(self.n_categories, self.epsilon, self.kappa, [subset_size])[0]
+    def _cached(self, subset_size):
+        """``(log constants, constants)`` for ``|S| = subset_size``, computed on first use (O(1))."""
+        pair = self._log_consts.get(subset_size)
+        if pair is None:
+            log_c = _log_rrrr_constants(self.n_categories, self.epsilon, self.kappa, [subset_size])[0]
+            c = np.exp(log_c)
+            log_c.setflags(write=False)
             c.setflags(write=False)
-            self._log_consts[subset_size] = c
-        return c
+            pair = self._log_consts[subset_size] = (log_c, c)
+        return pair
+
+    def _log_constants(self, subset_size):
+        """Log constants (a1, a0, b_self, b_in, b_out, r) for ``|S| = subset_size``."""
+        return self._cached(subset_size)[0]
 
     def _constants(self, subset_size):
         """The constants (a1, a0, b_self, b_in, b_out, r) for ``|S| = subset_size`` (see ``_rrrr_constants``)."""
-        return np.exp(self._log_constants(subset_size))
+        return self._cached(subset_size)[1]
 
     def _check_size(self, subset_size):
         if isinstance(subset_size, (bool, np.bool_)) or not isinstance(subset_size, numbers.Integral):
