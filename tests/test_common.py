@@ -32,6 +32,9 @@ TEST_PARAMS = {
     "AdaptiveLDPFrequencyEstimator": {"n_steps": 5, "n_final_steps": 20},
     "PrivateCountSketch": {"width": 256},
     "MixtureMEstimatorRegressor": {"n_subsets": 50, "random_state": 0},
+    # private linear models refuse to fit without public bounds (no defaults can be right)
+    "OnePosteriorSampleRidge": {"x_bound": 5.0, "y_bound": 300.0},
+    "AdaOPSRegressor": {"x_bound": 5.0, "y_bound": 300.0},
 }
 
 # {estimator name: {check name: one-line reason}}
@@ -144,6 +147,9 @@ META_CASES = {
     "SubsampledPriorLogisticRegression": (_binary_case, {"covariance_scaling": [None, "jackknife"]}, None),
     "SubsampledPriorLinearSVC": (_binary_case, {"covariance": ["full", "diag"]}, None),
     "SubsampledPriorPoissonRegressor": (_count_case, {"covariance_scaling": [None, "subsample_size"]}, None),
+    "OnePosteriorSampleRidge": (_regression_case, {"ridge_lambda": [100.0, 1000.0]}, None),
+    "AdaOPSRegressor": (_regression_case, {"epsilon": [1.0, 4.0], "kappa": [None, 50.0]}, None),
+    "RowNormClipper": (_regression_case, {"max_norm": [1.0, 3.0]}, DecisionTreeRegressor(max_depth=3, random_state=0)),
     "PrivateCountSketch": (
         _high_cardinality_count_case,
         {"epsilon": [0.5, 4.0], "depth": [3, 5]},

@@ -2,7 +2,17 @@
 
 from ._accounting import PrivacyLedger
 from ._adaptive_ldp import AdaptiveLDPFrequencyEstimator
+from ._clipping import RowNormClipper
 from ._count_sketch import PrivateCountSketch
+from ._posterior_sampling import AdaOPSRegressor, OnePosteriorSampleRidge
 from ._rrrr import RRRRMechanism
 
-__all__ = ["AdaptiveLDPFrequencyEstimator", "PrivacyLedger", "PrivateCountSketch", "RRRRMechanism"]
+__all__ = [
+    "AdaOPSRegressor",
+    "AdaptiveLDPFrequencyEstimator",
+    "OnePosteriorSampleRidge",
+    "PrivacyLedger",
+    "PrivateCountSketch",
+    "RRRRMechanism",
+    "RowNormClipper",
+]

@@ -1,0 +1,147 @@
+"""Clipping to public bounds: the only preprocessing that keeps a per-record privacy guarantee."""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["RowNormClipper", "clip_rows", "clip_values"]
+
+
+def clip_rows(X, bound):
+    """Scale down every row of ``X`` whose Euclidean norm exceeds ``bound`` to norm ``bound``.
+
+    Rows inside the ball are left unchanged.  The map acts on each row alone, so a
+    record's clipped value never depends on the other records.
+
+    Examples
+    --------
+    >>> clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    scale = np.ones_like(norms)
+    over = norms > bound
+    scale[over] = bound / norms[over]
+    return X * scale[:, None]
+
+
+def clip_values(y, bound):
+    """Clip each value to ``[-bound, bound]``."""
+    return np.clip(np.asarray(y, dtype=np.float64), -bound, bound)
+
+
+class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Clip every row to a public Euclidean norm bound (a stateless, privacy-safe preprocessor).
+
+    Differentially private estimators need a public bound on each record's norm.  This
+    transformer enforces one *record by record*: rows with ``||x||_2 > max_norm`` are scaled
+    down to norm ``max_norm``, the others pass unchanged.  It learns nothing from the data
+    (``fit`` only records the number of features), so in a
+    :class:`~sklearn.pipeline.Pipeline` it never leaks information across records.
+
+    Read the User Guide: :ref:`private_linear_models`.
+
+    Parameters
+    ----------
+    max_norm : float, default=1.0
+        The public bound; must be chosen without looking at the data.
+    center : array-like of shape (n_features,) or None, default=None
+        An optional *public* centre subtracted before clipping (e.g. a known midpoint of
+        the feature ranges).  Never use data statistics here.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` has string column names.
+
+    See Also
+    --------
+    sklearn.preprocessing.Normalizer : scales *every* row to unit norm (also per record,
+        hence also privacy-safe, but it discards the row's norm).
+
+    Notes
+    -----
+    Preprocessing that is safe before a private estimator: per-record maps with public
+    constants (this clipper, :class:`~sklearn.preprocessing.Normalizer`, fixed unit
+    conversions, :class:`~sklearn.preprocessing.FunctionTransformer` with a fixed
+    function, one-hot encoding with *public* categories).  Unsafe:
+    :class:`~sklearn.preprocessing.StandardScaler`, ``MinMaxScaler``, ``RobustScaler``,
+    ``PCA`` and anything else fitted on the data, because then one record changes the
+    transform of every other record and the estimator's guarantee no longer holds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_bayes.privacy import RowNormClipper
+    >>> RowNormClipper(max_norm=1.0).fit_transform(np.array([[3.0, 4.0], [0.3, 0.4]]))
+    array([[0.6, 0.8],
+           [0.3, 0.4]])
+    """
+
+    _parameter_constraints = {
+        "max_norm": [Interval(numbers.Real, 0, None, closed="neither")],
+        "center": [None, "array-like"],
+    }
+
+    def __init__(self, max_norm=1.0, center=None):
+        self.max_norm = max_norm
+        self.center = center
+
+    def _center(self, n_features):
+        if self.center is None:
+            return None
+        c = np.asarray(self.center, dtype=np.float64).ravel()
+        if c.shape[0] != n_features or not np.all(np.isfinite(c)):
+            raise ValueError(
+                f"center must be a finite vector of length n_features={n_features}, got shape {c.shape}."
+            )
+        return c
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Record the number of features (nothing is learned from the values).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RowNormClipper
+        """
+        X = validate_data(self, X, dtype=np.float64)
+        self._center(X.shape[1])
+        return self
+
+    def transform(self, X):
+        """Clip the rows of ``X`` to norm ``max_norm`` (after subtracting ``center``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_clipped : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        c = self._center(X.shape[1])
+        if c is not None:
+            X = X - c
+        return clip_rows(X, float(self.max_norm))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = True
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags

@@ -1,0 +1,259 @@
+"""Exact privacy-loss computations for Gaussian releases (one posterior sample of ridge, λ_min).
+
+Everything here is closed form in normal CDFs (no sampling, no accountant library):
+
+* :func:`gaussian_hockey_stick`: the exact hockey-stick divergence
+  ``δ(ε) = sup_S P(S) - e^ε Q(S)`` between two univariate Gaussians of any means and
+  variances (the privacy loss ``log p/q`` is a quadratic, so ``{log p/q > ε}`` is an
+  interval or the complement of one);
+* :func:`ops_ridge_delta` / :func:`ops_ridge_epsilon`: the exact (ε, δ) of one draw from
+  the ridge posterior ``N(H⁻¹Xᵀy, (γH)⁻¹)`` for the pair of data sets ``Z`` and ``Z ∪ {(x, y)}``
+  (both directions), a function of the out-of-sample leverage ``μ = xᵀH⁻¹x`` and of
+  ``c = √(γμ) |r|`` with the residual ``r = y - xᵀθ̂`` (``H``, ``θ̂`` from ``Z``);
+* :func:`analytic_gaussian_sigma`: the analytic Gaussian mechanism (Balle and Wang 2018).
+
+Why one dimension suffices
+--------------------------
+The log-ratio of the two posteriors depends on θ only through ``t = xᵀθ``:
+``log p_Z(θ)/p_{Z∪z}(θ) = -½ log(1+μ) + γ/2 [(y - t)² - (y - xᵀθ̂)²/(1+μ)]``
+(proof of Theorem 5.15 of *Statistical and Computational Tradeoffs in Differential
+Privacy*, Wang's thesis), so the hockey-stick divergence of the two ``d``-dimensional
+Gaussians equals that of the laws of ``t``: ``N(xᵀθ̂, μ/γ)`` under ``Z`` and
+``N(xᵀθ̂', μ/(γ(1+μ)))`` under ``Z ∪ z`` with ``y - xᵀθ̂' = r/(1+μ)``.  Standardised by the
+first, the pair is ``N(0, 1)`` and ``N(c/(1+μ), 1/(1+μ))``, and with ``Z ~ N(0, 1)`` the
+privacy-loss random variable is
+
+.. math::  L = -\\tfrac12 \\log(1+\\mu) + \\tfrac{\\mu}{2} Z^2 - c Z + \\frac{c^2}{2(1+\\mu)} .
+"""
+
+import math
+
+import numpy as np
+from scipy import optimize, special
+
+__all__ = [
+    "analytic_gaussian_delta",
+    "analytic_gaussian_sigma",
+    "gaussian_hockey_stick",
+    "ops_ridge_delta",
+    "ops_ridge_epsilon",
+    "ops_ridge_tail_bound",
+    "ops_ridge_max_c",
+    "privacy_loss_ops_ridge",
+]
+
+
+def _cdf(x):
+    return float(special.ndtr(x))
+
+
+def _sf(x):
+    return float(special.ndtr(-x))
+
+
+def _interval_probability(a, b):
+    """``P(a < Z < b)`` for a standard normal ``Z``, without cancellation in the tails."""
+    if a >= b:
+        return 0.0
+    if a > 0:
+        return max(_sf(a) - _sf(b), 0.0)
+    if b < 0:
+        return max(_cdf(b) - _cdf(a), 0.0)
+    return max(1.0 - _cdf(a) - _sf(b), 0.0)
+
+
+def _set_probability(kind, t1, t2, m, s):
+    a, b = (t1 - m) / s, (t2 - m) / s
+    if kind == "between":
+        return _interval_probability(a, b)
+    return _cdf(a) + _sf(b)
+
+
+def gaussian_hockey_stick(m1, s1, m2, s2, epsilon):
+    """Exact ``δ(ε) = sup_S P(S) - e^ε Q(S)`` for ``P = N(m1, s1²)``, ``Q = N(m2, s2²)``.
+
+    The supremum is attained at ``S = {t : log p(t)/q(t) > ε}``; ``log p/q = A t² + B t + C'``
+    is a quadratic, so ``S`` is a half-line, an interval, the complement of an interval,
+    empty or the whole line, and both probabilities are normal CDF differences.
+
+    Parameters
+    ----------
+    m1, s1, m2, s2 : float
+        Means and standard deviations (``s1, s2 > 0``).
+    epsilon : float
+        ``ε >= 0``.
+
+    Returns
+    -------
+    delta : float in [0, 1]
+
+    Examples
+    --------
+    >>> round(gaussian_hockey_stick(0.0, 1.0, 1.0, 1.0, 0.0), 6)  # total variation
+    0.382925
+    """
+    A = 0.5 / s2**2 - 0.5 / s1**2
+    B = m1 / s1**2 - m2 / s2**2
+    C = 0.5 * m2**2 / s2**2 - 0.5 * m1**2 / s1**2 + math.log(s2 / s1) - epsilon
+    e = math.exp(epsilon)
+    scale = max(abs(B), abs(C), 1e-300)
+    if abs(A) <= 1e-15 * scale:  # equal variances: a half-line
+        if B == 0:
+            return max(1.0 - e, 0.0) if C > 0 else 0.0
+        t = -C / B
+        if B > 0:
+            p, q = _sf((t - m1) / s1), _sf((t - m2) / s2)
+        else:
+            p, q = _cdf((t - m1) / s1), _cdf((t - m2) / s2)
+        return min(max(p - e * q, 0.0), 1.0)
+    disc = B * B - 4.0 * A * C
+    if disc <= 0:
+        return max(1.0 - e, 0.0) if A > 0 else 0.0
+    sq = math.sqrt(disc)
+    q = -0.5 * (B + math.copysign(sq, B)) if B != 0 else -0.5 * sq
+    t1, t2 = sorted((q / A, C / q))
+    kind = "outside" if A > 0 else "between"
+    p = _set_probability(kind, t1, t2, m1, s1)
+    q_ = _set_probability(kind, t1, t2, m2, s2)
+    return min(max(p - e * q_, 0.0), 1.0)
+
+
+def _ops_pair(mu, c):
+    """Standardised laws of ``t = xᵀθ`` under ``Z`` and under ``Z ∪ z``."""
+    return 0.0, 1.0, c / (1.0 + mu), 1.0 / math.sqrt(1.0 + mu)
+
+
+def ops_ridge_delta(epsilon, mu, c, direction="both"):
+    """Exact δ(ε) of one ridge-posterior draw for the pair ``Z``, ``Z ∪ {z}``.
+
+    Parameters
+    ----------
+    epsilon : float
+        ``ε >= 0``.
+    mu : float
+        Out-of-sample leverage ``μ = xᵀH⁻¹x >= 0`` of the record ``z = (x, y)`` (``H`` from ``Z``).
+    c : float
+        ``√(γ μ) |r|`` with ``r = y - xᵀθ̂`` the residual of ``z`` under the ridge fit on ``Z``.
+    direction : {"both", "remove", "add"}, default="both"
+        ``"remove"``: ``sup_S P_Z(S) - e^ε P_{Z∪z}(S)``; ``"add"``: the reverse; ``"both"``:
+        the larger (what (ε, δ)-indistinguishability of the pair needs).
+
+    Returns
+    -------
+    delta : float
+
+    Examples
+    --------
+    >>> ops_ridge_delta(1.0, 0.0, 0.0)
+    0.0
+    >>> bool(ops_ridge_delta(0.5, 0.1, 1.0) > ops_ridge_delta(0.5, 0.1, 0.5))
+    True
+    """
+    if mu < 0 or c < 0:
+        raise ValueError(f"mu and c must be >= 0, got mu={mu!r}, c={c!r}.")
+    if mu == 0:
+        return 0.0 if c == 0 else gaussian_hockey_stick(0.0, 1.0, c, 1.0, epsilon)
+    m1, s1, m2, s2 = _ops_pair(mu, c)
+    if direction == "remove":
+        return gaussian_hockey_stick(m1, s1, m2, s2, epsilon)
+    if direction == "add":
+        return gaussian_hockey_stick(m2, s2, m1, s1, epsilon)
+    return max(gaussian_hockey_stick(m1, s1, m2, s2, epsilon), gaussian_hockey_stick(m2, s2, m1, s1, epsilon))
+
+
+def ops_ridge_epsilon(delta, mu, c):
+    """Smallest ε with ``ops_ridge_delta(ε, μ, c) <= δ`` (the exact per-instance ε at δ).
+
+    Examples
+    --------
+    >>> eps = ops_ridge_epsilon(1e-6, 0.01, 0.2)
+    >>> bool(ops_ridge_delta(eps, 0.01, 0.2) <= 1e-6 * (1 + 1e-9))
+    True
+    """
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    f = lambda e: ops_ridge_delta(e, mu, c) - delta  # noqa: E731  (decreasing in e)
+    if f(0.0) <= 0:
+        return 0.0
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2.0
+        if hi > 1e6:
+            return math.inf
+    return optimize.brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-12) * (1 + 1e-10)
+
+
+def ops_ridge_max_c(epsilon, delta, mu):
+    """Largest ``c = √(γμ)|r|`` with ``ops_ridge_delta(ε, μ, c) <= δ`` (δ is increasing in c).
+
+    Returns ``None`` when even ``c = 0`` (no residual) exceeds δ: the leverage ``μ`` alone
+    (the variance change of the posterior) is too large for (ε, δ).
+    """
+    if ops_ridge_delta(epsilon, mu, 0.0) > delta:
+        return None
+    f = lambda c: ops_ridge_delta(epsilon, mu, c) - delta  # noqa: E731
+    hi = 1.0
+    while f(hi) <= 0:
+        hi *= 2.0
+    return optimize.brentq(f, 0.0, hi, xtol=1e-14, rtol=1e-13) * (1 - 1e-9)
+
+
+def privacy_loss_ops_ridge(z, mu, c):
+    """The privacy-loss random variable ``L(Z) = log p_Z(θ)/p_{Z∪z}(θ)`` at standard normal ``z``."""
+    z = np.asarray(z, dtype=float)
+    return -0.5 * math.log1p(mu) + 0.5 * mu * z**2 - c * z + c * c / (2.0 * (1.0 + mu))
+
+
+def ops_ridge_tail_bound(delta, mu, gamma, r, form="corrected"):
+    """Closed-form ε with ``P(|L| > ε) <= δ`` (Theorem 5.15 of the thesis, eq. 5.5).
+
+    ``form="corrected"``: ``½|-log(1+μ) + γμr²/(1+μ)| + μ log(2/δ) + √(2γμ log(2/δ)) |r|``
+    (valid: uses ``|Z| <= √(2 log(2/δ))`` w.p. ``1-δ``).  ``form="thesis"``: the printed
+    ``(μ/2) log(2/δ)`` and ``√(γμ log(2/δ))``, whose tail probability exceeds δ.
+    """
+    lg = math.log(2.0 / delta)
+    base = 0.5 * abs(-math.log1p(mu) + gamma * mu * r * r / (1.0 + mu))
+    if form == "thesis":
+        return base + 0.5 * mu * lg + math.sqrt(gamma * mu * lg) * abs(r)
+    if form == "corrected":
+        return base + mu * lg + math.sqrt(2.0 * gamma * mu * lg) * abs(r)
+    raise ValueError(f"form must be 'corrected' or 'thesis', got {form!r}.")
+
+
+# --------------------------------------------------------------------------------------
+# the analytic Gaussian mechanism
+# --------------------------------------------------------------------------------------
+
+
+def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
+    """Exact δ(ε) of the Gaussian mechanism ``f(D) + N(0, σ²)`` with L2 sensitivity Δ.
+
+    ``Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ)`` (Balle and Wang 2018, Theorem 8).
+    """
+    a = sensitivity / (2.0 * sigma)
+    b = epsilon * sigma / sensitivity
+    lx = special.log_ndtr(a - b)
+    ly = epsilon + special.log_ndtr(-a - b)
+    if ly >= lx:
+        return 0.0
+    return float(math.exp(lx) * -math.expm1(ly - lx))
+
+
+def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
+    """Smallest σ for which the Gaussian mechanism with sensitivity Δ is (ε, δ)-DP.
+
+    Examples
+    --------
+    >>> s = analytic_gaussian_sigma(0.5, 5e-7)
+    >>> bool(analytic_gaussian_delta(s, 0.5) <= 5e-7 * (1 + 1e-9))
+    True
+    """
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    f = lambda ls: math.log(max(analytic_gaussian_delta(math.exp(ls), epsilon, sensitivity), 1e-320)) - math.log(delta)  # noqa: E731
+    lo, hi = math.log(sensitivity) - 10.0, math.log(sensitivity) + 1.0
+    while f(hi) > 0:
+        hi += 2.0
+    while f(lo) < 0:
+        lo -= 2.0
+    return math.exp(optimize.brentq(f, lo, hi, xtol=1e-13, rtol=1e-13)) * (1 + 1e-9)
