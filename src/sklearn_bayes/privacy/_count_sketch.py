@@ -3,6 +3,7 @@
 import math
 import numbers
 import uuid
+import weakref
 
 import numpy as np
 from scipy import optimize, sparse, stats
@@ -26,6 +27,10 @@ MAX_DEPTH = 1024
 #: (``depth * width`` cells).  1 GiB is 67 million cells; raise it deliberately if needed.
 MAX_TABLE_BYTES = 2**30
 _BYTES_PER_CELL = 16
+
+#: The live sketches of this process by fork id, to mark an original as a fork when a copy of
+#: it is made (``__setstate__``); weak references, so nothing is kept alive.
+_LIVE_FORKS = weakref.WeakValueDictionary()
 
 #: The parameters a stream is built with (recorded at ``fit``; see ``fitted_params_``).
 _STREAM_PARAMS = (
@@ -330,20 +335,24 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     ``ValueError`` naming the parameter, its fitted and its new value if
     ``set_params`` changed one since.  ``fit`` is the restart that adopts new values.
 
-    **Copies are forks.**  A copy of a fitted sketch (``copy.deepcopy``, pickling)
-    answers about the same individuals as its original, so their releases compose.
-    The rule: the copy keeps ``stream_id_`` and the history of ``ledger_`` but gets a
-    new fork id, and its next releases are charged as a fresh history (for
-    use-and-keep: ε again at its next query set); the original goes on as before.
-    ``PrivacyLedger.compose(a.ledger_, b.ledger_)`` then gives the total of both
-    forks, counting their common history once: ``2ε`` for two forks of a use-and-keep
-    sketch that both answered.  A deep copy shares ``ledger_`` with its original
-    (``PrivacyLedger`` is never deep-copied), so both report that total in
-    ``epsilon_spent_``; a pickled copy cannot see its original's later releases, so
-    each object's ``epsilon_spent_`` covers its own history (the common history plus
-    its own releases) and only the composition covers all.  Restoring a checkpoint
-    therefore charges the restored sketch afresh (conservative if the original is
-    gone).  ``merge`` refuses a copy of a shard it already holds.
+    **Copies are forks.**  A copy of a fitted sketch (``copy.deepcopy``, a pickle
+    that is loaded) answers about the same individuals as its original, so their
+    releases compose.  The rule: the copy keeps ``stream_id_`` and the records of
+    ``ledger_`` (the common history), and from their next release on *both* the copy
+    and its original are new forks whose history is charged afresh (for use-and-keep:
+    ε again at the next query set; conservative, since the common history is charged
+    once more).  The copy knows it is one; its original is marked when it lives in the
+    same process (``pickle.dumps`` alone marks nothing).
+    ``PrivacyLedger.compose(a.ledger_, b.ledger_)`` gives the total of both forks,
+    counting every record, hence the common history, once: ``2ε`` for two forks of a
+    use-and-keep sketch that both answered after a copy made before any release, never
+    ``ε``.  What one object's ``epsilon_spent_`` covers is its ``ledger_``: a deep copy
+    shares ``ledger_`` with its original (``PrivacyLedger`` is never deep-copied), so
+    both report the composed total; a pickled copy has a snapshot, so each reports its
+    own history (the common history plus its own releases) and only the composition
+    covers both.  A copy loaded in another process cannot mark its original: compose
+    the ledgers of every copy that answers.  ``merge`` refuses a copy of a shard it
+    already holds.
 
     Duplicated items in a query set are answered once.  With ``sampling_rate = ρ < 1``
     the mechanism uses ``ε₀ = ln(1 + (e^ε-1)/ρ)`` on the subsample, whose amplified
@@ -430,12 +439,23 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     # ------------------------------------------------------------------ copies are forks
     def __setstate__(self, state):
-        # A copy (copy.deepcopy, copy.copy, pickle) of a running stream is a *fork*: it answers
-        # about the same individuals as its original, so its releases are charged afresh.
+        # A copy of a running stream (pickle, copy.deepcopy, copy.copy) is a *fork*: the copy
+        # and its original answer about the same individuals, so from their next release on
+        # both are charged afresh.  The copy knows it is one; its original, when it is alive
+        # in this process, is found by its fork id and marked too.  (Pickling alone marks
+        # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
         super().__setstate__(state)
         if "ledger_" in self.__dict__:
-            self._fork_id = uuid.uuid4().hex
-            self._charged = 0.0
+            source = _LIVE_FORKS.get(self._fork_id)
+            if source is not None and source is not self and getattr(source, "stream_id_", None) == self.stream_id_:
+                source._fork_pending = True
+            self._new_fork()
+
+    def _new_fork(self):
+        """Give this object a fresh fork id: its next release charges its history afresh."""
+        self._fork_id = uuid.uuid4().hex
+        self._fork_pending = True
+        _LIVE_FORKS[self._fork_id] = self
 
     @property
     def epsilon_spent_(self):
@@ -456,7 +476,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         current = self.get_params(deep=False)
         for name in _STREAM_PARAMS:
             fitted, new = self.fitted_params_[name], current[name]
-            if bool(new != fitted):
+            if isinstance(new, (bool, np.bool_)) != isinstance(fitted, (bool, np.bool_)) or bool(new != fitted):
                 raise ValueError(
                     f"{name}={new!r} was set after the sketch was fitted with {name}={fitted!r}: {action} "
                     f"continues the running stream, which keeps the parameters it was built with. Call fit to "
@@ -551,6 +571,8 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.stream_id_ = uuid.uuid4().hex
         self.shard_ids_ = (self.stream_id_,)
         self._fork_id = self.stream_id_
+        self._fork_pending = False  # set when the state is copied (see __setstate__)
+        _LIVE_FORKS[self._fork_id] = self
         self._chain_spent0 = 0.0  # ε (before amplification) of this object's whole history
         self._charged = 0.0  # ε this fork has charged to ledger_
         self.ledger_ = PrivacyLedger()
@@ -702,7 +724,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             noisy.reshape(-1)[cells] = new
             flat_uses[cells] += 1
             est = self._estimate(noisy, cols, signs)
-            chain0 = float(np.sum((eps0 / d) * -np.expm1(self.uses_.max(axis=1) * math.log(eta))))
+            chain0 = self._forget_spend(self.uses_)
         else:  # median_perturbation: ε_k = ε (1-η) η^k for the (k+1)-th query set
             m_q = _median_sensitivity_bound(cols, w)
             half = self._fp("noise") == "discrete_laplace" and self._fp("kind") == "count" and d % 2 == 0
@@ -724,8 +746,21 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=self.n_query_sets_)
         return est[inverse]
 
+    def _forget_spend(self, uses):
+        """use_and_forget: ``Σ_i max_j (ε₀/d)(1 - η^{U_ij})``, the budget one element's cells used."""
+        d, eps0 = uses.shape[0], self._base_epsilon()
+        return float(np.sum((eps0 / d) * -np.expm1(uses.max(axis=1) * math.log(float(self._fp("decay"))))))
+
     def _charge(self, chain0, n_items, note="", mechanism=None, **extra):
-        """Record a release: this fork's increment of the amplified ε of its history (the last step)."""
+        """Record a release: this fork's increment of the amplified ε of its history (the last step).
+
+        The first release after a copy starts a new fork: its history is charged afresh.
+        """
+        if self._fork_pending:  # the first release since a copy was made: a new fork (id)
+            self._fork_id = uuid.uuid4().hex
+            _LIVE_FORKS[self._fork_id] = self
+            self._charged = 0.0
+            self._fork_pending = False
         total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
         increment = max(total - self._charged, 0.0)
         self._chain_spent0 = chain0
@@ -858,8 +893,11 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.n_items_seen_ += other.n_items_seen_
         self.n_query_sets_ = max(self.n_query_sets_, other.n_query_sets_)
         self.shard_ids_ = tuple(sorted(set(self.shard_ids_) | set(other.shard_ids_)))
+        chain0 = max(self._chain_spent0, other._chain_spent0)  # parallel composition of disjoint shards
+        if mech == "use_and_forget" and chain0 > 0:  # the merged schedules continue from max(U_a, U_b)
+            chain0 = max(chain0, self._forget_spend(uses))
         self._charge(
-            max(self._chain_spent0, other._chain_spent0), n_items=None, mechanism="merge",
+            chain0, n_items=None, mechanism="merge",
             note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
         )
         return self
