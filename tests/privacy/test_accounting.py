@@ -145,3 +145,24 @@ def test_fork_of_a_fork_and_other_mechanisms():
     for _ in range(3):
         s.query([1])
     assert s.epsilon_spent_ == 1.0
+
+
+def test_pickling_without_loading_is_not_a_fork():
+    """``pickle.dumps`` (e.g. to compare states) makes no copy: the stream is charged once."""
+    a = _sketch(width=64).fit([1, 2])
+    a.query([1])
+    for _ in range(3):
+        pickle.dumps(a)
+        a.query([2])
+    assert a.epsilon_spent_ == 1.0
+    # loading those bytes makes a copy: from now on the original is a fork as well
+    b = pickle.loads(pickle.dumps(a))
+    a.query([1])
+    assert a.epsilon_spent_ == 2.0
+    del b
+    # a copy whose original is gone (a restored checkpoint) is charged afresh too
+    data = pickle.dumps(a)
+    del a
+    restored = pickle.loads(data)
+    restored.query([1])
+    assert restored.epsilon_spent_ == 3.0
