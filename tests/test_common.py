@@ -35,6 +35,7 @@ TEST_PARAMS = {
     # private linear models refuse to fit without public bounds (no defaults can be right)
     "OnePosteriorSampleRidge": {"x_bound": 5.0, "y_bound": 300.0},
     "AdaOPSRegressor": {"x_bound": 5.0, "y_bound": 300.0},
+    "DPSGLDLogisticRegression": {"x_bound": 5.0, "n_iter": 40, "n_draws": 10, "n_mcmc": 20},
 }
 
 # {estimator name: {check name: one-line reason}}
@@ -149,6 +150,7 @@ META_CASES = {
     "SubsampledPriorPoissonRegressor": (_count_case, {"covariance_scaling": [None, "subsample_size"]}, None),
     "OnePosteriorSampleRidge": (_regression_case, {"ridge_lambda": [100.0, 1000.0]}, None),
     "AdaOPSRegressor": (_regression_case, {"epsilon": [1.0, 4.0], "kappa": [None, 50.0]}, None),
+    "DPSGLDLogisticRegression": (_binary_case, {"epsilon": [1.0, 4.0], "ops_fraction": [0.5, 0.8]}, None),
     "RowNormClipper": (_regression_case, {"max_norm": [1.0, 3.0]}, DecisionTreeRegressor(max_depth=3, random_state=0)),
     "PrivateCountSketch": (
         _high_cardinality_count_case,
