@@ -109,7 +109,7 @@ def test_log_likelihood_never_decreases(accelerate, fit_scales):
     Xa = np.hstack([X - X.mean(0), np.ones((len(y), 1))])
     sw = np.ones(len(y))
     comps = _resolve_components(["gaussian", "laplace", "cauchy"])
-    theta0 = _lts_starts(Xa, y, sw, 100, 1, np.random.RandomState(0))[0]
+    theta0 = _lts_starts(Xa, y, sw, 100, 1, check_generator(0))[0]
     prob = _Problem(Xa, y, sw, comps, fit_scales, np.full(3, 1e-3))
     res = _em(prob, theta0, [0.5, 0.5, 0.5], max_iter=300, tol=0.0, accelerate=accelerate)
     hist = res["history"]

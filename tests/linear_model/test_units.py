@@ -165,3 +165,19 @@ def test_integer_parameters_refuse_booleans():
                 MixtureMEstimatorRegressor(n_subsets=True)):
         with pytest.raises(InvalidParameterError):
             est.fit(X, y)
+
+
+@pytest.mark.parametrize("make, kind", ALL)
+def test_bad_X_is_refused_by_name(make, kind):
+    """scikit-learn's "Found array with dim 3" and "Found array with 0 sample(s)" name no argument."""
+    X, y = _data(kind)
+    word = r"(?<![A-Za-z0-9_])X(?![A-Za-z0-9_])"
+    for bad, target in ((X.reshape(len(y), 4, 1), y), (X[:0], y[:0]), (np.full(X.shape, "a", dtype=object), y)):
+        with pytest.raises((ValueError, TypeError), match=word):
+            make().fit(bad, target)
+    est = make().fit(X, y)
+    with pytest.raises(ValueError, match=word):
+        est.predict(X.reshape(len(y), 4, 1))
+    if kind != "binary":  # regressors: an object array of strings is named as y, not converted
+        with pytest.raises(ValueError, match="numeric target y"):
+            make().fit(X, np.array([f"v{i}" for i in range(len(y))], dtype=object))

@@ -10,22 +10,53 @@ and scale floors, convergence tolerances) relative to the data's own scale, so t
 not depend on whether ``X`` is in metres or nanometres.
 """
 
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-__all__ = ["Standardisation", "validate_regression_data", "standardise", "LinearPredictorMixin"]
+__all__ = ["LinearPredictorMixin", "Standardisation", "check_features", "check_numeric_target", "naming",
+           "standardise", "validate_regression_data"]
 
 
-def validate_regression_data(estimator, X, y, sample_weight=None):
+_WORD = "(?<![A-Za-z0-9_]){}(?![A-Za-z0-9_])"
+
+
+@contextmanager
+def naming(arg):
+    """Re-raise a ``ValueError``/``TypeError`` whose message does not name ``arg`` with
+    ``(argument <arg>)`` appended (scikit-learn's "Found array with dim 3" names no argument)."""
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if re.search(_WORD.format(re.escape(arg)), msg):
+            raise
+        raise type(exc)(f"{msg.rstrip().rstrip('.')} (argument {arg}).") from exc
+
+
+def check_features(estimator, X, *, reset):
+    """``validate_data`` of ``X`` alone (float64/float32 for prediction), errors naming ``X``."""
+    with naming("X"):
+        return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
+
+
+def validate_regression_data(estimator, X, y, sample_weight=None, *, reset=True):
     """``validate_data`` for a regressor: float64 ``X``, numeric float64 ``y``, non-negative weights.
 
-    Returns ``(X, y, sample_weight)``.  A target that is not numeric (strings) raises a
-    ``ValueError`` naming ``y``; a negative weight raises a ``ValueError`` naming
-    ``sample_weight``.
+    Returns ``(X, y, sample_weight)``.  Every error names its argument: a target that is not
+    numeric (strings) raises a ``ValueError`` naming ``y``, a 3-D or empty ``X`` one naming
+    ``X``, a negative weight one naming ``sample_weight``.  ``reset=False`` checks ``X``
+    against the fitted ``n_features_in_`` (scoring methods that take ``y``).
     """
-    X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64)
+    if y is not None and np.asarray(y).dtype.kind in "OUS":  # before sklearn's unnamed conversion error
+        check_numeric_target(np.asarray(y), type(estimator).__name__)
+    with naming("X"):
+        check_array(X, dtype=np.float64, input_name="X", estimator=estimator)
+    X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64, reset=reset)
     y = check_numeric_target(y, type(estimator).__name__)
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     return X, y, sample_weight
@@ -133,7 +164,7 @@ class LinearPredictorMixin:
 
     def _linear_predictor(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = check_features(self, X, reset=False)
         return X @ self.coef_ + self.intercept_
 
     def predict(self, X):

@@ -14,11 +14,11 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._fast import _mixture as _fast
 from ..utils import IntegerInterval, check_generator, transactional
-from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, check_numeric_target, validate_regression_data
+from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, validate_regression_data
 from ._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent, _resolve_components
 
 __all__ = ["MixtureMEstimatorRegressor"]
@@ -196,8 +196,8 @@ def _csteps_batch(X, y, thetas, h, n_steps):
 
 
 def _elemental_picks(m, p, k, rng):
-    """``k`` random ``p``-subsets of ``range(m)`` (rows without repeated indices)."""
-    draw = rng.integers if isinstance(rng, np.random.Generator) else rng.randint
+    """``k`` random ``p``-subsets of ``range(m)`` (rows without repeated indices); ``rng`` is a Generator."""
+    draw = rng.integers
     picks = draw(0, m, size=(k, p))
     for _ in range(100):
         srt = np.sort(picks, axis=1)
@@ -857,8 +857,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
 
     def _residuals(self, X, y):
         check_is_fitted(self)
-        X, y = validate_data(self, X, y, dtype=np.float64, reset=False)
-        y = check_numeric_target(y, type(self).__name__)
+        X, y, _ = validate_regression_data(self, X, y, reset=False)
         return X, y, y - X @ self.coef_ - self.intercept_
 
     def score_samples(self, X, y):

@@ -20,12 +20,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils import check_array
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ..exceptions import SubsampleFitWarning
 from ..utils import IntegerInterval, check_generator, transactional
-from ._base import LinearPredictorMixin, standardise, validate_regression_data
+from ._base import LinearPredictorMixin, check_features, naming, standardise, validate_regression_data
 from ._map import (
     LogisticLoss,
     MultinomialLoss,
@@ -930,7 +931,25 @@ _doc(
 
 
 class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
+    def decision_function(self, X):
+        """Confidence scores ``X @ coef_.T + intercept_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        check_is_fitted(self)
+        X = check_features(self, X, reset=False)
+        scores = X @ self.coef_.T + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
     def _encode(self, X, y, sample_weight):
+        with naming("X"):
+            check_array(X, dtype=np.float64, input_name="X", estimator=self)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
