@@ -349,6 +349,9 @@ class _Accountant:
         self.U = np.zeros((self.d, self.w), dtype=np.int64)
         self.k = 0
         self.epochs = [False]  # per epoch of this object's path: did it release anything?
+        # lineage-wide: the ids of the fork segments (epochs) that released, shared by forks
+        self.segment = 0
+        self.lineage = {"next": 1, "released": set(), "parent": {0: None}}
 
     def query(self, items):
         distinct = set(int(x) for x in items)
@@ -356,6 +359,7 @@ class _Accountant:
             return
         self.k += 1
         self.epochs[-1] = True
+        self.lineage["released"].add(self.segment)
         if self.mech == "use_and_forget":
             cells = {(i, c) for x in distinct for i, (c, _) in enumerate(ref.locate(ref.int_key(x), self.seeds, self.w))}
             for i, c in cells:
@@ -367,10 +371,31 @@ class _Accountant:
         self.epochs[-1] = self.epochs[-1] or any(other.epochs)
 
     def fork(self):
+        lineage, self.lineage = self.lineage, None
         twin = copy.deepcopy(self)
-        self.epochs.append(False)
-        twin.epochs.append(False)
+        self.lineage = twin.lineage = lineage
+        source = self.segment
+        for acct in (self, twin):
+            acct.epochs.append(False)
+            lineage["parent"][lineage["next"]] = source
+            acct.segment = lineage["next"]
+            lineage["next"] += 1
         return twin
+
+    def lineage_total_lower_bound(self):
+        """use_and_keep: the fork segments form a tree; one root-to-segment path is one
+        use-and-keep run (ε), and the releases of the lineage need as many paths as the tree
+        spanned by the released segments has leaves: ε per leaf (pure-DP composition of
+        independent Laplace releases about the same cells is tight)."""
+        if self.mech != "use_and_keep":
+            return self.spent()
+        parent, spanned = self.lineage["parent"], set()
+        for seg in self.lineage["released"]:
+            while seg is not None and seg not in spanned:
+                spanned.add(seg)
+                seg = parent[seg]
+        leaves = [seg for seg in spanned if not any(parent[t] == seg for t in spanned)]
+        return self.eps * len(leaves)
 
     def _amplify(self, s):
         return s if self.rho == 1 or s == 0 else math.log1p(self.rho * math.expm1(s))
@@ -518,6 +543,13 @@ def test_sketch_forks_are_charged_again(params, first, ops, seed):
     for i, (o, a) in enumerate(zip(objs, accts)):
         if a.epochs[-1]:  # the bound is promised by the object's last release
             _assert_covers(o, a, exact=False, what=f"object {i} at the end")
+    # the composed ledgers of all the forks cover everything the lineage released
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    total = PrivacyLedger.compose(*[o.ledger_ for o in objs]).epsilon_spent
+    bound = max(a.lineage_total_lower_bound() for a in accts)
+    note(f"composed ledgers {total!r}, lineage bound {bound!r}")
+    assert total >= bound * (1 - 1e-12) - 1e-15, f"the composed ledgers ({total!r}) undercount the lineage ({bound!r})"
 
 
 @_settings(30)
