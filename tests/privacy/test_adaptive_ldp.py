@@ -288,6 +288,8 @@ def test_bad_parameters(params, match):
         ([[0], [-1]], "outside"),
         ([[0, 1], [1, 0]], "one column|features"),
         ([[0.5], [1]], "non-integer"),
+        (np.zeros((2, 1, 1), dtype=int), r"^X .*dim 3"),  # scikit-learn's message did not name X
+        (np.zeros((0, 1), dtype=int), r"^X .*0 sample"),
     ],
 )
 def test_rejected_batch_leaves_estimator_untouched(X, match):

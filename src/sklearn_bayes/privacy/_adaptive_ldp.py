@@ -4,6 +4,7 @@ import copy
 import hashlib
 import numbers
 import pickle
+import re
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
@@ -423,7 +424,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     def _column(self, X, reset):
         """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""
-        X = validate_data(self, X, reset=reset, dtype=None, ensure_min_samples=1)
+        try:
+            X = validate_data(self, X, reset=reset, dtype=None, ensure_min_samples=1)
+        except ValueError as exc:
+            if re.search(r"\bX\b", str(exc)):
+                raise
+            # scikit-learn's messages for a 3-d or an empty array do not name the argument
+            raise ValueError(f"X is not a valid batch of users: {exc}") from exc
         if X.dtype.kind == "f" and np.any(np.isnan(X)):
             raise ValueError("X contains NaN: every user must hold a category.")
         if X.dtype == object:
