@@ -181,3 +181,15 @@ def test_bad_X_is_refused_by_name(make, kind):
     if kind != "binary":  # regressors: an object array of strings is named as y, not converted
         with pytest.raises(ValueError, match="numeric target y"):
             make().fit(X, np.array([f"v{i}" for i in range(len(y))], dtype=object))
+
+
+@pytest.mark.parametrize("make, kind", [r for r in ALL if "Mixture" not in repr(r[0]())])
+def test_huge_zero_weight_rows_do_not_change_the_units(make, kind):
+    """Rows without weight are absent: their magnitude (here 1e200) must not enter the standardisation."""
+    X, y = _data(kind)
+    Xj = np.vstack([X, np.full((5, X.shape[1]), 1e200)])
+    yj = np.concatenate([y, y[:5]])
+    w = np.r_[np.ones(len(y)), np.zeros(5)]
+    a = make().fit(X, y)
+    b = make().fit(Xj, yj, sample_weight=w)
+    assert_allclose(b.coef_, a.coef_, rtol=1e-6, atol=1e-9 * np.abs(a.coef_).max())

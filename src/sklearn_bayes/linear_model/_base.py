@@ -89,11 +89,14 @@ def _column_offset_scale(A, w, centre):
     """Weighted mean (0 without centring) and scale of every column of ``A``.
 
     The scale is the weighted standard deviation (root mean square without centring),
-    computed after dividing each column by its largest magnitude so that values near the
-    floating-point limits neither overflow nor underflow.  A column without spread gets
+    computed after dividing each column by its largest magnitude among the weighted rows so
+    that values near the floating-point limits neither overflow nor underflow.  A column without spread gets
     scale 1 (it is then left alone: its coefficient is determined by the solver, e.g. 0 for a
     constant column with an intercept).
     """
+    pos = w > 0  # rows without weight do not count (not even for the magnitude)
+    if not pos.all():
+        A, w = A[pos], w[pos]
     wsum = float(w.sum())
     big = np.max(np.abs(A), axis=0) if A.shape[0] else np.zeros(A.shape[1])
     big = np.where(big > 0, big, 1.0)

@@ -160,6 +160,8 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         """
         X, y, w = validate_regression_data(self, X, y, sample_weight)
         d = X.shape[1]
+        if not np.all(w > 0):  # rows without weight add nothing
+            X, y, w = X[w > 0], y[w > 0], w[w > 0]
         Xs, ys, st = standardise(X, y, w, fit_intercept=self.fit_intercept, scale_y=True)
         keep = ~st.constant if self.fit_intercept else np.ones(d, dtype=bool)
         keep &= np.any(Xs != 0, axis=0)

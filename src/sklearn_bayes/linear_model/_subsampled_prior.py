@@ -433,6 +433,11 @@ class _BaseSubsampledPrior(BaseEstimator):
         tolerance of the solver is relative to the data's own scale; returns the results in
         the units of the data.
         """
+        keep = sample_weight > 0
+        if not keep.all():  # rows without weight are never drawn and add nothing to the MAP fit
+            X, sample_weight = X[keep], sample_weight[keep]
+            targets = [t[keep] for t in targets]
+            labels = None if labels is None else labels[keep]
         if self._scale_target:
             Xs, ys, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=True)
             targets = [ys]
