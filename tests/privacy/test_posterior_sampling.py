@@ -493,3 +493,28 @@ def test_pipeline_with_clipper():
         warnings.simplefilter("error", SeededNoiseWarning)
         pipe.fit(X * 3, y)
     assert pipe.predict(X).shape == (2000,)
+
+
+# ------------------------------------------------------------------ benchmark baselines
+
+
+def test_baselines_of_the_benchmark_are_sound():
+    """Unit-ball design; the constrained ridge respects its radius; every baseline -> OLS as ε grows."""
+    from sklearn_bayes.experiments import dp_regression as D
+
+    X, y, f, bounds = D.synthetic_regression(4000, 3, seed=0)
+    Z = D.design(X, bounds["x_bound"])
+    assert np.all(np.linalg.norm(Z, axis=1) <= 1 + 1e-12)
+    t = np.clip(y, -1.5, 1.5) / 1.5
+    G, g = Z.T @ Z, Z.T @ t
+    free = D._ridge_on_ball(G, g, 1.0, 100.0)
+    np.testing.assert_allclose(free, np.linalg.solve(G + np.eye(4), g), rtol=1e-10)
+    small = D._ridge_on_ball(G, g, 1.0, 0.1)
+    assert np.linalg.norm(small) == pytest.approx(0.1, rel=1e-8)
+    theta_ols = D.ols(Z, t)
+    rng = _gen(0)
+    for fn in (D.ssp, D.adassp, D.objective_perturbation):
+        np.testing.assert_allclose(fn(Z, t, 1e6, 0.5, rng), theta_ols, atol=1e-3)
+    s = 2.0 * (t > np.median(t)) - 1
+    ref = D._logistic_fit(Z, s, 1 / math.sqrt(len(s)))
+    np.testing.assert_allclose(D.logistic_output_perturbation(Z, s, 1e9, rng), ref, atol=1e-3)

