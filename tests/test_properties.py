@@ -766,6 +766,95 @@ def test_adaptive_ldp_bad_input_names_the_argument(case):
     _expect_rejection(call, types, pattern, est, label)
 
 
+class _Boom(RuntimeError):
+    """Raised by the flaky callables below, in the middle of a batch."""
+
+
+_FLAKY = {"calls": 0, "fail_at": None}  # module state, so the callables pickle without state
+
+
+class _FlakyUtility:
+    """A picklable utility (prefers small subsets) that raises on its ``fail_at``-th call."""
+
+    def __call__(self, theta, P, subset):
+        _FLAKY["calls"] += 1
+        if _FLAKY["fail_at"] is not None and _FLAKY["calls"] >= _FLAKY["fail_at"]:
+            raise _Boom(f"utility failed at call {_FLAKY['calls']}")
+        return float(np.sum(np.diag(P) * theta)) - 0.01 * len(subset)
+
+    def __eq__(self, other):
+        return isinstance(other, _FlakyUtility)
+
+    def __hash__(self):
+        return 0
+
+
+@_settings(20)
+@given(
+    batches=st.lists(st.lists(st.integers(0, K_CATS - 1), min_size=1, max_size=6), min_size=2, max_size=4),
+    fail_at=st.integers(1, 12),
+    sampler=st.sampled_from(["sgld", "gibbs"]),
+    seed=st.integers(0, 2**16),
+)
+def test_adaptive_ldp_failure_in_the_middle_of_a_batch_changes_nothing(batches, fail_at, sampler, seed):
+    """A user-supplied utility that raises after some users of a batch were already privatised
+    and sampled: the call is rolled back completely (byte-identical, generator rewound) and the
+    same batch, retried, gives exactly what it gives without the failure."""
+
+    def run(with_failure):
+        _FLAKY.update(calls=0, fail_at=None)
+        est = _ldp(seed, utility=_FlakyUtility(), sampler=sampler).partial_fit(np.reshape(batches[0], (-1, 1)))
+        for b in batches[1:]:
+            X = np.reshape(b, (-1, 1))
+            if with_failure:
+                before = _pickled(est)
+                _FLAKY.update(calls=0, fail_at=fail_at)
+                try:
+                    est.partial_fit(X)
+                    failed = False
+                except _Boom:
+                    failed = True
+                _FLAKY.update(fail_at=None)
+                if failed:
+                    assert _pickled(est) == before, "a failure in the middle of a batch left a partial update"
+                else:
+                    continue  # the batch was short enough to complete: already applied
+            est.partial_fit(X)
+        return est
+
+    a, b = run(True), run(False)
+    assert _pickled(a) == _pickled(b)
+
+
+@_settings(15)
+@given(
+    mechanism=st.sampled_from(["use_and_forget", "median_perturbation"]),
+    decay=st.sampled_from([0.05, 0.1, 0.2]),
+    noise=st.sampled_from(["discrete_laplace", "laplace"]),
+    seed=st.integers(0, 2**16),
+)
+def test_sketch_exhausted_budget_schedule_refuses_and_changes_nothing(mechanism, decay, noise, seed):
+    """Querying until the geometric budget schedule is numerically exhausted: the refusal is a
+    ValueError naming the problem, it leaves the sketch byte-identical, and nothing before it
+    spent more than ε."""
+    est = PrivateCountSketch(epsilon=1.0, depth=2, width=8, mechanism=mechanism, decay=decay, noise=noise,
+                             random_state=_gen(seed)).fit([1] * 50 + [2] * 20)
+    for _ in range(2000):
+        before = _pickled(est)
+        try:
+            answers = est.query([1, 2])
+        except ValueError as exc:
+            assert re.search(r"(?i)exhausted|budget|schedule|decay|scale", str(exc)), str(exc)
+            assert _pickled(est) == before, "the refused query changed the sketch"
+            break
+        # (an exact answer is possible here: discrete noise of small scale is 0 with a sizable
+        # probability; vanishing noise at huge scales is test_sketch_noise_is_never_silently_zero)
+        assert np.all(np.isfinite(answers)), answers
+        assert est.epsilon_spent_ <= 1.0 * (1 + 1e-12)
+    else:
+        pytest.fail("2000 query sets without exhausting a geometric schedule of ratio <= 0.2")
+
+
 @_settings(20)
 @given(
     batches=st.lists(st.one_of(st.tuples(st.just("users"), USERS),
