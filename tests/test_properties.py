@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import note as _hypothesis_note
 from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
@@ -55,7 +55,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.Seeded
 
 
 def _settings(n, shrink=True):
-    phases = tuple(Phase) if shrink else (Phase.explicit, Phase.reuse, Phase.generate)
+    # no Phase.explain: its coverage tracing makes a failing run minutes long
+    phases = (Phase.explicit, Phase.reuse, Phase.generate) + ((Phase.shrink,) if shrink else ())
     return settings(
         max_examples=n,
         phases=phases,
@@ -137,6 +138,7 @@ SKETCH_BAD_BATCHES = [
     ("inf", lambda: np.array([2.0, np.inf, 3.0]), (ValueError,), _names("X")),
     ("none", lambda: [1, None, 2], (ValueError, TypeError), _names("X")),
     ("text in an int stream", lambda: ["a", "b"], (TypeError,), _names("X")),
+    ("int in a text stream", lambda: [1, 2], (TypeError,), _names("X")),
     ("mixed types", lambda: [1, "a"], (TypeError,), _names("X")),
     ("object item", lambda: [1, object()], (TypeError,), _names("X")),
     ("two columns", lambda: np.zeros((3, 2), dtype=np.int64), (ValueError,), _names("X")),
@@ -201,12 +203,22 @@ def _assert_same_view(a, b):
             assert a[k] == b[k], k
 
 
-def _run_sketch_program(params, first, ops, seed, with_bad_calls):
+def _items(values, text):
+    """The stream's items: the ints themselves, or strings made from them (a text stream)."""
+    return [f"item-{v}" for v in values] if text else list(values)
+
+
+_WRONG_KIND = {False: "int in a text stream", True: "text in an int stream"}  # not bad for that stream
+
+
+def _run_sketch_program(params, first, ops, seed, with_bad_calls, text=False):
     """Run ``ops`` on a seeded sketch; bad calls are checked (and skipped when not asked for).
 
     Returns the sketch and the list of answers of every release.
     """
-    est = PrivateCountSketch(random_state=_gen(seed), **params).partial_fit(first)
+    ops = [(op[0], _items(op[1], text)) + tuple(op[2:]) if op[0] in ("fit", "query", "transform") else op
+           for op in ops]
+    est = PrivateCountSketch(random_state=_gen(seed), **params).partial_fit(_items(first, text))
     answers = []
     for op in ops:
         kind = op[0]
@@ -229,7 +241,7 @@ def _run_sketch_program(params, first, ops, seed, with_bad_calls):
             method = op[2]
             if method == "query" and label == "empty":
                 continue  # an empty query set is a valid release of nothing
-            if method == "partial_fit" and frozen:
+            if (method == "partial_fit" and frozen) or label == _WRONG_KIND[text]:
                 continue
             call = (lambda b=build(): est.partial_fit(b)) if method == "partial_fit" else (lambda b=build(): est.query(b))
             # the message is checked input by input in test_sketch_bad_batch_names_the_argument
@@ -243,7 +255,7 @@ def _run_sketch_program(params, first, ops, seed, with_bad_calls):
             new = new_value(params)
             est.set_params(**{name: new})
             try:
-                arg = [1, 2, 3]
+                arg = _items([1, 2, 3], text)
                 call = getattr(est, method)
                 _expect_rejection(lambda: call(arg), (ValueError,), _names(name), est,
                                   f"{method} after set_params({name}={new!r}) (fitted with {old!r})")
@@ -258,17 +270,58 @@ def _run_sketch_program(params, first, ops, seed, with_bad_calls):
     first=CHUNK,
     ops=st.lists(_SKETCH_OP, min_size=1, max_size=10),
     seed=st.integers(0, 2**16),
+    text=st.booleans(),
 )
-def test_sketch_rejected_calls_change_nothing_and_the_stream_continues(params, first, ops, seed):
+def test_sketch_rejected_calls_change_nothing_and_the_stream_continues(params, first, ops, seed, text):
     """Property 1 (sketch): bad batches and post-fit parameter changes in the middle of a valid
     stream are refused with a message naming the problem, the sketch stays byte-identical, and
     the rest of the stream gives exactly what it gives without the rejected calls."""
-    with_bad, answers_bad = _run_sketch_program(params, first, ops, seed, with_bad_calls=True)
-    clean, answers_clean = _run_sketch_program(params, first, ops, seed, with_bad_calls=False)
+    with_bad, answers_bad = _run_sketch_program(params, first, ops, seed, with_bad_calls=True, text=text)
+    clean, answers_clean = _run_sketch_program(params, first, ops, seed, with_bad_calls=False, text=text)
     _assert_same_view(_sketch_view(with_bad), _sketch_view(clean))
     assert len(answers_bad) == len(answers_clean)
     for a, b in zip(answers_bad, answers_clean):
         np.testing.assert_array_equal(a, b)
+
+
+@_settings(60)
+@given(
+    params=sketch_params(),
+    change=st.integers(0, len(SKETCH_PARAM_CHANGES) - 1),
+    first=CHUNK,
+    queries=st.lists(QUERY, max_size=3),
+    restart=CHUNK,
+    seed=st.integers(0, 2**16),
+)
+def test_sketch_fit_restarts_with_changed_parameters(params, change, first, queries, restart, seed):
+    """``fit`` is the documented restart after ``set_params``: it accepts a changed (valid)
+    privacy parameter and gives exactly the sketch a fresh estimator with the new parameters
+    and the same generator state gives (its accounting starts from zero)."""
+    name, new_value = SKETCH_PARAM_CHANGES[change]
+    new = new_value(params)
+    new_params = {**params, name: new}
+    try:
+        PrivateCountSketch(**new_params)._validate_params()
+    except ValueError:
+        assume(False)  # an invalid value: the refusal is tested elsewhere
+    if new_params["pan_private"] and new_params["mechanism"] not in ("use_and_keep", "cell_perturbation"):
+        assume(False)
+    rng = _gen(seed)
+    est = PrivateCountSketch(random_state=rng, **params).fit(first)
+    for q in queries:
+        est.query(q)
+    est.set_params(**{name: new})
+    state = copy.deepcopy(rng.bit_generator.state)
+    est.fit(restart)
+    rng2 = _gen(0)
+    rng2.bit_generator.state = state
+    fresh = PrivateCountSketch(random_state=rng2, **new_params).fit(restart)
+    assert est.table_.shape == (new_params["depth"], new_params["width"])
+    _assert_same_view(_sketch_view(est), _sketch_view(fresh))
+    assert est.epsilon_spent_ == 0 and est.n_query_sets_ == 0 and est.ledger_.epsilon_spent == 0
+    q = restart[:3]
+    np.testing.assert_array_equal(est.query(q), fresh.query(q))
+    assert est.epsilon_spent_ == fresh.epsilon_spent_
 
 
 @pytest.mark.parametrize("method", ["partial_fit", "query", "transform"])
@@ -279,7 +332,8 @@ def test_sketch_bad_batch_names_the_argument(case, method):
     label, build, types, pattern = case
     if method == "query" and label == "empty":
         pytest.skip("an empty query set is a valid release of nothing")
-    est = PrivateCountSketch(depth=3, width=16, random_state=_gen(0)).fit([1, 2, 3, 2])
+    stream = ["a", "b", "a"] if label == "int in a text stream" else [1, 2, 3, 2]
+    est = PrivateCountSketch(depth=3, width=16, random_state=_gen(0)).fit(stream)
     if method == "query":
         pattern = pattern.replace("(?<![A-Za-z0-9_])X", "(?<![A-Za-z0-9_])(X|items)")
     _expect_rejection(lambda: getattr(est, method)(build()), types, pattern, est, f"{method}({label})")
@@ -764,6 +818,21 @@ def test_adaptive_ldp_bad_input_names_the_argument(case):
         y, subsets = build()
         call = lambda: est.partial_fit_responses(y, subsets)  # noqa: E731
     _expect_rejection(call, types, pattern, est, label)
+
+
+@_settings(15)
+@given(labels=st.lists(st.sampled_from(["red", "green", "blue"]), min_size=2, max_size=8, unique=True),
+       seed=st.integers(0, 2**16))
+def test_adaptive_ldp_unknown_label_is_refused_and_changes_nothing(labels, seed):
+    """With ``n_categories=None`` the categories are the labels of the first batch; a later
+    unknown label (or a label of another type) is refused naming ``X``, byte-identically."""
+    assume(len(labels) >= 2)
+    est = _ldp(seed, n_categories=None).partial_fit(np.array(labels, dtype=object).reshape(-1, 1))
+    for bad in (["purple"], [3], [None]):
+        _expect_rejection(lambda b=bad: est.partial_fit(np.array(labels[:1] + b, dtype=object).reshape(-1, 1)),
+                          (ValueError, TypeError), _names("X"), est, f"unknown label {bad}")
+    est.partial_fit(np.array(labels[::-1], dtype=object).reshape(-1, 1))
+    assert est.n_responses_ == 2 * len(labels)
 
 
 class _Boom(RuntimeError):
