@@ -245,7 +245,11 @@ def _run_sketch_program(params, first, ops, seed, with_bad_calls, text=False):
     """
     ops = [(op[0], _items(op[1], text)) + tuple(op[2:]) if op[0] in ("fit", "query", "transform") else op
            for op in ops]
-    est = PrivateCountSketch(random_state=_gen(seed), **params).partial_fit(_items(first, text))
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    # a shared ledger too: a rejected call must not record anything in it either
+    est = PrivateCountSketch(random_state=_gen(seed), ledger=PrivacyLedger(), **params).partial_fit(
+        _items(first, text))
     answers = []
     for op in ops:
         kind = op[0]
@@ -550,8 +554,11 @@ def test_sketch_epsilon_spent_equals_the_independent_accountant(params, first, o
                 continue
             est.partial_fit(op[1])
         else:
-            (est.query if op[0] == "query" else est.transform)(op[1])
+            answers = np.ravel((est.query if op[0] == "query" else est.transform)(op[1]))
             acct.query(op[1])
+            for v in set(op[1]):  # a query set answers repeated items once (one answer)
+                idx = [i for i, x in enumerate(op[1]) if x == v]
+                assert np.all(answers[idx] == answers[idx[0]]), (v, answers)
         _assert_covers(est, acct, exact=True, what=str(op[0]))
         _assert_ledger_adds_up(est, str(op[0]))
         assert shared.epsilon_spent == pytest.approx(est.epsilon_spent_, rel=1e-9, abs=1e-15)
@@ -1199,7 +1206,7 @@ def _takes_sample_weight(est):
 
 
 def _bad_fit_inputs(X, y, rng, target, weights):
-    """(label, X, y, sample_weight, exception types, argument named)"""
+    """(label, X, y, sample_weight, exception types, argument named: a name or "a|b" for either)"""
     n, p = X.shape
     Xnan = X.copy()
     Xnan[rng.integers(n), rng.integers(p)] = np.nan
@@ -1216,6 +1223,9 @@ def _bad_fit_inputs(X, y, rng, target, weights):
         ynan = y.astype(float).copy()
         ynan[rng.integers(n)] = np.nan
         cases.append(("NaN in y", X, ynan, None, (ValueError,), "y"))
+        cases.append(("y of the wrong length", X, y[:-1], None, (ValueError,), "y"))
+        if target == "binary":
+            cases.append(("a single class in y", X, np.zeros(n, dtype=int), None, (ValueError,), "y|class|classes"))
         if target != "binary":  # labels may be strings for classifiers
             cases.append(("string y", X, np.array([f"v{v}" for v in range(n)], dtype=object), None,
                           (ValueError, TypeError), "y"))
@@ -1227,6 +1237,7 @@ def _bad_fit_inputs(X, y, rng, target, weights):
             ("negative sample_weight", Xwide, y, w, (ValueError,), "sample_weight"),
             ("sample_weight of the wrong length", Xwide, y, w[:-1], (ValueError,), "sample_weight"),
             ("NaN sample_weight", Xwide, y, np.where(w < 0, np.nan, w), (ValueError,), "sample_weight"),
+            ("all-zero sample_weight", Xwide, y, np.zeros(n), (ValueError,), "sample_weight"),
         ]
     return cases
 
@@ -1262,7 +1273,8 @@ def test_batch_bad_inputs_are_refused_and_change_nothing(name, data, seed):
         problems = []
         for label, Xb, yb, wb, types, arg in _bad_fit_inputs(X, y, rng, target, _takes_sample_weight(est)):
             try:
-                _expect_rejection(lambda: _fit(est, Xb, None if target is None else yb, wb), types, _names(arg), est,
+                pattern = "|".join(_names(a) for a in arg.split("|"))  # "y|classes": either word
+                _expect_rejection(lambda: _fit(est, Xb, None if target is None else yb, wb), types, pattern, est,
                                   f"fit({label})")
             except (Exception, pytest.fail.Exception) as exc:  # wrong type, no error, or a failed check
                 problems.append(f"{label}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
@@ -1323,3 +1335,30 @@ def test_batch_integer_parameters_reject_booleans(name):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 _fit(bad, X, y)
+
+
+@pytest.mark.parametrize("name", sorted(BATCH))
+@_settings(3, shrink=False)
+@given(data=st.data(), scale=st.sampled_from([1e-300, 1e-150, 1e150, 1e300]), on=st.sampled_from(["X", "y"]))
+def test_batch_extreme_scales_work_or_are_refused_clearly(name, data, scale, on):
+    """X or y at the ends of the float range: the fit either works (finite predictions) or is
+    refused with a ValueError/TypeError naming the argument; never an obscure error
+    (LinAlgError, OverflowError, ZeroDivisionError, ...)."""
+    make, target = BATCH[name]
+    if on == "y" and target in (None, "binary"):
+        on = "X"
+    X, y = data.draw(batch_data(target))
+    if on == "X":
+        X = X * scale
+    else:
+        y = y * scale
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            _fit(est, X, None if target is None else y)
+        except (ValueError, TypeError) as exc:
+            assert re.search(_names(on), str(exc)), f"refused without naming {on}: {exc}"
+            return
+        out = _output(est, X)
+    assert np.all(np.isfinite(out)), f"non-finite output after fitting {on} * {scale:g}"
