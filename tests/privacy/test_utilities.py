@@ -194,3 +194,18 @@ def test_cython_closed_forms_equal_matrix_definitions(mode, name):
             order = sorted_order(theta).astype(np.int32)
             c = prefix_utilities(mode, theta, order, _rrrr_constants(K, eps, kappa))
             np.testing.assert_allclose(c, utility_values(theta, eps, kappa, name), rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("eps", [400.0, 700.0, 1e6])
+def test_huge_epsilon_chooses_without_overflow(eps):
+    """Regression: the constants overflowed (OverflowError) for epsilon >= ~710 (400 for K=4).
+
+    At such budgets every response is honest to double precision, so U6 (P(Y = X)) is 1
+    for every candidate and the first one (SRR) is chosen; every utility picks a valid size.
+    """
+    theta = np.array([0.5, 0.3, 0.15, 0.05])
+    np.testing.assert_allclose(utility_values(theta, eps, 0.9, "honest"), 1.0, rtol=0, atol=1e-15)
+    for name in NAMES + ["semi_adaptive", "non_adaptive"]:
+        k = choose_subset_size(theta, eps, 0.9, name, alpha=0.6)
+        assert 0 <= k <= 3
+    assert utility_value(theta, [0], eps, 0.9, "honest") == pytest.approx(1.0, abs=1e-15)
