@@ -35,7 +35,12 @@ def naming(arg):
         msg = str(exc)
         if re.search(_WORD.format(re.escape(arg)), msg):
             raise
-        raise type(exc)(f"{msg.rstrip().rstrip('.')} (argument {arg}).") from exc
+        text = f"{msg.rstrip().rstrip('.')} (argument {arg})."
+        try:
+            named = type(exc)(text)
+        except Exception:  # an exception class with another signature (e.g. UnicodeDecodeError)
+            named = (TypeError if isinstance(exc, TypeError) else ValueError)(text)
+        raise named from exc
 
 
 def check_features(estimator, X, *, reset):
