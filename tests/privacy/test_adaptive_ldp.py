@@ -661,3 +661,12 @@ def test_copies_replay_the_noise_and_never_release_twice(how):
     other.partial_fit(x)
     np.testing.assert_array_equal(est._ys[: est.n_responses_], other._ys[: other.n_responses_])
     np.testing.assert_array_equal(est._phi, other._phi)
+
+
+def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
+    """The skip of re-validation (identity with the last validated values) must see every parameter."""
+    from sklearn_bayes.privacy._adaptive_ldp import _FROZEN_PARAMS, _PARAM_NAMES
+
+    params = set(AdaptiveLDPFrequencyEstimator().get_params())
+    assert set(_PARAM_NAMES) == params == set(AdaptiveLDPFrequencyEstimator._parameter_constraints)
+    assert set(_FROZEN_PARAMS) <= params

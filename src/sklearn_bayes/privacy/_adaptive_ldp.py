@@ -41,6 +41,9 @@ _FROZEN_PARAMS = ("n_categories", "epsilon", "kappa", "utility", "alpha", "prior
 _FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size")
 _REAL_PARAMS = ("epsilon", "kappa", "alpha", "prior", "step_size")  # booleans refused
 _FITTED_ATTRS = ("categories_", "n_categories_", "n_responses_", "subset_sizes_")
+_PARAM_NAMES = _FROZEN_PARAMS + (
+    "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate",
+)
 
 _N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
 _DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) per proposal)
@@ -401,7 +404,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         for name in _FROZEN_PARAMS:
             old, new = self._fitted_params[name], getattr(self, name)
             if name == "prior":  # compared as vectors: 1.0 and [1.0] * K are the same prior
-                same = np.array_equal(self._prior, self._prior_vector(self.n_categories_))
+                same = (new is old and np.ndim(new) == 0) or np.array_equal(
+                    self._prior, self._prior_vector(self.n_categories_)
+                )
             else:
                 same = _same_value(old, new)
             if not same:
@@ -553,7 +558,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._subset_index = dict(self._subset_index)
 
     def _params_now(self):
-        return tuple(self.__dict__.get(name) for name in sorted(self._parameter_constraints))
+        return tuple(self.__dict__.get(name) for name in _PARAM_NAMES)
 
     def _end_update(self):
         """Last step of a fitting call (cannot fail)."""
