@@ -173,18 +173,21 @@ def estimate(const cell_t[:, ::1] table, const int64_t[:, ::1] cols, const int8_
     """Per item: median of ``s_i(x) C[i, h_i(x)]`` (Count) or minimum of ``C[i, h_i(x)]`` (Count-Min).
 
     The median of an even number of rows is the mean of the two middle values.  Items are
-    gathered in blocks of 256, row by row (sequential reads of ``cols``).
+    gathered in blocks of up to 256 (at most 32768 values), row by row (sequential reads of
+    ``cols``).
     """
     cdef Py_ssize_t d = cols.shape[0], n = cols.shape[1], i, k, b = 0, m
+    # items per block: 256, fewer for deep sketches so that the block (blk * d doubles) stays in L2
+    cdef Py_ssize_t blk = max(1, min(256, 32768 // d))
     cdef double v, best
-    cdef double* buf = <double*>malloc(256 * d * sizeof(double))
+    cdef double* buf = <double*>malloc(blk * d * sizeof(double))
     cdef double* vals
     if buf == NULL:
         raise MemoryError()
     try:
         with nogil:
             while b < n:
-                m = n - b if n - b < 256 else 256
+                m = n - b if n - b < blk else blk
                 for i in range(d):
                     for k in range(m):
                         v = <double>table[i, cols[i, b + k]]
