@@ -1,17 +1,24 @@
-"""Fit time and accuracy of MixtureMEstimatorRegressor against HuberRegressor and statsmodels RLM.
+"""MixtureMEstimatorRegressor against the strongest robust regressors in Python (issue 15).
 
-Run ``python benchmarks/bench_mixture_m.py [--quick] [--splits K]``.
+Run ``python benchmarks/bench_mixture_m.py [--reps R] [--full] [--parts laws,boston,speed]``.
+Everything runs in this one process with one BLAS thread (threadpoolctl) and common random
+numbers: every method sees the same data in every cell.
 
-1. Speed: ``--repeats`` (default 3) interleaved fits each of ours (default: Gaussian + Laplace + Cauchy, LTS start),
-   ``sklearn.linear_model.HuberRegressor`` and ``statsmodels`` ``RLM`` (Huber norm)
-   on the same n = 10^5, d = 20 data with 10 % gross outliers, in this process;
-   prints median seconds, time ratios and the max coefficient error (one BLAS thread for all,
-   ``--threads`` to change).  Target (issue 5):
-   fit time <= 2x HuberRegressor.
-2. Accuracy: the Boston protocol of Tables 3.1-3.9 (see
-   :mod:`sklearn_bayes.experiments.robust`) with ``--splits`` random splits per setting
-   (default 10); target: the mixture's mean test MSE no worse than OLS and every
-   single M-estimator in each outlier setting.
+1. Error-law grid (the design of robustbase's lmrob simulation, Koller and Stahel 2011):
+   Gaussian design, true coefficients 0 (all methods are regression equivariant), errors
+   normal, t5, t3, t1 (Cauchy), skewed t5 (Fernandez-Steel, gamma = 2, centred), cnorm(0.1, 0,
+   3.16) (10 % N(0, 10)), cnorm(0.1, 4, 1) (10 % N(4, 1)), and 10 % bad leverage points
+   (x_1 ~ N(10, 1), y = 2 x_1); n/p in {100/5, 400/20}.  Metric: mean squared error of the
+   slopes (the intercept absorbs an asymmetric error law), divided by the best method's in
+   each cell; the last row is every method's worst cell.  Target: the default mixture's
+   worst cell <= 1.05.  ``--reps`` repetitions per cell (default 20; ``--full``: 200).
+2. Boston (the protocol of :mod:`sklearn_bayes.experiments.robust`): 10 % of the training
+   targets shifted by [2,4], [3,6], [5,10] sd, one-sided and symmetric; test MSE of every
+   method and the paired difference (mixture - best single M-estimator) with its standard
+   error.  Target: within one paired SE.  ``--splits`` (default 10; ``--full``: 100).
+3. Speed at n = 10^5, d = 20 on three contamination types (gross +-[5,10] sd shifts of 10 % of
+   rows, N(0, 20^2) outliers on 10 % of rows, t3 errors on all rows): median fit time of
+   ``--repeats`` interleaved fits, ratio to HuberRegressor.  Target: <= 2x.
 """
 
 import argparse
@@ -19,84 +26,307 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.linear_model import HuberRegressor
+from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from sklearn_bayes import MixtureMEstimatorRegressor
-from sklearn_bayes.experiments import robust
-from sklearn_bayes.experiments._report import format_table
+
+# --------------------------------------------------------------------------------------
+# peers: each takes (X, y) and returns (slopes, intercept)
+# --------------------------------------------------------------------------------------
 
 
-def make_data(n, d, frac=0.10, seed=0):
+def _ols(X, y):
+    Xa = np.column_stack([np.ones(len(y)), X])
+    theta = np.linalg.lstsq(Xa, y, rcond=None)[0]
+    return theta[1:], theta[0]
+
+
+def _huber(X, y):
+    from sklearn.linear_model import HuberRegressor
+
+    h = HuberRegressor(max_iter=1000).fit(X, y)
+    return h.coef_, h.intercept_
+
+
+def _rlm(norm):
+    def fit(X, y):
+        import statsmodels.api as sm
+
+        M = {"huber": sm.robust.norms.HuberT, "tukey": sm.robust.norms.TukeyBiweight}[norm]()
+        theta = np.asarray(sm.RLM(y, sm.add_constant(X, has_constant="add"), M=M).fit().params)
+        return theta[1:], theta[0]
+
+    return fit
+
+
+def _mm(X, y):
+    import statsmodels.api as sm
+    from statsmodels.robust.resistant_linear_model import RLMDetSMM
+
+    # the deterministic starts use robust covariances of the columns with a positive MAD (a column
+    # that is constant on half the rows, such as Boston's CHAS and ZN, makes their shrinkage divide by 0)
+    mad = np.median(np.abs(X - np.median(X, axis=0)), axis=0)
+    cols = [j + 1 for j in range(X.shape[1]) if mad[j] > 0]
+    mod = RLMDetSMM(y, sm.add_constant(X, has_constant="add"), efficiency=0.95, breakdown_point=0.5,
+                    col_indices=cols)  # fmt: skip
+    theta = np.asarray(mod.fit().params)
+    return theta[1:], theta[0]
+
+
+def _lad(X, y):
+    from sklearn.linear_model import QuantileRegressor
+
+    q = QuantileRegressor(quantile=0.5, alpha=0.0, solver="highs").fit(X, y)
+    return q.coef_, q.intercept_
+
+
+def _mixture(**kw):
+    def fit(X, y):
+        m = MixtureMEstimatorRegressor(random_state=0, **kw).fit(X, y)
+        return m.coef_, m.intercept_
+
+    return fit
+
+
+PEERS = {
+    "OLS": _ols,
+    "HuberRegressor": _huber,
+    "RLM HuberT": _rlm("huber"),
+    "RLM Tukey": _rlm("tukey"),
+    "RLMDetSMM (MM)": _mm,
+    "LAD": _lad,
+}
+
+
+def methods(variants=()):
+    """Peers, the default mixture, and extra mixture variants ``(name, kwargs)``."""
+    out = dict(PEERS)
+    out["mixture (default)"] = _mixture()
+    for name, kw in variants:
+        out[name] = _mixture(**kw)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# 1. error-law grid
+# --------------------------------------------------------------------------------------
+
+LAWS = ["normal", "t5", "t3", "t1", "skewed t5", "cnorm(0.1,0,3.16)", "cnorm(0.1,4,1)", "bad leverage"]
+SIZES = [(100, 5), (400, 20)]
+
+
+def _skewed_t(u_sign, t, gamma=2.0):
+    """Fernandez-Steel skewed t: scale the positive half by gamma, the negative by 1/gamma."""
+    return np.where(u_sign < gamma**2 / (1 + gamma**2), np.abs(t) * gamma, -np.abs(t) / gamma)
+
+
+def make_cell(law, n, p, rep):
+    """Data of one repetition: the same design and base draws for every law (common random numbers)."""
+    rng = np.random.default_rng([15, n, p, rep])
+    X = rng.normal(size=(n, p))
+    z = rng.normal(size=n)
+    chi = {df: rng.chisquare(df, size=n) for df in (1, 3, 5)}
+    u = rng.random(n)
+    u2 = rng.random(n)
+    z2 = rng.normal(size=n)
+    t = {df: z / np.sqrt(chi[df] / df) for df in chi}
+    if law == "normal":
+        e = z
+    elif law in ("t5", "t3", "t1"):
+        e = t[int(law[1])]
+    elif law == "skewed t5":
+        e = _skewed_t(u, t[5])
+    elif law == "cnorm(0.1,0,3.16)":
+        e = np.where(u2 < 0.1, np.sqrt(10.0) * z2, z)
+    elif law == "cnorm(0.1,4,1)":
+        e = np.where(u2 < 0.1, 4.0 + z2, z)
+    elif law == "bad leverage":
+        e = z.copy()
+        bad = u2 < 0.1
+        X = X.copy()
+        X[bad, 0] = 10.0 + z2[bad]
+        e[bad] = 2.0 * X[bad, 0]
+    else:
+        raise ValueError(law)
+    return X, e  # true coefficients 0, intercept 0
+
+
+def error_law_grid(reps, meths, sizes=SIZES, laws=LAWS, verbose=True):
+    """Mean squared slope error per (size, law, method) over ``reps`` repetitions."""
+    mse = {}
+    t_start = time.perf_counter()
+    for n, p in sizes:
+        for law in laws:
+            sq = {m: [] for m in meths}
+            for rep in range(reps):
+                X, y = make_cell(law, n, p, rep)
+                for m, fit in meths.items():
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        try:
+                            coef = fit(X, y)[0]
+                        except Exception as exc:  # a peer that fails on a draw counts as missing
+                            print(f"  {m} failed on {law} n={n} rep={rep}: {exc!r}")
+                            coef = np.full(p, np.nan)
+                    sq[m].append(float(np.sum(np.asarray(coef) ** 2)))
+            for m in meths:
+                mse[(n, p, law, m)] = np.array(sq[m])
+            if verbose:
+                print(f"  [{time.perf_counter() - t_start:6.0f}s] n={n} p={p} {law} done", flush=True)
+    return mse
+
+
+def print_error_law_table(mse, meths, reps, sizes=SIZES, laws=LAWS):
+    names = list(meths)
+    width = max(len(m) for m in names)
+    worst = {m: 0.0 for m in names}
+    worst_at = {}
+    print(f"\nError-law grid: slope MSE / best method's in the cell ({reps} repetitions per cell)")
+    head = f"{'n/p':>7} {'errors':<18}" + "".join(f" {m[:14]:>14}" for m in names) + f" {'best MSE':>10}"
+    print(head)
+    for n, p in sizes:
+        for law in laws:
+            vals = {m: float(np.mean(mse[(n, p, law, m)])) for m in names}
+            best = min(v for v in vals.values() if np.isfinite(v))
+            cells = []
+            for m in names:
+                ratio = vals[m] / best
+                if ratio > worst[m]:
+                    worst[m], worst_at[m] = ratio, f"{law} {n}/{p}"
+                cells.append(f" {ratio:>14.3f}" if ratio < 1e4 else f" {ratio:>14.3g}")
+            print(f"{f'{n}/{p}':>7} {law:<18}" + "".join(cells) + f" {best:>10.4g}")
+    print(f"{'':>7} {'WORST CELL':<18}" + "".join(f" {worst[m]:>14.3g}" for m in names))
+    for m in names:
+        print(f"  {m:<{width}}  worst {worst[m]:.3f} at {worst_at[m]}")
+    return worst
+
+
+# --------------------------------------------------------------------------------------
+# 2. Boston
+# --------------------------------------------------------------------------------------
+
+SINGLE_M = ["HuberRegressor", "RLM HuberT", "RLM Tukey", "RLMDetSMM (MM)", "LAD"]
+
+
+def boston(n_splits, meths):
+    """Test MSE per (shifts, setting, method) over ``n_splits`` splits; prints paired differences."""
+    from sklearn.model_selection import train_test_split
+
+    from sklearn_bayes.experiments import robust
+
+    X, y = robust.load_standardised_boston()
+    results = {}
+    for shifts in ("one-sided", "symmetric"):
+        for setting in list(robust.SETTINGS)[1:]:
+            err = {m: [] for m in meths}
+            for split in range(n_splits):
+                seed = 1000 * split + list(robust.SETTINGS).index(setting)
+                rng = np.random.default_rng(seed)
+                Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=seed)
+                ytr, _ = robust.contaminate(ytr, 0.10, robust.SETTINGS[setting], rng, shifts)
+                for m, fit in meths.items():
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        coef, icpt = fit(Xtr, ytr)
+                    err[m].append(float(np.mean((yte - Xte @ coef - icpt) ** 2)))
+            results[(shifts, setting)] = {m: np.array(v) for m, v in err.items()}
+    print(f"\nBoston: test MSE, mean over {n_splits} random 75/25 splits (10 % of training y shifted);")
+    print("paired diff = mixture - best single M-estimator (same splits), target: diff <= 1 SE")
+    names = list(meths)
+    print(f"{'shifts':<10} {'setting':<9}" + "".join(f" {m[:14]:>14}" for m in names))
+    notes = []
+    for (shifts, setting), err in results.items():
+        means = {m: float(err[m].mean()) for m in names}
+        print(f"{shifts:<10} {setting:<9}" + "".join(f" {means[m]:>14.4f}" for m in names))
+        bestm = min((m for m in SINGLE_M if m in means), key=means.get)
+        for mix in (m for m in names if m.startswith("mixture")):
+            d = err[mix] - err[bestm]
+            se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
+            ok = "met" if d.mean() <= se else "MISSED"
+            notes.append(f"  {shifts:<10} {setting:<9} {mix}: - {bestm} = {d.mean():+.4f} +- {se:.4f}  {ok}")
+    print("\n".join(notes))
+    return results
+
+
+# --------------------------------------------------------------------------------------
+# 3. speed
+# --------------------------------------------------------------------------------------
+
+SPEED_DATA = ["gross +-[5,10] sd on 10 %", "N(0, 20^2) on 10 %", "t3 on all rows"]
+
+
+def make_speed_data(kind, n, d, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     beta = rng.normal(size=d)
-    y = 1.0 + X @ beta + rng.normal(size=n)
-    bad = rng.random(n) < frac
-    y[bad] += rng.choice([-1.0, 1.0], bad.sum()) * rng.uniform(5, 10, bad.sum()) * y.std()
+    y = 1.0 + X @ beta
+    if kind == SPEED_DATA[0]:
+        y += rng.normal(size=n)
+        bad = rng.random(n) < 0.1
+        y[bad] += rng.choice([-1.0, 1.0], bad.sum()) * rng.uniform(5, 10, bad.sum()) * y.std()
+    elif kind == SPEED_DATA[1]:
+        bad = rng.random(n) < 0.1
+        y += np.where(bad, 20.0 * rng.normal(size=n), rng.normal(size=n))
+    else:
+        y += stats.t.rvs(3, size=n, random_state=rng)
     return X, y, beta
 
 
-def speed(n, d, repeats=3):
-    import statsmodels.api as sm
+def speed(n, d, repeats, variants=()):
+    from sklearn.linear_model import HuberRegressor
 
-    X, y, beta = make_data(n, d)
-
-    def ours():
-        m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-        return m.coef_, f"n_iter={m.n_iter_}, a={np.round(m.mixture_weights_, 3).tolist()}"
-
-    def huber():
-        h = HuberRegressor(max_iter=1000).fit(X, y)
-        return h.coef_, f"n_iter={h.n_iter_}"
-
-    def rlm():
-        r = sm.RLM(y, sm.add_constant(X), M=sm.robust.norms.HuberT()).fit()
-        return r.params[1:], ""
-
-    fits = {"HuberRegressor": huber, "statsmodels RLM (HuberT)": rlm, "MixtureMEstimatorRegressor": ours}
-    times = {name: [] for name in fits}
-    out = {}
-    for _ in range(repeats):  # interleaved, so a busy spell of the machine hits every method alike
-        for name, fit in fits.items():
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out[name] = fit()
-            times[name].append(time.perf_counter() - t0)
-    t_h = float(np.median(times["HuberRegressor"]))
-    rows = []
-    for name, (coef, note) in out.items():
-        t = float(np.median(times[name]))
-        rows.append({"method": name, "fit_time_s": t, "min_s": min(times[name]), "max_s": max(times[name]),
-                     "time / Huber": t / t_h, "max_coef_err": float(np.abs(coef - beta).max()), "note": note})  # fmt: skip
-    print(f"Speed: n={n}, d={d}, 10% outliers shifted by +-[5,10] sd, median of {repeats} fits each")
-    print(format_table(rows, ["method", "fit_time_s", "min_s", "max_s", "time / Huber", "max_coef_err", "note"]))
-    ratio = rows[2]["time / Huber"]
-    print(f"target fit time <= 2x HuberRegressor: {'met' if ratio <= 2 else 'MISSED'} ({ratio:.2f}x)")
+    fits = {"HuberRegressor": lambda X, y: HuberRegressor(max_iter=1000).fit(X, y).coef_,
+            "mixture (default)": lambda X, y: MixtureMEstimatorRegressor(random_state=0).fit(X, y).coef_}  # fmt: skip
+    for name, kw in variants:
+        fits[name] = lambda X, y, kw=kw: MixtureMEstimatorRegressor(random_state=0, **kw).fit(X, y).coef_
+    print(f"\nSpeed: n={n}, d={d}, one BLAS thread, median of {repeats} interleaved fits; target <= 2x Huber")
+    for kind in SPEED_DATA:
+        X, y, beta = make_speed_data(kind, n, d)
+        times = {m: [] for m in fits}
+        err = {}
+        for _ in range(repeats):
+            for m, fit in fits.items():
+                t0 = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    coef = fit(X, y)
+                times[m].append(time.perf_counter() - t0)
+                err[m] = float(np.abs(coef - beta).max())
+        th = float(np.median(times["HuberRegressor"]))
+        line = f"  {kind:<26} Huber {th:6.2f}s (max coef err {err['HuberRegressor']:.4f})"
+        for m in fits:
+            if m == "HuberRegressor":
+                continue
+            r = float(np.median(times[m])) / th
+            line += f" | {m} {r:.2f}x {'met' if r <= 2 else 'MISSED'} (err {err[m]:.4f})"
+        print(line, flush=True)
 
 
-def accuracy(n_splits):
-    methods = ["OLS", "mixture (fitted scales)", "mixture (fixed scales)", "Laplace only", "Cauchy only",
-               "Cauchy only (fixed scale)",
-               "HuberRegressor", "RLM Huber", "RLM Tukey"]  # fmt: skip
-    for shifts in ("symmetric", "one-sided"):
-        rows = robust.run_protocol(n_splits=n_splits, include_slow=False, methods=methods, shifts=shifts)
-        table = robust.summarise(rows)
-        print(f"\nAccuracy: Boston, {n_splits} random 75/25 splits per setting, {shifts} shifts")
-        print(format_table(table, ["setting", "method", "mse_mean", "mse_sd", "paper_mse"]))
-        print(robust.check_targets(table, rows))
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=20, help="repetitions per error-law cell (default 20)")
+    ap.add_argument("--splits", type=int, default=10, help="Boston splits per setting (default 10)")
+    ap.add_argument("--repeats", type=int, default=3, help="speed: fits per method (median reported)")
+    ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
+    ap.add_argument("--parts", default="laws,boston,speed", help="comma-separated subset of laws,boston,speed")
+    ap.add_argument("--paper", action="store_true", help="also run the papers' ML mixture (variant='paper')")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    args = ap.parse_args(argv)
+    if args.full:
+        args.reps, args.splits, args.repeats = 200, 100, 5
+    variants = [("mixture (paper ML)", {"variant": "paper"})] if args.paper else []
+    meths = methods(variants)
+    parts = set(args.parts.split(","))
+    with threadpool_limits(args.threads):
+        if "laws" in parts:
+            mse = error_law_grid(args.reps, meths)
+            print_error_law_table(mse, meths, args.reps)
+        if "boston" in parts:
+            boston(args.splits, meths)
+        if "speed" in parts:
+            speed(100_000, 20, args.repeats, variants)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="n = 2*10^4 and 3 splits")
-    ap.add_argument("--splits", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=1, help="BLAS threads for the speed part")
-    ap.add_argument("--repeats", type=int, default=3, help="fits per method in the speed part (median reported)")
-    args = ap.parse_args()
-    # one BLAS thread for every contender: on a shared 2-core machine multi-threaded BLAS
-    # oversubscribes and its timings are noise (pass --threads to change)
-    with threadpool_limits(args.threads):
-        speed(20_000 if args.quick else 100_000, 20, 1 if args.quick else args.repeats)
-    accuracy(3 if args.quick else args.splits)
+    main()
