@@ -371,7 +371,7 @@ def test_sketch_bad_batch_names_the_argument(case, method):
 
 
 @_settings(25)
-@given(params=sketch_params(), first=CHUNK, seed=st.integers(0, 2**16), flag=st.booleans())
+@given(params=sketch_params(), first=CHUNK, seed=st.integers(0, 2**16), flag=st.sampled_from([True, False, np.True_, np.False_]))
 def test_sketch_integer_parameters_reject_booleans(params, first, seed, flag):
     """``depth=True`` etc. is a mistake, not 1: refused by the constraints before any state exists."""
     for name in ("depth", "width", "hash_seed"):
@@ -1041,7 +1041,7 @@ def test_adaptive_ldp_copy_mid_stream_continues_identically(batches, split, seed
 
 
 @_settings(15)
-@given(first=USERS, seed=st.integers(0, 2**16), flag=st.booleans(),
+@given(first=USERS, seed=st.integers(0, 2**16), flag=st.sampled_from([True, False, np.True_, np.False_]),
        name=st.sampled_from(["n_categories", "n_steps", "batch_size", "n_final_steps"]))
 def test_adaptive_ldp_integer_parameters_reject_booleans(first, seed, flag, name):
     est = _ldp(seed, **{name: flag})
@@ -1330,11 +1330,12 @@ def test_batch_integer_parameters_reject_booleans(name):
          "counts": rng.poisson(1.0, 40).astype(float)}[target]
     est = make()
     for pname in _integer_params(est):
-        bad = clone(est).set_params(**{pname: True})
-        with pytest.raises((ValueError, TypeError), match=_names(pname)):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                _fit(bad, X, y)
+        for flag in (True, np.True_):
+            bad = clone(est).set_params(**{pname: flag})
+            with pytest.raises((ValueError, TypeError), match=_names(pname)):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    _fit(bad, X, y)
 
 
 @pytest.mark.parametrize("name", sorted(BATCH))
