@@ -150,6 +150,15 @@ def test_thesis_printed_bound_fails():
     assert _tail_two_sided(mu, c, ops_ridge_tail_bound(delta, mu, gamma, r)) <= delta
 
 
+@pytest.mark.parametrize("delta, low, high", [(1e-2, 1.05, 1.2), (1e-3, 2.8, 3.1)])
+def test_thesis_bound_fails_by_the_factor_the_spec_found(delta, low, high):
+    """Spec: exceeded with probability ≈1.2δ at δ=1e-2 and ≈3δ at δ=1e-3 (exact, several targets)."""
+    for mu, gamma, r in [(1e-3, 1000.0, 1.0), (1e-2, 100.0, 1.0), (1e-4, 1e4, -1.0)]:
+        e = ops_ridge_tail_bound(delta, mu, gamma, r, form="thesis")
+        ratio = _tail_two_sided(mu, math.sqrt(gamma * mu) * abs(r), e) / delta
+        assert low < ratio < high
+
+
 def test_ops_ridge_epsilon_inverts_delta():
     for mu, c, delta in [(0.01, 0.2, 1e-6), (0.3, 1.0, 1e-3), (1e-4, 0.01, 1e-8)]:
         e = ops_ridge_epsilon(delta, mu, c)
@@ -518,3 +527,18 @@ def test_baselines_of_the_benchmark_are_sound():
     s = 2.0 * (t > np.median(t)) - 1
     ref = D._logistic_fit(Z, s, 1 / math.sqrt(len(s)))
     np.testing.assert_allclose(D.logistic_output_perturbation(Z, s, 1e9, rng), ref, atol=1e-3)
+
+
+@pytest.mark.parametrize("cls", [OnePosteriorSampleRidge, AdaOPSRegressor])
+def test_bad_shapes_name_the_argument(cls):
+    X, y = _unit_ball_data(60, 2, seed=28)
+    est = cls(x_bound=1.0, y_bound=1.0, random_state=_gen(0))
+    with pytest.raises(ValueError, match=r"\by\b"):
+        est.fit(X, y[:-1])
+    with pytest.raises(ValueError, match=r"\bX\b"):
+        est.fit(X[:, :, None], y)
+    with pytest.raises(ValueError, match=r"\bX\b"):
+        RowNormClipper().fit(X[:, :, None])
+    est.fit(X, y)
+    with pytest.raises(ValueError, match=r"\bX\b"):
+        est.predict(X[:, :, None])

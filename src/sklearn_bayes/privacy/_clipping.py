@@ -7,6 +7,8 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sklearn_bayes.linear_model._base import naming
+
 __all__ = ["RowNormClipper", "clip_rows", "clip_values"]
 
 
@@ -118,7 +120,8 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : RowNormClipper
         """
-        X = validate_data(self, X, dtype=np.float64)
+        with naming("X"):
+            X = validate_data(self, X, dtype=np.float64)
         self._center(X.shape[1])
         return self
 
@@ -134,7 +137,8 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_clipped : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        with naming("X"):
+            X = validate_data(self, X, dtype=np.float64, reset=False)
         c = self._center(X.shape[1])
         if c is not None:
             X = X - c

@@ -13,10 +13,12 @@ import numbers
 import numpy as np
 from scipy import linalg, special
 from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from sklearn_bayes.linear_model._base import naming
 from sklearn_bayes.linear_model._map import LogisticLoss, fit_map
 from sklearn_bayes.privacy._accounting import PrivacyLedger
 from sklearn_bayes.privacy._posterior_sampling import _PrivateLinearBase, ops_epsilon, ops_tempering
@@ -431,6 +433,9 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         for name in ("theta_bound", "prior_scale", "clip_norm"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite, got {name}={getattr(self, name)!r}.")
+        self._check_same_length(X, y)
+        with naming("X"):
+            check_array(X, dtype=np.float64, input_name="X", estimator=self)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, y01 = np.unique(y, return_inverse=True)
@@ -557,7 +562,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         proba : ndarray of shape (n_samples, 2)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        with naming("X"):
+            X = validate_data(self, X, dtype=np.float64, reset=False)
         p1 = special.expit(X @ self.coef_samples_.T + self.intercept_samples_[None, :]).mean(1)
         return np.column_stack([1.0 - p1, p1])
 

@@ -23,8 +23,9 @@ import numpy as np
 from scipy import linalg, special
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
+from sklearn_bayes.linear_model._base import naming, validate_regression_data
 from sklearn_bayes.privacy._accounting import PrivacyLedger
 from sklearn_bayes.privacy._clipping import clip_rows, clip_values
 from sklearn_bayes.privacy._pld import (
@@ -165,6 +166,16 @@ class _PrivateLinearBase(BaseEstimator):
             if not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite public bound, got {name}={value!r}.")
 
+    @staticmethod
+    def _check_same_length(X, y):
+        """Refuse ``y`` with another number of rows than ``X``, naming ``y``."""
+        try:
+            nx, ny = _num_samples(X), _num_samples(y)
+        except TypeError:  # not array-like: validate_data names it
+            return
+        if nx != ny:
+            raise ValueError(f"y has {ny} samples but X has {nx}; they must have the same number of rows.")
+
     def _scaled_design(self, X):
         """Clip rows to ``x_bound`` and map them into the unit ball (with the intercept column)."""
         Xs = clip_rows(X, float(self.x_bound)) / float(self.x_bound)
@@ -201,7 +212,8 @@ class _RidgePosteriorBase(RegressorMixin, _PrivateLinearBase):
     def _prepare(self, X, y):
         self._check_bounds(("x_bound", "y_bound"))
         check_epsilon(self.epsilon)
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        self._check_same_length(X, y)
+        X, y, _ = validate_regression_data(self, X, y)
         Xs = self._scaled_design(X)
         ys = clip_values(y, float(self.y_bound)) / float(self.y_bound)
         return Xs, ys
@@ -233,7 +245,8 @@ class _RidgePosteriorBase(RegressorMixin, _PrivateLinearBase):
         y_pred : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        with naming("X"):
+            X = validate_data(self, X, dtype=np.float64, reset=False)
         return X @ self.coef_ + self.intercept_
 
     def per_instance_epsilon(self, X, y, delta=None):
@@ -264,7 +277,8 @@ class _RidgePosteriorBase(RegressorMixin, _PrivateLinearBase):
         delta = self.delta if delta is None else delta
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}.")
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, reset=False)
+        self._check_same_length(X, y)
+        X, y, _ = validate_regression_data(self, X, y, reset=False)
         Xs = self._scaled_design(X)
         ys = clip_values(y, float(self.y_bound)) / float(self.y_bound)
         p = Xs.shape[1]
