@@ -841,3 +841,14 @@ def test_noisy_cells_never_wrap_around():
         pytest.fail("no overflow was detected")
     assert pickle.dumps(est) == before  # the refused query changed nothing
     assert np.all(est.table_ > 0)  # and nothing wrapped around before it
+
+
+def test_median_sensitivity_bound_is_algorithm4():
+    """The vectorised bound equals Algorithm 4 written out (per row, the fullest column), capped by n_Q."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        d, w, n_q = rng.integers(1, 8), rng.integers(1, 60), rng.integers(1, 100)
+        cols = rng.integers(0, w, size=(d, n_q))
+        m_hat = sum(max(np.sum(cols[i] == j) for j in range(w)) for i in range(d))
+        assert _median_sensitivity_bound(cols, w) == min(n_q, m_hat)
+    assert _median_sensitivity_bound(np.zeros((3, 0), dtype=np.int64), 5) == 0
