@@ -915,6 +915,28 @@ def test_adaptive_ldp_unknown_label_is_refused_and_changes_nothing(labels, seed)
     assert est.n_responses_ == 2 * len(labels)
 
 
+@_settings(20)
+@given(
+    batches=st.lists(st.lists(st.tuples(st.integers(0, K_CATS - 1), SUBSET), min_size=1, max_size=5),
+                     min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_adaptive_ldp_subsets_as_lists_or_masks_are_the_same(batches, seed):
+    """Deployment: responses recorded with their subsets as lists of positions, or as a boolean
+    mask of shape (n, K), give the same estimator (canonical state and ``theta_``)."""
+    as_lists, as_masks = _ldp(seed), _ldp(seed)
+    for batch in batches:
+        y = [r for r, _ in batch]
+        subsets = [list(S) for _, S in batch]
+        masks = np.zeros((len(batch), K_CATS), dtype=bool)
+        for i, S in enumerate(subsets):
+            masks[i, S] = True
+        as_lists.partial_fit_responses(y, subsets)
+        as_masks.partial_fit_responses(y, masks)
+    np.testing.assert_array_equal(as_lists.theta_, as_masks.theta_)
+    assert _canonical(as_lists) == _canonical(as_masks)
+
+
 class _Boom(RuntimeError):
     """Raised by the flaky callables below, in the middle of a batch."""
 
