@@ -670,3 +670,16 @@ def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
     params = set(AdaptiveLDPFrequencyEstimator().get_params())
     assert set(_PARAM_NAMES) == params == set(AdaptiveLDPFrequencyEstimator._parameter_constraints)
     assert set(_FROZEN_PARAMS) <= params
+
+
+@pytest.mark.parametrize("bad", [["purple"], [3], [3.5], [True]])
+def test_label_of_another_type_is_refused_naming_x(bad):
+    """Regression: an int among string labels raised numpy's TypeError ('<' not supported)."""
+    est = AdaptiveLDPFrequencyEstimator(n_final_steps=0, random_state=_gen(50))
+    est.partial_fit(np.array(["red", "green"], dtype=object).reshape(-1, 1))
+    before = _snapshot(est)
+    with pytest.raises(ValueError, match=r"^X holds categories outside the known ones"):
+        est.partial_fit(np.array(["red"] + bad, dtype=object).reshape(-1, 1))
+    assert _snapshot(est) == before
+    with pytest.raises(ValueError, match=r"^X holds categories of types that cannot be ordered"):
+        AdaptiveLDPFrequencyEstimator(n_final_steps=0).fit(np.array(["a", 1], dtype=object).reshape(-1, 1))

@@ -455,7 +455,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if self.n_categories is not None:
             return np.arange(self.n_categories)
         if col.ndim == 1:
-            cats = np.unique(col)
+            try:
+                cats = np.unique(col)
+            except TypeError as exc:  # e.g. strings and numbers in one column
+                raise ValueError(f"X holds categories of types that cannot be ordered together: {exc}.") from exc
         elif col.dtype == object:
             rows = sorted(set(map(tuple, col)))
             cats = np.empty((len(rows), col.shape[1]), dtype=object)
@@ -501,14 +504,17 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 raise ValueError(f"X must hold integer categories, got dtype {col.dtype}.")
         else:
             colv = col
-        idx = np.searchsorted(categories, colv)
-        idx = np.clip(idx, 0, categories.size - 1)
-        ok = categories[idx] == colv
+        try:
+            idx = np.clip(np.searchsorted(categories, colv), 0, categories.size - 1)
+            ok = categories[idx] == colv
+        except TypeError:  # values that do not compare with the labels (3 among strings)
+            lookup = {v: i for i, v in enumerate(categories.tolist())}
+            pos = [lookup.get(v, -1) if isinstance(v, (str, numbers.Number)) else -1 for v in colv.tolist()]
+            idx = np.asarray(pos, dtype=np.int64)
+            ok = idx >= 0
         if not np.all(ok):
-            bad = np.unique(np.asarray(colv)[~ok])
-            raise ValueError(
-                f"X holds categories outside the known ones ({categories.size} categories): {bad[:5].tolist()}."
-            )
+            bad = list(dict.fromkeys(np.asarray(colv)[~ok].tolist()))  # unique, any mix of types
+            raise ValueError(f"X holds categories outside the known ones ({categories.size} categories): {bad[:5]}.")
         return idx.astype(np.int32)
 
     def _gammas(self, t0, n):
