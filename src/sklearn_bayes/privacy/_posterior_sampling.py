@@ -546,7 +546,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         Total δ in (0, 1).
     kappa : float or None, default=None
         The largest acceptable condition number κ of Algorithm 6, giving the target
-        eigenvalue floor ``h = n/(dκ)`` (``d`` counts the intercept column).  ``None``
+        eigenvalue floor ``h = max(n/(dκ), h_floor)`` (``d`` counts the intercept column).  ``None``
         (default) takes ``h = max(λ̃ - margin, h_floor)`` instead: the largest floor that
         needs no regularisation on the event, a post-processing of λ̃ (see Notes).
     x_bound : float, default=None
