@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.utils import check_array
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
-__all__ = ["LinearPredictorMixin", "Standardisation", "check_features", "check_numeric_target", "naming",
+__all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_features",
+           "check_numeric_target", "naming",
            "standardise", "validate_regression_data"]
 
 
@@ -61,10 +62,24 @@ def validate_regression_data(estimator, X, y, sample_weight=None, *, reset=True)
         check_numeric_target(np.asarray(y), type(estimator).__name__)
     with naming("X"):
         check_array(X, dtype=np.float64, input_name="X", estimator=estimator)
+    check_consistent_rows(X, y)
     X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64, reset=reset)
     y = check_numeric_target(y, type(estimator).__name__)
-    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    with naming("sample_weight"):
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     return X, y, sample_weight
+
+
+def check_consistent_rows(X, y):
+    """A ``ValueError`` naming ``X`` and ``y`` when they have different numbers of rows.
+
+    (scikit-learn's own message, "inconsistent numbers of samples: [30, 29]", names neither.)
+    """
+    if y is None:
+        return
+    n_x, n_y = _num_samples(X), _num_samples(y)
+    if n_x != n_y:
+        raise ValueError(f"X and y must have the same number of rows: X has {n_x} and y has {n_y}.")
 
 
 def check_numeric_target(y, owner):
