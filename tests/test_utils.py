@@ -53,3 +53,13 @@ def test_all_estimators_finds_exported_estimator_classes():
         is_est = isinstance(obj, type) and issubclass(obj, BaseEstimator)
         assert (name in found) == is_est
     assert list(found) == sorted(found)
+
+
+def test_seeded_noise_warning_points_at_the_callers_line():
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator, PrivateCountSketch
+
+    for make in (lambda: PrivateCountSketch(width=16, random_state=0).fit([1, 2, 3]),
+                 lambda: AdaptiveLDPFrequencyEstimator(n_categories=3, random_state=0).fit([[0], [1], [2]])):
+        with pytest.warns(SeededNoiseWarning) as record:
+            make()
+        assert {w.filename for w in record if w.category is SeededNoiseWarning} == {__file__}

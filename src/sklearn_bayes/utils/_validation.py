@@ -1,9 +1,12 @@
 """Validation helpers shared by the estimators: budgets, integer constraints, random states."""
 
 import numbers
+import os
+import sys
 import warnings
 
 import numpy as np
+import sklearn
 from sklearn.utils._param_validation import Interval
 
 from sklearn_bayes.exceptions import SeededNoiseWarning
@@ -123,6 +126,29 @@ def check_privacy_random_state(random_state, owner="this mechanism"):
             f"{owner} was given an integer random_state: its privacy noise is reproducible "
             "from the seed. Use seeded noise for testing only; use random_state=None in production.",
             SeededNoiseWarning,
-            stacklevel=3,
+            stacklevel=external_stacklevel(),
         )
     return rng
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SKLEARN_DIR = os.path.dirname(os.path.abspath(sklearn.__file__))
+
+
+def external_stacklevel():
+    """The ``stacklevel`` at which a warning points to the first caller outside this package.
+
+    Estimators reach the code that warns through decorators (``_fit_context``,
+    :func:`transactional`) and private helpers, so a fixed ``stacklevel`` would point at our
+    own files; this one points at the user's line (scikit-learn's meta-estimators count as
+    callers when they fit our estimators).
+    """
+    level = 1
+    frame = sys._getframe(1)  # the function that calls warnings.warn
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_PACKAGE_DIR) or path == os.path.join(_SKLEARN_DIR, "base.py")):
+            return level
+        frame = frame.f_back
+        level += 1
+    return level
