@@ -26,8 +26,16 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from ..exceptions import SubsampleFitWarning
 from ..utils import IntegerInterval, check_generator, transactional
-from ._base import LinearPredictorMixin, check_features, naming, standardise, validate_regression_data
+from ._base import (
+    LinearPredictorMixin,
+    check_consistent_rows,
+    check_features,
+    naming,
+    standardise,
+    validate_regression_data,
+)
 from ._map import (
+    HingeLoss,
     LogisticLoss,
     MultinomialLoss,
     PoissonLoss,
@@ -273,6 +281,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         "covariance": [StrOptions({"full", "diag"})],
         "covariance_scaling": [StrOptions({"subsample_size", "jackknife"}), None],
         "shrinkage": [StrOptions({"auto", "ledoit-wolf"}), Interval(Real, 0, 1, closed="both"), None],
+        "penalty": [StrOptions({"half", "full"})],
+        "prior_mean_method": [StrOptions({"offset", "extra_column"})],
         "fit_intercept": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [IntegerInterval(1, None, closed="left")],
@@ -295,6 +305,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         covariance="full",
         covariance_scaling=None,
         shrinkage="auto",
+        penalty="half",
+        prior_mean_method="offset",
         fit_intercept=True,
         tol=1e-8,
         max_iter=100,
@@ -306,6 +318,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         self.covariance = covariance
         self.covariance_scaling = covariance_scaling
         self.shrinkage = shrinkage
+        self.penalty = penalty
+        self.prior_mean_method = prior_mean_method
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
@@ -409,14 +423,28 @@ class _BaseSubsampledPrior(BaseEstimator):
             coefs, covariance=self.covariance, scaling=self.covariance_scaling, shrinkage=self.shrinkage,
             n=n, n_rows=n_rows,
         )
-        res = fit_map(
-            X, y, loss, prior_mean=mean, prior_precision=penalty_scale * precision,
-            sample_weight=None if np.all(sample_weight == 1.0) else sample_weight,
-            fit_intercept=self.fit_intercept, coef_init=mean,
-            intercept_init=intercepts.mean(axis=0) if self.fit_intercept else None,
-            tol=self.tol, max_iter=self.max_iter,
-        )
+        weight = penalty_scale * (2.0 if self.penalty == "full" else 1.0)
+        kw = dict(sample_weight=None if np.all(sample_weight == 1.0) else sample_weight,
+                  fit_intercept=self.fit_intercept,
+                  intercept_init=intercepts.mean(axis=0) if self.fit_intercept else None,
+                  tol=self.tol, max_iter=self.max_iter)
+        extra = None
+        if self.prior_mean_method == "extra_column":
+            # the dissertation's affine transformation: beta = u + c * beta_0 with the column
+            # X beta_0 appended and (u, c) penalised by u^T S^-1 u + c^2 (prior mean 0)
+            d = X.shape[1]
+            Xa = np.hstack([X, (X @ mean)[:, None]])
+            P = np.zeros((d + 1, d + 1))
+            P[:d, :d] = precision
+            P[d, d] = 1.0
+            res = fit_map(Xa, y, loss, prior_mean=np.zeros(d + 1), prior_precision=weight * P,
+                          coef_init=np.append(np.zeros(d), 1.0), **kw)
+            extra = float(res.coef[0, d])
+            res.coef = res.coef[:, :d] + extra * mean[None, :]
+        else:
+            res = fit_map(X, y, loss, prior_mean=mean, prior_precision=weight * precision, coef_init=mean, **kw)
         return dict(
+            extra_column_coef=extra,
             coef=res.coef, intercept=res.intercept, n_iter=res.n_iter, converged=res.converged,
             prior_mean=mean, prior_covariance=cov, prior_precision=precision, shrinkage=used,
             subsample_coefs=coefs, statuses=[r[2] for r in results], penalty_scale=penalty_scale,
@@ -545,6 +573,20 @@ _PARAMETERS = """
         the covariance is rank-deficient (``m <= p``) or its correlation matrix has a condition
         number above 1e10; ``'ledoit-wolf'`` always; a float is a fixed intensity; None never
         (``fit`` raises if the covariance is then singular).  Ignored with ``covariance='diag'``.
+    penalty : {{'half', 'full'}}, default='half'
+        ``'half'`` adds :math:`\\tfrac12(\\beta-\\beta_0)^\\top\\hat S^{{-1}}(\\beta-\\beta_0)`, the negative
+        log density of the prior :math:`N(\\beta_0, \\hat S)`, to the summed losses.  ``'full'`` adds
+        :math:`(\\beta-\\beta_0)^\\top\\hat S^{{-1}}(\\beta-\\beta_0)` as printed in the dissertation's
+        Algorithm 1: the prior precision doubled (prior covariance :math:`\\hat S/2`).  For the
+        logistic and Poisson losses (negative log-likelihoods) ``'full'`` is the dissertation as
+        printed; its ridge objective and SVM primal carry the 1/2 already (``'half'``).
+    prior_mean_method : {{'offset', 'extra_column'}}, default='offset'
+        ``'offset'`` enters the prior mean exactly (the MAP problem above).  ``'extra_column'`` is
+        the dissertation's affine transformation (Section 2.3.1.2): append the column
+        :math:`X\\beta_0` and fit :math:`\\beta = u + c\\,\\beta_0` with the penalty
+        :math:`\\tfrac12(u^\\top\\hat S^{{-1}}u + c^2)` (doubled with ``penalty='full'``), so the prior
+        mean is only approximated (:math:`c` is shrunk towards 0 instead of fixed at 1).  Single
+        linear predictor only (binary or one-vs-rest, not multinomial).
     fit_intercept : bool, default=True
         Fit an intercept; it is never penalised (the prior is on the coefficients only).
     tol : float, default=1e-8
@@ -595,9 +637,11 @@ _NOTES = """
         \\hat\\beta, \\hat b = \\arg\\min_{{\\beta, b}} \\sum_{{i=1}}^N w_i\\, L(y_i, x_i\\beta + b)
             + \\tfrac12 (\\beta - \\beta_0)^\\top \\hat S^{{-1}} (\\beta - \\beta_0),
 
-    with {loss_text}.  The intercept ``b`` is not penalised.  The prior mean enters exactly
-    (no extra-column approximation); the minimisation is one damped Newton solver shared by all
-    the losses (:func:`sklearn_bayes.linear_model._map.fit_map`).
+    with {loss_text}.  The intercept ``b`` is not penalised.  By default the prior mean enters
+    exactly (``prior_mean_method='offset'``; ``'extra_column'`` is the dissertation's approximation)
+    and the penalty carries the 1/2 of a Gaussian log density (``penalty='full'``: without it, as
+    Algorithm 1 is printed); the minimisation is one damped Newton solver shared by all the
+    losses (:func:`sklearn_bayes.linear_model._map.fit_map`).
 
     **Scaling.**  The data term is the *sum* of the losses and the prior term carries 1/2, so
     the objective is a negative log posterior under the prior :math:`N(\\beta_0, \\hat S)`.
@@ -694,6 +738,8 @@ class SubsampledPriorRidge(LinearPredictorMixin, RegressorMixin, _BaseSubsampled
         covariance_scaling=None,
         shrinkage="auto",
         noise_variance="auto",
+        penalty="half",
+        prior_mean_method="offset",
         fit_intercept=True,
         tol=1e-8,
         max_iter=100,
@@ -702,7 +748,8 @@ class SubsampledPriorRidge(LinearPredictorMixin, RegressorMixin, _BaseSubsampled
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
-            covariance_scaling=covariance_scaling, shrinkage=shrinkage, fit_intercept=fit_intercept,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, penalty=penalty,
+            prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )
         self.noise_variance = noise_variance
@@ -817,6 +864,8 @@ class SubsampledPriorPoissonRegressor(LinearPredictorMixin, RegressorMixin, _Bas
         covariance="full",
         covariance_scaling=None,
         shrinkage="auto",
+        penalty="half",
+        prior_mean_method="offset",
         fit_intercept=True,
         tol=1e-8,
         max_iter=100,
@@ -826,7 +875,8 @@ class SubsampledPriorPoissonRegressor(LinearPredictorMixin, RegressorMixin, _Bas
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
-            covariance_scaling=covariance_scaling, shrinkage=shrinkage, fit_intercept=fit_intercept,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, penalty=penalty,
+            prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )
         self.integer_counts = integer_counts
@@ -955,6 +1005,7 @@ class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
     def _encode(self, X, y, sample_weight):
         with naming("X"):
             check_array(X, dtype=np.float64, input_name="X", estimator=self)
+        check_consistent_rows(X, y)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, y_enc = np.unique(y, return_inverse=True)
@@ -963,7 +1014,8 @@ class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
                 f"{type(self).__name__} needs samples of at least 2 classes in the data, but the data "
                 f"contains only one class: {classes[0]!r}."
             )
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        with naming("sample_weight"):
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         present = np.unique(y_enc[sample_weight > 0])
         if present.size < 2:
             raise ValueError(
@@ -997,6 +1049,11 @@ class SubsampledPriorLogisticRegression(_SubsampledPriorClassifier):
         """
         X, y_enc, sample_weight, classes = self._encode(X, y, sample_weight)
         K = classes.size
+        if K > 2 and self.prior_mean_method == "extra_column":
+            raise ValueError(
+                f"prior_mean_method='extra_column' is the dissertation's approximation for a single linear "
+                f"predictor; y has {K} classes (a multinomial model): use prior_mean_method='offset'."
+            )
         self.classes_ = classes
         loss = LogisticLoss() if K == 2 else MultinomialLoss(K)
         out = self._fit_single(X, y_enc.astype(np.float64), sample_weight, loss, labels=y_enc)
@@ -1091,6 +1148,36 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
     _auto_min_subsamples = 20
     _auto_events_per_param = 10
 
+    _parameter_constraints = {
+        **_BaseSubsampledPrior._parameter_constraints,
+        "loss": [StrOptions({"squared_hinge", "hinge"})],
+    }
+
+    def __init__(
+        self,
+        *,
+        n_subsamples="auto",
+        subsample_size="auto",
+        covariance="full",
+        covariance_scaling=None,
+        shrinkage="auto",
+        loss="squared_hinge",
+        penalty="half",
+        prior_mean_method="offset",
+        fit_intercept=True,
+        tol=1e-8,
+        max_iter=100,
+        n_jobs=None,
+        random_state=None,
+    ):
+        super().__init__(
+            n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, penalty=penalty,
+            prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
+            tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
+        )
+        self.loss = loss
+
     @_fit_context(prefer_skip_nested_validation=True)
     @transactional
     def fit(self, X, y, sample_weight=None):
@@ -1112,7 +1199,8 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
         d = X.shape[1]
         problems = [1] if K == 2 else range(K)
         targets = [np.where(y_enc == k, 1.0, -1.0) for k in problems]
-        outs = self._fit_problems(X, targets, sample_weight, SquaredHingeLoss(), d + int(self.fit_intercept), y_enc,
+        loss = SquaredHingeLoss() if self.loss == "squared_hinge" else HingeLoss()
+        outs = self._fit_problems(X, targets, sample_weight, loss, d + int(self.fit_intercept), y_enc,
                                   stacklevel=_STACKLEVEL - 1)
         self.classes_ = classes
         stack = (lambda key: outs[0][key]) if K == 2 else (lambda key: np.stack([o[key] for o in outs]))
@@ -1129,7 +1217,17 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
 
 _doc(
     SubsampledPriorLinearSVC,
-    "Linear SVM (squared hinge loss, primal Newton) with a Gaussian prior estimated from subsample fits.",
+    "Linear SVM (squared hinge or hinge loss, primal Newton) with a Gaussian prior estimated from subsample fits.",
+    extra_params="""
+    loss : {'squared_hinge', 'hinge'}, default='squared_hinge'
+        ``'squared_hinge'``: :math:`\\max(0, 1 - y\\eta)^2` (liblinear's L2-loss SVM, a smooth
+        objective).  ``'hinge'``: :math:`\\max(0, 1 - y\\eta)`, the dissertation's soft-margin SVM with
+        ``C = 1``, minimised through a Huber-smoothing homotopy of widths ``10, 1, ..., 1e-6``
+        (:class:`~sklearn_bayes.linear_model._map.HingeLoss`): the objective is within ``mu N / 2``
+        of the hinge optimum, ``mu`` the last width at which Newton's method converged (``1e-6``
+        on the dissertation's data sets; earlier stages when the generalised Hessian turns
+        singular).  Much slower than ``'squared_hinge'`` (about 8x the Newton iterations); its unregularised subsample fits are minimisers of the (piecewise linear)
+        hinge loss, which are often not unique (flagged rank-deficient).""",
     attr_fmt=dict(
         mean_shape="(n_features,), or (n_classes, n_features) one-vs-rest",
         cov_shape="(n_features, n_features), or (n_classes, n_features, n_features)",
@@ -1147,7 +1245,7 @@ _doc(
     notes_fmt=dict(
         loss_text=(
             "the squared hinge loss :math:`L(y, \\eta) = \\max(0, 1 - y\\eta)^2`, :math:`y \\in \\{-1, 1\\}`\n"
-            "    (liblinear's L2-loss SVM; the dissertation used the hinge loss)"
+            "    (liblinear's L2-loss SVM; the dissertation used the hinge loss: ``loss='hinge'``)"
         ),
         scaling_text=(
             "With the prior :math:`N(0, I)` the objective is liblinear's primal with ``C = 1``, as in the\n"
