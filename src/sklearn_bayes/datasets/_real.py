@@ -185,22 +185,28 @@ load_nmes1988 = _make_loader(
     "load_nmes1988", "AER", "NMES1988", "visits", "the NMES 1988 demand for medical care data",
     "Physician office visits of 4406 individuals aged 66+ (National Medical Expenditure Survey). The other "
     "utilisation counts (non-physician, outpatient and emergency visits) are alternative outcomes and are "
-    "dropped; ``hospital`` (hospital stays) stays as a predictor, as in Deb & Trivedi (1997). Table 2.4 (Poisson).",
+    "dropped; ``hospital`` (hospital stays) stays as a predictor, as in Deb & Trivedi (1997). Table 2.4 (Poisson) "
+    "gives \"4406 x 30\": the raw table has 20 columns and every column but the target as a predictor (factors "
+    "as dummies) gives 21, so the dissertation's design matrix is not recoverable from its text.",
     drop=("nvisits", "ovisits", "novisits", "emergency"), shape=(4406, 17),
 )
 load_medicaid1986 = _make_loader(
     "load_medicaid1986", "AER", "Medicaid1986", "visits", "the Medicaid 1986 utilisation data",
-    "Doctor visits of 996 Medicaid recipients in California (1986). Table 2.4 (Poisson).",
+    "Doctor visits of 996 Medicaid recipients in California (1986). Table 2.4 (Poisson) gives \"996 x 18\"; the raw "
+    "table has 15 columns (row names and target included) and no coding of its 6 binary factors gives 18 "
+    "predictors, so the dissertation's design matrix is not recoverable from its text.",
     shape=(996, 13),
 )
 load_phd_publications = _make_loader(
     "load_phd_publications", "AER", "PhDPublications", "articles", "the PhD publications data",
-    "Articles published by 915 PhD biochemists in the last three years of their PhD (Long 1990). Table 2.4 (Poisson).",
+    "Articles published by 915 PhD biochemists in the last three years of their PhD (Long 1990). Table 2.4 (Poisson), "
+    "whose size \"915 x 7\" is that of the raw table (row names and the target included), not of a design matrix.",
     shape=(915, 5),
 )
 load_recreation_demand = _make_loader(
     "load_recreation_demand", "AER", "RecreationDemand", "trips", "the recreation demand data",
-    "Boating trips of 659 households to Lake Somerville, Texas (1980). Table 2.4 (Poisson).",
+    "Boating trips of 659 households to Lake Somerville, Texas (1980). Table 2.4 (Poisson), whose size "
+    "\"659 x 9\" is that of the raw table (row names and the target included), not of a design matrix.",
     shape=(659, 7),
 )
 load_stackloss = _make_loader(
