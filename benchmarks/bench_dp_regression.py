@@ -24,8 +24,9 @@ Issue targets: AdaOPS's excess MSE <= AdaSSP's at every n >= 1e4 and <= 1/2 of S
 relative efficiency -> 1; hybrid within 2 accuracy points of non-private at ε = 1,
 n >= 1e4, and ahead of objective perturbation; fit time within 3x Ridge.
 
-diffprivlib: imported if possible (0.6.6 does not import with scikit-learn >= 1.8 per the
-issue; it is not installed here), otherwise reported as skipped.
+diffprivlib: imported if possible, otherwise reported as skipped.  0.6.6 does not import with
+scikit-learn 1.9 (``from sklearn.tree._tree import DOUBLE`` in ``diffprivlib/models/forest.py``
+fails; checked on the 0.6.6 wheel), although its metadata only requires scikit-learn>=1.4.
 """
 
 import argparse
@@ -131,10 +132,14 @@ def timing_table(repeats=7):
 
 
 def diffprivlib_status():
+    import sklearn
+
     try:
         import diffprivlib  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - any import failure is reported
-        print(f"\ndiffprivlib: skipped ({type(exc).__name__}: {str(exc)[:120]})")
+        print(f"\ndiffprivlib: skipped with scikit-learn {sklearn.__version__} ({type(exc).__name__}: "
+              f"{str(exc)[:120]}).  0.6.6 needs a scikit-learn whose sklearn.tree._tree still exports DOUBLE "
+              "(its models/forest.py imports it), although its metadata only asks for scikit-learn>=1.4.")
         return
     print(f"\ndiffprivlib {diffprivlib.__version__} imports; not part of this table yet")
 

@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 from scipy import linalg, special
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from sklearn_bayes.linear_model._base import naming, validate_regression_data
@@ -40,6 +40,7 @@ __all__ = [
     "AdaOPSRegressor",
     "OnePosteriorSampleRidge",
     "adaops_budget",
+    "adaops_risk_proxy",
     "calibrate_ops_gamma",
     "ops_epsilon",
     "ops_tempering",
@@ -517,6 +518,41 @@ def adaops_budget(epsilon, delta):
     }
 
 
+def adaops_risk_proxy(h, lam_noisy, margin, n, p, eps0, delta0, c=None):
+    """Public upper proxy of AdaOPS's excess prediction risk (scaled units) for the floor ``h``.
+
+    Noise: ``tr(Σ (γH)⁻¹) <= min(p/n, 1/h)/γ(h)`` with ``Σ = XᵀX/n``, ``tr XᵀX <= n`` and
+    ``γ(h) = c(1/h)² h / (1 + √((n-1)/h))²`` (the worst case at ``μ_max = 1/h``).  Bias of the
+    penalty ``λ_n``: ``(1/n) Σ_i s_i λ_n²/(s_i+λ_n)² θ_i² <= λ_n ||θ̂||²/(4n) <= λ_n/(4 h₀)``
+    with ``||θ̂||² <= n/h₀``, ``h₀ = λ̃ - margin``, and never more than 1 (the fitted values
+    of a ridge fit have mean square at most that of ``y``, ≤ 1).  Uses only λ̃ and public
+    quantities, so choosing ``h`` by it is post-processing.  ``c`` (default: the exact
+    ``c(1/h)``) may be given; a ``c`` computed at a larger leverage is a lower bound.
+    """
+    if c is None:
+        c = ops_ridge_max_c(eps0, delta0, 1.0 / h)
+    if c is None or c == 0:
+        return math.inf
+    gamma = c * c * h / (1.0 + math.sqrt(max(n - 1, 0) / h)) ** 2
+    noise = min(p / n, 1.0 / h) / gamma
+    lam_n = max(0.0, h - lam_noisy + margin)
+    h0 = lam_noisy - margin
+    bias = 1.0 if h0 <= 0 else min(1.0, lam_n / (4.0 * h0))
+    return noise + (bias if lam_n > 0 else 0.0)
+
+
+def _choose_floor(h_base, lam_noisy, margin, n, p, eps0, delta0):
+    """The floor ``h >= h_base`` minimising :func:`adaops_risk_proxy` on a geometric grid.
+
+    ``c`` is computed once, at the grid's largest leverage ``1/h_base`` (it increases as the
+    leverage falls, so the proxy's noise term is an upper bound on the grid).
+    """
+    c = ops_ridge_max_c(eps0, delta0, 1.0 / h_base)
+    grid = h_base * np.geomspace(1.0, 1e4, 41)
+    risks = [adaops_risk_proxy(h, lam_noisy, margin, n, p, eps0, delta0, c=c) for h in grid]
+    return float(grid[int(np.argmin(risks))])
+
+
 def _min_h_for_variance(eps0, delta0):
     """Smallest h (power of 2) with ``δ(ε₀; μ = 1/h, c = 0) <= δ₀/2``: room left for the residual."""
     h = 1.0
@@ -547,8 +583,9 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     kappa : float or None, default=None
         The largest acceptable condition number κ of Algorithm 6, giving the target
         eigenvalue floor ``h = max(n/(dκ), h_floor)`` (``d`` counts the intercept column).  ``None``
-        (default) takes ``h = max(λ̃ - margin, h_floor)`` instead: the largest floor that
-        needs no regularisation on the event, a post-processing of λ̃ (see Notes).
+        (default) chooses ``h >= max(λ̃ - margin, h_floor)`` minimising a public proxy of the
+        excess risk (noise of the draw + bias of the penalty), a post-processing of λ̃
+        (see Notes).
     x_bound : float, default=None
         Public bound on ``||x||_2`` (rows beyond it are scaled onto it; clipping, never
         data-dependent scaling).  Required.
@@ -602,8 +639,13 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     probability at most δ/4 under either data set.  Total: ``(ε/2 + ε/2, δ/4 + δ/4 + δ/2)``.
 
     **Default floor.**  ``h_floor = max(4(1 + log(4/δ))/ε, h_var)`` (the thesis's bound
-    on κ, and the smallest floor whose leverage alone uses at most half of δ₀).  With
-    ``h = max(λ̃ - margin, h_floor)`` well-conditioned data get ``λ_n = 0``.
+    on κ, and the smallest floor whose leverage alone uses at most half of δ₀).  Raising
+    ``h`` above ``λ̃ - margin`` adds the penalty ``λ_n`` (bias) but raises γ like ``h²/n``
+    (noise falls like ``h⁻³``); ``h`` is the point of a geometric grid from
+    ``max(λ̃ - margin, h_floor)`` up (×10⁴) that minimises
+    ``min(p/n, 1/h)/γ(h) + min(1, λ_n/(4(λ̃ - margin)))`` (:func:`adaops_risk_proxy`,
+    scaled units).  Well-conditioned large data get ``λ_n = 0``; small or ill-conditioned
+    data get shrinkage instead of a draw drowned in noise.
 
     Examples
     --------
@@ -676,7 +718,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         # 2. eigenvalue floor and penalty (post-processing of lam_noisy and public n, d)
         h_floor = max(4.0 * (1.0 + math.log(4.0 / delta)) / eps, _min_h_for_variance(b["eps0"], b["delta0"]))
         if self.kappa is None:
-            h = max(lam_noisy - margin, h_floor)
+            h = _choose_floor(max(lam_noisy - margin, h_floor), lam_noisy, margin, n, p, b["eps0"], b["delta0"])
         else:
             h = max(n / (p * float(self.kappa)), h_floor)
         lam_n = max(0.0, h - lam_noisy + margin)
