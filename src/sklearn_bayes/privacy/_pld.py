@@ -26,6 +26,7 @@ privacy-loss random variable is
 .. math::  L = -\\tfrac12 \\log(1+\\mu) + \\tfrac{\\mu}{2} Z^2 - c Z + \\frac{c^2}{2(1+\\mu)} .
 """
 
+import functools
 import math
 
 import numpy as np
@@ -239,8 +240,9 @@ def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
     return float(math.exp(lx) * -math.expm1(ly - lx))
 
 
+@functools.lru_cache(maxsize=256)
 def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
-    """Smallest σ for which the Gaussian mechanism with sensitivity Δ is (ε, δ)-DP.
+    """Smallest σ for which the Gaussian mechanism with sensitivity Δ is (ε, δ)-DP (cached).
 
     Examples
     --------

@@ -16,6 +16,7 @@ posterior is analysed exactly for add/remove pairs ``(Z, Z ∪ {z})`` and a repl
 ``(2ε₀, (1 + e^{ε₀}) δ₀)``-indistinguishable.
 """
 
+import functools
 import math
 import numbers
 
@@ -553,6 +554,7 @@ def _choose_floor(h_base, lam_noisy, margin, n, p, eps0, delta0):
     return float(grid[int(np.argmin(risks))])
 
 
+@functools.lru_cache(maxsize=256)
 def _min_h_for_variance(eps0, delta0):
     """Smallest h (power of 2) with ``δ(ε₀; μ = 1/h, c = 0) <= δ₀/2``: room left for the residual."""
     h = 1.0
