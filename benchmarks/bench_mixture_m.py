@@ -310,12 +310,13 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="speed: fits per method (median reported)")
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed", help="comma-separated subset of laws,boston,speed")
-    ap.add_argument("--paper", action="store_true", help="also run the papers' ML mixture (variant='paper')")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="also run MixtureMEstimatorRegressor(variant=...) (repeatable)")  # fmt: skip
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     args = ap.parse_args(argv)
     if args.full:
         args.reps, args.splits, args.repeats = 200, 100, 5
-    variants = [("mixture (paper ML)", {"variant": "paper"})] if args.paper else []
+    variants = [(f"mixture ({v})", {"variant": v}) for v in args.variant]
     meths = methods(variants)
     parts = set(args.parts.split(","))
     with threadpool_limits(args.threads):

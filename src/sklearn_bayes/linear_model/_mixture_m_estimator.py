@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._fast import _mixture as _fast
 from ..utils import IntegerInterval, check_generator, transactional
 from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, validate_regression_data
+from . import _mixture_min_variance as _min_variance
 from ._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent, _resolve_components
 
 __all__ = ["MixtureMEstimatorRegressor"]
@@ -506,6 +507,37 @@ def _em(prob, theta, scales, max_iter, tol, accelerate=True, a=None):
     }
 
 
+def _describe_residuals(prob, theta, scales, max_iter, tol, W):
+    """EM for the mixture weights and scales only, at fixed coefficients ``theta``.
+
+    Used by ``variant="min_variance"``: the coefficients come from the selected
+    M-estimator and the error mixture describes its residuals (responsibilities,
+    weights, scales keep their meaning).  ``W`` are the selected loss's IRLS weights.
+    Returns the same dict as :func:`_em`.
+    """
+    J = len(prob.comps)
+    a = np.full(J, 1.0 / J)
+    scales = np.asarray(scales, dtype=float).copy()
+    r, z, ll = prob.e_step(theta, a, scales)
+    history, ll_history = [ll], [ll - prob.log_prior(scales)]
+    converged, n_iter = False, 0
+    while n_iter < max_iter:
+        n_iter += 1
+        a, scales = prob._m_mix(r, z, scales)
+        ll0 = ll
+        r, z, ll = prob.e_step(theta, a, scales)
+        history.append(ll)
+        ll_history.append(ll - prob.log_prior(scales))
+        if abs(ll - ll0) <= tol * prob.wtot:
+            converged = True
+            break
+    return {
+        "theta": theta, "a": a, "scales": scales, "z": z, "W": W, "objective": ll,
+        "ll": ll - prob.log_prior(scales), "history": np.asarray(history),
+        "ll_history": np.asarray(ll_history), "n_iter": n_iter, "converged": converged, "residuals": r,
+    }  # fmt: skip
+
+
 # --------------------------------------------------------------------------------------
 # the estimator
 # --------------------------------------------------------------------------------------
@@ -700,6 +732,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         "components": [list, tuple],
         "fit_intercept": ["boolean"],
         "fit_scales": ["boolean"],
+        "variant": [StrOptions({"paper", "min_variance"})],
         "init": [StrOptions({"lts", "ols"})],
         "n_init": [IntegerInterval(1, None, closed="left")],
         "n_subsets": [IntegerInterval(1, None, closed="left")],
@@ -716,6 +749,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         *,
         fit_intercept=True,
         fit_scales=True,
+        variant="paper",
         init="lts",
         n_init=1,
         n_subsets=500,
@@ -728,6 +762,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         self.components = components
         self.fit_intercept = fit_intercept
         self.fit_scales = fit_scales
+        self.variant = variant
         self.init = init
         self.n_init = n_init
         self.n_subsets = n_subsets
@@ -811,12 +846,17 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         k = self.scale_prior if len(comps) > 1 else 0.0
         prior = {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
         prob = _Problem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
-        best = None
+        best, selected_loss = None, None
+        if self.variant == "min_variance":
+            best = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, (Xa, yc, sw) if sub is not None else None)
+            selected_loss = best["loss"][0] + (f"(c={best['loss'][1]:g})" if best["loss"][1] else "")
+            starts = []
+            prob = best.pop("problem")
         for theta0 in starts:
             res = _em(prob, theta0, scales0, self.max_iter, self.tol)
             if best is None or res["objective"] > best["objective"]:
                 best = res
-        if sub is not None:  # polish the best subsample fit on all rows
+        if sub is not None and self.variant == "paper":  # polish the best subsample fit on all rows
             prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, **prior)
             best = _em(prob, best["theta"], best["scales"], self.max_iter, self.tol, a=best["a"])
         if not best["converged"]:
@@ -833,6 +873,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ll_shift = -float(sw.sum()) * log_unit
         obj_shift = ll_shift - 2.0 * prob.prior_strength * n_prior * log_unit
         self.components_ = comps
+        self.selected_loss_ = selected_loss
         self.coef_ = st.coef(theta[:d])
         self.intercept_ = float(st.intercept(theta[d], self.coef_)) if self.fit_intercept else 0.0
         self.mixture_weights_ = best["a"]
@@ -854,6 +895,23 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         rounding = _rounding_level(X, y, self.coef_, self.intercept_)
         self.residual_scale_ = max(_MAD_TO_SD * _weighted_median(np.abs(r), sw), _weighted_median(rounding, sw))
         return self
+
+    def _fit_min_variance(self, prob, theta0, mad, tiny, scales0, full):
+        """``variant="min_variance"``: the M-estimator of least estimated variance, then the
+        error mixture of its residuals (weights and scales by EM at fixed coefficients).
+
+        ``full``: ``(Xa, y, sw)`` of all rows when the selection ran on a subsample; the kept
+        loss is then refitted on all rows from its subsample fit."""
+        sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, _wls, _weighted_median, tiny)
+        theta, (kind, c), scale = sel["theta"], sel["loss"], sel["scale"]
+        if full is not None:
+            theta, _ = _min_variance.irls(*full, theta, scale, kind, c, _wls)
+            prob = _Problem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
+                            prior_strength=prob.prior_strength)  # fmt: skip
+        W = _min_variance.psi_terms(kind, (prob.y - prob.Xa @ theta) / scale, c)[0] / (scale * scale)
+        best = _describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W)
+        best.update(loss=(kind, c), problem=prob)
+        return best
 
     def _residuals(self, X, y):
         check_is_fitted(self)

@@ -1,0 +1,132 @@
+"""MixtureMEstimatorRegressor(variant="min_variance"): the M-estimator of least estimated variance."""
+
+import numpy as np
+import pytest
+
+from sklearn_bayes import MixtureMEstimatorRegressor
+from sklearn_bayes.datasets import load_hbk, load_stars_cyg
+from sklearn_bayes.linear_model import _mixture_min_variance as mv
+from sklearn_bayes.linear_model._mixture_m_estimator import _wls
+
+
+def _reg(**kw):
+    return MixtureMEstimatorRegressor(variant="min_variance", random_state=0, **kw)
+
+
+def test_asymptotic_variance_closed_forms():
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=50)
+    sw = np.ones(50)
+    # least squares: mean r^2 * n / (n - p)
+    assert mv.asymptotic_variance(r, sw, 2.0, "least squares", 0.0, 3) == pytest.approx(np.mean(r**2) * 50 / 47)
+    # Huber: s^2 mean(clip(u, -c, c)^2) / P(|u| <= c)^2 * n / (n - p)
+    u = r / 0.5
+    v = 0.25 * np.mean(np.clip(u, -1.345, 1.345) ** 2) / np.mean(np.abs(u) <= 1.345) ** 2 * 50 / 47
+    assert mv.asymptotic_variance(r, sw, 0.5, "huber", 1.345, 3) == pytest.approx(v)
+    # integer weights are repeated rows
+    w = rng.integers(1, 4, size=50).astype(float)
+    rep = np.repeat(r, w.astype(int))
+    assert mv.asymptotic_variance(r, w, 0.7, "tukey", 4.685, 3) == pytest.approx(
+        mv.asymptotic_variance(rep, np.ones(len(rep)), 0.7, "tukey", 4.685, 3)
+    )
+
+
+@pytest.mark.parametrize("kind, c", mv.FAMILY)
+def test_psi_terms_are_consistent(kind, c):
+    u = np.linspace(-8, 8, 1601)
+    w, psi, dpsi = mv.psi_terms(kind, u, c)
+    np.testing.assert_allclose(psi, u * w)
+    # psi' by central differences, away from the kinks of Huber and Tukey
+    h = 1e-6
+    num = (mv.psi_terms(kind, u + h, c)[1] - mv.psi_terms(kind, u - h, c)[1]) / (2 * h)
+    away = np.abs(np.abs(u) - c) > 1e-3
+    np.testing.assert_allclose(dpsi[away], num[away], atol=1e-6)
+
+
+def test_irls_with_huber_loss_matches_huber_with_the_same_fixed_scale():
+    """Huber IRLS at a fixed scale solves sum psi(r / s) x = 0: check the estimating equation."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3))
+    y = X @ [1.0, -2.0, 0.5] + rng.standard_t(2, size=200)
+    Xa = np.column_stack([X, np.ones(200)])
+    theta, _ = mv.irls(Xa, y, np.ones(200), np.zeros(4), 1.0, "huber", 1.345, _wls, tol=1e-13, max_iter=2000)
+    psi = mv.psi_terms("huber", y - Xa @ theta, 1.345)[1]
+    np.testing.assert_allclose(Xa.T @ psi, 0.0, atol=1e-9)
+
+
+def test_gaussian_errors_select_an_efficient_loss():
+    """With Gaussian errors least squares is efficient; Huber(1.345), Tukey(4.685) have 95 %
+    efficiency, Huber(1) 90 %, Cauchy(1.5) about 85 %: at n = 5000 the paired differences of
+    the estimated variances are many standard errors, so one of the >= 98 % members wins."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(5000, 3))
+    reg = _reg().fit(X, 1 + X @ [1.0, 2.0, 3.0] + rng.normal(size=5000))
+    assert reg.selected_loss_ in {"least squares", "huber(c=2)", "huber(c=3)", "tukey(c=6)"}
+
+
+def test_cauchy_errors_select_a_redescending_loss():
+    """With Cauchy errors least squares has infinite variance and Huber(3) loses ~40 % to the
+    redescending members; every redescending member is within a few % of the Cauchy MLE."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3))
+    reg = _reg().fit(X, 1 + X @ [1.0, 2.0, 3.0] + rng.standard_cauchy(size=3000))
+    assert reg.selected_loss_.startswith(("cauchy", "tukey"))
+
+
+def test_hbk_flags_exactly_the_bad_leverage_points():
+    X, y = load_hbk(return_X_y=True)
+    reg = _reg().fit(X, y)
+    assert set(np.flatnonzero(reg.flag_outliers(X, y)) + 1) == set(range(1, 11))
+
+
+def test_stars_cyg_slope_is_positive():
+    X, y = load_stars_cyg(return_X_y=True)
+    reg = _reg().fit(X, y)
+    assert reg.coef_[0] > 0  # lmrob +2.25, least squares -0.41
+    assert {11, 20, 30, 34} <= set(np.flatnonzero(reg.flag_outliers(X, y)) + 1)
+
+
+def test_interpretable_attributes():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 2))
+    y = 1 + X @ [1.0, -1.0] + rng.normal(size=300)
+    y[:30] += 20.0
+    reg = _reg().fit(X, y)
+    assert reg.mixture_weights_.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(reg.responsibilities_, reg.predict_proba_components(X, y), atol=1e-12)
+    assert np.all(reg.sample_weights_ >= 0)
+    # the gross outliers are discounted below every clean row and flagged
+    assert reg.sample_weights_[:30].max() < reg.sample_weights_[30:].min()
+    assert set(np.flatnonzero(reg.flag_outliers(X, y))) >= set(range(30))
+    assert MixtureMEstimatorRegressor(random_state=0).fit(X, y).selected_loss_ is None
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e8])
+def test_rounding_level_residuals_are_never_flagged(offset):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3))
+    y = offset + X @ [1.0, 2.0, -1.0]
+    y[:6] += 10
+    reg = _reg().fit(X, y)
+    assert set(np.flatnonzero(reg.flag_outliers(X, y))) == set(range(6))
+    assert set(np.flatnonzero(reg.flag_outliers(np.asfortranarray(X), y))) == set(range(6))
+
+
+def test_scale_equivariance():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(150, 3))
+    y = 2 + X @ [1.0, 0.0, -1.0] + rng.standard_t(3, size=150)
+    a, b = _reg().fit(X, y), _reg().fit(X, 1e6 * y)
+    assert a.selected_loss_ == b.selected_loss_
+    np.testing.assert_allclose(b.coef_, 1e6 * a.coef_, rtol=1e-7)
+
+
+def test_large_n_subsample_then_all_rows():
+    """Above 20000 rows the selection runs on a subsample and the kept loss is refitted on all rows:
+    the answer solves the kept loss's estimating equation on all rows."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(25000, 2))
+    y = 1 + X @ [1.0, 2.0] + rng.standard_t(3, size=25000)
+    reg = _reg().fit(X, y)
+    assert np.max(np.abs(reg.coef_ - [1.0, 2.0])) < 5 * np.sqrt(3.0 / 25000)  # 5 SE of least squares
+    assert reg.responsibilities_.shape == (25000, 3)
