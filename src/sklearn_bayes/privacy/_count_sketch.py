@@ -1061,6 +1061,71 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         """
         return _sketch_format.loads(cls, data, random_state=random_state, ledger=ledger)
 
+    # ------------------------------------------------------------------ scale-out
+    @classmethod
+    def from_dask(cls, collection, *, split_every=8, **params):
+        """One fitted sketch of a Dask collection of items, built on the cluster.
+
+        Each partition is sketched **without noise** by a worker, the partial tables
+        are added up in a tree (``split_every`` at a time, like ``merge``) and their sum
+        becomes the table of one sketch in this process.  Noise is drawn only when that
+        sketch releases (its queries), so privacy and accounting are those of one
+        sketch fitted on the whole collection: the same ``epsilon_spent_`` for the same
+        queries.  With the same parameters and ``random_state`` the result equals
+        ``PrivateCountSketch(**params).fit(items)`` bit for bit (table, pan-private
+        start, answers), except with ``sampling_rate < 1``, whose subsample is drawn per
+        partition (seeds from the sketch's generator): the same distribution, other
+        draws.  With ``noise="laplace"`` and ``pan_private=True`` the float table may
+        also differ in the last bits (the counts are added in another order).
+
+        The partial tables are exact counts: curator state, like ``table_``.  They are
+        a private type without any query method and are never returned; the workers
+        and the scheduler see the raw items and the partials, so the cluster belongs to
+        the curator.  Only the returned sketch's answers are releases.
+
+        Parameters
+        ----------
+        collection : dask.array.Array, dask.bag.Bag, dask.dataframe.Series or DataFrame
+            The stream's items.  A 1-D array, a bag or a series holds single items; a
+            2-D array or a data frame holds one composite item per row (as ``fit``).
+            Item types as in :meth:`fit` (ints, strings or bytes).
+        split_every : int, default=8
+            Number of partial tables added up by one task of the reduction tree.
+        **params
+            Parameters of the sketch (``epsilon``, ``depth``, ``width``, ...,
+            ``random_state``, ``ledger``), as for the constructor.
+
+        Returns
+        -------
+        sketch : PrivateCountSketch
+            Fitted on all the items, nothing released yet (``epsilon_spent_ == 0``).
+
+        Notes
+        -----
+        The computation runs on the current Dask scheduler (a ``distributed.Client``
+        if one is active, else Dask's default for the collection).  Dask is imported
+        only by this method (``python -m pip install "dask[distributed]"``).  See the
+        user guide, :ref:`scaling_out`.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import dask
+        >>> import dask.array as da
+        >>> import numpy as np
+        >>> from sklearn_bayes.privacy import PrivateCountSketch
+        >>> items = da.from_array(np.arange(10_000) % 100, chunks=2_500)
+        >>> with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
+        ...     sketch = PrivateCountSketch.from_dask(items, width=512, random_state=0)
+        ...     single = PrivateCountSketch(width=512, random_state=0).fit(np.arange(10_000) % 100)
+        >>> bool((sketch.table_ == single.table_).all()), sketch.n_items_seen_, sketch.epsilon_spent_
+        (True, 10000, 0.0)
+        """
+        from sklearn_bayes.privacy import _sketch_dask
+
+        return _sketch_dask.from_dask(cls, collection, split_every, params)
+
     # ------------------------------------------------------------------ accuracy
     def error_bound(self, items, confidence=0.95, f2=None, method="theorem5"):
         """Error bar ``κ`` with ``P(|f̂_x - f_x| > κ) <= 1 - confidence`` for a query made now.
