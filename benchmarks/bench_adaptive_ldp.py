@@ -12,7 +12,15 @@
    better than non-adaptive in every rho <= 0.1 setting; the number of settings in which
    it beats the best static peer is reported.
 
-Run: ``python benchmarks/bench_adaptive_ldp.py [--runs R] [--n-jobs J] [--quick]``.
+3. ``--serving`` (only this part): serving many clients (issue 16).  Ingestion of 10^6
+   responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
+   proposal throughput of ``propose_subsets``, the per-call cost of recording one response
+   (``_fit_context`` + validation) against batched recording, and the accuracy (median TV
+   over ``--runs`` runs) at K = 20, eps = 1, kappa = 0.9, T = 500 K with batches of 1
+   (Algorithm 7: ``propose_subset`` + online ``partial_fit_responses`` per user), 100 and
+   10,000 users per proposal (one draw per batch or per user), against non-adaptive SRR.
+
+Run: ``python benchmarks/bench_adaptive_ldp.py [--runs R] [--n-jobs J] [--quick] [--serving]``.
 CPU times are process times (the machine may be shared).
 """
 
@@ -120,13 +128,114 @@ def accuracy(runs, n_jobs, quick):
     return table, beats_peer, beats_non, n_small, len(settings)
 
 
+def _serve_answers(masks, x, rng):
+    """Users privatise their true categories ``x`` with their proposed subsets (device side)."""
+    from sklearn_bayes import RRRRMechanism
+
+    K = masks.shape[1]
+    mech = RRRRMechanism(K, 1.0, kappa=0.9)
+    y = np.empty(x.size, dtype=np.int64)
+    rows, inv = np.unique(masks, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    for j, row in enumerate(rows):
+        idx = np.flatnonzero(inv == j)
+        y[idx] = mech.privatize(x[idx], np.flatnonzero(row), random_state=rng)
+    return y
+
+
+def serving_throughput(K=20):
+    rows = []
+    rng = np.random.default_rng(0)
+    for n, update in ((10**6, "defer"), (10**5, "online")):
+        y = rng.integers(0, K, n)
+        masks = np.zeros((n, K), dtype=bool)
+        sizes = rng.integers(0, 3, n)
+        for k in (1, 2):
+            masks[sizes >= k, k - 1] = True
+        est = AdaptiveLDPFrequencyEstimator(n_categories=K, random_state=np.random.default_rng(1))
+        t0 = time.perf_counter()
+        est.partial_fit_responses(y, masks, update=update)
+        dt = time.perf_counter() - t0
+        rows.append(dict(what=f"partial_fit_responses {n:.0e} update={update}", seconds=dt, us_per_item=dt / n * 1e6))
+        if update == "defer":
+            t0 = time.perf_counter()
+            est.refresh()
+            rows.append(dict(what="refresh after 1e6 (MALA, grouped)", seconds=time.perf_counter() - t0,
+                             us_per_item=float("nan")))
+            for m, draws in ((100, "batch"), (10_000, "batch"), (100, "user"), (10_000, "user")):
+                t0 = time.perf_counter()
+                est.propose_subsets(m, draws=draws)
+                dt = time.perf_counter() - t0
+                rows.append(dict(what=f"propose_subsets({m}, draws={draws!r})", seconds=dt, us_per_item=dt / m * 1e6))
+            reps = 300
+            t0 = time.perf_counter()
+            for i in range(reps):
+                est.partial_fit_responses(y[i : i + 1], masks[i : i + 1], update="defer")
+            dt = time.perf_counter() - t0
+            rows.append(dict(what="partial_fit_responses 1 response/call (defer)", seconds=dt / reps,
+                             us_per_item=dt / reps * 1e6))
+            t0 = time.perf_counter()
+            for i in range(reps):
+                est.partial_fit_responses(y[i * 100 : (i + 1) * 100], masks[i * 100 : (i + 1) * 100], update="defer")
+            dt = time.perf_counter() - t0
+            rows.append(dict(what="partial_fit_responses 100 responses/call (defer)", seconds=dt / reps,
+                             us_per_item=dt / reps / 100 * 1e6))
+    return rows
+
+
+def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False):
+    T = (500 * K) // (4 if quick else 1)
+    methods = ["batch 1 (Alg. 7, online)", "batch 100, draw/batch", "batch 100, draw/user",
+               "batch 10000, draw/batch", "batch 10000, draw/user", "non-adaptive SRR"]
+    tv = {m: [] for m in methods}
+    secs = {m: 0.0 for m in methods}
+    for run in range(runs):
+        X, theta = make_dirichlet_categorical_stream(T, K, rho, random_state=run)
+        x = np.asarray(X).ravel().astype(np.int64)
+        for m in methods:
+            dev = np.random.default_rng(10_000 + run)  # the devices' noise
+            est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=0.9,
+                                                utility="non_adaptive" if m.startswith("non") else "honest",
+                                                random_state=np.random.default_rng(run))
+            t0 = time.perf_counter()
+            if m.startswith("batch 1 "):
+                for t in range(T):
+                    S = est.propose_subset()
+                    mask = np.zeros((1, K), dtype=bool)
+                    mask[0, S] = True
+                    est.partial_fit_responses(_serve_answers(mask, x[t : t + 1], dev), mask)
+            else:
+                B = T if m.startswith("non") else int(m.split()[1].rstrip(","))
+                draws = "user" if "user" in m else "batch"
+                for start in range(0, T, B):
+                    masks = est.propose_subsets(min(B, T - start), draws=draws)
+                    y = _serve_answers(masks, x[start : start + masks.shape[0]], dev)
+                    order = dev.permutation(y.size)  # responses arrive out of order
+                    est.partial_fit_responses(y[order], masks[order], update="defer")
+            tv[m].append(0.5 * np.abs(est.theta_ - theta).sum())
+            secs[m] += time.perf_counter() - t0
+    base = np.median(tv["non-adaptive SRR"])
+    return [dict(method=m, median_tv=float(np.median(tv[m])), ratio_to_non_adaptive=float(np.median(tv[m]) / base),
+                 seconds_per_run=secs[m] / runs) for m in methods], T
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10, help="Monte Carlo runs per setting (paper: 50)")
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="fewer users and only K = 10 for accuracy")
     ap.add_argument("--skip-accuracy", action="store_true")
+    ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
     args = ap.parse_args()
+
+    if args.serving:
+        print("== serving: ingestion and proposal throughput (wall time), K = 20 ==")
+        print(format_table(serving_throughput(), ["what", "seconds", "us_per_item"]))
+        rows, T = serving_accuracy(args.runs, quick=args.quick)
+        print(f"\n== serving accuracy: median TV over {args.runs} runs, K = 20, eps = 1, kappa = 0.9, "
+              f"rho = 0.1, T = {T} ==")
+        print(format_table(rows, ["method", "median_tv", "ratio_to_non_adaptive", "seconds_per_run"]))
+        return
 
     print("== per-user cost (process time) ==")
     rows = per_user_cost(args.quick)
