@@ -369,6 +369,14 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     **Merging** adds the tables of sketches built on disjoint shards of a stream
     with the same seeds and shape; see :meth:`merge` for the privacy accounting.
 
+    **Serialization and scale-out.**  :meth:`to_bytes` / :meth:`from_bytes` move a
+    sketch between processes, machines or languages in a documented, versioned,
+    checksummed format; the bytes hold the exact table (curator state) but no
+    generator state, and a loaded sketch is a fork like an unpickled copy.
+    :meth:`from_dask` builds one sketch from a Dask collection from noise-free partial
+    tables that are never returned; its releases and ``epsilon_spent_`` are those of a
+    sketch fitted in one process.  See the user guide, :ref:`scaling_out`.
+
     Examples
     --------
     >>> import warnings
