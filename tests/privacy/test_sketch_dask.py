@@ -180,3 +180,14 @@ def test_seeded_noise_warning_is_emitted_once():
         warnings.simplefilter("always")
         PrivateCountSketch.from_dask(da.from_array(_ints(100)), random_state=0)
     assert sum(issubclass(w.category, SeededNoiseWarning) for w in caught) == 1
+
+
+@pytest.mark.parametrize("split_every", [2, 3, 64])
+def test_deep_reduction_trees(split_every):
+    ints = _ints(3_000)
+    with dask.config.set(scheduler="synchronous"):
+        sk = PrivateCountSketch.from_dask(da.from_array(ints, chunks=70), split_every=split_every,
+                                          width=64, random_state=_rng(2))
+    reference = PrivateCountSketch(width=64, random_state=_rng(2)).fit(ints)
+    np.testing.assert_array_equal(sk.table_, reference.table_)
+    assert sk.n_items_seen_ == 3_000
