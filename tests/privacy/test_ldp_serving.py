@@ -220,8 +220,19 @@ def test_merge_bad_other():
     with pytest.raises(ValueError, match="other is not fitted"):
         a.merge(_server(2))
     assert _state(a) == before
-    with pytest.raises(Exception, match="not fitted"):
-        _server(3).merge(a)
+
+
+def test_an_unfitted_hub_merges_with_its_own_parameters():
+    y, masks = _responses(100, 62)
+    a = _server(1).partial_fit_responses(y, masks, update="defer")
+    hub = _server(3)
+    hub.merge(a)
+    assert hub.n_responses_ == 100 and hub._store_ids > a._store_ids
+    wrong = _server(4, epsilon=2.0)
+    before = _state(wrong)
+    with pytest.raises(ValueError, match="epsilon"):
+        wrong.merge(a)
+    assert _state(wrong) == before and "n_responses_" not in vars(wrong)
 
 
 def test_refresh_reflects_merged_responses():

@@ -385,6 +385,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             for key in ("_masks", "_members", "_sid_k"):
                 state[key] = state[key][:ns].copy()
             state["subset_sizes_"] = state["_sizes"]
+            state["_groups_cache"] = None  # recomputed from the responses when needed
         return state
 
     def __copy__(self):
@@ -594,8 +595,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     def _params_now(self):
         return tuple(self.__dict__.get(name) for name in _PARAM_NAMES)
 
-    def _end_update(self):
+    def _end_update(self, responses_changed=True):
         """Last step of a fitting call (cannot fail)."""
+        if responses_changed:
+            self._groups_cache = None  # the grouped likelihood of the recorded responses
         self.subset_sizes_ = self._sizes[: self.n_responses_]
         self._validated_params = self._params_now()  # this call validated them
         # ``theta_`` is computed when first read: recording a response costs no final
@@ -765,8 +768,28 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         samples = self._chain(burn + keep, 1, rng)
         return samples[burn:].mean(axis=0)
 
+    def _cached_groups(self, name, compute):
+        """Memoised grouping of the recorded responses (``O(n log n)``), reset by every recording call.
+
+        The cache is an attribute bound by the calls that record responses (their
+        transaction restores it on failure), so it always describes the responses
+        recorded now; it is not pickled.
+        """
+        cache = vars(self).get("_groups_cache")
+        if cache is None:
+            cache = self._groups_cache = {}
+        if name not in cache:
+            value = compute()
+            for arr in value:
+                arr.flags.writeable = False  # shared by later reads: never changed in place
+            cache[name] = value
+        return cache[name]
+
     def _grouped_likelihood(self):
         """Distinct likelihood rows ``L[g, x] = g(y_g | x)`` of the responses, and their counts."""
+        return self._cached_groups("likelihood", self._grouped_likelihood_uncached)
+
+    def _grouped_likelihood_uncached(self):
         n = self.n_responses_
         K = self.n_categories_
         keys = self._sids[:n].astype(np.int64) * K + self._ys[:n]
@@ -817,6 +840,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         return (prior + acc / max(keep, 1)) / total, draws
 
     def _group_structure(self):
+        """The grouped likelihood in the kernel's form (memoised, see ``_group_structure_uncached``)."""
+        return self._cached_groups("structure", self._group_structure_uncached)
+
+    def _group_structure_uncached(self):
         """The grouped likelihood in the kernel's form ``h_g = a_g + b_g theta_y + d_g theta(S)``.
 
         When ``y`` is in ``S`` the likelihood row is ``a0 + (a1 - a0) [x = y]``, so
@@ -1251,7 +1278,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._phi = theta[-1] * rng.gamma(float(self._prior.sum()))  # sum(phi) is independent of the data
         self._sigma = sorted_order(self._phi).astype(np.int32)
         self._stale = False
-        self._end_update()
+        self._end_update(responses_changed=False)
         return theta
 
     @transactional
@@ -1273,7 +1300,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         Parameters
         ----------
         other : AdaptiveLDPFrequencyEstimator
-            A fitted estimator (typically unpickled from an ingestion worker).
+            A fitted estimator (typically unpickled from an ingestion worker).  This
+            estimator may be unfitted (a hub that only merges): it then starts a store
+            with its own parameters, which must match ``other``'s.
 
         Returns
         -------
@@ -1283,9 +1312,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             raise ValueError("other is this estimator: merging a response store with itself would count it twice.")
         if not isinstance(other, AdaptiveLDPFrequencyEstimator):
             raise TypeError(f"other must be a fitted AdaptiveLDPFrequencyEstimator, got {type(other).__name__}.")
-        check_is_fitted(self)
         if "n_responses_" not in vars(other):
             raise ValueError("other is not fitted: it holds no responses to merge.")
+        if "n_responses_" not in vars(self):  # an empty hub: its own parameters, no responses yet
+            self._validate_params()
+            self._check_params()
+            K = self.n_categories
+            self._init_state(other.categories_ if K is None else np.arange(int(K)))
+            self.n_features_in_ = 1
+            self._validated_params = self._params_now()
         self._check_frozen()
         other._check_frozen()
         for name in ("n_categories", "epsilon", "kappa", "utility", "alpha"):
