@@ -16,7 +16,7 @@
    responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
    proposal throughput of ``propose_subsets``, the per-call cost of recording one response
    (``_fit_context`` + validation) against batched recording, and the accuracy (median TV
-   over ``--runs`` runs) at K = 20, eps = 1, kappa = 0.9, T = 500 K with batches of 1
+   over ``--runs`` runs) at K = 20, eps = 1, kappa = 0.9, rho in ``--rho``, T = 500 K with batches of 1
    (Algorithm 7: ``propose_subset`` + online ``partial_fit_responses`` per user), 100 and
    10,000 users per proposal (one draw per batch or per user), against non-adaptive SRR.
 
@@ -226,15 +226,17 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer users and only K = 10 for accuracy")
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
+    ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
     args = ap.parse_args()
 
     if args.serving:
         print("== serving: ingestion and proposal throughput (wall time), K = 20 ==")
         print(format_table(serving_throughput(), ["what", "seconds", "us_per_item"]))
-        rows, T = serving_accuracy(args.runs, quick=args.quick)
-        print(f"\n== serving accuracy: median TV over {args.runs} runs, K = 20, eps = 1, kappa = 0.9, "
-              f"rho = 0.1, T = {T} ==")
-        print(format_table(rows, ["method", "median_tv", "ratio_to_non_adaptive", "seconds_per_run"]))
+        for rho in args.rho:
+            rows, T = serving_accuracy(args.runs, rho=rho, quick=args.quick)
+            print(f"\n== serving accuracy: median TV over {args.runs} runs, K = 20, eps = 1, kappa = 0.9, "
+                  f"theta* ~ Dir({rho}), T = {T} ==")
+            print(format_table(rows, ["method", "median_tv", "ratio_to_non_adaptive", "seconds_per_run"]))
         return
 
     print("== per-user cost (process time) ==")
