@@ -195,8 +195,8 @@ def loads(cls, data, random_state, ledger):
     except (ValueError, TypeError):
         raise ValueError("data is corrupt: its ledger is not a list of release records.") from None
     params = dict(
-        epsilon=eps, depth=d, width=w, kind=_code(kind, _KINDS, "kind"), mechanism=_code(mech, _MECHANISMS, "mechanism"),
-        decay=decay, noise=_code(noise, _NOISES, "noise"), pan_private=bool(pan), sampling_rate=rate, hash_seed=seed,
+        epsilon=eps, depth=d, width=w, kind=_code(kind, _KINDS, "kind"),
+        mechanism=_code(mech, _MECHANISMS, "mechanism"), decay=decay, noise=_code(noise, _NOISES, "noise"), pan_private=bool(pan), sampling_rate=rate, hash_seed=seed,
     )
     sk = cls(**params, random_state=random_state, ledger=ledger)
     sk._validate_params()  # a writer of another language may not have checked them
