@@ -43,7 +43,7 @@ def _contaminated(n=300, d=3, frac=0.1, seed=0):
 def test_one_gaussian_component_is_ols(init):
     X, y, _, _ = _contaminated()
     sw = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
-    reg = MixtureMEstimatorRegressor(["gaussian"], init=init, random_state=0).fit(X, y, sample_weight=sw)
+    reg = MixtureMEstimatorRegressor(["gaussian"], variant="paper", init=init, random_state=0).fit(X, y, sample_weight=sw)
     ols = LinearRegression().fit(X, y, sample_weight=sw)
     np.testing.assert_allclose(reg.coef_, ols.coef_, rtol=1e-9)
     assert reg.intercept_ == pytest.approx(ols.intercept_, rel=1e-9)
@@ -67,7 +67,7 @@ def _lad_linprog(X, y):
 
 def test_one_laplace_component_is_least_absolute_deviations():
     X, y, _, _ = _contaminated(n=200)
-    reg = MixtureMEstimatorRegressor(["laplace"], tol=0.0, max_iter=3000, random_state=0)
+    reg = MixtureMEstimatorRegressor(["laplace"], variant="paper", tol=0.0, max_iter=3000, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reg.fit(X, y)
@@ -331,7 +331,7 @@ def test_scale_prior_stops_a_spike_component_with_gaussian_errors():
         ols = LinearRegression().fit(X, y)
         err["ols"].append(np.sum((ols.coef_ - beta) ** 2))
         for k in (0.0, 1.0):
-            reg = MixtureMEstimatorRegressor(scale_prior=k, random_state=rep).fit(X, y)
+            reg = MixtureMEstimatorRegressor(variant="paper", scale_prior=k, random_state=rep).fit(X, y)
             err[k].append(np.sum((reg.coef_ - beta) ** 2))
             if k == 1.0:
                 # no component's scale sits at a tenth of the residual scale

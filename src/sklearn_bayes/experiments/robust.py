@@ -108,15 +108,17 @@ def make_methods(seed, include_slow=True):
         # Table 3.1's variant has no scale parameters: rho = r^2/2, |r|, log(1 + r^2) on standardised
         # data, i.e. every scale fixed at 1 (one sd of y; its Laplace delta = 1e-4 is absolute too)
         "mixture (fixed scales)": lambda: MixtureMEstimatorRegressor(
-            [GaussianComponent(1.0), LaplaceComponent(1.0), CauchyComponent(1.0)], fit_scales=False, random_state=seed
+            [GaussianComponent(1.0), LaplaceComponent(1.0), CauchyComponent(1.0)], fit_scales=False, variant="paper",
+            random_state=seed,
         ),
-        "mixture (fitted scales)": lambda: MixtureMEstimatorRegressor(random_state=seed),
-        "Laplace only": lambda: MixtureMEstimatorRegressor(["laplace"], random_state=seed),
-        "Cauchy only": lambda: MixtureMEstimatorRegressor(["cauchy"], random_state=seed),
+        "mixture (fitted scales)": lambda: MixtureMEstimatorRegressor(variant="paper", random_state=seed),
+        "mixture (min_variance)": lambda: MixtureMEstimatorRegressor(variant="min_variance", random_state=seed),
+        "Laplace only": lambda: MixtureMEstimatorRegressor(["laplace"], variant="paper", random_state=seed),
+        "Cauchy only": lambda: MixtureMEstimatorRegressor(["cauchy"], variant="paper", random_state=seed),
         # Table 3.1's single Cauchy M-estimator: rho = log(1 + r^2), i.e. the scale fixed at 1 sd of y
         # (the single Laplace fit, least absolute deviations, does not depend on its scale)
         "Cauchy only (fixed scale)": lambda: MixtureMEstimatorRegressor(
-            [CauchyComponent(1.0)], fit_scales=False, random_state=seed
+            [CauchyComponent(1.0)], fit_scales=False, variant="paper", random_state=seed
         ),
         "naive trim-and-refit": lambda: NaiveTrimRegressor(),
         "HuberRegressor": lambda: HuberRegressor(max_iter=1000),

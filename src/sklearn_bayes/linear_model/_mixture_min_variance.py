@@ -5,10 +5,10 @@ several tuning constants) is fitted by iteratively reweighted least squares from
 high-breakdown start, every member with the same fixed robust residual scale (as an
 MM-estimator does), and the member with the smallest estimated asymptotic variance
 
-    V = s^2 E[psi(r / s)^2] / E[psi'(r / s)]^2
+    V = s^2 tr(A^-1 B A^-1),  A = sum psi'(r_i / s) x_i x_i^T,  B = sum psi(r_i / s)^2 x_i x_i^T
 
-(the sandwich variance of an M-estimator of regression with errors independent of the
-design, estimated at the member's own residuals) is kept: an adaptive M-estimator in the
+(the trace of the sandwich covariance of the slopes, estimated at the residuals of one
+common MM step) is kept: an adaptive M-estimator in the
 sense of Hogg ("Adaptive robust procedures", JASA 1974) chosen by a predictive criterion,
 not by the likelihood of a fitted error density.
 
@@ -70,14 +70,26 @@ def irls(Xa, y, sw, theta, scale, kind, c, wls, max_iter=200, tol=1e-10):
     return theta, max_iter
 
 
-def asymptotic_variance(r, sw, scale, kind, c, p):
-    """``s^2 mean(psi^2) / mean(psi')^2`` (sample-weighted), times ``n / (n - p)``."""
+def sandwich_variance(Xa, r, sw, scale, kind, c, slopes):
+    """Trace over the ``slopes`` columns of the M-estimator's sandwich covariance at residuals ``r``.
+
+    ``s^2 A^-1 B A^-1`` with ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i psi(u_i)^2
+    x_i x_i^T``, ``u = r / s`` (Huber, "Robust regression: asymptotics, conjectures and Monte
+    Carlo", 1973), times ``n / (n - p)``; ``inf`` if ``A`` is not positive definite (a
+    redescending loss whose ``psi'`` is negative on too many rows).
+    """
     _, psi, dpsi = psi_terms(kind, r / scale, c)
-    wt = float(sw.sum())
-    d = float(sw @ dpsi) / wt
-    if not d > 0:
+    A = Xa.T @ (Xa * (sw * dpsi)[:, None])
+    B = Xa.T @ (Xa * (sw * psi * psi)[:, None])
+    try:
+        L = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
         return math.inf
-    return scale * scale * (float(sw @ (psi * psi)) / wt) / (d * d) * wt / max(wt - p, 1.0)
+    Ai = np.linalg.solve(L.T, np.linalg.solve(L, np.eye(len(A))))
+    V = Ai @ B @ Ai
+    wt, p = float(sw.sum()), Xa.shape[1]
+    t = float(np.trace(V[np.ix_(slopes, slopes)])) * scale * scale * wt / max(wt - p, 1.0)
+    return t if np.isfinite(t) else math.inf
 
 
 def residual_scale(r, sw, p, weighted_median):
@@ -86,25 +98,23 @@ def residual_scale(r, sw, p, weighted_median):
     return _MAD_TO_SD * weighted_median(np.abs(r), sw) * math.sqrt(wt / max(wt - p, 1.0))
 
 
-def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, family=FAMILY):
-    """Fit every member of ``family`` and keep the one with the smallest estimated variance.
+def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, family=FAMILY):
+    """Choose the member of ``family`` with the smallest estimated slope variance and fit it.
 
-    The residual scale is ``residual_scale`` of the Tukey (4.685) fit from the start at the
-    start's scale ``scale0`` (an MM step), never below ``floor``.  Returns a dict with the
-    kept ``theta``, ``loss`` (name, constant), ``scale``, the ``variances`` of every member
-    and the total number of IRLS iterations ``n_iter``.
+    From the high-breakdown start ``theta0`` one Tukey (4.685) IRLS fit at the start's scale
+    ``scale0`` (an MM step) gives common residuals ``r`` and the robust scale ``s``
+    (:func:`residual_scale`, never below ``floor``).  Every member's sandwich variance is
+    estimated at these same residuals -- a member is not judged by residuals it fitted itself,
+    which would favour the redescending ones -- and the winner is fitted by IRLS from the MM
+    fit.  Returns a dict with ``theta``, ``loss`` (name, constant), ``scale``, ``variances``
+    of every member and ``n_iter`` (IRLS iterations).
     """
     p = Xa.shape[1]
     scale0 = max(scale0, floor)
-    theta_mm, n_iter = irls(Xa, y, sw, theta0, scale0, "tukey", 4.685, wls)
-    scale = max(residual_scale(y - Xa @ theta_mm, sw, p, weighted_median), floor)
-    best = None
-    variances = {}
-    for kind, c in family:
-        theta, k = irls(Xa, y, sw, theta0, scale, kind, c, wls)
-        n_iter += k
-        v = asymptotic_variance(y - Xa @ theta, sw, scale, kind, c, p)
-        variances[(kind, c)] = v
-        if best is None or v < best[0]:
-            best = (v, theta, (kind, c))
-    return {"theta": best[1], "loss": best[2], "scale": scale, "variances": variances, "n_iter": n_iter}
+    theta_mm, n_mm = irls(Xa, y, sw, theta0, scale0, "tukey", 4.685, wls)
+    r = y - Xa @ theta_mm
+    scale = max(residual_scale(r, sw, p, weighted_median), floor)
+    variances = {kc: sandwich_variance(Xa, r, sw, scale, kc[0], kc[1], slopes) for kc in family}
+    kind, c = min(family, key=lambda kc: variances[kc])  # first of equals: family order
+    theta, n_iter = irls(Xa, y, sw, theta_mm, scale, kind, c, wls)
+    return {"theta": theta, "loss": (kind, c), "scale": scale, "variances": variances, "n_iter": n_mm + n_iter}
