@@ -239,3 +239,12 @@ def test_readonly_buffers_and_memoryviews():
         loaded = PrivateCountSketch.from_bytes(buf)
         loaded.partial_fit([1, 2, 3])  # the table is a private, writeable array
         assert loaded.n_items_seen_ == sk.n_items_seen_ + 3
+
+
+def test_the_fitted_parameters_are_written_not_later_set_params():
+    sk = _sketch(width=64, epsilon=0.5).fit(_stream())
+    sk.set_params(width=99, epsilon=2.0)
+    loaded = PrivateCountSketch.from_bytes(sk.to_bytes())
+    assert loaded.width == 64 and loaded.epsilon == 0.5 and loaded.fitted_params_ == sk.fitted_params_
+    loaded.query([1])  # the loaded stream is consistent with its parameters
+    assert loaded.epsilon_spent_ == 0.5

@@ -945,7 +945,9 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         stream and shard ids.  They do **not** hold the noise generator: its state would
         let whoever holds the bytes predict the sender's future noise, and the receiver
         is a new fork that draws its own (``from_bytes(..., random_state=...)``).
-        ``to_bytes`` itself releases nothing and changes nothing.
+        ``to_bytes`` itself releases nothing and changes nothing.  It writes the
+        parameters the stream was built with (``fitted_params_``), not values set by
+        ``set_params`` since; the reader's parameters are those.
 
         Returns
         -------
