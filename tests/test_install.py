@@ -90,3 +90,20 @@ def test_sdist_ships_every_source_test_doc_and_example_without_build_warnings(tm
               and "/_build/" not in f and not f.startswith(("doc/auto_examples/", "doc/generated/"))]
     missing = sorted(set(wanted) - shipped)
     assert not missing, missing
+
+
+def test_every_package_of_the_test_extra_is_installed():
+    """A missing test dependency must fail loudly, not turn into skipped tests (importorskip)."""
+    import importlib.metadata
+    import re
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    missing = []
+    for requirement in extra:
+        name = re.match(r"[A-Za-z0-9_.\-]+", requirement).group(0)
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    assert not missing, f"install the test extra: python -m pip install -e '.[test]' (missing {missing})"
