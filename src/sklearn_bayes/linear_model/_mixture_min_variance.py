@@ -58,8 +58,12 @@ def psi_terms(kind, u, c):
     raise ValueError(f"unknown loss {kind!r}")
 
 
-def irls(Xa, y, sw, theta, scale, kind, c, wls, max_iter=200, tol=1e-10):
-    """M-estimate with fixed ``scale`` by IRLS from ``theta``; returns ``(theta, n_iter)``."""
+def irls(Xa, y, sw, theta, scale, kind, c, wls, max_iter=200, tol=1e-8):
+    """M-estimate with fixed ``scale`` by IRLS from ``theta``; returns ``(theta, n_iter)``.
+
+    Stops when no coefficient moves by more than ``tol (1 + max |theta|)`` (standardised units,
+    where a coefficient's standard error is about ``1 / sqrt(n)``).
+    """
     for it in range(1, max_iter + 1):
         w = psi_terms(kind, (y - Xa @ theta) / scale, c)[0]
         new = wls(Xa, y, sw * w)
