@@ -264,7 +264,7 @@ PAPER_A1 = {
     (1000, "norm-IW", 10, 0.75): (120.9487, 110.0401, 110.6490, 120.2324),
 }
 
-#: Table 2.2 of the dissertation: fit time (s) of (CV, subs) per data set; CV / subs is 43-480x
+#: Table 2.2 of the dissertation: fit time (s) of (CV, subs) per data set; CV / subs is 43-481x
 PAPER_SVM_TIMES = {
     "spambase": (225.955, 0.4702), "abalone": (94.3186, 2.187), "banknote": (11.102, 0.1786),
     "liver": (9.3368, 0.1096), "wdbc": (7.137, 0.105), "fico": (683.1602, 6.6982),
