@@ -18,7 +18,8 @@
    (``_fit_context`` + validation) against batched recording, and the accuracy (median TV
    over ``--runs`` runs) at K = 20, eps = 1, kappa = 0.9, rho in ``--rho``, T = 500 K with batches of 1
    (Algorithm 7: ``propose_subset`` + online ``partial_fit_responses`` per user), 100 and
-   10,000 users per proposal (one draw per batch or per user), against non-adaptive SRR.
+   10,000 users per proposal (exact posterior draws, one per batch or per user; and the
+   papers' online SGLD sample proposing for a batch of 100), against non-adaptive SRR.
 
 Run: ``python benchmarks/bench_adaptive_ldp.py [--runs R] [--n-jobs J] [--quick] [--serving]``.
 CPU times are process times (the machine may be shared).
@@ -183,10 +184,12 @@ def serving_throughput(K=20):
     return rows
 
 
-def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False):
+def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False, only=None):
     T = (500 * K) // (4 if quick else 1)
-    methods = ["batch 1 (Alg. 7, online)", "batch 100, draw/batch", "batch 100, draw/user",
+    methods = ["batch 1 (Alg. 7, online)", "batch 100, SGLD sample", "batch 100, draw/batch", "batch 100, draw/user",
                "batch 10000, draw/batch", "batch 10000, draw/user", "non-adaptive SRR"]
+    if only:
+        methods = [m for m in methods if any(o in m for o in only)] + ["non-adaptive SRR"]
     tv = {m: [] for m in methods}
     secs = {m: 0.0 for m in methods}
     for run in range(runs):
@@ -198,12 +201,15 @@ def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False):
                                                 utility="non_adaptive" if m.startswith("non") else "honest",
                                                 random_state=np.random.default_rng(run))
             t0 = time.perf_counter()
-            if m.startswith("batch 1 "):
-                for t in range(T):
+            if m.startswith("batch 1 ") or "SGLD" in m:
+                # the papers' online chain: one SGLD sample proposes for the whole batch
+                B = 1 if m.startswith("batch 1 ") else 100
+                for start in range(0, T, B):
                     S = est.propose_subset()
-                    mask = np.zeros((1, K), dtype=bool)
-                    mask[0, S] = True
-                    est.partial_fit_responses(_serve_answers(mask, x[t : t + 1], dev), mask)
+                    mask = np.zeros((min(B, T - start), K), dtype=bool)
+                    mask[:, S] = True
+                    y = _serve_answers(mask, x[start : start + mask.shape[0]], dev)
+                    est.partial_fit_responses(y, mask)
             else:
                 B = T if m.startswith("non") else int(m.split()[1].rstrip(","))
                 draws = "user" if "user" in m else "batch"
@@ -226,14 +232,16 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer users and only K = 10 for accuracy")
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
+    ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
     ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
     args = ap.parse_args()
 
     if args.serving:
-        print("== serving: ingestion and proposal throughput (wall time), K = 20 ==")
-        print(format_table(serving_throughput(), ["what", "seconds", "us_per_item"]))
+        if not args.only:
+            print("== serving: ingestion and proposal throughput (wall time), K = 20 ==")
+            print(format_table(serving_throughput(), ["what", "seconds", "us_per_item"]))
         for rho in args.rho:
-            rows, T = serving_accuracy(args.runs, rho=rho, quick=args.quick)
+            rows, T = serving_accuracy(args.runs, rho=rho, quick=args.quick, only=args.only)
             print(f"\n== serving accuracy: median TV over {args.runs} runs, K = 20, eps = 1, kappa = 0.9, "
                   f"theta* ~ Dir({rho}), T = {T} ==")
             print(format_table(rows, ["method", "median_tv", "ratio_to_non_adaptive", "seconds_per_run"]))
