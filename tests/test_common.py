@@ -150,7 +150,7 @@ META_CASES = {
         {"utility": ["honest", "non_adaptive"], "epsilon": [1.0, 4.0]},
         DecisionTreeRegressor(max_depth=3, random_state=0),
     ),
-    "MixtureMEstimatorRegressor": (_regression_case, {"fit_scales": [True, False]}, None),
+    "MixtureMEstimatorRegressor": (_regression_case, {"variant": ["min_variance", "paper"]}, None),
     "ClosedFormRidge": (_regression_case, {"fit_intercept": [True, False]}, None),
     "SubsampledPriorRidge": (_regression_case, {"covariance": ["full", "diag"]}, None),
     "SubsampledPriorLogisticRegression": (_binary_case, {"covariance_scaling": [None, "jackknife"]}, None),
