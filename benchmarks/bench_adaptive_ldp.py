@@ -187,7 +187,7 @@ def serving_throughput(K=20):
 def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False, only=None):
     T = (500 * K) // (4 if quick else 1)
     methods = ["batch 1 (Alg. 7, online)", "batch 100, SGLD sample", "batch 100, draw/batch", "batch 100, draw/user",
-               "batch 10000, draw/batch", "batch 10000, draw/user", "non-adaptive SRR"]
+               "batch 100, mean", "batch 10000, draw/batch", "batch 10000, draw/user", "non-adaptive SRR"]
     if only:
         methods = [m for m in methods if any(o in m for o in only)] + ["non-adaptive SRR"]
     tv = {m: [] for m in methods}
@@ -212,7 +212,7 @@ def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False, only=None):
                     est.partial_fit_responses(y, mask)
             else:
                 B = T if m.startswith("non") else int(m.split()[1].rstrip(","))
-                draws = "user" if "user" in m else "batch"
+                draws = "user" if "user" in m else "mean" if "mean" in m else "batch"
                 for start in range(0, T, B):
                     masks = est.propose_subsets(min(B, T - start), draws=draws)
                     y = _serve_answers(masks, x[start : start + masks.shape[0]], dev)

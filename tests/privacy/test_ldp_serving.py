@@ -95,6 +95,9 @@ def test_proposals_depend_only_on_the_recorded_responses():
     b = _server(7)
     for chunk in np.array_split(perm, 7):
         b.partial_fit_responses(y[chunk], masks[chunk], update="defer")
+    # the MCMC's groups are keyed by subset content, not by the order subsets were first seen
+    for u, v in zip(a._group_structure(), b._group_structure()):
+        np.testing.assert_array_equal(u, v)
     pa = [a.propose_subsets(3), a.propose_subsets(5, draws="user")]
     pb = [b.propose_subsets(3), b.propose_subsets(5, draws="user")]
     for u, v in zip(pa, pb):
@@ -102,14 +105,14 @@ def test_proposals_depend_only_on_the_recorded_responses():
     np.testing.assert_array_equal(a._phi, b._phi)
 
 
-@pytest.mark.parametrize("draws", ["batch", "user"])
+@pytest.mark.parametrize("draws", ["batch", "user", "mean"])
 def test_every_proposed_mechanism_passes_the_exact_privacy_check(draws):
     y, masks = _responses(1000, 11)
     est = _server(2).partial_fit_responses(y, masks, update="defer")
     proposals = est.propose_subsets(64, draws=draws)
     assert proposals.shape == (64, K) and proposals.dtype == bool
     assert np.all(proposals.sum(axis=1) < K)
-    if draws == "batch":
+    if draws != "user":
         assert np.all(proposals == proposals[0])
     mech = RRRRMechanism(K, EPS, kappa=0.9)
     for row in np.unique(proposals, axis=0):
@@ -132,6 +135,7 @@ def test_proposals_are_prefixes_of_the_drawn_order_and_follow_the_posterior():
     expected = np.zeros(K, dtype=bool)
     expected[0] = True
     assert np.mean(np.all(props == expected, axis=1)) > 0.9
+    np.testing.assert_array_equal(server.propose_subsets(7, draws="mean"), np.tile(expected, (7, 1)))
 
 
 def test_serving_loop_converges():
