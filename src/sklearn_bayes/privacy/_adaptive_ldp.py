@@ -277,11 +277,12 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     true categories, so treat it like the raw data.
 
     Serving many clients.  A server proposes subsets to batches of users with
-    :meth:`propose_subsets` (one posterior draw per batch, or one per user) and
+    :meth:`propose_subsets` (one posterior draw per batch, one per user, or the posterior
+    mean) and
     records their responses later, in any order and in batches of any size, with
     ``partial_fit_responses(y, subsets, update='defer')``: validation and storage
     are vectorised (boolean subset masks are interned by packed keys; about
-    0.5 s for ``10^6`` responses at ``K = 20``), and no SGLD step is run.  Each
+    0.4 s for ``10^6`` responses at ``K = 20``), and no SGLD step is run.  Each
     :meth:`propose_subsets` call draws from the exact posterior of every response
     recorded so far (MALA on the grouped likelihood, whose cost depends on the
     number of distinct ``(y, |S|)`` / ``(y, S)`` groups, not on the number of
