@@ -1132,8 +1132,14 @@ _doc(
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_bayes import SubsampledPriorLogisticRegression
+    >>> import warnings
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), SubsampledPriorLogisticRegression(random_state=0)).fit(X, y)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     clf = make_pipeline(StandardScaler(), SubsampledPriorLogisticRegression(random_state=0)).fit(X, y)
+    >>> # wdbc is linearly separable in every subsample: the fallback prior is used, and said
+    >>> sorted({type(w.message).__name__ for w in caught})
+    ['SubsampleFitWarning']
     >>> clf[-1].prior_covariance_.shape
     (30, 30)
     >>> bool(clf.score(X, y) > 0.95)
@@ -1258,8 +1264,14 @@ _doc(
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_bayes import SubsampledPriorLinearSVC
+    >>> import warnings
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> clf = make_pipeline(StandardScaler(), SubsampledPriorLinearSVC(random_state=0)).fit(X, y)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     clf = make_pipeline(StandardScaler(), SubsampledPriorLinearSVC(random_state=0)).fit(X, y)
+    >>> # wdbc is linearly separable in every subsample: the fallback prior is used, and said
+    >>> sorted({type(w.message).__name__ for w in caught})
+    ['SubsampleFitWarning']
     >>> bool(clf.score(X, y) > 0.95)
     True
 """,
