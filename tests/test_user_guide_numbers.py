@@ -11,7 +11,6 @@
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from sklearn_bayes.experiments import subsampled_prior as E

@@ -325,7 +325,6 @@ def test_scale_prior_stops_a_spike_component_with_gaussian_errors():
     X = rng.normal(size=(n, d))
     beta = rng.normal(size=d)
     err = {0.0: [], 1.0: [], "ols": []}
-    spike = []
     for rep in range(6):
         y = X @ beta + rng.normal(size=n)
         ols = LinearRegression().fit(X, y)

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy import _sketch_format
 from sklearn_bayes.privacy._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
-from sklearn_bayes.privacy._noise import MAX_NOISE_SCALE, check_noise_scale, noise_variance, sample_noise
+from sklearn_bayes.privacy._noise import check_noise_scale, noise_variance, sample_noise
 from sklearn_bayes.utils import IntegerInterval, check_privacy_random_state, transactional
 
 __all__ = ["PrivateCountSketch"]

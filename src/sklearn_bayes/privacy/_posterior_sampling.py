@@ -24,9 +24,9 @@ import numpy as np
 from scipy import linalg, special
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from sklearn_bayes.linear_model._base import naming, validate_regression_data
+from sklearn_bayes.linear_model._base import LinearPredictorMixin, validate_regression_data
 from sklearn_bayes.privacy._accounting import PrivacyLedger
 from sklearn_bayes.privacy._clipping import clip_rows, clip_values
 from sklearn_bayes.privacy._pld import (
@@ -208,7 +208,8 @@ class _PrivateLinearBase(BaseEstimator):
         return tags
 
 
-class _RidgePosteriorBase(RegressorMixin, _PrivateLinearBase):
+class _RidgePosteriorBase(LinearPredictorMixin, RegressorMixin, _PrivateLinearBase):
+    # predict: X @ coef_ + intercept_, post-processing of the release (LinearPredictorMixin)
     """One draw from the ridge posterior on the clipped, scaled data (shared by OPS and AdaOPS)."""
 
     def _prepare(self, X, y):
@@ -234,22 +235,6 @@ class _RidgePosteriorBase(RegressorMixin, _PrivateLinearBase):
     def _set_coefficients(self, theta):
         self.coef_, self.intercept_ = self._unscale(theta, float(self.y_bound))
         self.intercept_ = float(self.intercept_)
-
-    def predict(self, X):
-        """Linear prediction ``X @ coef_ + intercept_`` (post-processing of the release).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        with naming("X"):
-            X = validate_data(self, X, dtype=np.float64, reset=False)
-        return X @ self.coef_ + self.intercept_
 
     def per_instance_epsilon(self, X, y, delta=None):
         """Exact per-instance ε of each record of ``(X, y)`` for the fitted draw (curator-side diagnostic).
