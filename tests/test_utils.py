@@ -63,3 +63,14 @@ def test_seeded_noise_warning_points_at_the_callers_line():
         with pytest.warns(SeededNoiseWarning) as record:
             make()
         assert {w.filename for w in record if w.category is SeededNoiseWarning} == {__file__}
+
+
+@pytest.mark.parametrize("name", ["PrivateCountSketch", "AdaptiveLDPFrequencyEstimator", "OnePosteriorSampleRidge",
+                                  "AdaOPSRegressor", "DPSGLDLogisticRegression"])
+def test_a_boolean_privacy_budget_is_refused(name):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    est = dict(all_estimators())[name](epsilon=True)
+    X = np.array([[0.1], [0.2], [0.3], [0.4]])
+    with pytest.raises(InvalidParameterError, match="epsilon.*not a bool"):
+        est.fit(X, np.array([0, 1, 0, 1]))

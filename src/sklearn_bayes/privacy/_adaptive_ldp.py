@@ -8,10 +8,10 @@ import re
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import InvalidParameterError, Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..utils import IntegerInterval, check_generator, check_privacy_random_state, transactional
+from ..utils import IntegerInterval, RealInterval, check_generator, check_privacy_random_state, transactional
 from ._ldp_store import distinct_masks, new_store_id, subsets_for_draws
 from ._rrrr import _rrrr_constants
 from ._utilities import UTILITIES, choose_subset_size, sorted_order
@@ -40,7 +40,6 @@ _FAST_MODES = {
 _FROZEN_PARAMS = ("n_categories", "epsilon", "kappa", "utility", "alpha", "prior", "random_state")
 # Knobs the final estimate ``theta_`` depends on (its cache is keyed by them).
 _FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size")
-_REAL_PARAMS = ("epsilon", "kappa", "alpha", "prior", "step_size")  # booleans refused
 _FITTED_ATTRS = ("categories_", "n_categories_", "n_responses_", "subset_sizes_")
 _PARAM_NAMES = _FROZEN_PARAMS + (
     "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate",
@@ -325,15 +324,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     _parameter_constraints = {
         "n_categories": [IntegerInterval(2, None, closed="left"), None],
-        "epsilon": [Interval(numbers.Real, 0, np.inf, closed="neither")],
-        "kappa": [Interval(numbers.Real, 0, 1, closed="right")],
+        "epsilon": [RealInterval(0, np.inf, closed="neither")],
+        "kappa": [RealInterval(0, 1, closed="right")],
         "utility": [StrOptions(set(UTILITIES)), callable],
-        "alpha": [Interval(numbers.Real, 0, 1, closed="neither"), None],
-        "prior": [Interval(numbers.Real, 0, np.inf, closed="neither"), "array-like"],
+        "alpha": [RealInterval(0, 1, closed="neither"), None],
+        "prior": [RealInterval(0, np.inf, closed="neither"), "array-like"],
         "sampler": [StrOptions({"sgld", "gibbs"})],
         "n_steps": [IntegerInterval(1, None, closed="left")],
         "batch_size": [IntegerInterval(1, None, closed="left")],
-        "step_size": [StrOptions({"auto", "0.5/t"}), Interval(numbers.Real, 0, np.inf, closed="neither"), callable],
+        "step_size": [StrOptions({"auto", "0.5/t"}), RealInterval(0, np.inf, closed="neither"), callable],
         "n_final_steps": [IntegerInterval(0, None, closed="left")],
         "final_estimate": [StrOptions({"mala", "gibbs", "sgld"})],
         "random_state": ["random_state", np.random.Generator],
@@ -405,14 +404,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        """What ``_parameter_constraints`` cannot say: no booleans for reals, alpha for 'semi_adaptive'."""
-        for name in _REAL_PARAMS:
-            value = getattr(self, name)
-            if isinstance(value, (bool, np.bool_)):
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of {type(self).__name__} must be a real number, not a bool; "
-                    f"got {value!r}."
-                )
+        """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'."""
         if self.utility == "semi_adaptive" and self.alpha is None:
             raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
 

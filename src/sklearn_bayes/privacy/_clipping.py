@@ -1,13 +1,11 @@
 """Clipping to public bounds: the only preprocessing that keeps a per-record privacy guarantee."""
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes.linear_model._base import naming
+from sklearn_bayes.utils import RealInterval
 
 __all__ = ["RowNormClipper", "clip_rows", "clip_values"]
 
@@ -88,7 +86,7 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "max_norm": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_norm": [RealInterval(0, None, closed="neither")],
         "center": [None, "array-like"],
     }
 

@@ -8,14 +8,14 @@ import weakref
 import numpy as np
 from scipy import optimize, sparse, stats
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy import _sketch_format
 from sklearn_bayes.privacy._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
 from sklearn_bayes.privacy._noise import check_noise_scale, noise_variance, sample_noise
-from sklearn_bayes.utils import IntegerInterval, check_privacy_random_state, transactional
+from sklearn_bayes.utils import IntegerInterval, RealInterval, check_privacy_random_state, transactional
 
 __all__ = ["PrivateCountSketch"]
 
@@ -395,15 +395,15 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     """
 
     _parameter_constraints = {
-        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
+        "epsilon": [RealInterval(0, None, closed="neither")],
         "depth": [IntegerInterval(1, MAX_DEPTH, closed="both")],
         "width": [IntegerInterval(1, 2**31 - 1, closed="both")],
         "kind": [StrOptions({"count", "count_min"})],
         "mechanism": [StrOptions(set(_MECHANISMS))],
-        "decay": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "decay": [RealInterval(0, 1, closed="neither")],
         "noise": [StrOptions({"discrete_laplace", "laplace"})],
         "pan_private": ["boolean"],
-        "sampling_rate": [Interval(numbers.Real, 0, 1, closed="right")],
+        "sampling_rate": [RealInterval(0, 1, closed="right")],
         "hash_seed": [IntegerInterval(None, None, closed="neither")],
         "random_state": [None, IntegerInterval(None, None, closed="neither"), np.random.Generator],
         "ledger": [None, PrivacyLedger],

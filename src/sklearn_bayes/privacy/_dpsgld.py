@@ -8,13 +8,12 @@ neighbours), imported lazily: only this estimator needs it.  The thesis's own bo
 
 import functools
 import math
-import numbers
 
 import numpy as np
 from scipy import linalg, special
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -22,7 +21,7 @@ from sklearn_bayes.linear_model._base import naming
 from sklearn_bayes.linear_model._map import LogisticLoss, fit_map
 from sklearn_bayes.privacy._accounting import PrivacyLedger
 from sklearn_bayes.privacy._posterior_sampling import _PrivateLinearBase, ops_epsilon, ops_tempering
-from sklearn_bayes.utils import IntegerInterval, check_epsilon, check_privacy_random_state
+from sklearn_bayes.utils import IntegerInterval, RealInterval, check_epsilon, check_privacy_random_state
 
 __all__ = [
     "DPSGLDLogisticRegression",
@@ -372,14 +371,14 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
 
     _parameter_constraints = {
         **_PrivateLinearBase._common_constraints,
-        "theta_bound": [Interval(numbers.Real, 0, None, closed="neither")],
-        "prior_scale": [Interval(numbers.Real, 0, None, closed="neither")],
-        "clip_norm": [Interval(numbers.Real, 0, None, closed="neither")],
+        "theta_bound": [RealInterval(0, None, closed="neither")],
+        "prior_scale": [RealInterval(0, None, closed="neither")],
+        "clip_norm": [RealInterval(0, None, closed="neither")],
         "batch_size": [IntegerInterval(1, None, closed="left")],
         "n_iter": [IntegerInterval(1, None, closed="left")],
         "n_draws": [IntegerInterval(1, None, closed="left")],
-        "step_size": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither")],
-        "ops_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "step_size": [StrOptions({"auto"}), RealInterval(0, None, closed="neither")],
+        "ops_fraction": [RealInterval(0, 1, closed="neither")],
         "accountant": [StrOptions({"rdp", "pld"})],
         "n_mcmc": [IntegerInterval(0, None, closed="left")],
     }

@@ -23,7 +23,6 @@ import numbers
 import numpy as np
 from scipy import linalg, special
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from sklearn_bayes.linear_model._base import LinearPredictorMixin, validate_regression_data
@@ -35,7 +34,7 @@ from sklearn_bayes.privacy._pld import (
     ops_ridge_epsilon,
     ops_ridge_max_c,
 )
-from sklearn_bayes.utils import check_epsilon, check_privacy_random_state
+from sklearn_bayes.utils import RealInterval, check_epsilon, check_privacy_random_state
 
 __all__ = [
     "AdaOPSRegressor",
@@ -149,9 +148,9 @@ class _PrivateLinearBase(BaseEstimator):
     """Validation, public-bound scaling, ledger and prediction shared by the estimators."""
 
     _common_constraints = {
-        "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "x_bound": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "epsilon": [RealInterval(0, None, closed="neither")],
+        "delta": [RealInterval(0, 1, closed="neither")],
+        "x_bound": [None, RealInterval(0, None, closed="neither")],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "ledger": [None, PrivacyLedger],
@@ -402,9 +401,9 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
 
     _parameter_constraints = {
         **_PrivateLinearBase._common_constraints,
-        "ridge_lambda": [Interval(numbers.Real, 0, None, closed="neither")],
-        "gamma": [None, Interval(numbers.Real, 0, None, closed="neither")],
-        "y_bound": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "ridge_lambda": [RealInterval(0, None, closed="neither")],
+        "gamma": [None, RealInterval(0, None, closed="neither")],
+        "y_bound": [None, RealInterval(0, None, closed="neither")],
     }
 
     def __init__(
@@ -652,8 +651,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
 
     _parameter_constraints = {
         **_PrivateLinearBase._common_constraints,
-        "kappa": [None, Interval(numbers.Real, 1, None, closed="left")],
-        "y_bound": [None, Interval(numbers.Real, 0, None, closed="neither")],
+        "kappa": [None, RealInterval(1, None, closed="left")],
+        "y_bound": [None, RealInterval(0, None, closed="neither")],
     }
 
     def __init__(

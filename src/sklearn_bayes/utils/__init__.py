@@ -3,10 +3,11 @@
 from ..exceptions import SeededNoiseWarning
 from ._discovery import all_estimators
 from ._transaction import transactional
-from ._validation import IntegerInterval, check_epsilon, check_generator, check_privacy_random_state
+from ._validation import IntegerInterval, RealInterval, check_epsilon, check_generator, check_privacy_random_state
 
 __all__ = [
     "IntegerInterval",
+    "RealInterval",
     "SeededNoiseWarning",
     "all_estimators",
     "check_epsilon",

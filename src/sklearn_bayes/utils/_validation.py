@@ -65,6 +65,30 @@ class IntegerInterval(Interval):
         return super().__str__() + " (not a bool)"
 
 
+class RealInterval(Interval):
+    """``Interval(numbers.Real, ...)`` for ``_parameter_constraints`` that rejects booleans.
+
+    ``True`` is a :class:`numbers.Real` in Python, so scikit-learn's interval accepts
+    ``epsilon=True`` as 1.0; a privacy budget, a bound or a rate given as a boolean is a
+    mistake and is refused with the usual ``InvalidParameterError``.
+
+    Examples
+    --------
+    >>> c = RealInterval(0, None, closed="neither")
+    >>> c.is_satisfied_by(0.5), c.is_satisfied_by(True), c.is_satisfied_by(-1.0)
+    (True, False, False)
+    """
+
+    def __init__(self, left, right, *, closed):
+        super().__init__(numbers.Real, left, right, closed=closed)
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+    def __str__(self):
+        return super().__str__() + " (not a bool)"
+
+
 def check_generator(random_state):
     """Return a :class:`numpy.random.Generator` for ``random_state`` (the one helper for randomness).
 
