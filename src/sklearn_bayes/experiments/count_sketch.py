@@ -278,8 +278,8 @@ def demo(output_dir, progress=None):
     ax.set_xlabel("ε (whole stream life)")
     ax.set_ylabel("mean relative error (top-200 items)")
     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-    ax.annotate("error = true count", (epsilons[0], 1.0), xytext=(0, 3), textcoords="offset points",
-                fontsize=7, color="grey")
+    ax.annotate("error = true count", (epsilons[-1], 1.0), xytext=(0, 3), textcoords="offset points",
+                fontsize=7, color="grey", ha="right")
     ax.set_title("20 intermittent query sets, d = 5, w = 2048")
     ax.legend(fontsize=8)
     fig.tight_layout()
