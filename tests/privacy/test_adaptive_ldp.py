@@ -683,3 +683,14 @@ def test_label_of_another_type_is_refused_naming_x(bad):
     assert _snapshot(est) == before
     with pytest.raises(ValueError, match=r"^X holds categories of types that cannot be ordered"):
         AdaptiveLDPFrequencyEstimator(n_final_steps=0).fit(np.array(["a", 1], dtype=object).reshape(-1, 1))
+
+
+@pytest.mark.parametrize("params", [{"epsilon": -1.0}, {"n_categories": True}, {"kappa": 2.0}])
+def test_first_recorded_response_validates_the_parameters(params):
+    """partial_fit_responses is not under _fit_context (per-call cost): its first call validates."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    est = AdaptiveLDPFrequencyEstimator(**{"n_categories": 3, **params})
+    with pytest.raises(InvalidParameterError, match=next(iter(params))):
+        est.partial_fit_responses([0], [[]])
+    assert "n_responses_" not in vars(est)

@@ -1052,7 +1052,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             )
         return np.ascontiguousarray(masks)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    # Not under ``_fit_context``: like scikit-learn's ``partial_fit``, a call on a fitted
+    # estimator validates the parameters only if one has changed (``_check_frozen``); in
+    # deployment one call per user would otherwise spend more on validation than on work.
     @transactional
     def partial_fit_responses(self, y, subsets, *, update="online"):
         """Record released responses with the subsets they were produced with (deployment).
@@ -1088,6 +1090,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             raise ValueError(f"update must be 'online' or 'defer', got {update!r}.")
         first = "n_responses_" not in vars(self)
         if first:
+            self._validate_params()
             self._check_params()
             if self.n_categories is None:
                 raise ValueError("n_categories must be set to record responses (deployment mode), got None.")
