@@ -209,3 +209,21 @@ def test_huge_epsilon_chooses_without_overflow(eps):
         k = choose_subset_size(theta, eps, 0.9, name, alpha=0.6)
         assert 0 <= k <= 3
     assert utility_value(theta, [0], eps, 0.9, "honest") == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("name", ["entropy", "tv_posterior", "tv_marginal", "mse", "fisher"])
+def test_prefix_utilities_need_linear_memory(name):
+    # regression: the prefix utilities built a K x K x K array (7.45 GiB at K = 1000);
+    # they now run in the compiled O(K)-memory kernel of the online loop
+    import tracemalloc
+
+    K = 300
+    theta = np.random.default_rng(3).dirichlet(np.full(K, 0.3))
+    tracemalloc.start()
+    try:
+        vals = utility_values(theta, 1.0, 0.9, name)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert vals.shape == (K,)
+    assert peak < 64 * K * 8  # a few K-vectors and the K x 6 constants; K^3 doubles is 216 MB

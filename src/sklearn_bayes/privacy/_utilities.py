@@ -34,6 +34,10 @@ UTILITIES = (
 )
 
 
+# mode numbers of the compiled utilities (``_utility_k`` in ``_fast/_ldp.pyx``)
+_COMPILED_MODES = {"fisher": 5, "entropy": 6, "tv_posterior": 7, "tv_marginal": 8, "mse": 9}
+
+
 def sorted_order(theta):
     """Permutation sorting ``theta`` by decreasing value, ties by increasing index."""
     theta = np.asarray(theta, dtype=float)
@@ -132,13 +136,14 @@ def utility_values(theta, epsilon, kappa, utility="honest", consts=None):
         return out
     if utility == "honest":
         return _honest_values(ts, consts)
-    if utility in ("fisher", "entropy", "tv_posterior", "tv_marginal", "mse"):
-        G = _prefix_matrices(K, consts)
-        elim = None
-        if utility == "fisher":
-            # the paper eliminates the last category (index K - 1): find it after sorting
-            elim = int(np.flatnonzero(order == K - 1)[0])
-        return _utilities_from_G(G, ts, utility, elim=elim)
+    if utility in _COMPILED_MODES:
+        # the compiled kernel of the online loop: O(K) time and memory per candidate
+        # (g is diagonal plus rank two), so O(K^2) time and O(K) memory in all; the
+        # Fisher utility eliminates category K - 1, as the paper does
+        from .._fast._ldp import prefix_utilities
+
+        return prefix_utilities(_COMPILED_MODES[utility], np.ascontiguousarray(theta, dtype=float),
+                                order.astype(np.int32), np.ascontiguousarray(consts[:K], dtype=float))
     raise ValueError(f"utility {utility!r} has no per-subset values; use choose_subset_size.")
 
 
