@@ -105,6 +105,9 @@ def _is_number(v):
     return True
 
 
+_STAT_BLOCK = 4096  # rows per block of the column statistics (cache-sized work buffer)
+
+
 def _column_offset_scale(A, w, centre):
     """Weighted mean (0 without centring) and scale of every column of ``A``.
 
@@ -117,13 +120,27 @@ def _column_offset_scale(A, w, centre):
     pos = w > 0  # rows without weight do not count (not even for the magnitude)
     if not pos.all():
         A, w = A[pos], w[pos]
+    n, d = A.shape
     wsum = float(w.sum())
-    big = np.max(np.abs(A), axis=0) if A.shape[0] else np.zeros(A.shape[1])
+    big = np.maximum(np.max(A, axis=0), -np.min(A, axis=0)) if n else np.zeros(d)
     big = np.where(big > 0, big, 1.0)
-    B = A / big
-    offset = (w @ B) / wsum if centre else np.zeros(A.shape[1])
-    D = B - offset
-    scale = np.sqrt(w @ (D * D) / wsum)
+    # two passes over cache-sized blocks of rows (no n x d temporaries): weighted sums of the
+    # columns divided by their magnitudes, then of the squared deviations from the means
+    buf = np.empty((min(n, _STAT_BLOCK), d))
+    tot = np.zeros(d)
+    if centre:
+        for s in range(0, n, _STAT_BLOCK):
+            e = min(n, s + _STAT_BLOCK)
+            tot += w[s:e] @ np.divide(A[s:e], big, out=buf[: e - s])
+    offset = tot / wsum
+    ss = np.zeros(d)
+    for s in range(0, n, _STAT_BLOCK):
+        e = min(n, s + _STAT_BLOCK)
+        D = np.divide(A[s:e], big, out=buf[: e - s])
+        D -= offset
+        D *= D
+        ss += w[s:e] @ D
+    scale = np.sqrt(ss / wsum)
     # a constant column: centring leaves rounding-level values (|offset| * eps)
     flat = scale <= 4.0 * np.finfo(float).eps * np.maximum(np.abs(offset), 0.0 if centre else 1.0)
     flat |= ~(scale > 0)
