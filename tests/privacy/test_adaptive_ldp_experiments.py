@@ -33,3 +33,22 @@ def test_dirichlet_stream():
     assert np.isfinite(sparse).all() and sparse.max() > 0.5  # small rho: very uneven, no underflow NaN
     with pytest.raises(ValueError, match="concentration"):
         make_dirichlet_categorical_stream(10, 3, 0.0)
+
+
+def test_zipf_stream():
+    from sklearn_bayes.datasets import make_zipf_categorical_stream
+
+    X, theta = make_zipf_categorical_stream(20_000, 6, 1.1, shuffle=False, random_state=0)
+    ranks = np.arange(1, 7) ** -1.1
+    np.testing.assert_allclose(theta, ranks / ranks.sum())
+    counts = np.bincount(X[:, 0], minlength=6)
+    sd = np.sqrt(20_000 * theta * (1 - theta))
+    assert np.all(np.abs(counts - 20_000 * theta) <= 5 * sd)
+    # shuffled: the same probabilities in a random order, reproducible from the seed
+    _, shuffled = make_zipf_categorical_stream(10, 50, 1.1, random_state=1)
+    _, again = make_zipf_categorical_stream(10, 50, 1.1, random_state=1)
+    assert np.array_equal(shuffled, again)
+    np.testing.assert_allclose(np.sort(shuffled), np.sort(make_zipf_categorical_stream(1, 50, 1.1, shuffle=False)[1]))
+    assert not np.array_equal(shuffled, np.sort(shuffled)[::-1])
+    with pytest.raises(ValueError, match="exponent"):
+        make_zipf_categorical_stream(10, 3, 0.0)
