@@ -513,19 +513,57 @@ def _describe_residuals(prob, theta, scales, max_iter, tol, W, a=None):
     Used by ``variant="min_variance"``: the coefficients come from the selected
     M-estimator and the error mixture describes its residuals (responsibilities,
     weights, scales keep their meaning).  ``W`` are the selected loss's IRLS weights.
+    The EM maps of ``(log a, log scales)`` are combined by SQUAREM with the same
+    monotonicity safeguard as :func:`_em` (an extrapolated point is kept only if its
+    objective is at least that of the plain double step); ``max_iter`` counts EM maps.
     Returns the same dict as :func:`_em`.
     """
     J = len(prob.comps)
     a = np.full(J, 1.0 / J) if a is None else np.asarray(a, dtype=float).copy()
     scales = np.asarray(scales, dtype=float).copy()
-    r, z, ll = prob.e_step(theta, a, scales)
+    r, z, ll = prob.e_step(theta, a, scales)  # the residuals are fixed from here on
+
+    def em_map(a, scales, z):
+        a, scales = prob._m_mix(r, z, scales)
+        z, ll = prob._responsibilities(r, a, scales)
+        return a, scales, z, ll + prob.log_prior(scales)
+
+    def pack(a, scales):
+        with np.errstate(divide="ignore"):
+            return np.concatenate([np.maximum(np.log(a), -700.0), np.log(scales)])
+
+    def unpack(x):
+        la = np.clip(x[:J], -700.0, 700.0)
+        a = np.exp(la - la.max())
+        a[la <= -700.0] = 0.0
+        return a / a.sum(), np.maximum(np.exp(np.clip(x[J:], -700.0, 700.0)), prob.floors)
+
     history, ll_history = [ll], [ll - prob.log_prior(scales)]
     converged, n_iter = False, 0
     while n_iter < max_iter:
+        ll0, x0 = ll, pack(a, scales)
+        a, scales, z, ll = em_map(a, scales, z)
         n_iter += 1
-        a, scales = prob._m_mix(r, z, scales)
-        ll0 = ll
-        r, z, ll = prob.e_step(theta, a, scales)
+        if n_iter < max_iter and abs(ll - ll0) > tol * prob.wtot:
+            x1 = pack(a, scales)
+            best = em_map(a, scales, z)
+            n_iter += 1
+            rv, v = x1 - x0, pack(best[0], best[1]) - 2.0 * x1 + x0
+            nv = np.linalg.norm(v)
+            if nv > 0 and np.all(np.isfinite(v)):
+                alpha = min(-1.0, -np.linalg.norm(rv) / nv)
+                for _ in range(6):
+                    if alpha >= -1.0:
+                        break
+                    with np.errstate(all="ignore"):
+                        ae, se = unpack(x0 - 2.0 * alpha * rv + alpha**2 * v)
+                        ze, lle = prob._responsibilities(r, ae, se)
+                        lle += prob.log_prior(se)
+                    if np.isfinite(lle) and lle >= best[3]:
+                        best = (ae, se, ze, lle)
+                        break
+                    alpha = (alpha - 1.0) / 2.0
+            a, scales, z, ll = best
         history.append(ll)
         ll_history.append(ll - prob.log_prior(scales))
         if abs(ll - ll0) <= tol * prob.wtot:
@@ -849,14 +887,13 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         # EM runs in standardised units: X columns by their weighted moments, y by its robust
         # scale (so every tolerance and floor below is relative to the data's own scale)
         st = _standardise_robust(X, y, sw, rows, self.fit_intercept)
-        Xs_all = st.transform(X)
+        # the augmented standardised design, written in place (no n x d temporaries)
+        Xa = np.empty((n, d + int(self.fit_intercept)))
+        np.subtract(X, st.x_offset, out=Xa[:, :d])
+        Xa[:, :d] /= st.x_scale
         if self.fit_intercept:
-            Xs_all[:, st.constant] = 0.0
-            Xa = np.empty((n, d + 1))
-            Xa[:, :d] = Xs_all
+            Xa[:, :d][:, st.constant] = 0.0
             Xa[:, d] = 1.0
-        else:
-            Xa = Xs_all
         yc = (y - st.y_offset) / st.y_scale
         Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
         if self.init == "lts":
