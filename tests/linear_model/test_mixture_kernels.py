@@ -10,7 +10,9 @@ import pytest
 from scipy.special import logsumexp
 
 from sklearn_bayes import CauchyComponent, GaussianComponent, LaplaceComponent
-from sklearn_bayes.linear_model._mixture_m_estimator import _cstep, _csteps_batch, _elemental_picks, _em, _Problem
+from sklearn_bayes.linear_model._mixture_em import EMProblem as _Problem
+from sklearn_bayes.linear_model._mixture_em import em as _em
+from sklearn_bayes.linear_model._mixture_start import _cstep, _csteps_batch, _elemental_picks
 
 COMPS = [GaussianComponent(), LaplaceComponent(), CauchyComponent()]
 
@@ -41,8 +43,8 @@ def test_estep_matches_log_space_reference(a):
     r, sw = _residuals()
     fast, ref = _problems(r, sw)
     scales = np.array([1.3, 0.9, 0.4])
-    _, z_fast, ll_fast = fast.e_step(np.zeros(1), np.array(a), scales)
-    _, z_ref, ll_ref = ref.e_step(np.zeros(1), np.array(a), scales)
+    _, z_fast, ll_fast, _ = fast.e_step(np.zeros(1), np.array(a), scales)
+    _, z_ref, ll_ref, _ = ref.e_step(np.zeros(1), np.array(a), scales)
     np.testing.assert_allclose(z_fast, z_ref, rtol=1e-12, atol=1e-15)
     assert ll_fast == pytest.approx(ll_ref, rel=1e-13)
     # and the reference itself is the textbook mixture log-likelihood
@@ -57,9 +59,10 @@ def test_mixture_m_step_matches_component_objects(prior_strength):
     r, sw = _residuals(seed=1)
     fast, ref = _problems(r, sw, prior_strength)
     a0, s0 = np.array([0.5, 0.3, 0.2]), np.array([1.3, 0.9, 0.4])
-    _, z, _ = fast.e_step(np.zeros(1), a0, s0)
-    a_fast, s_fast = fast._m_mix(r, z, s0)
-    a_ref, s_ref = ref._m_mix(r, z.copy(), s0)  # a copy: no cached sufficient statistics
+    _, z, _, stats = fast.e_step(np.zeros(1), a0, s0)
+    assert stats is not None
+    a_fast, s_fast = fast.m_mix(r, z, s0, stats)  # from the fused pass's sufficient statistics
+    a_ref, s_ref = ref.m_mix(r, z, s0)  # from the component objects
     np.testing.assert_allclose(a_fast, a_ref, rtol=1e-12)
     assert a_fast.sum() == pytest.approx(1.0, abs=4e-16)
     # Gaussian and Laplace in closed form; Cauchy: both roots within the 1-D solvers' xtol in log gamma^2
@@ -71,7 +74,7 @@ def test_irls_weights_match_component_objects():
     r, sw = _residuals(seed=2)
     fast, ref = _problems(r, sw)
     scales = np.array([1.3, 0.9, 0.4])
-    _, z, _ = fast.e_step(np.zeros(1), np.array([0.5, 0.3, 0.2]), scales)
+    _, z, _, _ = fast.e_step(np.zeros(1), np.array([0.5, 0.3, 0.2]), scales)
     W = fast.irls_weights(r, z, scales)
     assert type(W) is np.ndarray
     np.testing.assert_allclose(W, ref.irls_weights(r, z, scales), rtol=1e-13)

@@ -20,7 +20,9 @@ from sklearn_bayes import (
 )
 from sklearn_bayes.datasets import load_hbk, load_stackloss, load_stars_cyg
 from sklearn_bayes.linear_model._mixture_components import _resolve_components
-from sklearn_bayes.linear_model._mixture_m_estimator import _em, _lts_starts, _Problem
+from sklearn_bayes.linear_model._mixture_em import EMProblem as _Problem
+from sklearn_bayes.linear_model._mixture_em import em as _em
+from sklearn_bayes.linear_model._mixture_start import lts_starts as _lts_starts
 from sklearn_bayes.utils import check_generator
 
 

@@ -6,7 +6,7 @@ import pytest
 from sklearn_bayes import MixtureMEstimatorRegressor
 from sklearn_bayes.datasets import load_hbk, load_stars_cyg
 from sklearn_bayes.linear_model import _mixture_min_variance as mv
-from sklearn_bayes.linear_model._mixture_m_estimator import _wls
+from sklearn_bayes.linear_model._mixture_start import wls as _wls
 
 
 def _reg(**kw):  # the default since issue 15; explicit so the tests keep their meaning

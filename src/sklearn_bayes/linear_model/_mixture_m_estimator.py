@@ -9,44 +9,29 @@ import warnings
 from numbers import Real
 
 import numpy as np
-from scipy import linalg
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._fast import _mixture as _fast
 from ..utils import IntegerInterval, check_generator, transactional
-from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, validate_regression_data
 from . import _mixture_min_variance as _min_variance
-from ._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent, _resolve_components
+from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, validate_regression_data
+from ._mixture_components import _resolve_components
+from ._mixture_em import EMProblem, describe_residuals, em, log_joint
+from ._mixture_start import lts_starts, weighted_median, wls
 
 __all__ = ["MixtureMEstimatorRegressor"]
 
 _MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
-_LTS_SUBSAMPLE = 1500  # elemental subsets are searched on at most this many rows
-_LTS_SCREEN = 50  # elemental fits with the best raw trimmed objective get concentration steps
-_LTS_KEEP = 10  # candidates refined to convergence on the subsample
 _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
-_KINDS = {GaussianComponent: 0, LaplaceComponent: 1, CauchyComponent: 2}  # laws with fused Cython passes
 _SCALE_FLOOR = 1e-9  # scales stay above this fraction of the robust scale of y (exact fits)
 
 
 # --------------------------------------------------------------------------------------
 # small helpers
 # --------------------------------------------------------------------------------------
-
-
-def _weighted_median(x, w):
-    """Lower weighted median of ``x`` with non-negative weights ``w`` (not all 0)."""
-    if w[0] > 0 and np.all(w == w[0]):  # equal weights: selection in O(n)
-        k = (len(x) - 1) // 2
-        return float(np.partition(x, k)[k])
-    order = np.argsort(x, kind="stable")
-    cw = np.cumsum(w[order])
-    k = int(np.searchsorted(cw, 0.5 * cw[-1]))
-    return float(x[order[min(k, len(x) - 1)]])
 
 
 def _rounding_level(X, y, coef, intercept):
@@ -67,513 +52,11 @@ def _standardise_robust(X, y, sw, rows, fit_intercept):
     big = float(np.max(np.abs(y)))  # > 0: y is not constant; dividing keeps sums finite
     y1 = y / big
     ys, sws = y1[rows], sw[rows]
-    scale = _MAD_TO_SD * _weighted_median(np.abs(ys - _weighted_median(ys, sws)), sws)
+    scale = _MAD_TO_SD * weighted_median(np.abs(ys - weighted_median(ys, sws)), sws)
     if scale == 0:  # more than half the (subsampled) targets tie: the sd of all targets
         scale = math.sqrt(np.average((y1 - np.average(y1, weights=sw)) ** 2, weights=sw))
     y_offset = float(np.average(y1, weights=sw)) * big if fit_intercept else 0.0
     return Standardisation(x_offset, x_scale, y_offset, scale * big, constant)
-
-
-def _solve_normal(G, rhs, weighted=None):
-    """Solve ``G theta = rhs`` by Cholesky; fall back to least squares if ill-conditioned.
-
-    ``weighted``: optional callable returning the weighted design and target
-    ``(Xw, yw)`` with ``G = Xw.T @ Xw``, for a minimum-norm solve of the
-    rank-deficient case on the data rather than on ``G``.
-    """
-    try:
-        c, lower = linalg.cho_factor(G, lower=False, check_finite=False)
-        d = np.abs(np.diag(c))
-        if d.min() > 1e-7 * d.max():
-            return linalg.cho_solve((c, lower), rhs, check_finite=False)
-    except linalg.LinAlgError:
-        pass
-    if weighted is None:
-        return linalg.lstsq(G, rhs, cond=1e-12, check_finite=False)[0]
-    Xw, yw = weighted()
-    return linalg.lstsq(Xw, yw, cond=None, check_finite=False, lapack_driver="gelsd")[0]
-
-
-_WLS_BLOCK = 8192  # rows per block of the weighted Gram accumulation (cache-sized work buffer)
-
-
-def _wls(Xa, y, w, out=None):
-    """Weighted least squares ``argmin_theta sum_i w_i (y_i - Xa_i @ theta)^2``.
-
-    The weighted Gram matrix ``sum_i w_i x_i x_i^T`` is accumulated with BLAS
-    symmetric rank-k updates (``A.T @ A``) over blocks of ``_WLS_BLOCK`` rows of
-    ``A = sqrt(w) * Xa`` (a cache-sized work buffer instead of a weighted copy
-    of the whole design) and solved by Cholesky; a badly conditioned or
-    singular Gram falls back to a minimum-norm least-squares solve.  ``out``
-    (at least ``min(n, _WLS_BLOCK)`` rows) is an optional work buffer.
-    """
-    n, p = Xa.shape
-    sq = np.sqrt(w)
-    if out is None or out.shape[0] < min(n, _WLS_BLOCK):
-        out = np.empty((min(n, _WLS_BLOCK), p))
-    G = np.zeros((p, p))
-    rhs = np.zeros(p)
-    for s in range(0, n, _WLS_BLOCK):
-        e = min(n, s + _WLS_BLOCK)
-        A = np.multiply(Xa[s:e], sq[s:e, None], out=out[: e - s])
-        G += A.T @ A
-        rhs += A.T @ (y[s:e] * sq[s:e])
-    return _solve_normal(G, rhs, lambda: (Xa * sq[:, None], y * sq))
-
-
-def _trim(r, sw, h_w, h_n):
-    """Rows with the smallest |r| carrying weight ``h_w`` (``h_n`` rows if unweighted)."""
-    a = np.abs(r)
-    if h_n is not None:
-        idx = np.argpartition(a, h_n - 1)[:h_n] if h_n < len(a) else np.arange(len(a))
-        return idx, float(r[idx] @ r[idx])
-    order = np.argsort(a, kind="stable")
-    cw = np.cumsum(sw[order])
-    k = int(np.searchsorted(cw, h_w * (1 - 1e-12))) + 1
-    idx = order[:k]
-    return idx, float(sw[idx] @ (r[idx] ** 2))
-
-
-def _cstep(Xa, y, sw, theta, h_w, h_n, n_steps):
-    """Concentration steps of FAST-LTS: refit least squares on the ``h`` best-fitting rows."""
-    idx, obj = _trim(y - Xa @ theta, sw, h_w, h_n)
-    for _ in range(n_steps):
-        sq = np.sqrt(sw[idx])
-        Xw = Xa[idx] * sq[:, None]
-        yw = y[idx] * sq
-        new = _solve_normal(Xw.T @ Xw, Xw.T @ yw, lambda: (Xw, yw))
-        idx_new, obj_new = _trim(y - Xa @ new, sw, h_w, h_n)
-        if obj_new >= obj * (1 - 1e-12):
-            if obj_new < obj:
-                theta, obj = new, obj_new
-            break
-        theta, idx, obj = new, idx_new, obj_new
-    return theta, obj
-
-
-def _csteps_batch(X, y, thetas, h, n_steps):
-    """Concentration steps for many candidates at once (unweighted rows, keep ``h``).
-
-    Each step refits least squares on every active candidate's ``h``
-    best-fitting rows (stacked BLAS products on the gathered rows, one batched
-    solve) and keeps a candidate's new fit only if its trimmed sum of squares
-    decreased; a candidate whose objective stops decreasing is final.
-    Returns ``(thetas, objectives)``.
-    """
-    n = X.shape[0]
-    thetas = np.array(thetas, dtype=float)
-
-    def trim(th):
-        A = (y[:, None] - X @ th.T) ** 2
-        if h >= n:
-            return np.broadcast_to(np.arange(n)[:, None], A.shape), A.sum(axis=0)
-        idx = np.argpartition(A, h - 1, axis=0)[:h]
-        return idx, np.take_along_axis(A, idx, 0).sum(axis=0)
-
-    idx, obj = trim(thetas)
-    idx = np.ascontiguousarray(idx.T)  # (K, h)
-    act = np.arange(len(thetas))
-    for _ in range(n_steps):
-        Xg = X[idx[act]]  # (k, h, p)
-        yg = y[idx[act]]
-        G = np.matmul(Xg.transpose(0, 2, 1), Xg)
-        b = np.matmul(Xg.transpose(0, 2, 1), yg[:, :, None])
-        try:
-            new = np.linalg.solve(G, b)[:, :, 0]
-        except np.linalg.LinAlgError:
-            new = np.array([_solve_normal(G[k], b[k, :, 0]) for k in range(len(act))])
-        ok = np.all(np.isfinite(new), axis=1)
-        new[~ok] = thetas[act[~ok]]
-        idx_new, obj_new = trim(new)
-        better = ok & (obj_new < obj[act] * (1 - 1e-12))
-        keep = act[better]
-        thetas[keep] = new[better]
-        obj[keep] = obj_new[better]
-        idx[keep] = idx_new.T[better]
-        act = keep
-        if len(act) == 0:
-            break
-    return thetas, obj
-
-
-def _elemental_picks(m, p, k, rng):
-    """``k`` random ``p``-subsets of ``range(m)`` (rows without repeated indices); ``rng`` is a Generator."""
-    draw = rng.integers
-    picks = draw(0, m, size=(k, p))
-    for _ in range(100):
-        srt = np.sort(picks, axis=1)
-        dup = np.any(srt[:, 1:] == srt[:, :-1], axis=1)
-        if not dup.any():
-            return picks
-        picks[dup] = draw(0, m, size=(int(dup.sum()), p))
-    return np.array([rng.choice(m, p, replace=False) for _ in range(k)])
-
-
-def _lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
-    """High-breakdown starting fits: least trimmed squares from elemental subsets.
-
-    ``n_subsets`` random elemental subsets (``p`` rows fitted exactly) are drawn
-    from at most ``_LTS_SUBSAMPLE`` positive-weight rows; the ``_LTS_SCREEN``
-    with the smallest trimmed sum of squares get two concentration steps; the
-    ``_LTS_KEEP`` best are iterated to convergence, and the best ``n_keep``
-    distinct ones get (at most 3) concentration steps on all rows.  Trimming
-    keeps the ``h = (n + p + 1) / 2`` best rows (in sample weight).  Returns a
-    list of parameter vectors sorted by trimmed sum of squares.
-    """
-    p = Xa.shape[1]
-    pos = np.flatnonzero(sw > 0)
-    n_pos = len(pos)
-    unweighted = bool(np.all(sw[pos] == sw[pos[0]]))
-    sub = pos if n_pos <= _LTS_SUBSAMPLE else np.sort(rng.choice(pos, _LTS_SUBSAMPLE, replace=False))
-    Xs, ys, ws = Xa[sub], y[sub], sw[sub]
-    frac = min(1.0, (n_pos + p + 1) / (2.0 * n_pos))
-    h_sub, h_all = frac * ws.sum(), frac * sw.sum()
-    hn_sub = min(len(sub), int(math.ceil(frac * len(sub)))) if unweighted else None
-    hn_all = min(n_pos, (n_pos + p + 1) // 2) if unweighted else None
-    if unweighted and len(sub) == n_pos:
-        hn_sub = hn_all
-    if unweighted and n_pos < len(sw):  # zero-weight rows exist: trim among positive rows only
-        Xa, y, sw = Xa[pos], y[pos], sw[pos]
-
-    picks = _elemental_picks(len(sub), p, n_subsets, rng)
-    try:
-        thetas = np.linalg.solve(Xs[picks], ys[picks][:, :, None])[:, :, 0]
-    except np.linalg.LinAlgError:  # some elemental subset is singular
-        thetas = np.einsum("kij,kj->ki", np.linalg.pinv(Xs[picks]), ys[picks])
-    thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
-    if len(thetas) > _LTS_SCREEN:  # pre-screen by the raw trimmed objective (vectorised)
-        R2 = (ys[:, None] - Xs @ thetas.T) ** 2
-        if hn_sub is not None:
-            raw = np.partition(R2, hn_sub - 1, axis=0)[:hn_sub].sum(axis=0)
-        else:
-            order = np.argsort(R2, axis=0)
-            cw = np.cumsum(ws[order], axis=0)
-            raw = np.where(cw - ws[order] < h_sub, ws[order] * np.take_along_axis(R2, order, 0), 0.0).sum(0)
-        thetas = thetas[np.argsort(raw, kind="stable")[:_LTS_SCREEN]]
-    if hn_sub is not None:  # unweighted: all candidates' C-steps in a few matrix products
-        thetas, obj = _csteps_batch(Xs, ys, thetas, hn_sub, 2)
-        order = np.argsort(obj, kind="stable")[:_LTS_KEEP]
-        thetas, obj = _csteps_batch(Xs, ys, thetas[order], hn_sub, 100)
-        refined = sorted(zip(thetas, obj), key=lambda t: t[1])
-    else:
-        cands = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 2) for th in thetas]
-        cands.sort(key=lambda t: t[1])
-        refined = [_cstep(Xs, ys, ws, th, h_sub, hn_sub, 100) for th, _ in cands[:_LTS_KEEP]]
-        refined.sort(key=lambda t: t[1])
-    out = []
-    for theta, _ in refined:
-        if any(np.allclose(theta, o, rtol=1e-6, atol=1e-9) for o in out):
-            continue
-        out.append(theta)
-        if len(out) == n_keep:
-            break
-    if len(sub) < n_pos:
-        out = sorted((_cstep(Xa, y, sw, th, h_all, hn_all, 3) for th in out), key=lambda t: t[1])
-        out = [th for th, _ in out]
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# EM
-# --------------------------------------------------------------------------------------
-
-
-def _log_joint(r, comps, a, scales):
-    """``log a_j + log p_j(r_i; s_j)`` as a ``(J, n)`` array (``-inf`` where ``a_j = 0``)."""
-    L = np.empty((len(comps), r.shape[0]))
-    with np.errstate(divide="ignore"):
-        log_a = np.log(a)
-    for j, comp in enumerate(comps):
-        L[j] = log_a[j] + comp.log_pdf(r, scales[j]) if a[j] > 0 else -np.inf
-    return L
-
-
-class _Problem:
-    """Data and settings of one EM fit (augmented design ``Xa``, weights, components)."""
-
-    def __init__(self, Xa, y, sw, comps, fit_scales, floors, unit=1.0, prior_scales=None, prior_strength=0.0):
-        self.Xa, self.y, self.sw, self.comps = Xa, y, sw, comps
-        self.fit_scales, self.floors = fit_scales, floors
-        self.wtot = float(sw.sum())
-        self.unit = unit  # scale of y: coefficients are extrapolated in these units (equivariance)
-        # penalty -k (s0_j^2 / s_j^2 + log s_j^2) on each fitted scale (components with ``fit_scale_map``)
-        self.prior_strength = float(prior_strength) if fit_scales and prior_scales is not None else 0.0
-        self.prior_scales = None if prior_scales is None else np.asarray(prior_scales, dtype=float)
-        self.has_map = [callable(getattr(c, "fit_scale_map", None)) for c in comps]
-        # fused Cython passes when every component is a built-in law (not a subclass)
-        kinds = [_KINDS.get(type(c)) for c in comps]
-        self.kinds = None if any(k is None for k in kinds) or len(comps) > 16 else np.array(kinds, dtype=np.dtype("l"))
-        if self.kinds is not None:
-            self.deltas = np.array([getattr(c, "delta", 0.0) for c in comps], dtype=float)
-        self.inner = 0  # extra (weights, scales) EM cycles per coefficient step
-        self._buf = None  # work buffer of the weighted least-squares steps
-        self._stats = {}  # id(z) -> (z, sufficient statistics of the E-step that produced z)
-
-    def log_prior(self, scales):
-        """``-k sum_j (s0_j^2 / s_j^2 + log s_j^2)``: log scale prior (0 without one)."""
-        k = self.prior_strength
-        if k == 0:
-            return 0.0
-        out = 0.0
-        for j, has in enumerate(self.has_map):
-            if has:
-                out -= k * ((self.prior_scales[j] / scales[j]) ** 2 + 2.0 * math.log(scales[j]))
-        return out
-
-    def e_step(self, theta, a, scales):
-        """Residuals, responsibilities ``(J, n)`` and objective: log-likelihood + log scale prior.
-
-        The log-likelihood is computed by log-sum-exp in log space.
-        """
-        r = self.y - self.Xa @ theta
-        z, ll = self._responsibilities(r, a, scales)
-        return r, z, ll + self.log_prior(scales)
-
-    def _responsibilities(self, r, a, scales):
-        """``z_ij`` and the log-likelihood at residuals ``r``."""
-        if self.kinds is not None:
-            z = np.empty((len(self.comps), r.shape[0]))
-            stats = np.empty((3, len(self.comps)))
-            ll = _fast.estep(r, self.sw, self.kinds, np.asarray(a, dtype=float), np.asarray(scales, dtype=float), z, stats)
-            if len(self._stats) > 4:
-                self._stats.clear()
-            self._stats[id(z)] = (z, stats)
-            return z, float(ll)
-        L = _log_joint(r, self.comps, a, scales)
-        m = L.max(axis=0)
-        L -= m
-        np.exp(L, out=L)
-        s = L.sum(axis=0)
-        L /= s
-        return L, float(self.sw @ (m + np.log(s)))
-
-    def m_step(self, r, z, scales):
-        """Mixture weights, scales (closed form / 1-D root), one weighted least-squares step.
-
-        With ``inner > 0`` the mixture weights and scales get ``inner`` more
-        EM cycles at the current residuals (E-step and their M-step; no least
-        squares) before the coefficient step: each cycle increases the
-        objective, and the slowly converging mixture weights and scales cost
-        no Gram matrix.
-        """
-        a, scales = self._m_mix(r, z, scales)
-        for _ in range(self.inner):
-            z, _ = self._responsibilities(r, a, scales)
-            a, scales = self._m_mix(r, z, scales)
-        W = self.irls_weights(r, z, scales)
-        if self._buf is None:
-            self._buf = np.empty((min(self.Xa.shape[0], _WLS_BLOCK), self.Xa.shape[1]))
-        theta = _wls(self.Xa, self.y, self.sw * W, out=self._buf)
-        return theta, a, scales
-
-    def _m_mix(self, r, z, scales):
-        """M-step of the mixture weights and (if fitted) the scales, at residuals ``r``."""
-        cached = self._stats.get(id(z)) if self.kinds is not None else None
-        if cached is not None and cached[0] is z:
-            return self._m_mix_fast(r, z, scales, cached[1])
-        zs = z * self.sw
-        nj = zs.sum(axis=1)
-        a = nj / self.wtot
-        scales = np.array(scales, dtype=float)
-        if self.fit_scales:
-            k = self.prior_strength
-            for j, comp in enumerate(self.comps):
-                if k > 0 and self.has_map[j]:  # MAP step: well defined even for an empty component
-                    s_j = comp.fit_scale_map(r, zs[j], self.prior_scales[j], k)
-                    scales[j] = max(float(s_j), self.floors[j])
-                elif nj[j] > 1e-12 * self.wtot:
-                    scales[j] = max(float(comp.fit_scale(r, zs[j])), self.floors[j])
-        return a, scales
-
-    def _m_mix_fast(self, r, z, scales, stats):
-        """:meth:`_m_mix` for built-in laws from the E-step's sufficient statistics (same maths)."""
-        nj, s2, s1 = stats
-        a = nj / nj.sum()  # sum_j nj = total weight; normalising keeps sum(a) == 1 to rounding
-        scales = np.array(scales, dtype=float)
-        if self.fit_scales:
-            k = self.prior_strength
-            for j, kind in enumerate(self.kinds):
-                s0 = self.prior_scales[j] if k > 0 else 1.0
-                if k == 0 and not nj[j] > 1e-12 * self.wtot:
-                    continue
-                if kind == 0:
-                    s_j = math.sqrt((s2[j] + 2.0 * k * s0**2) / (nj[j] + 2.0 * k))
-                elif kind == 1:
-                    m = nj[j] + 2.0 * k
-                    s_j = (s1[j] + math.sqrt(s1[j] ** 2 + 8.0 * k * s0**2 * m)) / (2.0 * m) if k > 0 else s1[j] / m
-                else:
-                    c = z[j] * self.sw
-                    s_j = _fast.cauchy_root(r, c, 2.0 * math.log(scales[j]), s0, k, self.comps[j].xtol)
-                scales[j] = max(float(s_j), self.floors[j])
-        return a, scales
-
-    def irls_weights(self, r, z, scales):
-        if self.kinds is not None:
-            W = np.empty_like(r)
-            _fast.irls_weights(r, self.kinds, z, np.asarray(scales, dtype=float), self.deltas, W)
-            return W
-        W = np.zeros_like(r)
-        for j, comp in enumerate(self.comps):
-            W += z[j] * comp.weight(r, scales[j])
-        return W
-
-    # parameter vector for SQUAREM extrapolation: theta, log a, log scales
-    def pack(self, theta, a, scales):
-        with np.errstate(divide="ignore"):
-            return np.concatenate([theta / self.unit, np.maximum(np.log(a), -700.0), np.log(scales)])
-
-    def unpack(self, x):
-        p, J = self.Xa.shape[1], len(self.comps)
-        theta = x[:p] * self.unit
-        la = np.clip(x[p : p + J], -700.0, 700.0)
-        a = np.exp(la - la.max())
-        a[la <= -700.0] = 0.0
-        a /= a.sum()
-        scales = np.maximum(np.exp(np.clip(x[p + J :], -700.0, 700.0)), self.floors)
-        return theta, a, scales
-
-
-def _em(prob, theta, scales, max_iter, tol, accelerate=True, a=None):
-    """EM / IRLS for a mixture of M-estimators (Algorithm 2 with scale updates).
-
-    One EM map: E-step ``z_ij`` at the current fit, then M-steps for the mixture
-    weights, the scales and one weighted least-squares step with weights
-    ``sum_j z_ij w_j(r_i)``.  Each map increases the log-likelihood.  With
-    ``accelerate`` the maps are combined by SQUAREM (Varadhan and Roland,
-    "Simple and globally convergent methods for accelerating the convergence of
-    any EM algorithm"), keeping an extrapolated point only if its likelihood is
-    at least that of the plain double step, so the sequence stays monotone.
-    ``max_iter`` counts EM maps.  With a scale prior (``prob.prior_strength >
-    0``) the scale M-steps are MAP steps and the monotone objective is the
-    log-likelihood plus the log prior.
-    """
-    J = len(prob.comps)
-    a = np.full(J, 1.0 / J) if a is None else np.asarray(a, dtype=float).copy()
-    scales = np.asarray(scales, dtype=float).copy()
-    history, ll_history = [], []
-    n_iter = 0
-    converged = False
-    r, z, ll = prob.e_step(theta, a, scales)
-    history.append(ll)
-    ll_history.append(ll - prob.log_prior(scales))
-    while n_iter < max_iter:
-        ll0 = ll
-        x0 = prob.pack(theta, a, scales)
-        theta1, a1, s1 = prob.m_step(r, z, scales)
-        n_iter += 1
-        r, z, ll = prob.e_step(theta1, a1, s1)
-        theta, a, scales = theta1, a1, s1
-        if accelerate and n_iter < max_iter and abs(ll - ll0) > tol * prob.wtot:
-            x1 = prob.pack(theta1, a1, s1)
-            theta2, a2, s2 = prob.m_step(r, z, s1)
-            n_iter += 1
-            r2, z2, ll2 = prob.e_step(theta2, a2, s2)
-            x2 = prob.pack(theta2, a2, s2)
-            rv, v = x1 - x0, x2 - 2 * x1 + x0
-            nv = np.linalg.norm(v)
-            best = (theta2, a2, s2, r2, z2, ll2)
-            if nv > 0 and np.all(np.isfinite(v)):
-                alpha = min(-1.0, -np.linalg.norm(rv) / nv)
-                for _ in range(6):
-                    if alpha >= -1.0:
-                        break
-                    with np.errstate(all="ignore"):
-                        te, ae, se = prob.unpack(x0 - 2 * alpha * rv + alpha**2 * v)
-                        re, ze, lle = prob.e_step(te, ae, se)
-                    if np.isfinite(lle) and lle >= ll2:
-                        best = (te, ae, se, re, ze, lle)
-                        break
-                    alpha = (alpha - 1.0) / 2.0
-            theta, a, scales, r, z, ll = best
-        history.append(ll)
-        ll_history.append(ll - prob.log_prior(scales))
-        if abs(ll - ll0) <= tol * prob.wtot:
-            converged = True
-            break
-    W = prob.irls_weights(r, z, scales)
-    return {
-        "theta": theta,
-        "a": a,
-        "scales": scales,
-        "z": z,
-        "W": W,
-        "objective": ll,  # log-likelihood + log scale prior (what EM increases)
-        "ll": ll - prob.log_prior(scales),
-        "history": np.asarray(history),  # objective
-        "ll_history": np.asarray(ll_history),
-        "n_iter": n_iter,
-        "converged": converged,
-        "residuals": r,
-    }
-
-
-def _describe_residuals(prob, theta, scales, max_iter, tol, W, a=None):
-    """EM for the mixture weights and scales only, at fixed coefficients ``theta``.
-
-    Used by ``variant="min_variance"``: the coefficients come from the selected
-    M-estimator and the error mixture describes its residuals (responsibilities,
-    weights, scales keep their meaning).  ``W`` are the selected loss's IRLS weights.
-    The EM maps of ``(log a, log scales)`` are combined by SQUAREM with the same
-    monotonicity safeguard as :func:`_em` (an extrapolated point is kept only if its
-    objective is at least that of the plain double step); ``max_iter`` counts EM maps.
-    Returns the same dict as :func:`_em`.
-    """
-    J = len(prob.comps)
-    a = np.full(J, 1.0 / J) if a is None else np.asarray(a, dtype=float).copy()
-    scales = np.asarray(scales, dtype=float).copy()
-    r, z, ll = prob.e_step(theta, a, scales)  # the residuals are fixed from here on
-
-    def em_map(a, scales, z):
-        a, scales = prob._m_mix(r, z, scales)
-        z, ll = prob._responsibilities(r, a, scales)
-        return a, scales, z, ll + prob.log_prior(scales)
-
-    def pack(a, scales):
-        with np.errstate(divide="ignore"):
-            return np.concatenate([np.maximum(np.log(a), -700.0), np.log(scales)])
-
-    def unpack(x):
-        la = np.clip(x[:J], -700.0, 700.0)
-        a = np.exp(la - la.max())
-        a[la <= -700.0] = 0.0
-        return a / a.sum(), np.maximum(np.exp(np.clip(x[J:], -700.0, 700.0)), prob.floors)
-
-    history, ll_history = [ll], [ll - prob.log_prior(scales)]
-    converged, n_iter = False, 0
-    while n_iter < max_iter:
-        ll0, x0 = ll, pack(a, scales)
-        a, scales, z, ll = em_map(a, scales, z)
-        n_iter += 1
-        if n_iter < max_iter and abs(ll - ll0) > tol * prob.wtot:
-            x1 = pack(a, scales)
-            best = em_map(a, scales, z)
-            n_iter += 1
-            rv, v = x1 - x0, pack(best[0], best[1]) - 2.0 * x1 + x0
-            nv = np.linalg.norm(v)
-            if nv > 0 and np.all(np.isfinite(v)):
-                alpha = min(-1.0, -np.linalg.norm(rv) / nv)
-                for _ in range(6):
-                    if alpha >= -1.0:
-                        break
-                    with np.errstate(all="ignore"):
-                        ae, se = unpack(x0 - 2.0 * alpha * rv + alpha**2 * v)
-                        ze, lle = prob._responsibilities(r, ae, se)
-                        lle += prob.log_prior(se)
-                    if np.isfinite(lle) and lle >= best[3]:
-                        best = (ae, se, ze, lle)
-                        break
-                    alpha = (alpha - 1.0) / 2.0
-            a, scales, z, ll = best
-        history.append(ll)
-        ll_history.append(ll - prob.log_prior(scales))
-        if abs(ll - ll0) <= tol * prob.wtot:
-            converged = True
-            break
-    return {
-        "theta": theta, "a": a, "scales": scales, "z": z, "W": W, "objective": ll,
-        "ll": ll - prob.log_prior(scales), "history": np.asarray(history),
-        "ll_history": np.asarray(ll_history), "n_iter": n_iter, "converged": converged, "residuals": r,
-    }  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------
@@ -897,18 +380,18 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         yc = (y - st.y_offset) / st.y_scale
         Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
         if self.init == "lts":
-            starts = _lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
+            starts = lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
         else:
-            starts = [_wls(Xs, ycs, sws)]
+            starts = [wls(Xs, ycs, sws)]
         # scale floors and the scale prior come from the first (best high-breakdown) start, so
         # every start maximises the same objective and the runs can be compared; the absolute
         # floor is 1e-9 of the robust scale of y, or the rounding level of the residuals if
         # that is larger (scales fitted to rounding noise would depend on the BLAS)
         coef0 = st.coef(starts[0][:d])
         icpt0 = float(st.intercept(starts[0][d], coef0)) if self.fit_intercept else 0.0
-        noise = _weighted_median(_rounding_level(X[rows], y[rows], coef0, icpt0), sws) / st.y_scale
+        noise = weighted_median(_rounding_level(X[rows], y[rows], coef0, icpt0), sws) / st.y_scale
         tiny = max(_SCALE_FLOOR, noise)
-        mad = _weighted_median(np.abs(ycs - Xs @ starts[0]), sws)
+        mad = weighted_median(np.abs(ycs - Xs @ starts[0]), sws)
         floors = np.array([max(self.min_scale_ratio * c.scale_from_mad(mad), tiny) for c in comps])
         scales0 = [
             max(float(c.scale) / st.y_scale, tiny) if getattr(c, "scale", None) is not None
@@ -918,7 +401,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         # one component: the likelihood is bounded (exact fits aside), no prior needed
         k = self.scale_prior if len(comps) > 1 else 0.0
         prior = {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
-        prob = _Problem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
+        prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         best, selected_loss = None, None
         if self.variant == "min_variance":
             best = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, (Xa, yc, sw) if sub is not None else None)
@@ -926,12 +409,12 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             starts = []
             prob = best.pop("problem")
         for theta0 in starts:
-            res = _em(prob, theta0, scales0, self.max_iter, self.tol)
+            res = em(prob, theta0, scales0, self.max_iter, self.tol)
             if best is None or res["objective"] > best["objective"]:
                 best = res
         if sub is not None and self.variant == "paper":  # polish the best subsample fit on all rows
-            prob = _Problem(Xa, yc, sw, comps, self.fit_scales, floors, **prior)
-            best = _em(prob, best["theta"], best["scales"], self.max_iter, self.tol, a=best["a"])
+            prob = EMProblem(Xa, yc, sw, comps, self.fit_scales, floors, **prior)
+            best = em(prob, best["theta"], best["scales"], self.max_iter, self.tol, a=best["a"])
         if not best["converged"]:
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
@@ -966,7 +449,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         # robust residual scale, never below the rounding level of the residuals
         r = best["residuals"] * st.y_scale
         rounding = _rounding_level(X, y, self.coef_, self.intercept_)
-        self.residual_scale_ = max(_MAD_TO_SD * _weighted_median(np.abs(r), sw), _weighted_median(rounding, sw))
+        self.residual_scale_ = max(_MAD_TO_SD * weighted_median(np.abs(r), sw), weighted_median(rounding, sw))
         return self
 
     def _fit_min_variance(self, prob, theta0, mad, tiny, scales0, full):
@@ -976,18 +459,18 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ``full``: ``(Xa, y, sw)`` of all rows when the selection ran on a subsample; the kept
         loss is then refitted on all rows from its subsample fit."""
         slopes = np.arange(prob.Xa.shape[1] - int(self.fit_intercept))
-        sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, _wls, _weighted_median, tiny,
+        sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
                                    slopes)  # fmt: skip
         theta, (kind, c), scale = sel["theta"], sel["loss"], sel["scale"]
         a0 = None
         if full is not None:  # describe on the subsample first: the all-rows EM is then a short polish
-            warm = _describe_residuals(prob, theta, scales0, self.max_iter, self.tol, None)
+            warm = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, None)
             a0, scales0 = warm["a"], warm["scales"]
-            theta, _ = _min_variance.irls(*full, theta, scale, kind, c, _wls)
-            prob = _Problem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
+            theta, _ = _min_variance.irls(*full, theta, scale, kind, c, wls)
+            prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
                             prior_strength=prob.prior_strength)  # fmt: skip
         W = _min_variance.psi_terms(kind, (prob.y - prob.Xa @ theta) / scale, c)[0] / (scale * scale)
-        best = _describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, a=a0)
+        best = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, a=a0)
         best.update(loss=(kind, c), problem=prob)
         return best
 
@@ -1010,7 +493,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             ``log sum_j a_j p_j(y_i - predict(x_i); s_j)``.
         """
         r = self._residuals(X, y)[2]
-        L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
+        L = log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return logsumexp(L, axis=0)
 
     def predict_proba_components(self, X, y):
@@ -1026,7 +509,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         resp : ndarray of shape (n_samples, n_components)
         """
         r = self._residuals(X, y)[2]
-        L = _log_joint(r, self.components_, self.mixture_weights_, self.scales_)
+        L = log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return np.exp(L - logsumexp(L, axis=0)).T
 
     def flag_outliers(self, X, y, threshold=2.5):
