@@ -1,5 +1,6 @@
 """AdaptiveLDPFrequencyEstimator: sampler correctness, convergence, state handling, bad input."""
 
+from functools import partial
 import pickle
 import warnings
 
@@ -10,6 +11,10 @@ from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes._fast._ldp import log_likelihood_gradient
 from sklearn_bayes.privacy import RRRRMechanism
 from sklearn_bayes.exceptions import SeededNoiseWarning
+
+# The papers' adaptive RRRR mode under a fixed Dir(1) prior (the defaults before issue 13);
+# the default static mechanism and the hierarchical prior are tested in test_ldp_posterior.py.
+_rrrr_estimator = partial(AdaptiveLDPFrequencyEstimator, mechanism="rrrr", prior=1.0)
 
 
 def _gen(seed):
@@ -40,7 +45,7 @@ def test_sgld_gradient_matches_finite_differences(K, kappa):
     theta = _gen(0).dirichlet(np.ones(K))
     subsets = [[], [0], [1, 2], list(range(K - 1))]
     y, subs = _responses(K, 60, theta, eps, kappa, subsets, seed=1)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
+    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
                                         random_state=_gen(2)).partial_fit_responses(y, subs)
     n = est.n_responses_
     mech = RRRRMechanism(K, eps, kappa)
@@ -75,10 +80,10 @@ def test_sgld_agrees_with_exact_gibbs():
     y, subs = _responses(K, n, theta, eps, kappa, [[], [0], [0, 1], [2]], seed=4)
     common = dict(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0)
     # reference: the exact data-augmentation Gibbs sampler on the grouped likelihood
-    gibbs = AdaptiveLDPFrequencyEstimator(final_estimate="gibbs", random_state=_gen(5), **common)
+    gibbs = _rrrr_estimator(final_estimate="gibbs", random_state=_gen(5), **common)
     g = gibbs.partial_fit_responses(y, subs).sample_posterior(20_000, random_state=_gen(55))
     # the online SGLD chain continued (final_estimate='sgld' samples the papers' chain)
-    sgld = AdaptiveLDPFrequencyEstimator(sampler="sgld", final_estimate="sgld", batch_size=50, step_size=0.1 / n,
+    sgld = _rrrr_estimator(sampler="sgld", final_estimate="sgld", batch_size=50, step_size=0.1 / n,
                                          n_steps=5, random_state=_gen(6), **common).partial_fit_responses(y, subs)
     s = sgld.sample_posterior(20_000, random_state=_gen(56))
     for j in range(K):
@@ -99,7 +104,7 @@ def test_gibbs_counts_sample_the_exact_conditional():
     K, eps, kappa = 4, 1.0, 0.8
     theta = np.array([0.4, 0.3, 0.2, 0.1])
     y, subs = _responses(K, 50, theta, eps, kappa, [[], [0], [1, 3]], seed=7)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
+    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
                                         random_state=_gen(8)).partial_fit_responses(y, subs)
     n = est.n_responses_
     mech = RRRRMechanism(K, eps, kappa)
@@ -128,7 +133,7 @@ def test_estimate_converges_to_truth(utility):
     X = rng.choice(K, size=20_000, p=theta).reshape(-1, 1)
     errs, sds = [], []
     for n in (500, 20_000):
-        est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, utility=utility, alpha=0.7,
+        est = _rrrr_estimator(n_categories=K, epsilon=eps, utility=utility, alpha=0.7,
                                             n_final_steps=1000, random_state=_gen(11)).fit(X[:n])
         errs.append(np.abs(est.theta_ - theta).max())
         sds.append(est.sample_posterior(400).std(axis=0))
@@ -144,7 +149,7 @@ def test_adaptive_beats_non_adaptive_on_skewed_theta():
     K = 10
     theta = np.array([0.6, 0.2, 0.08, 0.05, 0.03, 0.01, 0.01, 0.01, 0.005, 0.005])
     X = _gen(12).choice(K, size=5000, p=theta).reshape(-1, 1)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, random_state=_gen(13),
+    est = _rrrr_estimator(n_categories=K, epsilon=1.0, random_state=_gen(13),
                                         n_final_steps=200).fit(X)
     sizes = np.bincount(est.subset_sizes_, minlength=K)
     assert sizes[1:4].sum() > 0.9 * est.n_responses_
@@ -163,8 +168,8 @@ def test_cython_utilities_equal_python_reference_path(name):
 
     X = _gen(14).choice(6, size=200, p=[0.3, 0.25, 0.2, 0.1, 0.1, 0.05]).reshape(-1, 1)
     kw = dict(n_categories=6, epsilon=1.0, kappa=0.8, n_steps=5, n_final_steps=50)
-    a = AdaptiveLDPFrequencyEstimator(utility=name, random_state=_gen(15), **kw).fit(X)
-    b = AdaptiveLDPFrequencyEstimator(utility=reference, random_state=_gen(15), **kw).fit(X)
+    a = _rrrr_estimator(utility=name, random_state=_gen(15), **kw).fit(X)
+    b = _rrrr_estimator(utility=reference, random_state=_gen(15), **kw).fit(X)
     np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
     np.testing.assert_array_equal(a._ys[:200], b._ys[:200])
     np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-12)
@@ -173,8 +178,8 @@ def test_cython_utilities_equal_python_reference_path(name):
 def test_partial_fit_in_chunks_equals_fit_without_final_averaging():
     X = _gen(16).choice(4, size=400, p=[0.4, 0.3, 0.2, 0.1]).reshape(-1, 1)
     kw = dict(n_categories=4, epsilon=1.0, n_final_steps=0)
-    a = AdaptiveLDPFrequencyEstimator(random_state=_gen(17), **kw).fit(X)
-    b = AdaptiveLDPFrequencyEstimator(random_state=_gen(17), **kw)
+    a = _rrrr_estimator(random_state=_gen(17), **kw).fit(X)
+    b = _rrrr_estimator(random_state=_gen(17), **kw)
     for chunk in np.array_split(X, 7):
         b.partial_fit(chunk)
     # same random stream and same users; only the summation order of duplicated subset rows
@@ -188,7 +193,7 @@ def test_partial_fit_in_chunks_equals_fit_without_final_averaging():
 def test_pickle_mid_stream_equals_no_pickle(sampler):
     X = _gen(18).choice(5, size=300, p=[0.4, 0.3, 0.15, 0.1, 0.05]).reshape(-1, 1)
     kw = dict(n_categories=5, epsilon=1.0, sampler=sampler, n_steps=5, n_final_steps=40)
-    a = AdaptiveLDPFrequencyEstimator(random_state=_gen(19), **kw).partial_fit(X[:150])
+    a = _rrrr_estimator(random_state=_gen(19), **kw).partial_fit(X[:150])
     b = pickle.loads(pickle.dumps(a))
     a.partial_fit(X[150:])
     b.partial_fit(X[150:])
@@ -201,7 +206,7 @@ def test_deployment_round_trip_with_client_mechanism():
     K, eps = 5, 2.0
     theta = np.array([0.5, 0.2, 0.15, 0.1, 0.05])
     rng = _gen(20)
-    server = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, n_final_steps=200, random_state=_gen(21))
+    server = _rrrr_estimator(n_categories=K, epsilon=eps, n_final_steps=200, random_state=_gen(21))
     client = RRRRMechanism(K, eps, server.kappa)
     assert server.propose_subset().size == 0  # uniform start: SRR is the best prefix
     for _ in range(1500):
@@ -220,7 +225,7 @@ def test_foreign_srr_responses_are_accepted():
     K = 4
     y = RRRRMechanism(K, 3.0).privatize(_gen(22).choice(K, size=2000, p=[0.7, 0.1, 0.1, 0.1]),
                                         [], random_state=_gen(23))
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=3.0, n_final_steps=400, random_state=_gen(24))
+    est = _rrrr_estimator(n_categories=K, epsilon=3.0, n_final_steps=400, random_state=_gen(24))
     est.partial_fit_responses(y, [])
     assert est._n_sids == 1 and np.all(est.subset_sizes_ == 0)
     sds = est.sample_posterior(300).std(axis=0)
@@ -230,7 +235,7 @@ def test_foreign_srr_responses_are_accepted():
 # ---------------------------------------------------------------- storage, labels, transform
 def test_storage_is_compact():
     X = _gen(25).choice(20, size=3000, p=_gen(26).dirichlet(np.full(20, 0.1))).reshape(-1, 1)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=20, epsilon=1.0, n_final_steps=0, random_state=_gen(27)).fit(X)
+    est = _rrrr_estimator(n_categories=20, epsilon=1.0, n_final_steps=0, random_state=_gen(27)).fit(X)
     per_response = est._ys.itemsize + est._sids.itemsize + est._sizes.itemsize
     assert per_response == 12
     # distinct subsets are interned: no duplicated rows
@@ -240,7 +245,7 @@ def test_storage_is_compact():
 
 def test_string_labels_and_transform():
     X = np.array(["b", "a", "c", "a", "a", "b"] * 100, dtype=object).reshape(-1, 1)
-    est = AdaptiveLDPFrequencyEstimator(epsilon=2.0, n_final_steps=50, random_state=_gen(28)).fit(X)
+    est = _rrrr_estimator(epsilon=2.0, n_final_steps=50, random_state=_gen(28)).fit(X)
     assert est.categories_.tolist() == ["a", "b", "c"]
     out = est.transform(np.array([["c"], ["a"]], dtype=object))
     np.testing.assert_allclose(out[:, 0], est.theta_[[2, 0]])
@@ -250,7 +255,7 @@ def test_string_labels_and_transform():
 
 def test_int_seed_warns():
     with pytest.warns(SeededNoiseWarning):
-        AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=0, random_state=0).fit([[0], [1], [2]])
+        _rrrr_estimator(n_categories=3, n_final_steps=0, random_state=0).fit([[0], [1], [2]])
 
 
 # ---------------------------------------------------------------- bad input
@@ -277,7 +282,7 @@ def test_bad_parameters(params, match):
     kw = dict(n_categories=3, n_final_steps=0, random_state=_gen(0))
     kw.update(params)
     with pytest.raises(ValueError, match=match):
-        AdaptiveLDPFrequencyEstimator(**kw).fit([[0], [1], [2]])
+        _rrrr_estimator(**kw).fit([[0], [1], [2]])
 
 
 @pytest.mark.parametrize(
@@ -293,7 +298,7 @@ def test_bad_parameters(params, match):
     ],
 )
 def test_rejected_batch_leaves_estimator_untouched(X, match):
-    est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, random_state=_gen(1))
+    est = _rrrr_estimator(n_categories=3, n_final_steps=10, random_state=_gen(1))
     with pytest.raises(ValueError, match=match):
         est.fit(X)  # first call rejected: still unfitted
     assert not hasattr(est, "theta_") and not hasattr(est, "n_features_in_")
@@ -316,7 +321,7 @@ def test_rejected_batch_leaves_estimator_untouched(X, match):
     ],
 )
 def test_rejected_responses_leave_estimator_untouched(y, subsets, match):
-    est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, random_state=_gen(2))
+    est = _rrrr_estimator(n_categories=3, n_final_steps=10, random_state=_gen(2))
     est.partial_fit_responses([0, 1, 2], [0])
     before = _snapshot(est)
     with pytest.raises(ValueError, match=match):
@@ -326,9 +331,9 @@ def test_rejected_responses_leave_estimator_untouched(y, subsets, match):
 
 def test_deployment_needs_n_categories():
     with pytest.raises(ValueError, match="n_categories"):
-        AdaptiveLDPFrequencyEstimator().partial_fit_responses([0, 1], [])
+        _rrrr_estimator().partial_fit_responses([0, 1], [])
     with pytest.raises(ValueError, match="n_categories"):
-        AdaptiveLDPFrequencyEstimator().propose_subset()
+        _rrrr_estimator().propose_subset()
 
 
 _FLAKY_CALLS = {"n": 0}
@@ -346,7 +351,7 @@ def test_exception_in_user_utility_leaves_state_untouched():
     _FLAKY_CALLS["n"] = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededNoiseWarning)
-        est = AdaptiveLDPFrequencyEstimator(n_categories=3, n_final_steps=10, utility=_flaky_utility,
+        est = _rrrr_estimator(n_categories=3, n_final_steps=10, utility=_flaky_utility,
                                             random_state=_gen(3))
         est.partial_fit([[0], [1]])
         before = _snapshot(est)
@@ -383,7 +388,7 @@ def test_final_estimate_is_the_exact_posterior_mean(final_estimate, n_final_step
     y, subs = _responses(K, n, np.array([0.6, 0.3, 0.1]), eps, kappa, [[], [0], [0, 1], [2]], seed=4)
     mean, sd = _quadrature_posterior(y, subs, mech)
     for seed in range(3):
-        est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=final_estimate,
+        est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=final_estimate,
                                             n_final_steps=n_final_steps, random_state=_gen(30 + seed))
         est.partial_fit_responses(y, subs)
         assert np.all(np.abs(est.theta_ - mean) <= tol * sd), (est.theta_, mean, sd)
@@ -399,7 +404,7 @@ def test_mala_target_equals_the_dense_grouped_likelihood():
     theta = np.array([0.3, 0.25, 0.2, 0.1, 0.1, 0.05])
     y, subs = _responses(K, 500, theta, eps, kappa, [[], [0], [1, 3], [4, 0, 2], [5]], seed=12)
     prior = np.array([1.0, 0.5, 2.0, 1.0, 1.0, 0.3])
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, prior=prior, n_final_steps=0,
+    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, prior=prior, n_final_steps=0,
                                         random_state=_gen(2)).partial_fit_responses(y, subs)
     groups = est._group_structure()
     assert groups[5].sum() == 500
@@ -428,7 +433,7 @@ def test_posterior_samples_have_the_exact_posterior_moments(final_estimate, max_
     mech = RRRRMechanism(K, eps, kappa)
     y, subs = _responses(K, n, np.array([0.6, 0.3, 0.1]), eps, kappa, [[], [0], [0, 1], [2]], seed=4)
     mean, sd = _quadrature_posterior(y, subs, mech)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=final_estimate,
+    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=final_estimate,
                                         n_final_steps=0, random_state=_gen(60)).partial_fit_responses(y, subs)
     s = est.sample_posterior(8000, random_state=_gen(61))
     assert s.shape == (8000, K)
@@ -444,8 +449,8 @@ def test_reading_results_never_changes_later_fitting():
     """theta_ is computed lazily from its own stream: reads do not advance the main generator."""
     X = _gen(62).choice(5, size=600, p=[0.4, 0.3, 0.15, 0.1, 0.05]).reshape(-1, 1)
     kw = dict(n_categories=5, epsilon=1.0, n_steps=5, n_final_steps=40)
-    a = AdaptiveLDPFrequencyEstimator(random_state=_gen(63), **kw).partial_fit(X[:300])
-    b = AdaptiveLDPFrequencyEstimator(random_state=_gen(63), **kw).partial_fit(X[:300])
+    a = _rrrr_estimator(random_state=_gen(63), **kw).partial_fit(X[:300])
+    b = _rrrr_estimator(random_state=_gen(63), **kw).partial_fit(X[:300])
     theta_a = a.theta_
     a.sample_posterior(20)
     a.credible_interval(0.9, n_samples=50)
@@ -474,7 +479,7 @@ def test_final_mala_beats_the_sgld_average_on_the_same_responses():
     for fe in ("mala", "sgld"):
         e = []
         for seed in range(8):
-            est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=fe,
+            est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, final_estimate=fe,
                                                 random_state=_gen(40 + seed)).partial_fit_responses(y, subs)
             e.append(np.sum((est.theta_ - mean) ** 2 / sd**2))
         err[fe] = np.mean(e)
@@ -488,7 +493,7 @@ def test_final_estimate_grouped_likelihood_matches_the_kernel_table():
     K, eps, kappa, n = 5, 1.0, 0.8, 300
     mech = RRRRMechanism(K, eps, kappa)
     y, subs = _responses(K, n, np.full(K, 0.2), eps, kappa, [[], [0], [1, 3], [4, 0, 2]], seed=9)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
+    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
                                         random_state=_gen(1)).partial_fit_responses(y, subs)
     L, counts = est._grouped_likelihood()
     assert counts.sum() == n
@@ -501,7 +506,7 @@ def _fitted(**kw):
     params = dict(n_categories=4, epsilon=1.0, kappa=0.9, n_final_steps=10, random_state=_gen(40))
     params.update(kw)
     X = _gen(41).choice(4, size=60, p=[0.5, 0.3, 0.15, 0.05]).reshape(-1, 1)
-    return AdaptiveLDPFrequencyEstimator(**params).fit(X)
+    return _rrrr_estimator(**params).fit(X)
 
 
 _CALLS = {
@@ -630,14 +635,14 @@ def test_theta_cache_follows_the_final_estimate_knobs():
 
 @pytest.mark.parametrize("eps", [400.0, 700.0, 1e6])
 def test_huge_epsilon_fits(eps):
-    """Regression: AdaptiveLDPFrequencyEstimator(epsilon=700).fit(X) raised OverflowError.
+    """Regression: _rrrr_estimator(epsilon=700).fit(X) raised OverflowError.
 
     With eps1 = 0.9 eps >= 360 the release is the true category to double precision,
     so the posterior mean is (counts + 1) / (n + K) under the Dir(1) prior.
     """
     X = _gen(42).choice(4, size=300, p=[0.5, 0.3, 0.15, 0.05]).reshape(-1, 1)
     for utility in ("honest", "entropy", "fisher"):
-        est = AdaptiveLDPFrequencyEstimator(n_categories=4, epsilon=eps, utility=utility, final_estimate="gibbs",
+        est = _rrrr_estimator(n_categories=4, epsilon=eps, utility=utility, final_estimate="gibbs",
                                             n_final_steps=200, random_state=_gen(43)).fit(X)
         np.testing.assert_array_equal(est._ys[:300], X[:, 0])
         exact = (np.bincount(X[:, 0], minlength=4) + 1.0) / (300 + 4)
@@ -667,7 +672,7 @@ def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
     """The skip of re-validation (identity with the last validated values) must see every parameter."""
     from sklearn_bayes.privacy._adaptive_ldp import _FROZEN_PARAMS, _PARAM_NAMES
 
-    params = set(AdaptiveLDPFrequencyEstimator().get_params())
+    params = set(_rrrr_estimator().get_params())
     assert set(_PARAM_NAMES) == params == set(AdaptiveLDPFrequencyEstimator._parameter_constraints)
     assert set(_FROZEN_PARAMS) <= params
 
@@ -675,14 +680,14 @@ def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
 @pytest.mark.parametrize("bad", [["purple"], [3], [3.5], [True]])
 def test_label_of_another_type_is_refused_naming_x(bad):
     """Regression: an int among string labels raised numpy's TypeError ('<' not supported)."""
-    est = AdaptiveLDPFrequencyEstimator(n_final_steps=0, random_state=_gen(50))
+    est = _rrrr_estimator(n_final_steps=0, random_state=_gen(50))
     est.partial_fit(np.array(["red", "green"], dtype=object).reshape(-1, 1))
     before = _snapshot(est)
     with pytest.raises(ValueError, match=r"^X holds categories outside the known ones"):
         est.partial_fit(np.array(["red"] + bad, dtype=object).reshape(-1, 1))
     assert _snapshot(est) == before
     with pytest.raises(ValueError, match=r"^X holds categories of types that cannot be ordered"):
-        AdaptiveLDPFrequencyEstimator(n_final_steps=0).fit(np.array(["a", 1], dtype=object).reshape(-1, 1))
+        _rrrr_estimator(n_final_steps=0).fit(np.array(["a", 1], dtype=object).reshape(-1, 1))
 
 
 @pytest.mark.parametrize("params", [{"epsilon": -1.0}, {"n_categories": True}, {"kappa": 2.0}])
@@ -690,7 +695,7 @@ def test_first_recorded_response_validates_the_parameters(params):
     """partial_fit_responses is not under _fit_context (per-call cost): its first call validates."""
     from sklearn.utils._param_validation import InvalidParameterError
 
-    est = AdaptiveLDPFrequencyEstimator(**{"n_categories": 3, **params})
+    est = _rrrr_estimator(**{"n_categories": 3, **params})
     with pytest.raises(InvalidParameterError, match=next(iter(params))):
         est.partial_fit_responses([0], [[]])
     assert "n_responses_" not in vars(est)

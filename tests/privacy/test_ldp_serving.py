@@ -6,6 +6,7 @@ separate workers (``merge``) and the posterior refreshed on demand (``refresh``)
 """
 
 import copy
+from functools import partial
 import pickle
 import warnings
 
@@ -15,6 +16,10 @@ import pytest
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator, RRRRMechanism
 from sklearn_bayes.exceptions import SeededNoiseWarning
 
+# The papers' adaptive RRRR mode under a fixed Dir(1) prior (the defaults before issue 13);
+# the default static mechanism and the hierarchical prior are tested in test_ldp_posterior.py.
+_rrrr_estimator = partial(AdaptiveLDPFrequencyEstimator, mechanism="rrrr", prior=1.0)
+
 K = 6
 EPS = 1.0
 THETA = np.array([0.6, 0.15, 0.1, 0.07, 0.05, 0.03])
@@ -23,7 +28,7 @@ THETA = np.array([0.6, 0.15, 0.1, 0.07, 0.05, 0.03])
 def _server(seed=0, **kw):
     params = dict(n_categories=K, epsilon=EPS, n_final_steps=200, random_state=np.random.default_rng(seed))
     params.update(kw)
-    return AdaptiveLDPFrequencyEstimator(**params)
+    return _rrrr_estimator(**params)
 
 
 def _answer(masks, seed):

@@ -12,6 +12,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import IntegerInterval, RealInterval, check_generator, check_privacy_random_state, transactional
+from ._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_unique
+from ._ldp_posterior import gibbs_draws, ibu, rrrr_groups
 from ._ldp_store import distinct_masks, new_store_id, subsets_for_draws
 from ._rrrr import _rrrr_constants
 from ._utilities import UTILITIES, choose_subset_size, sorted_order
@@ -37,12 +39,12 @@ _FAST_MODES = {
 # call and compared with ``get_params()`` by every later call (see ``_check_frozen``).
 # The others (sampler, n_steps, batch_size, step_size, n_final_steps, final_estimate)
 # are compute knobs of the MCMC and may change between calls.
-_FROZEN_PARAMS = ("n_categories", "epsilon", "kappa", "utility", "alpha", "prior", "random_state")
+_FROZEN_PARAMS = ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha", "prior", "random_state")
 # Knobs the final estimate ``theta_`` depends on (its cache is keyed by them).
-_FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size")
+_FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size", "point_estimate")
 _FITTED_ATTRS = ("categories_", "n_categories_", "n_responses_", "subset_sizes_")
 _PARAM_NAMES = _FROZEN_PARAMS + (
-    "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate",
+    "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate", "point_estimate",
 )
 
 _N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
@@ -328,7 +330,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         "kappa": [RealInterval(0, 1, closed="right")],
         "utility": [StrOptions(set(UTILITIES)), callable],
         "alpha": [RealInterval(0, 1, closed="neither"), None],
-        "prior": [RealInterval(0, np.inf, closed="neither"), "array-like"],
+        "mechanism": [StrOptions(set(MECHANISMS))],
+        "prior": [StrOptions({"hierarchical"}), RealInterval(0, np.inf, closed="neither"), "array-like"],
+        "point_estimate": [StrOptions({"median", "mean"})],
         "sampler": [StrOptions({"sgld", "gibbs"})],
         "n_steps": [IntegerInterval(1, None, closed="left")],
         "batch_size": [IntegerInterval(1, None, closed="left")],
@@ -345,7 +349,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         kappa=0.9,
         utility="honest",
         alpha=None,
-        prior=1.0,
+        prior="hierarchical",
         sampler="sgld",
         n_steps=20,
         batch_size=50,
@@ -353,6 +357,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         n_final_steps=2000,
         final_estimate="mala",
         random_state=None,
+        mechanism="auto",
+        point_estimate="median",
     ):
         self.n_categories = n_categories
         self.epsilon = epsilon
@@ -367,6 +373,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self.n_final_steps = n_final_steps
         self.final_estimate = final_estimate
         self.random_state = random_state
+        self.mechanism = mechanism
+        self.point_estimate = point_estimate
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -423,7 +431,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._check_params()
         for name in _FROZEN_PARAMS:
             old, new = self._fitted_params[name], getattr(self, name)
-            if name == "prior":  # compared as vectors: 1.0 and [1.0] * K are the same prior
+            if name == "prior" and not (isinstance(old, str) or isinstance(new, str)):
+                # compared as vectors: 1.0 and [1.0] * K are the same prior
                 same = (new is old and np.ndim(new) == 0) or np.array_equal(
                     self._prior, self._prior_vector(self.n_categories_)
                 )
@@ -438,6 +447,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 )
 
     def _prior_vector(self, K):
+        """The Dirichlet concentration vector (``'hierarchical'``: ones, for the online SGLD chain of RRRR)."""
+        if isinstance(self.prior, str):
+            return np.ones(K)
         prior = np.asarray(self.prior, dtype=float)
         if prior.ndim == 0:
             prior = np.full(K, float(prior))
@@ -446,6 +458,115 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if not np.all(np.isfinite(prior)) or np.any(prior <= 0):
             raise ValueError(f"prior must hold finite values > 0, got {self.prior!r}.")
         return prior
+
+    def _resolve_mechanism(self, K):
+        """``(mechanism_, client)``: the resolved name and, for a static protocol, its client object."""
+        name, eps = self.mechanism, float(self.epsilon)
+        if name == "rrrr":
+            return "rrrr", None
+        if name == "oue":
+            return "oue", SetResponseMechanism(K, eps, "oue")
+        k = 1 if name == "grr" else best_subset_size(K, eps)
+        return ("grr" if k == 1 else "subset_selection"), SetResponseMechanism(K, eps, "subset_selection", k)
+
+    def client_mechanism(self):
+        """The mechanism users privatise with, for a static ``mechanism`` (deployment).
+
+        Returns
+        -------
+        mechanism : SetResponseMechanism
+            ``privatize(x, random_state)`` returns each user's response as a boolean
+            mask of length ``K`` (subset selection: the reported ``k``-subset; GRR: the
+            one-hot released category; OUE: the bit vector); record the masks with
+            ``partial_fit_responses(masks)``.  ``log_probability(response, x)`` is the
+            exact likelihood.  For ``mechanism='rrrr'`` use :meth:`propose_subset` and
+            :class:`sklearn_bayes.RRRRMechanism` instead.
+        """
+        if "n_responses_" in vars(self):
+            self._check_frozen()
+            client = self._client
+        else:
+            self._validate_params()
+            self._check_params()
+            if self.n_categories is None:
+                raise ValueError("n_categories must be set to build the client mechanism before any data, got None.")
+            client = self._resolve_mechanism(int(self.n_categories))[1]
+        if client is None:
+            raise ValueError("mechanism='rrrr' is adaptive: each user's subset comes from propose_subset "
+                             "(client: sklearn_bayes.RRRRMechanism).")
+        return client
+
+    def _uses_exact_gibbs(self):
+        """theta_ and posterior samples from the exact Gibbs sampler of ``_ldp_posterior``."""
+        return self._client is not None or isinstance(self._fitted_params["prior"], str)
+
+    def _record_sets(self, masks):
+        """Store set-valued responses (static mechanisms): subset id = the set, ``y = -1``."""
+        n_old, n_new = self.n_responses_, masks.shape[0]
+        uniq, inv = distinct_masks(masks)
+        given = self._intern_masks(uniq)[inv]
+        self._ensure_capacity(n_new, 0)
+        self._ys[n_old : n_old + n_new] = -1
+        self._sids[n_old : n_old + n_new] = given
+        self._sizes[n_old : n_old + n_new] = self._sid_k[given]
+        self.n_responses_ = n_old + n_new
+
+    def _static_masks(self, y, subsets, K, client):
+        """Validate responses of a static mechanism: boolean ``(n, K)`` masks (GRR: also positions)."""
+        if subsets is not None:
+            raise ValueError(f"subsets must be None for mechanism={self.mechanism!r} (its responses are sets); "
+                             f"got {subsets!r}.")
+        ya = np.asarray(y)
+        k = client.subset_size
+        if ya.ndim == 1 and k == 1 and ya.size and np.issubdtype(ya.dtype, np.integer) and ya.dtype != bool:
+            bad = ya[(ya < 0) | (ya >= K)]
+            if bad.size:
+                raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
+            masks = np.zeros((ya.size, K), dtype=bool)
+            masks[np.arange(ya.size), ya] = True
+            return masks
+        if ya.ndim != 2 or ya.shape[1] != K or ya.dtype != bool:
+            raise ValueError(f"y must be a boolean array of shape (n_responses, {K}) (the response sets of "
+                             f"mechanism {client.kind!r}), got {ya.dtype} of shape {ya.shape}.")
+        if ya.shape[0] == 0:
+            raise ValueError("y must hold at least one response.")
+        if k is not None:
+            sizes = ya.sum(axis=1)
+            if np.any(sizes != k):
+                i = int(np.flatnonzero(sizes != k)[0])
+                raise ValueError(f"y[{i}] holds {int(sizes[i])} categories: subset selection responses hold "
+                                 f"exactly subset_size={k}.")
+        return np.ascontiguousarray(ya)
+
+    def _gibbs_groups(self):
+        """The recorded responses as :class:`~._ldp_posterior.Groups` (memoised per recording call)."""
+        parts = self._cached_groups("gibbs_groups", self._gibbs_groups_uncached)
+        from ._ldp_posterior import Groups
+
+        return Groups(self.n_categories_, *parts)
+
+    def _gibbs_groups_uncached(self):
+        K = self.n_categories_
+        if self._client is None:
+            g = rrrr_groups(K, *self._group_structure())
+        else:
+            n = self.n_responses_
+            # groups in lexicographic order of the sets: the same whatever the arrival order
+            rank = distinct_masks(self._masks[: self._n_sids].astype(bool))[1]
+            sids, counts = np.unique(self._sids[:n], return_counts=True)
+            order = np.argsort(rank[sids], kind="stable")
+            sids, counts = sids[order], counts[order]
+            g = groups_from_unique(self._masks[sids].astype(bool), counts, float(self._fitted_params["epsilon"]))
+        return (g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count)
+
+    def _gibbs_posterior(self, burn, keep, rng):
+        """``keep`` draws of the exact Gibbs sampler after ``burn`` sweeps (start: 200 IBU steps)."""
+        g = self._gibbs_groups()
+        K = self.n_categories_
+        prior = self._fitted_params["prior"]
+        prior = "hierarchical" if isinstance(prior, str) else self._prior
+        theta0 = 0.99 * ibu(g, n_iter=200, tol=1e-8) + 0.01 / K
+        return gibbs_draws(g, keep, burn, rng, prior=prior, theta0=theta0)[0]
 
     def _column(self, X, reset):
         """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""
@@ -561,8 +682,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self.n_categories_ = K
         self._prior = self._prior_vector(K)
         self._fitted_params = {name: getattr(self, name) for name in _FROZEN_PARAMS}
-        if np.ndim(self.prior) > 0:  # a copy: the user's list or array may change later
+        if not isinstance(self.prior, str) and np.ndim(self.prior) > 0:  # a copy: the user's list may change
             self._fitted_params["prior"] = np.array(self.prior, dtype=float)
+        self.mechanism_, self._client = self._resolve_mechanism(K)
         self._consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa))
         self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator")
         self._phi = np.ones(K)
@@ -667,6 +789,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     def _process(self, values, given=None):
         """Add users (true categories if given is None, else responses with subset ids)."""
         self._begin_update()
+        if self._client is not None:  # a static protocol: privatise all users at once
+            self._record_sets(self._client.privatize(values, self._rng))
+            self._end_update()
+            return
         fitted = self._fitted_params
         n_new = values.shape[0]
         utility = fitted["utility"]
@@ -753,6 +879,12 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         keep = self.n_final_steps // 2
         if keep == 0:
             return self._phi / self._phi.sum()
+        if self._uses_exact_gibbs():
+            draws = self._gibbs_posterior(burn, keep, rng)
+            if self.point_estimate == "mean":
+                return draws.mean(axis=0)
+            med = np.median(draws, axis=0)
+            return med / med.sum()
         if self.final_estimate == "gibbs":
             return self._gibbs_grouped(burn, keep, rng)[0]
         if self.final_estimate == "mala":
@@ -1056,7 +1188,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     # estimator validates the parameters only if one has changed (``_check_frozen``); in
     # deployment one call per user would otherwise spend more on validation than on work.
     @transactional
-    def partial_fit_responses(self, y, subsets, *, update="online"):
+    def partial_fit_responses(self, y, subsets=None, *, update="online"):
         """Record released responses with the subsets they were produced with (deployment).
 
         Validated as a whole first; a rejected call leaves the estimator unchanged.  A
@@ -1098,6 +1230,16 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         else:
             self._check_frozen()
             K = self.n_categories_
+        client = self._resolve_mechanism(K)[1] if first else self._client
+        if client is not None:  # a static protocol: the responses are sets
+            masks = self._static_masks(y, subsets, K, client)
+            if first:
+                self._init_state(np.arange(K))
+                self.n_features_in_ = 1
+            self._begin_update()
+            self._record_sets(masks)
+            self._end_update()
+            return self
         ya = np.asarray(y)
         if ya.ndim != 1:
             raise ValueError(f"y must be a 1-d array of responses, got shape {ya.shape}.")
@@ -1171,6 +1313,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """
         if "n_responses_" in vars(self):
             self._check_frozen()
+            self._check_adaptive(self._client)
             params = self._fitted_params
             theta = self._phi / self._phi.sum()
             consts = self._consts
@@ -1179,12 +1322,21 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._check_params()
             if self.n_categories is None:
                 raise ValueError("n_categories must be set to propose subsets before any data, got None.")
+            self._check_adaptive(self._resolve_mechanism(int(self.n_categories))[1])
             params = self.get_params()
             theta = np.full(self.n_categories, 1.0 / self.n_categories)
             consts = None
         k = choose_subset_size(theta, params["epsilon"], params["kappa"], params["utility"], alpha=params["alpha"],
                                consts=consts)
         return np.sort(sorted_order(theta)[:k])
+
+    def _check_adaptive(self, client):
+        if client is not None:
+            raise ValueError(
+                f"mechanism={self.mechanism!r} is a static protocol ({client!r}): there is no subset to propose. "
+                "Users privatise with client_mechanism().privatize; use mechanism='rrrr' for the adaptive "
+                "RRRR mechanism."
+            )
 
     @transactional
     def propose_subsets(self, n, *, draws="batch"):
@@ -1233,6 +1385,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if draws not in ("batch", "user", "mean"):
             raise ValueError(f"draws must be 'batch', 'user' or 'mean', got {draws!r}.")
         n = int(n)
+        if "n_responses_" in vars(self):
+            self._check_adaptive(self._client)
         if "n_responses_" not in vars(self):
             subset = self.propose_subset()
             masks = np.zeros((n, int(self.n_categories)), dtype=bool)
@@ -1263,7 +1417,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """
         check_is_fitted(self)
         self._check_frozen()
-        self._move_sample(1)
+        if self._client is None:  # static protocols keep no online sample: theta_ is exact on read
+            self._move_sample(1)
         return self
 
     def _move_sample(self, n_draws, mean=False):
@@ -1327,12 +1482,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._validated_params = self._params_now()
         self._check_frozen()
         other._check_frozen()
-        for name in ("n_categories", "epsilon", "kappa", "utility", "alpha"):
+        for name in ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha"):
             a, b = self._fitted_params[name], other._fitted_params[name]
             if not _same_value(a, b):
                 raise ValueError(f"other was fitted with {name}={b!r} and this estimator with {name}={a!r}: "
                                  f"responses of different mechanisms or posteriors cannot be merged.")
-        if not np.array_equal(self._prior, other._prior):
+        if not (np.array_equal(self._prior, other._prior) and isinstance(self._fitted_params["prior"], str)
+                == isinstance(other._fitted_params["prior"], str)):
             raise ValueError(f"other was fitted with prior={other._fitted_params['prior']!r} and this estimator "
                              f"with prior={self._fitted_params['prior']!r}: the posteriors differ.")
         if self.categories_.shape != other.categories_.shape or not np.array_equal(self.categories_,
@@ -1389,6 +1545,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         rng = self._read_rng(1) if random_state is None else check_generator(random_state)
         n_samples = int(n_samples)
         burn = max(1000, self.n_final_steps // 2)
+        if self._uses_exact_gibbs():
+            return self._gibbs_posterior(max(200, self.n_final_steps // 2), n_samples, rng)
         if self.final_estimate == "mala":
             per_chain = -(-n_samples // _N_CHAINS)
             return self._mala(burn, 5 * per_chain, rng, thin=5)[1][:n_samples]

@@ -1,0 +1,175 @@
+"""Exact posterior of a categorical distribution from LDP responses with three-level likelihoods.
+
+Free functions with explicit inputs and outputs (no estimator state):
+
+- :class:`Groups`: the responses as groups of equal likelihood (see ``_fast/_ldp_gibbs.pyx``);
+- :func:`gibbs_draws`: data-augmentation Gibbs sampler for ``theta`` under a Dirichlet
+  prior ``Dir(rho 1)`` with ``rho`` fixed or learnt (``'hierarchical'``: a log-uniform
+  hyperprior on ``[1e-3, 1e2]`` on a grid of 121 points);
+- :func:`ibu`: iterative Bayesian update (EM for the maximum-likelihood ``theta`` of
+  the same likelihood), the usual static-protocol estimator, for comparisons.
+
+Hierarchical prior.  ``theta ~ Dir(rho 1_K)`` with ``ln rho`` uniform on the grid.  A
+sweep is (i) latent categories ``x_u ~ p(x | y_u, theta)`` (counts ``n``); (ii) ``rho``
+from its collapsed posterior ``p(rho | n) ∝ Gamma(K rho) / Gamma(K rho + N) prod_j
+Gamma(rho + n_j) / Gamma(rho)`` (``theta`` integrated out, so (ii)-(iii) draw
+``(rho, theta) | n`` jointly); (iii) ``theta ~ Dir(rho + n)``.  Gamma variates of
+shape ``a = rho + n_j << 1`` underflow to 0 in double precision; they are drawn in log
+space, ``ln G(a) = ln G(a + 1) + ln(U) / a``, and normalised with a log-sum-exp.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln
+
+__all__ = ["Groups", "gibbs_draws", "ibu", "RHO_GRID"]
+
+#: Grid of the Dirichlet concentration under the hierarchical prior (log-uniform).
+RHO_GRID = np.logspace(-3, 2, 121)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Responses grouped by likelihood: ``P(y | x) ∝ f_in [x in A_g] + f_y [x = y_g] + f_out (else)``.
+
+    Attributes
+    ----------
+    n_categories : int
+    a_ptr, a_idx : ndarray of int32
+        CSR member lists of the sets ``A_g``.
+    y : ndarray of int32 of shape (G,)
+        Special category per group (``-1``: none; never in ``A_g``).
+    f_in, f_y, f_out : ndarray of float of shape (G,)
+        Likelihood values (ratios matter).
+    count : ndarray of int64 of shape (G,)
+        Responses per group.
+    """
+
+    n_categories: int
+    a_ptr: np.ndarray
+    a_idx: np.ndarray
+    y: np.ndarray
+    f_in: np.ndarray
+    f_y: np.ndarray
+    f_out: np.ndarray
+    count: np.ndarray
+
+    @property
+    def n_responses(self):
+        return int(self.count.sum())
+
+    def likelihood_rows(self):
+        """Dense ``L[g, x] = P(y_g | x)`` (``G x K``; for tests and small problems)."""
+        G = self.count.size
+        L = np.repeat(self.f_out[:, None], self.n_categories, axis=1)
+        rows = np.repeat(np.arange(G), np.diff(self.a_ptr))
+        L[rows, self.a_idx] = self.f_in[rows]
+        has = self.y >= 0
+        L[np.flatnonzero(has), self.y[has]] = self.f_y[has]
+        return L
+
+
+def _log_dirichlet(rng, a):
+    """ln of a Dirichlet(a) draw, exact for shapes far below 1 (no underflow to 0)."""
+    g = rng.gamma(a + 1.0)
+    with np.errstate(divide="ignore"):
+        lg = np.log(g) + np.log(rng.random(a.size)) / a
+    m = lg.max()
+    return lg - (m + np.log(np.exp(lg - m).sum()))
+
+
+def _draw_rho(rng, counts, grid):
+    K = counts.size
+    N = counts.sum()
+    vals, mult = np.unique(counts, return_counts=True)
+    lp = (gammaln(K * grid) - gammaln(K * grid + N)
+          + (mult[:, None] * (gammaln(grid[None, :] + vals[:, None]) - gammaln(grid)[None, :])).sum(axis=0))
+    p = np.exp(lp - lp.max())
+    return grid[rng.choice(grid.size, p=p / p.sum())]
+
+
+def gibbs_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None):
+    """Draws of ``theta`` (and ``rho``) from the exact posterior given grouped responses.
+
+    Parameters
+    ----------
+    groups : Groups
+    n_draws, burn : int
+        Sweeps kept and discarded.
+    rng : numpy.random.Generator
+    prior : 'hierarchical' or ndarray of shape (K,)
+        Learnt symmetric concentration, or a fixed Dirichlet concentration vector.
+    theta0 : ndarray of shape (K,), optional
+        Start (default: uniform).
+
+    Returns
+    -------
+    theta : ndarray of shape (n_draws, K)
+    rho : ndarray of shape (n_draws,)
+        The symmetric concentration of each draw (``nan`` for a fixed vector prior).
+    """
+    from .._fast._ldp_gibbs import latent_counts
+
+    K = groups.n_categories
+    theta = np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float).copy()
+    hier = isinstance(prior, str)
+    counts = np.zeros(K, dtype=np.int64)
+    stamp = np.full(K, -1, dtype=np.int32)
+    out = np.empty((n_draws, K))
+    rhos = np.full(n_draws, np.nan)
+    rho = 1.0
+    for it in range(burn + n_draws):
+        latent_counts(rng, theta, groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
+                      groups.f_out, groups.count, counts, stamp)
+        if hier:
+            rho = _draw_rho(rng, counts, RHO_GRID)
+            a = rho + counts
+        else:
+            a = prior + counts
+        theta = np.exp(_log_dirichlet(rng, a))
+        if it >= burn:
+            out[it - burn] = theta
+            if hier:
+                rhos[it - burn] = rho
+    return out, rhos
+
+
+def ibu(groups, n_iter=10000, tol=1e-10, theta0=None):
+    """Iterative Bayesian update: EM for the maximum-likelihood ``theta``.
+
+    ``O(K + sum_g |A_g|)`` per iteration (kernel ``expected_counts``); stops when the
+    L1 change of ``theta`` is below ``tol``.
+    """
+    from .._fast._ldp_gibbs import expected_counts
+
+    K = groups.n_categories
+    theta = np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float).copy()
+    n = max(groups.n_responses, 1)
+    e = np.zeros(K)
+    for _ in range(n_iter):
+        expected_counts(theta, groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y, groups.f_out,
+                        groups.count, e)
+        new = e / n
+        new /= new.sum()
+        if np.abs(new - theta).sum() < tol:
+            return new
+        theta = new
+    return theta
+
+
+def rrrr_groups(K, gy, gs, ga, gb, gd, gc, s_ptr, s_idx):
+    """:class:`Groups` from the RRRR grouped likelihood ``h_g = a_g + b_g theta_y + d_g theta(S_g)``.
+
+    (The form of ``AdaptiveLDPFrequencyEstimator._group_structure``: ``f_out = a``,
+    ``f_y = a + b``, ``f_in = a + d`` on the subset ``S_g``, none when ``gs < 0``.)
+    """
+    G = gy.size
+    sizes = np.where(gs >= 0, np.diff(s_ptr)[np.maximum(gs, 0)] if s_ptr.size > 1 else 0, 0)
+    a_ptr = np.zeros(G + 1, dtype=np.int32)
+    np.cumsum(sizes, out=a_ptr[1:])
+    parts = [s_idx[s_ptr[s]:s_ptr[s + 1]] for s in gs[gs >= 0]] if np.any(gs >= 0) else []
+    a_idx = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, dtype=np.int32)
+    return Groups(int(K), a_ptr, a_idx, gy.astype(np.int32), np.ascontiguousarray(ga + gd),
+                  np.ascontiguousarray(ga + gb), np.ascontiguousarray(ga, dtype=float),
+                  np.rint(gc).astype(np.int64))
