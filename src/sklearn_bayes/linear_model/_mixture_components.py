@@ -23,6 +23,8 @@ import numbers
 import numpy as np
 from scipy import optimize
 
+from .._fast import _mixture as _fast
+
 __all__ = [
     "MixtureComponent",
     "GaussianComponent",
@@ -159,12 +161,18 @@ class GaussianComponent(MixtureComponent):
         return np.full(np.shape(r), 1.0 / scale**2)
 
     def fit_scale(self, r, resp):
-        return math.sqrt(float(np.dot(resp, r * r)) / float(resp.sum()))
+        return self.scale_from_moments(float(resp.sum()), None, float(np.dot(resp, r * r)), 1.0, 0.0)
 
     def fit_scale_map(self, r, resp, prior_scale, strength):
-        # sigma^2 = (sum z r^2 + 2 k s0^2) / (sum z + 2 k)
-        num = float(np.dot(resp, r * r)) + 2.0 * strength * prior_scale**2
-        return math.sqrt(num / (float(resp.sum()) + 2.0 * strength))
+        return self.scale_from_moments(float(resp.sum()), None, float(np.dot(resp, r * r)), prior_scale, strength)
+
+    @staticmethod
+    def scale_from_moments(n, s1, s2, prior_scale, strength):
+        """MAP scale from ``n = sum z_i``, ``s2 = sum z_i r_i^2`` (``s1`` unused): the one closed form.
+
+        ``sigma^2 = (s2 + 2 k s0^2) / (n + 2 k)`` (``k = strength``; ``k = 0``: maximum likelihood).
+        """
+        return math.sqrt((s2 + 2.0 * strength * prior_scale**2) / (n + 2.0 * strength))
 
     def scale_from_mad(self, mad):
         return mad / 0.6744897501960817
@@ -218,15 +226,22 @@ class LaplaceComponent(MixtureComponent):
         return 1.0 / (scale * np.maximum(self.delta * scale, np.abs(r)))
 
     def fit_scale(self, r, resp):
-        return float(np.dot(resp, np.abs(r))) / float(resp.sum())
+        return self.scale_from_moments(float(resp.sum()), float(np.dot(resp, np.abs(r))), None, 1.0, 0.0)
 
     def fit_scale_map(self, r, resp, prior_scale, strength):
-        # positive root of (sum z + 2 k) b^2 - (sum z |r|) b - 2 k s0^2 = 0
-        m = float(resp.sum()) + 2.0 * strength
-        A = float(np.dot(resp, np.abs(r)))
+        return self.scale_from_moments(float(resp.sum()), float(np.dot(resp, np.abs(r))), None, prior_scale, strength)
+
+    @staticmethod
+    def scale_from_moments(n, s1, s2, prior_scale, strength):
+        """MAP scale from ``n = sum z_i``, ``s1 = sum z_i |r_i|`` (``s2`` unused): the one closed form.
+
+        The positive root of ``(n + 2 k) b^2 - s1 b - 2 k s0^2 = 0`` (``k = strength``;
+        ``k = 0``: ``b = s1 / n``, maximum likelihood).
+        """
+        m = n + 2.0 * strength
         if strength == 0:
-            return A / m
-        return (A + math.sqrt(A * A + 8.0 * strength * prior_scale**2 * m)) / (2.0 * m)
+            return s1 / m
+        return (s1 + math.sqrt(s1 * s1 + 8.0 * strength * prior_scale**2 * m)) / (2.0 * m)
 
     def scale_from_mad(self, mad):
         return mad / math.log(2.0)
@@ -252,7 +267,8 @@ class CauchyComponent(MixtureComponent):
     whose left side decreases strictly in ``t`` from ``sum_{r_i != 0} z_i -
     sum_{r_i = 0} z_i`` (at ``t -> 0``) to ``-sum z_i``; the root is bracketed by
     ``[min r_i^2, max r_i^2]`` over the non-zero residuals with positive weight
-    and found with Brent's method on ``log t``.  If at least half the weight
+    and found by a safeguarded Newton iteration on ``log t`` (compiled; the EM uses the same
+    kernel, warm-started at the current scale).  If at least half the weight
     sits on exact zeros there is no positive root and ``0`` is returned (the
     regressor then applies its scale floor).
 
@@ -283,50 +299,24 @@ class CauchyComponent(MixtureComponent):
         return 2.0 / (scale**2 + r * r)
 
     def fit_scale(self, r, resp):
-        keep = resp > 0
-        r2 = (r[keep] ** 2).astype(float)
-        z = resp[keep].astype(float)
-        nz = r2 > 0
-        if z[nz].sum() <= z[~nz].sum():
-            return 0.0
-        lo = math.log(r2[nz].min())
-        hi = math.log(r2[nz].max())
-
-        def g(u):
-            t = math.exp(u)
-            return float(np.dot(z, (r2 - t) / (r2 + t)))
-
-        if g(hi) >= 0.0:  # all non-zero |r_i| equal and no zeros: t = r^2 is the root
-            return math.exp(0.5 * hi)
-        # g(t) -> sum_{r != 0} z - sum_{r = 0} z > 0 as t -> 0: move lo down until g(lo) > 0
-        while g(lo) <= 0.0:
-            lo -= 10.0
-            if lo < -1400.0:
-                return 0.0
-        u = optimize.brentq(g, lo, hi, xtol=self.xtol, rtol=4 * np.finfo(float).eps)
-        return math.exp(0.5 * u)
+        return self.fit_scale_map(r, resp, 1.0, 0.0)
 
     def fit_scale_map(self, r, resp, prior_scale, strength):
         # root in t = gamma^2 of sum z (r^2 - t)/(r^2 + t) + 2 k (s0^2 / t - 1) = 0: the left side
-        # decreases strictly from +inf (t -> 0) to -(sum z + 2 k) (t -> inf) when k > 0
-        if strength == 0:
-            return self.fit_scale(r, resp)
-        keep = resp > 0
-        r2 = (r[keep] ** 2).astype(float)
-        z = resp[keep].astype(float)
-        c = 2.0 * math.log(prior_scale)
+        # decreases strictly in t (from +inf at t -> 0 when k > 0, to -(sum z + 2 k))
+        r = np.ascontiguousarray(r, dtype=float)
+        resp = np.ascontiguousarray(resp, dtype=float)
+        if strength > 0:
+            u0 = 2.0 * math.log(prior_scale)
+        else:  # warm start: the median of the non-zero r^2 with positive weight
+            r2 = r[(resp > 0) & (r != 0)] ** 2
+            u0 = math.log(float(np.median(r2))) if len(r2) and np.median(r2) > 0 else 0.0
+        return self._scale_root(r, resp, u0, prior_scale, strength)
 
-        def g(u):
-            t = math.exp(u)
-            return float(np.dot(z, (r2 - t) / (r2 + t))) + 2.0 * strength * (math.exp(c - u) - 1.0)
-
-        lo, hi = c - 1.0, c + 1.0
-        while g(lo) <= 0.0:
-            lo -= 5.0
-        while g(hi) >= 0.0:
-            hi += 5.0
-        u = optimize.brentq(g, lo, hi, xtol=self.xtol, rtol=4 * np.finfo(float).eps)
-        return math.exp(0.5 * u)
+    def _scale_root(self, r, c, u0, prior_scale, strength):
+        """The one home of the scale M-step: ``gamma`` at the root (compiled safeguarded Newton on
+        ``u = log gamma^2`` from ``u0``, ``|u - u*| <= xtol``; 0 if there is no positive root)."""
+        return float(_fast.cauchy_root(r, c, u0, float(prior_scale), float(strength), float(self.xtol)))
 
     def scale_from_mad(self, mad):
         return float(mad)

@@ -140,14 +140,11 @@ class EMProblem:
                 s0 = self.prior_scales[j] if k > 0 else 1.0
                 if k == 0 and not nj[j] > 1e-12 * self.wtot:
                     continue
-                if kind == 0:
-                    s_j = math.sqrt((s2[j] + 2.0 * k * s0**2) / (nj[j] + 2.0 * k))
-                elif kind == 1:
-                    m = nj[j] + 2.0 * k
-                    s_j = (s1[j] + math.sqrt(s1[j] ** 2 + 8.0 * k * s0**2 * m)) / (2.0 * m) if k > 0 else s1[j] / m
+                if kind in (0, 1):  # the components' closed forms, from the fused pass's moments
+                    s_j = self.comps[j].scale_from_moments(nj[j], s1[j], s2[j], s0, k)
                 else:
                     c = z[j] * self.sw
-                    s_j = _fast.cauchy_root(r, c, 2.0 * math.log(scales[j]), s0, k, self.comps[j].xtol)
+                    s_j = self.comps[j]._scale_root(r, c, 2.0 * math.log(scales[j]), s0, k)
                 scales[j] = max(float(s_j), self.floors[j])
         return a, scales
 
