@@ -240,7 +240,7 @@ def test_attributes_and_score_samples():
     assert reg.responsibilities_.shape == (n, 3)
     np.testing.assert_allclose(reg.responsibilities_.sum(1), 1.0, rtol=1e-12)
     assert reg.mixture_weights_.sum() == pytest.approx(1.0)
-    assert reg.sample_weights_.shape == (n,) and reg.converged_ and reg.n_iter_ >= 1
+    assert reg.irls_weights_.shape == (n,) and reg.converged_ and reg.n_iter_ >= 1
     ll = reg.score_samples(X, y)
     assert ll.sum() == pytest.approx(reg.log_likelihood_, rel=1e-10)
     assert reg.log_likelihood_history_[-1] == reg.log_likelihood_
@@ -253,7 +253,7 @@ def test_attributes_and_score_samples():
     np.testing.assert_allclose(reg.predict_proba_components(X, y), reg.responsibilities_, rtol=1e-9, atol=1e-12)
     # outliers get the lowest IRLS weights and are flagged
     inl = np.setdiff1d(np.arange(n), bad)
-    assert reg.sample_weights_[bad].max() < np.median(reg.sample_weights_[inl])
+    assert reg.irls_weights_[bad].max() < np.median(reg.irls_weights_[inl])
     assert set(np.flatnonzero(reg.flag_outliers(X, y))) >= set(bad)
 
 

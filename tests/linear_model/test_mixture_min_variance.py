@@ -103,9 +103,9 @@ def test_interpretable_attributes():
     reg = _reg().fit(X, y)
     assert reg.mixture_weights_.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(reg.responsibilities_, reg.predict_proba_components(X, y), atol=1e-12)
-    assert np.all(reg.sample_weights_ >= 0)
+    assert np.all(reg.irls_weights_ >= 0)
     # the gross outliers are discounted below every clean row and flagged
-    assert reg.sample_weights_[:30].max() < reg.sample_weights_[30:].min()
+    assert reg.irls_weights_[:30].max() < reg.irls_weights_[30:].min()
     assert set(np.flatnonzero(reg.flag_outliers(X, y))) >= set(range(30))
     assert MixtureMEstimatorRegressor(variant="paper", random_state=0).fit(X, y).selected_loss_ is None
 

@@ -161,10 +161,13 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         The component objects used.
     responsibilities_ : ndarray of shape (n_samples, n_components)
         Posterior probabilities ``z_ij`` of the training rows.
+    irls_weights_ : ndarray of shape (n_samples,)
+        Final IRLS weights ``sum_j z_ij w_j(r_i)`` (low for outliers; not the
+        ``sample_weight`` passed to :meth:`fit`); with ``variant="min_variance"``
+        the selected loss's ``psi(r/s) / (r/s)`` divided by ``s^2``.
     sample_weights_ : ndarray of shape (n_samples,)
-        Final IRLS weights ``sum_j z_ij w_j(r_i)`` (low for outliers); with
-        ``variant="min_variance"`` the selected loss's ``psi(r/s) / (r/s)``
-        divided by ``s^2``.
+        Deprecated alias of ``irls_weights_`` (the old name read like the
+        ``sample_weight`` argument); reading it warns ``FutureWarning``.
     selected_loss_ : str or None
         ``variant="min_variance"``: the kept loss, e.g. ``"tukey(c=4.685)"``
         (tuning constant in units of the robust scale); None otherwise.
@@ -256,7 +259,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
-    ``sample_weights_`` and ``score_samples`` rank points by how much the fit
+    ``irls_weights_`` and ``score_samples`` rank points by how much the fit
     discounts them.
 
     References
@@ -440,7 +443,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                     self.scales_[j] = float(c.scale)
         self.responsibilities_ = np.ascontiguousarray(best["z"].T)
         with np.errstate(over="ignore", under="ignore"):  # 1 / scale^2: beyond float range for y ~ 1e+-300
-            self.sample_weights_ = best["W"] / st.y_scale / st.y_scale
+            self.irls_weights_ = best["W"] / st.y_scale / st.y_scale
         self.log_likelihood_ = best["ll"] + ll_shift
         self.log_likelihood_history_ = best["ll_history"] + ll_shift
         self.objective_history_ = best["history"] + obj_shift
@@ -473,6 +476,16 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         best = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, a=a0)
         best.update(loss=(kind, c), problem=prob)
         return best
+
+    @property
+    def sample_weights_(self):
+        """Deprecated alias of ``irls_weights_``."""
+        warnings.warn(
+            "MixtureMEstimatorRegressor.sample_weights_ was renamed irls_weights_ (they are the fit's IRLS "
+            "weights, not the sample_weight argument); the old name will be removed.",
+            FutureWarning,
+        )
+        return self.irls_weights_
 
     def _residuals(self, X, y):
         check_is_fitted(self)
