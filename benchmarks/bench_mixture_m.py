@@ -172,8 +172,9 @@ def error_law_grid(reps, meths, sizes=SIZES, laws=LAWS, verbose=True):
                     sq[m].append(float(np.sum(np.asarray(coef) ** 2)))
             for m in meths:
                 mse[(n, p, law, m)] = np.array(sq[m])
-            if verbose:
-                print(f"  [{time.perf_counter() - t_start:6.0f}s] n={n} p={p} {law} done", flush=True)
+            if verbose:  # the cell's mean squared slope errors, so a cut-short run still reports
+                cell = " ".join(f"{m}={np.mean(mse[(n, p, law, m)]):.4g}" for m in meths)
+                print(f"  [{time.perf_counter() - t_start:6.0f}s] n={n} p={p} {law} done: {cell}", flush=True)
     return mse
 
 
@@ -313,6 +314,7 @@ def main(argv=None):
     ap.add_argument("--variant", action="append", default=[],
                     help="also run MixtureMEstimatorRegressor(variant=...) (repeatable)")  # fmt: skip
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
     if args.full:
         args.reps, args.splits, args.repeats = 200, 100, 5
@@ -321,8 +323,9 @@ def main(argv=None):
     parts = set(args.parts.split(","))
     with threadpool_limits(args.threads):
         if "laws" in parts:
-            mse = error_law_grid(args.reps, meths)
-            print_error_law_table(mse, meths, args.reps)
+            sizes = [tuple(int(v) for v in sz.split("/")) for sz in args.sizes.split(",")]
+            mse = error_law_grid(args.reps, meths, sizes=sizes)
+            print_error_law_table(mse, meths, args.reps, sizes=sizes)
         if "boston" in parts:
             boston(args.splits, meths)
         if "speed" in parts:
