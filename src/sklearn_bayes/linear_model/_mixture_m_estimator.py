@@ -360,9 +360,38 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         """
         comps = _resolve_components(self.components)
         X, y, sw = validate_regression_data(self, X, y, sample_weight)
-        n, d = X.shape
-        p = d + int(self.fit_intercept)
         pos = sw > 0
+        self._check_rows(y, pos, X.shape[1] + int(self.fit_intercept))
+        rng = check_generator(self.random_state)
+        # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then a polish on all rows
+        sub = None
+        if pos.sum() > 2 * _EM_SUBSAMPLE:
+            sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
+        rows = slice(None) if sub is None else sub
+        st, Xa, yc = self._design(X, y, sw, rows)
+        Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
+        if self.init == "lts":
+            starts = lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
+        else:
+            starts = [wls(Xs, ycs, sws)]
+        tiny, mad, floors, scales0, prior = self._scales_from_start(comps, st, X[rows], y[rows], Xs, ycs, sws, starts[0])
+        prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
+        full = None if sub is None else (Xa, yc, sw)
+        if self.variant == "min_variance":
+            best = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
+        else:
+            best = self._fit_paper(prob, starts, scales0, full)
+        if not best["converged"]:
+            warnings.warn(
+                f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
+                f"(tol={self.tol}); increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        self._store(best, st, comps, X, y, sw, tiny)
+        return self
+
+    def _check_rows(self, y, pos, p):
+        """Enough positive-weight rows for ``p`` parameters, and a non-constant target."""
         n_pos = int(pos.sum())
         if n_pos < p + 1:
             raise ValueError(
@@ -371,37 +400,39 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             )
         if np.ptp(y[pos]) == 0:
             raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
-        rng = check_generator(self.random_state)
-        # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then EM polish on all rows
-        sub = None
-        if n_pos > 2 * _EM_SUBSAMPLE:
-            sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
-        rows = slice(None) if sub is None else sub
-        # EM runs in standardised units: X columns by their weighted moments, y by its robust
-        # scale (so every tolerance and floor below is relative to the data's own scale)
+
+    def _design(self, X, y, sw, rows):
+        """Standardisation and the augmented standardised design ``Xa`` and target ``yc``.
+
+        EM runs in standardised units: ``X`` columns by their weighted moments, ``y`` by its
+        robust scale on ``rows`` (so every tolerance and floor is relative to the data's own
+        scale).  ``Xa`` is written in place (no ``n x d`` temporaries); with an intercept its
+        last column is 1 and constant columns are 0.
+        """
+        n, d = X.shape
         st = _standardise_robust(X, y, sw, rows, self.fit_intercept)
-        # the augmented standardised design, written in place (no n x d temporaries)
         Xa = np.empty((n, d + int(self.fit_intercept)))
         np.subtract(X, st.x_offset, out=Xa[:, :d])
         Xa[:, :d] /= st.x_scale
         if self.fit_intercept:
             Xa[:, :d][:, st.constant] = 0.0
             Xa[:, d] = 1.0
-        yc = (y - st.y_offset) / st.y_scale
-        Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
-        if self.init == "lts":
-            starts = lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
-        else:
-            starts = [wls(Xs, ycs, sws)]
-        # scale floors and the scale prior come from the first (best high-breakdown) start, so
-        # every start maximises the same objective and the runs can be compared; the absolute
-        # floor is 1e-9 of the robust scale of y, or the rounding level of the residuals if
-        # that is larger (scales fitted to rounding noise would depend on the BLAS)
-        coef0 = st.coef(starts[0][:d])
-        icpt0 = float(st.intercept(starts[0][d], coef0)) if self.fit_intercept else 0.0
-        noise = weighted_median(_rounding_level(X[rows], y[rows], coef0, icpt0), sws) / st.y_scale
+        return st, Xa, (y - st.y_offset) / st.y_scale
+
+    def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0):
+        """Scale floors, starting scales and the scale prior, from the best high-breakdown start.
+
+        Every start then maximises the same objective, so runs can be compared.  The absolute
+        floor ``tiny`` is 1e-9 of the robust scale of ``y``, or the rounding level of the
+        residuals if that is larger (scales fitted to rounding noise would depend on the BLAS).
+        Returns ``(tiny, mad, floors, scales0, prior)`` in standardised units.
+        """
+        d = X.shape[1]
+        coef0 = st.coef(theta0[:d])
+        icpt0 = float(st.intercept(theta0[d], coef0)) if self.fit_intercept else 0.0
+        noise = weighted_median(_rounding_level(X, y, coef0, icpt0), sws) / st.y_scale
         tiny = max(_SCALE_FLOOR, noise)
-        mad = weighted_median(np.abs(ycs - Xs @ starts[0]), sws)
+        mad = weighted_median(np.abs(ycs - Xs @ theta0), sws)
         floors = np.array([max(self.min_scale_ratio * c.scale_from_mad(mad), tiny) for c in comps])
         scales0 = [
             max(float(c.scale) / st.y_scale, tiny) if getattr(c, "scale", None) is not None
@@ -410,36 +441,37 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ]
         # one component: the likelihood is bounded (exact fits aside), no prior needed
         k = self.scale_prior if len(comps) > 1 else 0.0
-        prior = {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
-        prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
-        best, selected_loss = None, None
-        if self.variant == "min_variance":
-            best = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, (Xa, yc, sw) if sub is not None else None)
-            selected_loss = best["loss"][0] + (f"(c={best['loss'][1]:g})" if best["loss"][1] else "")
-            starts = []
-            prob = best.pop("problem")
+        return tiny, mad, floors, scales0, {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
+
+    def _fit_paper(self, prob, starts, scales0, full):
+        """``variant="paper"``: EM from every start, keep the largest objective; polish on all rows."""
+        best = None
         for theta0 in starts:
             res = em(prob, theta0, scales0, self.max_iter, self.tol)
             if best is None or res["objective"] > best["objective"]:
                 best = res
-        if sub is not None and self.variant == "paper":  # polish the best subsample fit on all rows
-            prob = EMProblem(Xa, yc, sw, comps, self.fit_scales, floors, **prior)
+        if full is not None:
+            prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
+                             prior_strength=prob.prior_strength)  # fmt: skip
             best = em(prob, best["theta"], best["scales"], self.max_iter, self.tol, a=best["a"])
-        if not best["converged"]:
-            warnings.warn(
-                f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
-                f"(tol={self.tol}); increase max_iter or tol.",
-                ConvergenceWarning,
-            )
-        # back to the units of the data: densities of y are those of y / y_scale divided by
-        # y_scale, and the scale prior's log s_j^2 terms shift by log y_scale^2
-        theta = best["theta"]
+        best.update(loss=None, problem=prob)
+        return best
+
+    def _store(self, best, st, comps, X, y, sw, tiny):
+        """Fitted attributes in the units of the data.
+
+        Densities of ``y`` are those of ``y / y_scale`` divided by ``y_scale``, and the scale
+        prior's ``log s_j^2`` terms shift by ``log y_scale^2``.
+        """
+        d = X.shape[1]
+        prob, theta = best["problem"], best["theta"]
         log_unit = math.log(st.y_scale)
         n_prior = sum(prob.has_map) if prob.prior_strength > 0 else 0
         ll_shift = -float(sw.sum()) * log_unit
         obj_shift = ll_shift - 2.0 * prob.prior_strength * n_prior * log_unit
         self.components_ = comps
-        self.selected_loss_ = selected_loss
+        loss = best["loss"]
+        self.selected_loss_ = None if loss is None else loss[0] + (f"(c={loss[1]:g})" if loss[1] else "")
         self.coef_ = st.coef(theta[:d])
         self.intercept_ = float(st.intercept(theta[d], self.coef_)) if self.fit_intercept else 0.0
         self.mixture_weights_ = best["a"]
@@ -460,7 +492,6 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         r = best["residuals"] * st.y_scale
         rounding = _rounding_level(X, y, self.coef_, self.intercept_)
         self.residual_scale_ = max(_MAD_TO_SD * weighted_median(np.abs(r), sw), weighted_median(rounding, sw))
-        return self
 
     def _fit_min_variance(self, prob, theta0, mad, tiny, scales0, full):
         """``variant="min_variance"``: the M-estimator of least estimated variance, then the
