@@ -614,27 +614,35 @@ def ridge_norm_sensitivity(h):
     return 2.0 * math.log1p(1.0 / h)
 
 
-def adaops_norm_risk_proxy(h, lam_noisy, margin, n, p, r_max, c):
-    """Public proxy of the excess risk (scaled units) for the floor ``h`` given the released bounds.
+def adaops_norm_risk_proxy(h, lam_noisy, margin, n, p, r_max, c, theta_norm):
+    """Public proxy of the excess risk (scaled units) for the floor ``h`` given the releases.
 
     Noise ``min(p/n, 1/h)/γ(h)`` with ``γ(h) = c² h / r_max²`` (``c`` computed at a leverage
     ``>= 1/h``, so this is an upper bound); bias of the penalty
-    ``λ_n = max(0, h - λ̃ + margin)``: ``λ_n ||θ̂||²/(4n) <= λ_n (r_max - 1)²/(4n)``, capped at 1.
+    ``λ_n = max(0, h - λ̃ + margin)``: ``(1/n) Σ_i s_i λ_n²/(s_i + λ_n)² θ_i² <= λ_n ||θ̂||²/(4n)``
+    with the released point estimate ``theta_norm = e^{ℓ̃} - 1`` of ``||θ̂||`` (a proxy need
+    not be a bound; the upper bound ``r_max - 1`` over-shrinks), capped at 1 (predicting 0).
     """
     if c is None or c == 0:
         return math.inf
     gamma = c * c * h / (r_max * r_max)
     noise = min(p / n, 1.0 / h) / gamma
     lam_n = max(0.0, h - lam_noisy + margin)
-    bias = min(1.0, lam_n * (r_max - 1.0) ** 2 / (4.0 * n))
+    bias = min(1.0, lam_n * theta_norm**2 / (4.0 * n))
     return noise + bias
 
 
-def _choose_floor_norm(h_base, lam_noisy, margin, n, p, r_max, eps0, delta0):
+def _choose_floor_norm(h_base, lam_noisy, margin, n, p, r_max, theta_norm, eps0, delta0):
     c = ops_ridge_max_c(eps0, delta0, 1.0 / h_base)
     grid = h_base * np.geomspace(1.0, 1e4, 41)
-    risks = [adaops_norm_risk_proxy(h, lam_noisy, margin, n, p, r_max, c) for h in grid]
+    risks = [adaops_norm_risk_proxy(h, lam_noisy, margin, n, p, r_max, c, theta_norm) for h in grid]
     return float(grid[int(np.argmin(risks))])
+
+
+def _norm_floor(mu_norm, q2):
+    """Smallest base floor ``h₀`` with ``σ₂ q₂ <= log 2`` (the norm bound at most doubled by noise)."""
+    # sigma2 = 2 log(1 + 1/h0) / mu_norm <= 2 / (h0 mu_norm)
+    return 2.0 * q2 / (math.log(2.0) * mu_norm)
 
 
 def _ridge_solution(gram, xty, lam):
@@ -651,13 +659,17 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     Differential Privacy*, corrected.  The default ``calibration="released_norm"``:
 
     1. releases ``λ̃ = λ_min(XᵀX) + σ₁ Z₁`` (sensitivity 1);
-    2. sets the base floor ``h₀ = max(λ̃ - margin, h_floor)`` and ``λ₀ = max{0, h₀ - λ̃ + margin}``
-       so that ``λ_min(X_ZᵀX_Z) + λ₀ >= h₀`` for every ``Z = D`` minus one record (with
-       probability ``1 - δ/8``);
+    2. sets the base floor ``h₀ = max(λ̃ - margin, h_var, h_norm)`` and
+       ``λ₀ = max{0, h₀ - λ̃ + margin}`` so that ``λ_min(X_ZᵀX_Z) + λ₀ >= h₀`` for every
+       ``Z = D`` minus one record (with probability ``1 - δ/8``); ``h_var`` leaves half of
+       δ₀ for the residual, ``h_norm = 2Φ⁻¹(1 - δ/8)/(μ_norm log 2)`` keeps the noise of
+       step 3 from more than doubling the bound (``σ₂ Φ⁻¹(1 - δ/8) <= log 2``);
     3. releases ``ℓ̃ = log(1 + ||θ̂_{λ₀}||) + σ₂ Z₂`` (sensitivity ``2 log(1 + 1/h₀)``, Notes)
        and turns it into the residual bound
        ``R = e^{ℓ̃ + σ₂ Φ⁻¹(1 - δ/8)} (1 + 1/h₀) >= 1 + ||θ̂_Z|| >= |y - xᵀθ̂_Z|``;
-    4. chooses ``h >= h₀`` (public risk proxy), ``λ_n = max{λ₀, h - λ̃ + margin}``, calibrates γ
+    4. chooses ``h >= h₀`` minimising the public risk proxy :func:`adaops_norm_risk_proxy`
+       (noise ``min(p/n, 1/h) R²/(c² h)`` + bias ``λ_n (e^{ℓ̃} - 1)²/(4n)``, capped at 1),
+       ``λ_n = max{λ₀, h - λ̃ + margin}``, calibrates γ
        exactly at the worst case ``μ <= 1/h``, ``|r| <= R`` and draws once from
        ``N(H⁻¹Xᵀy, (γH)⁻¹)``.
 
@@ -767,7 +779,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     ``λ_min(Z) + λ_n >= h``; this fails only if λ̃ exceeds ``λ_min(Z) + margin``, with
     probability at most δ/4 under either data set.  Total: ``(ε/2 + ε/2, δ/4 + δ/4 + δ/2)``.
 
-    **Default floor.**  ``h_floor = max(4(1 + log(4/δ))/ε, h_var)`` (the thesis's bound
+    **Default floor (thesis calibration).**  ``h_floor = max(4(1 + log(4/δ))/ε, h_var)`` (the thesis's bound
     on κ, and the smallest floor whose leverage alone uses at most half of δ₀).  Raising
     ``h`` above ``λ̃ - margin`` adds the penalty ``λ_n`` (bias) but raises γ like ``h²/n``
     (noise falls like ``h⁻³``); ``h`` is the point of a geometric grid from
@@ -854,7 +866,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         lam_noisy = lam_min + sigma1 * float(rng.standard_normal())
         margin = 1.0 + sigma1 * float(-special.ndtri(b["delta_event_lambda"]))
         # 2. base floor and penalty (post-processing of lam_noisy)
-        h_floor = _min_h_for_variance(b["eps0"], b["delta0"])
+        q2 = float(-special.ndtri(b["delta_event_norm"]))
+        h_floor = max(_min_h_for_variance(b["eps0"], b["delta0"]), _norm_floor(b["mu_norm"], q2))
         h0 = max(lam_noisy - margin, h_floor)
         if self.kappa is not None:
             h0 = max(h0, n / (p * float(self.kappa)))
@@ -867,10 +880,11 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         sigma2 = ridge_norm_sensitivity(h0) / b["mu_norm"]
         log_norm_noisy = math.log1p(norm0) + sigma2 * float(rng.standard_normal())
         # |r| = |y - x'theta_Z| <= 1 + ||theta_Z(lam)|| <= 1 + ||theta_Z(lam0)|| for lam >= lam0
-        r_max = math.exp(log_norm_noisy + sigma2 * float(-special.ndtri(b["delta_event_norm"]))) * (1.0 + 1.0 / h0)
+        r_max = math.exp(log_norm_noisy + sigma2 * q2) * (1.0 + 1.0 / h0)
         # 4. floor, penalty and gamma (post-processing of both releases)
         if self.kappa is None:
-            h = _choose_floor_norm(h0, lam_noisy, margin, n, p, r_max, b["eps0"], b["delta0"])
+            theta_norm = max(math.expm1(log_norm_noisy), 0.0)
+            h = _choose_floor_norm(h0, lam_noisy, margin, n, p, r_max, theta_norm, b["eps0"], b["delta0"])
         else:
             h = h0
         lam_n = max(lam0, h - lam_noisy + margin)
