@@ -215,3 +215,18 @@ def test_released_norm_beats_the_worst_case_calibration_at_n_1e4():
                 est = AdaOPSRegressor(epsilon=0.5, calibration=cal, random_state=seed, **bounds).fit(X[tr], y[tr])
             mse[cal] = np.mean((est.predict(X[te]) - y[te]) ** 2)
         assert mse["released_norm"] < mse["thesis"]
+
+
+def test_floor_is_not_pushed_to_the_grid_end_by_a_low_norm_release():
+    """Regression: synthetic n = 1e4, d = 5, ε = 0.5, split 3 released ℓ̃ = -0.088 < 0; the point
+    estimate e^{ℓ̃} - 1 = 0 made the proxy's bias vanish and h went to the end of its grid
+    (1e4 h₀ = 4.5e6: the draw predicted ≈ 0).  The proxy uses e^{ℓ̃ + 2σ₂} - 1."""
+    from sklearn_bayes.experiments import dp_regression as D
+
+    X, y, _, bounds = D.synthetic_regression(13_334, 5, seed=3)
+    tr, _ = D.split(X.shape[0], 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededNoiseWarning)
+        est = AdaOPSRegressor(epsilon=0.5, random_state=3, **bounds).fit(X[tr], y[tr])
+    assert est.log_norm_noisy_ < 0  # the case of the regression
+    assert est.h_ < 1e3 * est.h_base_

@@ -620,8 +620,9 @@ def adaops_norm_risk_proxy(h, lam_noisy, margin, n, p, r_max, c, theta_norm):
     Noise ``min(p/n, 1/h)/γ(h)`` with ``γ(h) = c² h / r_max²`` (``c`` computed at a leverage
     ``>= 1/h``, so this is an upper bound); bias of the penalty
     ``λ_n = max(0, h - λ̃ + margin)``: ``(1/n) Σ_i s_i λ_n²/(s_i + λ_n)² θ_i² <= λ_n ||θ̂||²/(4n)``
-    with the released point estimate ``theta_norm = e^{ℓ̃} - 1`` of ``||θ̂||`` (a proxy need
-    not be a bound; the upper bound ``r_max - 1`` over-shrinks), capped at 1 (predicting 0).
+    with the released estimate ``theta_norm = e^{ℓ̃ + 2σ₂} - 1`` of ``||θ̂||`` (a proxy need
+    not be a bound: the bound ``r_max - 1`` over-shrinks, the point estimate ``e^{ℓ̃} - 1``
+    can be 0 and make shrinkage look free), capped at 1 (predicting 0).
     """
     if c is None or c == 0:
         return math.inf
@@ -668,7 +669,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
        and turns it into the residual bound
        ``R = e^{ℓ̃ + σ₂ Φ⁻¹(1 - δ/8)} (1 + 1/h₀) >= 1 + ||θ̂_Z|| >= |y - xᵀθ̂_Z|``;
     4. chooses ``h >= h₀`` minimising the public risk proxy :func:`adaops_norm_risk_proxy`
-       (noise ``min(p/n, 1/h) R²/(c² h)`` + bias ``λ_n (e^{ℓ̃} - 1)²/(4n)``, capped at 1),
+       (noise ``min(p/n, 1/h) R²/(c² h)`` + bias ``λ_n (e^{ℓ̃ + 2σ₂} - 1)²/(4n)``, capped at 1),
        ``λ_n = max{λ₀, h - λ̃ + margin}``, calibrates γ
        exactly at the worst case ``μ <= 1/h``, ``|r| <= R`` and draws once from
        ``N(H⁻¹Xᵀy, (γH)⁻¹)``.
@@ -883,7 +884,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         r_max = math.exp(log_norm_noisy + sigma2 * q2) * (1.0 + 1.0 / h0)
         # 4. floor, penalty and gamma (post-processing of both releases)
         if self.kappa is None:
-            theta_norm = max(math.expm1(log_norm_noisy), 0.0)
+            # a two-sigma upper estimate: a point estimate near 0 would make shrinkage look free
+            theta_norm = max(math.expm1(log_norm_noisy + 2.0 * sigma2), 0.0)
             h = _choose_floor_norm(h0, lam_noisy, margin, n, p, r_max, theta_norm, b["eps0"], b["delta0"])
         else:
             h = h0
