@@ -4,8 +4,9 @@ Private linear regression by one posterior sample (ggplot2 diamonds)
 =====================================================================
 
 :class:`~sklearn_bayes.AdaOPSRegressor` releases one draw from a ridge posterior
-whose regularisation and temperature are chosen from a differentially private
-estimate of the smallest eigenvalue of :math:`X^\\top X`; the release is
+whose regularisation and temperature are chosen from differentially private
+estimates of the smallest eigenvalue of :math:`X^\\top X` and of the norm of the
+ridge solution (which bounds every record's residual); the release is
 (ε, δ)-differentially private for every record (replace-one neighbours).
 :class:`~sklearn_bayes.OnePosteriorSampleRidge` is the same draw with a fixed,
 public ridge penalty.
@@ -114,7 +115,7 @@ ada = model[-1]
 Xs = model[:-1].transform(X_train[:2000])
 eps_i = ada.per_instance_epsilon(Xs, y_train[:2000], delta=1e-7)
 print(f"gamma = {ada.gamma_:.3g}, lambda_n = {ada.lambda_:.3g}; per-instance eps: median "
-      f"{np.median(eps_i):.2g}, max {eps_i.max():.2g} (worst-case pair budget: eps/4 = 0.25)")
+      f"{np.median(eps_i):.2g}, max {eps_i.max():.2g} (worst-case add/remove pair budget: eps/3 = 0.33)")
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.hist(np.log10(eps_i), bins=40)
 ax.set_xlabel("log10 per-instance ε of a training record (δ = 1e-7)")
