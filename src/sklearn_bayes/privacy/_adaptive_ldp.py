@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import IntegerInterval, RealInterval, check_generator, check_privacy_random_state, transactional
 from ._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_unique
-from ._ldp_posterior import gibbs_draws, ibu, rrrr_groups
+from ._ldp_posterior import hybrid_draws, ibu, rrrr_groups
 from ._ldp_store import distinct_masks, new_store_id, subsets_for_draws
 from ._rrrr import _rrrr_constants
 from ._utilities import UTILITIES, choose_subset_size, sorted_order
@@ -566,7 +566,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         prior = self._fitted_params["prior"]
         prior = "hierarchical" if isinstance(prior, str) else self._prior
         theta0 = 0.99 * ibu(g, n_iter=200, tol=1e-8) + 0.01 / K
-        return gibbs_draws(g, keep, burn, rng, prior=prior, theta0=theta0)[0]
+        return hybrid_draws(g, keep, burn, rng, prior=prior, theta0=theta0)[0]
 
     def _column(self, X, reset):
         """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["Groups", "gibbs_draws", "ibu", "RHO_GRID"]
+__all__ = ["Groups", "gibbs_draws", "hybrid_draws", "ibu", "rrrr_groups", "RHO_GRID"]
 
 #: Grid of the Dirichlet concentration under the hierarchical prior (log-uniform).
 RHO_GRID = np.logspace(-3, 2, 121)
@@ -173,3 +173,111 @@ def rrrr_groups(K, gy, gs, ga, gb, gd, gc, s_ptr, s_idx):
     return Groups(int(K), a_ptr, a_idx, gy.astype(np.int32), np.ascontiguousarray(ga + gd),
                   np.ascontiguousarray(ga + gb), np.ascontiguousarray(ga, dtype=float),
                   np.rint(gc).astype(np.int64))
+
+
+def _mala_form(groups):
+    """The groups in the form of the MALA kernel of ``_fast/_ldp.pyx`` (``h = a + b theta_y + d theta(S)``)."""
+    G = groups.count.size
+    has_y = groups.y >= 0
+    gy = np.where(has_y, groups.y, 0).astype(np.int32)
+    gb = np.where(has_y, groups.f_y - groups.f_out, 0.0)
+    return (gy, np.arange(G, dtype=np.int32), np.ascontiguousarray(groups.f_out, dtype=float),
+            np.ascontiguousarray(gb), np.ascontiguousarray(groups.f_in - groups.f_out),
+            groups.count.astype(float), groups.a_ptr, groups.a_idx)
+
+
+def _preconditioner(groups, theta, rho):
+    """``(M, C, R, diag)``: the Laplace-type matrix ``J F J + diag(phi + rho)`` at ``theta`` and its inverse.
+
+    ``F = sum_g c_g L_g L_g^T / h_g^2`` is the observed information of ``theta``,
+    ``J = diag(theta) - theta theta^T`` the Jacobian of the softmax (``phi`` is taken
+    with ``sum(phi) = K rho``, its prior mean).  Above 64 categories only the diagonal
+    of the inverse is used (``O(K)`` per proposal).
+    """
+    K = groups.n_categories
+    L = groups.likelihood_rows()
+    h = L @ theta
+    F = (L * (groups.count / np.maximum(h, 1e-300) ** 2)[:, None]).T @ L
+    J = np.diag(theta) - np.outer(theta, theta)
+    Mx = J @ F @ J + np.diag(K * rho * theta + rho)
+    Mx = 0.5 * (Mx + Mx.T)
+    C = np.linalg.inv(Mx)
+    C = 0.5 * (C + C.T)
+    if K > 64:
+        c = np.diag(C).copy()
+        return np.diag(1.0 / c), np.diag(c), np.diag(np.sqrt(c)), True
+    return Mx, C, np.linalg.cholesky(C), False
+
+
+def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5,
+                 max_dense=4_000_000):
+    """Gibbs sweeps alternated with ``mala_steps`` Metropolis-adjusted Langevin steps on ``theta | rho``.
+
+    Each iteration is (i) one sweep of :func:`gibbs_draws` (latent categories, ``rho``,
+    ``theta``), which moves ``rho`` and the sparse categories well but mixes slowly
+    when the privacy noise hides most of the information (its autocorrelation is the
+    fraction of missing information); (ii) a fresh scale ``S ~ Gamma(K rho)``,
+    ``z = ln(S theta)`` (``phi = S theta`` has the prior ``Gamma(rho, 1)`` per
+    coordinate, independent of the data given ``theta``) and ``mala_steps`` MALA steps
+    on ``z`` given ``rho`` (kernel ``mala_chains``; preconditioned by the inverse of
+    the Laplace-type matrix at the end of the first half of the burn-in, step size
+    adapted during the burn-in only), which move the well-informed directions fast.
+    Both steps leave the posterior of ``(theta, rho)`` invariant.  The MALA step is
+    skipped when the dense likelihood rows would exceed ``max_dense`` entries.
+
+    Returns ``(theta draws (n_draws, K), rho draws (n_draws,))`` as :func:`gibbs_draws`.
+    """
+    from .._fast._ldp import mala_chains, mala_logpost
+    from .._fast._ldp_gibbs import latent_counts
+
+    K = groups.n_categories
+    G = groups.count.size
+    hier = isinstance(prior, str)
+    use_mala = mala_steps > 0 and G * K <= max_dense and G > 0
+    form = _mala_form(groups) if use_mala else None
+    lt = np.log(np.maximum(np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float), 1e-300))
+    lt -= np.logaddexp.reduce(lt)
+    counts = np.zeros(K, dtype=np.int64)
+    stamp = np.full(K, -1, dtype=np.int32)
+    out = np.empty((n_draws, K))
+    rhos = np.full(n_draws, np.nan)
+    rho = 1.0
+    pre = None
+    log_h = np.log(1.0 / K ** (1.0 / 3.0))
+    it_mala = 0
+    acc = np.zeros(K)
+    none = np.zeros((0, K))
+    half = burn // 2
+    for it in range(burn + n_draws):
+        latent_counts(rng, np.exp(lt), groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
+                      groups.f_out, groups.count, counts, stamp)
+        if hier:
+            rho = _draw_rho(rng, counts, RHO_GRID)
+            a = rho + counts
+            pvec = np.full(K, rho)
+        else:
+            a = prior + counts
+            pvec = np.asarray(prior, dtype=float)
+        lt = _log_dirichlet(rng, a)
+        if use_mala and it >= half:
+            if pre is None:
+                try:
+                    pre = _preconditioner(groups, np.exp(lt), float(pvec.mean()))
+                except np.linalg.LinAlgError:
+                    use_mala = False
+            if use_mala:
+                Mx, C, R, diag = pre
+                z = lt + np.log(rng.gamma(float(pvec.sum())))
+                Z = z[None, :].copy()
+                lp0, g0 = mala_logpost(z, *form, pvec)
+                lp = np.array([lp0])
+                grad = g0[None, :].copy()
+                log_h = mala_chains(rng, Z, lp, grad, *form, pvec, C, R, Mx, float(log_h), it_mala,
+                                    int(mala_steps), it < burn, acc, 0, none, 0, none, -1, diag)[0]
+                it_mala += mala_steps
+                lt = Z[0] - np.logaddexp.reduce(Z[0])
+        if it >= burn:
+            out[it - burn] = np.exp(lt)
+            if hier:
+                rhos[it - burn] = rho
+    return out, rhos
