@@ -28,7 +28,7 @@ __all__ = ["MECHANISMS", "SetResponseMechanism", "best_subset_size", "ss_privati
 
 def ss_variance(K, epsilon, k):
     """Summed variance (times n) of the unbiased SS(k) estimate at the uniform distribution."""
-    e = np.exp(epsilon)
+    e = np.exp(min(epsilon, 700.0))
     p = k * e / (k * e + K - k)
     q = ((k - 1) * p + k * (1 - p)) / (K - 1) if K > 1 else 0.0
     f = p / K + (1 - 1 / K) * q
