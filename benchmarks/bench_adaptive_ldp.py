@@ -1,28 +1,38 @@
-"""Benchmark AdOBEst-LDP (AdaptiveLDPFrequencyEstimator) against multi-freq-ldpy's GRR, OUE and SS.
+"""Benchmark AdaptiveLDPFrequencyEstimator against every static LDP protocol (issue 13).
 
-1. Per-user cost (select subset + privatise + M = 20 SGLD steps on minibatches of m = 50)
-   for every utility at K in {10, 20, 100, 1000} where feasible, next to the per-user cost
-   of the peers (client + IBU aggregation, amortised).  Target: <= 20 us per user at
-   K = 20 with utility 'honest'.
-   Also the one-off cost of the final estimate (``theta_`` is computed when first read:
-   8 MALA chains x ``n_final_steps=2000`` iterations on the grouped likelihood).
-2. Accuracy: median TV(theta_hat, theta*) over runs on the paper's grid (K in {10, 20},
-   eps in {0.5, 1, 5}, rho in {0.01, 0.1, 1}, T = 500 K, kappa = 0.9) for U6 'honest',
-   U1 'fisher', non-adaptive, and the peers with IBU on the same users.  Targets: 'honest'
-   better than non-adaptive in every rho <= 0.1 setting; the number of settings in which
-   it beats the best static peer is reported.
+Everything runs in one process; tables are printed with ``experiments._report.format_table``.
+The estimator is always run with its DEFAULT parameters (only ``n_categories``, ``epsilon``
+and ``random_state`` are passed) and with the named options ``utility='non_adaptive'`` and
+``utility='honest'`` (the papers' AdOBEst-LDP, U6).  Peers (``experiments.adaptive_ldp``):
+GRR, OUE, OLH and subset selection (SS, optimal subset size), each estimated with IBU
+(multi-freq-ldpy's, 10,000 iterations / tol 1e-12) and with the unbiased estimate + norm-sub
+projection; every method of a run sees the same simulated users (common random numbers).
 
-3. ``--serving`` (only this part): serving many clients (issue 16).  Ingestion of 10^6
-   responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
-   proposal throughput of ``propose_subsets``, the per-call cost of recording one response
-   (``_fit_context`` + validation) against batched recording, and the accuracy (median TV
-   over ``--runs`` runs) at K = 20, eps = 1, kappa = 0.9, rho in ``--rho``, T = 500 K with batches of 1
-   (Algorithm 7: ``propose_subset`` + online ``partial_fit_responses`` per user), 100 and
-   10,000 users per proposal (exact posterior draws, one per batch or per user; and the
-   papers' online SGLD sample proposing for a batch of 100), against non-adaptive SRR.
+1. Cost (process time): microseconds per user of ``fit`` (propose + privatise + online
+   update) at K in {20, 1000, 10^4} and the first read of ``theta_`` (the final estimate),
+   next to the peers' clients + both estimators.  Targets: <= 20 us/user at K = 20,
+   <= 300 us/user and first ``theta_`` <= 2 s at K = 1000; K = 10^4 runs.
+2. The paper's grid: K in {10, 20}, eps in {0.5, 1, 5}, theta* ~ Dir(rho), rho in
+   {0.01, 0.1, 1}, T = 500 K, median TV over ``--runs`` runs: ours, each peer, the best peer
+   and the ratio default / best peer.  Target: the default beats the best peer in >= 15 of
+   18 settings, worst ratio <= 1.10.
+3. Beyond the paper: K = 100, eps in {1, 2}, theta* Zipf(1.1) (ranks shuffled) or Dir(0.1),
+   T = 20,000; same columns.  Target: the default beats the best peer.
+4. Coverage (in 2 and 3): fraction of (category, run) pairs whose equal-tailed 95 %
+   credible interval (``credible_interval(0.95)``) holds theta*_k, per setting and overall.
+   Target 93-97 %.
 
-Run: ``python benchmarks/bench_adaptive_ldp.py [--runs R] [--n-jobs J] [--quick] [--serving]``.
-CPU times are process times (the machine may be shared).
+``--serving`` (only this part): serving many clients (issue 16).  Ingestion of 10^6
+responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
+proposal throughput of ``propose_subsets``, the per-call cost of recording one response
+(``_fit_context`` + validation) against batched recording, and the accuracy (median TV
+over ``--runs`` runs) at K = 20, eps = 1, kappa = 0.9, rho in ``--rho``, T = 500 K with batches of 1
+(Algorithm 7: ``propose_subset`` + online ``partial_fit_responses`` per user), 100 and
+10,000 users per proposal (exact posterior draws, one per batch or per user; and the
+papers' online SGLD sample proposing for a batch of 100), against non-adaptive SRR.
+
+Run: ``nice -n 10 python benchmarks/bench_adaptive_ldp.py [--runs R | --full] [--n-jobs J] [--quick]
+[--skip-cost] [--skip-accuracy] [--serving]``.
 """
 
 import argparse
@@ -34,15 +44,29 @@ import numpy as np
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
 from sklearn_bayes.experiments._report import format_table
-from sklearn_bayes.experiments.adaptive_ldp import run_grid, run_peer, summarise
+from sklearn_bayes.experiments.adaptive_ldp import (
+    BEYOND_SETTINGS,
+    OURS,
+    PAPER_SETTINGS,
+    PROTOCOLS,
+    compare_columns,
+    compare_grid,
+    compare_summary,
+    compare_table,
+    ibu,
+    norm_sub,
+    privatize_peer,
+    support_counts,
+    support_probabilities,
+    unbiased_estimate,
+)
 from sklearn_bayes.exceptions import SeededNoiseWarning
 
 warnings.simplefilter("ignore", SeededNoiseWarning)
 
-UTILITIES = [
-    ("honest", {"utility": "honest"}),
+#: The papers' other utilities, timed at K = 20 only (U1-U5 cost O(K^3) or more per user).
+OTHER_UTILITIES = [
     ("semi a=0.8", {"utility": "semi_adaptive", "alpha": 0.8}),
-    ("non_adaptive", {"utility": "non_adaptive"}),
     ("entropy", {"utility": "entropy"}),
     ("tv_posterior", {"utility": "tv_posterior"}),
     ("tv_marginal", {"utility": "tv_marginal"}),
@@ -52,81 +76,56 @@ UTILITIES = [
 
 
 def _users(K, quick):
-    base = {10: 5000, 20: 5000, 100: 3000, 1000: 2000}[K]
+    base = {20: 10_000, 1000: 4000, 10_000: 2000}[K]
     return base // 4 if quick else base
 
 
-def per_user_cost(quick=False):
+def _peer_cost(protocol, x, K, eps, rng):
+    p, q = support_probabilities(protocol, K, eps)
+    counts = support_counts(protocol, privatize_peer(protocol, x, K, eps, rng), K, eps)
+    ibu(counts, p, q)
+    norm_sub(unbiased_estimate(counts, x.size, p, q))
+
+
+def cost(quick=False, verbose=True):
+    """Per-user process time of fitting and the first ``theta_`` read, ours and peers."""
     rows = []
-    for K in (10, 20, 100, 1000):
+    for K in (20, 1000, 10_000):
         n = _users(K, quick)
         X, _ = make_dirichlet_categorical_stream(n, K, 0.1, random_state=0)
-        # warm up the kernels and numba
+        # warm up the kernels
         AdaptiveLDPFrequencyEstimator(n_categories=K, n_final_steps=0, random_state=np.random.default_rng(0)).fit(X[:50])
-        grr_us = None
-        for name in ("GRR", "OUE", "SS"):
-            if K == 1000 and name == "OUE":
-                rows.append(dict(K=K, method="OUE+IBU", us_per_user=float("nan"), ratio_to_GRR=float("nan"),
-                                 note="skipped: K-bit reports in Python"))
-                continue
-            run_peer(name, X[:20], np.full(K, 1 / K), K, 1.0, 0)  # JIT compile
-            t0 = time.process_time()
-            run_peer(name, X, np.full(K, 1 / K), K, 1.0, 1)
-            us = (time.process_time() - t0) / n * 1e6
-            grr_us = us if name == "GRR" else grr_us
-            rows.append(dict(K=K, method=f"{name}+IBU", us_per_user=us, ratio_to_GRR=us / grr_us, note="client + IBU"))
-        for name, params in UTILITIES:
-            m = n if (K <= 20 or name in ("honest", "semi a=0.8", "non_adaptive")) else max(n // 20, 50)
-            est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, kappa=0.9, n_final_steps=0,
-                                                random_state=np.random.default_rng(1), **params)
-            t0 = time.process_time()
-            est.fit(X[:m])
-            us = (time.process_time() - t0) / m * 1e6
-            rows.append(dict(K=K, method=f"ours {name}", us_per_user=us, ratio_to_GRR=us / grr_us,
-                             note=f"M=20, m=50, {m} users"))
+        methods = list(OURS) + (OTHER_UTILITIES if K == 20 else [])
+        for name, params in methods:
+            est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, random_state=np.random.default_rng(1),
+                                                **params)
+            try:
+                t0 = time.process_time()
+                est.fit(X)
+                us = (time.process_time() - t0) / n * 1e6
+                t0 = time.process_time()
+                est.theta_
+                first = time.process_time() - t0
+                note = ""
+            except (MemoryError, ValueError) as exc:  # report, do not stop the benchmark
+                us = first = float("nan")
+                note = f"failed: {type(exc).__name__}: {str(exc)[:60]}"
+            rows.append(dict(K=K, method=f"ours {name}", users=n, us_per_user=us, first_theta_s=first, note=note))
+            if verbose:
+                print(f"  K={K} ours {name}: {us:.1f} us/user, first theta_ {first:.2f} s {note}", flush=True)
+        if K <= 1000:
+            for protocol in PROTOCOLS:
+                _peer_cost(protocol, X[:100, 0], K, 1.0, np.random.default_rng(0))
+                t0 = time.process_time()
+                _peer_cost(protocol, X[:, 0], K, 1.0, np.random.default_rng(1))
+                us = (time.process_time() - t0) / n * 1e6
+                rows.append(dict(K=K, method=f"{protocol} (IBU + NS)", users=n, us_per_user=us,
+                                 first_theta_s=float("nan"), note="vectorised client + both estimators"))
     return rows
 
 
-def final_phase_cost(quick=False):
-    """Seconds to compute ``theta_`` (default final estimate) after an 'honest' fit."""
-    rows = []
-    for K in (10, 20, 100, 1000):
-        for rho in (0.1, 1.0):
-            n = 500 * K if K <= 20 else _users(K, quick)
-            n = n // 4 if quick else n
-            X, _ = make_dirichlet_categorical_stream(n, K, rho, random_state=0)
-            est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, kappa=0.9,
-                                                random_state=np.random.default_rng(1)).fit(X)
-            t0 = time.process_time()
-            est.theta_
-            dt = time.process_time() - t0
-            rows.append(dict(K=K, rho=rho, users=n, groups=int(est._group_structure()[0].size), theta_read_s=dt))
-    return rows
-
-
-def accuracy(runs, n_jobs, quick):
-    methods = [("U6 honest", {"utility": "honest"}), ("U1 Fisher", {"utility": "fisher"}),
-               ("non-adaptive", {"utility": "non_adaptive"})]
-    grid = dict(K=(10, 20), epsilon=(0.5, 1.0, 5.0), kappa=(0.9,), rho=(0.01, 0.1, 1.0), runs=runs)
-    if quick:
-        grid = dict(K=(10,), epsilon=(0.5, 1.0, 5.0), kappa=(0.9,), rho=(0.01, 0.1, 1.0), runs=runs)
-    rows = run_grid(grid, methods=methods, peers=("GRR", "OUE", "SS"), n_jobs=n_jobs)
-    summary = summarise(rows)
-    table = []
-    settings = sorted({(s["K"], s["epsilon"], s["rho"]) for s in summary})
-    beats_peer = beats_non = n_small = 0
-    for st in settings:
-        ss = {s["method"]: s["median_tv"] for s in summary if (s["K"], s["epsilon"], s["rho"]) == st}
-        best_peer = min(("GRR+IBU", "OUE+IBU", "SS+IBU"), key=lambda m: ss[m])
-        row = dict(K=st[0], epsilon=st[1], rho=st[2], honest=ss["U6 honest"], fisher=ss["U1 Fisher"],
-                   non_adaptive=ss["non-adaptive"], GRR=ss["GRR+IBU"], OUE=ss["OUE+IBU"], SS=ss["SS+IBU"],
-                   best_peer=best_peer, honest_over_best_peer=ss["U6 honest"] / ss[best_peer])
-        table.append(row)
-        beats_peer += ss["U6 honest"] < ss[best_peer]
-        if st[2] <= 0.1:
-            n_small += 1
-            beats_non += ss["U6 honest"] < ss["non-adaptive"]
-    return table, beats_peer, beats_non, n_small, len(settings)
+def _verdict(ok):
+    return "MET" if ok else "MISSED"
 
 
 def _serve_answers(masks, x, rng):
@@ -225,16 +224,28 @@ def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False, only=None):
                  seconds_per_run=secs[m] / runs) for m in methods], T
 
 
+def accuracy(settings, runs, n_jobs, coverage=True):
+    t0 = time.perf_counter()
+    rows = compare_grid(settings, runs, coverage=coverage, n_jobs=n_jobs)
+    table, stats = compare_table(rows)
+    return table, stats, time.perf_counter() - t0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=10, help="Monte Carlo runs per setting (paper: 50)")
+    ap.add_argument("--runs", type=int, default=3, help="Monte Carlo runs per setting (paper: 50)")
+    ap.add_argument("--full", action="store_true", help="50 runs per setting, as in the paper")
     ap.add_argument("--n-jobs", type=int, default=2)
-    ap.add_argument("--quick", action="store_true", help="fewer users and only K = 10 for accuracy")
+    ap.add_argument("--quick", action="store_true", help="fewer users for the cost part; paper grid at K = 10 only")
+    ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--skip-accuracy", action="store_true")
+    ap.add_argument("--skip-beyond", action="store_true", help="no K = 100 part")
+    ap.add_argument("--no-coverage", action="store_true", help="no credible intervals (faster)")
     ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
     ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
     ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
     args = ap.parse_args()
+    runs = 50 if args.full else args.runs
 
     if args.serving:
         if not args.only:
@@ -247,24 +258,38 @@ def main():
             print(format_table(rows, ["method", "median_tv", "ratio_to_non_adaptive", "seconds_per_run"]))
         return
 
-    print("== per-user cost (process time) ==")
-    rows = per_user_cost(args.quick)
-    print(format_table(rows, ["K", "method", "us_per_user", "ratio_to_GRR", "note"]))
-    honest20 = [r["us_per_user"] for r in rows if r["K"] == 20 and r["method"] == "ours honest"][0]
-    print(f"target <= 20 us/user at K=20 'honest': {honest20:.1f} us -> {'MET' if honest20 <= 20 else 'MISSED'}")
-    print("\n== final estimate: process time of the first read of theta_ (once per fitting call) ==")
-    print(format_table(final_phase_cost(args.quick), ["K", "rho", "users", "groups", "theta_read_s"]))
+    defaults = AdaptiveLDPFrequencyEstimator().get_params()
+    print("estimator defaults: " + ", ".join(f"{k}={v!r}" for k, v in defaults.items() if k != "random_state"))
+    if not args.skip_cost:
+        print("\n== cost: process time per user of fit (propose + privatise + online update) and of the first "
+              "theta_ read ==")
+        rows = cost(args.quick)
+        print(format_table(rows, ["K", "method", "users", "us_per_user", "first_theta_s", "note"]))
+        get = {(r["K"], r["method"]): r for r in rows}
+        d20, d1000, d10k = (get[(K, "ours default")] for K in (20, 1000, 10_000))
+        print(f"K=20: {d20['us_per_user']:.1f} us/user (target <= 20) -> {_verdict(d20['us_per_user'] <= 20)}; "
+              f"K=1000: {d1000['us_per_user']:.0f} us/user (target <= 300) -> {_verdict(d1000['us_per_user'] <= 300)}, "
+              f"first theta_ {d1000['first_theta_s']:.2f} s (target <= 2) -> {_verdict(d1000['first_theta_s'] <= 2)}; "
+              f"K=10^4: {d10k['us_per_user']:.0f} us/user, first theta_ {d10k['first_theta_s']:.1f} s -> "
+              f"{_verdict(np.isfinite(d10k['us_per_user']))}")
     if args.skip_accuracy:
         return
-    print(f"\n== accuracy: median TV over {args.runs} runs, T = 500 K, kappa = 0.9 ==")
-    t0 = time.perf_counter()
-    table, beats_peer, beats_non, n_small, n_all = accuracy(args.runs, args.n_jobs, args.quick)
-    print(format_table(table, ["K", "epsilon", "rho", "honest", "fisher", "non_adaptive", "GRR", "OUE", "SS",
-                               "best_peer", "honest_over_best_peer"]))
-    print(f"'honest' beats non-adaptive in {beats_non}/{n_small} settings with rho <= 0.1 "
-          f"(target: all) -> {'MET' if beats_non == n_small else 'MISSED'}")
-    print(f"'honest' beats the best static peer (GRR/OUE/SS + IBU) in {beats_peer}/{n_all} settings")
-    print(f"accuracy part: {time.perf_counter() - t0:.0f} s")
+    cols = compare_columns()
+    paper = [s for s in PAPER_SETTINGS if not args.quick or s["K"] == 10]
+    print(f"\n== the paper's grid: median TV over {runs} runs, T = 500 K, theta* ~ Dir(rho); IBU = iterative "
+          "Bayesian update, NS = unbiased + norm-sub; ratio = default / best peer; coverage = 95 % credible "
+          "intervals of the default holding theta*_k ==")
+    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage)
+    print(format_table(table, cols))
+    print(compare_summary(stats, target_wins=int(np.ceil(15 / 18 * len(paper)))))
+    print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
+    if args.skip_beyond:
+        return
+    print(f"\n== beyond the paper: K = 100, T = 20,000, median TV over {runs} runs ==")
+    table, stats, secs = accuracy(BEYOND_SETTINGS, runs, args.n_jobs, not args.no_coverage)
+    print(format_table(table, cols))
+    print(compare_summary(stats))
+    print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
 
 
 if __name__ == "__main__":

@@ -52,3 +52,43 @@ def test_zipf_stream():
     assert not np.array_equal(shuffled, np.sort(shuffled)[::-1])
     with pytest.raises(ValueError, match="exponent"):
         make_zipf_categorical_stream(10, 3, 0.0)
+
+
+def test_compare_grid_runs_ours_and_every_peer_on_the_same_users(tmp_path):
+    from sklearn_bayes.experiments.adaptive_ldp import (
+        OURS,
+        PEERS,
+        _compare_figure,
+        compare_columns,
+        compare_grid,
+        compare_summary,
+        compare_table,
+        simulate_users,
+    )
+
+    settings = [dict(K=4, epsilon=1.0, theta=("Dir", 0.1), T=80), dict(K=5, epsilon=2.0, theta=("Zipf", 1.1), T=60)]
+    rows = compare_grid(settings, 2)
+    names = {n for n, _ in OURS} | set(PEERS)
+    assert len(rows) == 2 * 2 * len(names) and {r["method"] for r in rows} == names
+    assert all(0.0 <= r["tv"] <= 1.0 for r in rows)
+    ours = [r for r in rows if r["method"] in {n for n, _ in OURS}]
+    assert all(0 <= r["covered"] <= r["K"] for r in ours)
+    assert all(np.isnan(r["covered"]) for r in rows if r["method"] in PEERS)
+    # common random numbers: the users of a (setting, run) do not depend on the methods
+    X1, t1 = simulate_users(settings[1], 1)
+    X2, t2 = simulate_users(settings[1], 1)
+    assert np.array_equal(X1, X2) and np.array_equal(t1, t2) and X1.shape == (60, 1)
+    assert not np.array_equal(simulate_users(settings[1], 0)[1], t1)
+    # reproducible, whatever the scheduling
+    again = compare_grid(settings, 2, n_jobs=2)
+    assert [r["tv"] for r in again] == [r["tv"] for r in rows]
+    table, stats = compare_table(rows)
+    assert len(table) == 2 and stats["n_settings"] == 2
+    for row in table:
+        peers = {p: row[p] for p in PEERS}
+        assert row["best_peer"] == min(peers, key=peers.get)
+        assert row["ratio"] == pytest.approx(row["default"] / peers[row["best_peer"]])
+        assert 0 <= row["coverage"] <= 1
+    assert set(compare_columns()) >= set(table[0])
+    assert "settings" in compare_summary(stats)
+    assert _compare_figure(rows, tmp_path / "f.png").stat().st_size > 0

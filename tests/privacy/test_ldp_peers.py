@@ -170,3 +170,18 @@ def test_peer_estimates_common_users_and_reproducible():
         assert v.shape == (10,) and np.all(v >= 0) and v.sum() == pytest.approx(1.0, abs=1e-9)
     again, _ = peer_estimates(x, 10, 1.0, np.random.default_rng(1))
     assert all(np.array_equal(est[k], again[k]) for k in PEERS)
+
+
+@pytest.mark.parametrize("K", [3, 20, 60])
+def test_ibu_same_iterates_as_multi_freq_ldpy(K):
+    # our O(K) iteration against multi-freq-ldpy's dense IBU (same start, same stopping rule),
+    # on sparse counts where EM needs many iterations and on a short run (max_iter = 7)
+    from multi_freq_ldpy.estimators.Histogram_estimator import IBU
+
+    rng = np.random.default_rng(K)
+    counts = rng.poisson(rng.dirichlet(np.full(K, 0.2)) * 5000 + 30).astype(float)
+    for p, q, max_iter in ((0.6, 0.1, 10_000), (0.5, 1 / (np.e + 1), 10_000), (0.7, 0.3, 7)):
+        A = np.full((K, K), q)
+        np.fill_diagonal(A, p)
+        theirs = IBU(K, A, counts / counts.sum(), max_iter, 1e-12, "max_abs")
+        np.testing.assert_allclose(ibu(counts, p, q, max_iter=max_iter), theirs, rtol=0, atol=1e-11)
