@@ -223,7 +223,8 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     the Laplace-type matrix at the end of the first half of the burn-in, step size
     adapted during the burn-in only), which move the well-informed directions fast.
     Both steps leave the posterior of ``(theta, rho)`` invariant.  The MALA step is
-    skipped when the dense likelihood rows would exceed ``max_dense`` entries.
+    skipped above 128 categories or when the dense likelihood rows would exceed
+    ``max_dense`` entries (the preconditioner needs them): pure Gibbs then.
 
     Returns ``(theta draws (n_draws, K), rho draws (n_draws,))`` as :func:`gibbs_draws`.
     """
@@ -233,7 +234,8 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     K = groups.n_categories
     G = groups.count.size
     hier = isinstance(prior, str)
-    use_mala = mala_steps > 0 and G * K <= max_dense and G > 0
+    # the preconditioner needs the dense K x K information matrix: MALA only up to 128 categories
+    use_mala = mala_steps > 0 and K <= 128 and G * K <= max_dense and G > 0
     form = _mala_form(groups) if use_mala else None
     lt = np.log(np.maximum(np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float), 1e-300))
     lt -= np.logaddexp.reduce(lt)
