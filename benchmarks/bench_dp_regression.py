@@ -141,7 +141,8 @@ def diffprivlib_status():
     try:
         import diffprivlib  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - any import failure is reported
-        print(f"\ndiffprivlib: skipped with scikit-learn {sklearn.__version__} ({type(exc).__name__}: "
+        why = "not installed" if isinstance(exc, ModuleNotFoundError) and exc.name == "diffprivlib" else "fails"
+        print(f"\ndiffprivlib: skipped, {why} with scikit-learn {sklearn.__version__} ({type(exc).__name__}: "
               f"{str(exc)[:120]}).  0.6.6 needs a scikit-learn whose sklearn.tree._tree still exports DOUBLE "
               "(its models/forest.py imports it), although its metadata only asks for scikit-learn>=1.4.")
         return
