@@ -123,7 +123,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         Coverage of ``'semi_adaptive'`` in ``(0, 1)`` (required for it, else unused).
     prior : 'hierarchical', float or array-like of shape (n_categories,), default='hierarchical'
         ``'hierarchical'``: ``theta ~ Dir(rho 1_K)`` with ``ln rho`` uniform on
-        ``[ln 1e-3, ln 1e2]`` (a grid of 121 values), ``rho`` learnt with ``theta``
+        ``[ln 1e-3, ln 10]`` (a grid of 97 values), ``rho`` learnt with ``theta``
         (see Notes); otherwise the fixed Dirichlet concentration ``rho`` of the prior.
         With ``mechanism='rrrr'`` the online SGLD chain that proposes the subsets uses
         ``Dir(1)`` under ``'hierarchical'``; ``theta_`` and the posterior samples use
