@@ -84,6 +84,11 @@ def _log_dirichlet(rng, a):
     return lg - (m + np.log(np.exp(lg - m).sum()))
 
 
+def _log_gamma(rng, a):
+    """ln of a Gamma(a, 1) draw without underflow for a << 1: ln G(a + 1) + ln(U) / a."""
+    return float(np.log(rng.gamma(a + 1.0)) + np.log(rng.random()) / a)
+
+
 def _draw_rho(rng, counts, grid):
     K = counts.size
     N = counts.sum()
@@ -274,7 +279,7 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
                     use_mala = False
             if use_mala:
                 Mx, C, R, diag = pre
-                z = lt + np.log(rng.gamma(float(pvec.sum())))
+                z = lt + _log_gamma(rng, float(pvec.sum()))
                 Z = z[None, :].copy()
                 lp0, g0 = mala_logpost(z, *form, pvec)
                 lp = np.array([lp0])
