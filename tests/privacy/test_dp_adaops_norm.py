@@ -230,3 +230,4 @@ def test_floor_is_not_pushed_to_the_grid_end_by_a_low_norm_release():
         est = AdaOPSRegressor(epsilon=0.5, random_state=3, **bounds).fit(X[tr], y[tr])
     assert est.log_norm_noisy_ < 0  # the case of the regression
     assert est.h_ < 1e3 * est.h_base_
+
