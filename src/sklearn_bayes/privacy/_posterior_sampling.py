@@ -367,7 +367,7 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
 
     See Also
     --------
-    AdaOPSRegressor : chooses α and γ from a private λ_min; asymptotically efficient.
+    AdaOPSRegressor : chooses λ and γ from a private λ_min and a private norm bound; asymptotically efficient.
     RowNormClipper : the clipping as a Pipeline step.
 
     Notes
