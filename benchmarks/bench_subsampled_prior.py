@@ -54,7 +54,8 @@ def _datasets(task, large_ridge_n):
         for design in ("normal", "norm-IW"):
             ds[f"synthetic {large_ridge_n}x100 {design} sd=10"] = (
                 lambda design=design: make_subsampled_prior_regression(
-                    large_ridge_n, 100, design=design, noise=10.0, random_state=1))
+                    large_ridge_n, 100, design=design, noise=10.0,
+                    random_state=E.a1_seed(large_ridge_n, design, 10, 0.5)))  # one seed per design
     if task in ("logistic", "svm"):
         from sklearn.datasets import make_classification
 
