@@ -99,7 +99,8 @@ def cost(quick=False, verbose=True):
         n = _users(K, quick)
         X, _ = make_dirichlet_categorical_stream(n, K, 0.1, random_state=0)
         # warm up the kernels
-        AdaptiveLDPFrequencyEstimator(n_categories=K, n_final_steps=0, random_state=np.random.default_rng(0)).fit(X[:50])
+        warm = AdaptiveLDPFrequencyEstimator(n_categories=K, n_final_steps=0, random_state=np.random.default_rng(0))
+        warm.fit(X[:50])
         methods = list(OURS) + (OTHER_UTILITIES if K == 20 else [])
         for name, params in methods:
             est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, random_state=np.random.default_rng(1),

@@ -40,6 +40,7 @@ METHODS = [
     ("non-adaptive", {"utility": "non_adaptive"}),
 ]
 
+
 def _supported(params):
     """The entries of ``params`` that the installed estimator has (older versions lack some)."""
     names = AdaptiveLDPFrequencyEstimator().get_params()
@@ -62,7 +63,10 @@ def tv_distance(a, b):
 
 
 def run_ours(params, X, theta, K, epsilon, kappa, seed, n_final_steps=2000, step_size=None):
-    """Fit AdOBEst-LDP (:data:`PAPER_PARAMS` updated with ``params``) on the users X; returns (tv, mean |S|, seconds)."""
+    """Fit AdOBEst-LDP (:data:`PAPER_PARAMS` updated with ``params``) on the users X.
+
+    Returns ``(tv, mean |S|, seconds)``.
+    """
     T = X.shape[0]
     est = AdaptiveLDPFrequencyEstimator(
         n_categories=K,
@@ -297,7 +301,10 @@ OURS = (
 )
 #: The paper's grid (Section 5.7): K in {10, 20}, eps in {0.5, 1, 5}, theta* ~ Dir(rho), T = 500 K.
 PAPER_SETTINGS = tuple(
-    dict(K=K, epsilon=e, theta=("Dir", r), T=500 * K) for K in (10, 20) for e in (0.5, 1.0, 5.0) for r in (0.01, 0.1, 1.0)
+    dict(K=K, epsilon=e, theta=("Dir", r), T=500 * K)
+    for K in (10, 20)
+    for e in (0.5, 1.0, 5.0)
+    for r in (0.01, 0.1, 1.0)
 )
 #: Beyond the paper: K = 100, eps in {1, 2}, theta* Zipf(1.1) (shuffled ranks) or Dir(0.1), T = 20,000.
 BEYOND_SETTINGS = tuple(
@@ -463,8 +470,9 @@ def _one_run(K, epsilon, kappa, rho, run, methods, peers, users_per_category):
     if peers:
         est, secs = peer_estimates(X[:, 0], K, epsilon, np.random.default_rng(method_seeds[-1]), tuple(peers))
         for name, th in est.items():
-            rows.append(dict(K=K, epsilon=epsilon, kappa=kappa, rho=rho, run=run, method=name, tv=tv_distance(th, theta),
-                             mean_subset_size=float("nan"), time_s=secs[name.split("+")[0]]))
+            rows.append(dict(K=K, epsilon=epsilon, kappa=kappa, rho=rho, run=run, method=name,
+                             tv=tv_distance(th, theta), mean_subset_size=float("nan"),
+                             time_s=secs[name.split("+")[0]]))
     return rows
 
 
