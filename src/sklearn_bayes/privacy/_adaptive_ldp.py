@@ -1248,11 +1248,14 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
         Parameters
         ----------
-        y : array-like of int of shape (n_responses,)
-            Released categories as positions ``0..K-1`` (as returned by
-            :meth:`sklearn_bayes.RRRRMechanism.privatize`).
-        subsets : array-like
-            The subset of each response: one subset (list of category positions,
+        y : array-like of int of shape (n_responses,), or bool of shape (n_responses, K)
+            ``mechanism='rrrr'``: released categories as positions ``0..K-1`` (as
+            returned by :meth:`sklearn_bayes.RRRRMechanism.privatize`).  A static
+            mechanism: the response sets as a boolean mask (as returned by
+            ``client_mechanism().privatize``; subset selection rows hold exactly
+            ``subset_size`` categories; GRR also accepts the released positions).
+        subsets : array-like or None, default=None
+            ``mechanism='rrrr'`` only (``None`` for a static mechanism).  The subset of each response: one subset (list of category positions,
             possibly empty for SRR) used for all, a list of ``n_responses`` subsets, or
             a boolean array of shape ``(n_responses, K)`` (as returned by
             :meth:`propose_subsets`; validated and stored without a Python loop per
