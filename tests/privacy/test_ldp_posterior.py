@@ -162,7 +162,7 @@ def _fit_default(K=10, rho=0.05, T=3000, eps=1.0, seed=0, **params):
 
 def test_defaults_are_the_static_mechanism_with_the_hierarchical_prior():
     est = AdaptiveLDPFrequencyEstimator()
-    assert (est.mechanism, est.prior, est.point_estimate) == ("auto", "hierarchical", "median")
+    assert (est.mechanism, est.prior, est.point_estimate) == ("auto", "hierarchical", "tv")
     est, _ = _fit_default()
     assert est.mechanism_ == "subset_selection"
     assert est.client_mechanism().subset_size == best_subset_size(10, 1.0)
@@ -268,13 +268,34 @@ def test_merge_static_stores():
         a.merge(c)
 
 
-def test_point_estimate_mean_and_median():
+def test_point_estimates():
     est, _ = _fit_default(T=800, n_final_steps=400)
-    med = est.theta_
-    est.set_params(point_estimate="mean")
-    mean = est.theta_
-    assert med.sum() == pytest.approx(1.0) and mean.sum() == pytest.approx(1.0)
-    assert not np.array_equal(med, mean)
+    values = {}
+    for name in ("tv", "median", "mean"):
+        est.set_params(point_estimate=name)
+        values[name] = est.theta_
+        assert values[name].sum() == pytest.approx(1.0)
+    assert not np.array_equal(values["median"], values["mean"])
+    assert not np.array_equal(values["tv"], values["mean"])
+
+
+def test_tv_point_estimate_is_the_constrained_l1_optimum():
+    # the common-level quantiles minimise the mean L1 distance to the draws among
+    # probability vectors: no random probability vector nearby does better
+    from sklearn_bayes.privacy._ldp_posterior import tv_point_estimate
+
+    rng = _gen(11)
+    draws = rng.dirichlet([0.05, 0.05, 0.3, 2.0, 5.0], size=4001)
+    t = tv_point_estimate(draws)
+    assert t.sum() == pytest.approx(1.0) and np.all(t >= 0)
+    loss = np.abs(draws - t).sum(axis=1).mean()
+    for _ in range(300):
+        u = np.clip(t + rng.normal(0, 0.01, 5), 0, None)
+        u /= u.sum()
+        assert np.abs(draws - u).sum(axis=1).mean() >= loss - 1e-12
+    # medians summing to less than 1: tau > 1/2, no collapse onto the largest medians
+    sparse = rng.dirichlet(np.full(50, 0.02), size=2000)
+    assert tv_point_estimate(sparse).sum() == pytest.approx(1.0)
 
 
 def test_rrrr_with_the_hierarchical_prior_uses_the_exact_sampler():
