@@ -259,3 +259,93 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
     while f(lo) < 0:
         lo -= 2.0
     return math.exp(optimize.brentq(f, lo, hi, xtol=1e-13, rtol=1e-13)) * (1 + 1e-9)
+
+
+# --------------------------------------------------------------------------------------
+# the ridge-posterior draw composed with Gaussian releases (dp-accounting PLD)
+# --------------------------------------------------------------------------------------
+
+
+def _quadratic_loss_sf(A, B, C0, ell):
+    """``P(A t² + B t + C0 > ℓ)`` for ``t ~ N(0, 1)``, vectorised over ``ℓ`` (``A != 0``)."""
+    ell = np.asarray(ell, dtype=float)
+    disc = B * B - 4.0 * A * (C0 - ell)
+    sq = np.sqrt(np.maximum(disc, 0.0))
+    r1, r2 = (-B - sq) / (2.0 * A), (-B + sq) / (2.0 * A)
+    lo, hi = np.minimum(r1, r2), np.maximum(r1, r2)
+    if A > 0:  # loss above ell outside the roots
+        out = special.ndtr(lo) + special.ndtr(-hi)
+        return np.where(disc > 0, out, 1.0)
+    between = np.where(lo > 0, special.ndtr(-lo) - special.ndtr(-hi),
+                       np.where(hi < 0, special.ndtr(hi) - special.ndtr(lo),
+                                1.0 - special.ndtr(lo) - special.ndtr(-hi)))
+    return np.where(disc > 0, np.maximum(between, 0.0), 0.0)
+
+
+def _rounded_loss_pmf(m1, s1, m2, s2, interval):
+    """Pessimistic PMF (rounded up to multiples of ``interval``) of ``log p/q`` under ``p = N(m1, s1²)``."""
+    # in the standardised variable t = (x - m1)/s1 ~ N(0, 1): log p/q = A t² + B t + C0
+    a = 0.5 / s2**2 - 0.5 / s1**2
+    b = m1 / s1**2 - m2 / s2**2
+    c0 = 0.5 * m2**2 / s2**2 - 0.5 * m1**2 / s1**2 + math.log(s2 / s1)
+    A, B, C0 = a * s1 * s1, (2 * a * m1 + b) * s1, a * m1 * m1 + b * m1 + c0
+    t = np.linspace(-40.0, 40.0, 4001)
+    vals = A * t * t + B * t + C0
+    k_lo = int(math.floor(vals.min() / interval))
+    k_hi = int(math.ceil(vals.max() / interval))
+    ks = np.arange(k_lo, k_hi + 1)
+    sf = _quadratic_loss_sf(A, B, C0, ks * interval)
+    mass = np.empty(ks.shape[0])
+    mass[0] = 1.0 - sf[0]
+    mass[1:] = np.maximum(sf[:-1] - sf[1:], 0.0)
+    keep = mass > 0
+    return dict(zip(ks[keep].tolist(), mass[keep].tolist())), float(sf[-1])
+
+
+def ops_ridge_composed_delta(epsilon, mu, c, gaussian_mu, interval=1e-3):
+    """δ(ε) of one ridge-posterior draw (pair ``Z``, ``Z ∪ {z}``) composed with a Gaussian mechanism.
+
+    The draw's privacy-loss distributions in both directions are discretised pessimistically
+    (losses rounded up, the tail beyond ``|t| = 40`` standard deviations counted as infinite
+    loss) and composed with the Gaussian mechanism of ratio sensitivity/σ ``gaussian_mu`` by
+    Google's ``dp-accounting`` (pessimistic PLD).  Without the Gaussian part it is an upper
+    bound on :func:`ops_ridge_delta`.
+
+    Examples
+    --------
+    >>> d = ops_ridge_composed_delta(0.5, 0.01, 0.05, 0.0)
+    >>> bool(d >= ops_ridge_delta(0.5, 0.01, 0.05))
+    True
+    """
+    from dp_accounting.pld import privacy_loss_distribution as P
+
+    m1, s1, m2, s2 = _ops_pair(mu, c)
+    pmf_r, inf_r = _rounded_loss_pmf(m1, s1, m2, s2, interval)
+    pmf_a, inf_a = _rounded_loss_pmf(m2, s2, m1, s1, interval)
+    pld = P.PrivacyLossDistribution.create_from_rounded_probability(
+        pmf_r, inf_r, interval, pessimistic_estimate=True,
+        rounded_probability_mass_function_add=pmf_a, infinity_mass_add=inf_a, symmetric=False,
+    )
+    if gaussian_mu > 0:
+        pld = pld.compose(P.from_gaussian_mechanism(1.0 / gaussian_mu, sensitivity=1.0,
+                                                    value_discretization_interval=interval))
+    return float(pld.get_delta_for_epsilon(epsilon))
+
+
+@functools.lru_cache(maxsize=1024)
+def ops_ridge_composed_max_c(epsilon, delta, mu, gaussian_mu, interval=1e-3):
+    """Largest ``c`` with :func:`ops_ridge_composed_delta` ``<= δ`` (``None`` if even ``c = 0`` fails; cached)."""
+    if ops_ridge_composed_delta(epsilon, mu, 0.0, gaussian_mu, interval) > delta:
+        return None
+    lo, hi = 0.0, 0.05
+    while ops_ridge_composed_delta(epsilon, mu, hi, gaussian_mu, interval) <= delta:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(30):
+        mid = 0.5 * (lo + hi)
+        if ops_ridge_composed_delta(epsilon, mu, mid, gaussian_mu, interval) <= delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-4 * hi:
+            break
+    return lo

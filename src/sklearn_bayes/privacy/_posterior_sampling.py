@@ -31,6 +31,8 @@ from sklearn_bayes.privacy._accounting import PrivacyLedger
 from sklearn_bayes.privacy._clipping import clip_rows, clip_values
 from sklearn_bayes.privacy._pld import (
     analytic_gaussian_sigma,
+    ops_ridge_composed_delta,
+    ops_ridge_composed_max_c,
     ops_ridge_delta,
     ops_ridge_epsilon,
     ops_ridge_max_c,
@@ -556,48 +558,68 @@ def _min_h_for_variance(eps0, delta0):
 # regression", AdaOPS): the residual bound comes from a private ||θ̂||, not from n/h
 # --------------------------------------------------------------------------------------
 
-#: share of ε spent on the two Gaussian releases (λ_min and log(1 + ||θ̂||)) together
-_NORM_GAUSS_FRACTION = 1.0 / 3.0
-#: share of the Gaussian part's μ² (μ-GDP) spent on λ_min; the rest goes to the norm
-_NORM_LAMBDA_SHARE = 0.35
+#: share of the add/remove-level μ_T² (μ-GDP) given to the two Gaussian releases together
+_NORM_GAUSS_SHARE = 0.25
+#: share of the Gaussian part's μ² spent on λ_min; the rest goes to the norm
+_NORM_LAMBDA_SHARE = 0.68
+#: leverages are rounded up to this geometric grid before the (cached) calibration of c
+_MU_STEP = 2.0 ** 0.125
 
 
 def adaops_norm_budget(epsilon, delta):
     """The budget split of :class:`AdaOPSRegressor` with ``calibration="released_norm"``.
 
-    * ``(eps_gauss, delta_gauss) = (ε/3, δ/4)`` for the two Gaussian releases together,
-      λ_min (sensitivity 1) and ``log(1 + ||θ̂||)``: adaptively composed Gaussian
-      mechanisms compose *exactly* into one Gaussian mechanism whose ratio
-      sensitivity/σ is ``μ = √(μ_λ² + μ_norm²)`` (μ-GDP, Dong, Roth and Su 2019), so ``μ``
-      is the analytic Gaussian mechanism's ``1/σ`` at ``(ε/3, δ/4)``, with
-      ``μ_λ² = 0.35 μ²`` and ``μ_norm² = 0.65 μ²`` (split chosen on the benchmark's data:
-      less for the norm makes its bound loose when ``h`` is small);
-    * ``delta_event_lambda = δ/8``: λ̃ overshoots ``λ_min(Z) + margin``;
-    * ``delta_event_norm = δ/8``: the released norm undershoots ``||θ̂_Z||``;
-    * ``(eps_ops, delta_ops) = (2ε/3, δ/2)`` replace-one for the posterior draw, i.e.
-      add/remove pairs at ``(eps0, delta0) = (ε/3, (δ/2)/(1 + e^{ε/3}))``.
+    Everything is accounted for **add/remove** pairs ``(D, Z)`` at ``(eps_ar, delta_ar) =
+    (ε/2, δ/(1 + e^{ε/2}))``, which gives replace-one ``(ε, δ)`` through the intermediate
+    ``Z``:
 
-    Total (basic composition of the Gaussian part and the draw, plus the two events):
-    ``(ε/3 + 2ε/3, δ/4 + δ/2 + δ/8 + δ/8) = (ε, δ)``.
+    * ``delta_event_lambda = delta_event_norm = delta_ar/8``: λ̃ overshoots
+      ``λ_min(Z) + margin``; the released norm undershoots ``||θ̂_Z||``;
+    * ``delta_mech = 3 delta_ar/4`` for the three releases composed *exactly* by
+      ``dp-accounting``'s privacy-loss distributions: the two Gaussian releases (λ_min,
+      add/remove sensitivity 1; ``log(1 + ||θ̂||)``, sensitivity ``log(1 + 1/h₀)``) and the
+      posterior draw.  Adaptively composed Gaussian mechanisms are one Gaussian mechanism of
+      ratio ``mu_gauss = √(mu_lambda² + mu_norm²)`` (μ-GDP); ``mu_gauss² = μ_T²/4`` with
+      ``μ_T = 1/σ`` of the analytic Gaussian mechanism at ``(eps_ar, delta_mech)``, and
+      ``mu_lambda² = 0.68 mu_gauss²``.  The draw gets what is left (its ``c`` is calibrated on
+      the composed PLD, :func:`~sklearn_bayes.privacy._pld.ops_ridge_composed_max_c`).
+
+    Total replace-one: ``(2 eps_ar, (1 + e^{eps_ar}) (delta_mech + 2 delta_ar/8)) = (ε, δ)``.
     """
-    eps_g = _NORM_GAUSS_FRACTION * epsilon
-    delta_g = 0.25 * delta
-    mu = 1.0 / analytic_gaussian_sigma(eps_g, delta_g, 1.0)
-    eps_ops = epsilon - eps_g
-    eps0, delta0 = _replace_one_pair_budget(eps_ops, 0.5 * delta)
+    eps_ar = 0.5 * epsilon
+    delta_ar = delta / (1.0 + math.exp(eps_ar))
+    delta_mech = 0.75 * delta_ar
+    mu_t = 1.0 / analytic_gaussian_sigma(eps_ar, delta_mech, 1.0)
+    mu_g = mu_t * math.sqrt(_NORM_GAUSS_SHARE)
     return {
-        "eps_gauss": eps_g,
-        "delta_gauss": delta_g,
-        "mu_gauss": mu,
-        "mu_lambda": mu * math.sqrt(_NORM_LAMBDA_SHARE),
-        "mu_norm": mu * math.sqrt(1.0 - _NORM_LAMBDA_SHARE),
-        "delta_event_lambda": 0.125 * delta,
-        "delta_event_norm": 0.125 * delta,
-        "eps_ops": eps_ops,
-        "delta_ops": 0.5 * delta,
-        "eps0": eps0,
-        "delta0": delta0,
+        "eps_ar": eps_ar,
+        "delta_ar": delta_ar,
+        "delta_mech": delta_mech,
+        "delta_event_lambda": 0.125 * delta_ar,
+        "delta_event_norm": 0.125 * delta_ar,
+        "mu_gauss": mu_g,
+        "mu_lambda": mu_g * math.sqrt(_NORM_LAMBDA_SHARE),
+        "mu_norm": mu_g * math.sqrt(1.0 - _NORM_LAMBDA_SHARE),
     }
+
+
+def _mu_grid(mu):
+    """``mu`` rounded up to the grid ``_MU_STEP^k`` (δ increases with the leverage)."""
+    return _MU_STEP ** math.ceil(math.log(mu) / math.log(_MU_STEP) - 1e-12)
+
+
+def _composed_c(b, mu):
+    """Largest ``c = √(γμ)|r|`` of the draw at leverage ``<= mu`` within the composed budget."""
+    return ops_ridge_composed_max_c(b["eps_ar"], b["delta_mech"], _mu_grid(mu), b["mu_gauss"])
+
+
+@functools.lru_cache(maxsize=256)
+def _min_h_composed(eps_ar, delta_mech, mu_gauss):
+    """Smallest h (power of 2) whose leverage alone (``c = 0``) uses at most half of ``delta_mech``."""
+    h = 1.0
+    while ops_ridge_composed_delta(eps_ar, 1.0 / h, 0.0, mu_gauss) > 0.5 * delta_mech:
+        h *= 2.0
+    return h
 
 
 def ridge_norm_sensitivity(h):
@@ -633,8 +655,8 @@ def adaops_norm_risk_proxy(h, lam_noisy, margin, n, p, r_max, c, theta_norm):
     return noise + bias
 
 
-def _choose_floor_norm(h_base, lam_noisy, margin, n, p, r_max, theta_norm, eps0, delta0):
-    c = ops_ridge_max_c(eps0, delta0, 1.0 / h_base)
+def _choose_floor_norm(h_base, lam_noisy, margin, n, p, r_max, theta_norm, c):
+    """The grid point ``h >= h_base`` minimising :func:`adaops_norm_risk_proxy` (``c`` at ``1/h_base``)."""
     grid = h_base * np.geomspace(1.0, 1e4, 41)
     risks = [adaops_norm_risk_proxy(h, lam_noisy, margin, n, p, r_max, c, theta_norm) for h in grid]
     return float(grid[int(np.argmin(risks))])
@@ -642,8 +664,8 @@ def _choose_floor_norm(h_base, lam_noisy, margin, n, p, r_max, theta_norm, eps0,
 
 def _norm_floor(mu_norm, q2):
     """Smallest base floor ``h₀`` with ``σ₂ q₂ <= log 2`` (the norm bound at most doubled by noise)."""
-    # sigma2 = 2 log(1 + 1/h0) / mu_norm <= 2 / (h0 mu_norm)
-    return 2.0 * q2 / (math.log(2.0) * mu_norm)
+    # sigma2 = log(1 + 1/h0) / mu_norm <= 1 / (h0 mu_norm)  (add/remove sensitivity)
+    return q2 / (math.log(2.0) * mu_norm)
 
 
 def _ridge_solution(gram, xty, lam):
@@ -708,7 +730,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     random_state : None, int, numpy.random.Generator, default=None
         Source of the noise (an int emits ``SeededNoiseWarning``).
     ledger : PrivacyLedger or None, default=None
-        Optional shared ledger (two records per fit).
+        Optional shared ledger (one record per fit with ``calibration="released_norm"``, the
+        three releases composed; two with ``"thesis"``).
 
     Attributes
     ----------
@@ -802,7 +825,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     >>> est.epsilon_spent_, est.delta_spent_, est.lambda_ >= 0
     (1.0, 1e-06, True)
     >>> [r["mechanism"] for r in est.ledger_.records]
-    ['AdaOPSRegressor/lambda_min+norm', 'AdaOPSRegressor/posterior_sample']
+    ['AdaOPSRegressor/lambda_min+norm+posterior_sample']
     """
 
     _parameter_constraints = {
@@ -868,17 +891,17 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         margin = 1.0 + sigma1 * float(-special.ndtri(b["delta_event_lambda"]))
         # 2. base floor and penalty (post-processing of lam_noisy)
         q2 = float(-special.ndtri(b["delta_event_norm"]))
-        h_floor = max(_min_h_for_variance(b["eps0"], b["delta0"]), _norm_floor(b["mu_norm"], q2))
+        h_floor = max(_min_h_composed(b["eps_ar"], b["delta_mech"], b["mu_gauss"]), _norm_floor(b["mu_norm"], q2))
         h0 = max(lam_noisy - margin, h_floor)
         if self.kappa is not None:
             h0 = max(h0, n / (p * float(self.kappa)))
         lam0 = max(0.0, h0 - lam_noisy + margin)
-        # 3. release log(1 + ||theta_hat(lam0)||) (sensitivity 2 log(1 + 1/h0) on the event)
+        # 3. release log(1 + ||theta_hat(lam0)||) (add/remove sensitivity log(1 + 1/h0) on the event)
         try:
             norm0 = float(np.linalg.norm(_ridge_solution(gram, xty, lam0)))
         except linalg.LinAlgError:  # only on the accounted event lambda_min + lam0 < h0
             norm0 = float(np.linalg.norm(_ridge_solution(gram, xty, max(lam0, h0))))
-        sigma2 = ridge_norm_sensitivity(h0) / b["mu_norm"]
+        sigma2 = 0.5 * ridge_norm_sensitivity(h0) / b["mu_norm"]
         log_norm_noisy = math.log1p(norm0) + sigma2 * float(rng.standard_normal())
         # |r| = |y - x'theta_Z| <= 1 + ||theta_Z(lam)|| <= 1 + ||theta_Z(lam0)|| for lam >= lam0
         r_max = math.exp(log_norm_noisy + sigma2 * q2) * (1.0 + 1.0 / h0)
@@ -886,11 +909,13 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         if self.kappa is None:
             # a two-sigma upper estimate: a point estimate near 0 would make shrinkage look free
             theta_norm = max(math.expm1(log_norm_noisy + 2.0 * sigma2), 0.0)
-            h = _choose_floor_norm(h0, lam_noisy, margin, n, p, r_max, theta_norm, b["eps0"], b["delta0"])
+            h = _choose_floor_norm(h0, lam_noisy, margin, n, p, r_max, theta_norm, _composed_c(b, 1.0 / h0))
         else:
             h = h0
         lam_n = max(lam0, h - lam_noisy + margin)
-        gamma = calibrate_ops_gamma(b["eps0"], b["delta0"], 1.0 / h, r_max)
+        mu_max = _mu_grid(1.0 / h)
+        c = _composed_c(b, 1.0 / h)
+        gamma = c * c / (mu_max * r_max * r_max)
         try:
             theta = self._draw(Xs, ys, lam_n, gamma, rng)
         except linalg.LinAlgError:
@@ -898,12 +923,10 @@ class AdaOPSRegressor(_RidgePosteriorBase):
             theta = self._draw(Xs, ys, lam_n, gamma, rng)
         ledger_ = PrivacyLedger()
         self._record(
-            ledger_, "lambda_min+norm", b["eps_gauss"], b["delta_gauss"],
-            note="two adaptive Gaussian releases (lambda_min, log(1+||theta||)) composed exactly (mu-GDP)",
-        )
-        self._record(
-            ledger_, "posterior_sample", b["eps_ops"], b["delta_ops"] + b["delta_event_lambda"] + b["delta_event_norm"],
-            note="replace-one; exact PLD of the ridge posterior; includes delta/8 + delta/8 for the two bound events",
+            ledger_, "lambda_min+norm+posterior_sample", eps, delta,
+            note="replace-one via add/remove (eps/2, delta/(1+e^(eps/2))): Gaussian lambda_min and "
+            "log(1+||theta||) releases and the ridge-posterior draw composed by dp-accounting PLD; "
+            "includes 2 x delta_ar/8 for the two bound events",
         )
         self._set_coefficients(theta)
         self.lambda_min_noisy_ = lam_noisy
