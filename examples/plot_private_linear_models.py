@@ -115,7 +115,7 @@ ada = model[-1]
 Xs = model[:-1].transform(X_train[:2000])
 eps_i = ada.per_instance_epsilon(Xs, y_train[:2000], delta=1e-7)
 print(f"gamma = {ada.gamma_:.3g}, lambda_n = {ada.lambda_:.3g}; per-instance eps: median "
-      f"{np.median(eps_i):.2g}, max {eps_i.max():.2g} (worst-case add/remove pair budget: eps/3 = 0.33)")
+      f"{np.median(eps_i):.2g}, max {eps_i.max():.2g} (add/remove budget of the composed releases: eps/2 = 0.5)")
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.hist(np.log10(eps_i), bins=40)
 ax.set_xlabel("log10 per-instance ε of a training record (δ = 1e-7)")
