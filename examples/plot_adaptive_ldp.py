@@ -11,8 +11,8 @@ By default :class:`sklearn_bayes.AdaptiveLDPFrequencyEstimator` asks every user 
 a *subset selection* response (the user reports ``k`` categories, her own among them
 with probability ``k e^eps / (k e^eps + K - k)``; ``k`` minimises the estimate's
 variance) and computes the exact posterior under a hierarchical Dirichlet prior whose
-concentration is learnt from the responses; ``theta_`` is the renormalised
-coordinate-wise posterior median.  The papers' adaptive mode
+concentration is learnt from the responses; ``theta_`` is the Bayes estimate for the
+total-variation loss (posterior quantiles at a common level, summing to 1).  The papers' adaptive mode
 (``mechanism='rrrr'``: for every new user a subset of likely categories from the
 current posterior sample, answered with :class:`sklearn_bayes.RRRRMechanism`) stays
 available.  We compare the default with the papers' adaptive choice (utility

@@ -317,3 +317,13 @@ def test_tiny_concentration_gives_finite_estimates():
         assert est.mechanism_ == "grr"
         assert np.all(np.isfinite(est.theta_)) and est.theta_.sum() == pytest.approx(1.0)
         assert np.all(np.isfinite(est.credible_interval(n_samples=200)))
+
+
+def test_static_store_keeps_no_member_lists():
+    # regression: every (mostly distinct) reported set also kept a K-long int32 member
+    # list and a K-byte index key, 6 K bytes per response (6 GB for 10^6 users at K = 1000);
+    # now K bytes (the mask) plus K / 8 (the packed key)
+    K, n = 1000, 500
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, random_state=_gen(0))
+    est.partial_fit_responses(est.client_mechanism().privatize(_gen(1).integers(0, K, n), _gen(2)))
+    assert len(pickle.dumps(est)) < 1.5 * K * n

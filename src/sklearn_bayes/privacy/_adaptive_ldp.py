@@ -790,7 +790,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         remap = np.arange(n_sids_after, dtype=np.int32)
         nxt = n_sids_before
         for s in range(n_sids_before, n_sids_after):
-            key = masks[s].tobytes()
+            key = np.packbits(masks[s]).tobytes()  # K / 8 bytes per distinct subset
             j = index.get(key)
             if j is None:
                 if nxt != s:
@@ -811,7 +811,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._sids = _grow(self._sids, n + n_new)
         self._sizes = _grow(self._sizes, n + n_new)
         self._masks = _grow(self._masks, self._n_sids + n_new_rows)
-        self._members = _grow(self._members, self._n_sids + n_new_rows)
+        if vars(self).get("_client") is None:  # member lists: RRRR only (see _intern_masks)
+            self._members = _grow(self._members, self._n_sids + n_new_rows)
         self._sid_k = _grow(self._sid_k, self._n_sids + n_new_rows)
 
     def _run(self, values, given, mode, alpha, n_steps):
@@ -1342,17 +1343,22 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         Python step per distinct subset, not per response.
         """
         ids = np.empty(rows.shape[0], dtype=np.int32)
+        # member lists serve the RRRR kernels only: a static mechanism's sets (one per
+        # response, mostly distinct) would cost 4 K bytes each (4 GB for 10^6 users at K=1000)
+        members = vars(self).get("_client") is None
         self._masks = _grow(self._masks, self._n_sids + rows.shape[0])
-        self._members = _grow(self._members, self._n_sids + rows.shape[0])
+        if members:
+            self._members = _grow(self._members, self._n_sids + rows.shape[0])
         self._sid_k = _grow(self._sid_k, self._n_sids + rows.shape[0])
         n_rows_new = 0
         for j, row in enumerate(rows.astype(np.uint8)):
-            key = row.tobytes()
+            key = np.packbits(row).tobytes()
             sid = self._subset_index.get(key)
             if sid is None:
                 sid = self._n_sids + n_rows_new
                 self._masks[sid] = row
-                self._members[sid, : int(row.sum())] = np.flatnonzero(row)
+                if members:
+                    self._members[sid, : int(row.sum())] = np.flatnonzero(row)
                 self._sid_k[sid] = int(row.sum())
                 self._subset_index[key] = sid
                 n_rows_new += 1
