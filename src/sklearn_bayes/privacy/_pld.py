@@ -327,25 +327,35 @@ def ops_ridge_composed_delta(epsilon, mu, c, gaussian_mu, interval=1e-3):
         rounded_probability_mass_function_add=pmf_a, infinity_mass_add=inf_a, symmetric=False,
     )
     if gaussian_mu > 0:
-        pld = pld.compose(P.from_gaussian_mechanism(1.0 / gaussian_mu, sensitivity=1.0,
-                                                    value_discretization_interval=interval))
+        pld = pld.compose(_gaussian_pld(gaussian_mu, interval))
     return float(pld.get_delta_for_epsilon(epsilon))
+
+
+@functools.lru_cache(maxsize=64)
+def _gaussian_pld(gaussian_mu, interval):
+    from dp_accounting.pld import privacy_loss_distribution as P
+
+    return P.from_gaussian_mechanism(1.0 / gaussian_mu, sensitivity=1.0, value_discretization_interval=interval)
 
 
 @functools.lru_cache(maxsize=1024)
 def ops_ridge_composed_max_c(epsilon, delta, mu, gaussian_mu, interval=1e-3):
     """Largest ``c`` with :func:`ops_ridge_composed_delta` ``<= δ`` (``None`` if even ``c = 0`` fails; cached)."""
-    if ops_ridge_composed_delta(epsilon, mu, 0.0, gaussian_mu, interval) > delta:
+    f = lambda c: ops_ridge_composed_delta(epsilon, mu, c, gaussian_mu, interval) <= delta  # noqa: E731
+    if not f(0.0):
         return None
-    lo, hi = 0.0, 0.05
-    while ops_ridge_composed_delta(epsilon, mu, hi, gaussian_mu, interval) <= delta:
+    # bracket around the Gaussian approximation sqrt(mu_T^2 - mu_G^2) of the answer
+    mu_t = 1.0 / analytic_gaussian_sigma(epsilon, delta)
+    guess = math.sqrt(max(mu_t * mu_t - gaussian_mu * gaussian_mu, 0.0))
+    lo, hi = 0.9 * guess, 1.05 * guess
+    if not f(lo):
+        lo = 0.0
+    while f(hi):
         lo, hi = hi, 2.0 * hi
-    for _ in range(30):
+    while hi - lo > 1e-3 * hi:
         mid = 0.5 * (lo + hi)
-        if ops_ridge_composed_delta(epsilon, mu, mid, gaussian_mu, interval) <= delta:
+        if f(mid):
             lo = mid
         else:
             hi = mid
-        if hi - lo <= 1e-4 * hi:
-            break
     return lo

@@ -616,7 +616,7 @@ def _composed_c(b, mu):
 @functools.lru_cache(maxsize=256)
 def _min_h_composed(eps_ar, delta_mech, mu_gauss):
     """Smallest h (power of 2) whose leverage alone (``c = 0``) uses at most half of ``delta_mech``."""
-    h = 1.0
+    h = _min_h_for_variance(eps_ar, delta_mech)  # the draw alone, exact and cheap: a lower start
     while ops_ridge_composed_delta(eps_ar, 1.0 / h, 0.0, mu_gauss) > 0.5 * delta_mech:
         h *= 2.0
     return h
