@@ -6,7 +6,8 @@ and ``random_state`` are passed) and with the named options ``utility='non_adapt
 ``utility='honest'`` (the papers' AdOBEst-LDP, U6).  Peers (``experiments.adaptive_ldp``):
 GRR, OUE, OLH and subset selection (SS, optimal subset size), each estimated with IBU
 (multi-freq-ldpy's, 10,000 iterations / tol 1e-12) and with the unbiased estimate + norm-sub
-projection; every method of a run sees the same simulated users (common random numbers).
+projection (``--mle``: also EM for the exact-likelihood MLE); every method of a run sees the
+same simulated users (common random numbers).
 
 1. Cost (process time): microseconds per user of ``fit`` (propose + privatise + online
    update) at K in {20, 1000, 10^4} and the first read of ``theta_`` (the final estimate),
@@ -45,9 +46,11 @@ from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
 from sklearn_bayes.experiments._report import format_table
 from sklearn_bayes.experiments.adaptive_ldp import (
+    ALL_PEER_ESTIMATORS,
     BEYOND_SETTINGS,
     OURS,
     PAPER_SETTINGS,
+    PEER_ESTIMATORS,
     PROTOCOLS,
     compare_columns,
     compare_grid,
@@ -230,9 +233,9 @@ def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False, only=None):
                  seconds_per_run=secs[m] / runs) for m in methods], T
 
 
-def accuracy(settings, runs, n_jobs, coverage=True):
+def accuracy(settings, runs, n_jobs, coverage=True, estimators=PEER_ESTIMATORS):
     t0 = time.perf_counter()
-    rows = compare_grid(settings, runs, coverage=coverage, n_jobs=n_jobs)
+    rows = compare_grid(settings, runs, coverage=coverage, n_jobs=n_jobs, estimators=estimators)
     table, stats = compare_table(rows)
     return table, stats, time.perf_counter() - t0
 
@@ -247,6 +250,8 @@ def main():
     ap.add_argument("--skip-accuracy", action="store_true")
     ap.add_argument("--skip-beyond", action="store_true", help="no K = 100 part")
     ap.add_argument("--no-coverage", action="store_true", help="no credible intervals (faster)")
+    ap.add_argument("--mle", action="store_true",
+                    help="also the peers' exact-likelihood MLE (EM, O(n K) per iteration: slower)")
     ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
     ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
     ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
@@ -280,19 +285,20 @@ def main():
               f"{_verdict(np.isfinite(d10k['us_per_user']))}")
     if args.skip_accuracy:
         return
-    cols = compare_columns()
+    estimators = ALL_PEER_ESTIMATORS if args.mle else PEER_ESTIMATORS
+    cols = compare_columns(estimators=estimators)
     paper = [s for s in PAPER_SETTINGS if not args.quick or s["K"] == 10]
     print(f"\n== the paper's grid: median TV over {runs} runs, T = 500 K, theta* ~ Dir(rho); IBU = iterative "
           "Bayesian update, NS = unbiased + norm-sub; ratio = default / best peer; coverage = 95 % credible "
           "intervals of the default holding theta*_k ==")
-    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage)
+    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage, estimators)
     print(format_table(table, cols))
     print(compare_summary(stats, target_wins=int(np.ceil(15 / 18 * len(paper)))))
     print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
     if args.skip_beyond:
         return
     print(f"\n== beyond the paper: K = 100, T = 20,000, median TV over {runs} runs ==")
-    table, stats, secs = accuracy(BEYOND_SETTINGS, runs, args.n_jobs, not args.no_coverage)
+    table, stats, secs = accuracy(BEYOND_SETTINGS, runs, args.n_jobs, not args.no_coverage, estimators)
     print(format_table(table, cols))
     print(compare_summary(stats))
     print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")

@@ -10,9 +10,12 @@ import pytest
 from scipy.stats import norm
 
 from sklearn_bayes.experiments.adaptive_ldp import (
+    ALL_PEER_ESTIMATORS,
+    ALL_PEERS,
     PEERS,
     PROTOCOLS,
     ibu,
+    mle_em,
     norm_sub,
     olh_hash,
     olh_range,
@@ -20,6 +23,7 @@ from sklearn_bayes.experiments.adaptive_ldp import (
     privatize_peer,
     ss_subset_size,
     support_counts,
+    support_matrix,
     support_probabilities,
     unbiased_estimate,
 )
@@ -185,3 +189,58 @@ def test_ibu_same_iterates_as_multi_freq_ldpy(K):
         np.fill_diagonal(A, p)
         theirs = IBU(K, A, counts / counts.sum(), max_iter, 1e-12, "max_abs")
         np.testing.assert_allclose(ibu(counts, p, q, max_iter=max_iter), theirs, rtol=0, atol=1e-11)
+
+
+def test_ss_subset_size_minimises_the_variance():
+    # the rounded rule equals the k minimising the unbiased estimator's variance at the uniform
+    # distribution, P (1 - P) / (p - q)^2 with P = q + (p - q) / K, on every grid of the benchmark
+    for K in (10, 20, 100, 1000):
+        for eps in (0.5, 1.0, 2.0, 5.0):
+            v = []
+            for k in range(1, K):
+                e = np.exp(eps)
+                p = k * e / (k * e + K - k)
+                q = ((k - 1) * k * e + (K - k) * k) / ((K - 1) * (k * e + K - k))
+                P = q + (p - q) / K
+                v.append(P * (1 - P) / (p - q) ** 2)
+            assert ss_subset_size(K, eps) == int(np.argmin(v)) + 1, (K, eps)
+
+
+def _exact_loglik(S, theta, eps):
+    return np.log1p(np.expm1(eps) * (S @ theta)).sum()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_mle_em(protocol):
+    rng = np.random.default_rng(PROTOCOLS.index(protocol))
+    K, eps, n = 8, 1.0, 3000
+    theta = np.array([0.35, 0.25, 0.2, 0.1, 0.06, 0.04, 0.0, 0.0])
+    x = rng.choice(K, size=n, p=theta)
+    reports = privatize_peer(protocol, x, K, eps, rng)
+    S = support_matrix(protocol, reports, K, eps)
+    # the support matrix agrees with the support counts
+    np.testing.assert_array_equal(S.sum(axis=0), support_counts(protocol, reports, K, eps))
+    m = mle_em(S, eps)
+    assert np.all(m >= 0) and m.sum() == pytest.approx(1.0, abs=1e-12)
+    p, q = support_probabilities(protocol, K, eps)
+    counts = support_counts(protocol, reports, K, eps)
+    if protocol == "GRR":
+        # one supported category per report: the exact likelihood is the count likelihood
+        np.testing.assert_allclose(m, ibu(counts, p, q), rtol=0, atol=1e-10)
+    # EM never decreases the likelihood from the uniform start, and the MLE's exact
+    # likelihood is at least that of the other estimates
+    for other in (np.full(K, 1 / K), ibu(counts, p, q), norm_sub(unbiased_estimate(counts, n, p, q))):
+        assert _exact_loglik(S, m, eps) >= _exact_loglik(S, other, eps) - 1e-6
+    # a fixed point of the EM map
+    c = np.expm1(eps)
+    w = 1 / (1 + c * (S @ m))
+    np.testing.assert_allclose(m * (w.sum() + c * (S.T @ w)) / n, m, rtol=0, atol=1e-10)
+
+
+def test_peer_estimates_with_mle():
+    rng = np.random.default_rng(0)
+    x = rng.choice(10, size=1000, p=THETA)
+    est, _ = peer_estimates(x, 10, 1.0, np.random.default_rng(1), estimators=ALL_PEER_ESTIMATORS)
+    assert set(est) == set(ALL_PEERS)
+    base, _ = peer_estimates(x, 10, 1.0, np.random.default_rng(1))
+    assert all(np.array_equal(est[k], base[k]) for k in PEERS)  # adding MLE changes no other peer

@@ -92,6 +92,10 @@ PROTOCOLS = ("GRR", "OUE", "OLH", "SS")
 PEER_ESTIMATORS = ("IBU", "NS")
 #: Every peer column of the tables: protocol + estimator.
 PEERS = tuple(f"{p}+{e}" for p in PROTOCOLS for e in PEER_ESTIMATORS)
+#: Optional third estimator: EM for the maximum-likelihood estimate under the exact
+#: likelihood of each report (``O(n K)`` per iteration; slower, see :func:`mle_em`).
+ALL_PEER_ESTIMATORS = ("IBU", "NS", "MLE")
+ALL_PEERS = tuple(f"{p}+{e}" for p in PROTOCOLS for e in ALL_PEER_ESTIMATORS)
 #: IBU settings: multi-freq-ldpy's defaults (at most 10,000 iterations, stop when no
 #: coordinate moves by more than 1e-12).
 IBU_MAX_ITER = 10_000
@@ -222,6 +226,45 @@ def support_counts(protocol, reports, n_categories, epsilon):
     raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
 
 
+def support_matrix(protocol, reports, n_categories, epsilon):
+    """Boolean ``(n_users, K)``: which categories each report supports."""
+    K = int(n_categories)
+    if protocol == "OUE":
+        return np.asarray(reports, dtype=bool)
+    if protocol == "OLH":
+        y, seeds = reports
+        return olh_hash(seeds[:, None], np.arange(K)[None, :], olh_range(epsilon)) == y[:, None]
+    rows = np.asarray(reports).reshape(len(reports), -1)
+    if protocol not in ("GRR", "SS"):
+        raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}.")
+    S = np.zeros((rows.shape[0], K), dtype=bool)
+    S[np.arange(rows.shape[0])[:, None], rows] = True
+    return S
+
+
+def mle_em(support, epsilon, max_iter=IBU_MAX_ITER, tol=IBU_TOL):
+    """EM for the maximum-likelihood estimate under the exact likelihood of every report.
+
+    For all four protocols ``P(report_t | x = i)`` is proportional to ``e^eps`` when the
+    report supports ``i`` and to 1 otherwise, so with ``c = e^eps - 1`` the update is
+    ``theta_i <- theta_i / n * sum_t (1 + c S_ti) / (1 + c sum_j S_tj theta_j)`` (``O(n K)`` per
+    iteration, from the uniform start, stopped as :func:`ibu`).  For GRR it is the same
+    iteration as :func:`ibu`; for OUE, OLH and SS it uses the whole report, not only the
+    support counts.
+    """
+    S = np.asarray(support, dtype=float)
+    n, K = S.shape
+    c = float(np.expm1(epsilon))
+    theta = np.full(K, 1.0 / K)
+    for _ in range(int(max_iter)):
+        w = 1.0 / (1.0 + c * (S @ theta))
+        new = theta * (w.sum() + c * (S.T @ w)) / n
+        if np.abs(new - theta).max() < tol:
+            return new
+        theta = new
+    return theta
+
+
 def unbiased_estimate(counts, n_users, p, q):
     """The standard unbiased frequency estimate ``(c_v / n - q) / (p - q)`` (may leave the simplex)."""
     return (np.asarray(counts, dtype=float) / n_users - q) / (p - q)
@@ -267,22 +310,27 @@ def ibu(counts, p, q, max_iter=IBU_MAX_ITER, tol=IBU_TOL):
     return theta
 
 
-def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS):
-    """Every protocol in ``protocols`` on the users ``x`` with both estimators.
+def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS):
+    """Every protocol in ``protocols`` on the users ``x`` with every estimator in ``estimators``.
 
-    Returns a dict ``{"GRR+IBU": theta_hat, "GRR+NS": theta_hat, ...}`` and the seconds each
-    protocol took (client + both estimators).  Each protocol draws its noise from its own
-    child of ``rng`` (the same users, independent mechanisms).
+    ``estimators`` from ``('IBU', 'NS', 'MLE')``.  Returns a dict ``{"GRR+IBU": theta_hat,
+    "GRR+NS": theta_hat, ...}`` and the seconds each protocol took (client + its estimators).
+    Each protocol draws its noise from its own child of ``rng`` (the same users, independent
+    mechanisms).
     """
     x = np.asarray(x, dtype=np.int64).ravel()
     out, secs = {}, {}
     for protocol, child in zip(protocols, rng.spawn(len(protocols))):
         t0 = time.perf_counter()
         p, q = support_probabilities(protocol, n_categories, epsilon)
-        counts = support_counts(protocol, privatize_peer(protocol, x, n_categories, epsilon, child), n_categories,
-                                epsilon)
-        out[f"{protocol}+IBU"] = ibu(counts, p, q)
-        out[f"{protocol}+NS"] = norm_sub(unbiased_estimate(counts, x.size, p, q))
+        reports = privatize_peer(protocol, x, n_categories, epsilon, child)
+        counts = support_counts(protocol, reports, n_categories, epsilon)
+        if "IBU" in estimators:
+            out[f"{protocol}+IBU"] = ibu(counts, p, q)
+        if "NS" in estimators:
+            out[f"{protocol}+NS"] = norm_sub(unbiased_estimate(counts, x.size, p, q))
+        if "MLE" in estimators:
+            out[f"{protocol}+MLE"] = mle_em(support_matrix(protocol, reports, n_categories, epsilon), epsilon)
         secs[protocol] = time.perf_counter() - t0
     return out, secs
 
@@ -347,7 +395,7 @@ def fit_ours(params, X, n_categories, epsilon, rng):
     return est, time.perf_counter() - t0
 
 
-def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True):
+def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True, estimators=PEER_ESTIMATORS):
     """One run of one setting: every method of ``ours`` and every peer on the same users.
 
     Returns a list of rows ``{setting keys, run, method, tv, covered, n_categories, time_s}``;
@@ -368,20 +416,21 @@ def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True)
                 ci = est.credible_interval(COVERAGE_LEVEL, random_state=np.random.default_rng(s.spawn(1)[0]))
                 covered = int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))
             rows.append(dict(base, method=name, tv=tv_distance(est.theta_, theta), covered=covered, time_s=dt))
-    est, secs = peer_estimates(X[:, 0], K, eps, np.random.default_rng(seeds[0]), protocols)
+    est, secs = peer_estimates(X[:, 0], K, eps, np.random.default_rng(seeds[0]), protocols, estimators)
     for name, th in est.items():
         rows.append(dict(base, method=name, tv=tv_distance(th, theta), covered=float("nan"),
                          time_s=secs[name.split("+")[0]]))
     return rows
 
 
-def compare_grid(settings, runs, ours=OURS, protocols=PROTOCOLS, coverage=True, n_jobs=1, progress=None):
+def compare_grid(settings, runs, ours=OURS, protocols=PROTOCOLS, coverage=True, n_jobs=1, progress=None,
+                 estimators=PEER_ESTIMATORS):
     """:func:`compare_one_run` for every setting and run, in parallel with joblib."""
     from joblib import Parallel, delayed
 
     tasks = [(s, r) for s in settings for r in range(runs)]
     gen = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-        delayed(compare_one_run)(s, r, ours, protocols, coverage) for s, r in tasks)
+        delayed(compare_one_run)(s, r, ours, protocols, coverage, estimators) for s, r in tasks)
     if progress is not None:
         gen = progress.iter(gen, "LDP comparison runs", total=len(tasks))
     rows = [row for rs in gen for row in rs]
@@ -408,7 +457,7 @@ def compare_table(rows, ours=OURS):
     for key in sorted(groups):
         g = groups[key]
         med = {m: float(np.median([r["tv"] for r in rs])) for m, rs in g.items()}
-        peers = [m for m in PEERS if m in med]
+        peers = [m for m in ALL_PEERS if m in med]
         best = min(peers, key=med.get)
         row = dict(K=key[0], eps=key[1], theta=key[2], runs=len(g[names[0]]))
         row.update({n: med[n] for n in names})
@@ -432,10 +481,10 @@ def compare_table(rows, ours=OURS):
     return table, stats
 
 
-def compare_columns(ours=OURS, protocols=PROTOCOLS):
+def compare_columns(ours=OURS, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS):
     """Column order of :func:`compare_table`."""
     return (["K", "eps", "theta", "runs"] + [n for n, _ in ours]
-            + [f"{p}+{e}" for p in protocols for e in PEER_ESTIMATORS] + ["best_peer", "ratio", "coverage"])
+            + [f"{p}+{e}" for p in protocols for e in estimators] + ["best_peer", "ratio", "coverage"])
 
 
 def compare_summary(stats, target_wins=None, target_ratio=1.10):
@@ -633,7 +682,7 @@ def _compare_figure(rows, path):
     import matplotlib.pyplot as plt
 
     settings = sorted({(r["K"], r["epsilon"], r["theta"]) for r in rows})
-    names = [n for n, _ in OURS] + [p for p in PEERS if any(r["method"] == p for r in rows)]
+    names = [n for n, _ in OURS] + [p for p in ALL_PEERS if any(r["method"] == p for r in rows)]
     ncol = min(3, len(settings))
     nrow = -(-len(settings) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.4 * ncol, 2.9 * nrow), squeeze=False)
