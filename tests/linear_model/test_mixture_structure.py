@@ -106,6 +106,11 @@ def test_irls_weights_renamed_with_deprecated_alias():
     assert alias is reg.irls_weights_
     assert reg.irls_weights_[:10].max() < np.median(reg.irls_weights_[10:])
     pickle.loads(pickle.dumps(reg)).irls_weights_  # the alias is not state
+    # an estimator pickled before the rename keeps answering under the old name
+    old = pickle.loads(pickle.dumps(reg))
+    vars(old)["sample_weights_"] = vars(old).pop("irls_weights_")
+    with pytest.warns(FutureWarning):
+        assert old.sample_weights_ is vars(old)["sample_weights_"]
 
 
 @pytest.mark.parametrize("centre", [True, False])

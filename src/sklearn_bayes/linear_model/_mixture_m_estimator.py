@@ -523,6 +523,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             "weights, not the sample_weight argument); the old name will be removed.",
             FutureWarning,
         )
+        if "irls_weights_" not in vars(self) and "sample_weights_" in vars(self):  # a pickle from before
+            return vars(self)["sample_weights_"]
         return self.irls_weights_
 
     def _residuals(self, X, y):
