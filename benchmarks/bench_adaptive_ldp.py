@@ -248,6 +248,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer users for the cost part; paper grid at K = 10 only")
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--skip-accuracy", action="store_true")
+    ap.add_argument("--skip-paper", action="store_true", help="no paper grid")
     ap.add_argument("--skip-beyond", action="store_true", help="no K = 100 part")
     ap.add_argument("--no-coverage", action="store_true", help="no credible intervals (faster)")
     ap.add_argument("--mle", action="store_true",
@@ -288,19 +289,26 @@ def main():
     estimators = ALL_PEER_ESTIMATORS if args.mle else PEER_ESTIMATORS
     cols = compare_columns(estimators=estimators)
     paper = [s for s in PAPER_SETTINGS if not args.quick or s["K"] == 10]
-    print(f"\n== the paper's grid: median TV over {runs} runs, T = 500 K, theta* ~ Dir(rho); IBU = iterative "
-          "Bayesian update, NS = unbiased + norm-sub; ratio = default / best peer; coverage = 95 % credible "
-          "intervals of the default holding theta*_k ==")
-    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage, estimators)
-    print(format_table(table, cols))
-    print(compare_summary(stats, target_wins=int(np.ceil(15 / 18 * len(paper)))))
-    print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
+    if args.skip_paper:
+        paper = []
+    if paper:
+        _paper_part(paper, runs, args, estimators, cols)
     if args.skip_beyond:
         return
     print(f"\n== beyond the paper: K = 100, T = 20,000, median TV over {runs} runs ==")
     table, stats, secs = accuracy(BEYOND_SETTINGS, runs, args.n_jobs, not args.no_coverage, estimators)
     print(format_table(table, cols))
     print(compare_summary(stats))
+    print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
+
+
+def _paper_part(paper, runs, args, estimators, cols):
+    print(f"\n== the paper's grid: median TV over {runs} runs, T = 500 K, theta* ~ Dir(rho); IBU = iterative "
+          "Bayesian update, NS = unbiased + norm-sub; ratio = default / best peer; coverage = 95 % credible "
+          "intervals of the default holding theta*_k ==")
+    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage, estimators)
+    print(format_table(table, cols))
+    print(compare_summary(stats, target_wins=int(np.ceil(15 / 18 * len(paper)))))
     print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
 
 
