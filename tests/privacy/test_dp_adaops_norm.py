@@ -271,3 +271,17 @@ def test_floor_is_not_pushed_to_the_grid_end_by_a_low_norm_release():
     assert est.log_norm_noisy_ < 0  # the case of the regression
     assert est.h_ < 1e3 * est.h_base_
 
+
+
+@pytest.mark.parametrize("calibration", ["released_norm", "thesis"])
+def test_penalty_is_exactly_zero_when_the_floor_is_the_released_eigenvalue(calibration):
+    """Regression: λ_n = h - λ̃ + margin with h = λ̃ - margin gave 1.42e-14 instead of 0 (diamonds)."""
+    from sklearn_bayes.experiments import dp_regression as D
+
+    X, y, bounds = D.diamonds()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededNoiseWarning)
+        est = AdaOPSRegressor(epsilon=1.0, calibration=calibration, random_state=0, **bounds).fit(X, y)
+    if est.h_ == est.lambda_min_noisy_ - est.margin_:
+        assert est.lambda_ == 0.0
+    assert est.lambda_ >= 0.0

@@ -905,7 +905,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         h0 = max(lam_noisy - margin, h_floor)
         if self.kappa is not None:
             h0 = max(h0, n / (p * float(self.kappa)))
-        lam0 = max(0.0, h0 - lam_noisy + margin)
+        lam0 = max(0.0, h0 - (lam_noisy - margin))
         # 3. release log(1 + ||theta_hat(lam0)||) (add/remove sensitivity log(1 + 1/h0) on the event)
         try:
             norm0 = float(np.linalg.norm(_ridge_solution(gram, xty, lam0)))
@@ -922,7 +922,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
             h = _choose_floor_norm(h0, lam_noisy, margin, n, p, r_max, theta_norm, _composed_c(b, 1.0 / h0))
         else:
             h = h0
-        lam_n = max(lam0, h - lam_noisy + margin)
+        lam_n = max(lam0, h - (lam_noisy - margin))
         mu_max = _mu_grid(1.0 / h)
         c = _composed_c(b, 1.0 / h)
         gamma = c * c / (mu_max * r_max * r_max)
@@ -970,7 +970,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
             h = _choose_floor(max(lam_noisy - margin, h_floor), lam_noisy, margin, n, p, b["eps0"], b["delta0"])
         else:
             h = max(n / (p * float(self.kappa)), h_floor)
-        lam_n = max(0.0, h - lam_noisy + margin)
+        lam_n = max(0.0, h - (lam_noisy - margin))
         # 3. gamma, exactly at the worst case of the event lambda_min(H_Z) >= h
         mu_max, r_max = 1.0 / h, 1.0 + math.sqrt(max(n - 1, 0) / h)
         gamma = calibrate_ops_gamma(b["eps0"], b["delta0"], mu_max, r_max)
