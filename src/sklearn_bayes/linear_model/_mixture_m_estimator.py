@@ -24,7 +24,7 @@ from ._mixture_start import lts_starts, weighted_median, wls
 
 __all__ = ["MixtureMEstimatorRegressor"]
 
-_MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
+_MAD_TO_SD = _min_variance._MAD_TO_SD  # 1 / Phi^{-1}(3/4), one definition
 _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
 _SCALE_FLOOR = 1e-9  # scales stay above this fraction of the robust scale of y (exact fits)
 

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-_MAD_TO_SD = 1.482602218505602
+_MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
 
 #: the candidate losses: (name, tuning constant in units of the robust scale)
 FAMILY = (
