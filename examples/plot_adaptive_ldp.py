@@ -81,7 +81,7 @@ print(device, "->", np.round(server.theta_, 3))
 
 # %%
 # Deployment with the papers' RRRR: the server proposes a subset, the client privatises
-# ------------------------------------------------------------------------------------
+# -------------------------------------------------------------------------------------
 server = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, mechanism="rrrr", prior=1.0,
                                        n_final_steps=500, random_state=np.random.default_rng(2))
 client = RRRRMechanism(K, epsilon=1.0, kappa=server.kappa)  # runs on the user's device
