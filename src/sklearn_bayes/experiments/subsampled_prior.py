@@ -98,8 +98,11 @@ def peers(task, light=False):
         return {"unregularised": LogisticRegression(penalty=None, max_iter=1000),
                 "LogisticRegressionCV(cv=10)": LogisticRegressionCV(Cs=LOGISTIC_CS, cv=10, max_iter=1000)}
     if task == "svm":
-        return {"LinearSVC(C=1)": LinearSVC(),
-                "GridSearchCV(LinearSVC)": GridSearchCV(LinearSVC(), {"C": SVC_CS}, cv=10)}
+        out = {"LinearSVC(C=1)": LinearSVC(),
+               "GridSearchCV(LinearSVC)": GridSearchCV(LinearSVC(), {"C": SVC_CS}, cv=10)}
+        if not light:  # the dissertation's untuned SVM: the hinge loss (ours and the CV grid: squared hinge)
+            out["LinearSVC(hinge, C=1)"] = LinearSVC(loss="hinge", max_iter=20000)
+        return out
     if task == "poisson":
         return {"unregularised": PoissonRegressor(alpha=0.0),
                 "GridSearchCV(Poisson)": GridSearchCV(PoissonRegressor(), {"alpha": POISSON_ALPHAS}, cv=10)}
