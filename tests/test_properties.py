@@ -765,7 +765,11 @@ K_CATS = 3
 
 
 def _ldp(seed, **params):
-    base = dict(n_categories=K_CATS, epsilon=1.0, n_steps=2, batch_size=8, n_final_steps=20, random_state=_gen(seed))
+    """The papers' adaptive mode (RRRR with a proposed subset per user), whose deployment API is
+    ``propose_subset`` + ``partial_fit_responses(y, subsets)``; the static default mechanisms
+    (responses are sets) are attacked by the ``_ldp_static`` properties below."""
+    base = dict(n_categories=K_CATS, epsilon=1.0, mechanism="rrrr", prior=1.0, n_steps=2, batch_size=8,
+                n_final_steps=20, random_state=_gen(seed))
     base.update(params)
     return AdaptiveLDPFrequencyEstimator(**base)
 
@@ -813,6 +817,8 @@ LDP_PARAM_CHANGES = [
     ("prior", 0.5),
     ("prior", np.array([1.0, 2.0, 3.0])),
     ("utility", "non_adaptive"),
+    ("mechanism", "grr"),
+    ("prior", "hierarchical"),
     ("alpha", 0.5),
     ("random_state", np.random.default_rng(12345)),
     # not here: sampler, n_steps, batch_size, step_size, n_final_steps, final_estimate are
@@ -1057,6 +1063,174 @@ def test_adaptive_ldp_copy_mid_stream_continues_identically(batches, split, seed
         assert est.propose_subset().tolist() == twin.propose_subset().tolist()
         feed(est, b)
         feed(twin, b)
+    np.testing.assert_array_equal(est.theta_, twin.theta_)
+    np.testing.assert_array_equal(est.sample_posterior(4), twin.sample_posterior(4))
+    assert _canonical(est) == _canonical(twin)
+
+
+# --- the static default mechanisms (subset selection / GRR / OUE): responses are sets -------------
+
+K_STATIC = 6
+STATIC_MECHANISMS = ("auto", "grr", "oue")  # 'auto' = subset selection with the variance-optimal size
+
+
+def _ldp_static(seed, mechanism="auto", **params):
+    base = dict(n_categories=K_STATIC, epsilon=0.5, mechanism=mechanism, n_final_steps=20,
+                random_state=_gen(seed))
+    base.update(params)
+    return AdaptiveLDPFrequencyEstimator(**base)
+
+
+def _static_responses(est, xs, seed):
+    """The masks the users' devices release for the true categories ``xs`` (client side)."""
+    return est.client_mechanism().privatize(np.asarray(xs, dtype=np.int64), random_state=_gen(seed))
+
+
+STATIC_USERS = st.lists(st.integers(0, K_STATIC - 1), min_size=1, max_size=8)
+
+
+def _bad_static_responses(est):
+    """(label, y, subsets, exception types, argument named) for the estimator's mechanism."""
+    K = K_STATIC
+    good = _static_responses(est, [0, 1], 0)
+    too_many = good.copy()
+    too_many[0] = True
+    cases = [
+        ("mask too wide", np.zeros((2, K + 1), dtype=bool), None, (ValueError,), "y"),
+        ("mask 3-D", np.zeros((2, K, 1), dtype=bool), None, (ValueError,), "y"),
+        ("no responses", np.zeros((0, K), dtype=bool), None, (ValueError,), "y"),
+        ("float mask", good.astype(float), None, (ValueError, TypeError), "y"),
+        ("nan", np.full((2, K), np.nan), None, (ValueError, TypeError), "y"),
+        ("strings", np.array([["a"] * K]), None, (ValueError, TypeError), "y"),
+        ("subsets given", good, [0], (ValueError,), "subsets"),
+    ]
+    k = est.client_mechanism().subset_size
+    if k is not None:  # subset selection / GRR: every response holds exactly k categories
+        cases.append(("wrong set size", too_many, None, (ValueError,), "y"))
+    if k == 1:  # GRR also takes released positions
+        cases.append(("position out of range", np.array([0, K]), None, (ValueError,), "y"))
+        cases.append(("negative position", np.array([-1]), None, (ValueError,), "y"))
+    return cases
+
+
+LDP_STATIC_PARAM_CHANGES = [
+    ("epsilon", 0.7),
+    ("n_categories", K_STATIC + 1),
+    ("mechanism", "rrrr"),
+    ("prior", 1.0),
+    ("random_state", np.random.default_rng(12345)),
+]
+
+_LDP_STATIC_OP = st.one_of(
+    st.tuples(st.just("users"), STATIC_USERS),
+    st.tuples(st.just("responses"), STATIC_USERS, st.integers(0, 2**16)),
+    st.tuples(st.just("pickle")),
+    st.tuples(st.just("read")),
+    st.tuples(st.just("bad_x"), st.integers(0, len(LDP_BAD_X) - 1)),
+    st.tuples(st.just("bad_responses"), st.integers(0, 20)),
+    st.tuples(st.just("bad_param"), st.integers(0, len(LDP_STATIC_PARAM_CHANGES) - 1),
+              st.sampled_from(["partial_fit", "partial_fit_responses", "client_mechanism"])),
+)
+
+
+def _run_ldp_static_program(mechanism, first, ops, seed, with_bad_calls):
+    est = _ldp_static(seed, mechanism).partial_fit(np.reshape(first, (-1, 1)))
+    for op in ops:
+        kind = op[0]
+        if kind == "users":
+            est.partial_fit(np.reshape(op[1], (-1, 1)))
+        elif kind == "responses":
+            est.partial_fit_responses(_static_responses(est, op[1], op[2]))
+        elif kind == "pickle":
+            est = pickle.loads(pickle.dumps(est))
+        elif kind == "read" and with_bad_calls:  # reads change nothing later fitting sees
+            est.theta_, est.credible_interval(0.9, n_samples=8)
+        elif kind == "bad_x" and with_bad_calls:
+            label, build, types, pattern = LDP_BAD_X[op[1]]
+            if label == "out of range":  # K_STATIC categories here, not K_CATS
+                build = lambda: np.array([[0], [K_STATIC + 2]])  # noqa: E731
+            _expect_rejection(lambda b=build(): est.partial_fit(b), types, None, est, f"partial_fit({label})")
+        elif kind == "bad_responses" and with_bad_calls:
+            cases = _bad_static_responses(est)
+            label, y, subsets, types, name = cases[op[1] % len(cases)]
+            _expect_rejection(lambda: est.partial_fit_responses(y, subsets), types, _names(name), est,
+                              f"partial_fit_responses({label})")
+        elif kind == "bad_param" and with_bad_calls:
+            name, new = LDP_STATIC_PARAM_CHANGES[op[1]]
+            old = est.get_params()[name]
+            est.set_params(**{name: new})
+            try:
+                method = op[2]
+                if method == "partial_fit":
+                    call = lambda: est.partial_fit([[0], [1]])  # noqa: E731
+                elif method == "partial_fit_responses":
+                    call = lambda: est.partial_fit_responses(np.eye(K_STATIC, dtype=bool)[:1])  # noqa: E731
+                else:
+                    call = est.client_mechanism
+                _expect_rejection(call, (ValueError, TypeError), _names(name), est,
+                                  f"{method} after set_params({name}={new!r}) (fitted with {old!r})")
+            finally:
+                est.set_params(**{name: old})
+    return est
+
+
+@pytest.mark.parametrize("mechanism", STATIC_MECHANISMS)
+@_settings(15)
+@given(first=STATIC_USERS, ops=st.lists(_LDP_STATIC_OP, min_size=1, max_size=8), seed=st.integers(0, 2**16))
+def test_adaptive_ldp_static_rejected_calls_change_nothing_and_the_stream_continues(mechanism, first, ops, seed):
+    """Property 1 for the static default mechanisms: bad users, bad response sets, subsets where
+    none belong and post-fit parameter changes are refused naming the argument, leave the estimator
+    byte-identical, and the rest of the stream (posterior state, ``theta_``) is exactly what it is
+    without the rejected calls and the reads."""
+    with_bad = _run_ldp_static_program(mechanism, first, ops, seed, with_bad_calls=True)
+    clean = _run_ldp_static_program(mechanism, first, ops, seed, with_bad_calls=False)
+    # read both first: theta_ is memoised when read, so only the program with reads holds it
+    np.testing.assert_array_equal(with_bad.theta_, clean.theta_)
+    lo_hi = with_bad.credible_interval(0.9, n_samples=16)
+    np.testing.assert_array_equal(lo_hi, clean.credible_interval(0.9, n_samples=16))
+    assert _canonical(with_bad) == _canonical(clean)
+
+
+@pytest.mark.parametrize("mechanism", STATIC_MECHANISMS)
+def test_adaptive_ldp_static_bad_responses_name_the_argument(mechanism):
+    """Every bad response batch of every static mechanism: the right exception type, a message
+    naming the argument, the estimator byte-identical."""
+    est = _ldp_static(0, mechanism).partial_fit([[0], [1], [2]])
+    cases = _bad_static_responses(est)
+    assert len(cases) >= 7
+    for label, y, subsets, types, name in cases:
+        _expect_rejection(lambda: est.partial_fit_responses(y, subsets), types, _names(name), est, label)
+
+
+def test_adaptive_ldp_static_default_is_subset_selection_with_k_above_one():
+    """The properties above exercise subset selection proper (k > 1), not only its GRR case."""
+    est = _ldp_static(0).partial_fit([[0], [1]])
+    assert est.client_mechanism().kind == "subset_selection"
+    assert est.client_mechanism().subset_size > 1
+
+
+@pytest.mark.parametrize("mechanism", STATIC_MECHANISMS)
+@_settings(10)
+@given(batches=st.lists(st.tuples(st.sampled_from(["users", "responses"]), STATIC_USERS), min_size=2, max_size=5),
+       split=st.integers(0, 100), seed=st.integers(0, 2**16), how=st.sampled_from(["pickle", "deepcopy"]))
+def test_adaptive_ldp_static_copy_mid_stream_continues_identically(mechanism, batches, split, seed, how):
+    """Property 2 for the static mechanisms: a copy taken mid-stream (that reads its estimate and
+    posterior draws) and fed the same remaining users/responses ends byte-identical."""
+    k = 1 + split % len(batches)
+
+    def feed(est, i, batch):
+        if batch[0] == "users":
+            return est.partial_fit(np.reshape(batch[1], (-1, 1)))
+        return est.partial_fit_responses(_static_responses(est, batch[1], seed + i))
+
+    est = _ldp_static(seed, mechanism)
+    for i, b in enumerate(batches[:k]):
+        feed(est, i, b)
+    twin = pickle.loads(pickle.dumps(est)) if how == "pickle" else copy.deepcopy(est)
+    twin.theta_, twin.sample_posterior(4), twin.credible_interval(0.9, n_samples=8)
+    for i, b in enumerate(batches[k:], start=k):
+        feed(est, i, b)
+        feed(twin, i, b)
     np.testing.assert_array_equal(est.theta_, twin.theta_)
     np.testing.assert_array_equal(est.sample_posterior(4), twin.sample_posterior(4))
     assert _canonical(est) == _canonical(twin)
