@@ -13,7 +13,7 @@ own tables and writes its figures and CSV files to ``output_dir``.
 
 #: One line per demo part, for ``python -m sklearn_bayes demo --help``.
 DEMO_DESCRIPTIONS = {
-    "adaptive_ldp": "AdOBEst-LDP vs GRR/OUE + IBU on diamond clarity (local DP frequencies)",
+    "adaptive_ldp": "local-DP frequencies of diamond clarity: ours (default, papers' RRRR) vs GRR/OUE/OLH/SS with IBU or norm-sub",
     "mixture_m": "mixture of M-estimators vs OLS/Huber on starsCYG and contaminated Boston",
     "count_sketch": "private Count Sketch mechanisms on a Zipf stream with 20 query sets",
     "subsampled_prior": "subsampled-prior ridge/logistic/SVM/Poisson vs 10-fold CV on real data",
