@@ -15,6 +15,8 @@ from sklearn_bayes.privacy._ldp_mechanisms import (
     SetResponseMechanism,
     best_subset_size,
     groups_from_masks,
+    oue_privatize,
+    ss_privatize,
     ss_variance,
 )
 from sklearn_bayes.privacy._ldp_posterior import Groups, _log_dirichlet, gibbs_draws, hybrid_draws, ibu
@@ -61,6 +63,36 @@ def test_privatize_matches_the_exact_probabilities():
                           [np.array([(v >> j) & 1 for j in range(K)], dtype=bool) for v in range(2**K)]])
         se = np.sqrt(exact * (1 - exact) / n)
         assert np.all(np.abs(freq - exact) <= 5 * se + 1e-12)
+
+
+class _Uniforms:
+    """A generator stub whose uniforms are all ``value`` (the extreme of numpy's 53-bit grid)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def random(self, size=None):
+        return np.full(size, self.value)
+
+
+@pytest.mark.parametrize("kind, k", [("subset_selection", 1), ("subset_selection", 3), ("oue", None)])
+@pytest.mark.parametrize("epsilon", [1.0, 38.0, 800.0])
+def test_the_rare_branch_of_the_sampler_is_never_rounded_away(kind, k, epsilon):
+    """Every response the exact mechanism can give must stay possible in the float sampler: the
+    rare event (x left out of the SS report; an OUE bit set for another category) is drawn
+    with its own probability rounded up, so the smallest uniform u = 0 (probability 2^-53)
+    reaches it at any epsilon.  Drawing "x kept" with p_in = 1 - q instead rounded q down
+    (to exactly 0 above eps ~ 37): the report then always held x, an unbounded privacy loss."""
+    mech = SetResponseMechanism(10, epsilon, kind, k)
+    x = np.array([0, 4])
+    # the samplers behind mech.privatize (which accepts only real generators)
+    masks = oue_privatize(x, 10, epsilon, _Uniforms(0.0)) if kind == "oue" else \
+        ss_privatize(x, 10, epsilon, k, _Uniforms(0.0))
+    if kind == "oue":
+        assert masks.all()  # every bit set: the other categories' bits are reachable too
+    else:
+        assert not masks[np.arange(2), x].any() and np.all(masks.sum(axis=1) == k)
+        assert np.isfinite(mech.log_probability(masks[0], 0))  # a response the exact mechanism gives
 
 
 def test_best_subset_size_minimises_the_variance():

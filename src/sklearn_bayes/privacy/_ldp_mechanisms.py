@@ -56,9 +56,15 @@ def ss_privatize(x, K, epsilon, k, rng):
     """SS(k) responses of the categories ``x`` as a boolean ``(n, K)`` mask (``O(n K)``)."""
     x = np.asarray(x, dtype=np.intp)
     n = x.size
-    e = np.exp(min(epsilon, 700.0))
-    p_in = k * e / (k * e + K - k)
-    keep = rng.random(n) < p_in
+    # the rare event "x is left out" is drawn with its own probability, rounded up:
+    # P(u < q) = ceil(q 2^53) / 2^53 >= q for numpy's 53-bit uniforms, so the realised
+    # mechanism is never less random than SS(k) (drawing "kept" with p_in = 1 - q instead
+    # rounds q down, to exactly 0 above eps ~ 37: an unbounded privacy loss)
+    # (an underflow to 0 at eps > ~745 would make it impossible: keep the smallest double, so
+    # u = 0, probability 2^-53 >= q, still leaves x out)
+    q_out = np.exp(np.log(K - k) - np.logaddexp(np.log(k) + epsilon, np.log(K - k))) * (1.0 + 4 * np.finfo(float).eps)
+    q_out = max(q_out, np.nextafter(0.0, 1.0))
+    keep = ~(rng.random(n) < q_out)
     keys = rng.random((n, K))
     rows = np.arange(n)
     keys[rows, x] = np.where(keep, -1.0, 2.0)  # first when kept, never otherwise
