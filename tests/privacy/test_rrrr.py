@@ -277,3 +277,26 @@ def test_construction_is_constant_memory_and_constants_are_lazy():
     assert e2 == pytest.approx(0.1, rel=1e-6)  # -> eps - eps1 as |S^c| -> infinity
     mech.privatize([0, 9_999_999], [9_999_999], random_state=_rng(0))
     assert set(mech._log_consts) == {1}
+
+
+def test_rrrr_rare_branches_are_never_rounded_away():
+    """RRRR's keep/leave draws take their rare side with probability ceil(q 2^53) / 2^53 >= q
+    on numpy's 53-bit uniform grid (the top ceil(q 2^53) grid points, reflected), and an
+    underflowed q (epsilon1 > ~745) still leaves one grid point.  The old draw, u < keep with
+    keep = 1 - q rounded to a double, reached the rare side with probability below q whenever
+    keep rounded up -- to exactly 0 once q < 2^-54 (eps ~ 37): an unbounded privacy loss."""
+    from sklearn_bayes._fast._ldp import rare_given
+
+    g = 2.0**-53
+    top = 1.0 - g  # numpy's largest uniform
+    assert rare_given(top, 0.0) and not rare_given(top - g, 0.0)
+    assert rare_given(top, 1e-320)
+    for q in [0.3 * g, 3.5 * g, 1e-15, 1e-9, 0.25]:
+        m = math.ceil(q / g)  # at least this many of the 2^53 uniforms must give the rare side
+        m_up = math.ceil(q * (1 + 8 * 2.0**-52) / g)  # the sampler rounds q a few ulps up, no more
+        if m < 2**20:
+            assert all(rare_given(top - i * g, q) for i in range(m))
+        else:
+            assert rare_given(top - (m - 1) * g, q)
+        assert not rare_given(top - m_up * g, q)
+    assert not rare_given(0.0, 0.5) and rare_given(0.5, 0.5)

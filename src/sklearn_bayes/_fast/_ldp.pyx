@@ -59,8 +59,38 @@ cdef inline double _unif(_Rng* r) noexcept nogil:
 
 
 cdef inline int _randint(_Rng* r, int n) noexcept nogil:
-    # multiply-shift on 32 random bits: uniform on [0, n) up to n / 2^32
-    return <int>((<uint64_t>r.bg.next_uint32(r.bg.state) * <uint64_t>n) >> 32)
+    # exactly uniform on [0, n): Lemire's multiply-shift on 32 random bits with rejection of
+    # the 2^32 mod n low products that would favour some outputs (the plain multiply-shift is
+    # uniform only up to n / 2^32, and a privacy mechanism's outputs must have their exact
+    # probabilities; a rejection happens with probability below n / 2^32)
+    cdef uint64_t m = <uint64_t>r.bg.next_uint32(r.bg.state) * <uint64_t>n
+    cdef uint32_t low = <uint32_t>m
+    cdef uint32_t t
+    if low < <uint32_t>n:
+        t = (<uint32_t>0 - <uint32_t>n) % <uint32_t>n
+        while low < t:
+            m = <uint64_t>r.bg.next_uint32(r.bg.state) * <uint64_t>n
+            low = <uint32_t>m
+    return <int>(m >> 32)
+
+
+cdef inline bint _rare(_Rng* r, double q) noexcept nogil:
+    # Bernoulli(q) for the rare branch of a randomised response, never rounded down: the
+    # uniform is reflected on numpy's 53-bit grid (1 - 2^-53 - u, exact), so
+    # P(rare) = ceil(q 2^53) / 2^53 >= q and, with q floored at the smallest double, the
+    # rare outputs stay possible at every epsilon; "u < keep" with keep = 1 - q rounded the
+    # rare probability down, to exactly 0 once q < 2^-54.  The reflection keeps a seeded
+    # stream's outcomes those of "u < keep" except on the grid points next to the threshold.
+    return _rare_given(_unif(r), q)
+
+
+cdef inline bint _rare_given(double u, double q) noexcept nogil:
+    return (0.99999999999999988897769753748434595763683319091796875 - u) < q
+
+
+def rare_given(double u, double q):
+    """The rare-branch decision of the RRRR sampler for the uniform ``u`` (tests)."""
+    return bool(_rare_given(u, _rare_probability(q)))
 
 
 cdef uint32_t _KN[128]
@@ -121,14 +151,28 @@ cdef inline double _normal(_Rng* r) noexcept nogil:
 # RRRR sampling (Algorithm 8)
 # --------------------------------------------------------------------------------------
 
+cdef inline double _rare_probability(double q) noexcept nogil:
+    # a few units in the last place up (q comes from products of rounded constants) and
+    # never 0 (an underflow would make the rare outputs impossible)
+    q = q * (1.0 + 8.0 * 2.220446049250313e-16)
+    return q if q > 4.9406564584124654e-324 else 4.9406564584124654e-324
+
+
 cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* pos, int k, int K,
-                          double keep1, double keep2) noexcept nogil:
-    """One RRRR draw: S = sigma[:k], S^c = sigma[k:], pos = inverse of sigma."""
+                          const double* c) noexcept nogil:
+    """One RRRR draw: S = sigma[:k], S^c = sigma[k:], pos = inverse of sigma; ``c`` is the
+    size-k row (a1, a0, b_self, b_in, b_out, r) of the RRRR constants table.
+
+    Each keep/leave branch draws its rare side with :func:`_rare`: ``drop1 = 1 - a1`` is
+    ``k a0`` (``(K - 1) a0`` for plain SRR) and ``drop2 = 1 - r = (K - k - 1) / B`` is
+    ``(K - k - 1) b_out / a1``."""
     cdef int px = pos[x]
     cdef int j, rr, sc = K - k
+    cdef double drop1 = _rare_probability((K - 1 if k == 0 else k) * c[1])
+    cdef double drop2
     if k == 0:
-        # plain SRR(x; [K], eps): here keep1 = e^eps / (e^eps + K - 1)
-        if _unif(r) < keep1:
+        # plain SRR(x; [K], eps): keep x with e^eps / (e^eps + K - 1)
+        if not _rare(r, drop1):
             return x
         j = _randint(r, K - 1)
         if j >= px:
@@ -137,7 +181,7 @@ cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* p
     if px < k:
         # x in S: R ~ Uniform(S^c); Y = SRR(x; S + {R}, e1)
         rr = sigma[k + _randint(r, sc)]
-        if _unif(r) < keep1:
+        if not _rare(r, drop1):
             return x
         # uniform over (S \ {x}) + {R}: k elements
         j = _randint(r, k)
@@ -145,7 +189,7 @@ cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* p
             return rr
         return sigma[j]
     # x not in S: R = SRR(x; S^c, e2)
-    if sc == 1 or _unif(r) < keep2:
+    if sc == 1 or not _rare(r, _rare_probability((sc - 1) * (c[4] / c[0]))):
         rr = x
     else:
         j = k + _randint(r, sc - 1)
@@ -153,17 +197,17 @@ cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* p
             j += 1
         rr = sigma[j]
     # Y = SRR(R; S + {R}, e1)
-    if _unif(r) < keep1:
+    if not _rare(r, drop1):
         return rr
     return sigma[_randint(r, k)]
 
 
 def rrrr_sample(object generator, const int32_t[::1] x, const int32_t[::1] sigma,
-                int k, double keep1, double keep2, int32_t[::1] out):
+                int k, const double[::1] consts_k, int32_t[::1] out):
     """Privatise every ``x[i]`` with RRRR on ``S = sigma[:k]`` into ``out[i]``.
 
-    ``keep1 = e^{e1} / (e^{e1} + k)`` (for ``k = 0``: ``e^eps / (e^eps + K - 1)``) and
-    ``keep2 = e^{e2} / (e^{e2} + K - k - 1)``.
+    ``consts_k`` is the size-``k`` row of the RRRR constants table (a1, a0, b_self, b_in,
+    b_out, r; see ``privacy/_rrrr.py``).
     """
     cdef int K = sigma.shape[0]
     cdef Py_ssize_t i, n = x.shape[0]
@@ -175,7 +219,7 @@ def rrrr_sample(object generator, const int32_t[::1] x, const int32_t[::1] sigma
     r.has_spare = 0
     with generator.bit_generator.lock, nogil:
         for i in range(n):
-            out[i] = _rrrr_one(&r, x[i], &sigma[0], &pos[0], k, K, keep1, keep2)
+            out[i] = _rrrr_one(&r, x[i], &sigma[0], &pos[0], k, K, &consts_k[0])
 
 
 # --------------------------------------------------------------------------------------
@@ -612,7 +656,7 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
                 for j in range(K):
                     pos[sigma[j]] = j
                 x = values[i]
-                y = _rrrr_one(&r, x, &sigma[0], &pos[0], k, K, consts[k, 0], consts[k, 5])
+                y = _rrrr_one(&r, x, &sigma[0], &pos[0], k, K, &consts[k, 0])
                 # subset row: reuse the previous one if identical
                 same = 0
                 if prev_sid >= 0 and sid_k[prev_sid] == k:

@@ -373,7 +373,7 @@ class RRRRMechanism:
         sigma = np.concatenate([s, np.flatnonzero(~mask)]).astype(np.int32)
         c = self._constants(s.size)
         out = np.empty(xa.size, dtype=np.int32)
-        rrrr_sample(rng, xa.astype(np.int32), sigma, int(s.size), float(c[0]), float(c[5]), out)
+        rrrr_sample(rng, xa.astype(np.int32), sigma, int(s.size), np.ascontiguousarray(c, dtype=np.float64), out)
         out = out.astype(np.int64)
         if scalar:
             return int(out[0])
