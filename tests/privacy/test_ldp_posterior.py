@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.special import gammaln
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes._fast._ldp_gibbs import expected_counts, latent_counts

@@ -465,7 +465,7 @@ def reproduce(output_dir, full=False, n_jobs=1, progress=None):
         write_csv(summary, out / f"subsampled_{task}.csv")
         comparison = paper_comparison(summary)
         if comparison:
-            print(f"\nthe same beside the dissertation's numbers (its subs beside our subs and subs.paper)\n")
+            print("\nthe same beside the dissertation's numbers (its subs beside our subs and subs.paper)\n")
             print(format_table(comparison))
     reproduce_a1(out, configs=None if full else [d for d in A1_DESIGNS if d[3] == 0.5],
                  n_splits=n_splits, progress=progress)
