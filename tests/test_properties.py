@@ -860,22 +860,22 @@ def _run_ldp_program(first, ops, seed, with_bad_calls):
             _expect_rejection(lambda: est.partial_fit_responses(y, subsets), types, None, est,
                               f"partial_fit_responses({label})")
         elif kind == "bad_param" and with_bad_calls:
-            name, new = LDP_PARAM_CHANGES[op[1]]
-            old = est.get_params()[name]
-            est.set_params(**{name: new})
-            try:
-                method = op[2]
-                if method == "partial_fit":
-                    call = lambda: est.partial_fit([[0], [1]])  # noqa: E731
-                elif method == "partial_fit_responses":
-                    call = lambda: est.partial_fit_responses([0, 1], [0])  # noqa: E731
-                else:
-                    call = est.propose_subset
-                _expect_rejection(call, (ValueError, TypeError), _names(name), est,
-                                  f"{method} after set_params({name}={new!r}) (fitted with {old!r})")
-            finally:
-                est.set_params(**{name: old})
+            calls = {"partial_fit": lambda: est.partial_fit([[0], [1]]),
+                     "partial_fit_responses": lambda: est.partial_fit_responses([0, 1], [0]),
+                     "propose_subset": est.propose_subset}
+            _expect_refused_after_change(est, *LDP_PARAM_CHANGES[op[1]], op[2], calls[op[2]])
     return est, proposals
+
+
+def _expect_refused_after_change(est, name, new, method, call):
+    """A frozen parameter changed after fitting: ``call`` is refused naming it, byte-identically."""
+    old = est.get_params()[name]
+    est.set_params(**{name: new})
+    try:
+        _expect_rejection(call, (ValueError, TypeError), _names(name), est,
+                          f"{method} after set_params({name}={new!r}) (fitted with {old!r})")
+    finally:
+        est.set_params(**{name: old})
 
 
 @_settings(25)
@@ -1156,21 +1156,10 @@ def _run_ldp_static_program(mechanism, first, ops, seed, with_bad_calls):
             _expect_rejection(lambda: est.partial_fit_responses(y, subsets), types, _names(name), est,
                               f"partial_fit_responses({label})")
         elif kind == "bad_param" and with_bad_calls:
-            name, new = LDP_STATIC_PARAM_CHANGES[op[1]]
-            old = est.get_params()[name]
-            est.set_params(**{name: new})
-            try:
-                method = op[2]
-                if method == "partial_fit":
-                    call = lambda: est.partial_fit([[0], [1]])  # noqa: E731
-                elif method == "partial_fit_responses":
-                    call = lambda: est.partial_fit_responses(np.eye(K_STATIC, dtype=bool)[:1])  # noqa: E731
-                else:
-                    call = est.client_mechanism
-                _expect_rejection(call, (ValueError, TypeError), _names(name), est,
-                                  f"{method} after set_params({name}={new!r}) (fitted with {old!r})")
-            finally:
-                est.set_params(**{name: old})
+            calls = {"partial_fit": lambda: est.partial_fit([[0], [1]]),
+                     "partial_fit_responses": lambda: est.partial_fit_responses(np.eye(K_STATIC, dtype=bool)[:1]),
+                     "client_mechanism": est.client_mechanism}
+            _expect_refused_after_change(est, *LDP_STATIC_PARAM_CHANGES[op[1]], op[2], calls[op[2]])
     return est
 
 
