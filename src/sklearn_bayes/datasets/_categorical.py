@@ -1,15 +1,10 @@
 """Synthetic categorical streams (Section 5.7 of the AdOBEst-LDP paper)."""
 
 import numpy as np
-from sklearn.utils import check_random_state
+
+from ..utils import check_generator
 
 __all__ = ["make_dirichlet_categorical_stream", "make_zipf_categorical_stream"]
-
-
-def _generator(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
 def make_dirichlet_categorical_stream(n_users, n_categories, concentration=1.0, random_state=None):
@@ -39,7 +34,7 @@ def make_dirichlet_categorical_stream(n_users, n_categories, concentration=1.0, 
     >>> X.shape, theta.shape
     ((100, 1), (5,))
     """
-    rng = _generator(random_state)
+    rng = check_generator(random_state)
     if concentration <= 0:
         raise ValueError(f"concentration must be > 0, got {concentration!r}.")
     # small concentrations underflow in the gamma draws: draw in log space
@@ -83,7 +78,7 @@ def make_zipf_categorical_stream(n_users, n_categories, exponent=1.1, shuffle=Tr
     >>> X.shape, bool(theta[0] > theta[1] > theta[4])
     ((100, 1), True)
     """
-    rng = _generator(random_state)
+    rng = check_generator(random_state)
     if not exponent > 0:
         raise ValueError(f"exponent must be > 0, got {exponent!r}.")
     theta = np.arange(1, n_categories + 1, dtype=float) ** -float(exponent)
