@@ -22,6 +22,7 @@ from sklearn_bayes.datasets import load_hbk, load_stackloss, load_stars_cyg
 from sklearn_bayes.linear_model._mixture_components import _resolve_components
 from sklearn_bayes.linear_model._mixture_em import EMProblem as _Problem
 from sklearn_bayes.linear_model._mixture_em import em as _em
+from sklearn_bayes.linear_model._mixture_s_start import s_starts as _s_starts
 from sklearn_bayes.linear_model._mixture_start import lts_starts as _lts_starts
 from sklearn_bayes.utils import check_generator
 
@@ -293,11 +294,13 @@ def test_scale_prior_map_closed_forms_at_convergence():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         reg.fit(X, y)
-    # prior scales: the starting scales from the MAD of the (same, seeded) LTS start (the
-    # start is equivariant, so the fit's standardisation of X and y does not change it)
-    Xa = np.hstack([X - X.mean(0), np.ones((len(y), 1))])
-    theta0 = _lts_starts(Xa, y - y.mean(), np.ones(len(y)), 500, 1, check_generator(0))[0]
-    mad = np.sort(np.abs(y - y.mean() - Xa @ theta0))[(len(y) - 1) // 2]  # lower median, as in fit
+    # prior scales: the starting scales from the MAD of the (same, seeded) S start, computed
+    # in the fit's standardised units (the S refinement stops at a tolerance, so its start is
+    # equivariant only to that tolerance)
+    sw = np.ones(len(y))
+    st, Xa, yc = reg._design(X, y, sw, slice(None))
+    theta0 = _s_starts(Xa, yc, sw, 500, 1, check_generator(0))[0][0]
+    mad = np.sort(np.abs(yc - Xa @ theta0))[(len(y) - 1) // 2] * st.y_scale  # lower median, as in fit
     s0 = np.array([mad / 0.6744897501960817, mad / np.log(2.0), mad])
     r = y - reg.predict(X)
     z = reg.responsibilities_

@@ -20,6 +20,7 @@ from . import _mixture_min_variance as _min_variance
 from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, validate_regression_data
 from ._mixture_components import _resolve_components
 from ._mixture_em import EMProblem, describe_residuals, em, log_joint
+from ._mixture_s_start import s_starts
 from ._mixture_start import lts_starts, weighted_median, wls
 
 __all__ = ["MixtureMEstimatorRegressor"]
@@ -71,8 +72,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     error laws ``p(r) = sum_j a_j p_j(r; s_j)`` (by default Gaussian + Laplace
     + Cauchy).  Coefficients, mixture weights ``a_j`` and scales ``s_j`` are
     fitted by maximum likelihood with an EM algorithm whose regression step is
-    iteratively reweighted least squares, started from a high-breakdown least
-    trimmed squares fit.
+    iteratively reweighted least squares, started from a high-breakdown
+    S-estimate.
 
     Parameters
     ----------
@@ -105,20 +106,29 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         chooses the loss by how precisely it estimates the coefficients, not
         by how well a density fits the residuals; see the user guide for the
         measured comparison.
-    init : {"lts", "ols"}, default="lts"
-        Starting fit.  ``"lts"``: least trimmed squares from random elemental
-        subsets with concentration steps (resists up to half the data being bad
-        leverage points).  ``"ols"``: (weighted) least squares, as in the paper;
-        not robust to leverage points.
+    init : {"s", "lts", "ols"}, default="s"
+        Starting fit.  ``"s"``: an S-estimate (the smallest 50 %-breakdown
+        Tukey-biweight M-scale of the residuals), computed by Fast-S I-steps
+        from the least-trimmed-squares candidates and from deterministic
+        starts in the design (DetS-like robust correlations); resists up to
+        half the data being bad leverage points, including clusters of them
+        lying exactly on one hyperplane.  ``"lts"``: least trimmed squares
+        from random elemental subsets with concentration steps (the previous
+        default; a trimmed sum of squares can prefer a fit through an
+        exact-fit cluster of ~20 % leverage points).  ``"ols"``:
+        (weighted) least squares, as in the paper; not robust to leverage
+        points.
     n_init : int, default=1
-        Number of EM runs, started from the ``n_init`` best distinct LTS
-        candidates; the run with the largest objective (log-likelihood plus
+        Number of EM runs, started from the ``n_init`` best distinct
+        candidates of the start (smallest M-scale for ``"s"``, trimmed sum of
+        squares for ``"lts"``); the run with the largest objective (log-likelihood plus
         log scale prior) is kept (ignored for ``init="ols"``).  All runs share
-        the scale floors and the scale prior of the best LTS candidate, so
+        the scale floors and the scale prior of the best candidate, so
         they maximise the same objective.  Above 20000 rows the runs are on
         the EM subsample and only the best one is polished on all rows.
     n_subsets : int, default=500
-        Number of random elemental subsets searched by the LTS start.
+        Number of random elemental subsets searched by the LTS search (of
+        ``init="s"`` and ``init="lts"``).
     max_iter : int, default=500
         Maximum number of EM iterations per run.
     tol : float, default=1e-5
@@ -144,7 +154,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ``fit_scales=False`` and with a single component (whose likelihood
         is bounded unless the fit is exact).
     random_state : int, RandomState instance, numpy.random.Generator or None, default=None
-        Seeds the elemental subsets of the LTS start (and the EM warm-start
+        Seeds the elemental subsets of the LTS search (and the EM warm-start
         subsample when there are more than 20000 rows).
 
     Attributes
@@ -204,7 +214,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     Notes
     -----
     Default (``variant="min_variance"``): an adaptive M-estimator.  From the
-    LTS start, one Tukey (4.685) IRLS step at the start's scale gives common
+    high-breakdown start (``init``), one Tukey (4.685) IRLS step at the start's scale gives common
     residuals ``r`` and the scale ``s``; each loss of the family (least squares,
     Huber, Tukey, Cauchy with several constants) gets its slope sandwich
     covariance ``s^2 A^-1 B A^-1`` estimated at ``r``, and the loss with the
@@ -264,6 +274,19 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     ``min_scale_ratio`` times their starting values (the mixture likelihood
     is unbounded otherwise).
 
+    Start (``init="s"``): the S-estimate with the smallest 50 %-breakdown
+    Tukey-biweight M-scale (``c = 1.5476``, ``b = 1/2``) among Fast-S
+    refinements of the five best distinct LTS fits and of five deterministic
+    starts (least squares on the half of the rows nearest the centre of ``x``
+    under robust correlations: tanh, Spearman, normal scores, spatial sign, and
+    the half-sample nearest the median), all on at most 1500 rows (a random
+    subsample above that), the winner polished by three I-steps on all rows of
+    the fit.  A trimmed sum of squares sees only the best half of the
+    residuals: when about 20 % of the rows are leverage points lying exactly on
+    one hyperplane their residuals are 0 and LTS can prefer the fit through
+    them (the user guide has the case); the M-scale sees every residual and
+    the deterministic starts never contain such a cluster.
+
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
     ``irls_weights_`` and ``score_samples`` rank points by how much the fit
@@ -274,7 +297,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     "A Bayesian approach for solving robust regression problems", Chapter 3 of
     the dissertation in ``papers/000_50456c898c6e93b0.txt``.  Rousseeuw and
     Van Driessen, "Computing LTS regression for large data sets" (FAST-LTS
-    concentration steps).  Chen, Tan and Zhang, "Inference for normal mixtures
+    concentration steps).  Salibian-Barrera and Yohai, "A fast algorithm for
+    S-regression estimates", JCGS 15 (2006) (Fast-S I-steps).  Hubert,
+    Rousseeuw and Verdonck, "A deterministic algorithm for robust location and
+    scatter", JCGS 21 (2012) (deterministic starts).  Chen, Tan and Zhang, "Inference for normal mixtures
     in mean and variance", Statistica Sinica 18 (2008) (penalised likelihood
     against degenerate scales).  Varadhan and Roland, "Simple and globally
     convergent methods for accelerating the convergence of any EM algorithm"
@@ -300,7 +326,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         "fit_intercept": ["boolean"],
         "fit_scales": ["boolean"],
         "variant": [StrOptions({"paper", "min_variance"})],
-        "init": [StrOptions({"lts", "ols"})],
+        "init": [StrOptions({"s", "lts", "ols"})],
         "n_init": [IntegerInterval(1, None, closed="left")],
         "n_subsets": [IntegerInterval(1, None, closed="left")],
         "max_iter": [IntegerInterval(0, None, closed="left")],
@@ -317,7 +343,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         fit_intercept=True,
         fit_scales=True,
         variant="min_variance",
-        init="lts",
+        init="s",
         n_init=1,
         n_subsets=500,
         max_iter=500,
@@ -370,7 +396,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         rows = slice(None) if sub is None else sub
         st, Xa, yc = self._design(X, y, sw, rows)
         Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
-        if self.init == "lts":
+        if self.init == "s":
+            starts = s_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)[0]
+        elif self.init == "lts":
             starts = lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
         else:
             starts = [wls(Xs, ycs, sws)]

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from scipy import linalg
 
-__all__ = ["lts_starts", "weighted_median", "wls"]
+__all__ = ["lts_candidates", "lts_starts", "weighted_median", "wls"]
 
 _LTS_SUBSAMPLE = 1500  # elemental subsets are searched on at most this many rows
 _LTS_SCREEN = 50  # elemental fits with the best raw trimmed objective get concentration steps
@@ -177,6 +177,21 @@ def lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
     keeps the ``h = (n + p + 1) / 2`` best rows (in sample weight).  Returns a
     list of parameter vectors sorted by trimmed sum of squares.
     """
+    return _lts_search(Xa, y, sw, n_subsets, n_keep, rng, polish=True)[1]
+
+
+def lts_candidates(Xa, y, sw, n_subsets, n_keep, rng):
+    """The LTS search of :func:`lts_starts` without its all-row concentration steps.
+
+    Returns ``(sub, thetas)``: the indices of the rows searched (all positive-weight rows,
+    or a random ``_LTS_SUBSAMPLE`` of them) and up to ``n_keep`` distinct fits refined on
+    those rows, sorted by their trimmed sum of squares there.  Consumes ``rng`` exactly as
+    :func:`lts_starts` does.
+    """
+    return _lts_search(Xa, y, sw, n_subsets, n_keep, rng, polish=False)
+
+
+def _lts_search(Xa, y, sw, n_subsets, n_keep, rng, polish):
     p = Xa.shape[1]
     pos = np.flatnonzero(sw > 0)
     n_pos = len(pos)
@@ -224,7 +239,7 @@ def lts_starts(Xa, y, sw, n_subsets, n_keep, rng):
         out.append(theta)
         if len(out) == n_keep:
             break
-    if len(sub) < n_pos:
+    if polish and len(sub) < n_pos:
         out = sorted((_cstep(Xa, y, sw, th, h_all, hn_all, 3) for th in out), key=lambda t: t[1])
         out = [th for th, _ in out]
-    return out
+    return sub, out
