@@ -42,7 +42,7 @@ from sklearn_bayes.experiments import dp_regression as D
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
 DELTA = 1e-6
-PRIVATE = ("AdaOPS", "AdaOPS(thesis)", "OPS(lambda=n/20)", "SSP", "AdaSSP", "ObjPert", "OutPert")
+PRIVATE = ("SSP-post", "AdaOPS", "AdaOPS(thesis)", "OPS(lambda=n/20)", "SSP", "AdaSSP", "ObjPert", "OutPert")
 
 
 def _table(title, header, rows):
@@ -59,7 +59,7 @@ def _g(x):
 
 def regression_tables(reps, dims):
     settings = [("diamonds", None, None)] + [("synthetic", n, d) for d in dims for n in (1_000, 10_000, 100_000)]
-    rows, eff_rows = [], []
+    rows, eff_rows, se_rows = [], [], []
     for name, n, d in settings:
         if name == "diamonds":
             X, y, bounds = D.diamonds()
@@ -72,17 +72,29 @@ def regression_tables(reps, dims):
                 runs.append(D.regression_run(X, y, bounds, eps, DELTA, seed=rep, f_test=f))
             excess = {m: float(np.median([r[m]["mse"] - r["OLS"]["mse"] for r in runs])) for m in PRIVATE}
             label = name if name == "diamonds" else f"synthetic n={n:,} d={d}"
+            ratio = {(a, b): np.array([r[a]["mse"] - r["OLS"]["mse"] for r in runs])
+                     / np.array([r[b]["mse"] - r["OLS"]["mse"] for r in runs])
+                     for a, b in (("SSP-post", "AdaSSP"), ("SSP-post", "SSP"), ("AdaOPS", "AdaSSP"))}
             rows.append([label, eps] + [_g(excess[m]) for m in PRIVATE]
-                        + [_g(excess["AdaOPS"] / excess["AdaSSP"]), _g(excess["AdaOPS"] / excess["SSP"])])
+                        + [_g(excess["SSP-post"] / excess["AdaSSP"]), _g(excess["SSP-post"] / excess["SSP"]),
+                           _g(excess["AdaOPS"] / excess["AdaSSP"]),
+                           f"{np.mean(ratio[('SSP-post', 'AdaSSP')] < 1):.2f}"])
+            # mean excess and its standard error (the medians above have no simple s.e.)
+            se_rows.append([label, eps] + [f"{np.mean(v):.3g}+-{np.std(v, ddof=1) / np.sqrt(len(v)):.2g}"
+                                           for v in ([r[m]["mse"] - r["OLS"]["mse"] for r in runs]
+                                                     for m in ("SSP-post", "AdaOPS", "SSP", "AdaSSP"))])
             if f is not None:
                 re = {m: float(np.median([r[m]["risk"] / r["OLS"]["risk"] for r in runs]))
-                      for m in ("AdaOPS", "AdaOPS(thesis)", "AdaSSP")}
-                eff_rows.append([f"d={d}", f"{n:,}", eps, _g(re["AdaOPS"]), _g(re["AdaOPS(thesis)"]), _g(re["AdaSSP"])])
+                      for m in ("SSP-post", "AdaOPS", "AdaOPS(thesis)", "AdaSSP")}
+                eff_rows.append([f"d={d}", f"{n:,}", eps, _g(re["SSP-post"]), _g(re["AdaOPS"]),
+                                 _g(re["AdaOPS(thesis)"]), _g(re["AdaSSP"])])
         print(f"... {name} {n or ''} done", flush=True)
     _table(f"Regression: median excess test MSE over OLS ({reps} repetitions, delta={DELTA:g})",
-           ["data", "eps", *PRIVATE, "AdaOPS/AdaSSP", "AdaOPS/SSP"], rows)
+           ["data", "eps", *PRIVATE, "SSP-post/AdaSSP", "SSP-post/SSP", "AdaOPS/AdaSSP", "P(SSP-post<AdaSSP)"], rows)
+    _table(f"Regression: mean excess test MSE over OLS +- standard error ({reps} repetitions)",
+           ["data", "eps", "SSP-post", "AdaOPS", "SSP", "AdaSSP"], se_rows)
     _table("Relative efficiency (excess risk vs the true function over OLS's; -> 1 is efficient)",
-           ["d", "n", "eps", "AdaOPS/OLS", "AdaOPS(thesis)/OLS", "AdaSSP/OLS"], eff_rows)
+           ["d", "n", "eps", "SSP-post/OLS", "AdaOPS/OLS", "AdaOPS(thesis)/OLS", "AdaSSP/OLS"], eff_rows)
 
 
 def logistic_tables(reps):
@@ -125,14 +137,16 @@ def timing_table(repeats=7):
             return float(np.median(ts))
 
         t_ridge = best(lambda: Ridge(alpha=1.0))
+        t_ssp = best(lambda: AdaOPSRegressor(x_bound=bounds["x_bound"], y_bound=bounds["y_bound"],
+                                             calibration="ssp_posterior", random_state=np.random.default_rng(0)))
         t_ada = best(lambda: AdaOPSRegressor(x_bound=bounds["x_bound"], y_bound=bounds["y_bound"],
-                                             random_state=np.random.default_rng(0)))
+                                             calibration="released_norm", random_state=np.random.default_rng(0)))
         t_ops = best(lambda: OnePosteriorSampleRidge(ridge_lambda=X.shape[0] / 20, x_bound=bounds["x_bound"],
                                                      y_bound=bounds["y_bound"], random_state=np.random.default_rng(0)))
-        rows.append([label, f"{1e3 * t_ridge:.2f}", f"{1e3 * t_ada:.2f}", f"{1e3 * t_ops:.2f}",
-                     f"{t_ada / t_ridge:.2f}", f"{t_ops / t_ridge:.2f}"])
+        rows.append([label, f"{1e3 * t_ridge:.2f}", f"{1e3 * t_ssp:.2f}", f"{1e3 * t_ada:.2f}", f"{1e3 * t_ops:.2f}",
+                     f"{t_ssp / t_ridge:.2f}", f"{t_ada / t_ridge:.2f}", f"{t_ops / t_ridge:.2f}"])
     _table(f"Fit time (median of {repeats}, ms) and ratio to Ridge",
-           ["data", "Ridge", "AdaOPS", "OPS", "AdaOPS/Ridge", "OPS/Ridge"], rows)
+           ["data", "Ridge", "SSP-post", "AdaOPS", "OPS", "SSP-post/Ridge", "AdaOPS/Ridge", "OPS/Ridge"], rows)
 
 
 def diffprivlib_status():

@@ -42,7 +42,7 @@ def _fit(**kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededNoiseWarning)
         X, y = kw.pop("data")
-        return AdaOPSRegressor(x_bound=1.0, y_bound=1.0, **kw).fit(X, y)
+        return AdaOPSRegressor(x_bound=1.0, y_bound=1.0, **{"calibration": "released_norm", **kw}).fit(X, y)
 
 
 @pytest.mark.parametrize("eps, delta", [(0.1, 1e-6), (1.0, 1e-6), (2.0, 1e-5)])
@@ -267,7 +267,7 @@ def test_floor_is_not_pushed_to_the_grid_end_by_a_low_norm_release():
     tr, _ = D.split(X.shape[0], 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededNoiseWarning)
-        est = AdaOPSRegressor(epsilon=0.5, random_state=3, **bounds).fit(X[tr], y[tr])
+        est = AdaOPSRegressor(epsilon=0.5, calibration="released_norm", random_state=3, **bounds).fit(X[tr], y[tr])
     assert est.log_norm_noisy_ < 0  # the case of the regression
     assert est.h_ < 1e3 * est.h_base_
 

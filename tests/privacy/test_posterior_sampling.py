@@ -427,7 +427,8 @@ def test_adaops_lambda_is_never_negative():
     for data in ((X, y), (Xdeg, y)):
         for kappa in (None, 5.0, 1e4):
             for s in range(15):
-                est = AdaOPSRegressor(kappa=kappa, x_bound=1.0, y_bound=1.0, random_state=_gen(s)).fit(*data)
+                est = AdaOPSRegressor(kappa=kappa, x_bound=1.0, y_bound=1.0, calibration="released_norm",
+                                      random_state=_gen(s)).fit(*data)
                 assert est.lambda_ >= 0.0 and np.all(np.isfinite(est.coef_))
                 # the thesis's min{0, ...} would have been <= 0
                 assert min(0.0, est.h_ - est.lambda_min_noisy_ + est.margin_) <= 0.0
@@ -579,6 +580,7 @@ def test_adaops_small_data_shrinks_instead_of_drowning_in_noise():
 
     X, y, f, bounds = D.synthetic_regression(13_334, 20, seed=0)
     tr, te = D.split(X.shape[0], 0)
-    est = AdaOPSRegressor(epsilon=1.0, random_state=_gen(0), **bounds).fit(X[tr], y[tr])
-    mse = np.mean((est.predict(X[te]) - y[te]) ** 2)
-    assert mse < 2.0 * np.mean(y[te] ** 2)
+    for cal in ("released_norm", "ssp_posterior"):
+        est = AdaOPSRegressor(epsilon=1.0, calibration=cal, random_state=_gen(0), **bounds).fit(X[tr], y[tr])
+        mse = np.mean((est.predict(X[te]) - y[te]) ** 2)
+        assert mse < 2.0 * np.mean(y[te] ** 2)

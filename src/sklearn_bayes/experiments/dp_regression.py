@@ -244,7 +244,10 @@ def logistic_output_perturbation(Z, s, eps, rng):
 # runs
 # --------------------------------------------------------------------------------------
 
-REGRESSION_METHODS = ("OLS", "AdaOPS", "AdaOPS(thesis)", "OPS(lambda=n/20)", "SSP", "AdaSSP", "ObjPert", "OutPert")
+#: "SSP-post" is AdaOPSRegressor(calibration="ssp_posterior"), the default (noisy sufficient statistics and
+#: their noise-aware posterior mean: no posterior draw); "AdaOPS" is calibration="released_norm" (one draw)
+REGRESSION_METHODS = ("OLS", "SSP-post", "AdaOPS", "AdaOPS(thesis)", "OPS(lambda=n/20)", "SSP", "AdaSSP", "ObjPert",
+                      "OutPert")
 LOGISTIC_METHODS = ("Logistic", "DP-SGLD hybrid", "ObjPert", "OutPert")
 
 
@@ -270,7 +273,10 @@ def regression_run(X, y, bounds, eps, delta, seed, f_test=None, idx=None):
     preds = {k: yb * (Zt @ v) for k, v in thetas.items()}
     n = len(tr)
     for name, est in (
-        ("AdaOPS", AdaOPSRegressor(epsilon=eps, delta=delta, x_bound=xb, y_bound=yb, random_state=rng)),
+        ("SSP-post", AdaOPSRegressor(epsilon=eps, delta=delta, x_bound=xb, y_bound=yb, calibration="ssp_posterior",
+                                     random_state=rng)),
+        ("AdaOPS", AdaOPSRegressor(epsilon=eps, delta=delta, x_bound=xb, y_bound=yb, calibration="released_norm",
+                                   random_state=rng)),
         ("AdaOPS(thesis)", AdaOPSRegressor(epsilon=eps, delta=delta, x_bound=xb, y_bound=yb, calibration="thesis",
                                            random_state=rng)),
         ("OPS(lambda=n/20)", OnePosteriorSampleRidge(epsilon=eps, delta=delta, ridge_lambda=n / 20, x_bound=xb,
@@ -324,7 +330,7 @@ def logistic_run(X, y, bounds, eps, delta, seed):
 
 
 def demo(output_dir, progress=None):
-    """AdaOPS / OPS vs SSP, AdaSSP, objective and output perturbation on diamonds; DP-SGLD on rwm5yr (< 30 s)."""
+    """AdaOPSRegressor (default SSP-posterior, released_norm and thesis draws) / OPS vs SSP, AdaSSP, objective and output perturbation on diamonds; DP-SGLD on rwm5yr (< 30 s)."""
     import matplotlib
 
     matplotlib.use("Agg")
