@@ -213,3 +213,19 @@ def test_beats_adassp_at_n_1e4():
         diffs.append((mse(est.predict(X[te])) - ols) - (ada - ols))
     diffs = np.array(diffs)
     assert diffs.mean() + 3 * diffs.std(ddof=1) / math.sqrt(len(diffs)) < 0
+
+
+def test_design_rows_are_in_the_unit_ball_and_coefficients_come_back_in_original_units():
+    """The SSP design ``[√0.9 x/x_bound, √0.1]`` has rows of norm <= 1 (the sensitivity's premise),
+    and at a large ε the coefficients and intercept are least squares in the original units."""
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-1, 1, size=(20_000, 3)) * 2.0
+    y = X @ np.array([0.5, -0.3, 0.2]) + 0.7 + 0.1 * rng.normal(size=20_000)
+    est = _fit(X, y, epsilon=50.0, x_bound=4.0, y_bound=5.0, random_state=np.random.default_rng(0))
+    Xs = est._scaled_design(X, 0.9)
+    assert np.linalg.norm(Xs, axis=1).max() <= 1.0 + 1e-12
+    assert Xs[0, -1] == pytest.approx(math.sqrt(0.1))
+    ols = np.linalg.lstsq(np.hstack([X, np.ones((len(X), 1))]), y, rcond=None)[0]
+    # noise of the release at eps = 50: about 2e-4 per coefficient here; 5e-3 is > 10 standard deviations
+    np.testing.assert_allclose(est.coef_, ols[:3], atol=5e-3)
+    assert est.intercept_ == pytest.approx(ols[3], abs=5e-3)
