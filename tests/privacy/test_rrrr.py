@@ -300,3 +300,21 @@ def test_rrrr_rare_branches_are_never_rounded_away():
             assert rare_given(top - (m - 1) * g, q)
         assert not rare_given(top - m_up * g, q)
     assert not rare_given(0.0, 0.5) and rare_given(0.5, 0.5)
+
+
+def test_constants_table_columns_are_named_alike_in_python_and_the_kernels():
+    """The RRRR constants table's columns: one set of names, the same in _rrrr.py and _fast/_ldp.pyx."""
+    from sklearn_bayes._fast._ldp import CONST_COLUMNS
+    from sklearn_bayes.privacy import _rrrr
+
+    assert CONST_COLUMNS == {name: i for i, name in enumerate(_rrrr.CONST_FIELDS)}
+    named = dict(a1=_rrrr.A1, a0=_rrrr.A0, b_self=_rrrr.B_SELF, b_in=_rrrr.B_IN, b_out=_rrrr.B_OUT, r=_rrrr.R_KEEP)
+    assert named == CONST_COLUMNS
+    # the columns hold what their names say (K = 5, |S| = 2, eps = 1, kappa = 0.8)
+    K, k, eps, kappa = 5, 2, 1.0, 0.8
+    c = _rrrr._rrrr_constants(K, eps, kappa)[k]
+    P = RRRRMechanism(K, eps, kappa).transition_matrix([0, 1])  # P[x, y]
+    np.testing.assert_allclose([P[0, 0], P[1, 0], P[3, 3], P[0, 3], P[4, 3]],
+                               c[[_rrrr.A1, _rrrr.A0, _rrrr.B_SELF, _rrrr.B_IN, _rrrr.B_OUT]], rtol=1e-14)
+    e2 = RRRRMechanism(K, eps, kappa).epsilon2(k)
+    assert c[_rrrr.R_KEEP] == pytest.approx(math.exp(e2) / (math.exp(e2) + K - k - 1), rel=1e-14)

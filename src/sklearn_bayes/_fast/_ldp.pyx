@@ -8,7 +8,8 @@ Every kernel draws its random numbers from the ``bitgen_t`` of the caller's
 generator's lock.  The stream therefore lives in a picklable numpy object, results are
 reproducible from the estimator's ``random_state`` and splitting a stream into several
 ``partial_fit`` calls consumes exactly the same numbers.  Uniforms are ``next_double``;
-uniform integers in ``[0, n)`` are ``floor(n * U)``; standard normals use the
+uniform integers in ``[0, n)`` are exactly uniform (Lemire's multiply-shift on 32 bits
+with rejection, see ``_randint``); standard normals use the
 Marsaglia-Tsang ziggurat (128 layers) on 64-bit draws (layer from the low 7 bits, the
 signed value from the high 32 bits).
 
@@ -17,18 +18,20 @@ Storage of responses
 A response is ``(y, sid)``: ``y`` the released category (0-based) and ``sid`` the row of
 a table of distinct subsets (``masks[sid, x] = 1`` iff ``x`` is in the subset,
 ``sid_k[sid] = |S|``, ``members[sid, :|S|]`` its elements).  ``consts[k]`` holds, for subset size ``k``, the values of the
-RRRR likelihood ``g(y | x)`` (at most three distinct values per response):
+RRRR likelihood ``g(y | x)`` (at most three distinct values per response), in the
+columns named by the enum below (``CONST_COLUMNS``; the same names and order as
+``CONST_FIELDS`` in ``privacy/_rrrr.py``, which builds the table):
 
-=====  ===========================  ====================================
-col    value                        meaning
-=====  ===========================  ====================================
-0      a1 = e^{e1} / A              y in S, x = y   (also P(keep) in SRR on S+R)
-1      a0 = 1 / A                   y in S, x != y; and y in S, x not in S
-2      b_self = e^{e1+e2} / (A B)   y not in S, x = y
-3      b_in = 1 / ((K - k) A)       y not in S, x in S
-4      b_out = e^{e1} / (A B)       y not in S, x not in S, x != y
-5      r = e^{e2} / B               P(keep) of SRR on S^c with e2
-=====  ===========================  ====================================
+======  ===========================  ====================================
+column  value                        meaning
+======  ===========================  ====================================
+A1      a1 = e^{e1} / A              y in S, x = y   (also P(keep) in SRR on S+R)
+A0      a0 = 1 / A                   y in S, x != y; and y in S, x not in S
+B_SELF  b_self = e^{e1+e2} / (A B)   y not in S, x = y
+B_IN    b_in = 1 / ((K - k) A)       y not in S, x in S
+B_OUT   b_out = e^{e1} / (A B)       y not in S, x not in S, x != y
+R_KEEP  r = e^{e2} / B               P(keep) of SRR on S^c with e2
+======  ===========================  ====================================
 
 with ``A = e^{e1} + k`` and ``B = e^{e2} + K - k - 1``.
 """
@@ -42,6 +45,17 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
 
 cnp.import_array()
+
+cdef enum:  # columns of the RRRR constants table (privacy/_rrrr.py: CONST_FIELDS)
+    A1 = 0
+    A0 = 1
+    B_SELF = 2
+    B_IN = 3
+    B_OUT = 4
+    R_KEEP = 5
+
+#: The column names and indices as the kernels use them (tests check them against ``_rrrr.py``).
+CONST_COLUMNS = {"a1": A1, "a0": A0, "b_self": B_SELF, "b_in": B_IN, "b_out": B_OUT, "r": R_KEEP}
 
 ctypedef struct _Rng:
     bitgen_t* bg
@@ -168,7 +182,7 @@ cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* p
     ``(K - k - 1) b_out / a1``."""
     cdef int px = pos[x]
     cdef int j, rr, sc = K - k
-    cdef double drop1 = _rare_probability((K - 1 if k == 0 else k) * c[1])
+    cdef double drop1 = _rare_probability((K - 1 if k == 0 else k) * c[A0])
     cdef double drop2
     if k == 0:
         # plain SRR(x; [K], eps): keep x with e^eps / (e^eps + K - 1)
@@ -189,7 +203,7 @@ cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* p
             return rr
         return sigma[j]
     # x not in S: R = SRR(x; S^c, e2)
-    if sc == 1 or not _rare(r, _rare_probability((sc - 1) * (c[4] / c[0]))):
+    if sc == 1 or not _rare(r, _rare_probability((sc - 1) * (c[B_OUT] / c[A1]))):
         rr = x
     else:
         j = k + _randint(r, sc - 1)
@@ -297,12 +311,12 @@ def _lk_table(const double[:, ::1] consts):
     out = np.zeros((2 * K, 3))
     cdef double[:, ::1] o = out
     for k in range(K):
-        o[2 * k, 0] = consts[k, 4]
-        o[2 * k, 1] = consts[k, 3] - consts[k, 4] if k > 0 else 0.0
-        o[2 * k, 2] = consts[k, 2] - consts[k, 4]
-        o[2 * k + 1, 0] = consts[k, 1]
+        o[2 * k, 0] = consts[k, B_OUT]
+        o[2 * k, 1] = consts[k, B_IN] - consts[k, B_OUT] if k > 0 else 0.0
+        o[2 * k, 2] = consts[k, B_SELF] - consts[k, B_OUT]
+        o[2 * k + 1, 0] = consts[k, A0]
         o[2 * k + 1, 1] = 0.0
-        o[2 * k + 1, 2] = consts[k, 0] - consts[k, 1]
+        o[2 * k + 1, 2] = consts[k, A1] - consts[k, A0]
     return out
 
 
@@ -383,17 +397,6 @@ cdef void _insertion_sort(const double* theta, int32_t* sigma, int K) noexcept n
 
 
 
-cdef inline double _g_sorted(int y, int x, int k, const double* c) noexcept nogil:
-    """g(y | x) in sorted coordinates for S = {0..k-1}; c = consts[k]."""
-    if y < k:
-        return c[0] if x == y else c[1]
-    if x == y:
-        return c[2]
-    if x < k:
-        return c[3]
-    return c[4]
-
-
 cdef double _utility_k(int mode, int k, int K, const double* ts, const double* cum,
                        double Q, const double* cumsq, const double* c, int e,
                        double* h, double* A, double* F) noexcept nogil:
@@ -403,7 +406,7 @@ cdef double _utility_k(int mode, int k, int K, const double* ts, const double* c
     (U3), 8 TV marginal (U4), 9 MSE (U5).  Each costs O(K) per k, using that g is
     diagonal plus rank two (its columns take <= 3 values).
     """
-    cdef double a1 = c[0], a0 = c[1], bself = c[2], bin_ = c[3], bout = c[4]
+    cdef double a1 = c[A1], a0 = c[A0], bself = c[B_SELF], bin_ = c[B_IN], bout = c[B_OUT]
     cdef double tS = cum[k], QS = cumsq[k], out = 0.0, num, SA0, SBin, SBout, v, d
     cdef int y, x, i, j, m, jj, ii
     cdef int n1 = K - 1
@@ -508,6 +511,107 @@ cdef double _utility_k(int mode, int k, int K, const double* ts, const double* c
     return -out
 
 
+ctypedef struct _Choice:
+    # scratch of the subset choice: K doubles each (cum, cumsq: K + 1)
+    double* theta
+    double* ts
+    double* cum
+    double* cumsq
+    double* h
+    double* A
+    double* F
+
+
+cdef _Choice _choice_scratch(double[::1] buf, int K):
+    """Pointers of a :class:`_Choice` into ``buf`` (at least ``7 K + 2`` doubles, kept alive by the caller)."""
+    cdef _Choice c
+    cdef double* b = &buf[0]
+    c.theta = b
+    c.ts = b + K
+    c.cum = b + 2 * K
+    c.cumsq = b + 3 * K + 1
+    c.h = b + 4 * K + 2
+    c.A = b + 5 * K + 2
+    c.F = b + 6 * K + 2
+    return c
+
+
+cdef int _choose_k(int mode, int K, const double* phi, int32_t* sigma, const double[:, ::1] consts,
+                   double alpha, _Choice* w) noexcept nogil:
+    """The chosen prefix size for ``theta = phi / sum(phi)`` (modes 1-3, 5-9 of :func:`run_online`).
+
+    Sorts ``sigma`` in place by decreasing ``theta`` (ties by index; insertion sort, as
+    ``sigma`` is nearly sorted between users) and writes ``theta`` to ``w.theta``.  The one
+    implementation of the built-in utilities' choice: the online loop and
+    :func:`choose_prefix` (``propose_subset``, ``propose_subsets``) both call it.
+    """
+    cdef int j, k, kbest = 0, e_pos = 0
+    cdef double ssum = 0.0, cum, cumsq, u, best
+    cdef double* theta = w.theta
+    for j in range(K):
+        ssum += phi[j]
+    for j in range(K):
+        theta[j] = phi[j] / ssum
+    _insertion_sort(theta, sigma, K)
+    if mode == 1:
+        best = -1.0
+        cum = 0.0
+        for k in range(K):
+            u = consts[k, A1] * (cum + consts[k, R_KEEP] * (1.0 - cum))
+            if u > best:
+                best = u
+                kbest = k
+            cum += theta[sigma[k]]
+        return kbest
+    if mode == 2:
+        cum = 0.0
+        for j in range(K - 1):
+            cum += theta[sigma[j]]
+            if cum >= alpha:
+                return j + 1
+        return K - 1
+    if mode == 3:
+        return 0
+    cum = 0.0
+    cumsq = 0.0
+    for j in range(K):
+        w.ts[j] = theta[sigma[j]]
+        w.cum[j] = cum
+        w.cumsq[j] = cumsq
+        cum += w.ts[j]
+        cumsq += w.ts[j] * w.ts[j]
+        if sigma[j] == K - 1:
+            e_pos = j
+    w.cum[K] = cum
+    w.cumsq[K] = cumsq
+    best = -INFINITY
+    for k in range(K):
+        u = _utility_k(mode, k, K, w.ts, w.cum, cumsq, w.cumsq, &consts[k, 0], e_pos, w.h, w.A, w.F)
+        if u > best:
+            best = u
+            kbest = k
+    return kbest
+
+
+def choose_prefix(int mode, const double[::1] phi, int32_t[::1] sigma, const double[:, ::1] consts,
+                  double alpha=0.0):
+    """Size of the prefix of ``sigma`` chosen for ``theta = phi / sum(phi)`` (modes 1-3, 5-9).
+
+    ``sigma`` (a permutation of ``0..K-1``) is sorted in place by decreasing ``theta``,
+    ties by index: the subset is ``sigma[:k]``.  The same kernel as the online loop.
+    """
+    cdef int K = phi.shape[0], k
+    if sigma.shape[0] != K or consts.shape[0] < K or consts.shape[1] != 6:
+        raise ValueError("choose_prefix: sigma must have K entries and consts K rows of 6 columns.")
+    if mode not in (1, 2, 3, 5, 6, 7, 8, 9):
+        raise ValueError(f"choose_prefix: unknown mode {mode}.")
+    cdef double[::1] buf = np.zeros(7 * K + 2)
+    cdef _Choice w = _choice_scratch(buf, K)
+    with nogil:
+        k = _choose_k(mode, K, &phi[0], &sigma[0], consts, alpha, &w)
+    return k
+
+
 def prefix_utilities(int mode, const double[::1] theta, const int32_t[::1] sigma, const double[:, ::1] consts):
     """Utility (mode 5-9, see :func:`_utility_k`) of every prefix of ``sigma``; for tests."""
     cdef int K = theta.shape[0], j, k, e = 0
@@ -557,8 +661,7 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
     """
     cdef int K = phi.shape[0]
     cdef Py_ssize_t n_new = values.shape[0], i, t
-    cdef int j, k, kbest, x, y, s, n_sids = n_sids_old, prev_sid = -1, same
-    cdef double ssum, cum, u, best, rk
+    cdef int j, k, x, y, s, n_sids = n_sids_old, prev_sid = -1, same
     cdef int64_t step_id = 1
     cdef _Rng r
     cdef _Store st
@@ -571,14 +674,8 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
     cdef double[::1] grad = np.zeros(K)
     cdef double[::1] theta = np.zeros(K)
     cdef int32_t[::1] pos = np.zeros(K, dtype=np.int32)
-    cdef double[::1] ts = np.zeros(K)
-    cdef double[::1] cumv = np.zeros(K + 1)
-    cdef double[::1] cumsqv = np.zeros(K + 1)
-    cdef double[::1] hv = np.zeros(K)
-    cdef double[::1] Aw = np.zeros(K)
-    cdef double[::1] Fw = np.zeros(K)
-    cdef double cumsq_v
-    cdef int e_pos = 0
+    cdef double[::1] choice_buf = np.zeros(7 * K + 2)
+    cdef _Choice ch = _choice_scratch(choice_buf, K)
     if n_sids_old > 0:
         prev_sid = -2  # unknown: compare with nothing, always allocate first
     st.K = K
@@ -602,56 +699,9 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
                 sids[t] = given[i]
                 k_out[i] = sid_k[given[i]]
             else:
-                ssum = 0.0
-                for j in range(K):
-                    ssum += phi[j]
-                for j in range(K):
-                    theta[j] = phi[j] / ssum
-                _insertion_sort(&theta[0], &sigma[0], K)
-                if mode == 1:
-                    kbest = 0
-                    best = -1.0
-                    cum = 0.0
-                    for k in range(K):
-                        u = consts[k, 0] * (cum + consts[k, 5] * (1.0 - cum))
-                        if u > best:
-                            best = u
-                            kbest = k
-                        cum += theta[sigma[k]]
-                    k = kbest
-                elif mode == 2:
-                    cum = 0.0
-                    k = K - 1
-                    for j in range(K - 1):
-                        cum += theta[sigma[j]]
-                        if cum >= alpha:
-                            k = j + 1
-                            break
-                elif mode == 3:
-                    k = 0
-                elif mode >= 5:
-                    cum = 0.0
-                    cumsq_v = 0.0
-                    for j in range(K):
-                        ts[j] = theta[sigma[j]]
-                        cumv[j] = cum
-                        cumsqv[j] = cumsq_v
-                        cum += ts[j]
-                        cumsq_v += ts[j] * ts[j]
-                        if sigma[j] == K - 1:
-                            e_pos = j
-                    cumv[K] = cum
-                    cumsqv[K] = cumsq_v
-                    kbest = 0
-                    best = -INFINITY
-                    for k in range(K):
-                        u = _utility_k(mode, k, K, &ts[0], &cumv[0], cumsq_v, &cumsqv[0], &consts[k, 0],
-                                       e_pos, &hv[0], &Aw[0], &Fw[0])
-                        if u > best:
-                            best = u
-                            kbest = k
-                    k = kbest
-                else:
+                # the subset: the first k categories by decreasing theta (mode 4: k from the caller)
+                k = _choose_k(3 if mode == 4 else mode, K, &phi[0], &sigma[0], consts, alpha, &ch)
+                if mode == 4:
                     k = given[i]
                 for j in range(K):
                     pos[sigma[j]] = j
@@ -785,13 +835,13 @@ def gibbs_counts(object generator, const double[::1] theta, const int32_t[::1] y
             tot = 0.0
             for x in range(K):
                 if masks[s, y]:
-                    l = consts[k, 0] if x == y else consts[k, 1]
+                    l = consts[k, A1] if x == y else consts[k, A0]
                 elif x == y:
-                    l = consts[k, 2]
+                    l = consts[k, B_SELF]
                 elif masks[s, x]:
-                    l = consts[k, 3]
+                    l = consts[k, B_IN]
                 else:
-                    l = consts[k, 4]
+                    l = consts[k, B_OUT]
                 tot += theta[x] * l
                 w[x] = tot
             u = _unif(&r) * tot

@@ -10,6 +10,14 @@ __all__ = ["RRRRMechanism"]
 
 _MAX_CATEGORIES = 2**31 - 1  # categories are int32 in _fast/_ldp.pyx
 
+#: Columns of the RRRR constants table (row ``k``: subset size ``k``), in order; the
+#: kernels of ``_fast/_ldp.pyx`` name them with the same enum (``CONST_COLUMNS`` there,
+#: checked equal by the tests).  ``a1 = e^{e1}/A`` (y in S, x = y), ``a0 = 1/A`` (y in S,
+#: x != y), ``b_self = e^{e1+e2}/(A B)`` (y not in S, x = y), ``b_in = 1/((K-k) A)`` (y not
+#: in S, x in S), ``b_out = e^{e1}/(A B)`` (y, x not in S, x != y), ``r = e^{e2}/B``.
+CONST_FIELDS = ("a1", "a0", "b_self", "b_in", "b_out", "r")
+A1, A0, B_SELF, B_IN, B_OUT, R_KEEP = range(len(CONST_FIELDS))
+
 
 def _check_kappa(kappa):
     if isinstance(kappa, (bool, np.bool_)) or not isinstance(kappa, numbers.Real):
@@ -83,14 +91,16 @@ def _log_rrrr_constants(n_categories, epsilon, kappa, sizes):
     log_b_self = np.where(srr, log_a1, log_a1 + log_r)  # e^{e1 + e2} / (A B)
     log_b_in = np.where(srr, -np.inf, log_a0 - log_sc)  # 1 / ((K - k) A)
     log_b_out = np.where(srr, log_a0, log_a1 + log_r - eps2)  # e^{e1} / (A B)
-    return np.stack([log_a1, log_a0, log_b_self, log_b_in, log_b_out, log_r], axis=-1)
+    cols = {A1: log_a1, A0: log_a0, B_SELF: log_b_self, B_IN: log_b_in, B_OUT: log_b_out, R_KEEP: log_r}
+    return np.stack([cols[c] for c in range(len(CONST_FIELDS))], axis=-1)
 
 
 def _rrrr_constants(n_categories, epsilon, kappa, sizes=None):
     """Per subset size k, the distinct values of g(y | x) (see ``_fast/_ldp.pyx``).
 
     Returns an array of shape (len(sizes), 6) (``sizes`` defaults to ``0..K-1``, so
-    that row ``k`` is size ``k``) with columns a1, a0, b_self, b_in, b_out, r:
+    that row ``k`` is size ``k``) with the columns :data:`CONST_FIELDS` (indices
+    ``A1, A0, B_SELF, B_IN, B_OUT, R_KEEP``), a1, a0, b_self, b_in, b_out, r:
     ``a1 = e^{e1}/A`` (y in S, x = y), ``a0 = 1/A`` (y in S, x != y), ``b_self =
     e^{e1+e2}/(A B)`` (y not in S, x = y), ``b_in = 1/((K-k) A)`` (y not in S, x in S),
     ``b_out = e^{e1}/(A B)`` (y, x not in S, x != y) and ``r = e^{e2}/B``, where
@@ -112,7 +122,7 @@ def _transition_matrix_from_mask(mask, consts_k):
 
     ``consts_k`` are the six constants of ``|S|`` (or their logarithms, giving ``ln P``).
     """
-    a1, a0, b_self, b_in, b_out, _ = consts_k
+    a1, a0, b_self, b_in, b_out = (consts_k[c] for c in (A1, A0, B_SELF, B_IN, B_OUT))
     K = mask.shape[0]
     in_y = mask[None, :]
     in_x = mask[:, None]

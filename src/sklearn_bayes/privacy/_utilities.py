@@ -11,11 +11,13 @@ import numbers
 
 import numpy as np
 
-from ._rrrr import _rrrr_constants
+from ._rrrr import A0, A1, B_IN, B_OUT, B_SELF, R_KEEP, _rrrr_constants
 
 __all__ = [
     "UTILITIES",
+    "UTILITY_MODES",
     "choose_subset_size",
+    "chosen_subset",
     "sorted_order",
     "utility_value",
     "utility_values",
@@ -34,8 +36,19 @@ UTILITIES = (
 )
 
 
-# mode numbers of the compiled utilities (``_utility_k`` in ``_fast/_ldp.pyx``)
-_COMPILED_MODES = {"fisher": 5, "entropy": 6, "tv_posterior": 7, "tv_marginal": 8, "mse": 9}
+#: Mode numbers of the utilities the compiled kernels evaluate (``run_online`` and
+#: ``choose_prefix`` in ``_fast/_ldp.pyx``; 5-9 are ``_utility_k``).
+UTILITY_MODES = {
+    "honest": 1,
+    "semi_adaptive": 2,
+    "non_adaptive": 3,
+    "fisher": 5,
+    "entropy": 6,
+    "tv_posterior": 7,
+    "tv_marginal": 8,
+    "mse": 9,
+}
+_COMPILED_MODES = {name: m for name, m in UTILITY_MODES.items() if m >= 5}
 
 
 def sorted_order(theta):
@@ -51,8 +64,8 @@ def _prefix_matrices(K, consts):
     in_y = idx[None, :, None] < ks
     in_x = idx[None, None, :] < ks
     c = consts[:, :, None, None]
-    G = np.where(in_y, c[:, 1], np.where(in_x, c[:, 3], c[:, 4]))
-    diag = np.where(idx[None, :] < ks[:, :, 0], consts[:, 0:1], consts[:, 2:3])
+    G = np.where(in_y, c[:, A0], np.where(in_x, c[:, B_IN], c[:, B_OUT]))
+    diag = np.where(idx[None, :] < ks[:, :, 0], consts[:, [A1]], consts[:, [B_SELF]])
     G[:, idx, idx] = diag
     return G
 
@@ -95,7 +108,7 @@ def _utilities_from_G(G, theta, name, elim=None):
 def _honest_values(theta_sorted, consts):
     """U6 for every prefix size in O(K): (e^{e1}/A)[P(S) + (e^{e2}/B)(1 - P(S))]."""
     cum = np.concatenate([[0.0], np.cumsum(theta_sorted)[:-1]])
-    return consts[:, 0] * (cum + consts[:, 5] * (1.0 - cum))
+    return consts[:, A1] * (cum + consts[:, R_KEEP] * (1.0 - cum))
 
 
 def utility_values(theta, epsilon, kappa, utility="honest", consts=None):
@@ -191,6 +204,33 @@ def choose_subset_size(theta, epsilon, kappa, utility="honest", alpha=None, cons
     return _argmax_first(utility_values(theta, epsilon, kappa, utility, consts=consts))
 
 
+def chosen_subset(phi, epsilon, kappa, utility, alpha, consts, order=None):
+    """``(k, order)``: the chosen prefix size for ``theta = phi / sum(phi)`` and the sort order.
+
+    The subset is ``np.sort(order[:k])``.  A built-in utility is chosen by the compiled
+    kernel the online loop of ``partial_fit`` uses (``choose_prefix`` in
+    ``_fast/_ldp.pyx``: the same normalisation, sort and utility arithmetic), so a
+    proposal and the online pass agree to the last bit; a callable is evaluated from
+    Python (:func:`choose_subset_size`).  ``order`` (optional) is a starting
+    permutation for the insertion sort (the online loop's current order).
+    """
+    phi = np.ascontiguousarray(phi, dtype=float)
+    K = phi.shape[0]
+    if callable(utility):
+        theta = phi / phi.sum()
+        return choose_subset_size(theta, epsilon, kappa, utility, alpha=alpha, consts=consts), sorted_order(theta)
+    from .._fast._ldp import choose_prefix
+
+    if utility == "semi_adaptive" and (alpha is None or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1):
+        raise ValueError(f"alpha must be a float in (0, 1) for utility='semi_adaptive', got {alpha!r}.")
+    if consts is None:
+        consts = _rrrr_constants(K, epsilon, kappa)
+    sigma = np.arange(K, dtype=np.int32) if order is None else np.array(order, dtype=np.int32)
+    k = choose_prefix(UTILITY_MODES[utility], phi, sigma, np.ascontiguousarray(consts[:K], dtype=float),
+                      float(alpha) if alpha is not None else 0.0)
+    return int(k), sigma
+
+
 def utility_value(theta, subset, epsilon, kappa, utility):
     """Utility ``U(theta, S, eps)`` of one arbitrary subset (not necessarily a prefix).
 
@@ -221,6 +261,6 @@ def utility_value(theta, subset, epsilon, kappa, utility):
     if utility == "honest":
         c = mech._constants(s.size)
         ps = theta[s].sum()
-        return float(c[0] * (ps + c[5] * (1.0 - ps)))
+        return float(c[A1] * (ps + c[R_KEEP] * (1.0 - ps)))
     G = mech.transition_matrix(s).T[None]  # rows y, columns x
     return float(_utilities_from_G(G, theta, utility, elim=K - 1)[0])
