@@ -10,6 +10,8 @@ import pytest
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes._fast._ldp import log_likelihood_gradient
 from sklearn_bayes.privacy import RRRRMechanism
+from sklearn_bayes.privacy._ldp_store import ResponseStore
+from sklearn_bayes.privacy._rrrr import _rrrr_constants
 from sklearn_bayes.exceptions import SeededNoiseWarning
 
 # The papers' adaptive RRRR mode under a fixed Dir(1) prior (the defaults before issue 13);
@@ -34,6 +36,21 @@ def _responses(K, n, theta, eps, kappa, subsets, seed):
     return y, [list(subsets[j]) for j in which]
 
 
+def _store(K, y, subs):
+    """The responses ``(y, subsets)`` in a response store, as the estimator records them."""
+    store = ResponseStore(K)
+    masks = np.zeros((len(y), K), dtype=bool)
+    for i, S in enumerate(subs):
+        masks[i, list(S)] = True
+    store.append(np.asarray(y, dtype=np.int32), store.intern_masks(masks))
+    return store
+
+
+def _recorded(est):
+    """The released categories an estimator recorded (from its response store)."""
+    return est._store.responses()[0]
+
+
 def _log_lik(theta, y, subs, mech):
     return sum(np.log(mech.transition_matrix(S)[:, yy] @ theta) for yy, S in zip(y, subs))
 
@@ -45,14 +62,13 @@ def test_sgld_gradient_matches_finite_differences(K, kappa):
     theta = _gen(0).dirichlet(np.ones(K))
     subsets = [[], [0], [1, 2], list(range(K - 1))]
     y, subs = _responses(K, 60, theta, eps, kappa, subsets, seed=1)
-    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
-                                        random_state=_gen(2)).partial_fit_responses(y, subs)
-    n = est.n_responses_
+    st = _store(K, y, subs)
+    n = st.n
     mech = RRRRMechanism(K, eps, kappa)
     phi = _gen(3).gamma(2.0, size=K)
     grad = np.zeros(K)
-    ll = log_likelihood_gradient(phi, est._ys[:n], est._sids[:n], est._masks, est._members, est._sid_k,
-                                 est._consts, grad)
+    ll = log_likelihood_gradient(phi, st.ys[:n], st.sids[:n], st.masks, st.members, st.sid_k,
+                                 _rrrr_constants(K, eps, kappa), grad)
     assert ll == pytest.approx(_log_lik(phi / phi.sum(), y, subs, mech), rel=1e-12)
     h = 1e-6
     fd = np.empty(K)
@@ -104,9 +120,9 @@ def test_gibbs_counts_sample_the_exact_conditional():
     K, eps, kappa = 4, 1.0, 0.8
     theta = np.array([0.4, 0.3, 0.2, 0.1])
     y, subs = _responses(K, 50, theta, eps, kappa, [[], [0], [1, 3]], seed=7)
-    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
-                                        random_state=_gen(8)).partial_fit_responses(y, subs)
-    n = est.n_responses_
+    st = _store(K, y, subs)
+    consts = _rrrr_constants(K, eps, kappa)
+    n = st.n
     mech = RRRRMechanism(K, eps, kappa)
     post = np.array([mech.transition_matrix(S)[:, yy] * theta for yy, S in zip(y, subs)])
     post /= post.sum(axis=1, keepdims=True)
@@ -117,7 +133,7 @@ def test_gibbs_counts_sample_the_exact_conditional():
     counts = np.zeros(K, dtype=np.int64)
     rng = _gen(9)
     for _ in range(reps):
-        gibbs_counts(rng, theta, est._ys, est._sids, est._masks, est._sid_k, est._consts, n, counts)
+        gibbs_counts(rng, theta, st.ys, st.sids, st.masks, st.sid_k, consts, n, counts)
         tot += counts
     z = (tot / reps - expected) / np.sqrt(var / reps)
     assert np.all(np.abs(z) < 4.5), z
@@ -171,7 +187,7 @@ def test_cython_utilities_equal_python_reference_path(name):
     a = _rrrr_estimator(utility=name, random_state=_gen(15), **kw).fit(X)
     b = _rrrr_estimator(utility=reference, random_state=_gen(15), **kw).fit(X)
     np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
-    np.testing.assert_array_equal(a._ys[:200], b._ys[:200])
+    np.testing.assert_array_equal(_recorded(a), _recorded(b))
     np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-12)
 
 
@@ -186,7 +202,7 @@ def test_partial_fit_in_chunks_equals_fit_without_final_averaging():
     # inside a call can differ (1 ulp)
     np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-12)
     np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
-    np.testing.assert_array_equal(a._ys[:400], b._ys[:400])
+    np.testing.assert_array_equal(_recorded(a), _recorded(b))
 
 
 @pytest.mark.parametrize("sampler", ["sgld", "gibbs"])
@@ -214,7 +230,7 @@ def test_deployment_round_trip_with_client_mechanism():
         y = client.privatize(rng.choice(K, p=theta), S, random_state=rng)
         server.partial_fit_responses([y], [S])
     assert server.n_responses_ == 1500
-    assert server._n_sids <= 2 ** K
+    assert server._store.n_sids <= 2 ** K
     sds = server.sample_posterior(300).std(axis=0)
     assert np.all(np.abs(server.theta_ - theta) <= 5 * sds + 1e-3)
     ci = server.credible_interval(0.99)
@@ -227,7 +243,7 @@ def test_foreign_srr_responses_are_accepted():
                                         [], random_state=_gen(23))
     est = _rrrr_estimator(n_categories=K, epsilon=3.0, n_final_steps=400, random_state=_gen(24))
     est.partial_fit_responses(y, [])
-    assert est._n_sids == 1 and np.all(est.subset_sizes_ == 0)
+    assert est._store.n_sids == 1 and np.all(est.subset_sizes_ == 0)
     sds = est.sample_posterior(300).std(axis=0)
     assert np.all(np.abs(est.theta_ - [0.7, 0.1, 0.1, 0.1]) <= 5 * sds + 1e-3)
 
@@ -236,11 +252,12 @@ def test_foreign_srr_responses_are_accepted():
 def test_storage_is_compact():
     X = _gen(25).choice(20, size=3000, p=_gen(26).dirichlet(np.full(20, 0.1))).reshape(-1, 1)
     est = _rrrr_estimator(n_categories=20, epsilon=1.0, n_final_steps=0, random_state=_gen(27)).fit(X)
-    per_response = est._ys.itemsize + est._sids.itemsize + est._sizes.itemsize
+    st = est._store
+    per_response = st.ys.itemsize + st.sids.itemsize + st.sizes.itemsize
     assert per_response == 12
     # distinct subsets are interned: no duplicated rows
-    rows = est._masks[: est._n_sids]
-    assert np.unique(rows, axis=0).shape[0] == est._n_sids
+    rows = st.subset_masks()
+    assert np.unique(rows, axis=0).shape[0] == st.n_sids
 
 
 def test_string_labels_and_transform():
@@ -404,9 +421,7 @@ def test_mala_target_equals_the_dense_grouped_likelihood():
     theta = np.array([0.3, 0.25, 0.2, 0.1, 0.1, 0.05])
     y, subs = _responses(K, 500, theta, eps, kappa, [[], [0], [1, 3], [4, 0, 2], [5]], seed=12)
     prior = np.array([1.0, 0.5, 2.0, 1.0, 1.0, 0.3])
-    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, prior=prior, n_final_steps=0,
-                                        random_state=_gen(2)).partial_fit_responses(y, subs)
-    groups = est._group_structure()
+    groups = _store(K, y, subs).rrrr_structure(_rrrr_constants(K, eps, kappa))
     assert groups[5].sum() == 500
     mech = RRRRMechanism(K, eps, kappa)
     z = np.log(_gen(3).gamma(2.0, size=K))
@@ -426,7 +441,7 @@ def test_mala_target_equals_the_dense_grouped_likelihood():
 def test_posterior_samples_have_the_exact_posterior_moments(final_estimate, max_dense_k, monkeypatch):
     """sample_posterior draws from the exact posterior: means and sds equal quadrature within MC error
     (MALA with the dense preconditioner, and with the diagonal one used for large K)."""
-    import sklearn_bayes.privacy._adaptive_ldp as module
+    import sklearn_bayes.privacy._ldp_samplers as module
 
     monkeypatch.setattr(module, "_DENSE_PRECONDITIONER_MAX_K", max_dense_k)
     K, eps, kappa, n = 3, 1.0, 0.8, 400
@@ -458,7 +473,7 @@ def test_reading_results_never_changes_later_fitting():
     a.partial_fit(X[300:])
     b.partial_fit(X[300:])
     np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
-    np.testing.assert_array_equal(a._ys[:600], b._ys[:600])
+    np.testing.assert_array_equal(_recorded(a), _recorded(b))
     np.testing.assert_array_equal(a.theta_, b.theta_)
     # None: a stream fixed by the fitted state; an explicit seed: another stream
     np.testing.assert_array_equal(a.sample_posterior(10), b.sample_posterior(10))
@@ -493,9 +508,7 @@ def test_final_estimate_grouped_likelihood_matches_the_kernel_table():
     K, eps, kappa, n = 5, 1.0, 0.8, 300
     mech = RRRRMechanism(K, eps, kappa)
     y, subs = _responses(K, n, np.full(K, 0.2), eps, kappa, [[], [0], [1, 3], [4, 0, 2]], seed=9)
-    est = _rrrr_estimator(n_categories=K, epsilon=eps, kappa=kappa, n_final_steps=0,
-                                        random_state=_gen(1)).partial_fit_responses(y, subs)
-    L, counts = est._grouped_likelihood()
+    L, counts = _store(K, y, subs).likelihood_rows(_rrrr_constants(K, eps, kappa))
     assert counts.sum() == n
     rows = {tuple(np.round(mech.transition_matrix(S)[:, yy], 12)) for yy, S in zip(y, subs)}
     assert {tuple(np.round(r, 12)) for r in L} == rows
@@ -568,8 +581,10 @@ def test_restoring_the_fitted_value_continues_the_stream():
     b.set_params(epsilon=1.0)
     a.partial_fit([[0], [1]])
     b.partial_fit([[0], [1]])
-    np.testing.assert_array_equal(a._ys[: a.n_responses_], b._ys[: b.n_responses_])
-    np.testing.assert_array_equal(a._phi, b._phi)
+    np.testing.assert_array_equal(_recorded(a), _recorded(b))
+    # the same online sample and generator: the same posterior draws and proposals
+    np.testing.assert_array_equal(a.sample_posterior(5), b.sample_posterior(5))
+    np.testing.assert_array_equal(a.propose_subsets(3, draws="user"), b.propose_subsets(3, draws="user"))
 
 
 @pytest.mark.parametrize("method", ["partial_fit", "partial_fit_responses", "propose_subset"])
@@ -644,7 +659,7 @@ def test_huge_epsilon_fits(eps):
     for utility in ("honest", "entropy", "fisher"):
         est = _rrrr_estimator(n_categories=4, epsilon=eps, utility=utility, final_estimate="gibbs",
                                             n_final_steps=200, random_state=_gen(43)).fit(X)
-        np.testing.assert_array_equal(est._ys[:300], X[:, 0])
+        np.testing.assert_array_equal(_recorded(est), X[:, 0])
         exact = (np.bincount(X[:, 0], minlength=4) + 1.0) / (300 + 4)
         # Rao-Blackwellised Gibbs with a deterministic likelihood: exact up to rounding
         np.testing.assert_allclose(est.theta_, exact, rtol=1e-12)
@@ -660,12 +675,12 @@ def test_copies_replay_the_noise_and_never_release_twice(how):
 
     est = _fitted(n_final_steps=0)
     other = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda e: pickle.loads(pickle.dumps(e))}[how](est)
-    assert other._rng is not est._rng
     x = [[2]] * 50
     est.partial_fit(x)
     other.partial_fit(x)
-    np.testing.assert_array_equal(est._ys[: est.n_responses_], other._ys[: other.n_responses_])
-    np.testing.assert_array_equal(est._phi, other._phi)
+    # a shared generator would have advanced between the two calls: other responses
+    np.testing.assert_array_equal(_recorded(est), _recorded(other))
+    np.testing.assert_array_equal(est.sample_posterior(5), other.sample_posterior(5))
 
 
 def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
@@ -699,3 +714,76 @@ def test_first_recorded_response_validates_the_parameters(params):
     with pytest.raises(InvalidParameterError, match=next(iter(params))):
         est.partial_fit_responses([0], [[]])
     assert "n_responses_" not in vars(est)
+
+
+# ---------------------------------------------------------------- structure (issue 13)
+# A sample where the last bits of theta's normalisation decide the semi-adaptive prefix:
+# numpy's pairwise phi.sum() gives a first cumulative mass below alpha (k = 2), the online
+# kernel's sequential sum gives exactly alpha (k = 1).
+_TIE_PHI = [10.834226459258328, 0.5686484067761186, 5.423478186187536, 4.15967885755622, 7.022786547819354,
+            2.216270304340959, 1.7341332579835969, 3.023297070967008, 0.9785363299095596, 2.7595432093193084,
+            0.3924296071209256, 6.093705356580222]
+_TIE_ALPHA = 0.23965957276638167
+
+
+def test_propose_subset_is_the_subset_the_online_loop_gives_the_next_user():
+    """Regression: propose_subset chose with numpy arithmetic (a pairwise sum normalising theta),
+    partial_fit with the compiled loop (a sequential sum): at a near-tie they proposed
+    different subsets.  Both now call the same kernel (choose_prefix)."""
+    K = len(_TIE_PHI)
+    est = _rrrr_estimator(n_categories=K, utility="semi_adaptive", alpha=_TIE_ALPHA, n_final_steps=0,
+                          random_state=_gen(3)).fit(np.arange(K).reshape(-1, 1))
+    est._phi = np.array(_TIE_PHI)  # the online sample at the near-tie
+    proposed = est.propose_subset()
+    est.partial_fit([[0]])
+    used = np.flatnonzero(est._store.responses()[1][-1])
+    np.testing.assert_array_equal(proposed, used)
+    assert proposed.tolist() == [0]
+
+
+@pytest.mark.parametrize("mechanism", ["rrrr", "auto"])
+def test_pickles_of_the_layout_before_the_response_store_load(mechanism):
+    """A fitted estimator pickled before the split (the responses as _ys, _sids, ... attributes)
+    loads into the response store and continues exactly as the original."""
+    X = _gen(70).choice(5, size=200, p=[0.4, 0.3, 0.15, 0.1, 0.05]).reshape(-1, 1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=5, mechanism=mechanism, n_final_steps=100,
+                                        random_state=_gen(71)).fit(X)
+    state = est.__getstate__()
+    st = state.pop("_store")
+    old = dict(state, _ys=st.ys, _sids=st.sids, _sizes=st.sizes, _masks=st.masks, _members=st.members,
+               _sid_k=st.sid_k, _subset_index=dict(st.index), _n_sids=st.n_sids, _store_ids=st.store_ids,
+               _groups_cache=None)
+    loaded = AdaptiveLDPFrequencyEstimator.__new__(AdaptiveLDPFrequencyEstimator)
+    loaded.__setstate__(pickle.loads(pickle.dumps(old)))  # its own copies (generator included)
+    np.testing.assert_array_equal(loaded.theta_, est.theta_)
+    est.partial_fit(X[:30])
+    loaded.partial_fit(X[:30])
+    np.testing.assert_array_equal(_recorded(loaded), _recorded(est))
+    np.testing.assert_array_equal(loaded.theta_, est.theta_)
+
+
+def test_a_rejected_call_leaves_the_store_as_it_was():
+    """The store is replaced by a copy for each recording call: a rejected call (here a failing
+    step_size callable after the responses were written into the shared buffers) leaves the
+    estimator byte-identical, and the next call records the same responses as an untouched twin."""
+    X = _gen(72).choice(5, size=100, p=[0.4, 0.3, 0.15, 0.1, 0.05]).reshape(-1, 1)
+    calls = []
+
+    def step(t):
+        if calls:
+            raise RuntimeError("boom")
+        return 0.5 / t
+
+    a = _rrrr_estimator(n_categories=5, step_size=0.01, n_final_steps=0, random_state=_gen(73)).fit(X)
+    b = _rrrr_estimator(n_categories=5, step_size=0.01, n_final_steps=0, random_state=_gen(73)).fit(X)
+    before = _snapshot(a)
+    a.set_params(step_size=step)
+    calls.append(1)
+    with pytest.raises(RuntimeError, match="boom"):
+        a.partial_fit(X[:40])
+    a.set_params(step_size=0.01)
+    assert _snapshot(a) == before
+    a.partial_fit(X[:40])
+    b.partial_fit(X[:40])
+    np.testing.assert_array_equal(_recorded(a), _recorded(b))
+    np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)

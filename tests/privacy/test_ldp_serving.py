@@ -15,6 +15,7 @@ import pytest
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator, RRRRMechanism
 from sklearn_bayes.exceptions import SeededNoiseWarning
+from sklearn_bayes.privacy._rrrr import _rrrr_constants
 
 # The papers' adaptive RRRR mode under a fixed Dir(1) prior (the defaults before issue 13);
 # the default static mechanism and the hierarchical prior are tested in test_ldp_posterior.py.
@@ -60,15 +61,20 @@ def _state(est):
     return pickle.dumps(est, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _likelihood_rows(est):
+    """The grouped likelihood of the responses an estimator recorded (its response store)."""
+    return est._store.likelihood_rows(_rrrr_constants(K, est.epsilon, est.kappa))
+
+
 def test_deferred_ingestion_stores_what_online_ingestion_stores():
     y, masks = _responses(500, 0)
     online = _server().partial_fit_responses(y, masks)
     deferred = _server().partial_fit_responses(y, masks, update="defer")
     assert deferred.n_responses_ == online.n_responses_ == 500
     np.testing.assert_array_equal(deferred.subset_sizes_, online.subset_sizes_)
-    np.testing.assert_array_equal(deferred._ys[:500], online._ys[:500])
-    L1, c1 = online._grouped_likelihood()
-    L2, c2 = deferred._grouped_likelihood()
+    np.testing.assert_array_equal(deferred._store.responses()[0], online._store.responses()[0])
+    L1, c1 = _likelihood_rows(online)
+    L2, c2 = _likelihood_rows(deferred)
     np.testing.assert_array_equal(L1, L2)
     np.testing.assert_array_equal(c1, c2)
     # no SGLD step was run: the generator and the sample are untouched until refresh
@@ -84,8 +90,9 @@ def test_deferred_ingestion_of_many_responses_in_one_call():
     masks[np.arange(n), rng.integers(0, K, n)] = True
     est = _server().partial_fit_responses(y, masks, update="defer")
     assert est.n_responses_ == n
-    np.testing.assert_array_equal(est._ys[:n], y)
-    np.testing.assert_array_equal(est._masks[est._sids[:n]].astype(bool), masks)
+    got_y, got_masks = est._store.responses()
+    np.testing.assert_array_equal(got_y, y)
+    np.testing.assert_array_equal(got_masks, masks)
 
 
 def test_proposals_depend_only_on_the_recorded_responses():
@@ -101,13 +108,14 @@ def test_proposals_depend_only_on_the_recorded_responses():
     for chunk in np.array_split(perm, 7):
         b.partial_fit_responses(y[chunk], masks[chunk], update="defer")
     # the MCMC's groups are keyed by subset content, not by the order subsets were first seen
-    for u, v in zip(a._group_structure(), b._group_structure()):
+    consts = _rrrr_constants(K, EPS, a.kappa)
+    for u, v in zip(a._store.rrrr_structure(consts), b._store.rrrr_structure(consts)):
         np.testing.assert_array_equal(u, v)
     pa = [a.propose_subsets(3), a.propose_subsets(5, draws="user")]
     pb = [b.propose_subsets(3), b.propose_subsets(5, draws="user")]
     for u, v in zip(pa, pb):
         np.testing.assert_array_equal(u, v)
-    np.testing.assert_array_equal(a._phi, b._phi)
+    np.testing.assert_array_equal(a.sample_posterior(5), b.sample_posterior(5))  # the same online sample
 
 
 @pytest.mark.parametrize("draws", ["batch", "user", "mean"])
@@ -167,8 +175,8 @@ def test_merge_equals_recording_everything_in_one_store():
     w1.merge(pickle.loads(pickle.dumps(w2))).merge(w3)
     assert _state(w2) == _state(pickle.loads(w2_before))  # other is not changed
     assert w1.n_responses_ == 3000
-    L1, c1 = whole._grouped_likelihood()
-    L2, c2 = w1._grouped_likelihood()
+    L1, c1 = _likelihood_rows(whole)
+    L2, c2 = _likelihood_rows(w1)
     np.testing.assert_array_equal(L1, L2)
     np.testing.assert_array_equal(c1, c2)
     # same generator state (deferred ingestion draws nothing) and the same groups: the same
@@ -236,7 +244,7 @@ def test_an_unfitted_hub_merges_with_its_own_parameters():
     a = _server(1).partial_fit_responses(y, masks, update="defer")
     hub = _server(3)
     hub.merge(a)
-    assert hub.n_responses_ == 100 and hub._store_ids > a._store_ids
+    assert hub.n_responses_ == 100 and hub._store.store_ids > a._store.store_ids
     wrong = _server(4, epsilon=2.0)
     before = _state(wrong)
     with pytest.raises(ValueError, match="epsilon"):
@@ -293,5 +301,5 @@ def test_pickle_keeps_the_store_and_its_identity():
     y, masks = _responses(200, 91)
     a = _server(1).partial_fit_responses(y, masks, update="defer")
     b = pickle.loads(pickle.dumps(a))
-    assert b._store_ids == a._store_ids and b._stale
+    assert b._store.store_ids == a._store.store_ids and b._stale
     np.testing.assert_array_equal(a.propose_subsets(5, draws="user"), b.propose_subsets(5, draws="user"))

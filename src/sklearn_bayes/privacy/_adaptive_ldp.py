@@ -1,39 +1,38 @@
-"""AdOBEst-LDP: adaptive online Bayesian frequency estimation under local differential privacy."""
+"""AdOBEst-LDP: adaptive online Bayesian frequency estimation under local differential privacy.
+
+The estimator is thin: parameters, validation and the public methods.  The work is in
+
+- ``_ldp_input``: validation and encoding of users and responses;
+- ``_ldp_store``: the response store (arrays, subset interning, copies for
+  transactions, pickling, groupings of the responses);
+- ``_ldp_driver``: the online loop of ``mechanism='rrrr'`` (subset choice, RRRR,
+  SGLD / Gibbs steps per user);
+- ``_ldp_samplers``: the posterior samplers (SGLD / Gibbs chain, grouped Gibbs, MALA,
+  the exact hybrid sampler of ``_ldp_posterior``) as free functions;
+- ``_utilities``: the utilities that choose the subset.
+"""
 
 import copy
 import hashlib
 import numbers
 import pickle
-import re
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..utils import IntegerInterval, RealInterval, check_generator, check_privacy_random_state, transactional
+from . import _ldp_input as inp
+from ._ldp_driver import process_users, step_sizes
 from ._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_unique
-from ._ldp_posterior import hybrid_draws, ibu, rrrr_groups, tv_point_estimate
-from ._ldp_store import distinct_masks, new_store_id, subsets_for_draws
+from ._ldp_posterior import Groups, rrrr_groups
+from ._ldp_samplers import N_CHAINS, exact_draws, gibbs_grouped, mala, point_estimate, sgld_chain
+from ._ldp_store import ResponseStore
 from ._rrrr import _rrrr_constants
-from ._utilities import UTILITIES, choose_subset_size, sorted_order
+from ._utilities import UTILITIES, chosen_subset, sorted_order
 
 __all__ = ["AdaptiveLDPFrequencyEstimator"]
-
-_CHUNK = 4096  # users per kernel call in simulation mode
-
-# utilities evaluated inside the Cython loop (no Python call per user)
-_FAST_MODES = {
-    "honest": 1,
-    "semi_adaptive": 2,
-    "non_adaptive": 3,
-    "fisher": 5,
-    "entropy": 6,
-    "tv_posterior": 7,
-    "tv_marginal": 8,
-    "mse": 9,
-}
-
 
 # Parameters that shape the mechanism or the posterior: recorded at the first fitting
 # call and compared with ``get_params()`` by every later call (see ``_check_frozen``).
@@ -46,9 +45,9 @@ _FITTED_ATTRS = ("categories_", "n_categories_", "n_responses_", "subset_sizes_"
 _PARAM_NAMES = _FROZEN_PARAMS + (
     "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate", "point_estimate",
 )
-
-_N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
-_DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) per proposal)
+# attributes of a fitted estimator pickled before the response store had its own class
+_OLD_STORE_KEYS = ("_ys", "_sids", "_sizes", "_masks", "_members", "_sid_k", "_subset_index", "_n_sids",
+                   "_store_ids", "_groups_cache")
 
 
 def _same_value(a, b):
@@ -61,14 +60,18 @@ def _same_value(a, b):
     return False
 
 
-def _grow(arr, n, axis0_fill=0):
-    """Return ``arr`` with capacity >= n along axis 0 (doubling), copying the content."""
-    if arr.shape[0] >= n:
-        return arr
-    cap = max(n, 2 * arr.shape[0], 16)
-    new = np.full((cap,) + arr.shape[1:], axis0_fill, dtype=arr.dtype)
-    new[: arr.shape[0]] = arr
-    return new
+def _proposal_masks(draws, epsilon, kappa, utility, alpha, consts):
+    """Boolean ``(n, K)`` masks of the subsets chosen for each posterior draw (row of ``draws``).
+
+    Row ``i`` is the prefix chosen for ``draws[i]`` by the same kernel as the online loop
+    (:func:`~._utilities.chosen_subset`), as :meth:`propose_subset` does for one draw.
+    """
+    draws = np.asarray(draws, dtype=float)
+    masks = np.zeros(draws.shape, dtype=bool)
+    for i, t in enumerate(draws):
+        k, order = chosen_subset(t, epsilon, kappa, utility, alpha, consts)
+        masks[i, order[:k]] = True
+    return masks
 
 
 class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -440,18 +443,27 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         tags.requires_fit = True
         return tags
 
+    # ------------------------------------------------------------------ copies and pickles
     def __getstate__(self):
-        """Pickle only the used part of the growable response storage."""
+        """Pickle only the used part of the response store (see ``ResponseStore.__getstate__``)."""
         state = dict(super().__getstate__())
-        if "n_responses_" in state:
-            n, ns = state["n_responses_"], state["_n_sids"]
-            for key in ("_ys", "_sids", "_sizes"):
-                state[key] = state[key][:n].copy()
-            for key in ("_masks", "_members", "_sid_k"):
-                state[key] = state[key][:ns].copy()
-            state["subset_sizes_"] = state["_sizes"]
-            state["_groups_cache"] = None  # recomputed from the responses when needed
+        if "_store" in state:
+            # a trimmed store; subset_sizes_ is its sizes array (pickled once)
+            store = object.__new__(ResponseStore)
+            store.__dict__.update(state["_store"].__getstate__())
+            state["_store"] = store
+            state["subset_sizes_"] = store.sizes
         return state
+
+    def __setstate__(self, state):
+        """Also loads a fitted estimator pickled before the response store had its own class."""
+        state = dict(state)
+        if "_ys" in state and "n_responses_" in state:
+            state["_store"] = ResponseStore.from_arrays(state)
+            state["subset_sizes_"] = state["_store"].sizes
+        for key in _OLD_STORE_KEYS:
+            state.pop(key, None)
+        super().__setstate__(state)
 
     def __copy__(self):
         """A copy of a fitted estimator is a deep copy: it never shares the noise generator.
@@ -503,6 +515,14 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                     f"Set {name} back to {old!r}, or call fit to restart."
                 )
 
+    def _check_unfitted_params(self, what):
+        """Validate the parameters of an unfitted estimator; ``n_categories`` must be set for ``what``."""
+        self._validate_params()
+        self._check_params()
+        if self.n_categories is None:
+            raise ValueError(f"n_categories must be set {what}, got None.")
+        return int(self.n_categories)
+
     def _prior_vector(self, K):
         """The Dirichlet concentration vector (``'hierarchical'``: ones, for the online SGLD chain of RRRR)."""
         if isinstance(self.prior, str):
@@ -526,6 +546,14 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         k = 1 if name == "grr" else best_subset_size(K, eps)
         return ("grr" if k == 1 else "subset_selection"), SetResponseMechanism(K, eps, "subset_selection", k)
 
+    def _check_adaptive(self, client):
+        if client is not None:
+            raise ValueError(
+                f"mechanism={self.mechanism!r} is a static protocol ({client!r}): there is no subset to propose. "
+                "Users privatise with client_mechanism().privatize; use mechanism='rrrr' for the adaptive "
+                "RRRR mechanism."
+            )
+
     def client_mechanism(self):
         """The mechanism users privatise with, for a static ``mechanism`` (deployment).
 
@@ -543,195 +571,19 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._check_frozen()
             client = self._client
         else:
-            self._validate_params()
-            self._check_params()
-            if self.n_categories is None:
-                raise ValueError("n_categories must be set to build the client mechanism before any data, got None.")
-            client = self._resolve_mechanism(int(self.n_categories))[1]
+            K = self._check_unfitted_params("to build the client mechanism before any data")
+            client = self._resolve_mechanism(K)[1]
         if client is None:
             raise ValueError("mechanism='rrrr' is adaptive: each user's subset comes from propose_subset "
                              "(client: sklearn_bayes.RRRRMechanism).")
         return client
 
-    def _uses_exact_gibbs(self):
-        """theta_ and posterior samples from the exact Gibbs sampler of ``_ldp_posterior``."""
-        return self._client is not None or isinstance(self._fitted_params["prior"], str)
-
-    def _record_sets(self, masks):
-        """Store set-valued responses (static mechanisms): subset id = the set, ``y = -1``."""
-        n_old, n_new = self.n_responses_, masks.shape[0]
-        uniq, inv = distinct_masks(masks)
-        given = self._intern_masks(uniq)[inv]
-        self._ensure_capacity(n_new, 0)
-        self._ys[n_old : n_old + n_new] = -1
-        self._sids[n_old : n_old + n_new] = given
-        self._sizes[n_old : n_old + n_new] = self._sid_k[given]
-        self.n_responses_ = n_old + n_new
-
-    def _static_masks(self, y, subsets, K, client):
-        """Validate responses of a static mechanism: boolean ``(n, K)`` masks (GRR: also positions)."""
-        if subsets is not None:
-            raise ValueError(f"subsets must be None for mechanism={self.mechanism!r} (its responses are sets); "
-                             f"got {subsets!r}.")
-        ya = np.asarray(y)
-        k = client.subset_size
-        if ya.ndim == 1 and k == 1 and ya.size and np.issubdtype(ya.dtype, np.integer) and ya.dtype != bool:
-            bad = ya[(ya < 0) | (ya >= K)]
-            if bad.size:
-                raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
-            masks = np.zeros((ya.size, K), dtype=bool)
-            masks[np.arange(ya.size), ya] = True
-            return masks
-        if ya.ndim != 2 or ya.shape[1] != K or ya.dtype != bool:
-            raise ValueError(f"y must be a boolean array of shape (n_responses, {K}) (the response sets of "
-                             f"mechanism {client.kind!r}), got {ya.dtype} of shape {ya.shape}.")
-        if ya.shape[0] == 0:
-            raise ValueError("y must hold at least one response.")
-        if k is not None:
-            sizes = ya.sum(axis=1)
-            if np.any(sizes != k):
-                i = int(np.flatnonzero(sizes != k)[0])
-                raise ValueError(f"y[{i}] holds {int(sizes[i])} categories: subset selection responses hold "
-                                 f"exactly subset_size={k}.")
-        return np.ascontiguousarray(ya)
-
-    def _gibbs_groups(self):
-        """The recorded responses as :class:`~._ldp_posterior.Groups` (memoised per recording call)."""
-        parts = self._cached_groups("gibbs_groups", self._gibbs_groups_uncached)
-        from ._ldp_posterior import Groups
-
-        return Groups(self.n_categories_, *parts)
-
-    def _gibbs_groups_uncached(self):
-        K = self.n_categories_
-        if self._client is None:
-            g = rrrr_groups(K, *self._group_structure())
-        else:
-            n = self.n_responses_
-            # groups in lexicographic order of the sets: the same whatever the arrival order
-            rank = distinct_masks(self._masks[: self._n_sids].astype(bool))[1]
-            sids, counts = np.unique(self._sids[:n], return_counts=True)
-            order = np.argsort(rank[sids], kind="stable")
-            sids, counts = sids[order], counts[order]
-            g = groups_from_unique(self._masks[sids].astype(bool), counts, float(self._fitted_params["epsilon"]))
-        return (g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count)
-
-    def _gibbs_posterior(self, burn, keep, rng):
-        """``keep`` draws of the exact Gibbs sampler after ``burn`` sweeps (start: 200 IBU steps)."""
-        g = self._gibbs_groups()
-        K = self.n_categories_
-        prior = self._fitted_params["prior"]
-        prior = "hierarchical" if isinstance(prior, str) else self._prior
-        theta0 = 0.99 * ibu(g, n_iter=200, tol=1e-8) + 0.01 / K
-        return hybrid_draws(g, keep, burn, rng, prior=prior, theta0=theta0)[0]
-
-    def _column(self, X, reset):
-        """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""
-        try:
-            X = validate_data(self, X, reset=reset, dtype=None, ensure_min_samples=1)
-        except ValueError as exc:
-            if re.search(r"\bX\b", str(exc)):
-                raise
-            # scikit-learn's messages for a 3-d or an empty array do not name the argument
-            raise ValueError(f"X is not a valid batch of users: {exc}") from exc
-        if X.dtype.kind == "f" and np.any(np.isnan(X)):
-            raise ValueError("X contains NaN: every user must hold a category.")
-        if X.dtype == object:
-            if any(v is None or (isinstance(v, float) and v != v) for v in X.ravel()):
-                raise ValueError("X contains missing values (None or NaN): every user must hold a category.")
-        if X.shape[1] == 1:
-            return X[:, 0]
-        if self.n_categories is not None:
-            raise ValueError(
-                f"X must have exactly one column of categories in 0..n_categories-1, got {X.shape[1]} columns "
-                "(several columns are read as one composite category only when n_categories=None)."
-            )
-        return X
-
-    def _categories_from(self, col):
-        """Categories for the first call (not stored)."""
-        if self.n_categories is not None:
-            return np.arange(self.n_categories)
-        if col.ndim == 1:
-            try:
-                cats = np.unique(col)
-            except TypeError as exc:  # e.g. strings and numbers in one column
-                raise ValueError(f"X holds categories of types that cannot be ordered together: {exc}.") from exc
-        elif col.dtype == object:
-            rows = sorted(set(map(tuple, col)))
-            cats = np.empty((len(rows), col.shape[1]), dtype=object)
-            cats[:] = rows
-        else:
-            cats = np.unique(col, axis=0)
-        if cats.shape[0] < 2:
-            raise ValueError(
-                f"X must contain at least 2 distinct categories when n_categories is None; got 1 category "
-                f"in {col.shape[0]} sample(s){' (1 sample)' if col.shape[0] == 1 else ''}."
-            )
-        return cats
-
-    @staticmethod
-    def _encode(col, categories):
-        """Positions of col's values in categories; ValueError on unknown values."""
-        if categories.ndim == 2 or col.ndim == 2:
-            if categories.ndim != 2 or col.ndim != 2 or col.shape[1] != categories.shape[1]:
-                raise ValueError("X has a different number of columns than the composite categories seen in fit.")
-            lookup = {tuple(r): i for i, r in enumerate(categories.tolist())}
-            out = np.empty(col.shape[0], dtype=np.int32)
-            for i, r in enumerate(col.tolist()):
-                j = lookup.get(tuple(r))
-                if j is None:
-                    raise ValueError(f"X holds categories outside the known ones ({len(lookup)} categories): {r!r}.")
-                out[i] = j
-            return out
-        if categories.dtype.kind in "iu":
-            if col.dtype.kind == "f" and np.any(col != np.round(col)):
-                bad = col[col != np.round(col)]
-                raise ValueError(f"X holds non-integer categories: {bad[:5].tolist()}.")
-            if col.dtype.kind in "fiub":
-                colv = col.astype(np.int64)
-            elif col.dtype == object:
-                try:
-                    colv = col.astype(np.float64)
-                except (TypeError, ValueError):
-                    raise ValueError("X holds categories that are not integers.") from None
-                if np.any(colv != np.round(colv)):
-                    raise ValueError("X holds non-integer categories.")
-                colv = colv.astype(np.int64)
-            else:
-                raise ValueError(f"X must hold integer categories, got dtype {col.dtype}.")
-        else:
-            colv = col
-        try:
-            idx = np.clip(np.searchsorted(categories, colv), 0, categories.size - 1)
-            ok = categories[idx] == colv
-        except TypeError:  # values that do not compare with the labels (3 among strings)
-            lookup = {v: i for i, v in enumerate(categories.tolist())}
-            pos = [lookup.get(v, -1) if isinstance(v, (str, numbers.Number)) else -1 for v in colv.tolist()]
-            idx = np.asarray(pos, dtype=np.int64)
-            ok = idx >= 0
-        if not np.all(ok):
-            bad = list(dict.fromkeys(np.asarray(colv)[~ok].tolist()))  # unique, any mix of types
-            raise ValueError(f"X holds categories outside the known ones ({categories.size} categories): {bad[:5]}.")
-        return idx.astype(np.int32)
-
-    def _gammas(self, t0, n):
-        t = np.arange(t0 + 1, t0 + n + 1, dtype=float)
-        if isinstance(self.step_size, str):
-            return 0.5 / t
-        if callable(self.step_size):
-            g = np.array([float(self.step_size(int(ti))) for ti in t])
-            if not np.all(np.isfinite(g)) or np.any(g <= 0):
-                raise ValueError(f"step_size(t) must return finite values > 0, got {g[:5].tolist()}.")
-            return g
-        return np.full(n, float(self.step_size))
-
     # ------------------------------------------------------------------ state
     # The fitting methods are ``transactional``: they bind new state on ``self`` as they
     # go and a rejected call restores the bindings and rewinds ``_rng``.  The arrays the
-    # kernels change in place (``_phi``, ``_sigma``) and the subset index are copied
-    # first (``_begin_update``); the response storage is append-only beyond
-    # ``n_responses_`` / ``_n_sids``, so rolling back those counters rolls it back.
+    # kernels change in place (``_phi``, ``_sigma``) are copied first and the response
+    # store is replaced by a copy that shares its append-only buffers (``_begin_update``),
+    # so restoring the bindings restores everything.
     def _init_state(self, categories):
         """Bind a fresh fitted state, recording the parameters it is built with."""
         K = categories.size
@@ -746,32 +598,26 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator")
         self._phi = np.ones(K)
         self._sigma = np.arange(K, dtype=np.int32)
-        self._ys = np.zeros(0, dtype=np.int32)
-        self._sids = np.zeros(0, dtype=np.int32)
-        self._sizes = np.zeros(0, dtype=np.int32)
-        self._masks = np.zeros((0, K), dtype=np.uint8)
-        self._members = np.zeros((0, K), dtype=np.int32)
-        self._sid_k = np.zeros(0, dtype=np.int32)
-        self._subset_index = {}
-        self._n_sids = 0
+        # member lists serve the RRRR kernels only: a static mechanism's sets (one per
+        # response, mostly distinct) would cost 4 K bytes each (4 GB for 10^6 users at K=1000)
+        self._store = ResponseStore(K, members=self._client is None)
         self.n_responses_ = 0
-        self._store_ids = frozenset({new_store_id()})  # stores whose responses this one holds (merge)
         self._stale = False  # responses recorded since the posterior sample last moved (refresh)
 
     def _begin_update(self):
         """Work on copies of the state that is changed in place (see the note above)."""
         self._phi = self._phi.copy()
         self._sigma = self._sigma.copy()
-        self._subset_index = dict(self._subset_index)
+        self._store = self._store.copy()
 
     def _params_now(self):
         return tuple(self.__dict__.get(name) for name in _PARAM_NAMES)
 
-    def _end_update(self, responses_changed=True):
+    def _end_update(self):
         """Last step of a fitting call (cannot fail)."""
-        if responses_changed:
-            self._groups_cache = None  # the grouped likelihood of the recorded responses
-        self.subset_sizes_ = self._sizes[: self.n_responses_]
+        store = self._store
+        self.n_responses_ = store.n
+        self.subset_sizes_ = store.sizes[: store.n]
         self._validated_params = self._params_now()  # this call validated them
         # ``theta_`` is computed when first read: recording a response costs no final
         # phase.  Its randomness is seeded by a digest of the main generator's state,
@@ -781,133 +627,60 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._read_seed = int.from_bytes(digest[:16], "little")
         self._theta_cache = None
 
-    def _intern_new_rows(self, n_sids_before, n_sids_after, n_old, n_new):
-        """Merge subset rows [n_sids_before, n_sids_after) into the table of distinct subsets."""
-        index = self._subset_index
-        masks = self._masks
-        members = self._members
-        sid_k = self._sid_k
-        remap = np.arange(n_sids_after, dtype=np.int32)
-        nxt = n_sids_before
-        for s in range(n_sids_before, n_sids_after):
-            key = np.packbits(masks[s]).tobytes()  # K / 8 bytes per distinct subset
-            j = index.get(key)
-            if j is None:
-                if nxt != s:
-                    masks[nxt] = masks[s]
-                    members[nxt] = members[s]
-                    sid_k[nxt] = sid_k[s]
-                index[key] = nxt
-                j = nxt
-                nxt += 1
-            remap[s] = j
-        sids = self._sids
-        sids[n_old : n_old + n_new] = remap[sids[n_old : n_old + n_new]]
-        self._n_sids = nxt
-
-    def _ensure_capacity(self, n_new, n_new_rows):
-        n = self.n_responses_
-        self._ys = _grow(self._ys, n + n_new)
-        self._sids = _grow(self._sids, n + n_new)
-        self._sizes = _grow(self._sizes, n + n_new)
-        self._masks = _grow(self._masks, self._n_sids + n_new_rows)
-        if vars(self).get("_client") is None:  # member lists: RRRR only (see _intern_masks)
-            self._members = _grow(self._members, self._n_sids + n_new_rows)
-        self._sid_k = _grow(self._sid_k, self._n_sids + n_new_rows)
-
-    def _run(self, values, given, mode, alpha, n_steps):
-        from .._fast._ldp import run_online
-
-        n_old = self.n_responses_
-        n_new = values.shape[0]
-        n_rows = n_new if mode != 0 else 0
-        self._ensure_capacity(n_new, n_rows)
-        ns0 = self._n_sids
-        k_out = np.zeros(n_new, dtype=np.int32)
-        ns1 = run_online(
-            self._rng, self._phi, self._sigma, self._ys, self._sids, self._masks, self._members, self._sid_k,
-            self._consts, self._prior, n_old, ns0, values, given, mode, alpha,
-            self._gammas(n_old, n_new), n_steps, int(self.batch_size), k_out,
-        )
-        if mode != 0:
-            self._intern_new_rows(ns0, ns1, n_old, n_new)
-        self._sizes[n_old : n_old + n_new] = k_out
-        self.n_responses_ = n_old + n_new
-
-    def _gibbs_sweep(self):
-        from .._fast._ldp import gibbs_counts
-
-        n = self.n_responses_
-        K = self.n_categories_
-        theta = self._phi / self._phi.sum()
-        counts = np.zeros(K, dtype=np.int64)
-        gibbs_counts(self._rng, theta, self._ys, self._sids, self._masks, self._sid_k, self._consts, n, counts)
-        self._phi[:] = self._rng.dirichlet(self._prior + counts)
-
     def _process(self, values, given=None):
         """Add users (true categories if given is None, else responses with subset ids)."""
         self._begin_update()
         if self._client is not None:  # a static protocol: privatise all users at once
-            self._record_sets(self._client.privatize(values, self._rng))
-            self._end_update()
-            return
-        fitted = self._fitted_params
-        n_new = values.shape[0]
-        utility = fitted["utility"]
-        mode_fast = _FAST_MODES.get(utility) if isinstance(utility, str) else None
-        alpha = float(fitted["alpha"]) if fitted["alpha"] is not None else 0.0
-        gibbs = self.sampler == "gibbs"
-        n_steps = 0 if gibbs else int(self.n_steps)
-        if given is not None:
-            if not gibbs:
-                self._run(values, given, 0, alpha, n_steps)
-            else:
-                for i in range(n_new):
-                    self._run(values[i : i + 1], given[i : i + 1], 0, alpha, 0)
-                    self._gibbs_sweep()
-        elif mode_fast is not None and not gibbs:
-            # chunks bound the scratch subset rows (one per user at worst) before interning
-            for start in range(0, n_new, _CHUNK):
-                chunk = values[start : start + _CHUNK]
-                self._run(chunk, chunk, mode_fast, alpha, n_steps)
+            self._store.append_sets(self._client.privatize(values, self._rng))
         else:
-            for i in range(n_new):
-                if mode_fast is not None:
-                    self._run(values[i : i + 1], values[i : i + 1], mode_fast, alpha, 0)
-                else:
-                    theta = self._phi / self._phi.sum()
-                    k = choose_subset_size(theta, fitted["epsilon"], fitted["kappa"], utility, consts=self._consts)
-                    self._run(values[i : i + 1], np.array([k], dtype=np.int32), 4, alpha, n_steps)
-                if gibbs:
-                    self._gibbs_sweep()
+            fitted = self._fitted_params
+            process_users(self._store, self._phi, self._sigma, self._rng, self._consts, self._prior, values, given,
+                          epsilon=fitted["epsilon"], kappa=fitted["kappa"], utility=fitted["utility"],
+                          alpha=fitted["alpha"], sampler=self.sampler, n_steps=self.n_steps,
+                          batch_size=self.batch_size, step_size=self.step_size)
         self._end_update()
 
-    # ------------------------------------------------------------------ MCMC helpers
-    def _chain(self, n_iter, thin, rng=None):
-        """Run the sampler from a copy of the current state; theta every ``thin`` iterations."""
-        from .._fast._ldp import gibbs_counts, run_sgld
+    # ------------------------------------------------------------------ posterior
+    def _uses_exact_gibbs(self):
+        """theta_ and posterior samples from the exact Gibbs sampler of ``_ldp_posterior``."""
+        return self._client is not None or isinstance(self._fitted_params["prior"], str)
 
-        n = self.n_responses_
+    def _gibbs_groups(self):
+        """The recorded responses as :class:`~._ldp_posterior.Groups` (memoised per recording call)."""
+        store = self._store
         K = self.n_categories_
-        rng = self._rng if rng is None else rng
-        phi = self._phi.copy()
-        n_out = n_iter // thin if thin > 0 else 0
-        out = np.zeros((n_out, K))
-        if self.sampler == "gibbs":
-            counts = np.zeros(K, dtype=np.int64)
-            theta = phi / phi.sum()
-            row = 0
-            for it in range(n_iter):
-                gibbs_counts(rng, theta, self._ys, self._sids, self._masks, self._sid_k, self._consts, n, counts)
-                theta = rng.dirichlet(self._prior + counts)
-                if thin > 0 and (it + 1) % thin == 0 and row < n_out:
-                    out[row] = theta
-                    row += 1
-            return out
-        gamma = float(self._gammas(max(n - 1, 0), 1)[0])
-        run_sgld(rng, phi, self._ys, self._sids, self._masks, self._members, self._sid_k, self._consts, self._prior,
-                 n, self._n_sids, int(self.batch_size), gamma, n_iter, thin, out)
-        return out
+
+        def compute():
+            if self._client is None:
+                g = rrrr_groups(K, *store.rrrr_structure(self._consts))
+            else:
+                masks, counts = store.set_counts()
+                g = groups_from_unique(masks, counts, float(self._fitted_params["epsilon"]))
+            return (g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count)
+
+        return Groups(K, *store.cached("gibbs_groups", compute))
+
+    def _exact_draws(self, burn, keep, rng):
+        """``keep`` draws of the exact Gibbs sampler after ``burn`` sweeps (start: 200 IBU steps)."""
+        prior = self._fitted_params["prior"]
+        return exact_draws(self._gibbs_groups(), "hierarchical" if isinstance(prior, str) else self._prior,
+                           burn, keep, rng)
+
+    def _mala(self, burn, keep, rng, thin=0):
+        store = self._store
+        L, counts = store.likelihood_rows(self._consts)
+        return mala(store.rrrr_structure(self._consts), L, counts, self._prior, self._phi, burn, keep, rng,
+                    thin=thin)
+
+    def _gibbs_grouped(self, burn, keep, rng, thin=0):
+        L, counts = self._store.likelihood_rows(self._consts)
+        return gibbs_grouped(L, counts, self._prior, self._phi / self._phi.sum(), burn, keep, rng, thin=thin)
+
+    def _chain(self, n_iter, thin, rng):
+        """The online chain continued from a copy of the current sample (``final_estimate='sgld'``)."""
+        gamma = float(step_sizes(self.step_size, max(self._store.n - 1, 0), 1)[0])
+        return sgld_chain(self._store, self._phi, rng, self._consts, self._prior, n_iter=n_iter, thin=thin,
+                          sampler=self.sampler, batch_size=self.batch_size, gamma=gamma)
 
     @property
     def theta_(self):
@@ -938,13 +711,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if keep == 0:
             return self._phi / self._phi.sum()
         if self._uses_exact_gibbs():
-            draws = self._gibbs_posterior(burn, keep, rng)
-            if self.point_estimate == "mean":
-                return draws.mean(axis=0)
-            if self.point_estimate == "tv":
-                return tv_point_estimate(draws)
-            med = np.median(draws, axis=0)
-            return med / med.sum()
+            return point_estimate(self._exact_draws(burn, keep, rng), self.point_estimate)
         if self.final_estimate == "gibbs":
             return self._gibbs_grouped(burn, keep, rng)[0]
         if self.final_estimate == "mala":
@@ -952,198 +719,6 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         # burn-in iterations are discarded: run them on the same copied chain
         samples = self._chain(burn + keep, 1, rng)
         return samples[burn:].mean(axis=0)
-
-    def _cached_groups(self, name, compute):
-        """Memoised grouping of the recorded responses (``O(n log n)``), reset by every recording call.
-
-        The cache is an attribute bound by the calls that record responses (their
-        transaction restores it on failure), so it always describes the responses
-        recorded now; it is not pickled.
-        """
-        cache = vars(self).get("_groups_cache")
-        if cache is None:
-            cache = self._groups_cache = {}
-        if name not in cache:
-            value = compute()
-            for arr in value:
-                arr.flags.writeable = False  # shared by later reads: never changed in place
-            cache[name] = value
-        return cache[name]
-
-    def _grouped_likelihood(self):
-        """Distinct likelihood rows ``L[g, x] = g(y_g | x)`` of the responses, and their counts."""
-        return self._cached_groups("likelihood", self._grouped_likelihood_uncached)
-
-    def _grouped_likelihood_uncached(self):
-        n = self.n_responses_
-        K = self.n_categories_
-        keys = self._sids[:n].astype(np.int64) * K + self._ys[:n]
-        uniq, counts = np.unique(keys, return_counts=True)
-        sid = uniq // K
-        y = (uniq % K).astype(np.intp)
-        rows = np.arange(uniq.size)
-        c = self._consts[self._sid_k[sid]]  # (G, 6): columns as in _fast/_ldp.pyx
-        in_s = self._masks[sid].astype(bool)  # (G, K): x in S_g
-        x_is_y = np.zeros((uniq.size, K), dtype=bool)
-        x_is_y[rows, y] = True
-        y_in_s = in_s[rows, y][:, None]
-        L = np.where(
-            y_in_s,
-            np.where(x_is_y, c[:, [0]], c[:, [1]]),
-            np.where(x_is_y, c[:, [2]], np.where(in_s, c[:, [3]], c[:, [4]])),
-        )
-        # merge equal rows: when y is in S the row depends on (|S|, y) only, not on S
-        L, inv = np.unique(L, axis=0, return_inverse=True)
-        counts = np.bincount(inv.ravel(), weights=counts, minlength=L.shape[0]).astype(np.int64)
-        return L, counts
-
-    def _gibbs_grouped(self, burn, keep, rng, thin=0):
-        """Data-augmentation Gibbs sampler on the grouped likelihood.
-
-        Sweep: ``N ~ sum_g Multinomial(c_g, p(. | y_g, S_g, theta))``, then
-        ``theta ~ Dir(rho + N)``.  Returns the Rao-Blackwellised estimate of
-        ``E[theta | y, S]``, the average of ``E[theta | N] = (rho + E[N | theta, y]) /
-        (sum(rho) + n)`` over the ``keep`` sweeps after ``burn``, and, if ``thin > 0``,
-        the draws ``theta`` of every ``thin``-th kept sweep.
-        """
-        L, counts = self._grouped_likelihood()
-        prior = self._prior
-        total = prior.sum() + counts.sum()
-        theta = self._phi / self._phi.sum()
-        acc = np.zeros(L.shape[1])
-        draws = np.zeros((keep // thin if thin else 0, L.shape[1]))
-        for it in range(burn + keep):
-            P = L * theta
-            P /= P.sum(axis=1, keepdims=True)
-            if it >= burn:
-                acc += counts @ P
-            N = rng.multinomial(counts, P).sum(axis=0)
-            theta = rng.dirichlet(prior + N)
-            j = it - burn + 1
-            if thin and j > 0 and j % thin == 0 and j // thin <= draws.shape[0]:
-                draws[j // thin - 1] = theta
-        return (prior + acc / max(keep, 1)) / total, draws
-
-    def _group_structure(self):
-        """The grouped likelihood in the kernel's form (memoised, see ``_group_structure_uncached``)."""
-        return self._cached_groups("structure", self._group_structure_uncached)
-
-    def _group_structure_uncached(self):
-        """The grouped likelihood in the kernel's form ``h_g = a_g + b_g theta_y + d_g theta(S)``.
-
-        When ``y`` is in ``S`` the likelihood row is ``a0 + (a1 - a0) [x = y]``, so
-        (using ``sum theta = 1``) ``h = a0 + (a1 - a0) theta_y`` depends on ``(|S|, y)``
-        only; otherwise ``h = b_out + (b_self - b_out) theta_y + (b_in - b_out) theta(S)``
-        (constants as in ``_fast/_ldp.pyx``).  Returns ``(gy, gs, ga, gb, gd, gc, s_ptr,
-        s_idx)``: per group the category, the subset row (``-1``: none), the three
-        coefficients and the count; the referenced subsets as CSR member lists.
-        """
-        n = self.n_responses_
-        K = self.n_categories_
-        # subsets keyed by their rank in lexicographic order, not by their id: the
-        # groups (and so the MCMC's floating-point sums) are the same whatever order
-        # the subsets were first seen in (chunks, arrival order, merges)
-        rank = distinct_masks(self._masks[: self._n_sids].astype(bool))[1].astype(np.int64)
-        sid = self._sids[:n].astype(np.int64)
-        y = self._ys[:n].astype(np.int64)
-        k = self._sid_k[sid].astype(np.int64)
-        ins = self._masks[sid, y].astype(bool)
-        key = np.where(ins, 2 * (k * K + y), 2 * (rank[sid] * K + y) + 1)
-        _, first, counts = np.unique(key, return_index=True, return_counts=True)
-        sid, y, k, ins = sid[first], y[first], k[first], ins[first]
-        c = self._consts[k]
-        ga = np.where(ins, c[:, 1], c[:, 4])
-        gb = np.where(ins, c[:, 0] - c[:, 1], c[:, 2] - c[:, 4])
-        uses_s = ~ins & (k > 0)
-        gd = np.where(uses_s, c[:, 3] - c[:, 4], 0.0)
-        _, first_s, inv = np.unique(rank[sid[uses_s]], return_index=True, return_inverse=True)
-        subs = sid[uses_s][first_s]
-        gs = np.full(sid.size, -1, dtype=np.int32)
-        gs[uses_s] = inv.ravel()
-        sizes = self._sid_k[subs]
-        s_ptr = np.zeros(subs.size + 1, dtype=np.int32)
-        np.cumsum(sizes, out=s_ptr[1:])
-        s_idx = np.concatenate([self._members[j, : int(kk)] for j, kk in zip(subs, sizes)] or [np.zeros(0)])
-        return (y.astype(np.int32), gs, np.ascontiguousarray(ga), np.ascontiguousarray(gb),
-                np.ascontiguousarray(gd), counts.astype(float), s_ptr, s_idx.astype(np.int32))
-
-    def _mala(self, burn, keep, rng, thin=0, n_chains=_N_CHAINS):
-        """Preconditioned MALA on the grouped likelihood: ``E[theta | y, S]`` and draws.
-
-        Runs ``n_chains`` chains (kernel ``mala_chains`` in ``_fast/_ldp.pyx``).  Returns
-        the average of ``theta`` over the ``keep`` iterations after ``burn`` of every
-        chain and, if ``thin > 0``, the states of every ``thin``-th kept iteration
-        (chains interleaved).
-
-        Coordinates ``z = ln phi`` with ``phi_k ~ Gamma(rho_k, 1)`` a priori and
-        ``theta = softmax(z)``: ``ln pi(z) = sum_k (rho_k z_k - e^{z_k})
-        + sum_g c_g ln h_g(theta)``.  Proposal
-        ``z' = z + (h/2) C grad ln pi(z) + sqrt(h) C^{1/2} xi`` accepted by the
-        Metropolis-Hastings ratio, so every chain targets the exact posterior.  ``C``
-        starts as ``(J F J + diag(e^z + rho))^{-1}`` at the starting point (``F`` the
-        observed information of ``theta``, ``J = diag(theta) - theta theta^T``); at half
-        the burn-in it is replaced by the covariance of the chains' states over the
-        second quarter of the burn-in (which captures the skewed, wide directions of
-        rare categories that the local curvature misses).  ``h`` is adapted during the
-        burn-in (mean acceptance near 0.57); after the burn-in both are fixed.  For
-        ``K > 64`` only the diagonal of ``C`` (the marginal variances) is used.
-        """
-        from .._fast._ldp import mala_chains, mala_logpost
-
-        groups = self._group_structure()
-        prior = np.ascontiguousarray(self._prior, dtype=float)
-        K = prior.size
-        nc = int(n_chains)
-        z0 = np.log(np.maximum(self._phi, 1e-300))
-        lp0, g0 = mala_logpost(z0, *groups, prior)
-        Z = np.tile(z0, (nc, 1))
-        lp = np.full(nc, lp0)
-        grad = np.tile(g0, (nc, 1))
-
-        L, counts = self._grouped_likelihood()
-        theta0 = np.exp(z0 - z0.max())
-        theta0 /= theta0.sum()
-        h0 = L @ theta0
-        F = (L * (counts / h0**2)[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
-        J = np.diag(theta0) - np.outer(theta0, theta0)
-
-        diag = K > _DENSE_PRECONDITIONER_MAX_K
-
-        def precond(M):
-            M = 0.5 * (M + M.T)
-            C = np.linalg.inv(M)
-            C = 0.5 * (C + C.T)
-            if diag:  # marginal variances only: O(K) per proposal
-                c = np.diag(C).copy()
-                return np.diag(1.0 / c), np.diag(c), np.diag(np.sqrt(c))
-            return M, C, np.linalg.cholesky(C)  # C = R R^T; the proposal density uses C^{-1} = M
-
-        M, C, R = precond(J @ F @ J + np.diag(np.exp(z0) + prior))
-        log_h = np.log(1.0 / K ** (1.0 / 3.0))
-        acc = np.zeros(K)
-        none = np.zeros((0, K))
-
-        def run(it0, n_iter, adapt, log_h, thin=0, draws=none, record=none, record_from=-1):
-            return mala_chains(rng, Z, lp, grad, *groups, prior, C, R, M, float(log_h), int(it0), int(n_iter),
-                               bool(adapt), acc, int(thin), draws, 0, record, int(record_from), diag)[0]
-
-        half = burn // 2 if burn >= 200 else 0
-        if half:
-            record = np.zeros(((half - half // 2 + 1) * nc, K))
-            log_h = run(0, half + 1, True, log_h, record=record, record_from=half // 2)
-            S = np.cov(record, rowvar=False).reshape(K, K)
-            S += 1e-9 * np.eye(K) * max(float(np.trace(S)) / K, 1e-12)
-            try:
-                M, C, R = precond(np.linalg.inv(S))
-                log_h = np.log(2.38**2 / K ** (1.0 / 3.0))
-            except np.linalg.LinAlgError:
-                pass
-            log_h = run(half + 1, burn - half - 1, True, log_h)
-        else:
-            log_h = run(0, burn, True, log_h)
-        draws = np.zeros(((keep // thin) * nc if thin else 0, K))
-        run(burn, keep, False, log_h, thin=thin, draws=draws)
-        return acc / max(keep * nc, 1), draws
 
     # ------------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
@@ -1202,47 +777,12 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._check_params()  # _fit_context has validated the parameters
         else:
             self._check_frozen()  # _fit_context skips validation for a fitted partial_fit
-        col = self._column(X, reset=first)
-        categories = self._categories_from(col) if first else self.categories_
-        values = self._encode(col, categories)
+        col = inp.column(self, X, reset=first, n_categories=self.n_categories)
+        categories = inp.categories_from(col, self.n_categories) if first else self.categories_
+        values = inp.encode(col, categories)
         if first:
             self._init_state(categories)
         self._process(values)
-
-    def _subset_mask(self, subsets, n, K):
-        """Validate subsets (one for all, a list, or an (n, K) boolean mask) -> (n, K) bool."""
-        if isinstance(subsets, np.ndarray) and subsets.dtype == bool:
-            masks = subsets
-            if masks.ndim == 1:
-                masks = np.broadcast_to(masks, (n, masks.shape[0]))
-            if masks.shape != (n, K):
-                raise ValueError(f"subsets as a boolean mask must have shape ({n}, {K}), got {subsets.shape}.")
-        else:
-            if subsets is None:
-                subsets = []
-            seq = list(subsets) if not isinstance(subsets, np.ndarray) else subsets
-            single = len(seq) == 0 or all(np.ndim(s) == 0 for s in seq)
-            items = [seq] * n if single else list(seq)
-            if len(items) != n:
-                raise ValueError(f"subsets must give one subset per response: got {len(items)} for {n} responses.")
-            masks = np.zeros((n, K), dtype=bool)
-            for i, s in enumerate(items):
-                arr = np.asarray(s)
-                if arr.size == 0:
-                    continue
-                if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-                    raise ValueError(f"subsets[{i}] must be a 1-d array of category indices, got {s!r}.")
-                if np.any((arr < 0) | (arr >= K)):
-                    raise ValueError(f"subsets[{i}] holds categories outside [0, {K}): {arr.tolist()}.")
-                if np.unique(arr).size != arr.size:
-                    raise ValueError(f"subsets[{i}] has repeated categories: {arr.tolist()}.")
-                masks[i, arr] = True
-        full = np.flatnonzero(masks.sum(axis=1) == K)
-        if full.size:
-            raise ValueError(
-                f"subsets[{int(full[0])}] contains all {K} categories: S = [K] is not an allowed RRRR subset."
-            )
-        return np.ascontiguousarray(masks)
 
     # Not under ``_fit_context``: like scikit-learn's ``partial_fit``, a call on a fitted
     # estimator validates the parameters only if one has changed (``_check_frozen``); in
@@ -1285,86 +825,34 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             raise ValueError(f"update must be 'online' or 'defer', got {update!r}.")
         first = "n_responses_" not in vars(self)
         if first:
-            self._validate_params()
-            self._check_params()
-            if self.n_categories is None:
-                raise ValueError("n_categories must be set to record responses (deployment mode), got None.")
-            K = int(self.n_categories)
+            K = self._check_unfitted_params("to record responses (deployment mode)")
         else:
             self._check_frozen()
             K = self.n_categories_
         client = self._resolve_mechanism(K)[1] if first else self._client
         if client is not None:  # a static protocol: the responses are sets
-            masks = self._static_masks(y, subsets, K, client)
+            masks = inp.static_masks(y, subsets, K, client, self.mechanism)
             if first:
                 self._init_state(np.arange(K))
                 self.n_features_in_ = 1
             self._begin_update()
-            self._record_sets(masks)
+            self._store.append_sets(masks)
             self._end_update()
             return self
-        ya = np.asarray(y)
-        if ya.ndim != 1:
-            raise ValueError(f"y must be a 1-d array of responses, got shape {ya.shape}.")
-        if ya.size == 0:
-            raise ValueError("y must hold at least one response.")
-        if ya.dtype == bool or not (np.issubdtype(ya.dtype, np.integer) or np.issubdtype(ya.dtype, np.floating)):
-            raise TypeError(f"y must hold integer category positions, got dtype {ya.dtype}.")
-        if np.issubdtype(ya.dtype, np.floating) and (not np.all(np.isfinite(ya)) or np.any(ya != np.round(ya))):
-            raise ValueError("y must hold integer category positions (got NaN or non-integer values).")
-        bad = ya[(ya < 0) | (ya >= K)]
-        if bad.size:
-            raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
-        ya = ya.astype(np.int32)
-        masks = self._subset_mask(subsets, ya.size, K)
+        ya = inp.rrrr_responses(y, K)
+        masks = inp.subset_masks(subsets, ya.size, K)
         if first:
             self._init_state(np.arange(K))
             self.n_features_in_ = 1
         self._begin_update()
-        uniq, inv = distinct_masks(masks)
-        given = self._intern_masks(uniq)[inv]
+        given = self._store.intern_masks(masks)
         if update == "online":
             self._process(ya, given)
             return self
-        n_old, n_new = self.n_responses_, ya.size
-        self._ensure_capacity(n_new, 0)
-        self._ys[n_old : n_old + n_new] = ya
-        self._sids[n_old : n_old + n_new] = given
-        self._sizes[n_old : n_old + n_new] = self._sid_k[given]
-        self.n_responses_ = n_old + n_new
+        self._store.append(ya, given)
         self._stale = True
         self._end_update()
         return self
-
-    def _intern_masks(self, rows):
-        """Ids of the distinct subset rows ``rows`` (bool, (m, K)) in the table, adding new ones.
-
-        Appends beyond ``_n_sids`` (the transaction rolls the counter back); one
-        Python step per distinct subset, not per response.
-        """
-        ids = np.empty(rows.shape[0], dtype=np.int32)
-        # member lists serve the RRRR kernels only: a static mechanism's sets (one per
-        # response, mostly distinct) would cost 4 K bytes each (4 GB for 10^6 users at K=1000)
-        members = vars(self).get("_client") is None
-        self._masks = _grow(self._masks, self._n_sids + rows.shape[0])
-        if members:
-            self._members = _grow(self._members, self._n_sids + rows.shape[0])
-        self._sid_k = _grow(self._sid_k, self._n_sids + rows.shape[0])
-        n_rows_new = 0
-        for j, row in enumerate(rows.astype(np.uint8)):
-            key = np.packbits(row).tobytes()
-            sid = self._subset_index.get(key)
-            if sid is None:
-                sid = self._n_sids + n_rows_new
-                self._masks[sid] = row
-                if members:
-                    self._members[sid, : int(row.sum())] = np.flatnonzero(row)
-                self._sid_k[sid] = int(row.sum())
-                self._subset_index[key] = sid
-                n_rows_new += 1
-            ids[j] = sid
-        self._n_sids += n_rows_new
-        return ids
 
     def propose_subset(self):
         """The subset for the next user (category positions, sorted), from the current sample.
@@ -1383,28 +871,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._check_frozen()
             self._check_adaptive(self._client)
             params = self._fitted_params
-            theta = self._phi / self._phi.sum()
-            consts = self._consts
+            phi, consts = self._phi, self._consts
         else:
-            self._validate_params()
-            self._check_params()
-            if self.n_categories is None:
-                raise ValueError("n_categories must be set to propose subsets before any data, got None.")
-            self._check_adaptive(self._resolve_mechanism(int(self.n_categories))[1])
+            K = self._check_unfitted_params("to propose subsets before any data")
+            self._check_adaptive(self._resolve_mechanism(K)[1])
             params = self.get_params()
-            theta = np.full(self.n_categories, 1.0 / self.n_categories)
-            consts = None
-        k = choose_subset_size(theta, params["epsilon"], params["kappa"], params["utility"], alpha=params["alpha"],
-                               consts=consts)
-        return np.sort(sorted_order(theta)[:k])
-
-    def _check_adaptive(self, client):
-        if client is not None:
-            raise ValueError(
-                f"mechanism={self.mechanism!r} is a static protocol ({client!r}): there is no subset to propose. "
-                "Users privatise with client_mechanism().privatize; use mechanism='rrrr' for the adaptive "
-                "RRRR mechanism."
-            )
+            phi, consts = np.ones(K), None
+        k, order = chosen_subset(phi, params["epsilon"], params["kappa"], params["utility"], params["alpha"],
+                                 consts)
+        return np.sort(order[:k].astype(np.intp))
 
     @transactional
     def propose_subsets(self, n, *, draws="batch"):
@@ -1453,18 +928,17 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if draws not in ("batch", "user", "mean"):
             raise ValueError(f"draws must be 'batch', 'user' or 'mean', got {draws!r}.")
         n = int(n)
-        if "n_responses_" in vars(self):
-            self._check_adaptive(self._client)
         if "n_responses_" not in vars(self):
             subset = self.propose_subset()
             masks = np.zeros((n, int(self.n_categories)), dtype=bool)
             masks[:, subset] = True
             return masks
+        self._check_adaptive(self._client)
         self._check_frozen()
         fitted = self._fitted_params
         theta = self._move_sample(n if draws == "user" else 1, mean=draws == "mean")
-        masks = subsets_for_draws(theta, fitted["epsilon"], fitted["kappa"], fitted["utility"], fitted["alpha"],
-                                  self._consts)
+        masks = _proposal_masks(theta, fitted["epsilon"], fitted["kappa"], fitted["utility"], fitted["alpha"],
+                                self._consts)
         if draws != "user":
             masks = np.repeat(masks, n, axis=0)
         return masks
@@ -1498,14 +972,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         rng = self._rng
         burn = max(1000, self.n_final_steps // 2)
         thin = 5
-        per_chain = -(-n_draws // _N_CHAINS)
+        per_chain = -(-n_draws // N_CHAINS)
         avg, theta = self._mala(burn, max(thin * per_chain, 200 if mean else 0), rng, thin=thin)
         theta = theta[:n_draws]
-        self._begin_update()
         self._phi = theta[-1] * rng.gamma(float(self._prior.sum()))  # sum(phi) is independent of the data
         self._sigma = sorted_order(self._phi).astype(np.int32)
         self._stale = False
-        self._end_update(responses_changed=False)
+        self._end_update()
         return avg[None, :] if mean else theta
 
     @transactional
@@ -1562,22 +1035,14 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if self.categories_.shape != other.categories_.shape or not np.array_equal(self.categories_,
                                                                                     other.categories_):
             raise ValueError("other has other categories than this estimator: its responses cannot be merged.")
-        shared = self._store_ids & other._store_ids
+        shared = self._store.store_ids & other._store.store_ids
         if shared:
             raise ValueError(
                 f"other and this estimator share the responses of {len(shared)} store(s) (a store merged twice, "
                 "or a copy or pickle of the same store): merging would count them twice."
             )
-        n_old, n_new = self.n_responses_, other.n_responses_
         self._begin_update()
-        ids = self._intern_masks(other._masks[: other._n_sids].astype(bool))
-        given = ids[other._sids[:n_new]]
-        self._ensure_capacity(n_new, 0)
-        self._ys[n_old : n_old + n_new] = other._ys[:n_new]
-        self._sids[n_old : n_old + n_new] = given
-        self._sizes[n_old : n_old + n_new] = self._sid_k[given]
-        self.n_responses_ = n_old + n_new
-        self._store_ids = self._store_ids | other._store_ids
+        self._store.merge_from(other._store)
         self._stale = True
         self._end_update()
         return self
@@ -1614,9 +1079,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         n_samples = int(n_samples)
         burn = max(1000, self.n_final_steps // 2)
         if self._uses_exact_gibbs():
-            return self._gibbs_posterior(max(200, self.n_final_steps // 2), n_samples, rng)
+            return self._exact_draws(max(200, self.n_final_steps // 2), n_samples, rng)
         if self.final_estimate == "mala":
-            per_chain = -(-n_samples // _N_CHAINS)
+            per_chain = -(-n_samples // N_CHAINS)
             return self._mala(burn, 5 * per_chain, rng, thin=5)[1][:n_samples]
         if self.final_estimate == "gibbs":
             return self._gibbs_grouped(burn, n_samples, rng, thin=1)[1]
@@ -1659,8 +1124,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """
         check_is_fitted(self)
         self._check_frozen()
-        col = self._column(X, reset=False)
-        idx = self._encode(col, self.categories_)
+        col = inp.column(self, X, reset=False, n_categories=self.n_categories)
+        idx = inp.encode(col, self.categories_)
         return self.theta_[idx].reshape(-1, 1)
 
     @property

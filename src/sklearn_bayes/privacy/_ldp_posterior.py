@@ -171,7 +171,7 @@ def ibu(groups, n_iter=10000, tol=1e-10, theta0=None):
 def rrrr_groups(K, gy, gs, ga, gb, gd, gc, s_ptr, s_idx):
     """:class:`Groups` from the RRRR grouped likelihood ``h_g = a_g + b_g theta_y + d_g theta(S_g)``.
 
-    (The form of ``AdaptiveLDPFrequencyEstimator._group_structure``: ``f_out = a``,
+    (The form of :meth:`~._ldp_store.ResponseStore.rrrr_structure`: ``f_out = a``,
     ``f_y = a + b``, ``f_in = a + d`` on the subset ``S_g``, none when ``gs < 0``.)
     """
     G = gy.size

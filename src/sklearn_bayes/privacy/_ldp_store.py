@@ -1,17 +1,30 @@
-"""Vectorised helpers for serving AdaptiveLDPFrequencyEstimator to many clients.
+"""The response store of :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator`.
 
-Interning of subset masks by packed keys (no Python loop per response) and the
-subsets proposed for posterior draws.  Used by
-:meth:`AdaptiveLDPFrequencyEstimator.partial_fit_responses`,
-:meth:`~AdaptiveLDPFrequencyEstimator.propose_subsets` and
-:meth:`~AdaptiveLDPFrequencyEstimator.merge`.
+A response is ``(y, sid)``: ``y`` the released category (``-1`` for the set-valued
+responses of a static mechanism) and ``sid`` the row of a table of distinct subsets
+(RRRR: the subset ``S`` the user answered with; static mechanisms: the response set
+``A(y)``).  The table holds, per row, the membership mask, the size and (RRRR only) the
+member list the kernels of ``_fast/_ldp.pyx`` read.  Rows are interned by their packed
+bits, so memory grows as 8 bytes per response plus about ``K`` bytes per distinct
+subset.
+
+Transactions.  The arrays are append-only buffers: a recording call writes beyond the
+recorded lengths ``n`` / ``n_sids`` and then raises the counters.  The estimator works
+on :meth:`ResponseStore.copy` (a new store object sharing the buffers, with its own
+counters) and binds it only when the call succeeds, so a rejected call leaves the bound
+store as it was; :meth:`ResponseStore.__getstate__` pickles the used part only.
+
+Also here: :func:`distinct_masks` (vectorised interning by packed keys) and
+:func:`new_store_id` (identifiers that let ``merge`` refuse to count a store twice).
 """
 
 import uuid
 
 import numpy as np
 
-from ._utilities import choose_subset_size
+from ._rrrr import A0, A1, B_IN, B_OUT, B_SELF
+
+__all__ = ["ResponseStore", "distinct_masks", "new_store_id"]
 
 
 def distinct_masks(masks):
@@ -44,20 +57,303 @@ def new_store_id():
     return uuid.uuid4().hex
 
 
-def subsets_for_draws(draws, epsilon, kappa, utility, alpha, consts):
-    """Boolean ``(n, K)`` masks of the subsets chosen for each posterior draw (row of ``draws``).
+def _grow(arr, n, axis0_fill=0):
+    """Return ``arr`` with capacity >= n along axis 0 (doubling), copying the content."""
+    if arr.shape[0] >= n:
+        return arr
+    cap = max(n, 2 * arr.shape[0], 16)
+    new = np.full((cap,) + arr.shape[1:], axis0_fill, dtype=arr.dtype)
+    new[: arr.shape[0]] = arr
+    return new
 
-    Row ``i`` is the prefix of size ``choose_subset_size(draws[i])`` of the categories
-    sorted by decreasing ``draws[i]`` (ties by index), as :meth:`propose_subset` does
-    for one draw.
+
+class ResponseStore:
+    """Recorded responses ``(y, subset)`` with a table of distinct subsets.
+
+    Parameters
+    ----------
+    n_categories : int
+    members : bool
+        Keep the member list of every subset (the RRRR kernels read it; a static
+        mechanism's response sets, mostly distinct, would cost ``4 K`` bytes each).
+
+    Attributes
+    ----------
+    n : int
+        Number of responses; ``ys[:n]``, ``sids[:n]``, ``sizes[:n]`` are used.
+    n_sids : int
+        Number of distinct subsets; ``masks[:n_sids]`` (uint8 ``(., K)``),
+        ``sid_k[:n_sids]`` (sizes) and ``members[:n_sids]`` are used.
+    store_ids : frozenset of str
+        Identifiers of the stores whose responses this one holds (see ``merge``).
     """
-    draws = np.asarray(draws, dtype=float)
-    n, K = draws.shape
-    ks = np.fromiter(
-        (choose_subset_size(t, epsilon, kappa, utility, alpha=alpha, consts=consts) for t in draws),
-        dtype=np.int64, count=n,
-    )
-    order = np.argsort(-draws, axis=1, kind="stable")  # decreasing, ties by increasing index
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.arange(K)[None, :].repeat(n, axis=0), axis=1)
-    return rank < ks[:, None]
+
+    def __init__(self, n_categories, members=True):
+        K = int(n_categories)
+        self.n_categories = K
+        self.ys = np.zeros(0, dtype=np.int32)
+        self.sids = np.zeros(0, dtype=np.int32)
+        self.sizes = np.zeros(0, dtype=np.int32)
+        self.masks = np.zeros((0, K), dtype=np.uint8)
+        self.members = np.zeros((0, K), dtype=np.int32)
+        self.sid_k = np.zeros(0, dtype=np.int32)
+        self.keep_members = bool(members)
+        self.index = {}  # packed subset bits -> sid
+        self.n = 0
+        self.n_sids = 0
+        self.store_ids = frozenset({new_store_id()})
+        self._cache = {}
+
+    # ------------------------------------------------------------------ transactions, pickling
+    def copy(self):
+        """A store to record into: shares the append-only buffers, owns its counters and index."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.index = dict(self.index)
+        return new
+
+    def __getstate__(self):
+        """Only the used part of the buffers; the grouping cache is recomputed when needed."""
+        state = dict(self.__dict__)
+        lengths = {"ys": self.n, "sids": self.n, "sizes": self.n, "masks": self.n_sids, "sid_k": self.n_sids,
+                   "members": self.n_sids if self.keep_members else 0}
+        for key, m in lengths.items():
+            if state[key].shape[0] != m:  # a trimmed store pickles its arrays as they are
+                state[key] = state[key][:m].copy()
+        state["_cache"] = {}
+        return state
+
+    def __setstate__(self, state):
+        # as BaseEstimator.__setstate__: the keys are not re-interned, so they stay the
+        # objects the pickle shares with the estimator's keys (a pickle of the unpickled
+        # estimator is then byte-identical to the original's)
+        self.__dict__.update(state)
+
+    @classmethod
+    def from_arrays(cls, state):
+        """A store from the attributes of an estimator pickled before the split (``_ys``, ...)."""
+        n, ns = int(state["n_responses_"]), int(state["_n_sids"])
+        masks = np.asarray(state["_masks"])
+        new = cls(masks.shape[1], members=state.get("_client") is None)
+        new.ys = np.asarray(state["_ys"])[:n].copy()
+        new.sids = np.asarray(state["_sids"])[:n].copy()
+        new.sizes = np.asarray(state["_sizes"])[:n].copy()
+        new.masks = masks[:ns].copy()
+        new.sid_k = np.asarray(state["_sid_k"])[:ns].copy()
+        members = np.asarray(state["_members"])
+        new.members = members[: ns if new.keep_members else 0].copy()
+        new.index = dict(state["_subset_index"])
+        new.n, new.n_sids = n, ns
+        new.store_ids = frozenset(state["_store_ids"])
+        return new
+
+    # ------------------------------------------------------------------ recording
+    def _changed(self):
+        self._cache = {}  # a new dict: the store this one was copied from keeps its cache
+
+    def ensure_capacity(self, n_new, n_new_rows):
+        """Room for ``n_new`` more responses and ``n_new_rows`` more subset rows."""
+        n = self.n
+        self.ys = _grow(self.ys, n + n_new)
+        self.sids = _grow(self.sids, n + n_new)
+        self.sizes = _grow(self.sizes, n + n_new)
+        self.masks = _grow(self.masks, self.n_sids + n_new_rows)
+        if self.keep_members:
+            self.members = _grow(self.members, self.n_sids + n_new_rows)
+        self.sid_k = _grow(self.sid_k, self.n_sids + n_new_rows)
+
+    def intern(self, rows):
+        """Ids of the distinct subset rows ``rows`` (bool, ``(m, K)``), adding new ones to the table.
+
+        One Python step per distinct subset, not per response.
+        """
+        ids = np.empty(rows.shape[0], dtype=np.int32)
+        self.masks = _grow(self.masks, self.n_sids + rows.shape[0])
+        if self.keep_members:
+            self.members = _grow(self.members, self.n_sids + rows.shape[0])
+        self.sid_k = _grow(self.sid_k, self.n_sids + rows.shape[0])
+        n_rows_new = 0
+        for j, row in enumerate(rows.astype(np.uint8)):
+            key = np.packbits(row).tobytes()
+            sid = self.index.get(key)
+            if sid is None:
+                sid = self.n_sids + n_rows_new
+                self.masks[sid] = row
+                if self.keep_members:
+                    self.members[sid, : int(row.sum())] = np.flatnonzero(row)
+                self.sid_k[sid] = int(row.sum())
+                self.index[key] = sid
+                n_rows_new += 1
+            ids[j] = sid
+        self.n_sids += n_rows_new
+        return ids
+
+    def intern_masks(self, masks):
+        """Subset ids of boolean ``(n, K)`` masks (vectorised: distinct rows first)."""
+        uniq, inv = distinct_masks(masks)
+        return self.intern(uniq)[inv]
+
+    def append(self, ys, sids):
+        """Record responses ``ys`` with subset ids ``sids`` (already in the table)."""
+        n_old, n_new = self.n, len(ys)
+        self.ensure_capacity(n_new, 0)
+        self.ys[n_old : n_old + n_new] = ys
+        self.sids[n_old : n_old + n_new] = sids
+        self.sizes[n_old : n_old + n_new] = self.sid_k[sids]
+        self.n = n_old + n_new
+        self._changed()
+
+    def append_sets(self, masks):
+        """Record set-valued responses (static mechanisms): subset id = the set, ``y = -1``."""
+        self.append(np.full(masks.shape[0], -1, dtype=np.int32), self.intern_masks(masks))
+
+    def merge_from(self, other):
+        """Append every response of ``other`` (its subsets re-interned in this table)."""
+        ids = self.intern(other.masks[: other.n_sids].astype(bool))
+        self.append(other.ys[: other.n], ids[other.sids[: other.n]])
+        self.store_ids = self.store_ids | other.store_ids
+
+    def intern_new_rows(self, n_sids_before, n_sids_after, n_old, n_new):
+        """Merge rows ``[n_sids_before, n_sids_after)`` written by a kernel into the table.
+
+        The kernel appended one row per change of subset (responses ``n_old .. n_old +
+        n_new`` point at them); rows already in the table are dropped and the ids remapped.
+        """
+        index = self.index
+        masks = self.masks
+        members = self.members
+        sid_k = self.sid_k
+        remap = np.arange(n_sids_after, dtype=np.int32)
+        nxt = n_sids_before
+        for s in range(n_sids_before, n_sids_after):
+            key = np.packbits(masks[s]).tobytes()  # K / 8 bytes per distinct subset
+            j = index.get(key)
+            if j is None:
+                if nxt != s:
+                    masks[nxt] = masks[s]
+                    members[nxt] = members[s]
+                    sid_k[nxt] = sid_k[s]
+                index[key] = nxt
+                j = nxt
+                nxt += 1
+            remap[s] = j
+        sids = self.sids
+        sids[n_old : n_old + n_new] = remap[sids[n_old : n_old + n_new]]
+        self.n_sids = nxt
+
+    def commit(self, n_new, sizes):
+        """Raise the response counter after a kernel wrote ``n_new`` responses (sizes ``sizes``)."""
+        n_old = self.n
+        self.sizes[n_old : n_old + n_new] = sizes
+        self.n = n_old + n_new
+        self._changed()
+
+    # ------------------------------------------------------------------ reading
+    def subset_masks(self):
+        """The used subset table as booleans ``(n_sids, K)``."""
+        return self.masks[: self.n_sids].astype(bool)
+
+    def responses(self):
+        """``(y, masks)`` of every recorded response: the released categories and boolean subsets."""
+        n = self.n
+        return self.ys[:n].copy(), self.masks[self.sids[:n]].astype(bool)
+
+    def cached(self, name, compute):
+        """Memoised grouping of the responses (``O(n log n)``), reset by every recording.
+
+        The values are made read-only: later reads share them.
+        """
+        cache = self._cache
+        if name not in cache:
+            value = compute()
+            for arr in value:
+                arr.flags.writeable = False
+            cache[name] = value
+        return cache[name]
+
+    def _subset_rank(self):
+        """Rank of every subset row in lexicographic order (independent of arrival order)."""
+        return distinct_masks(self.subset_masks())[1].astype(np.int64)
+
+    def rrrr_structure(self, consts):
+        """The RRRR responses grouped in the kernels' form ``h_g = a_g + b_g theta_y + d_g theta(S)`` (memoised).
+
+        When ``y`` is in ``S`` the likelihood row is ``a0 + (a1 - a0) [x = y]``, so
+        (using ``sum theta = 1``) ``h = a0 + (a1 - a0) theta_y`` depends on ``(|S|, y)``
+        only; otherwise ``h = b_out + (b_self - b_out) theta_y + (b_in - b_out) theta(S)``.
+        Returns ``(gy, gs, ga, gb, gd, gc, s_ptr, s_idx)``: per group the category, the
+        subset row (``-1``: none), the three coefficients and the count; the referenced
+        subsets as CSR member lists.  Subsets are keyed by their lexicographic rank, not
+        by their id, so the groups (and the MCMC's floating-point sums) are the same
+        whatever order the subsets were first seen in (chunks, arrival order, merges).
+        """
+        return self.cached("structure", lambda: self._rrrr_structure(consts))
+
+    def _rrrr_structure(self, consts):
+        n = self.n
+        K = self.n_categories
+        rank = self._subset_rank()
+        sid = self.sids[:n].astype(np.int64)
+        y = self.ys[:n].astype(np.int64)
+        k = self.sid_k[sid].astype(np.int64)
+        ins = self.masks[sid, y].astype(bool)
+        key = np.where(ins, 2 * (k * K + y), 2 * (rank[sid] * K + y) + 1)
+        _, first, counts = np.unique(key, return_index=True, return_counts=True)
+        sid, y, k, ins = sid[first], y[first], k[first], ins[first]
+        c = consts[k]
+        ga = np.where(ins, c[:, A0], c[:, B_OUT])
+        gb = np.where(ins, c[:, A1] - c[:, A0], c[:, B_SELF] - c[:, B_OUT])
+        uses_s = ~ins & (k > 0)
+        gd = np.where(uses_s, c[:, B_IN] - c[:, B_OUT], 0.0)
+        _, first_s, inv = np.unique(rank[sid[uses_s]], return_index=True, return_inverse=True)
+        subs = sid[uses_s][first_s]
+        gs = np.full(sid.size, -1, dtype=np.int32)
+        gs[uses_s] = inv.ravel()
+        sizes = self.sid_k[subs]
+        s_ptr = np.zeros(subs.size + 1, dtype=np.int32)
+        np.cumsum(sizes, out=s_ptr[1:])
+        s_idx = np.concatenate([self.members[j, : int(kk)] for j, kk in zip(subs, sizes)] or [np.zeros(0)])
+        return (y.astype(np.int32), gs, np.ascontiguousarray(ga), np.ascontiguousarray(gb),
+                np.ascontiguousarray(gd), counts.astype(float), s_ptr, s_idx.astype(np.int32))
+
+    def likelihood_rows(self, consts):
+        """Distinct dense likelihood rows ``L[g, x] = g(y_g | x)`` of the RRRR responses and their counts.
+
+        Memoised like :meth:`rrrr_structure`.
+        """
+        return self.cached("likelihood", lambda: self._likelihood_rows(consts))
+
+    def _likelihood_rows(self, consts):
+        n = self.n
+        K = self.n_categories
+        keys = self.sids[:n].astype(np.int64) * K + self.ys[:n]
+        uniq, counts = np.unique(keys, return_counts=True)
+        sid = uniq // K
+        y = (uniq % K).astype(np.intp)
+        rows = np.arange(uniq.size)
+        c = consts[self.sid_k[sid]]  # (G, 6)
+        in_s = self.masks[sid].astype(bool)  # (G, K): x in S_g
+        x_is_y = np.zeros((uniq.size, K), dtype=bool)
+        x_is_y[rows, y] = True
+        y_in_s = in_s[rows, y][:, None]
+        L = np.where(
+            y_in_s,
+            np.where(x_is_y, c[:, [A1]], c[:, [A0]]),
+            np.where(x_is_y, c[:, [B_SELF]], np.where(in_s, c[:, [B_IN]], c[:, [B_OUT]])),
+        )
+        # merge equal rows: when y is in S the row depends on (|S|, y) only, not on S
+        L, inv = np.unique(L, axis=0, return_inverse=True)
+        counts = np.bincount(inv.ravel(), weights=counts, minlength=L.shape[0]).astype(np.int64)
+        return L, counts
+
+    def set_counts(self):
+        """Static mechanisms: the distinct response sets (boolean, lexicographic order) and their counts.
+
+        Lexicographic order makes the groups the same whatever the arrival order.
+        """
+        n = self.n
+        rank = distinct_masks(self.subset_masks())[1]
+        sids, counts = np.unique(self.sids[:n], return_counts=True)
+        order = np.argsort(rank[sids], kind="stable")
+        sids, counts = sids[order], counts[order]
+        return self.masks[sids].astype(bool), counts

@@ -1,0 +1,188 @@
+"""Input validation and encoding of :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator`.
+
+Free functions: the users' true categories (simulation) as positions of
+``categories_``, the released RRRR responses with their subsets, and the response sets
+of the static mechanisms (deployment).  Each raises a ``ValueError`` / ``TypeError``
+naming the argument and the offending value, and changes nothing.
+"""
+
+import numbers
+import re
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+__all__ = ["categories_from", "column", "encode", "rrrr_responses", "static_masks", "subset_masks"]
+
+
+def column(estimator, X, reset, n_categories):
+    """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""
+    try:
+        X = validate_data(estimator, X, reset=reset, dtype=None, ensure_min_samples=1)
+    except ValueError as exc:
+        if re.search(r"\bX\b", str(exc)):
+            raise
+        # scikit-learn's messages for a 3-d or an empty array do not name the argument
+        raise ValueError(f"X is not a valid batch of users: {exc}") from exc
+    if X.dtype.kind == "f" and np.any(np.isnan(X)):
+        raise ValueError("X contains NaN: every user must hold a category.")
+    if X.dtype == object:
+        if any(v is None or (isinstance(v, float) and v != v) for v in X.ravel()):
+            raise ValueError("X contains missing values (None or NaN): every user must hold a category.")
+    if X.shape[1] == 1:
+        return X[:, 0]
+    if n_categories is not None:
+        raise ValueError(
+            f"X must have exactly one column of categories in 0..n_categories-1, got {X.shape[1]} columns "
+            "(several columns are read as one composite category only when n_categories=None)."
+        )
+    return X
+
+
+def categories_from(col, n_categories):
+    """Categories for the first call: ``0..K-1``, or the sorted distinct values (rows) of ``col``."""
+    if n_categories is not None:
+        return np.arange(n_categories)
+    if col.ndim == 1:
+        try:
+            cats = np.unique(col)
+        except TypeError as exc:  # e.g. strings and numbers in one column
+            raise ValueError(f"X holds categories of types that cannot be ordered together: {exc}.") from exc
+    elif col.dtype == object:
+        rows = sorted(set(map(tuple, col)))
+        cats = np.empty((len(rows), col.shape[1]), dtype=object)
+        cats[:] = rows
+    else:
+        cats = np.unique(col, axis=0)
+    if cats.shape[0] < 2:
+        raise ValueError(
+            f"X must contain at least 2 distinct categories when n_categories is None; got 1 category "
+            f"in {col.shape[0]} sample(s){' (1 sample)' if col.shape[0] == 1 else ''}."
+        )
+    return cats
+
+
+def encode(col, categories):
+    """Positions of col's values in categories; ValueError on unknown values."""
+    if categories.ndim == 2 or col.ndim == 2:
+        if categories.ndim != 2 or col.ndim != 2 or col.shape[1] != categories.shape[1]:
+            raise ValueError("X has a different number of columns than the composite categories seen in fit.")
+        lookup = {tuple(r): i for i, r in enumerate(categories.tolist())}
+        out = np.empty(col.shape[0], dtype=np.int32)
+        for i, r in enumerate(col.tolist()):
+            j = lookup.get(tuple(r))
+            if j is None:
+                raise ValueError(f"X holds categories outside the known ones ({len(lookup)} categories): {r!r}.")
+            out[i] = j
+        return out
+    if categories.dtype.kind in "iu":
+        if col.dtype.kind == "f" and np.any(col != np.round(col)):
+            bad = col[col != np.round(col)]
+            raise ValueError(f"X holds non-integer categories: {bad[:5].tolist()}.")
+        if col.dtype.kind in "fiub":
+            colv = col.astype(np.int64)
+        elif col.dtype == object:
+            try:
+                colv = col.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError("X holds categories that are not integers.") from None
+            if np.any(colv != np.round(colv)):
+                raise ValueError("X holds non-integer categories.")
+            colv = colv.astype(np.int64)
+        else:
+            raise ValueError(f"X must hold integer categories, got dtype {col.dtype}.")
+    else:
+        colv = col
+    try:
+        idx = np.clip(np.searchsorted(categories, colv), 0, categories.size - 1)
+        ok = categories[idx] == colv
+    except TypeError:  # values that do not compare with the labels (3 among strings)
+        lookup = {v: i for i, v in enumerate(categories.tolist())}
+        pos = [lookup.get(v, -1) if isinstance(v, (str, numbers.Number)) else -1 for v in colv.tolist()]
+        idx = np.asarray(pos, dtype=np.int64)
+        ok = idx >= 0
+    if not np.all(ok):
+        bad = list(dict.fromkeys(np.asarray(colv)[~ok].tolist()))  # unique, any mix of types
+        raise ValueError(f"X holds categories outside the known ones ({categories.size} categories): {bad[:5]}.")
+    return idx.astype(np.int32)
+
+
+def rrrr_responses(y, K):
+    """Released RRRR categories: a non-empty 1-d array of integer positions in ``[0, K)`` -> int32."""
+    ya = np.asarray(y)
+    if ya.ndim != 1:
+        raise ValueError(f"y must be a 1-d array of responses, got shape {ya.shape}.")
+    if ya.size == 0:
+        raise ValueError("y must hold at least one response.")
+    if ya.dtype == bool or not (np.issubdtype(ya.dtype, np.integer) or np.issubdtype(ya.dtype, np.floating)):
+        raise TypeError(f"y must hold integer category positions, got dtype {ya.dtype}.")
+    if np.issubdtype(ya.dtype, np.floating) and (not np.all(np.isfinite(ya)) or np.any(ya != np.round(ya))):
+        raise ValueError("y must hold integer category positions (got NaN or non-integer values).")
+    bad = ya[(ya < 0) | (ya >= K)]
+    if bad.size:
+        raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
+    return ya.astype(np.int32)
+
+
+def subset_masks(subsets, n, K):
+    """Validate RRRR subsets (one for all, a list, or an (n, K) boolean mask) -> (n, K) bool."""
+    if isinstance(subsets, np.ndarray) and subsets.dtype == bool:
+        masks = subsets
+        if masks.ndim == 1:
+            masks = np.broadcast_to(masks, (n, masks.shape[0]))
+        if masks.shape != (n, K):
+            raise ValueError(f"subsets as a boolean mask must have shape ({n}, {K}), got {subsets.shape}.")
+    else:
+        if subsets is None:
+            subsets = []
+        seq = list(subsets) if not isinstance(subsets, np.ndarray) else subsets
+        single = len(seq) == 0 or all(np.ndim(s) == 0 for s in seq)
+        items = [seq] * n if single else list(seq)
+        if len(items) != n:
+            raise ValueError(f"subsets must give one subset per response: got {len(items)} for {n} responses.")
+        masks = np.zeros((n, K), dtype=bool)
+        for i, s in enumerate(items):
+            arr = np.asarray(s)
+            if arr.size == 0:
+                continue
+            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+                raise ValueError(f"subsets[{i}] must be a 1-d array of category indices, got {s!r}.")
+            if np.any((arr < 0) | (arr >= K)):
+                raise ValueError(f"subsets[{i}] holds categories outside [0, {K}): {arr.tolist()}.")
+            if np.unique(arr).size != arr.size:
+                raise ValueError(f"subsets[{i}] has repeated categories: {arr.tolist()}.")
+            masks[i, arr] = True
+    full = np.flatnonzero(masks.sum(axis=1) == K)
+    if full.size:
+        raise ValueError(
+            f"subsets[{int(full[0])}] contains all {K} categories: S = [K] is not an allowed RRRR subset."
+        )
+    return np.ascontiguousarray(masks)
+
+
+def static_masks(y, subsets, K, client, mechanism):
+    """Validate responses of a static mechanism: boolean ``(n, K)`` masks (GRR: also positions)."""
+    if subsets is not None:
+        raise ValueError(f"subsets must be None for mechanism={mechanism!r} (its responses are sets); "
+                         f"got {subsets!r}.")
+    ya = np.asarray(y)
+    k = client.subset_size
+    if ya.ndim == 1 and k == 1 and ya.size and np.issubdtype(ya.dtype, np.integer) and ya.dtype != bool:
+        bad = ya[(ya < 0) | (ya >= K)]
+        if bad.size:
+            raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
+        masks = np.zeros((ya.size, K), dtype=bool)
+        masks[np.arange(ya.size), ya] = True
+        return masks
+    if ya.ndim != 2 or ya.shape[1] != K or ya.dtype != bool:
+        raise ValueError(f"y must be a boolean array of shape (n_responses, {K}) (the response sets of "
+                         f"mechanism {client.kind!r}), got {ya.dtype} of shape {ya.shape}.")
+    if ya.shape[0] == 0:
+        raise ValueError("y must hold at least one response.")
+    if k is not None:
+        sizes = ya.sum(axis=1)
+        if np.any(sizes != k):
+            i = int(np.flatnonzero(sizes != k)[0])
+            raise ValueError(f"y[{i}] holds {int(sizes[i])} categories: subset selection responses hold "
+                             f"exactly subset_size={k}.")
+    return np.ascontiguousarray(ya)
