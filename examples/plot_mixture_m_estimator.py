@@ -6,7 +6,8 @@ Robust regression with a mixture of M-estimators
 :class:`sklearn_bayes.MixtureMEstimatorRegressor` starts from a high-breakdown
 S-estimate (refined from least-trimmed-squares and deterministic starts), keeps
 the M-estimator (least squares, Huber, Tukey or Cauchy loss) with the smallest
-estimated coefficient variance, and describes the residuals with a mixture of Gaussian, Laplace and Cauchy error laws fitted by EM.
+estimated coefficient variance, and describes the residuals with a mixture of
+Gaussian, Laplace and Cauchy error laws fitted by EM.
 ``variant="paper"`` is the dissertation's maximum-likelihood mixture.
 
 We use the ``starsCYG`` data (47 stars of the Hertzsprung-Russell diagram of the
