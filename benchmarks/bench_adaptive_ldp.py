@@ -19,6 +19,15 @@ same simulated users (common random numbers).
    18 settings, worst ratio <= 1.10.
 3. Beyond the paper: K = 100, eps in {1, 2}, theta* Zipf(1.1) (ranks shuffled) or Dir(0.1),
    T = 20,000; same columns.  Target: the default beats the best peer.
+   Next to the default: ``adaptive_rule``, the same posterior with a posterior-adaptive
+   choice of mechanism (``experiments.adaptive_ldp.fit_adaptive_rule``: SS(k) for any k, GRR
+   or OUE, re-chosen every T/10 users by minimising the TV error predicted from the Fisher
+   information at 8 posterior draws), ``rule/default`` = the geometric mean over runs of the
+   paired TV ratio (same users) +- its standard error, and the rule's most frequent choice.
+   Goal 3 of issue 13: the rule beats the default in every rho <= 0.1 setting and does not
+   lose elsewhere beyond noise.  ``--no-rule`` skips it (about 2-3x the default's cost).
+   The K = 100 part does not run the rule (its choice at theta* is SS(k*) or k* + 1 with a
+   predicted gain below 0.1 %, and one choice costs seconds there).
 4. Coverage (in 2 and 3): fraction of (category, run) pairs whose equal-tailed 95 %
    credible interval (``credible_interval(0.95)``) holds theta*_k, per setting and overall.
    Target 93-97 %.
@@ -233,9 +242,9 @@ def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False, only=None):
                  seconds_per_run=secs[m] / runs) for m in methods], T
 
 
-def accuracy(settings, runs, n_jobs, coverage=True, estimators=PEER_ESTIMATORS):
+def accuracy(settings, runs, n_jobs, coverage=True, estimators=PEER_ESTIMATORS, rule=False):
     t0 = time.perf_counter()
-    rows = compare_grid(settings, runs, coverage=coverage, n_jobs=n_jobs, estimators=estimators)
+    rows = compare_grid(settings, runs, coverage=coverage, n_jobs=n_jobs, estimators=estimators, rule=rule)
     table, stats = compare_table(rows)
     return table, stats, time.perf_counter() - t0
 
@@ -251,6 +260,9 @@ def main():
     ap.add_argument("--skip-paper", action="store_true", help="no paper grid")
     ap.add_argument("--skip-beyond", action="store_true", help="no K = 100 part")
     ap.add_argument("--no-coverage", action="store_true", help="no credible intervals (faster)")
+    ap.add_argument("--no-rule", action="store_true", help="paper grid without the adaptive rule's column")
+    ap.add_argument("--paper-rho", type=float, nargs="+", default=None,
+                    help="paper grid: only these rho (e.g. 0.01 0.1 for goal 3's cells)")
     ap.add_argument("--mle", action="store_true",
                     help="also the peers' exact-likelihood MLE (EM, O(n K) per iteration: slower)")
     ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
@@ -289,6 +301,8 @@ def main():
     estimators = ALL_PEER_ESTIMATORS if args.mle else PEER_ESTIMATORS
     cols = compare_columns(estimators=estimators)
     paper = [s for s in PAPER_SETTINGS if not args.quick or s["K"] == 10]
+    if args.paper_rho:
+        paper = [s for s in paper if s["theta"][1] in args.paper_rho]
     if args.skip_paper:
         paper = []
     if paper:
@@ -303,10 +317,15 @@ def main():
 
 
 def _paper_part(paper, runs, args, estimators, cols):
+    rule = not args.no_rule
+    if rule:
+        cols = compare_columns(estimators=estimators, rule=True)
     print(f"\n== the paper's grid: median TV over {runs} runs, T = 500 K, theta* ~ Dir(rho); IBU = iterative "
           "Bayesian update, NS = unbiased + norm-sub; ratio = default / best peer; coverage = 95 % credible "
-          "intervals of the default holding theta*_k ==")
-    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage, estimators)
+          "intervals of the default holding theta*_k"
+          + ("; adaptive_rule = posterior-adaptive mechanism choice, rule/default = paired TV ratio +- SE" if rule
+             else "") + " ==")
+    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage, estimators, rule)
     print(format_table(table, cols))
     print(compare_summary(stats, target_wins=int(np.ceil(15 / 18 * len(paper)))))
     print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")

@@ -92,3 +92,20 @@ def test_compare_grid_runs_ours_and_every_peer_on_the_same_users(tmp_path):
     assert set(compare_columns()) >= set(table[0])
     assert "settings" in compare_summary(stats)
     assert _compare_figure(rows, tmp_path / "f.png").stat().st_size > 0
+
+
+def test_the_adaptive_rule_column_leaves_the_other_methods_unchanged():
+    from sklearn_bayes.experiments.adaptive_ldp import RULE, compare_columns, compare_one_run, compare_table
+
+    setting = dict(K=5, epsilon=1.0, theta=("Dir", 0.1), T=300)
+    plain = compare_one_run(setting, 0, coverage=False)
+    with_rule = compare_one_run(setting, 0, coverage=False, rule=True)
+    # the rule's generator is a new child of the run's seed: every other method sees the same noise
+    assert [(r["method"], r["tv"]) for r in with_rule if r["method"] != RULE] == [(r["method"], r["tv"]) for r in plain]
+    rule = [r for r in with_rule if r["method"] == RULE]
+    assert len(rule) == 1 and 0 <= rule[0]["tv"] <= 1 and len(rule[0]["choices"]) == 10
+    rows = with_rule + compare_one_run(setting, 1, coverage=False, rule=True)
+    table, stats = compare_table(rows)
+    assert table[0][RULE] == np.median([r["tv"] for r in rows if r["method"] == RULE])
+    assert stats["rule_n"] == 1 and stats["rule_sparse_n"] == 1
+    assert {RULE, "rule/default", "rule_picks"} <= set(compare_columns(rule=True))

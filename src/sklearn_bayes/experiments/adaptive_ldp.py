@@ -347,6 +347,60 @@ OURS = (
     ("non_adaptive", {**_supported(dict(mechanism="rrrr")), "utility": "non_adaptive"}),
     ("honest", {**_supported(dict(mechanism="rrrr")), "utility": "honest"}),
 )
+#: Name of the posterior-adaptive mechanism rule's column (:func:`fit_adaptive_rule`).
+RULE = "adaptive_rule"
+#: Batches of the adaptive rule: the mechanism is re-chosen from the posterior every T / 10 users
+#: (each choice costs a posterior run of about 0.3 s at K = 20; T / 20 gave the same choices).
+RULE_BATCHES = 10
+
+
+def fit_adaptive_rule(X, n_categories, epsilon, rng, n_batches=RULE_BATCHES, n_draws=8):
+    """The estimator's posterior with a posterior-adaptive choice of mechanism per batch of users.
+
+    The users arrive in ``n_batches`` equal batches.  The first batch answers with the default
+    SS(k*); before every later batch the server draws ``n_draws`` posterior samples from the
+    responses so far and picks the two-level mechanism (SS(k) for any ``k``, GRR = SS(1), or
+    OUE) minimising the predicted TV error (:func:`~sklearn_bayes.privacy._ldp_adaptive_rule.
+    choose_mechanism`).  All these mechanisms have the likelihood ``∝ e^eps`` if ``x`` is in the
+    response set, else 1, so the exact posterior is the same whatever the mix; the responses are
+    recorded through the public API (``partial_fit_responses(masks)`` of an estimator whose
+    ``mechanism='oue'`` accepts any response set).  Each user faces one static
+    ``epsilon``-LDP mechanism chosen from past responses only.
+
+    Returns ``(estimator, seconds, choices)``; the seconds cover the whole loop and the first
+    read of ``theta_`` (intermediate posteriors use ``n_final_steps=200``, the final one the
+    default).
+    """
+    from ..privacy._ldp_adaptive_rule import choose_mechanism
+    from ..privacy._ldp_mechanisms import best_subset_size, oue_privatize, ss_privatize
+
+    x = np.asarray(X).reshape(-1).astype(np.int64)
+    K, T = int(n_categories), x.size
+    est_rng, dev_rng = rng.spawn(2)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=epsilon, mechanism="oue", n_final_steps=200,
+                                        random_state=est_rng)
+    final_steps = AdaptiveLDPFrequencyEstimator().n_final_steps
+    cuts = np.linspace(0, T, n_batches + 1).astype(int)
+    choices = []
+    t0 = time.perf_counter()
+    for b, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
+        if hi <= lo:
+            continue
+        if b == 0:
+            cand = ("subset_selection", best_subset_size(K, epsilon))
+        else:
+            cand = choose_mechanism(est.sample_posterior(n_draws), epsilon, T)[0]
+        choices.append(cand)
+        if cand[0] == "oue":
+            masks = oue_privatize(x[lo:hi], K, epsilon, dev_rng)
+        else:
+            masks = ss_privatize(x[lo:hi], K, epsilon, cand[1], dev_rng)
+        est.partial_fit_responses(masks, update="defer")
+    est.set_params(n_final_steps=final_steps)
+    est.theta_
+    return est, time.perf_counter() - t0, choices
+
+
 #: The paper's grid (Section 5.7): K in {10, 20}, eps in {0.5, 1, 5}, theta* ~ Dir(rho), T = 500 K.
 PAPER_SETTINGS = tuple(
     dict(K=K, epsilon=e, theta=("Dir", r), T=500 * K)
@@ -395,16 +449,20 @@ def fit_ours(params, X, n_categories, epsilon, rng):
     return est, time.perf_counter() - t0
 
 
-def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True, estimators=PEER_ESTIMATORS):
+def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True, estimators=PEER_ESTIMATORS,
+                    rule=False):
     """One run of one setting: every method of ``ours`` and every peer on the same users.
 
     Returns a list of rows ``{setting keys, run, method, tv, covered, n_categories, time_s}``;
     ``covered`` counts the categories whose equal-tailed 95 % credible interval holds
-    ``theta*_k`` (NaN for the peers).
+    ``theta*_k`` (NaN for the peers).  ``rule=True`` adds the row :data:`RULE`
+    (:func:`fit_adaptive_rule`; its ``choices`` are the mechanisms of its batches).
     """
     X, theta = simulate_users(setting, run)
     K, eps = setting["K"], setting["epsilon"]
-    seeds = _setting_seed(setting, run).spawn(2 + len(ours))[1:]
+    # spawn children by index: adding the rule's child leaves the other methods' seeds unchanged
+    all_seeds = _setting_seed(setting, run).spawn(3 + len(ours))
+    seeds = all_seeds[1 : 2 + len(ours)]
     base = dict(K=K, epsilon=eps, theta=theta_label(setting["theta"]), T=setting["T"], run=run)
     rows = []
     with warnings.catch_warnings():
@@ -416,6 +474,10 @@ def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True,
                 ci = est.credible_interval(COVERAGE_LEVEL, random_state=np.random.default_rng(s.spawn(1)[0]))
                 covered = int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))
             rows.append(dict(base, method=name, tv=tv_distance(est.theta_, theta), covered=covered, time_s=dt))
+        if rule:
+            est, dt, choices = fit_adaptive_rule(X, K, eps, np.random.default_rng(all_seeds[-1]))
+            rows.append(dict(base, method=RULE, tv=tv_distance(est.theta_, theta), covered=float("nan"), time_s=dt,
+                             choices=choices))
     est, secs = peer_estimates(X[:, 0], K, eps, np.random.default_rng(seeds[0]), protocols, estimators)
     for name, th in est.items():
         rows.append(dict(base, method=name, tv=tv_distance(th, theta), covered=float("nan"),
@@ -424,13 +486,13 @@ def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True,
 
 
 def compare_grid(settings, runs, ours=OURS, protocols=PROTOCOLS, coverage=True, n_jobs=1, progress=None,
-                 estimators=PEER_ESTIMATORS):
+                 estimators=PEER_ESTIMATORS, rule=False):
     """:func:`compare_one_run` for every setting and run, in parallel with joblib."""
     from joblib import Parallel, delayed
 
     tasks = [(s, r) for s in settings for r in range(runs)]
     gen = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-        delayed(compare_one_run)(s, r, ours, protocols, coverage, estimators) for s, r in tasks)
+        delayed(compare_one_run)(s, r, ours, protocols, coverage, estimators, rule) for s, r in tasks)
     if progress is not None:
         gen = progress.iter(gen, "LDP comparison runs", total=len(tasks))
     rows = [row for rs in gen for row in rs]
@@ -454,6 +516,7 @@ def compare_table(rows, ours=OURS):
     table, ratios = [], []
     cov_hit = cov_all = 0
     small_rho_wins = small_rho_n = honest_wins = 0
+    rule_cells = []
     for key in sorted(groups):
         g = groups[key]
         med = {m: float(np.median([r["tv"] for r in rs])) for m, rs in g.items()}
@@ -461,6 +524,18 @@ def compare_table(rows, ours=OURS):
         best = min(peers, key=med.get)
         row = dict(K=key[0], eps=key[1], theta=key[2], runs=len(g[names[0]]))
         row.update({n: med[n] for n in names})
+        if RULE in g:
+            row[RULE] = med[RULE]
+            # paired (same users): geometric mean of TV(rule) / TV(default) over the runs, +- its SE
+            by_run = {r["run"]: r["tv"] for r in g[names[0]]}
+            lr = np.log([r["tv"] / by_run[r["run"]] for r in g[RULE]])
+            row["rule/default"] = f"{np.exp(lr.mean()):.3f}+-{np.exp(lr.mean()) * lr.std(ddof=1) / np.sqrt(lr.size):.3f}"
+            rule_cells.append((key, float(lr.mean()), float(lr.std(ddof=1) / np.sqrt(lr.size))))
+            choices = [c for r in g[RULE] for c in r.get("choices", [])[1:]]
+            if choices:
+                labels = ["OUE" if c[0] == "oue" else f"SS{c[1]}" for c in choices]
+                top = max(set(labels), key=labels.count)
+                row["rule_picks"] = f"{top} {labels.count(top) / len(labels):.0%}"
         row.update({p: med[p] for p in peers})
         row["best_peer"] = best
         row["ratio"] = med[names[0]] / med[best]
@@ -478,12 +553,21 @@ def compare_table(rows, ours=OURS):
     stats = dict(n_settings=len(table), beats_best_peer=int(sum(r < 1 for r in ratios)),
                  worst_ratio=float(max(ratios)), coverage=cov_hit / cov_all if cov_all else float("nan"),
                  beats_non_adaptive=small_rho_wins, honest_beats_non_adaptive=honest_wins, n_sparse=small_rho_n)
+    if rule_cells:
+        sparse = [c for c in rule_cells if c[0][2].startswith("Dir") and float(c[0][2][4:-1]) <= 0.1]
+        stats.update(rule_n=len(rule_cells), rule_sparse_n=len(sparse),
+                     rule_beats_sparse=sum(m < 0 for _, m, _ in sparse),
+                     rule_beats_sparse_2se=sum(m + 2 * se < 0 for _, m, se in sparse),
+                     rule_loses_2se=sum(m - 2 * se > 0 for _, m, se in rule_cells),
+                     rule_geo=float(np.exp(np.mean([m for _, m, _ in rule_cells]))))
     return table, stats
 
 
-def compare_columns(ours=OURS, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS):
+def compare_columns(ours=OURS, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS, rule=False):
     """Column order of :func:`compare_table`."""
-    return (["K", "eps", "theta", "runs"] + [n for n, _ in ours]
+    names = [n for n, _ in ours]
+    names = names[:1] + ([RULE, "rule/default", "rule_picks"] if rule else []) + names[1:]
+    return (["K", "eps", "theta", "runs"] + names
             + [f"{p}+{e}" for p in protocols for e in estimators] + ["best_peer", "ratio", "coverage"])
 
 
@@ -497,6 +581,13 @@ def compare_summary(stats, target_wins=None, target_ratio=1.10):
         lines.append(f"with theta* ~ Dir(rho <= 0.1): default beats 'non_adaptive' in {stats['beats_non_adaptive']}/"
                      f"{stats['n_sparse']} settings; the adaptive rule 'honest' beats 'non_adaptive' (same mechanism "
                      f"family and prior) in {stats['honest_beats_non_adaptive']}/{stats['n_sparse']}")
+    if stats.get("rule_n"):
+        lines.append(f"adaptive rule ({RULE}: mechanism re-chosen from the posterior every T/{RULE_BATCHES} users) vs "
+                     f"the default on the same users: paired TV ratio (geometric mean over runs) below 1 in {stats['rule_beats_sparse']}/"
+                     f"{stats['rule_sparse_n']} settings with rho <= 0.1 (by more than 2 SE in "
+                     f"{stats['rule_beats_sparse_2se']}; target: all), worse by more than 2 SE in "
+                     f"{stats['rule_loses_2se']}/{stats['rule_n']} settings; geometric mean ratio over the settings "
+                     f"{stats['rule_geo']:.3f}")
     if np.isfinite(stats["coverage"]):
         lines.append(f"95 % credible intervals of the default cover theta*_k in {100 * stats['coverage']:.1f} % of "
                      "(category, run) pairs (target 93-97 %)")
