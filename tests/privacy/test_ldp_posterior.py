@@ -122,14 +122,57 @@ def test_latent_counts_follow_the_exact_conditional():
     n_rep = 20_000
     counts = np.zeros(K, dtype=np.int64)
     total = np.zeros(K)
-    stamp = np.full(K, -1, dtype=np.int32)
     rng = _gen(1)
     for _ in range(n_rep):
-        latent_counts(rng, theta, g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count, counts, stamp)
+        latent_counts(rng, theta, g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count, counts)
         total += counts
     var = (p * (1 - p)).sum(axis=0)
     assert np.all(np.abs(total / n_rep - expected) <= 5 * np.sqrt(var / n_rep))
-    assert np.all(stamp == -1)
+
+
+@pytest.mark.parametrize("with_bits", [True, False])
+def test_latent_counts_of_large_sets_follow_the_exact_conditional(with_bits):
+    """Sets above 16 members are sampled by rejection from theta (alias table; membership from
+    bit rows or by binary search), with the exact draw after 8 rejections: still the exact
+    conditional, including a set where rejection nearly always fails (f_in / f_out = e^8 on
+    a set of almost no mass), a special category and categories of zero probability."""
+    from sklearn_bayes.privacy._ldp_posterior import _set_bits
+
+    K = 40
+    rng = _gen(5)
+    theta = rng.dirichlet(np.full(K, 0.7))
+    theta[[3, 17]] = 0.0
+    theta /= theta.sum()
+    light = np.argsort(theta)[:20]  # the 20 least probable categories
+    sets = [rng.permutation(K)[:20],  # unsorted on input: Groups sorts the member lists
+            np.setdiff1d(np.arange(K), [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19])[:25],
+            light,
+            np.arange(3)]
+    ys = [-1, 7, -1, 30]
+    f_in = np.array([np.e, 0.5, np.exp(8.0), 2.0])
+    f_y = np.array([0.0, 5.0, 0.0, 3.0])
+    f_out = np.ones(4)
+    a_ptr = np.r_[0, np.cumsum([len(a) for a in sets])].astype(np.int32)
+    g = Groups(K, a_ptr, np.concatenate(sets).astype(np.int32), np.array(ys, dtype=np.int32), f_in, f_y, f_out,
+               np.array([3, 2, 4, 1], dtype=np.int64))
+    assert all(np.all(np.diff(g.a_idx[a_ptr[i]:a_ptr[i + 1]]) > 0) for i in range(4))
+    bits = _set_bits(g) if with_bits else None
+    assert (bits is not None) == with_bits
+    L = g.likelihood_rows()
+    p = L * theta
+    p /= p.sum(axis=1, keepdims=True)
+    expected = g.count @ p
+    var = g.count @ (p * (1 - p))
+    n_rep = 20_000
+    counts = np.zeros(K, dtype=np.int64)
+    total = np.zeros(K)
+    for _ in range(n_rep):
+        latent_counts(rng, theta, g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count, counts, None, bits)
+        total += counts
+    assert total[[3, 17]].sum() == 0
+    # counts of different responses are independent: the variance of a category's count is
+    # the sum of the per-response Bernoulli variances (an upper bound for the multinomial sum)
+    assert np.all(np.abs(total / n_rep - expected) <= 5 * np.sqrt(var / n_rep) + 1e-12)
 
 
 def test_expected_counts_and_ibu_match_dense_em():

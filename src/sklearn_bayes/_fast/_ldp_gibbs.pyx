@@ -25,7 +25,7 @@ import numpy as np
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport log
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from numpy.random cimport bitgen_t
 
 cnp.import_array()
@@ -52,35 +52,133 @@ cdef inline int _search(const double* cum, int K, double u) noexcept nogil:
     return lo
 
 
+cdef inline bint _member(const int32_t* a, int lo, int hi, int x) noexcept nogil:
+    """Whether ``x`` is in the sorted ``a[lo:hi]`` (binary search)."""
+    cdef int stop = hi, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < stop and a[lo] == x
+
+
+cdef void _alias_table(const double* theta, int K, double total, double* prob, int32_t* alias,
+                       int32_t* work) noexcept nogil:
+    """Walker's alias table of ``theta / total`` (Vose's construction, O(K)): a draw is
+    ``i = floor(K U)``, kept if ``frac(K U) < prob[i]``, else ``alias[i]``."""
+    cdef int i, s, l, n_small = 0, n_large = K
+    for i in range(K):
+        prob[i] = theta[i] * K / total
+        alias[i] = i
+    # work[0:n_small] small indices (from the front), work[n_large:K] large (from the back)
+    for i in range(K):
+        if prob[i] < 1.0:
+            work[n_small] = i
+            n_small += 1
+        else:
+            n_large -= 1
+            work[n_large] = i
+    while n_small > 0 and n_large < K:
+        n_small -= 1
+        s = work[n_small]
+        l = work[n_large]
+        alias[s] = l
+        prob[l] = (prob[l] + prob[s]) - 1.0
+        if prob[l] < 1.0:
+            n_large += 1
+            work[n_small] = l
+            n_small += 1
+    while n_large < K:  # rounding leftovers: probability 1
+        prob[work[n_large]] = 1.0
+        n_large += 1
+    while n_small > 0:
+        n_small -= 1
+        prob[work[n_small]] = 1.0
+
+
+cdef inline int _alias_draw(bitgen_t* bg, const double* prob, const int32_t* alias, int K) noexcept nogil:
+    cdef double u = _unif(bg) * K
+    cdef int i = <int>u
+    if i >= K:
+        i = K - 1
+    return i if u - i < prob[i] else alias[i]
+
+
+cdef inline bint _in_set(const uint8_t* brow, const int32_t* a, int lo, int hi, int x) noexcept nogil:
+    """``x in A``: a bit test when the set's bit row is given, else a binary search."""
+    if brow != NULL:
+        return (brow[x >> 3] >> (x & 7)) & 1
+    return _member(a, lo, hi, x)
+
+
+#: Sets larger than this are sampled by rejection from ``theta`` first (no O(|A|) work).
+DEF _REJECT_MIN_SET = 16
+#: Proposals from ``theta`` per latent category before the exact O(|A|) draw.
+DEF _REJECT_TRIES = 8
+
+
 def latent_counts(object generator, const double[::1] theta, const int32_t[::1] a_ptr,
                   const int32_t[::1] a_idx, const int32_t[::1] g_y, const double[::1] f_in,
                   const double[::1] f_y, const double[::1] f_out, const int64_t[::1] g_cnt,
-                  int64_t[::1] counts, int32_t[::1] stamp):
+                  int64_t[::1] counts, int32_t[::1] stamp=None, const uint8_t[:, ::1] bits=None):
     """One sweep: counts[x] = number of latent categories equal to x over all responses.
 
     Parameters
     ----------
     generator : numpy.random.Generator
     theta : (K,) probabilities (entries may be 0).
-    a_ptr, a_idx : CSR member lists of the sets ``A_g`` (``a_ptr`` of length ``G + 1``).
+    a_ptr, a_idx : CSR member lists of the sets ``A_g`` (``a_ptr`` of length ``G + 1``),
+        each sorted increasingly (:class:`~sklearn_bayes.privacy._ldp_posterior.Groups`
+        guarantees it).
     g_y : (G,) special category of each group, ``-1`` for none (never a member of ``A_g``).
     f_in, f_y, f_out : (G,) likelihood values (only ratios matter).
     g_cnt : (G,) number of responses of each group.
     counts : (K,) output, overwritten.
-    stamp : (K,) int32 scratch, must hold values ``< 0`` on entry (left so on return).
+    stamp : ignored (kept for callers of the previous version).
+    bits : (G, ceil(K / 8)) uint8, optional
+        The sets as bit rows (bit ``x & 7`` of byte ``x >> 3``, ``numpy.packbits(...,
+        bitorder='little')``): ``O(1)`` membership tests instead of binary searches.
+
+    Notes
+    -----
+    Each latent category of a group with ``|A_g| > 16`` is first proposed from
+    ``theta`` (binary search on its cumulative sums) and accepted with probability
+    ``f(x) / max f`` (membership by binary search in the sorted set): an accepted
+    proposal is an exact draw from ``p(x | y_g, theta) ∝ theta_x f(x)``, at
+    ``O(1)`` per proposal (Walker's alias table of ``theta``, built once per sweep in
+    ``O(K)``; membership from ``bits`` or by binary search) instead of ``O(|A|)`` per response (subset
+    selection at ``K = 1000`` has ``|A| ~ 270`` and one response per set).  After 8
+    rejections the draw is the exact one below (independent of the rejected
+    proposals, so the mixture is still exact).  Smaller sets, and the fallback, sum
+    ``theta`` over ``A_g`` once per group and draw directly: inside ``A_g`` by a scan,
+    at ``y_g``, or outside by proposals from ``theta`` rejected while in ``A_g`` or at
+    ``y_g`` (after 8 rejections an exact scan of the complement).
     """
     cdef int K = theta.shape[0]
     cdef Py_ssize_t G = g_cnt.shape[0], g
     cdef int64_t c, i
-    cdef int x, y, j, tries, start, stop, mark
-    cdef double tA, ty, wA, wy, wo, tot, u, acc, tout
+    cdef int x, y, j, p, tries, start, stop
+    cdef bint direct, have_t, accepted
+    cdef double tA, ty, wA, wy, wo, tot, u, acc, tout, fin, fy, fo, fmax, f
     cdef double[::1] cumv = np.zeros(K + 1)
     cdef double* cum = &cumv[0]
+    cdef double[::1] probv = np.zeros(K)
+    cdef int32_t[::1] aliasv = np.zeros(K, dtype=np.int32)
+    cdef int32_t[::1] workv = np.zeros(K, dtype=np.int32)
+    cdef const int32_t* A = &a_idx[0] if a_idx.shape[0] else NULL
+    cdef bint use_bits = bits is not None
+    cdef const uint8_t* brow = NULL
     cdef bitgen_t* bg = _bitgen(generator)
+    if use_bits and (bits.shape[0] != G or bits.shape[1] < (K + 7) // 8):
+        raise ValueError(f"bits must have shape ({G}, {(K + 7) // 8}), got ({bits.shape[0]}, {bits.shape[1]}).")
     with generator.bit_generator.lock, nogil:
         for x in range(K):
             counts[x] = 0
             cum[x + 1] = cum[x] + theta[x]
+        if cum[K] > 0.0:
+            _alias_table(&theta[0], K, cum[K], &probv[0], &aliasv[0], &workv[0])
         for g in range(G):
             c = g_cnt[g]
             if c <= 0:
@@ -88,29 +186,57 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
             start = a_ptr[g]
             stop = a_ptr[g + 1]
             y = g_y[g]
-            mark = <int>(g & 0x3FFFFFFF)
-            tA = 0.0
-            for j in range(start, stop):
-                tA += theta[a_idx[j]]
-                stamp[a_idx[j]] = mark
-            ty = theta[y] if y >= 0 else 0.0
-            tout = cum[K] - tA - ty
-            if tout < 0.0:
-                tout = 0.0
-            wA = f_in[g] * tA
-            wy = f_y[g] * ty
-            wo = f_out[g] * tout
-            tot = wA + wy + wo
+            fin = f_in[g]
+            fo = f_out[g]
+            fy = f_y[g] if y >= 0 else 0.0
+            fmax = fin if fin > fo else fo
+            if fy > fmax:
+                fmax = fy
+            direct = stop - start <= _REJECT_MIN_SET or not fmax > 0.0 or not cum[K] > 0.0
+            if use_bits:
+                brow = &bits[g, 0]
+            have_t = False
             for i in range(c):
+                if not direct:
+                    accepted = False
+                    for tries in range(_REJECT_TRIES):
+                        x = _alias_draw(bg, &probv[0], &aliasv[0], K)
+                        if not theta[x] > 0.0:  # (a rounding leftover of the table)
+                            f = 0.0
+                        elif x == y:
+                            f = fy
+                        elif _in_set(brow, A, start, stop, x):
+                            f = fin
+                        else:
+                            f = fo
+                        if _unif(bg) * fmax < f:
+                            accepted = True
+                            break
+                    if accepted:
+                        counts[x] += 1
+                        continue
+                if not have_t:
+                    tA = 0.0
+                    for j in range(start, stop):
+                        tA += theta[A[j]]
+                    ty = theta[y] if y >= 0 else 0.0
+                    tout = cum[K] - tA - ty
+                    if tout < 0.0:
+                        tout = 0.0
+                    wA = fin * tA
+                    wy = fy * ty
+                    wo = fo * tout
+                    tot = wA + wy + wo
+                    have_t = True
                 u = _unif(bg) * tot
                 if u < wA and stop > start:
-                    u = u / f_in[g]
+                    u = u / fin
                     acc = 0.0
-                    x = a_idx[stop - 1]
+                    x = A[stop - 1]
                     for j in range(start, stop):
-                        acc += theta[a_idx[j]]
+                        acc += theta[A[j]]
                         if acc > u:
-                            x = a_idx[j]
+                            x = A[j]
                             break
                 elif u < wA + wy and y >= 0:
                     x = y
@@ -118,24 +244,25 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
                     x = -1
                     for tries in range(8):
                         x = _search(cum, K, _unif(bg) * cum[K])
-                        if stamp[x] != mark and x != y and theta[x] > 0.0:
+                        if x != y and theta[x] > 0.0 and not _in_set(brow, A, start, stop, x):
                             break
                         x = -1
-                    if x < 0:  # exact scan of the complement
+                    if x < 0:  # exact scan of the complement (the sorted set walked alongside)
                         u = _unif(bg) * tout
                         acc = 0.0
+                        p = start
                         for j in range(K):
-                            if stamp[j] == mark or j == y or theta[j] <= 0.0:
+                            while p < stop and A[p] < j:
+                                p += 1
+                            if (p < stop and A[p] == j) or j == y or theta[j] <= 0.0:
                                 continue
                             x = j
                             acc += theta[j]
                             if acc > u:
                                 break
                         if x < 0:  # no mass outside (cannot happen with tot > 0): keep the set
-                            x = a_idx[start] if stop > start else (y if y >= 0 else 0)
+                            x = A[start] if stop > start else (y if y >= 0 else 0)
                 counts[x] += 1
-            for j in range(start, stop):
-                stamp[a_idx[j]] = -1
     return counts
 
 

@@ -42,7 +42,8 @@ class Groups:
     ----------
     n_categories : int
     a_ptr, a_idx : ndarray of int32
-        CSR member lists of the sets ``A_g``.
+        CSR member lists of the sets ``A_g``, each sorted increasingly (sorted on
+        construction if they are not: the sampler's membership tests need it).
     y : ndarray of int32 of shape (G,)
         Special category per group (``-1``: none; never in ``A_g``).
     f_in, f_y, f_out : ndarray of float of shape (G,)
@@ -60,6 +61,20 @@ class Groups:
     f_out: np.ndarray
     count: np.ndarray
 
+    def __post_init__(self):
+        a_ptr = np.asarray(self.a_ptr)
+        a_idx = np.asarray(self.a_idx)
+        if a_idx.size > 1:
+            d = np.diff(a_idx)
+            # a decrease where a set continues (not at a boundary between two sets)
+            within = np.ones(a_idx.size - 1, dtype=bool)
+            ends = a_ptr[1:-1] - 1
+            within[ends[(ends >= 0) & (ends < within.size)]] = False
+            if np.any((d <= 0) & within):
+                rows = np.repeat(np.arange(a_ptr.size - 1), np.diff(a_ptr))
+                order = np.lexsort((a_idx, rows))
+                object.__setattr__(self, "a_idx", np.ascontiguousarray(a_idx[order], dtype=np.int32))
+
     @property
     def n_responses(self):
         return int(self.count.sum())
@@ -73,6 +88,26 @@ class Groups:
         has = self.y >= 0
         L[np.flatnonzero(has), self.y[has]] = self.f_y[has]
         return L
+
+
+#: Largest ``G x K`` for which the sweep gets the sets as bit rows (a temporary of ``G K`` bytes
+#: while building them, ``G K / 8`` bytes kept): O(1) membership tests; above, binary searches.
+_MAX_BITS_CELLS = 1 << 26
+
+
+def _set_bits(groups):
+    """The sets ``A_g`` as little-endian bit rows ``(G, ceil(K / 8))`` for the sweep kernel, or ``None``.
+
+    Only for sets large enough to be sampled by rejection (``|A| > 16`` somewhere) and
+    while ``G K <= 2^26``.
+    """
+    G, K = groups.count.size, groups.n_categories
+    sizes = np.diff(groups.a_ptr)
+    if G == 0 or G * K > _MAX_BITS_CELLS or not np.any(sizes > 16):
+        return None
+    dense = np.zeros((G, K), dtype=bool)
+    dense[np.repeat(np.arange(G), sizes), groups.a_idx] = True
+    return np.packbits(dense, axis=1, bitorder="little")
 
 
 def _log_dirichlet(rng, a):
@@ -125,13 +160,13 @@ def gibbs_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None
     theta = np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float).copy()
     hier = isinstance(prior, str)
     counts = np.zeros(K, dtype=np.int64)
-    stamp = np.full(K, -1, dtype=np.int32)
+    bits = _set_bits(groups)
     out = np.empty((n_draws, K))
     rhos = np.full(n_draws, np.nan)
     rho = 1.0
     for it in range(burn + n_draws):
         latent_counts(rng, theta, groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
-                      groups.f_out, groups.count, counts, stamp)
+                      groups.f_out, groups.count, counts, None, bits)
         if hier:
             rho = _draw_rho(rng, counts, RHO_GRID)
             a = rho + counts
@@ -250,7 +285,7 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     lt = np.log(np.maximum(np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float), 1e-300))
     lt -= np.logaddexp.reduce(lt)
     counts = np.zeros(K, dtype=np.int64)
-    stamp = np.full(K, -1, dtype=np.int32)
+    bits = _set_bits(groups)
     out = np.empty((n_draws, K))
     rhos = np.full(n_draws, np.nan)
     rho = 1.0
@@ -262,7 +297,7 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     half = burn // 2
     for it in range(burn + n_draws):
         latent_counts(rng, np.exp(lt), groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
-                      groups.f_out, groups.count, counts, stamp)
+                      groups.f_out, groups.count, counts, None, bits)
         if hier:
             rho = _draw_rho(rng, counts, RHO_GRID)
             a = rho + counts
