@@ -12,7 +12,12 @@ Transactions.  The arrays are append-only buffers: a recording call writes beyon
 recorded lengths ``n`` / ``n_sids`` and then raises the counters.  The estimator works
 on :meth:`ResponseStore.copy` (a new store object sharing the buffers, with its own
 counters) and binds it only when the call succeeds, so a rejected call leaves the bound
-store as it was; :meth:`ResponseStore.__getstate__` pickles the used part only.
+store as it was; :meth:`ResponseStore.__getstate__` pickles the used part only.  The
+index of the subset table (packed bits -> row) is shared the same way: an entry is used
+only if its row is below ``n_sids`` and holds that subset; otherwise a rejected call left
+it (its row is unused, or a later call stored another subset there) and it is
+overwritten when the subset is seen again.  A copy costs ``O(1)``, not ``O(n_sids)``;
+the index is not pickled but rebuilt from the table on loading.
 
 Also here: :func:`distinct_masks` (vectorised interning by packed keys) and
 :func:`new_store_id` (identifiers that let ``merge`` refuse to count a store twice).
@@ -35,15 +40,20 @@ def distinct_masks(masks):
     ``K <= 64`` one ``uint64`` key per row (a 1-d sort), otherwise byte rows.
     """
     n, K = masks.shape
+    if n <= 1:  # one response per call in deployment: nothing to sort
+        return np.ascontiguousarray(masks, dtype=bool), np.zeros(n, dtype=np.intp)
     packed = np.packbits(masks, axis=1)  # big-endian bit order: column 0 is the MSB
     nb = packed.shape[1]
     if nb <= 8:
         keys = np.zeros((n, 8), dtype=np.uint8)
         keys[:, :nb] = packed
         keys = keys.view(">u8").ravel()  # big-endian: numeric order = lexicographic row order
-        _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     else:
-        _, first, inv = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+        # rows as opaque byte strings, compared like memcmp (unsigned bytes, first byte most
+        # significant): the order of np.unique(packed, axis=0), without its per-column
+        # structured dtype (which costs O(K) Python steps per call)
+        keys = np.ascontiguousarray(packed).view(np.dtype((np.void, nb))).ravel()
+    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     return np.ascontiguousarray(masks[first]), inv.ravel()
 
 
@@ -57,12 +67,16 @@ def new_store_id():
     return uuid.uuid4().hex
 
 
-def _grow(arr, n, axis0_fill=0):
-    """Return ``arr`` with capacity >= n along axis 0 (doubling), copying the content."""
+def _grow(arr, n):
+    """Return ``arr`` with capacity >= n along axis 0 (doubling), copying the content.
+
+    The new rows are zeros from ``np.zeros`` (pages the operating system zeroes lazily:
+    growing the ``(n_sids, K)`` subset tables at large ``K`` touches only what is written).
+    """
     if arr.shape[0] >= n:
         return arr
     cap = max(n, 2 * arr.shape[0], 16)
-    new = np.full((cap,) + arr.shape[1:], axis0_fill, dtype=arr.dtype)
+    new = np.zeros((cap,) + arr.shape[1:], dtype=arr.dtype)
     new[: arr.shape[0]] = arr
     return new
 
@@ -90,7 +104,10 @@ class ResponseStore:
 
     def __init__(self, n_categories, members=True):
         K = int(n_categories)
-        self.n_categories = K
+        # not "n_categories": an attribute named like one of the estimator's would share its
+        # string with the estimator's in a pickle, and whether it does after a round trip
+        # depends on CPython's key sharing (the pickles of a store and of its round trip differed)
+        self.K = K
         self.ys = np.zeros(0, dtype=np.int32)
         self.sids = np.zeros(0, dtype=np.int32)
         self.sizes = np.zeros(0, dtype=np.int32)
@@ -98,23 +115,35 @@ class ResponseStore:
         self.members = np.zeros((0, K), dtype=np.int32)
         self.sid_k = np.zeros(0, dtype=np.int32)
         self.keep_members = bool(members)
-        self.index = {}  # packed subset bits -> sid
+        self._index = {}  # packed subset bits -> sid (possibly stale: see the module notes)
         self.n = 0
         self.n_sids = 0
         self.store_ids = frozenset({new_store_id()})
         self._cache = {}
 
+    @property
+    def n_categories(self):
+        return self.K
+
+    @property
+    def index(self):
+        """Packed subset bits -> row of the table (built from the table when first needed after loading)."""
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = self._index = self._build_index()
+        return index
+
     # ------------------------------------------------------------------ transactions, pickling
     def copy(self):
-        """A store to record into: shares the append-only buffers, owns its counters and index."""
+        """A store to record into: shares the append-only buffers and index, owns its counters (O(1))."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
-        new.index = dict(self.index)
         return new
 
     def __getstate__(self):
-        """Only the used part of the buffers; the grouping cache is recomputed when needed."""
+        """Only the used part of the buffers; the index and the grouping cache are rebuilt when loaded."""
         state = dict(self.__dict__)
+        state["_index"] = None  # rebuilt from the table when needed
         lengths = {"ys": self.n, "sids": self.n, "sizes": self.n, "masks": self.n_sids, "sid_k": self.n_sids,
                    "members": self.n_sids if self.keep_members else 0}
         for key, m in lengths.items():
@@ -127,7 +156,18 @@ class ResponseStore:
         # as BaseEstimator.__setstate__: the keys are not re-interned, so they stay the
         # objects the pickle shares with the estimator's keys (a pickle of the unpickled
         # estimator is then byte-identical to the original's)
+        if "n_categories" in state:  # pickled by the first version of this class
+            state = dict(state)
+            state["K"] = state.pop("n_categories")
+            state.pop("index", None)
+            state["_index"] = None
         self.__dict__.update(state)
+
+    def _build_index(self):
+        """The index of the used subset table: packed bits of row ``s`` -> ``s``."""
+        ns = self.n_sids
+        packed = np.packbits(self.masks[:ns], axis=1)
+        return {row.tobytes(): s for s, row in enumerate(packed)}
 
     @classmethod
     def from_arrays(cls, state):
@@ -142,8 +182,8 @@ class ResponseStore:
         new.sid_k = np.asarray(state["_sid_k"])[:ns].copy()
         members = np.asarray(state["_members"])
         new.members = members[: ns if new.keep_members else 0].copy()
-        new.index = dict(state["_subset_index"])
         new.n, new.n_sids = n, ns
+        new._index = None
         new.store_ids = frozenset(state["_store_ids"])
         return new
 
@@ -173,16 +213,19 @@ class ResponseStore:
             self.members = _grow(self.members, self.n_sids + rows.shape[0])
         self.sid_k = _grow(self.sid_k, self.n_sids + rows.shape[0])
         n_rows_new = 0
+        index, n_sids = self.index, self.n_sids
         for j, row in enumerate(rows.astype(np.uint8)):
             key = np.packbits(row).tobytes()
-            sid = self.index.get(key)
+            sid = index.get(key)  # rows are distinct: never an entry made in this call
+            if sid is not None and (sid >= n_sids or not np.array_equal(self.masks[sid], row)):
+                sid = None  # left by a rejected call (its row is unused or now holds another subset)
             if sid is None:
                 sid = self.n_sids + n_rows_new
                 self.masks[sid] = row
                 if self.keep_members:
                     self.members[sid, : int(row.sum())] = np.flatnonzero(row)
                 self.sid_k[sid] = int(row.sum())
-                self.index[key] = sid
+                index[key] = sid
                 n_rows_new += 1
             ids[j] = sid
         self.n_sids += n_rows_new
@@ -225,15 +268,20 @@ class ResponseStore:
         sid_k = self.sid_k
         remap = np.arange(n_sids_after, dtype=np.int32)
         nxt = n_sids_before
+        fresh = {}  # rows added by this call (a subset can recur among the kernel's rows)
         for s in range(n_sids_before, n_sids_after):
             key = np.packbits(masks[s]).tobytes()  # K / 8 bytes per distinct subset
-            j = index.get(key)
+            j = fresh.get(key)
+            if j is None:
+                j = index.get(key)
+                if j is not None and (j >= n_sids_before or not np.array_equal(masks[j], masks[s])):
+                    j = None  # left by a rejected call (its row is unused or now holds another subset)
             if j is None:
                 if nxt != s:
                     masks[nxt] = masks[s]
                     members[nxt] = members[s]
                     sid_k[nxt] = sid_k[s]
-                index[key] = nxt
+                index[key] = fresh[key] = nxt
                 j = nxt
                 nxt += 1
             remap[s] = j
@@ -291,7 +339,7 @@ class ResponseStore:
 
     def _rrrr_structure(self, consts):
         n = self.n
-        K = self.n_categories
+        K = self.K
         rank = self._subset_rank()
         sid = self.sids[:n].astype(np.int64)
         y = self.ys[:n].astype(np.int64)
@@ -325,7 +373,7 @@ class ResponseStore:
 
     def _likelihood_rows(self, consts):
         n = self.n
-        K = self.n_categories
+        K = self.K
         keys = self.sids[:n].astype(np.int64) * K + self.ys[:n]
         uniq, counts = np.unique(keys, return_counts=True)
         sid = uniq // K
