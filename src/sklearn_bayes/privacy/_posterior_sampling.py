@@ -1,5 +1,10 @@
 """Differentially private linear models by posterior sampling: OPS ridge, AdaOPS, hybrid DP-SGLD.
 
+:class:`AdaOPSRegressor`'s default, ``calibration="ssp_posterior"``, is not a posterior
+draw: it releases noisy sufficient statistics and returns their noise-aware posterior
+mean (:mod:`._ssp_posterior`); the draws below are its ``"released_norm"`` and
+``"thesis"`` calibrations and :class:`OnePosteriorSampleRidge`.
+
 Part I (Ch. 3 and 5) of *Statistical and Computational Tradeoffs in Differential Privacy*
 (Yu-Xiang Wang's thesis), with the corrections of ``spec/dp_posterior_sampling.md``: the
 per-instance bound of Theorem 5.15, the λ_min noise and the ``min{0, …}`` of AdaOPS
