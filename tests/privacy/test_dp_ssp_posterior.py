@@ -148,6 +148,44 @@ def test_noise_free_statistics_give_the_bayesian_ridge_posterior():
     assert s2 == pytest.approx(np.mean((t - Z @ mean) ** 2), rel=1e-6)
 
 
+@pytest.mark.parametrize("ratio", [None, 9.0, 0.3])
+def test_rank_one_intercept_prior_equals_the_dense_posterior(ratio):
+    """The eigenbasis / Sherman-Morrison computation equals the dense one: empirical Bayes over
+    the same τ² grid with T = τ² diag(1, ..., 1, k), mean (ÃS⁻¹Ã + T⁻¹)⁻¹ÃS⁻¹b̃, same passes."""
+    from sklearn_bayes.privacy._ssp_posterior import _N_PASSES, _TAU2_GRID
+
+    rng = np.random.default_rng(12)
+    p, n, sA, sb = 6, 300, 0.5, 1.0
+    Z = rng.normal(size=(n, p)) * 0.3
+    Z[:, -1] = 0.3
+    t = Z @ rng.normal(size=p) * 0.5 + 0.1 * rng.normal(size=n)
+    E = rng.normal(size=(p, p)) * sA
+    A = Z.T @ Z + np.triu(E) + np.triu(E, 1).T
+    b = Z.T @ t + sb * rng.normal(size=p)
+    q = float(t @ t)
+    mean, cov, tau2, s2 = noise_aware_posterior(A, b, q, n, sA, sb, intercept_ratio=ratio)
+    a, V = np.linalg.eigh(A)
+    k = 1.0 if ratio is None else ratio
+    theta_sq, s2_ref = 0.0, min(max(q / n, 0.0), 1.0)
+    for _ in range(_N_PASSES):
+        S = (V * (sb**2 + sA**2 * theta_sq + s2_ref * np.maximum(a, 0.0))) @ V.T
+        best = None
+        for t2 in _TAU2_GRID:
+            T = np.full(p, t2)
+            T[-1] *= k
+            C = (A * T) @ A + S
+            ll = -0.5 * (np.linalg.slogdet(C)[1] + b @ np.linalg.solve(C, b))
+            best = (ll, T, t2) if best is None or ll > best[0] else best
+        P = A @ np.linalg.solve(S, A) + np.diag(1.0 / best[1])
+        m_ref = np.linalg.solve(P, A @ np.linalg.solve(S, b))
+        c_ref = np.linalg.inv(P)
+        theta_sq = float(m_ref @ m_ref + np.trace(c_ref))
+        s2_ref = min(max((q - 2 * b @ m_ref + m_ref @ A @ m_ref) / n, 0.0), 1.0)
+    np.testing.assert_allclose(mean, m_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(cov, c_ref, rtol=1e-8, atol=1e-14)
+    assert (tau2, s2) == (best[2], pytest.approx(s2_ref, rel=1e-9))
+
+
 def test_indefinite_noisy_gram_is_handled():
     """A noisy Gram with negative eigenvalues (small n, small ε) still gives a finite, shrunk estimate."""
     rng = np.random.default_rng(4)

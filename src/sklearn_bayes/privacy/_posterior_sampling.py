@@ -836,8 +836,11 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     Mahalanobis distance of their means and grows with it, so every neighbouring pair is
     ``(ε, δ)``-indistinguishable.  No event is excluded.  The posterior mean, the prior
     scale and the residual variance are functions of ``(Ã, b̃, q̃)`` and public constants:
-    post-processing.  Tested: the bound on adversarial neighbours, the exact δ(ε) of the
-    worst pair, and a Monte Carlo audit of the implementation's releases.  Utility-side
+    post-processing (the prior is ``N(0, τ² diag(1, …, 1, 9))`` on the scaled design, i.e.
+    the same scale for the intercept and for a slope per unit of ``x_bound``, in units of
+    ``y``, with τ² by empirical Bayes).  Tested: the bound on adversarial neighbours, the
+    exact δ(ε) of the worst pair, and a Monte Carlo audit of the implementation's
+    releases.  Utility-side
     approximations (the noise ``Eθ`` treated as Gaussian and independent of ``Ã``) affect the
     estimate, never the guarantee.
 
@@ -978,7 +981,10 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         b = ssp_posterior_budget(eps, delta)
         A, xty, q = release_sufficient_statistics(Xs, ys, b, rng)
         # everything below is post-processing of (A, xty, q) and public constants
-        mean, _, tau2, s2 = noise_aware_posterior(A, xty, q, n, b["sigma_gram"], b["sigma_xty"])
+        # prior N(0, τ² diag(1, …, 1, share/(1 - share))): the same scale for the intercept and for
+        # a slope per unit of x_bound, in units of y, as an isotropic prior on [x/x_bound, 1]/√2
+        ratio = _SSP_X_SHARE / (1.0 - _SSP_X_SHARE) if self.fit_intercept else None
+        mean, _, tau2, s2 = noise_aware_posterior(A, xty, q, n, b["sigma_gram"], b["sigma_xty"], intercept_ratio=ratio)
         ledger_ = PrivacyLedger()
         self._record(
             ledger_, "noisy_sufficient_statistics", eps, delta,

@@ -117,19 +117,22 @@ def release_sufficient_statistics(Xs, ys, budget, rng):
     return A, b, q
 
 
-def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty):
+def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=None):
     """Gaussian posterior of θ given the noisy statistics (post-processing of the release).
 
     Model (scaled units): ``y = Xθ + ε``, ``ε ~ N(0, s²)``, so ``Xᵀy ~ N(Gθ, s² G)`` given
     ``G = XᵀX``; with ``G = Ã - E``, ``b̃ = Ãθ + ξ`` where ``ξ = Xᵀε - Eθ + e`` is treated as
-    Gaussian with covariance ``(σ_b² + σ_A² E||θ||²) I + s² Ã₊`` (first order in ``E``; the
-    coordinates of ``Eθ`` have variance exactly ``σ_A² ||θ||²``).  Prior ``θ ~ N(0, τ² I)``
-    with ``τ²`` maximising the marginal likelihood of ``b̃`` (empirical Bayes on a grid);
-    ``E||θ||²`` (posterior mean norm plus trace) and ``s² = (q̃ - 2b̃ᵀm + mᵀÃm)/n`` (clipped
-    to ``[0, 1]``) are updated in a few fixed-point passes.  In the eigenbasis of ``Ã``
-    (eigenvalues ``a_i``, ``β = Vᵀb̃``, noise variances ``v_i``) the posterior is diagonal:
-    precision ``a_i²/v_i + 1/τ²``, mean ``(a_i β_i / v_i)/precision`` -- a Tikhonov solve of
-    ``Ãθ = b̃`` that stays well defined when the noise makes ``Ã`` indefinite.
+    Gaussian with covariance ``S = (σ_b² + σ_A² E||θ||²) I + s² Ã₊`` (first order in ``E``; the
+    coordinates of ``Eθ`` have variance exactly ``σ_A² ||θ||²``).  Prior ``θ ~ N(0, τ² I)``,
+    or with ``intercept_ratio = k`` (the last coordinate is the intercept)
+    ``N(0, τ² diag(1, …, 1, k))``; τ² maximises the marginal likelihood of
+    ``b̃ ~ N(0, τ² ÃTÃ + S)`` on a grid (empirical Bayes).  ``E||θ||²`` (posterior mean norm
+    plus trace) and ``s² = (q̃ - 2b̃ᵀm + mᵀÃm)/n`` (clipped to ``[0, 1]``) are updated in a
+    few fixed-point passes.  In the eigenbasis of ``Ã`` (eigenvalues ``a_i``, ``β = Vᵀb̃``,
+    noise variances ``v_i``) the isotropic posterior is diagonal -- precision
+    ``a_i²/v_i + 1/τ²``, mean ``(a_i β_i / v_i)/precision``, a Tikhonov solve of ``Ãθ = b̃``
+    that stays well defined when the noise makes ``Ã`` indefinite -- and the intercept's
+    prior ratio is a rank-one update (Sherman-Morrison): ``O(p³)`` in all.
 
     Returns
     -------
@@ -138,20 +141,33 @@ def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty):
     tau2 : float
     s2 : float
     """
+    p = len(b)
     a, V = linalg.eigh(A)
     beta = V.T @ b
     a2, beta2 = a * a, beta * beta
     a_pos = np.maximum(a, 0.0)
+    k = 1.0 if intercept_ratio is None else float(intercept_ratio)
+    u = V[-1] if intercept_ratio is not None else np.zeros(p)  # the intercept's unit vector, eigenbasis
+    w = a * u  # Vᵀ Ã e_p
+    t_grid = _TAU2_GRID[:, None]
     theta_sq, s2 = 0.0, min(max(q / n, 0.0), 1.0)
     for _ in range(_N_PASSES):
         noise = sigma_xty**2 + sigma_gram**2 * theta_sq + s2 * a_pos
-        total = _TAU2_GRID[:, None] * a2[None, :] + noise[None, :]
-        loglik = -0.5 * np.sum(np.log(total) + beta2[None, :] / total, axis=1)
+        c = t_grid * a2 + noise  # (grid, p): the isotropic marginal variances
+        kappa = (k - 1.0) * _TAU2_GRID  # the intercept's extra prior variance
+        ww = np.sum(w * w / c, axis=1)
+        wb = np.sum(w * beta / c, axis=1)
+        denom = 1.0 + kappa * ww
+        loglik = -0.5 * (np.sum(np.log(c) + beta2 / c, axis=1) + np.log(denom) - kappa * wb * wb / denom)
         tau2 = float(_TAU2_GRID[int(np.argmax(loglik))])
-        prec = a2 / noise + 1.0 / tau2
-        m_eig = a * beta / noise / prec
+        pi = a2 / noise + 1.0 / tau2
+        r = a * beta / noise
+        rho = (1.0 / k - 1.0) / tau2
+        ud = u / pi
+        g = 1.0 + rho * float(u @ ud)
+        m_eig = r / pi - rho * ud * float(u @ (r / pi)) / g
         mean = V @ m_eig
-        theta_sq = float(m_eig @ m_eig + np.sum(1.0 / prec))
+        theta_sq = float(m_eig @ m_eig) + float(np.sum(1.0 / pi)) - rho * float(ud @ ud) / g
         s2 = min(max((q - 2.0 * float(b @ mean) + float(mean @ A @ mean)) / n, 0.0), 1.0)
-    cov = (V / prec) @ V.T
+    cov = (V / pi) @ V.T - (rho / g) * np.outer(V @ ud, V @ ud)
     return mean, cov, tau2, s2
