@@ -113,10 +113,9 @@ cdef inline bint _in_set(const uint8_t* brow, const int32_t* a, int lo, int hi, 
     return _member(a, lo, hi, x)
 
 
-#: Sets larger than this are sampled by rejection from ``theta`` first (no O(|A|) work).
-DEF _REJECT_MIN_SET = 16
-#: Proposals from ``theta`` per latent category before the exact O(|A|) draw.
-DEF _REJECT_TRIES = 8
+cdef enum:
+    _REJECT_MIN_SET = 16  # sets larger than this are sampled by rejection from theta first (no O(|A|) work)
+    _REJECT_TRIES = 8  # proposals from theta per latent category before the exact O(|A|) draw
 
 
 def latent_counts(object generator, const double[::1] theta, const int32_t[::1] a_ptr,
@@ -136,7 +135,8 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
     f_in, f_y, f_out : (G,) likelihood values (only ratios matter).
     g_cnt : (G,) number of responses of each group.
     counts : (K,) output, overwritten.
-    stamp : ignored (kept for callers of the previous version).
+    stamp : (K,) int32 scratch, optional
+        Must hold values ``< 0`` on entry (left so on return); allocated if ``None``.
     bits : (G, ceil(K / 8)) uint8, optional
         The sets as bit rows (bit ``x & 7`` of byte ``x >> 3``, ``numpy.packbits(...,
         bitorder='little')``): ``O(1)`` membership tests instead of binary searches.
@@ -144,23 +144,25 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
     Notes
     -----
     Each latent category of a group with ``|A_g| > 16`` is first proposed from
-    ``theta`` (binary search on its cumulative sums) and accepted with probability
-    ``f(x) / max f`` (membership by binary search in the sorted set): an accepted
-    proposal is an exact draw from ``p(x | y_g, theta) ∝ theta_x f(x)``, at
-    ``O(1)`` per proposal (Walker's alias table of ``theta``, built once per sweep in
-    ``O(K)``; membership from ``bits`` or by binary search) instead of ``O(|A|)`` per response (subset
-    selection at ``K = 1000`` has ``|A| ~ 270`` and one response per set).  After 8
-    rejections the draw is the exact one below (independent of the rejected
-    proposals, so the mixture is still exact).  Smaller sets, and the fallback, sum
-    ``theta`` over ``A_g`` once per group and draw directly: inside ``A_g`` by a scan,
-    at ``y_g``, or outside by proposals from ``theta`` rejected while in ``A_g`` or at
-    ``y_g`` (after 8 rejections an exact scan of the complement).
+    ``theta`` and accepted with probability ``f(x) / max f`` (membership from ``bits``,
+    or by binary search in the sorted set): an accepted proposal is an exact draw from
+    ``p(x | y_g, theta) ∝ theta_x f(x)`` at ``O(1)`` per proposal (Walker's alias table
+    of ``theta``, built once per sweep in ``O(K)``) instead of ``O(|A|)`` per response
+    (subset selection at ``K = 1000`` has ``|A| ~ 270`` and one response per set).  It
+    is used when those sets hold more than ``K`` members in all (else the table costs
+    more than it saves).  After 8 rejections the draw is the exact one below
+    (independent of the rejected proposals, so the mixture is still exact).  Smaller
+    sets, and the fallback, sum ``theta`` over ``A_g`` once per group (stamping its
+    members) and draw directly: inside ``A_g`` by a scan, at ``y_g``, or outside by
+    proposals from ``theta`` rejected while in ``A_g`` or at ``y_g`` (after 8
+    rejections an exact scan of the complement).
     """
     cdef int K = theta.shape[0]
     cdef Py_ssize_t G = g_cnt.shape[0], g
     cdef int64_t c, i
-    cdef int x, y, j, p, tries, start, stop
-    cdef bint direct, have_t, accepted
+    cdef int x, y, j, tries, start, stop, mark
+    cdef int64_t big = 0
+    cdef bint direct, have_t, accepted, need_alias
     cdef double tA, ty, wA, wy, wo, tot, u, acc, tout, fin, fy, fo, fmax, f
     cdef double[::1] cumv = np.zeros(K + 1)
     cdef double* cum = &cumv[0]
@@ -171,13 +173,22 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
     cdef bint use_bits = bits is not None
     cdef const uint8_t* brow = NULL
     cdef bitgen_t* bg = _bitgen(generator)
+    if stamp is None:
+        stamp = np.full(K, -1, dtype=np.int32)
+    if stamp.shape[0] < K:
+        raise ValueError(f"stamp must have at least {K} entries, got {stamp.shape[0]}.")
     if use_bits and (bits.shape[0] != G or bits.shape[1] < (K + 7) // 8):
         raise ValueError(f"bits must have shape ({G}, {(K + 7) // 8}), got ({bits.shape[0]}, {bits.shape[1]}).")
     with generator.bit_generator.lock, nogil:
         for x in range(K):
             counts[x] = 0
             cum[x + 1] = cum[x] + theta[x]
-        if cum[K] > 0.0:
+        # rejection (and its O(K) alias table) only when the sets it spares outweigh the table
+        for g in range(G):
+            if a_ptr[g + 1] - a_ptr[g] > _REJECT_MIN_SET and g_cnt[g] > 0:
+                big += a_ptr[g + 1] - a_ptr[g]
+        need_alias = big > K
+        if need_alias and cum[K] > 0.0:
             _alias_table(&theta[0], K, cum[K], &probv[0], &aliasv[0], &workv[0])
         for g in range(G):
             c = g_cnt[g]
@@ -192,9 +203,10 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
             fmax = fin if fin > fo else fo
             if fy > fmax:
                 fmax = fy
-            direct = stop - start <= _REJECT_MIN_SET or not fmax > 0.0 or not cum[K] > 0.0
+            direct = stop - start <= _REJECT_MIN_SET or not fmax > 0.0 or not cum[K] > 0.0 or not need_alias
             if use_bits:
                 brow = &bits[g, 0]
+            mark = <int>(g & 0x3FFFFFFF)
             have_t = False
             for i in range(c):
                 if not direct:
@@ -215,10 +227,11 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
                     if accepted:
                         counts[x] += 1
                         continue
-                if not have_t:
+                if not have_t:  # the exact draw: sum theta over the set once, stamp its members
                     tA = 0.0
                     for j in range(start, stop):
                         tA += theta[A[j]]
+                        stamp[A[j]] = mark
                     ty = theta[y] if y >= 0 else 0.0
                     tout = cum[K] - tA - ty
                     if tout < 0.0:
@@ -244,17 +257,14 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
                     x = -1
                     for tries in range(8):
                         x = _search(cum, K, _unif(bg) * cum[K])
-                        if x != y and theta[x] > 0.0 and not _in_set(brow, A, start, stop, x):
+                        if stamp[x] != mark and x != y and theta[x] > 0.0:
                             break
                         x = -1
-                    if x < 0:  # exact scan of the complement (the sorted set walked alongside)
+                    if x < 0:  # exact scan of the complement
                         u = _unif(bg) * tout
                         acc = 0.0
-                        p = start
                         for j in range(K):
-                            while p < stop and A[p] < j:
-                                p += 1
-                            if (p < stop and A[p] == j) or j == y or theta[j] <= 0.0:
+                            if stamp[j] == mark or j == y or theta[j] <= 0.0:
                                 continue
                             x = j
                             acc += theta[j]
@@ -263,6 +273,9 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
                         if x < 0:  # no mass outside (cannot happen with tot > 0): keep the set
                             x = A[start] if stop > start else (y if y >= 0 else 0)
                 counts[x] += 1
+            if have_t:
+                for j in range(start, stop):
+                    stamp[A[j]] = -1
     return counts
 
 

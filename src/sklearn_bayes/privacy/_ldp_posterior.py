@@ -160,13 +160,14 @@ def gibbs_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None
     theta = np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float).copy()
     hier = isinstance(prior, str)
     counts = np.zeros(K, dtype=np.int64)
+    stamp = np.full(K, -1, dtype=np.int32)
     bits = _set_bits(groups)
     out = np.empty((n_draws, K))
     rhos = np.full(n_draws, np.nan)
     rho = 1.0
     for it in range(burn + n_draws):
         latent_counts(rng, theta, groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
-                      groups.f_out, groups.count, counts, None, bits)
+                      groups.f_out, groups.count, counts, stamp, bits)
         if hier:
             rho = _draw_rho(rng, counts, RHO_GRID)
             a = rho + counts
@@ -285,6 +286,7 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     lt = np.log(np.maximum(np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float), 1e-300))
     lt -= np.logaddexp.reduce(lt)
     counts = np.zeros(K, dtype=np.int64)
+    stamp = np.full(K, -1, dtype=np.int32)
     bits = _set_bits(groups)
     out = np.empty((n_draws, K))
     rhos = np.full(n_draws, np.nan)
@@ -297,7 +299,7 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     half = burn // 2
     for it in range(burn + n_draws):
         latent_counts(rng, np.exp(lt), groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
-                      groups.f_out, groups.count, counts, None, bits)
+                      groups.f_out, groups.count, counts, stamp, bits)
         if hier:
             rho = _draw_rho(rng, counts, RHO_GRID)
             a = rho + counts
