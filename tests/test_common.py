@@ -157,7 +157,7 @@ META_CASES = {
     "SubsampledPriorLinearSVC": (_binary_case, {"covariance": ["full", "diag"]}, None),
     "SubsampledPriorPoissonRegressor": (_count_case, {"covariance_scaling": [None, "subsample_size"]}, None),
     "OnePosteriorSampleRidge": (_regression_case, {"ridge_lambda": [100.0, 1000.0]}, None),
-    "AdaOPSRegressor": (_regression_case, {"calibration": ["released_norm", "thesis"], "kappa": [None, 50.0]}, None),
+    "AdaOPSRegressor": (_regression_case, {"calibration": ["ssp_posterior", "released_norm", "thesis"], "kappa": [None, 50.0]}, None),
     "DPSGLDLogisticRegression": (_binary_case, {"epsilon": [1.0, 4.0], "ops_fraction": [0.5, 0.8]}, None),
     "RowNormClipper": (_regression_case, {"max_norm": [1.0, 3.0]}, DecisionTreeRegressor(max_depth=3, random_state=0)),
     "PrivateCountSketch": (

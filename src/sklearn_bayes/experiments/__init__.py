@@ -17,7 +17,7 @@ DEMO_DESCRIPTIONS = {
     "mixture_m": "mixture of M-estimators vs OLS/Huber on starsCYG and contaminated Boston",
     "count_sketch": "private Count Sketch mechanisms on a Zipf stream with 20 query sets",
     "subsampled_prior": "subsampled-prior ridge/logistic/SVM/Poisson vs 10-fold CV on real data",
-    "dp_regression": "AdaOPS/OPS vs SSP, AdaSSP, objective/output perturbation on diamonds; DP-SGLD logistic on rwm5yr",
+    "dp_regression": "AdaOPSRegressor (default: noisy-statistics posterior; AdaOPS/OPS draws) vs SSP, AdaSSP, objective/output perturbation on diamonds; DP-SGLD logistic on rwm5yr",
 }
 
 #: One line per reproduction, for ``python -m sklearn_bayes reproduce --help``.
