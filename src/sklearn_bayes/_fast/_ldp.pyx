@@ -676,6 +676,7 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
     cdef int32_t[::1] pos = np.zeros(K, dtype=np.int32)
     cdef double[::1] choice_buf = np.zeros(7 * K + 2)
     cdef _Choice ch = _choice_scratch(choice_buf, K)
+    ch.theta = &theta[0]  # the choice writes theta where the SGLD step reads it (one K-vector hot in cache)
     if n_sids_old > 0:
         prev_sid = -2  # unknown: compare with nothing, always allocate first
     st.K = K
