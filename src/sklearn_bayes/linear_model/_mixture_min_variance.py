@@ -19,6 +19,7 @@ start; outputs are plain arrays.  No estimator state is touched here.
 import math
 
 import numpy as np
+from scipy import stats
 
 _MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
 
@@ -102,7 +103,75 @@ def residual_scale(r, sw, p, weighted_median):
     return _MAD_TO_SD * weighted_median(np.abs(r), sw) * math.sqrt(wt / max(wt - p, 1.0))
 
 
-def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, family=FAMILY):
+def _centred_ranks(v):
+    """Average ranks of ``v`` minus their mean (ties share a rank)."""
+    rk = stats.rankdata(v)
+    return rk - rk.mean()
+
+
+def mean_misspecification(Xa, y, r, sw, scale, slopes, cutoff=4.685):
+    """Rank test of a nonlinear mean on the rows a Tukey (``cutoff``) fit does not reject.
+
+    On the rows with ``sw > 0`` and ``|r| < cutoff * scale`` (gross outliers and bad leverage
+    points carry no weight in the robust fit and would look like curvature), the Spearman
+    correlations ``rho`` of the residuals ``r`` with ``g_0 = (yhat - median yhat)^2`` (``yhat =
+    y - r``) and ``g_j = (x_j - median x_j)^2`` for every ``slopes`` column: a RESET-type test in
+    ranks.  If the residual ranks are a uniformly random permutation given ``x`` -- a linear mean
+    with i.i.d. errors of ANY law, heavy-tailed, skewed or asymmetric -- then ``E rho = 0`` and
+    ``cov(rho) = R / (m - 1)`` exactly (``m`` rows, ``R`` the rank-correlation matrix of the
+    ``g``), so ``T = (m - 1) rho' R^+ rho`` is asymptotically chi-square with ``rank(R)``
+    degrees of freedom.  Returns ``(T, df, p_value)``; ``(0.0, 0, 1.0)`` with fewer than 10 rows.
+    """
+    keep = (sw > 0) & (np.abs(r) < cutoff * scale)
+    m = int(keep.sum())
+    if m < 10:
+        return 0.0, 0, 1.0
+    yhat = y[keep] - r[keep]
+    cols = [(yhat - np.median(yhat)) ** 2] + [(Xa[keep, j] - np.median(Xa[keep, j])) ** 2 for j in slopes]
+    G = np.column_stack([_centred_ranks(g) for g in cols])
+    norms = np.sqrt(np.einsum("ij,ij->j", G, G))
+    G = G[:, norms > 0] / norms[norms > 0]
+    if G.shape[1] == 0:
+        return 0.0, 0, 1.0
+    e = _centred_ranks(r[keep])
+    e = e / np.sqrt(e @ e) if e @ e > 0 else e
+    rho = G.T @ e  # Spearman correlations
+    R = G.T @ G  # their rank-correlation matrix
+    w, V = np.linalg.eigh(R)
+    pos = w > 1e-8 * w.max()
+    z = V[:, pos].T @ rho
+    T = float((m - 1) * np.sum(z * z / w[pos]))
+    df = int(pos.sum())
+    return T, df, float(stats.chi2.sf(T, df))
+
+
+def huber_with_own_scale(Xa, y, sw, theta, scale, c, wls, weighted_median, floor, max_iter=200, tol=1e-8):
+    """Huber M-estimate whose scale is the :func:`residual_scale` of its own residuals.
+
+    Alternates one IRLS step at the current scale with a new scale from the new residuals
+    (as statsmodels' ``RLM`` with ``HuberT`` does), from ``theta`` and ``scale``; stops when no
+    coefficient moves by more than ``tol (1 + max |theta|)``.  Returns ``(theta, scale,
+    n_iter)``.
+    """
+    p = Xa.shape[1]
+    for it in range(1, max_iter + 1):
+        new = wls(Xa, y, sw * psi_terms("huber", (y - Xa @ theta) / scale, c)[0])
+        scale = max(residual_scale(y - Xa @ new, sw, p, weighted_median), floor)
+        done = np.max(np.abs(new - theta)) <= tol * (1.0 + np.max(np.abs(theta)))
+        theta = new
+        if done:
+            break
+    return theta, scale, it
+
+
+#: level of the rank test of a nonlinear mean (:func:`mean_misspecification`) in :func:`select`
+MISSPECIFICATION_LEVEL = 0.001
+#: the loss kept when the test rejects: Huber's, with the usual 95 %-efficiency constant
+MISSPECIFIED_LOSS = ("huber", 1.345)
+
+
+def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, family=FAMILY,
+           level=MISSPECIFICATION_LEVEL):  # fmt: skip
     """Choose the member of ``family`` with the smallest estimated slope variance and fit it.
 
     From the high-breakdown start ``theta0`` one Tukey (4.685) IRLS fit at the start's scale
@@ -110,8 +179,16 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     (:func:`residual_scale`, never below ``floor``).  Every member's sandwich variance is
     estimated at these same residuals -- a member is not judged by residuals it fitted itself,
     which would favour the redescending ones -- and the winner is fitted by IRLS from the MM
-    fit.  Returns a dict with ``theta``, ``loss`` (name, constant), ``scale``, ``variances``
-    of every member and ``n_iter`` (IRLS iterations).
+    fit.
+
+    Before that, the rank test :func:`mean_misspecification` asks whether the mean is linear
+    (``level=None``: never).  If it rejects at ``level``, the losses no longer estimate one
+    common coefficient vector, their variances do not say which predicts best, and the
+    prediction error on clean data favours the loss that down-weights least while still
+    resisting gross outliers: the fit is then :data:`MISSPECIFIED_LOSS` (Huber, c = 1.345) with
+    its scale re-estimated from its own residuals (:func:`huber_with_own_scale`).  Returns a
+    dict with ``theta``, ``loss`` (name, constant), ``scale``, ``variances`` of every member,
+    ``misspecification`` (``(T, df, p_value)`` or ``None``) and ``n_iter`` (IRLS iterations).
     """
     p = Xa.shape[1]
     scale0 = max(scale0, floor)
@@ -119,6 +196,12 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     r = y - Xa @ theta_mm
     scale = max(residual_scale(r, sw, p, weighted_median), floor)
     variances = {kc: sandwich_variance(Xa, r, sw, scale, kc[0], kc[1], slopes) for kc in family}
-    kind, c = min(family, key=lambda kc: variances[kc])  # first of equals: family order
-    theta, n_iter = irls(Xa, y, sw, theta_mm, scale, kind, c, wls)
-    return {"theta": theta, "loss": (kind, c), "scale": scale, "variances": variances, "n_iter": n_mm + n_iter}
+    test = None if level is None else mean_misspecification(Xa, y, r, sw, scale, slopes)
+    if test is not None and test[2] < level:
+        kind, c = MISSPECIFIED_LOSS
+        theta, scale, n_iter = huber_with_own_scale(Xa, y, sw, theta_mm, scale, c, wls, weighted_median, floor)
+    else:
+        kind, c = min(family, key=lambda kc: variances[kc])  # first of equals: family order
+        theta, n_iter = irls(Xa, y, sw, theta_mm, scale, kind, c, wls)
+    return {"theta": theta, "loss": (kind, c), "scale": scale, "variances": variances,
+            "misspecification": test, "n_iter": n_mm + n_iter}  # fmt: skip
