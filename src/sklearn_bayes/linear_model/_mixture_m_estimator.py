@@ -226,8 +226,17 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     best method is far smaller than the maximum-likelihood variant's (user
     guide, ``benchmarks/bench_mixture_m.py``).  The criterion is coefficient
     precision under the fitted linear model; when the mean is misspecified
-    (Boston housing) the redescending losses it prefers predict worse than a
-    monotone Huber loss (user guide).  The EM of the residual description is
+    (Boston housing) each loss estimates a different coefficient vector and the
+    redescending losses it prefers predict worse than a monotone Huber loss.
+    So a rank test of linearity comes first: the Spearman correlations of the
+    residuals of the rows the MM step keeps with the squared centred fitted
+    values and squared centred columns, a chi-square statistic whose law under
+    a linear mean with i.i.d. errors of any law is fixed by the permutation
+    distribution of the ranks; if it rejects at level 0.001 the fit is Huber
+    (c = 1.345) with its scale re-estimated from its own residuals.  The S
+    start picks among its candidates by the M-scale of the rows that are not
+    outlying in ``x``, so an exact-fit cluster of leverage points does not
+    win by its zero residuals.  The EM of the residual description is
     SQUAREM-accelerated like the paper variant's; above 20000 rows it runs on
     the subsample first and is then polished on all rows.  ``irls_weights_``
     are the selected loss's IRLS weights (``sample_weights_`` is a deprecated

@@ -259,7 +259,7 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
     pos = np.flatnonzero(sw > 0)
     if len(sub) < len(pos):
         Xp, yp, wp = Xa[pos], y[pos], sw[pos]
-        rows = x_central_rows(Xp, wp)
         out = [_i_steps(Xp, yp, wp, th, m_scale(yp - Xp @ th, wp), _S_POLISH_STEPS)[0] for _, th in out]
+        rows = x_central_rows(Xp, wp) if len(out) > 1 else np.arange(len(pos))  # one fit: nothing to sort
         out = sorted(((criterion(th, Xp, yp, wp, rows), th) for th in out), key=lambda t: t[0])
     return [th for _, th in out], [c for c, _ in out]
