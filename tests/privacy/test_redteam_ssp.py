@@ -14,7 +14,6 @@ import warnings
 import numpy as np
 import pytest
 from scipy.optimize import minimize
-from scipy.stats import norm
 from sklearn.base import clone
 
 import sklearn_bayes.privacy._posterior_sampling as ps
@@ -156,16 +155,46 @@ def test_no_neighbours_beyond_joint_sensitivity(uvw):
     assert best >= 0.85 * bound
 
 
-@pytest.mark.parametrize("eps, delta", [(0.05, 1e-8), (0.5, 1e-6), (1.0, 1e-5), (8.0, 1e-10)])
+@pytest.mark.parametrize("eps, delta", [(1e-4, 1e-6), (0.05, 1e-8), (0.5, 1e-6), (1.0, 1e-5), (8.0, 1e-10),
+                                        (100.0, 1e-9), (700.0, 1e-6), (1000.0, 1e-300), (1.0, 1e-300), (1.0, 0.999)])
 def test_noise_scales_are_the_analytic_gaussian_mechanism(eps, delta):
+    """delta(mu) of the whitened release, exactly (50 digits: in floats e^eps Phi(.) underflows at eps >~ 700)."""
+    mp = pytest.importorskip("mpmath")
     b = ssp_posterior_budget(eps, delta)
     u, v, w = (1 / b[k] ** 2 for k in ("sigma_gram", "sigma_xty", "sigma_yty"))
     mu = math.sqrt(ssp_joint_sensitivity_sq(u, v, w))
-    # Balle & Wang (2018), Theorem 8: delta(mu) of the Gaussian mechanism with ratio mu = Delta / sigma
-    d = norm.cdf(mu / 2 - eps / mu) - math.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
-    assert d <= delta * (1 + 1e-6)
-    assert d >= delta * (1 - 1e-3)  # and the budget is used (not a needlessly large sigma)
+    with mp.workdps(50):
+        m, e = mp.mpf(mu), mp.mpf(eps)
+        # Balle & Wang (2018), Theorem 8: delta of the Gaussian mechanism with ratio mu = Delta / sigma
+        d = mp.ncdf(m / 2 - e / m) - mp.exp(e) * mp.ncdf(-m / 2 - e / m)
+        ratio = float(d / mp.mpf(delta))
+    assert ratio <= 1.0 + 1e-9
+    assert ratio >= 1.0 - 1e-3  # and the budget is used (not a needlessly large sigma)
     assert mu == pytest.approx(1 / analytic_gaussian_sigma(eps, delta, 1.0), rel=1e-12)
+
+
+def test_release_noise_has_the_stated_scales():
+    """Empirical variance of every released coordinate over 3000 releases (p = 3): the symmetric
+    Gram noise is N(0, sigma_A^2) on and off the diagonal (not (E + E')/2), Xy and yy as stated.
+    Tolerance: 5 standard errors of a variance estimate, sqrt(2 / 3000) relative."""
+    b = ssp_posterior_budget(1.0, 1e-6)
+    rng = np.random.default_rng(0)
+    Xs, ys = np.zeros((5, 3)), np.zeros(5)
+    reps = 3000
+    out = [ps.release_sufficient_statistics(Xs, ys, b, rng) for _ in range(reps)]
+    A = np.array([o[0] for o in out])
+    bb = np.array([o[1] for o in out])
+    q = np.array([o[2] for o in out])
+    assert np.all(A == np.swapaxes(A, 1, 2))
+    tol = 5 * math.sqrt(2 / reps)
+    iu = np.triu_indices(3)
+    np.testing.assert_allclose(A[:, iu[0], iu[1]].var(axis=0) / b["sigma_gram"] ** 2, 1.0, atol=tol)
+    np.testing.assert_allclose(bb.var(axis=0) / b["sigma_xty"] ** 2, 1.0, atol=tol)
+    assert abs(q.var() / b["sigma_yty"] ** 2 - 1.0) < tol
+    # independent coordinates: the upper triangle's entries are uncorrelated (|r| < 5 / sqrt(reps))
+    flat = np.column_stack([A[:, iu[0], iu[1]], bb, q])
+    r = np.corrcoef(flat, rowvar=False)
+    assert np.max(np.abs(r - np.eye(r.shape[0]))) < 5 / math.sqrt(reps)
 
 
 def _data(seed=0, n=60):
