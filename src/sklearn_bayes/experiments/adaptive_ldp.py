@@ -583,10 +583,11 @@ def compare_summary(stats, target_wins=None, target_ratio=1.10):
                      f"{stats['n_sparse']} settings; the adaptive rule 'honest' beats 'non_adaptive' (same mechanism "
                      f"family and prior) in {stats['honest_beats_non_adaptive']}/{stats['n_sparse']}")
     if stats.get("rule_n"):
+        sparse = (f"paired TV ratio (geometric mean over runs) below 1 in {stats['rule_beats_sparse']}/"
+                  f"{stats['rule_sparse_n']} settings with rho <= 0.1 (by more than 2 SE in "
+                  f"{stats['rule_beats_sparse_2se']}; target: all), " if stats["rule_sparse_n"] else "")
         lines.append(f"adaptive rule ({RULE}: mechanism re-chosen from the posterior every T/{RULE_BATCHES} users) vs "
-                     f"the default on the same users: paired TV ratio (geometric mean over runs) below 1 in {stats['rule_beats_sparse']}/"
-                     f"{stats['rule_sparse_n']} settings with rho <= 0.1 (by more than 2 SE in "
-                     f"{stats['rule_beats_sparse_2se']}; target: all), worse by more than 2 SE in "
+                     f"the default on the same users: {sparse}worse by more than 2 SE in "
                      f"{stats['rule_loses_2se']}/{stats['rule_n']} settings; geometric mean ratio over the settings "
                      f"{stats['rule_geo']:.3f}")
     if np.isfinite(stats["coverage"]):
