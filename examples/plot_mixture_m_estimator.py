@@ -17,12 +17,12 @@ positive slope of the main sequence, the fitted error mixture shows the heavy
 tail that absorbs the giants, and :meth:`~sklearn_bayes.MixtureMEstimatorRegressor.flag_outliers`
 flags them.
 
-Which variant: the default when the error law is unknown and the linear model is
-right (it is within a few per cent of the best of OLS, Huber, Tukey, MM and LAD
-under every error law of the benchmark); ``"paper"`` to reproduce the chapter or
-when the fitted error density itself is wanted; a monotone Huber loss
-(:class:`~sklearn.linear_model.HuberRegressor`) when only prediction matters and
-the mean may be misspecified (Boston housing, see the user guide).
+Which variant: the default when the error law is unknown (with a linear mean it
+is within a few per cent of the best of OLS, Huber, Tukey, MM and LAD under every
+error law of the benchmark; when a rank test finds the mean nonlinear, as on
+Boston housing, it fits a Huber loss and is as good as the best single
+M-estimator there, see the user guide); ``"paper"`` to reproduce the chapter or
+when the fitted error density itself is wanted.
 """
 
 import matplotlib.pyplot as plt
