@@ -33,7 +33,7 @@ def test_privacy_random_state():
         warnings.simplefilter("error")
         rng = check_privacy_random_state(None)
         assert isinstance(rng, np.random.Generator)
-        gen = np.random.default_rng(1)
+        gen = np.random.default_rng()  # unseeded: a seeded one may already have drawn noise in this process
         assert check_privacy_random_state(gen) is gen
     with pytest.warns(SeededNoiseWarning, match="testing only"):
         a = check_privacy_random_state(7).random(3)
@@ -74,3 +74,36 @@ def test_a_boolean_privacy_budget_is_refused(name):
     X = np.array([[0.1], [0.2], [0.3], [0.4]])
     with pytest.raises(InvalidParameterError, match="epsilon.*not a bool"):
         est.fit(X, np.array([0, 1, 0, 1]))
+
+
+def _replay_warnings(record):
+    return [w for w in record if w.category is SeededNoiseWarning and "already drew" in str(w.message)]
+
+
+@pytest.mark.parametrize("kind", ["Generator", "RandomState"])
+def test_privacy_random_state_warns_when_a_copied_generator_replays_noise(kind):
+    """clone/deepcopy/pickle copy a generator with its state: a copy's noise replays the original's."""
+    import copy
+
+    class Owner:
+        pass
+
+    def make(seed=12345):
+        return np.random.default_rng(seed) if kind == "Generator" else np.random.RandomState(seed)
+
+    a, b = Owner(), Owner()
+    gen = make()
+    twin = copy.deepcopy(gen)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        check_privacy_random_state(gen, owner="A", instance=a)
+        check_privacy_random_state(gen, owner="A", instance=a)  # the state moved on (RandomState) or is
+    first = _replay_warnings(record)                              # unchanged but asked by its owner again
+    assert first == []
+    with pytest.warns(SeededNoiseWarning, match="already drew privacy noise"):
+        check_privacy_random_state(twin, owner="B", instance=b)  # same state, another object
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        check_privacy_random_state(make(None), owner="C", instance=Owner())  # fresh entropy
+        check_privacy_random_state(None, owner="C", instance=Owner())
+    assert _replay_warnings(record) == []

@@ -5,14 +5,31 @@ Filter them like any warning, e.g.
 seeds its privacy noise on purpose.
 """
 
-__all__ = ["SeededNoiseWarning", "SubsampleFitWarning"]
+__all__ = ["DetachedLedgerWarning", "SeededNoiseWarning", "SubsampleFitWarning"]
 
 
 class SeededNoiseWarning(UserWarning):
     """Privacy noise drawn from a seeded generator is reproducible, hence not private.
 
     Issued when a privacy mechanism is given an integer ``random_state``: seeded
-    noise is for tests and experiments only.
+    noise is for tests and experiments only.  Also issued when a generator passed as
+    ``random_state`` is about to release noise from a state that already produced a
+    release in this process: :func:`sklearn.base.clone`, :func:`copy.deepcopy` and
+    pickling copy a ``numpy.random.Generator`` with its state, so every copy of the
+    estimator (the folds of ``cross_val_score``, the candidates of ``GridSearchCV``)
+    would replay the same noise, which then cancels between their releases.
+    """
+
+
+class DetachedLedgerWarning(UserWarning):
+    """A release was recorded in an unpickled copy of a shared :class:`~sklearn_bayes.PrivacyLedger`.
+
+    Pickling stores a snapshot of a ledger, so an estimator that was pickled -- by
+    joblib's process workers (``n_jobs > 1`` in ``cross_val_score``, ``GridSearchCV``), or
+    saved and loaded -- records its releases in its own copy, and they never reach the
+    ledger the caller holds.  Fit with ``n_jobs=1`` (or a thread backend) to account in one
+    ledger, or gather the copies' ledgers and add them up with
+    :meth:`~sklearn_bayes.PrivacyLedger.compose`.
     """
 
 

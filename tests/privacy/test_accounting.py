@@ -166,3 +166,26 @@ def test_pickling_without_loading_is_not_a_fork():
     restored = pickle.loads(data)
     restored.query([1])
     assert restored.epsilon_spent_ == 3.0
+
+
+def test_releases_into_an_unpickled_shared_ledger_warn():
+    """A pickled copy (what joblib's process workers fit) records into a snapshot: it must say so."""
+    import warnings
+
+    from sklearn_bayes.exceptions import DetachedLedgerWarning
+
+    ledger = PrivacyLedger()
+    stream = np.arange(200) % 7
+    sketch = PrivateCountSketch(epsilon=1.0, depth=2, width=16, ledger=ledger, random_state=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DetachedLedgerWarning)
+        sketch.partial_fit(stream).query([1, 2])  # the caller's own ledger: no warning
+    n = ledger.n_releases
+    worker_copy = pickle.loads(pickle.dumps(sketch))
+    with pytest.warns(DetachedLedgerWarning, match="does not reach the ledger"):
+        worker_copy.query([3])
+    assert ledger.n_releases == n  # the caller's ledger did not see it (hence the warning)
+    assert worker_copy.ledger_.n_releases == sketch.ledger_.n_releases + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DetachedLedgerWarning)
+        worker_copy.ledger_.record("own ledger", 0.0)  # an estimator's own ledger_ never warns

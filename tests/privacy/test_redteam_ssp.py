@@ -71,9 +71,6 @@ def test_design_rows_in_unit_ball_moderate_bounds(monkeypatch, fit_intercept, x_
     _assert_in_constraint_set(seen)
 
 
-@pytest.mark.xfail(strict=True, reason="clip_rows squares x before comparing with x_bound: for x_bound < ~1e-154 "
-                   "the squares underflow to 0, rows are not clipped and x/x_bound leaves the unit ball "
-                   "(x_bound=1e-200, x=1e-197 per coordinate: scaled row norm 1414)")
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_design_rows_in_unit_ball_tiny_x_bound(monkeypatch, fit_intercept):
     seen = _capture_release(monkeypatch)
@@ -221,9 +218,6 @@ def test_refits_draw_fresh_noise_and_are_all_counted():
     assert len(ledger.records) == 5
 
 
-@pytest.mark.xfail(strict=True, reason="sklearn.clone / copy.deepcopy copy a Generator random_state: the clone "
-                   "replays the original's Gaussian noise bit for bit (cross-validation folds, GridSearchCV "
-                   "candidates all get the same E, e, e_q), silently, with no SeededNoiseWarning")
 @pytest.mark.parametrize("copier", [clone, copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))])
 def test_copies_with_generator_do_not_replay_noise_silently(copier):
     X, y = _data()
@@ -281,9 +275,6 @@ def test_no_data_dependent_warnings_or_attributes_beyond_the_release(monkeypatch
             assert a == b, k
 
 
-@pytest.mark.xfail(strict=True, reason="the shared ledger is pickled as a snapshot: model selection with n_jobs > 1 "
-                   "(joblib's loky pickles the estimator to workers) records nothing in the caller's ledger "
-                   "(measured: cross_val_score(..., cv=3, n_jobs=2) -> 0 records, n_jobs=None -> 3), silently")
 def test_fits_of_pickled_copies_reach_the_shared_ledger_or_warn():
     """What a process-pool worker does with the estimator: unpickle, then fit."""
     X, y = _data()

@@ -10,7 +10,10 @@ the *same* individuals' data, so the privacy losses of all their releases compos
 sequentially and must be added up in one place.  A deep copy would give every clone a
 fresh ledger and hide that composition.  Pickling, on the other hand, stores a snapshot
 (an unpickled estimator writes to its own copy).  Each estimator also keeps its own
-per-stream ledger (``ledger_``), reset by ``fit``.
+per-stream ledger (``ledger_``), reset by ``fit``.  An estimator that records a release
+in an unpickled copy of its *shared* ledger (a joblib process worker with ``n_jobs > 1``,
+or an estimator saved and loaded) emits :class:`~sklearn_bayes.exceptions.DetachedLedgerWarning`:
+the record does not reach the ledger the caller holds.
 
 Forks
 -----
@@ -25,8 +28,11 @@ counting each record (hence the common history) once.
 import math
 import threading
 import uuid
+import warnings
 
+from sklearn_bayes.exceptions import DetachedLedgerWarning
 from sklearn_bayes.utils import check_epsilon
+from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["PrivacyLedger", "amplify_by_subsampling", "subsampled_base_epsilon"]
 
@@ -118,6 +124,26 @@ class PrivacyLedger:
     def __init__(self):
         self.records = []
         self._lock = threading.Lock()
+        self._snapshot = False
+
+    def record_shared(self, owner, mechanism, epsilon, n_items=None, note="", **extra):
+        """:meth:`record` for the ledger an estimator was *given* (its ``ledger`` parameter).
+
+        Warns :class:`~sklearn_bayes.exceptions.DetachedLedgerWarning` when this ledger is an
+        unpickled snapshot: the release is recorded here but never reaches the ledger it
+        was copied from (e.g. the caller's, when joblib fits a pickled copy in a worker).
+        """
+        if self._snapshot:
+            warnings.warn(
+                f"{owner} recorded a release in an unpickled copy of its shared PrivacyLedger "
+                "(e.g. in a joblib process worker with n_jobs > 1, or after saving and loading): "
+                "the record does not reach the ledger it was copied from. Fit with n_jobs=1 "
+                "(or a thread backend) to account in one ledger, or add up the copies' ledgers "
+                "with PrivacyLedger.compose.",
+                DetachedLedgerWarning,
+                stacklevel=external_stacklevel(),
+            )
+        self.record(mechanism, epsilon, n_items=n_items, note=note, **extra)
 
     def record(self, mechanism, epsilon, n_items=None, note="", **extra):
         """Append a release that spent ``epsilon`` (an increment >= 0).
@@ -185,6 +211,7 @@ class PrivacyLedger:
     def __setstate__(self, state):
         self.records = state["records"]
         self._lock = threading.Lock()
+        self._snapshot = True  # a copy: records made here do not reach the original
 
     def __repr__(self):
         return f"PrivacyLedger(n_releases={self.n_releases}, epsilon_spent={self.epsilon_spent:.6g})"

@@ -23,10 +23,19 @@ def clip_rows(X, bound):
            [0.3, 0.4]])
     """
     X = np.asarray(X, dtype=np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    scale = np.ones_like(norms)
-    over = norms > bound
-    scale[over] = bound / norms[over]
+    # the norm of each row is computed as m * r with m = max |x_i| and r = ||x / m|| in
+    # [1, sqrt(d)]: squaring x directly underflows to 0 below ~1e-154 (no row would be
+    # clipped: an unbounded sensitivity) and overflows above ~1e154
+    m = np.max(np.abs(X), axis=1) if X.shape[1] else np.zeros(X.shape[0])
+    safe = np.where(m > 0, m, 1.0)
+    Y = X / safe[:, None]
+    r = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+        limit = float(bound) / safe  # over <=> m r > bound <=> r > bound / m
+    over = (m > 0) & (r > limit)
+    scale = np.ones_like(r)
+    # a clipped row is shrunk 4 ulps below the bound, so rounding cannot push it outside
+    scale[over] = limit[over] / r[over] * (1.0 - 4 * np.finfo(np.float64).eps)
     return X * scale[:, None]
 
 

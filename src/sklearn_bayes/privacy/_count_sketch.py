@@ -584,7 +584,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
         Cannot fail once :meth:`_check_new_stream` passed.
         """
-        rng = check_privacy_random_state(self.random_state, owner="PrivateCountSketch")
+        rng = check_privacy_random_state(self.random_state, owner="PrivateCountSketch", instance=self)
         table = np.zeros((d, w), dtype=np.int64 if self.noise == "discrete_laplace" else np.float64)
         pan_draws = 0
         if self.pan_private and start_noise:
@@ -800,9 +800,9 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             n_items=n_items, note=note, stream=self.stream_id_, fork=self._fork_id, id=uuid.uuid4().hex, **extra
         )
         name = mechanism or f"PrivateCountSketch/{self._fp('mechanism')}"
-        for ledger in (self.ledger_, self._shared_ledger):
-            if ledger is not None:
-                ledger.record(name, increment, **record)
+        self.ledger_.record(name, increment, **record)
+        if self._shared_ledger is not None:
+            self._shared_ledger.record_shared("PrivateCountSketch", name, increment, **record)
 
     @transactional
     def query(self, items):

@@ -504,7 +504,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         eps_sgld = eps - eps_ops
         n = Xs.shape[0]
         q, T, z, eta, sd = self._schedule(n, eps_sgld, delta)
-        rng = check_privacy_random_state(self.random_state, owner=type(self).__name__)
+        rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         theta0, rho, B, acc = self._ops_start(Xs, y01, eps_ops, rng)
         prior_prec = 1.0 / float(self.prior_scale) ** 2
         L = float(self.clip_norm)

@@ -224,9 +224,10 @@ class _PrivateLinearBase(BaseEstimator):
         return coef, intercept
 
     def _record(self, ledger_, mechanism, epsilon, delta, note=""):
-        for ledger in (ledger_, self.ledger):
-            if ledger is not None:
-                ledger.record(f"{type(self).__name__}/{mechanism}", epsilon, note=note, delta=delta)
+        name = f"{type(self).__name__}/{mechanism}"
+        ledger_.record(name, epsilon, note=note, delta=delta)
+        if self.ledger is not None:
+            self.ledger.record_shared(type(self).__name__, name, epsilon, note=note, delta=delta)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -492,7 +493,7 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
                     f"gamma={self.gamma!r} is not (epsilon={eps!r}, delta={delta!r})-DP for n={n} and "
                     f"ridge_lambda={lam!r}; the largest gamma that is: {best!r}."
                 )
-        rng = check_privacy_random_state(self.random_state, owner=type(self).__name__)
+        rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         theta = self._draw(Xs, ys, lam, gamma, rng)
         ledger_ = PrivacyLedger()
         self._record(ledger_, "posterior_sample", eps, delta, note="replace-one; exact PLD of the ridge posterior")
@@ -962,7 +963,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         Xs, ys = self._prepare(X, y, x_share)
         if self.kappa is not None and not math.isfinite(self.kappa):
             raise ValueError(f"kappa must be finite, got kappa={self.kappa!r}.")
-        rng = check_privacy_random_state(self.random_state, owner=type(self).__name__)
+        rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         if self.calibration == "ssp_posterior":
             return self._fit_ssp_posterior(Xs, ys, rng)
         if self.calibration == "thesis":

@@ -376,7 +376,7 @@ class RRRRMechanism:
         bad = xa[(xa < 0) | (xa >= self.n_categories)]
         if bad.size:
             raise ValueError(f"x holds categories outside [0, {self.n_categories}): {bad[:5].tolist()}.")
-        rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize")
+        rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize", instance=self)
         K = self.n_categories
         mask = np.zeros(K, dtype=bool)
         mask[s] = True

@@ -1,9 +1,13 @@
 """Validation helpers shared by the estimators: budgets, integer constraints, random states."""
 
+import hashlib
 import numbers
 import os
+import pickle
 import sys
+import threading
 import warnings
+import weakref
 
 import numpy as np
 import sklearn
@@ -128,22 +132,64 @@ def check_generator(random_state):
     )
 
 
-def check_privacy_random_state(random_state, owner="this mechanism"):
-    """:func:`check_generator` for privacy noise: an integer seed emits :class:`SeededNoiseWarning`.
+#: digests of the generator states privacy noise was drawn from in this process, with the
+#: estimator that drew it (a weak reference, or None)
+_RELEASED_STATES = {}
+_RELEASED_LOCK = threading.Lock()
 
-    An integer seed gives reproducible noise, which is useful in tests and experiments
-    but destroys the guarantee if the seed is known.
+
+def _state_digest(random_state):
+    state = (random_state.bit_generator.state if isinstance(random_state, np.random.Generator)
+             else random_state.get_state(legacy=False))
+    return hashlib.sha256(pickle.dumps(state, protocol=4)).hexdigest()
+
+
+def check_privacy_random_state(random_state, owner="this mechanism", instance=None):
+    """:func:`check_generator` for privacy noise, with warnings where the noise is not private.
+
+    Emits :class:`SeededNoiseWarning`
+
+    * for an integer seed: the noise is reproducible from the seed (useful in tests and
+      experiments, but it destroys the guarantee if the seed is known);
+    * for a ``Generator`` or ``RandomState`` whose *current state* already seeded privacy
+      noise in this process for another object: :func:`sklearn.base.clone`,
+      :func:`copy.deepcopy` and pickling copy a generator with its state, so the copies
+      of one estimator (cross-validation folds, grid-search candidates) would draw the
+      same noise, which cancels between their releases.  The same ``instance`` asking
+      again from the same state (a retry after a rejected call rewound its generator)
+      is not a replay.  Copies in other processes are not seen.
 
     Parameters
     ----------
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
     owner : str
         Name used in the warning.
+    instance : object or None
+        The object that will draw the noise (held by a weak reference).
 
     Returns
     -------
     rng : numpy.random.Generator
     """
+    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
+        digest = _state_digest(random_state)
+        try:
+            ref = weakref.ref(instance) if instance is not None else None
+        except TypeError:
+            ref = None
+        with _RELEASED_LOCK:
+            previous = _RELEASED_STATES.get(digest, False)
+            _RELEASED_STATES[digest] = ref
+        replay = previous is not False and (previous is None or ref is None or previous() is not instance)
+        if replay:
+            warnings.warn(
+                f"{owner} was given a {type(random_state).__name__} random_state whose current state "
+                "already drew privacy noise in this process: it is a copy (clone, deepcopy or pickle "
+                "copy a generator with its state), so it replays that noise, which then cancels "
+                "between the two releases. Use random_state=None for private releases.",
+                SeededNoiseWarning,
+                stacklevel=external_stacklevel(),
+            )
     rng = check_generator(random_state)
     if isinstance(random_state, (numbers.Integral, np.integer)):
         warnings.warn(
