@@ -166,9 +166,6 @@ def test_fuzz_copies_merges_rejected_calls_never_mix_responses(monkeypatch, seed
     assert min(ops.values()) > 0 and len(ops) == 10  # every attack was tried
 
 
-@pytest.mark.xfail(strict=True, reason="subset_sizes_ is store.sizes[:n], a writable view of the store's buffer "
-                   "(_adaptive_ldp.py _end_update): writing into the fitted attribute rewrites the recorded "
-                   "sizes (not read by the posterior today; pickles carry the change)")
 def test_fitted_subset_sizes_is_not_a_window_into_the_store():
     """``subset_sizes_`` is a fitted attribute handed to the user: writing into it must not
     change the recorded responses (it is a view of the store's buffer)."""

@@ -50,6 +50,13 @@ _OLD_STORE_KEYS = ("_ys", "_sids", "_sizes", "_masks", "_members", "_sid_k", "_s
                    "_store_ids", "_groups_cache")
 
 
+def _read_only(view):
+    """A read-only view: fitted attributes handed to the user must not write into the store."""
+    view = view.view()
+    view.flags.writeable = False
+    return view
+
+
 def _same_value(a, b):
     """Equal numbers or strings (``1 == 1.0``), else the same object (generators, callables)."""
     if a is b:
@@ -464,6 +471,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         for key in _OLD_STORE_KEYS:
             state.pop(key, None)
         super().__setstate__(state)
+        if "_store" in self.__dict__ and "subset_sizes_" in self.__dict__:
+            self.subset_sizes_ = _read_only(self._store.sizes[: self._store.n])
 
     def __copy__(self):
         """A copy of a fitted estimator is a deep copy: it never shares the noise generator.
@@ -595,7 +604,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._fitted_params["prior"] = np.array(self.prior, dtype=float)
         self.mechanism_, self._client = self._resolve_mechanism(K)
         self._consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa))
-        self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator")
+        self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator",
+                                               instance=self)
         self._phi = np.ones(K)
         self._sigma = np.arange(K, dtype=np.int32)
         # member lists serve the RRRR kernels only: a static mechanism's sets (one per
@@ -617,7 +627,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """Last step of a fitting call (cannot fail)."""
         store = self._store
         self.n_responses_ = store.n
-        self.subset_sizes_ = store.sizes[: store.n]
+        self.subset_sizes_ = _read_only(store.sizes[: store.n])
         self._validated_params = self._params_now()  # this call validated them
         # ``theta_`` is computed when first read: recording a response costs no final
         # phase.  Its randomness is seeded by a digest of the main generator's state,
