@@ -241,8 +241,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     is, as a function of ``x``, ``∝ (1/2)/q`` or ``(1/2)/(1 - q)`` with ratio
     ``(1 - q)/q = e^eps``); an RRRR response has three levels (``x in S``, ``x = y``,
     other).  So one data-augmentation Gibbs sampler is exact for all of them: latent
-    ``x_u ~ p(x | y_u, theta)`` (kernel ``_fast/_ldp_gibbs.pyx``, ``O(|A| + log K)``
-    per response), then ``rho | counts`` from the collapsed Dirichlet-multinomial
+    ``x_u ~ p(x | y_u, theta)`` (kernel ``_fast/_ldp_gibbs.pyx``: ``O(|A| + log K)`` per
+    response for small sets; large sets by alias-table proposals from ``theta``, ``O(1)``
+    each, exact after 8 rejections), then ``rho | counts`` from the collapsed Dirichlet-multinomial
     likelihood on the grid, then ``theta ~ Dir(rho + counts)`` drawn in log space
     (``ln G(a) = ln G(a + 1) + ln(U)/a``, no underflow when ``rho + n_j << 1``).
     Because it mixes slowly when the noise hides most of the information, each sweep
