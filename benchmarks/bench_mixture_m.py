@@ -16,6 +16,8 @@ numbers: every method sees the same data in every cell.
    targets shifted by [2,4], [3,6], [5,10] sd, one-sided and symmetric; test MSE of every
    method and the paired difference (mixture - best single M-estimator) with its standard
    error.  Target: within one paired SE.  ``--splits`` (default 10; ``--full``: 100).
+   Parts 1 and 2 print how often the default's linearity test rejected; ``--old-rule``
+   adds the default without that test as a column.
 3. Speed at n = 10^5, d = 20 on three contamination types (gross +-[5,10] sd shifts of 10 % of
    rows, N(0, 20^2) outliers on 10 % of rows, t3 errors on all rows): median fit time of
    ``--repeats`` interleaved fits, ratio to HuberRegressor.  Target: <= 2x.
@@ -99,10 +101,58 @@ PEERS = {
 }
 
 
-def methods(variants=()):
-    """Peers, the default mixture, and extra mixture variants ``(name, kwargs)``."""
+#: selections of the default mixture's fits since the last reset (for the linearity test's rejection rate)
+SELECTIONS = []
+
+
+def _mixture_logged(X, y):
+    """The default mixture, recording its loss selection (``misspecification``: the rank test)."""
+    from sklearn_bayes.linear_model import _mixture_min_variance as mv
+
+    select = mv.select
+
+    def logged(*a, **k):
+        out = select(*a, **k)
+        SELECTIONS.append(out)
+        return out
+
+    mv.select = logged
+    try:
+        return _mixture()(X, y)
+    finally:
+        mv.select = select
+
+
+def _mixture_old_rule(X, y):
+    """The default mixture without the linearity test (the variance rule everywhere)."""
+    import functools
+
+    from sklearn_bayes.linear_model import _mixture_min_variance as mv
+
+    select = mv.select
+    mv.select = functools.partial(select, level=None)
+    try:
+        return _mixture()(X, y)
+    finally:
+        mv.select = select
+
+
+def _rejection_rate():
+    from sklearn_bayes.linear_model import _mixture_min_variance as mv
+
+    rej = [s["misspecification"] is not None and s["misspecification"][2] < mv.MISSPECIFICATION_LEVEL
+           for s in SELECTIONS]  # fmt: skip
+    SELECTIONS.clear()
+    return sum(rej), len(rej)
+
+
+def methods(variants=(), old_rule=False):
+    """Peers, the default mixture, and extra mixture variants ``(name, kwargs)``; with
+    ``old_rule`` also the default without the linearity test."""
     out = dict(PEERS)
-    out["mixture (default)"] = _mixture()
+    out["mixture (default)"] = _mixture_logged
+    if old_rule:
+        out["mixture (old rule)"] = _mixture_old_rule
     for name, kw in variants:
         out[name] = _mixture(**kw)
     return out
@@ -172,9 +222,11 @@ def error_law_grid(reps, meths, sizes=SIZES, laws=LAWS, verbose=True):
                     sq[m].append(float(np.sum(np.asarray(coef) ** 2)))
             for m in meths:
                 mse[(n, p, law, m)] = np.array(sq[m])
+            k, tot = _rejection_rate()
             if verbose:  # the cell's mean squared slope errors, so a cut-short run still reports
                 cell = " ".join(f"{m}={np.mean(mse[(n, p, law, m)]):.4g}" for m in meths)
-                print(f"  [{time.perf_counter() - t_start:6.0f}s] n={n} p={p} {law} done: {cell}", flush=True)
+                print(f"  [{time.perf_counter() - t_start:6.0f}s] n={n} p={p} {law} done: {cell}; "
+                      f"linearity test rejected in {k} of {tot} default fits", flush=True)  # fmt: skip
     return mse
 
 
@@ -259,6 +311,8 @@ def boston(n_splits, meths):
             ok = "met" if d.mean() <= se else "MISSED"
             notes.append(f"  {shifts:<10} {setting:<9} {mix}: - {bestm} = {d.mean():+.4f} +- {se:.4f}  {ok}")
     print("\n".join(notes))
+    k, tot = _rejection_rate()
+    print(f"  linearity test rejected in {k} of {tot} default fits")
     return results
 
 
@@ -325,13 +379,15 @@ def main(argv=None):
     ap.add_argument("--parts", default="laws,boston,speed", help="comma-separated subset of laws,boston,speed")
     ap.add_argument("--variant", action="append", default=[],
                     help="also run MixtureMEstimatorRegressor(variant=...) (repeatable)")  # fmt: skip
+    ap.add_argument("--old-rule", action="store_true",
+                    help="also run the default without the linearity test (the variance rule everywhere)")  # fmt: skip
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
     if args.full:
         args.reps, args.splits, args.repeats = 200, 100, 5
     variants = [(f"mixture ({v})", {"variant": v}) for v in args.variant]
-    meths = methods(variants)
+    meths = methods(variants, old_rule=args.old_rule)
     parts = set(args.parts.split(","))
     with threadpool_limits(args.threads):
         if "laws" in parts:
