@@ -51,7 +51,11 @@ _spec = importlib.util.spec_from_file_location(
 ref = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ref)
 
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning"),
+    # the pickle round trips continue copies on purpose: their shared ledger is a snapshot
+    pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.DetachedLedgerWarning"),
+]
 
 
 def _settings(n, shrink=True):

@@ -88,6 +88,7 @@ def test_compose_counts_common_history_once():
         PrivacyLedger.compose(a, [1.0])
 
 
+@pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.DetachedLedgerWarning")  # forks on purpose
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 @pytest.mark.parametrize("queried_before", [False, True])
 def test_forks_that_both_query_are_charged_twice(how, queried_before):
