@@ -50,13 +50,6 @@ _OLD_STORE_KEYS = ("_ys", "_sids", "_sizes", "_masks", "_members", "_sid_k", "_s
                    "_store_ids", "_groups_cache")
 
 
-def _read_only(view):
-    """A read-only view: fitted attributes handed to the user must not write into the store."""
-    view = view.view()
-    view.flags.writeable = False
-    return view
-
-
 def _same_value(a, b):
     """Equal numbers or strings (``1 == 1.0``), else the same object (generators, callables)."""
     if a is b:
@@ -473,7 +466,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             state.pop(key, None)
         super().__setstate__(state)
         if "_store" in self.__dict__ and "subset_sizes_" in self.__dict__:
-            self.subset_sizes_ = _read_only(self._store.sizes[: self._store.n])
+            self.subset_sizes_ = self._store.used_sizes()
 
     def __copy__(self):
         """A copy of a fitted estimator is a deep copy: it never shares the noise generator.
@@ -628,7 +621,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """Last step of a fitting call (cannot fail)."""
         store = self._store
         self.n_responses_ = store.n
-        self.subset_sizes_ = _read_only(store.sizes[: store.n])
+        self.subset_sizes_ = store.used_sizes()
         self._validated_params = self._params_now()  # this call validated them
         # ``theta_`` is computed when first read: recording a response costs no final
         # phase.  Its randomness is seeded by a digest of the main generator's state,

@@ -297,6 +297,12 @@ class ResponseStore:
         self._changed()
 
     # ------------------------------------------------------------------ reading
+    def used_sizes(self):
+        """Read-only view of the recorded subset sizes (what ``subset_sizes_`` shows the user)."""
+        view = self.sizes[: self.n].view()
+        view.flags.writeable = False
+        return view
+
     def subset_masks(self):
         """The used subset table as booleans ``(n_sids, K)``."""
         return self.masks[: self.n_sids].astype(bool)
