@@ -109,3 +109,38 @@ def test_the_adaptive_rule_column_leaves_the_other_methods_unchanged():
     assert table[0][RULE] == np.median([r["tv"] for r in rows if r["method"] == RULE])
     assert stats["rule_n"] == 1 and stats["rule_sparse_n"] == 1
     assert {RULE, "rule/default", "rule_picks"} <= set(compare_columns(rule=True))
+
+
+def test_same_responses_decodes_exactly_the_peers_responses():
+    from sklearn_bayes.experiments.adaptive_ldp import (
+        DECODABLE,
+        compare_one_run,
+        same_responses_run,
+        same_responses_table,
+    )
+
+    setting = dict(K=6, epsilon=1.0, theta=("Dir", 0.5), T=400)
+    rows = [r for run in (0, 1, 2) for r in same_responses_run(setting, run)]
+    assert {r["method"] for r in rows} == {f"{p}+{e}" for p in DECODABLE for e in ("ours", "IBU", "NS")}
+    # the peers' rows are those of the main comparison: the same users and the same responses
+    for run in (0, 1, 2):
+        main = {r["method"]: r["tv"] for r in compare_one_run(setting, run, coverage=False)}
+        mine = {r["method"]: r["tv"] for r in rows if r["run"] == run}
+        for p in DECODABLE:
+            for e in ("IBU", "NS"):
+                assert mine[f"{p}+{e}"] == main[f"{p}+{e}"]
+    assert all(0.0 <= r["tv"] <= 1.0 for r in rows)
+    table, stats = same_responses_table(rows)
+    assert len(table) == 1 and stats["pairs"] == len(DECODABLE) and table[0]["runs"] == 3
+    wins = 0
+    for p in DECODABLE:
+        tv = {e: {r["run"]: r["tv"] for r in rows if r["method"] == f"{p}+{e}"} for e in ("ours", "IBU", "NS")}
+        med = {e: np.median(list(v.values())) for e, v in tv.items()}
+        best = min(("IBU", "NS"), key=med.get)
+        assert table[0][f"{p} ours"] == med["ours"]
+        assert table[0][f"{p} best"].startswith(best)
+        gm = np.exp(np.mean([np.log(tv["ours"][r] / tv[best][r]) for r in (0, 1, 2)]))
+        assert table[0][f"{p} ours/best"].startswith(f"{gm:.3f}+-")
+        wins += med["ours"] < med[best]
+    assert stats["wins"] == wins
+    assert stats["columns"][:4] == ["K", "eps", "theta", "runs"]

@@ -501,6 +501,79 @@ def compare_grid(settings, runs, ours=OURS, protocols=PROTOCOLS, coverage=True, 
     return rows
 
 
+#: Static protocols the estimator itself implements (``mechanism=``), so it can decode their responses.
+DECODABLE = {"GRR": "grr", "SS": "subset_selection", "OUE": "oue"}
+
+
+def same_responses_run(setting, run, protocols=tuple(DECODABLE)):
+    """Ours and the peers' estimators on the *same* responses of each static protocol.
+
+    The users and each protocol's responses are exactly those of :func:`compare_one_run`
+    (same seeds); the estimator (its defaults, with ``mechanism`` set to the protocol)
+    records them with ``partial_fit_responses`` and its ``theta_`` is compared with IBU and
+    NS on them.  This removes the mechanism's noise from the comparison: what differs is
+    only how the responses are turned into an estimate.  Returns rows
+    ``{setting keys, run, method: 'GRR+ours' / 'GRR+IBU' / ..., tv}``.
+    """
+    X, theta = simulate_users(setting, run)
+    K, eps = setting["K"], setting["epsilon"]
+    x = np.asarray(X[:, 0], dtype=np.int64)
+    seeds = _setting_seed(setting, run).spawn(3 + len(OURS))
+    children = dict(zip(PROTOCOLS, np.random.default_rng(seeds[1]).spawn(len(PROTOCOLS))))
+    base = dict(K=K, epsilon=eps, theta=theta_label(setting["theta"]), T=setting["T"], run=run)
+    rows = []
+    for protocol in protocols:
+        p, q = support_probabilities(protocol, K, eps)
+        reports = privatize_peer(protocol, x, K, eps, children[protocol])
+        counts = support_counts(protocol, reports, K, eps)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SeededNoiseWarning)
+            est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, mechanism=DECODABLE[protocol],
+                                                random_state=np.random.default_rng(seeds[2]))
+            est.partial_fit_responses(support_matrix(protocol, reports, K, eps))
+        for name, th in (("ours", est.theta_), ("IBU", ibu(counts, p, q)),
+                         ("NS", norm_sub(unbiased_estimate(counts, x.size, p, q)))):
+            rows.append(dict(base, method=f"{protocol}+{name}", tv=tv_distance(th, theta)))
+    return rows
+
+
+def same_responses_table(rows):
+    """Per setting and protocol: median TV of ours, IBU and NS on the same responses, and the paired ratio.
+
+    ``<P> ours/best`` is the geometric mean over runs of ``TV(ours) / TV(best of IBU, NS)``
+    (the better of the two by median in that setting) +- its standard error.  Returns
+    ``(table, stats)`` with the number of (setting, protocol) pairs where ours has the
+    lower median and where the paired ratio is below 1 by more than 2 SE.
+    """
+    from collections import defaultdict
+
+    groups = defaultdict(lambda: defaultdict(dict))
+    for r in rows:
+        groups[(r["K"], r["epsilon"], r["theta"], r["T"])][r["method"]][r["run"]] = r["tv"]
+    table, pairs, wins, sure_wins, sure_losses = [], 0, 0, 0, 0
+    protocols = [p for p in DECODABLE if any(f"{p}+ours" in g for g in groups.values())]
+    for key in sorted(groups):
+        g = groups[key]
+        row = dict(K=key[0], eps=key[1], theta=key[2], runs=len(g[f"{protocols[0]}+ours"]))
+        for p in protocols:
+            med = {e: float(np.median(list(g[f"{p}+{e}"].values()))) for e in ("ours", "IBU", "NS")}
+            best = min(("IBU", "NS"), key=med.get)
+            tiny = np.finfo(float).tiny  # TV can be 0 to rounding when theta* is a point mass
+            lr = np.log([max(g[f"{p}+ours"][run], tiny) / max(g[f"{p}+{best}"][run], tiny)
+                         for run in g[f"{p}+ours"]])
+            m, se = float(np.exp(lr.mean())), float(lr.std(ddof=1) / np.sqrt(lr.size)) if lr.size > 1 else np.nan
+            row[f"{p} ours"] = med["ours"]
+            row[f"{p} best"] = f"{best} {med[best]:.3g}"
+            row[f"{p} ours/best"] = f"{m:.3f}+-{m * se:.3f}"
+            pairs += 1
+            wins += med["ours"] < med[best]
+            sure_wins += bool(lr.mean() + 2 * se < 0)
+            sure_losses += bool(lr.mean() - 2 * se > 0)
+        table.append(row)
+    cols = ["K", "eps", "theta", "runs"] + [f"{p} {c}" for p in protocols for c in ("ours", "best", "ours/best")]
+    return table, dict(pairs=pairs, wins=wins, sure_wins=sure_wins, sure_losses=sure_losses, columns=cols)
+
+
 def compare_table(rows, ours=OURS):
     """Median TV per setting for ours and each peer, the best peer, the ratio default / best peer and coverage.
 
