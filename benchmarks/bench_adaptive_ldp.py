@@ -74,9 +74,9 @@ from sklearn_bayes.experiments.adaptive_ldp import (
     ibu,
     norm_sub,
     privatize_peer,
-    support_counts,
     same_responses_run,
     same_responses_table,
+    support_counts,
     support_probabilities,
     unbiased_estimate,
 )
