@@ -310,6 +310,13 @@ def ibu(counts, p, q, max_iter=IBU_MAX_ITER, tol=IBU_TOL):
     return theta
 
 
+def peer_responses(protocol, x, n_categories, epsilon, rng):
+    """One static protocol on the users ``x``: ``(p, q, reports, support counts)``."""
+    p, q = support_probabilities(protocol, n_categories, epsilon)
+    reports = privatize_peer(protocol, x, n_categories, epsilon, rng)
+    return p, q, reports, support_counts(protocol, reports, n_categories, epsilon)
+
+
 def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS):
     """Every protocol in ``protocols`` on the users ``x`` with every estimator in ``estimators``.
 
@@ -322,9 +329,7 @@ def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimator
     out, secs = {}, {}
     for protocol, child in zip(protocols, rng.spawn(len(protocols))):
         t0 = time.perf_counter()
-        p, q = support_probabilities(protocol, n_categories, epsilon)
-        reports = privatize_peer(protocol, x, n_categories, epsilon, child)
-        counts = support_counts(protocol, reports, n_categories, epsilon)
+        p, q, reports, counts = peer_responses(protocol, x, n_categories, epsilon, child)
         if "IBU" in estimators:
             out[f"{protocol}+IBU"] = ibu(counts, p, q)
         if "NS" in estimators:
@@ -523,9 +528,7 @@ def same_responses_run(setting, run, protocols=tuple(DECODABLE)):
     base = dict(K=K, epsilon=eps, theta=theta_label(setting["theta"]), T=setting["T"], run=run)
     rows = []
     for protocol in protocols:
-        p, q = support_probabilities(protocol, K, eps)
-        reports = privatize_peer(protocol, x, K, eps, children[protocol])
-        counts = support_counts(protocol, reports, K, eps)
+        p, q, reports, counts = peer_responses(protocol, x, K, eps, children[protocol])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SeededNoiseWarning)
             est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, mechanism=DECODABLE[protocol],
