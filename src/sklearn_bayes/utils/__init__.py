@@ -2,7 +2,7 @@
 
 from ..exceptions import SeededNoiseWarning
 from ._discovery import all_estimators
-from ._transaction import transactional
+from ._transaction import instance_lock, serialized, transactional
 from ._validation import IntegerInterval, RealInterval, check_epsilon, check_generator, check_privacy_random_state
 
 __all__ = [
@@ -13,5 +13,7 @@ __all__ = [
     "check_epsilon",
     "check_generator",
     "check_privacy_random_state",
+    "instance_lock",
+    "serialized",
     "transactional",
 ]
