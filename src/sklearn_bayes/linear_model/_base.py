@@ -10,43 +10,23 @@ and scale floors, convergence tolerances) relative to the data's own scale, so t
 not depend on whether ``X`` is in metres or nanometres.
 """
 
-import re
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
+from ..utils._validation import check_container, naming
+
 __all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_features",
            "check_numeric_target", "naming",
            "standardise", "validate_regression_data"]
 
 
-_WORD = "(?<![A-Za-z0-9_]){}(?![A-Za-z0-9_])"
-
-
-@contextmanager
-def naming(arg):
-    """Re-raise a ``ValueError``/``TypeError`` whose message does not name ``arg`` with
-    ``(argument <arg>)`` appended (scikit-learn's "Found array with dim 3" names no argument)."""
-    try:
-        yield
-    except (ValueError, TypeError) as exc:
-        msg = str(exc)
-        if re.search(_WORD.format(re.escape(arg)), msg):
-            raise
-        text = f"{msg.rstrip().rstrip('.')} (argument {arg})."
-        try:
-            named = type(exc)(text)
-        except Exception:  # an exception class with another signature (e.g. UnicodeDecodeError)
-            named = (TypeError if isinstance(exc, TypeError) else ValueError)(text)
-        raise named from exc
-
-
 def check_features(estimator, X, *, reset):
     """``validate_data`` of ``X`` alone (float64/float32 for prediction), errors naming ``X``."""
-    with naming("X"):
+    check_container(X, "X")
+    with naming("X", private=getattr(estimator, "_private_inputs", False)):
         return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
 
 
@@ -58,14 +38,18 @@ def validate_regression_data(estimator, X, y, sample_weight=None, *, reset=True)
     ``X``, a negative weight one naming ``sample_weight``.  ``reset=False`` checks ``X``
     against the fitted ``n_features_in_`` (scoring methods that take ``y``).
     """
+    private = getattr(estimator, "_private_inputs", False)
+    check_container(X, "X")
+    check_container(y, "y")
     if y is not None and np.asarray(y).dtype.kind in "OUS":  # before sklearn's unnamed conversion error
-        check_numeric_target(np.asarray(y), type(estimator).__name__)
-    with naming("X"):
+        check_numeric_target(np.asarray(y), type(estimator).__name__, private=private)
+    with naming("X", private=private):
         check_array(X, dtype=np.float64, input_name="X", estimator=estimator)
     check_consistent_rows(X, y)
-    X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64, reset=reset)
-    y = check_numeric_target(y, type(estimator).__name__)
-    with naming("sample_weight"):
+    with naming("y", private=private):
+        X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64, reset=reset)
+    y = check_numeric_target(y, type(estimator).__name__, private=private)
+    with naming("sample_weight", private=private):
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     return X, y, sample_weight
 
@@ -82,8 +66,12 @@ def check_consistent_rows(X, y):
         raise ValueError(f"X and y must have the same number of rows: X has {n_x} and y has {n_y}.")
 
 
-def check_numeric_target(y, owner):
-    """``y`` as float64, or a ``ValueError`` naming ``y`` if it holds something other than numbers."""
+def check_numeric_target(y, owner, private=False):
+    """``y`` as float64, or a ``ValueError`` naming ``y`` if it holds something other than numbers.
+
+    The message quotes the first offending value, except for a private estimator
+    (``private=True``), whose errors never print a data value.
+    """
     y = np.asarray(y)
     if y.dtype.kind in "biuf":
         return y.astype(np.float64, copy=False)
@@ -91,6 +79,11 @@ def check_numeric_target(y, owner):
         return y.astype(np.float64)
     except (TypeError, ValueError):
         flat = y.ravel()
+        if private:
+            raise ValueError(
+                f"{owner} needs a numeric target y; got an array of dtype {y.dtype} holding a value "
+                "that is not a number (not printed: y is private data)."
+            ) from None
         bad = next((v for v in flat if not _is_number(v)), flat[0] if flat.size else None)
         raise ValueError(
             f"{owner} needs a numeric target y; got an array of dtype {y.dtype} with the value {bad!r}."

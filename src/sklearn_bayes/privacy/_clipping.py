@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_bayes.linear_model._base import naming
+from sklearn_bayes.utils._validation import check_container, naming
 from sklearn_bayes.utils import RealInterval
 
 __all__ = ["RowNormClipper", "clip_rows", "clip_values"]
@@ -127,7 +127,8 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : RowNormClipper
         """
-        with naming("X"):
+        check_container(X, "X")
+        with naming("X", private=True):
             X = validate_data(self, X, dtype=np.float64)
         self._center(X.shape[1])
         return self
@@ -144,7 +145,8 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_clipped : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        with naming("X"):
+        check_container(X, "X")
+        with naming("X", private=True):
             X = validate_data(self, X, dtype=np.float64, reset=False)
         c = self._center(X.shape[1])
         if c is not None:

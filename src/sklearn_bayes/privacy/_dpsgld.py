@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sklearn_bayes.linear_model._base import naming
+from sklearn_bayes.utils._validation import check_container, naming
 from sklearn_bayes.linear_model._map import LogisticLoss, fit_map
 from sklearn_bayes.privacy._accounting import PrivacyLedger
 from sklearn_bayes.privacy._posterior_sampling import _PrivateLinearBase, ops_epsilon, ops_tempering
@@ -432,10 +432,13 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         for name in ("theta_bound", "prior_scale", "clip_norm"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"{name} must be finite, got {name}={getattr(self, name)!r}.")
+        check_container(X, "X")
+        check_container(y, "y")
         self._check_same_length(X, y)
-        with naming("X"):
+        with naming("X", private=True):
             check_array(X, dtype=np.float64, input_name="X", estimator=self)
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        with naming("y", private=True):
+            X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         classes, y01 = np.unique(y, return_inverse=True)
         if classes.shape[0] > 2:
@@ -561,7 +564,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         proba : ndarray of shape (n_samples, 2)
         """
         check_is_fitted(self)
-        with naming("X"):
+        with naming("X", private=True):
             X = validate_data(self, X, dtype=np.float64, reset=False)
         p1 = special.expit(X @ self.coef_samples_.T + self.intercept_samples_[None, :]).mean(1)
         return np.column_stack([1.0 - p1, p1])

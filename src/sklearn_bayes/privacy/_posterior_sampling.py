@@ -167,6 +167,9 @@ def _replace_one_pair_budget(epsilon, delta):
 class _PrivateLinearBase(BaseEstimator):
     """Validation, public-bound scaling, ledger and prediction shared by the estimators."""
 
+    #: errors about the inputs never print a data value (see ``utils._validation.naming``)
+    _private_inputs = True
+
     _common_constraints = {
         "epsilon": [RealInterval(0, None, closed="neither")],
         "delta": [RealInterval(0, 1, closed="neither")],

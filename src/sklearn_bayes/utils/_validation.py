@@ -1,13 +1,16 @@
 """Validation helpers shared by the estimators: budgets, integer constraints, random states."""
 
+import collections.abc
 import hashlib
 import numbers
 import os
 import pickle
+import re
 import sys
 import threading
 import warnings
 import weakref
+from contextlib import contextmanager
 
 import numpy as np
 import sklearn
@@ -222,3 +225,74 @@ def external_stacklevel():
         frame = frame.f_back
         level += 1
     return level
+
+
+_WORD = "(?<![A-Za-z0-9_]){}(?![A-Za-z0-9_])"
+
+#: scikit-learn / numpy messages that quote the offending data, rewritten without it
+_DATA_ECHOES = (
+    (re.compile(r"^Complex data not supported", re.S),
+     "{arg} holds complex numbers, which are not supported: pass real values"),
+    (re.compile(r"could not convert (string|\S+) to float", re.S),
+     "{arg} must be numeric: a value could not be converted to float"),
+    (re.compile(r"^boolean value of NA is ambiguous", re.S),
+     "{arg} holds missing values (pandas NA), which are not supported: drop or impute them first"),
+)
+
+
+def check_container(X, arg="X"):
+    """A ``TypeError`` naming ``arg`` when ``X`` is an iterator or generator.
+
+    NumPy turns a generator into a 0-d object array, so scikit-learn would call it a
+    "scalar"; a one-shot iterator cannot be validated without consuming it.
+
+    Examples
+    --------
+    >>> check_container([[1.0]])
+    >>> check_container(r for r in [[1.0]])
+    Traceback (most recent call last):
+    ...
+    TypeError: X must be an array-like (a list, a NumPy array, a DataFrame), got a generator; materialise it first, e.g. with list(X) or numpy.asarray(list(X)).
+    """
+    if isinstance(X, collections.abc.Iterator):
+        kind = "generator" if isinstance(X, collections.abc.Generator) else type(X).__name__ + " iterator"
+        raise TypeError(
+            f"{arg} must be an array-like (a list, a NumPy array, a DataFrame), got a {kind}; "
+            f"materialise it first, e.g. with list({arg}) or numpy.asarray(list({arg}))."
+        )
+
+
+@contextmanager
+def naming(arg, private=False):
+    """Re-raise a ``ValueError``/``TypeError`` so that it names ``arg`` and echoes no data.
+
+    A message that does not name ``arg`` gets ``(argument <arg>)`` appended (scikit-learn's
+    "Found array with dim 3" names no argument).  Messages that quote the data (complex
+    values, a string that is not a number, pandas' NA) are replaced by ones that describe
+    the problem without the values; with ``private=True`` (the inputs of a private
+    estimator) any message that still quotes an array or a data value is cut to its first
+    sentence, so an error never prints a data value.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        text = None
+        for pattern, replacement in _DATA_ECHOES:
+            if pattern.search(msg):
+                text = replacement.format(arg=arg) + "."
+                break
+        if text is None:
+            if private and ("\n" in msg or "[" in msg or "'" in msg):
+                msg = re.split(r"(?<=[.:])\s|\n", msg, maxsplit=1)[0].rstrip(":")
+            if re.search(_WORD.format(re.escape(arg)), msg):
+                if msg == str(exc):
+                    raise
+                text = msg
+            else:
+                text = f"{msg.rstrip().rstrip('.')} (argument {arg})."
+        try:
+            named = type(exc)(text)
+        except Exception:  # an exception class with another signature (e.g. UnicodeDecodeError)
+            named = (TypeError if isinstance(exc, TypeError) else ValueError)(text)
+        raise named from (None if private else exc)
