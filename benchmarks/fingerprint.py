@@ -15,7 +15,6 @@ layout.  It takes about a minute.
 import argparse
 import hashlib
 import json
-import pickle
 import sys
 import tempfile
 import warnings
@@ -61,8 +60,8 @@ def _regression(n=300, p=4, seed=0, heavy=False):
 
 
 def _ledger_rows(ledger):
-    """The ledger's records without their random ids."""
-    return [{k: v for k, v in r.items() if k != "id"} for r in ledger.records]
+    """The ledger's records without their random ids (record, stream and fork ids are uuids)."""
+    return [{k: v for k, v in r.items() if k not in ("id", "stream", "fork")} for r in ledger.records]
 
 
 def fingerprints():
@@ -103,7 +102,8 @@ def fingerprints():
         answers.append(sketch.query([1, 2, 3, 77]))
     rows["PrivateCountSketch"] = _digest([answers, sketch.epsilon_spent_, sketch.n_query_sets_,
                                           _ledger_rows(sketch.ledger)])
-    rows["PrivateCountSketch.bytes"] = _digest(sketch.to_bytes() if hasattr(sketch, "to_bytes") else pickle.dumps(0))
+    loaded = sb.PrivateCountSketch.from_bytes(sketch.to_bytes(), random_state=5)  # bytes hold uuids
+    rows["PrivateCountSketch.bytes"] = _digest([loaded.table_, loaded.query([1, 2, 3, 77]), loaded.n_query_sets_])
     for mech in _sketch_mechanisms(sb.PrivateCountSketch):
         sk = sb.PrivateCountSketch(epsilon=2.0, depth=3, width=128, mechanism=mech, random_state=1)
         sk.fit(stream[:5000])
