@@ -10,6 +10,7 @@ and scale floors, convergence tolerances) relative to the data's own scale, so t
 not depend on whether ``X`` is in metres or nanometres.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ from sklearn.utils.validation import _check_sample_weight, _num_samples, check_i
 from ..utils._validation import check_container, naming
 
 __all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_features",
-           "check_numeric_target", "naming",
+           "check_numeric_target", "naming", "normalise_weights", "rescale",
            "standardise", "validate_regression_data"]
 
 
@@ -98,6 +99,23 @@ def _is_number(v):
     return True
 
 
+def normalise_weights(w):
+    """``(w / W, W)`` with ``W`` the power of two that puts the largest weight in ``[1, 2)``.
+
+    Dividing by a power of two is exact (weighted means, and minimisers of weighted sums, are
+    bit-identical), so weights whose largest value is already in ``[1, 2)`` -- unit weights --
+    are returned unchanged, while weights of any overall size (1e-300, 1e308) no longer
+    underflow the solvers' absolute tolerances or overflow their weighted sums.  Entries below
+    ``2**-1074 * W`` (relative weight beyond the float64 range) become 0.
+    """
+    w = np.asarray(w, dtype=np.float64)
+    top = float(np.max(w, initial=0.0))
+    if not top > 0 or not np.isfinite(top):
+        return w, 1.0
+    W = math.ldexp(1.0, math.frexp(top)[1] - 1)
+    return (w if W == 1.0 else w / W), W
+
+
 _STAT_BLOCK = 4096  # rows per block of the column statistics (cache-sized work buffer)
 
 
@@ -113,6 +131,7 @@ def _column_offset_scale(A, w, centre):
     pos = w > 0  # rows without weight do not count (not even for the magnitude)
     if not pos.all():
         A, w = A[pos], w[pos]
+    w = normalise_weights(w)[0]  # only ratios of weights enter: exact, and no overflow of sum(w)
     n, d = A.shape
     wsum = float(w.sum())
     big = np.maximum(np.max(A, axis=0), -np.min(A, axis=0)) if n else np.zeros(d)
@@ -141,6 +160,42 @@ def _column_offset_scale(A, w, centre):
     return offset * big, scale * big, flat
 
 
+def rescale(a, num=(), den=()):
+    """``a * prod(num) / prod(den)`` (broadcast), overflowing or underflowing only where the result does.
+
+    The plain product is used wherever every factor ``prod(num) / prod(den)`` and the result
+    are normal floats (so results in ordinary units are bit-identical to ``a * (n / d)``);
+    elsewhere -- a ratio of scales that overflows or underflows on its own, e.g. with a
+    subnormal column scale -- mantissas and binary exponents are combined separately
+    (``frexp``/``ldexp``), which rounds each factor's mantissa product (a few ulps) and
+    saturates to ``inf`` or ``0`` only when the exact result is outside the float64 range.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        t = np.float64(1.0)
+        for f in num:
+            t = t * np.asarray(f, dtype=np.float64)
+        for f in den:
+            t = t / np.asarray(f, dtype=np.float64)
+        out = a * t
+        tiny = np.finfo(float).tiny
+        fine = (np.isfinite(t) & (np.abs(t) >= tiny)
+                & ((np.abs(out) >= tiny) | (a == 0)) & (np.isfinite(out) | ~np.isfinite(a)))
+        if np.all(fine):
+            return out
+        m, e = np.frexp(a)
+        e = e.astype(np.int64)
+        for f in num:
+            mf, ef = np.frexp(np.asarray(f, dtype=np.float64))
+            m, e = m * mf, e + ef
+        for f in den:
+            mf, ef = np.frexp(np.asarray(f, dtype=np.float64))
+            m, e = m / mf, e - ef
+        # ldexp takes int32 exponents: anything beyond +-2200 is already inf / 0
+        safe = np.ldexp(m, np.clip(e, -2200, 2200).astype(np.int32))
+        return np.where(fine, out, safe)
+
+
 @dataclass
 class Standardisation:
     """An affine change of units ``X_s = (X - x_offset) / x_scale``, ``y_s = (y - y_offset) / y_scale``.
@@ -159,8 +214,25 @@ class Standardisation:
         return (X - self.x_offset) / self.x_scale
 
     def coef(self, coef_s):
-        """Coefficients in the data's units from standardised ones (last axis = features)."""
-        return np.asarray(coef_s) * (self.y_scale / self.x_scale)
+        """Coefficients in the data's units from standardised ones (last axis = features).
+
+        ``coef_s * y_scale / x_scale``, evaluated so that it overflows only when the result
+        does (a subnormal column scale makes ``y_scale / x_scale`` overflow on its own); a
+        finite standardised fit whose coefficients are beyond the float64 range in the
+        data's units raises a ``ValueError`` naming ``X``.
+        """
+        coef_s = np.asarray(coef_s, dtype=np.float64)
+        coef = rescale(coef_s, num=(self.y_scale,), den=(self.x_scale,))
+        bad = ~np.isfinite(coef) & np.isfinite(coef_s)
+        if bad.any():
+            cols = np.unique(np.nonzero(bad)[-1]).tolist()
+            raise ValueError(
+                "X: the fitted coefficients in the units of X are beyond the float64 range (|coef| > "
+                f"{np.finfo(float).max:.3g}) for column(s) {cols}: the fit on the standardised data is finite, "
+                "but those columns' spread is too small relative to the target's scale (subnormal or near-"
+                "subnormal values). Multiply X by a constant (or standardise it) before fitting."
+            )
+        return coef
 
     def intercept(self, intercept_s, coef):
         """Intercept in the data's units, given the standardised intercept and the mapped coefficients."""

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 
 from ..utils import transactional
-from ._base import LinearPredictorMixin, standardise, validate_regression_data
+from ._base import LinearPredictorMixin, normalise_weights, standardise, validate_regression_data
 
 __all__ = ["ClosedFormRidge", "closed_form_alpha"]
 
@@ -162,6 +162,10 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         d = X.shape[1]
         if not np.all(w > 0):  # rows without weight add nothing
             X, y, w = X[w > 0], y[w > 0], w[w > 0]
+        # N = sum(w) counts rows (an integer weight is a repeated row); the arithmetic runs on
+        # w / W (W a power of two: exact), so that weights near the float64 limits neither
+        # overflow sqrt(w) X nor underflow, and N = W * n_eff is only used through ratios
+        w, W = normalise_weights(w)
         Xs, ys, st = standardise(X, y, w, fit_intercept=self.fit_intercept, scale_y=True)
         keep = ~st.constant if self.fit_intercept else np.ones(d, dtype=bool)
         keep &= np.any(Xs != 0, axis=0)
@@ -174,11 +178,15 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         G = A.T @ A
         beta_ols = np.linalg.lstsq(A, b, rcond=None)[0] if k else np.zeros(0)
         resid = b - A @ beta_ols
-        dof = n_eff - k - int(self.fit_intercept)
+        # RSS / (N - k - 1) = RSS_w / (n_eff - (k + 1) / W), RSS_w the residual sum in units of w / W
+        dof = n_eff - k / W - int(self.fit_intercept) / W
         sigma2 = float(resid @ resid) / dof if dof > 0 else 0.0
-        alpha = closed_form_alpha(G / n_eff, beta_ols, sigma2, n_eff) if k else 0.0
+        with np.errstate(over="ignore"):
+            n_rows = n_eff * W  # N; beyond float64 only for weights near the limit (then 1 / N = 0)
+        alpha = closed_form_alpha(G / n_eff, beta_ols, sigma2, n_rows) if k else 0.0
         if k and alpha > 0:
-            beta = np.linalg.solve(G + alpha * np.eye(k), A.T @ b)
+            # G = X_s^T (W w) X_s / W: the penalty alpha on the scale of N enters as alpha / W
+            beta = np.linalg.solve(G + (alpha / W) * np.eye(k), A.T @ b)
         else:
             beta = beta_ols
         coef_s = np.zeros(d)

@@ -17,7 +17,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..utils import IntegerInterval, check_generator, transactional
 from . import _mixture_min_variance as _min_variance
-from ._base import LinearPredictorMixin, Standardisation, _column_offset_scale, validate_regression_data
+from ._base import (
+    LinearPredictorMixin,
+    Standardisation,
+    _column_offset_scale,
+    normalise_weights,
+    validate_regression_data,
+)
 from ._mixture_components import _resolve_components
 from ._mixture_em import EMProblem, describe_residuals, em, log_joint
 from ._mixture_s_start import s_starts
@@ -152,7 +158,11 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         algorithm then maximises the penalised likelihood (Chen, Tan and Zhang,
         2008).  ``0`` gives plain maximum likelihood.  Ignored with
         ``fit_scales=False`` and with a single component (whose likelihood
-        is bounded unless the fit is exact).
+        is bounded unless the fit is exact).  With ``sample_weight`` the
+        strength is ``k`` times the mean weight of the rows with positive
+        weight (pseudo-observations of average weight), so multiplying all
+        the weights by a constant changes no fitted value (only the
+        log-likelihoods, by that factor).
     random_state : int, RandomState instance, numpy.random.Generator or None, default=None
         Seeds the elemental subsets of the LTS search (and the EM warm-start
         subsample when there are more than 20000 rows).
@@ -198,7 +208,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     objective_history_ : ndarray
         What EM maximises, after each EM iteration of the kept run
         (non-decreasing): the log-likelihood plus the log scale prior
-        ``-k sum_j (s0_j^2 / s_j^2 + log s_j^2)`` (see ``scale_prior``; equal
+        ``-k sum_j (s0_j^2 / s_j^2 + log s_j^2)`` (see ``scale_prior``, whose
+        ``k`` is multiplied by the mean positive sample weight; equal
         to ``log_likelihood_history_`` without the prior).  With ``n_init >
         1`` the run with the largest final objective is kept.
     n_features_in_ : int
@@ -395,6 +406,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         """
         comps = _resolve_components(self.components)
         X, y, sw = validate_regression_data(self, X, y, sample_weight)
+        # weights of any overall size (1e-300, 1e308): the fit runs on sw / W, W the power of two
+        # putting the largest weight in [1, 2) (exact; unit weights unchanged), and the scale
+        # prior's strength is relative to the mean weight: the objective is the documented one / W
+        sw, W = normalise_weights(sw)
         pos = sw > 0
         self._check_rows(y, pos, X.shape[1] + int(self.fit_intercept))
         rng = check_generator(self.random_state)
@@ -411,7 +426,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             starts = lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
         else:
             starts = [wls(Xs, ycs, sws)]
-        tiny, mad, floors, scales0, prior = self._scales_from_start(comps, st, X[rows], y[rows], Xs, ycs, sws, starts[0])
+        tiny, mad, floors, scales0, prior = self._scales_from_start(comps, st, X[rows], y[rows], Xs, ycs, sws, starts[0],
+                                                                    float(np.mean(sw[pos])))
         prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         full = None if sub is None else (Xa, yc, sw)
         if self.variant == "min_variance":
@@ -424,7 +440,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                 f"(tol={self.tol}); increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self._store(best, st, comps, X, y, sw, tiny)
+        self._store(best, st, comps, X, y, sw, tiny, W)
         return self
 
     def _check_rows(self, y, pos, p):
@@ -456,7 +472,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             Xa[:, d] = 1.0
         return st, Xa, (y - st.y_offset) / st.y_scale
 
-    def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0):
+    def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0, mean_weight=1.0):
         """Scale floors, starting scales and the scale prior, from the best high-breakdown start.
 
         Every start then maximises the same objective, so runs can be compared.  The absolute
@@ -477,7 +493,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             for c, f in zip(comps, floors)
         ]
         # one component: the likelihood is bounded (exact fits aside), no prior needed
-        k = self.scale_prior if len(comps) > 1 else 0.0
+        # strength: k pseudo-observations of the mean positive weight (in the units of the weights
+        # the fit runs on, sw / weight_unit; exactly k for unit weights), so the weights' overall
+        # size does not matter
+        k = self.scale_prior * mean_weight if len(comps) > 1 else 0.0
         return tiny, mad, floors, scales0, {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
 
     def _fit_paper(self, prob, starts, scales0, full):
@@ -494,11 +513,12 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         best.update(loss=None, problem=prob)
         return best
 
-    def _store(self, best, st, comps, X, y, sw, tiny):
+    def _store(self, best, st, comps, X, y, sw, tiny, weight_unit=1.0):
         """Fitted attributes in the units of the data.
 
         Densities of ``y`` are those of ``y / y_scale`` divided by ``y_scale``, and the scale
-        prior's ``log s_j^2`` terms shift by ``log y_scale^2``.
+        prior's ``log s_j^2`` terms shift by ``log y_scale^2``.  The fit ran on the weights
+        ``sw`` divided by ``weight_unit``: log-likelihoods and objectives are multiplied back.
         """
         d = X.shape[1]
         prob, theta = best["problem"], best["theta"]
@@ -520,9 +540,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         self.responsibilities_ = np.ascontiguousarray(best["z"].T)
         with np.errstate(over="ignore", under="ignore"):  # 1 / scale^2: beyond float range for y ~ 1e+-300
             self.irls_weights_ = best["W"] / st.y_scale / st.y_scale
-        self.log_likelihood_ = best["ll"] + ll_shift
-        self.log_likelihood_history_ = best["ll_history"] + ll_shift
-        self.objective_history_ = best["history"] + obj_shift
+        with np.errstate(over="ignore"):  # weights near 1e308: sums of log-likelihoods beyond float64
+            self.log_likelihood_ = weight_unit * (best["ll"] + ll_shift)
+            self.log_likelihood_history_ = weight_unit * (best["ll_history"] + ll_shift)
+            self.objective_history_ = weight_unit * (best["history"] + obj_shift)
         self.n_iter_ = best["n_iter"]
         self.converged_ = bool(best["converged"])
         # robust residual scale, never below the rounding level of the residuals

@@ -98,9 +98,15 @@ def sandwich_variance(Xa, r, sw, scale, kind, c, slopes):
 
 
 def residual_scale(r, sw, p, weighted_median):
-    """``1.4826 * median |r|`` (sample-weighted), corrected by ``sqrt(n / (n - p))``."""
+    """``1.4826 * median |r|`` (sample-weighted), corrected by ``sqrt(n / (n - p))``.
+
+    ``n`` is Kish's effective number of rows ``(sum w)^2 / sum w^2`` (the number of rows with
+    positive weight for equal weights): the correction does not depend on the weights'
+    overall size (with ``n = sum(w)``, weights 1e-300 shrank the scale by 1e-149).
+    """
     wt = float(sw.sum())
-    return _MAD_TO_SD * weighted_median(np.abs(r), sw) * math.sqrt(wt / max(wt - p, 1.0))
+    n_eff = wt * (wt / float(sw @ sw)) if wt > 0 else 0.0
+    return _MAD_TO_SD * weighted_median(np.abs(r), sw) * math.sqrt(n_eff / max(n_eff - p, 1.0))
 
 
 def _centred_ranks(v):
@@ -126,7 +132,7 @@ def mean_misspecification(Xa, y, r, sw, scale, slopes, cutoff=4.685, max_rows=20
     10 rows.
     """
     keep = np.flatnonzero((sw > 0) & (np.abs(r) < cutoff * scale))
-    keep = keep[:: -(-len(keep) // max_rows)]  # at most max_rows, evenly spaced (chosen without r)
+    keep = keep[:: max(1, -(-len(keep) // max_rows))]  # at most max_rows, evenly spaced (chosen without r)
     m = len(keep)
     if m < 10:
         return 0.0, 0, 1.0

@@ -31,6 +31,8 @@ from ._base import (
     check_consistent_rows,
     check_features,
     naming,
+    normalise_weights,
+    rescale,
     standardise,
     validate_regression_data,
 )
@@ -244,17 +246,19 @@ def _to_data_units(out, st, q):
     the same factors ``t`` (flattened like the prior, ``q`` rows of features): mean ``* t``,
     covariance ``* t t^T``, precision ``/ t t^T``.
     """
-    t = np.tile(st.y_scale / st.x_scale, q)
+    x = np.tile(st.x_scale, q)
     out = dict(out)
-    out["coef"] = st.coef(out["coef"])
+    out["coef"] = st.coef(out["coef"])  # a ValueError naming X if beyond the float64 range
     out["intercept"] = np.atleast_1d(st.intercept(out["intercept"], out["coef"]))
-    out["prior_mean"] = out["prior_mean"] * t
-    out["subsample_coefs"] = out["subsample_coefs"] * t
+    # the factors y_scale / x_scale are applied by rescale(), which overflows or underflows only
+    # where the result does (a subnormal column scale alone makes y_scale / x_scale infinite)
+    out["prior_mean"] = rescale(out["prior_mean"], num=(st.y_scale,), den=(x,))
+    out["subsample_coefs"] = rescale(out["subsample_coefs"], num=(st.y_scale,), den=(x,))
     # second moments in extreme units (y ~ 1e300) may not be representable: inf / 0, not an error
-    with np.errstate(over="ignore", under="ignore", divide="ignore"):
-        tt = np.outer(t, t)
-        out["prior_covariance"] = out["prior_covariance"] * tt
-        out["prior_precision"] = out["prior_precision"] / tt
+    xi, xj = x[:, None], x[None, :]
+    out["prior_covariance"] = rescale(out["prior_covariance"], num=(st.y_scale, st.y_scale), den=(xi, xj))
+    out["prior_precision"] = rescale(out["prior_precision"], num=(xi, xj), den=(st.y_scale, st.y_scale))
+    with np.errstate(over="ignore", under="ignore"):
         out["noise_variance"] = float(out["penalty_scale"] * np.square(np.float64(st.y_scale)))
     return out
 
@@ -415,7 +419,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         """
         return 1.0
 
-    def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0):
+    def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0, weight_unit=1.0):
         """Prior from the subsample fits, then the MAP fit on all rows."""
         coefs = np.vstack([r[0] for r in results])
         intercepts = np.vstack([r[1] for r in results])
@@ -423,7 +427,8 @@ class _BaseSubsampledPrior(BaseEstimator):
             coefs, covariance=self.covariance, scaling=self.covariance_scaling, shrinkage=self.shrinkage,
             n=n, n_rows=n_rows,
         )
-        weight = penalty_scale * (2.0 if self.penalty == "full" else 1.0)
+        # the data term carries the weights divided by weight_unit (normalise_weights): so does the prior
+        weight = penalty_scale * (2.0 if self.penalty == "full" else 1.0) / weight_unit
         kw = dict(sample_weight=None if np.all(sample_weight == 1.0) else sample_weight,
                   fit_intercept=self.fit_intercept,
                   intercept_init=intercepts.mean(axis=0) if self.fit_intercept else None,
@@ -466,6 +471,11 @@ class _BaseSubsampledPrior(BaseEstimator):
             X, sample_weight = X[keep], sample_weight[keep]
             targets = [t[keep] for t in targets]
             labels = None if labels is None else labels[keep]
+        # weights of any overall size: scale them (exactly, by a power of two) so the largest is in
+        # [1, 2) and scale the prior's weight alike -- the same minimisers, but the solver's
+        # absolute tolerances and the weighted sums now see weights of order 1 (unit weights are
+        # left as they are)
+        sample_weight, weight_unit = normalise_weights(sample_weight)
         if self._scale_target:
             Xs, ys, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=True)
             targets = [ys]
@@ -478,7 +488,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             if not self._grow(plan, results, Xs, targets, loss):
                 break
         outs = [self._prior_and_map(Xs, t, sample_weight, loss, r, plan["n"], plan["n_rows"],
-                                    self._penalty_scale(Xs, t, sample_weight, indices, r, st.y_scale))
+                                    self._penalty_scale(Xs, t, sample_weight, indices, r, st.y_scale), weight_unit)
                 for t, r in zip(targets, results)]
         self._report([s for o in outs for s in o["statuses"]], plan, all(o["converged"] for o in outs),
                      "a zero-count pattern" if isinstance(loss, PoissonLoss) else "separation",
