@@ -85,6 +85,11 @@ def test_sdist_ships_every_source_test_doc_and_example_without_build_warnings(tm
     (archive,) = tmp_path.glob("*.tar.gz")
     with tarfile.open(archive) as tar:
         shipped = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+        pkg_info = tar.extractfile(next(m for m in tar.getmembers() if m.name.count("/") == 1
+                                        and m.name.endswith("/PKG-INFO"))).read().decode()
+    # the licence travels with the sources, and the metadata (which the wheel is built from) names it
+    assert "LICENSE" in shipped
+    assert "License-Expression: BSD-3-Clause" in pkg_info and "License-File: LICENSE" in pkg_info
     wanted = [f for f in files if f.startswith(("src/", "tests/", "doc/", "examples/", "benchmarks/"))
               and f.endswith((".py", ".pyx", ".pxd", ".rst", ".txt")) and (ROOT / f).exists()
               and "/_build/" not in f and not f.startswith(("doc/auto_examples/", "doc/generated/"))]

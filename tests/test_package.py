@@ -37,3 +37,18 @@ def test_each_estimator_has_an_example_and_a_user_guide_page(name):
     assert examples, f"no examples/plot_*.py uses {name}"
     pages = [p for p in (ROOT / "doc" / "user_guide").glob("*.rst") if name in p.read_text()]
     assert pages, f"no doc/user_guide page mentions {name}"
+
+
+def test_license_file_is_the_declared_bsd_3_clause_and_is_packaged():
+    """The package declares BSD-3-Clause: the LICENSE file exists, is that licence, and is listed in
+    ``license-files`` (setuptools then ships it in the sdist and in the wheel's ``.dist-info/licenses``;
+    the sdist itself is checked in ``test_install``)."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "BSD-3-Clause"
+    assert "LICENSE" in project["license-files"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License")
+    assert "Copyright (c) 2026, The sklearn_bayes developers" in text
+    assert "Neither the name of the copyright holder nor the names of its" in text
