@@ -283,7 +283,13 @@ def test_extreme_target_units(s):
     np.testing.assert_allclose(b.coef_, s * a.coef_, rtol=1e-6)
     np.testing.assert_allclose(b.scales_, s * a.scales_, rtol=1e-6)
     assert b.intercept_ == pytest.approx(s * a.intercept_, rel=1e-6)
-    np.testing.assert_array_equal(b.flag_outliers(X, s * y), a.flag_outliers(X, y))
+    # the two fits agree to rtol 1e-6, so a row whose |r| / residual_scale_ is within that of the
+    # threshold 2.5 may go either way: compare the flags of the rows clear of it (2e-6: both
+    # residual and scale may move by 1e-6), and check that those are nearly all rows
+    u = np.abs(y - X @ a.coef_ - a.intercept_) / (2.5 * a.residual_scale_)
+    clear = np.abs(u - 1.0) > 2e-6
+    assert clear.sum() >= len(y) - 2
+    np.testing.assert_array_equal(b.flag_outliers(X, s * y)[clear], a.flag_outliers(X, y)[clear])
 
 
 def test_scale_prior_map_closed_forms_at_convergence():

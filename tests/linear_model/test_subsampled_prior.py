@@ -215,10 +215,14 @@ def test_deterministic_and_n_jobs_invariant(Est):
     b = Est(**kw).fit(X, y)
     assert_array_equal(a.coef_, b.coef_)
     assert_array_equal(a.subsample_coefs_, b.subsample_coefs_)
+    # n_jobs=2: the same fits in worker processes, where joblib limits the BLAS threads -- the
+    # same arithmetic up to the order of summation (n eps, amplified by the Newton systems'
+    # condition number cond(X_s)^2; see test_dask_backend.rounding_tolerance)
     c = Est(n_jobs=2, **kw).fit(X, y)
-    assert_allclose(c.subsample_coefs_, a.subsample_coefs_, rtol=1e-12, atol=1e-14)
-    assert_allclose(c.coef_, a.coef_, rtol=1e-12, atol=1e-14)
-    assert_allclose(c.intercept_, a.intercept_, rtol=1e-12, atol=1e-14)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    tol = 4 * X.shape[0] * np.finfo(float).eps * np.linalg.cond(np.c_[Z, np.ones(len(Z))]) ** 2
+    for u, v in ((c.subsample_coefs_, a.subsample_coefs_), (c.coef_, a.coef_), (c.intercept_, a.intercept_)):
+        assert_allclose(u, v, rtol=0, atol=tol * np.abs(v).max())
     d = Est(n_subsamples=12, random_state=8).fit(X, y)
     assert not np.array_equal(d.subsample_coefs_, a.subsample_coefs_)
 

@@ -98,7 +98,15 @@ def test_coefficients_follow_the_units(name, make, kind, scale_y, c, s):
     assert_allclose(est.intercept_, np.asarray(ref.intercept_) * s, rtol=1e-6,
                     atol=1e-6 * np.max(np.abs(ref.intercept_)) * s)
     if kind in ("binary", "multiclass"):
-        assert_array_equal(est.predict(c * X), ref.predict(X))
+        # the fits agree to rtol 1e-6 (the comparison above), so a sample whose decision is
+        # within that of a tie (the sign of a binary score, the top two scores of several
+        # classes) may go either way: compare the samples clear of a tie by 1e-5 of the scores'
+        # magnitude, and check that those are nearly all samples
+        d = ref.decision_function(X)
+        top = np.abs(d) if d.ndim == 1 else np.diff(np.sort(d, axis=1)[:, -2:], axis=1)[:, 0]
+        clear = top > 1e-5 * np.abs(d).max()
+        assert clear.sum() >= len(y) - 2
+        assert_array_equal(est.predict(c * X)[clear], ref.predict(X)[clear])
     if hasattr(ref, "prior_mean_"):
         t = s / c
         assert_allclose(est.prior_mean_, ref.prior_mean_ * t, rtol=1e-6, atol=1e-6 * np.abs(ref.prior_mean_).max() * t)
