@@ -179,6 +179,7 @@ def test_rank_statistic_has_its_permutation_mean_under_any_error_law(law):
     assert abs(np.mean(Ts) - 4) < 4 * np.sqrt(2 * 4 / 400)
 
 
+@pytest.mark.slow  # Monte-Carlo level check over many fitted data sets (about 2 s)
 def test_rank_test_level_holds_for_fitted_residuals_under_cauchy_errors_and_bad_leverage():
     """At level 0.05 the rejection count over 100 linear data sets is below the binomial
     0.05 + 4 SE bound, with Cauchy errors and with 10 % bad leverage points (whose residuals
