@@ -287,6 +287,17 @@ _MECHANISM_NOTE = {
 }
 
 
+def _demo_generators(n_configs, reps, seed=0):
+    """Independent, reproducible noise generators: ``[config][rep]``, spawned from one seed.
+
+    Every (configuration, repetition) gets its own stream (``SeedSequence.spawn``), so no two
+    sketches of the demo draw the same noise (reusing ``default_rng(rep)`` across the
+    configurations replayed it, with one ``SeededNoiseWarning`` per replay).
+    """
+    children = np.random.SeedSequence(seed).spawn(n_configs * reps)
+    return [[np.random.default_rng(children[c * reps + r]) for r in range(reps)] for c in range(n_configs)]
+
+
 def demo(output_dir, progress=None):
     """Relative error vs ε of the four mechanisms on a Zipf(1) stream with intermittent queries (< 30 s)."""
     import matplotlib
@@ -306,13 +317,15 @@ def demo(output_dir, progress=None):
     mechanisms = ["use_and_keep", "use_and_forget", "median_perturbation"]
     rows, curves = [], {m: [] for m in mechanisms}
     grid = [(m, e) for m in mechanisms for e in epsilons]
+    reps = 3
+    generators = dict(zip(grid, _demo_generators(len(grid), reps)))  # reproducible demo, independent noise
     iterator = progress.iter(grid, "count sketch demo") if progress is not None else grid
     for mech, eps in iterator:
         t0 = time.perf_counter()
         errs = []
-        for rep in range(3):
+        for rep in range(reps):
             est = PrivateCountSketch(epsilon=eps, depth=5, width=2048, mechanism=mech, decay=0.5,
-                                     hash_seed=rep, random_state=np.random.default_rng(rep))  # reproducible demo
+                                     hash_seed=rep, random_state=generators[mech, eps][rep])
             counts = np.zeros(pool.max() + 1)
             for chunk in chunks:
                 est.partial_fit(chunk)

@@ -1,7 +1,9 @@
 """Differentially private Count / Count-Min sketches for streams with intermittent queries."""
 
+import copy
 import math
 import numbers
+import re
 import uuid
 import weakref
 
@@ -15,7 +17,15 @@ from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy import _sketch_format
 from sklearn_bayes.privacy._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
 from sklearn_bayes.privacy._noise import check_noise_scale, noise_variance, sample_noise
-from sklearn_bayes.utils import IntegerInterval, RealInterval, check_privacy_random_state, transactional
+from sklearn_bayes.utils import (
+    IntegerInterval,
+    RealInterval,
+    check_privacy_random_state,
+    instance_lock,
+    serialized,
+    transactional,
+)
+from sklearn_bayes.utils._validation import check_container, naming
 
 __all__ = ["PrivateCountSketch"]
 
@@ -49,12 +59,38 @@ _MECHANISMS = ("use_and_keep", "use_and_forget", "median_perturbation", "cell_pe
 # --------------------------------------------------------------------------------------
 
 
+#: Integer items must lie in the int64 range: an int64 item's key is its two's-complement bit
+#: pattern, which uses every one of the 2**64 keys, so there is no key left for a larger integer
+#: that no negative int64 already has (a uint64 item >= 2**63 was keyed like a negative one).
+_INT_RANGE_MESSAGE = (
+    "{name} contains an integer item outside the int64 range [-2**63, 2**63 - 1] ({where}); every int64 "
+    "value is its own 64-bit key, so a larger integer would share the key of a negative one. Pass such "
+    "identifiers as strings, or as int64 (e.g. numpy's .view(np.int64)) if the wrap-around is intended."
+)
+_MISSING_MESSAGE = (
+    "{name} contains a missing item (None, NaN, NaT or pandas NA); a missing value is not an item: drop "
+    "or impute the missing values first."
+)
+
+
+def _is_missing(v):
+    """Whether an object item is a missing value (None, NaN, pandas NA or NaT)."""
+    if v is None:
+        return True
+    if isinstance(v, (float, np.floating)):
+        return math.isnan(v)
+    return type(v).__name__ in ("NAType", "NaTType")
+
+
 def _float_keys(col, name):
     col = np.asarray(col, dtype=np.float64)
-    if not np.all(np.isfinite(col)):
-        bad = col[~np.isfinite(col)][0]
-        raise ValueError(f"{name} contains NaN or infinity ({bad!r}); items must be ints, strings or bytes.")
-    integral = (col == np.floor(col)) & (np.abs(col) < 2.0**63)
+    finite = np.isfinite(col)
+    if not np.all(finite):
+        if np.any(np.isnan(col)):
+            raise ValueError(_MISSING_MESSAGE.format(name=name))
+        raise ValueError(f"{name} contains an infinite item; items must be ints, strings, bytes or finite floats.")
+    # a float with an integral value in the int64 range is that int (-2**63 included: it is exact)
+    integral = (col == np.floor(col)) & (col >= -(2.0**63)) & (col < 2.0**63)
     keys = np.empty(col.shape, dtype=np.uint64)
     keys[integral] = col[integral].astype(np.int64).view(np.uint64)
     other = ~integral
@@ -63,16 +99,25 @@ def _float_keys(col, name):
 
 
 def _column_keys(col, name):
-    """Keys of one column and its item kind ('number' or 'text'); raises on bad items."""
+    """Keys of one column and its item kind ('number' or 'text'); raises on bad items.
+
+    Error messages name the types of bad items, never their values (the items are private).
+    """
     kind = col.dtype.kind
-    if kind in "iu":
-        return col.astype(np.int64, copy=False).view(np.uint64) if kind == "i" else col.astype(np.uint64), "number"
+    if kind == "i":
+        return col.astype(np.int64, copy=False).view(np.uint64), "number"
+    if kind == "u":
+        if col.dtype.itemsize == 8 and col.size and int(col.max()) >= 2**63:
+            raise ValueError(_INT_RANGE_MESSAGE.format(name=name, where=f"a {col.dtype} item >= 2**63"))
+        return col.astype(np.uint64), "number"
     if kind == "b":
         return col.astype(np.uint64), "number"
     if kind == "f":
         return _float_keys(col, name), "number"
     if kind in "US":
         return _hashing.bytes_keys(col.astype(object)), "text"
+    if kind == "c":
+        raise TypeError(f"{name} holds complex numbers, which are not items: items must be ints, strings or bytes.")
     if kind != "O":
         raise TypeError(f"{name} has unsupported dtype {col.dtype}; items must be ints, strings or bytes.")
     try:  # fast path: all items are str / bytes (checked item by item in the kernel)
@@ -81,26 +126,30 @@ def _column_keys(col, name):
         pass
     is_text = np.fromiter((isinstance(v, (str, bytes)) for v in col), dtype=bool, count=col.shape[0])
     for v in col:
-        if v is None:
-            raise ValueError(f"{name} contains None; every item must be an int, a string or bytes.")
+        if _is_missing(v):
+            raise ValueError(_MISSING_MESSAGE.format(name=name))
         if isinstance(v, (float, np.floating)) and not math.isfinite(v):
-            raise ValueError(f"{name} contains NaN or infinity ({v!r}); items must be ints, strings or bytes.")
+            raise ValueError(f"{name} contains an infinite item; items must be ints, strings, bytes or finite floats.")
+        if isinstance(v, (complex, np.complexfloating)):
+            raise TypeError(
+                f"{name} holds complex numbers, which are not items: items must be ints, strings or bytes."
+            )
         if not isinstance(v, (str, bytes, numbers.Integral, float, np.floating)):
             raise TypeError(
-                f"{name} contains an item {v!r} of type {type(v).__name__}; items must be ints, strings or bytes."
+                f"{name} contains an item of type {type(v).__name__}; items must be ints, strings or bytes."
             )
     if is_text.any():
         first_text = col[np.argmax(is_text)]
         first_num = col[np.argmax(~is_text)]
         raise TypeError(
-            f"{name} mixes item types in one column ({type(first_num).__name__} {first_num!r} and "
-            f"{type(first_text).__name__} {first_text!r}); a stream holds one type of item."
+            f"{name} mixes item types in one column ({type(first_num).__name__} and "
+            f"{type(first_text).__name__}); a stream holds one type of item."
         )
     if all(isinstance(v, numbers.Integral) for v in col):
         try:
             return np.array([int(v) for v in col], dtype=np.int64).view(np.uint64), "number"
         except OverflowError:
-            raise ValueError(f"{name} contains an integer item outside the int64 range.") from None
+            raise ValueError(_INT_RANGE_MESSAGE.format(name=name, where="a Python int")) from None
     return _float_keys(col.astype(np.float64), name), "number"
 
 
@@ -121,6 +170,7 @@ def _all_text(X):
 
 def _as_2d_items(X, name):
     """Bring a 1-D stream or a list of items into the 2-D form that ``validate_data`` expects."""
+    check_container(X, name)  # a generator would become a 0-d object array ("a scalar")
     if sparse.issparse(X):
         raise TypeError(
             f"sparse matrices are not supported: {name} must be a dense array-like of items (a 1-D "
@@ -135,23 +185,37 @@ def _as_2d_items(X, name):
         X = np.asarray(X)
         ndim = X.ndim
     elif isinstance(X, (str, bytes)):
-        raise TypeError(f"{name} must be an array-like of items, got a single {type(X).__name__} {X!r}.")
+        raise TypeError(f"{name} must be an array-like of items, got a single {type(X).__name__}.")
     else:
         try:
             arr = np.asarray(X)
             if arr.dtype.kind in "US" and not _all_text(X):
                 arr = np.array(X, dtype=object)  # keep item types (e.g. ['a', 1] is not two strings)
         except ValueError as exc:
-            raise ValueError(f"{name} could not be read as an array of items: {exc}") from None
+            raise ValueError(
+                f"{name} could not be read as an array of items (rows of different lengths?)."
+            ) from None
         X = arr
         ndim = X.ndim
     if ndim == 0:
-        raise ValueError(f"{name} must be a 1-D array-like of items or a 2-D array, got a scalar {X!r}.")
+        raise ValueError(
+            f"{name} must be a 1-D array-like of items or a 2-D array, got a scalar."
+        )
     if ndim == 1:
         return np.asarray(X).reshape(-1, 1), True
     if ndim > 2:
         raise ValueError(f"{name} must be 1-D or 2-D, got an array with {ndim} dimensions.")
     return X, False
+
+
+def _check_missing(X, name):
+    """A clear ``ValueError`` naming ``name`` if a pandas frame holds a missing item (and a
+    ``TypeError`` for complex numbers, as :func:`_column_keys` gives on the fast path)."""
+    dtypes = X.dtypes if hasattr(X, "dtypes") else [getattr(X, "dtype", np.dtype(object))]
+    if any(getattr(t, "kind", "O") == "c" for t in dtypes):
+        raise TypeError(f"{name} holds complex numbers, which are not items: items must be ints, strings or bytes.")
+    if hasattr(X, "isna") and hasattr(X, "iloc") and bool(np.asarray(X.isna()).any()):
+        raise ValueError(_MISSING_MESSAGE.format(name=name))
 
 
 def _median_sensitivity_bound(cols, width):
@@ -450,6 +514,31 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         return tags
 
     # ------------------------------------------------------------------ copies are forks
+    def __getstate__(self):
+        # A consistent snapshot: taken holding the instance's lock (no call of another thread is
+        # half-way through the table), with private copies of the arrays that calls mutate in
+        # place, so pickle and deepcopy never see a table updated after the snapshot.
+        with instance_lock(self):
+            state = super().__getstate__()
+            for name in ("table_", "uses_"):
+                if isinstance(state.get(name), np.ndarray):
+                    state[name] = state[name].copy()
+            return state
+
+    def __copy__(self):
+        """``copy.copy``: a fitted sketch is copied in full, exactly like ``copy.deepcopy``.
+
+        A shallow copy would share ``table_`` and ``uses_`` (mutated in place by both objects'
+        updates and queries) and the noise generator while each object counted its own spend:
+        two objects with one privacy state.  The copy is a fork (see Notes of the class).  An
+        unfitted sketch holds only parameters and is copied shallowly, as usual.
+        """
+        if "ledger_" in self.__dict__:
+            return copy.deepcopy(self)
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
     def __setstate__(self, state):
         # A copy of a running stream (pickle, copy.deepcopy, copy.copy) is a *fork*: the copy
         # and its original answer about the same individuals, so from their next release on
@@ -463,8 +552,12 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     def _mark_copy(self):
         """This object is a copy (fork id of its source): mark its live source, then become a new fork."""
         source = _LIVE_FORKS.get(self._fork_id)
-        if source is not None and source is not self and getattr(source, "stream_id_", None) == self.stream_id_:
-            source._fork_pending = True
+        if source is not None and source is not self:
+            # under the source's lock: a call of the source that fails and rolls back its
+            # __dict__ must not undo the mark (its next release would not be charged afresh)
+            with instance_lock(source):
+                if getattr(source, "stream_id_", None) == self.stream_id_:
+                    source._fork_pending = True
         self._new_fork()
 
     def _new_fork(self):
@@ -540,10 +633,17 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             if X2.shape[0] < min_samples:
                 raise ValueError(f"{name} has 0 items; at least {min_samples} is required.")
         else:
-            X2 = validate_data(
-                self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
-                ensure_min_samples=min_samples, accept_sparse=False,
-            )
+            _check_missing(X2, name)  # pandas' NA would fail validate_data's finiteness check obscurely
+            try:
+                with naming(name, private=True):
+                    X2 = validate_data(
+                        self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
+                        ensure_min_samples=min_samples, accept_sparse=False,
+                    )
+            except (TypeError, ValueError) as exc:
+                if re.search(r"missing values|contains NaN", str(exc)):  # NaN or NA among object items
+                    raise ValueError(_MISSING_MESSAGE.format(name=name)) from None
+                raise
         keys, kinds = _item_keys(X2, name)
         if not reset and X2.shape[0] > 0 and kinds != self._item_kinds:
             raise TypeError(
@@ -721,7 +821,13 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         return new
 
     def _answer(self, keys):
-        """Answer one query set (keys may repeat): compute everything, then bind, then record."""
+        """Answer one query set (keys may repeat): compute everything, record, then bind.
+
+        The release is recorded (:meth:`_charge`, the last step that can fail) before the
+        noise is bound into the table in place, so a call that fails leaves the table, the
+        use counts and the ledgers as they were, and the generator that
+        :func:`~sklearn_bayes.utils.transactional` rewinds has produced no released noise.
+        """
         self._writeable_state()
         uniq, inverse = np.unique(keys, return_inverse=True)
         cols, signs = self._locate(uniq)
@@ -730,16 +836,19 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         mech, k = self._fp("mechanism"), self.n_query_sets_
         eta = float(self._fp("decay"))
         flat_uses = self.uses_.reshape(-1)
+        bind = None
         if mech in ("use_and_keep", "cell_perturbation"):
             cells = _sketch.distinct_cells(cols, w)
             if mech == "cell_perturbation":
                 cells = cells[flat_uses[cells] == 0]
             new = self._noisy_cells(cells, d / eps0, f"{mech}: the noise")
-            # bind (cannot fail): the noise stays in the cells
-            self.table_.reshape(-1)[cells] = new
-            flat_uses[cells] += 1
-            est = self._estimate(self.table_, cols, signs)
             chain0 = eps0
+
+            def bind():  # the noise stays in the cells (in place: cannot fail)
+                self.table_.reshape(-1)[cells] = new
+                flat_uses[cells] += 1
+                return self._estimate(self.table_, cols, signs)
+
         elif mech == "use_and_forget":
             cells = _sketch.distinct_cells(cols, w)
             # ε'_u = (ε/d)(1-η)η^u in log space: the scale 1/ε'_u is checked, never inf or 0
@@ -753,9 +862,15 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             )
             noisy = self.table_.copy()
             noisy.reshape(-1)[cells] = new
-            flat_uses[cells] += 1
             est = self._estimate(noisy, cols, signs)
-            chain0 = self._forget_spend(self.uses_)
+            row_max = self.uses_.max(axis=1)  # the use counts after this query, without changing them
+            np.maximum.at(row_max, cells // w, flat_uses[cells] + 1)
+            chain0 = self._forget_spend(row_max)
+
+            def bind():
+                flat_uses[cells] += 1
+                return est
+
         else:  # median_perturbation: ε_k = ε (1-η) η^k for the (k+1)-th query set
             m_q = _median_sensitivity_bound(cols, w)
             half = self._fp("noise") == "discrete_laplace" and self._fp("kind") == "count" and d % 2 == 0
@@ -772,37 +887,46 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             noise = sample_noise(self._rng, self._fp("noise"), scale, size=uniq.shape[0])
             est = self._estimate(self.table_, cols, signs) + (noise / 2.0 if half else noise)
             chain0 = eps0 * -math.expm1((k + 1) * math.log(eta))
-        est = est / float(self._fp("sampling_rate"))
-        self.n_query_sets_ += 1
-        self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=self.n_query_sets_)
+
+            def bind():
+                return est
+
+        self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=k + 1)
+        self.n_query_sets_ = k + 1
+        est = bind() / float(self._fp("sampling_rate"))
         return est[inverse]
 
-    def _forget_spend(self, uses):
-        """use_and_forget: ``Σ_i max_j (ε₀/d)(1 - η^{U_ij})``, the budget one element's cells used."""
-        d, eps0 = uses.shape[0], self._base_epsilon()
-        return float(np.sum((eps0 / d) * -np.expm1(uses.max(axis=1) * math.log(float(self._fp("decay"))))))
+    def _forget_spend(self, row_max):
+        """use_and_forget: ``Σ_i max_j (ε₀/d)(1 - η^{U_ij})`` from the rows' largest use counts ``max_j U_ij``."""
+        d, eps0 = row_max.shape[0], self._base_epsilon()
+        return float(np.sum((eps0 / d) * -np.expm1(row_max * math.log(float(self._fp("decay"))))))
 
     def _charge(self, chain0, n_items, note="", mechanism=None, **extra):
-        """Record a release: this fork's increment of the amplified ε of its history (the last step).
+        """Record a release: this fork's increment of the amplified ε of its history.
 
         The first release after a copy starts a new fork: its history is charged afresh.
+        Everything is computed and checked first; the shared ledger (whose record may warn,
+        hence raise under ``-W error``) is written before ``ledger_``, and this object's
+        attributes are bound only after both records are made, so a failure records
+        nothing here and changes nothing (the caller binds its release after this).
         """
-        if self._fork_pending:  # the first release since a copy was made: a new fork (id)
-            self._fork_id = uuid.uuid4().hex
-            _LIVE_FORKS[self._fork_id] = self
-            self._charged = 0.0
-            self._fork_pending = False
+        fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
         total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
-        increment = max(total - self._charged, 0.0)
-        self._chain_spent0 = chain0
-        self._charged += increment
-        record = dict(
-            n_items=n_items, note=note, stream=self.stream_id_, fork=self._fork_id, id=uuid.uuid4().hex, **extra
-        )
+        increment = max(total - charged, 0.0)
+        if not (math.isfinite(chain0) and math.isfinite(increment)):
+            raise ValueError(f"the privacy spend of this release is not finite ({increment!r}); nothing was released.")
+        record = dict(n_items=n_items, note=note, stream=self.stream_id_, fork=fork_id, id=uuid.uuid4().hex, **extra)
         name = mechanism or f"PrivateCountSketch/{self._fp('mechanism')}"
-        self.ledger_.record(name, increment, **record)
         if self._shared_ledger is not None:
             self._shared_ledger.record_shared("PrivateCountSketch", name, increment, **record)
+        self.ledger_.record(name, increment, **record)
+        # bind (cannot fail)
+        if self._fork_pending:  # the first release since a copy was made: a new fork (id)
+            self._fork_id = fork_id
+            _LIVE_FORKS[fork_id] = self
+            self._fork_pending = False
+        self._chain_spent0 = chain0
+        self._charged = charged + increment
 
     @transactional
     def query(self, items):
@@ -851,7 +975,6 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         return 1
 
     # ------------------------------------------------------------------ merge
-    @transactional
     def merge(self, other):
         """Add the sketch of a disjoint shard of the stream (map-reduce), in place.
 
@@ -887,10 +1010,23 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         Returns
         -------
         self : PrivateCountSketch
+
+        Notes
+        -----
+        The call holds the locks of both sketches (taken in one global order, so two
+        threads merging ``a.merge(b)`` and ``b.merge(a)`` cannot deadlock): ``other`` is
+        read as one consistent state, never half-way through another thread's update.
         """
-        check_is_fitted(self)
         if not isinstance(other, PrivateCountSketch):
+            check_is_fitted(self)
             raise TypeError(f"other must be a PrivateCountSketch, got {type(other).__name__}.")
+        first, second = sorted((self, other), key=id)
+        with instance_lock(first), instance_lock(second):
+            return self._merge(other)
+
+    @transactional
+    def _merge(self, other):
+        check_is_fitted(self)
         check_is_fitted(other)
         self._check_stream_params("merge")
         other._check_stream_params("merge (of other)")
@@ -926,7 +1062,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.shard_ids_ = tuple(sorted(set(self.shard_ids_) | set(other.shard_ids_)))
         chain0 = max(self._chain_spent0, other._chain_spent0)  # parallel composition of disjoint shards
         if mech == "use_and_forget" and chain0 > 0:  # the merged schedules continue from max(U_a, U_b)
-            chain0 = max(chain0, self._forget_spend(uses))
+            chain0 = max(chain0, self._forget_spend(uses.max(axis=1)))
         self._charge(
             chain0, n_items=None, mechanism="merge",
             note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
@@ -934,6 +1070,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         return self
 
     # ------------------------------------------------------------------ serialization
+    @serialized
     def to_bytes(self):
         """The sketch as portable bytes (versioned, checksummed); read back with :meth:`from_bytes`.
 
@@ -1137,26 +1274,32 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         return _sketch_dask.from_dask(cls, collection, split_every, params)
 
     # ------------------------------------------------------------------ accuracy
-    def error_bound(self, items, confidence=0.95, f2=None, method="theorem5"):
+    @serialized
+    def error_bound(self, items, confidence=0.95, f2=None, method="auto"):
         """Error bar ``κ`` with ``P(|f̂_x - f_x| > κ) <= 1 - confidence`` for a query made now.
 
-        The corrected Theorem 5: with ``u_i`` noise draws in the cell of ``x`` in row
-        ``i`` (its previous uses, plus the one this query would add for
-        ``use_and_keep``, plus the pan-private start),
-        ``σ_i² = ||f||²₂/w + u_i Var N(d/ε)`` and, for ``κ² > 2 max_i σ_i²``,
-        ``P(|f̂_x - f_x| > κ) <= exp(-(d/2)(1-2λ)) [2(1-λ)]^{d/2}`` with
-        ``λ = Σ_i σ_i² / (d κ²)``.  That bound cannot go below ``(2/e)^{d/2}``, so high
-        confidences need many rows (``inf`` is returned when it is unattainable);
-        ``method="binomial"`` uses the exact binomial tail of the number of rows whose
-        error exceeds ``κ`` (each with Chebyshev probability at most ``max_i σ_i²/κ²``,
-        rows independent), which is valid and much tighter.
+        With ``u_i`` noise draws in the cell of ``x`` in row ``i`` (its previous uses, plus
+        the one this query would add for ``use_and_keep``, plus the pan-private start),
+        each row's error has mean 0 and variance at most
+        ``σ_i² = ||f||²₂/w + u_i Var N(d/ε)``.  Two valid bounds follow (see Notes):
+
+        - ``"binomial"``: the exact binomial tail of the number of rows whose error
+          exceeds ``κ`` (each with Chebyshev probability at most ``max_i σ_i²/κ²``, rows
+          independent); always finite.
+        - ``"theorem5"``: the corrected Theorem 5, ``P(|f̂_x - f_x| > κ) <=
+          exp(-(d/2)(1-2λ)) [2(1-λ)]^{d/2}`` with ``λ = Σ_i σ_i² / (d κ²)`` for
+          ``κ² > 2 max_i σ_i²``.  It cannot go below ``(2/e)^{d/2}``, so it is ``inf``
+          when the confidence needs more rows (95 % needs ``d >= 20``); it can beat the
+          binomial bound at large ``d`` when the rows' variances differ.
+        - ``"auto"`` (the default): the smaller of the two, at the full confidence.
 
         Privacy: the cell-use counts depend only on the (public) hashes and query
         sets, so with a public ``f2`` this is post-processing and spends nothing.
         With ``f2=None``, ``||f||²₂`` is estimated from the curator's table (the
         median over rows of ``Σ_j C_ij²`` minus the known noise variance): a
         function of unreleased state, meant for the curator; publish error bars
-        computed from a public or separately privatised ``f2``.
+        computed from a public or separately privatised ``f2``.  (With an estimated
+        ``f2`` the bound is a plug-in estimate, not a guarantee.)
 
         Parameters
         ----------
@@ -1166,12 +1309,33 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             Probability in (0, 1) that the error stays within the bound.
         f2 : float or None, default=None
             The second frequency moment ``||f||²₂ = Σ_x f_x²`` (or an upper bound).
-        method : {"theorem5", "binomial"}, default="theorem5"
+        method : {"auto", "binomial", "theorem5"}, default="auto"
+            Which bound; ``"auto"`` is the tightest of the valid bounds (finite).
 
         Returns
         -------
         kappa : ndarray of shape (n_items,)
             Bound on the absolute error of each item's estimate (in counts).
+
+        Notes
+        -----
+        **Validity.**  Write ``Y_i = s_i(x) C[i, h_i(x)] - f_x``: the signed sum of the
+        counts of the other items hashed to the cell (mean 0 by the sign hash, variance
+        at most ``||f||²₂/w``) plus the ``u_i`` independent noise draws in the cell
+        (mean 0, variance ``u_i Var N(d/ε)``), so ``E Y_i = 0`` and ``Var Y_i <= σ_i²``;
+        the rows are independent (independent hashes and noise per row).  The estimate's
+        error is ``median_i Y_i``, and ``|median_i Y_i| > κ`` needs at least
+        ``t = ceil(d/2)`` rows with ``|Y_i| > κ`` (for an even ``d`` the median is the mean
+        of the two middle values, so the upper one, hence the ``d/2`` largest, exceed
+        ``κ``).  By Chebyshev each row exceeds with probability ``p_i <= p = max_i σ_i²/κ²``,
+        and the number of rows that exceed is stochastically at most ``Binomial(d, p)``:
+        ``"binomial"`` solves ``P(Binomial(d, p) >= t) = 1 - confidence`` for ``p`` and
+        returns ``κ = sqrt(max_i σ_i² / p)``.  ``"theorem5"`` is Lemma 2's Chernoff bound
+        on the same event.  Both ``κ`` are functions of ``σ²``, ``d`` and the confidence
+        only -- fixed before the stream's randomness (hashes, noise) is drawn -- so their
+        minimum is one of two fixed numbers, each exceeded with probability at most
+        ``1 - confidence``: ``"auto"`` needs no union bound and no split of the
+        confidence.
         """
         check_is_fitted(self)
         self._check_stream_params("error_bound")
@@ -1185,8 +1349,8 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             raise ValueError(f"error_bound needs sampling_rate=1, got {rate!r}.")
         if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
             raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
-        if method not in ("theorem5", "binomial"):
-            raise ValueError(f"method must be 'theorem5' or 'binomial', got {method!r}.")
+        if method not in ("auto", "binomial", "theorem5"):
+            raise ValueError(f"method must be 'auto', 'binomial' or 'theorem5', got {method!r}.")
         keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
         d, w = self.table_.shape
         var1 = float(noise_variance(self._fp("noise"), d / self._base_epsilon()))
@@ -1206,4 +1370,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             uses = np.maximum(uses, 1 + self._pan_draws)
         delta = 1.0 - float(confidence)
         sigma2 = f2 / w + uses * var1
-        return np.array([_kappa_from_variances(sigma2[:, k], delta, method) for k in range(keys.shape[0])])
+        methods = ("binomial", "theorem5") if method == "auto" else (method,)
+        return np.array([
+            min(_kappa_from_variances(sigma2[:, k], delta, m) for m in methods) for k in range(keys.shape[0])
+        ])

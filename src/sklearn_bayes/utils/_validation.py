@@ -115,11 +115,17 @@ def check_generator(random_state):
     ------
     TypeError
         For any other value (booleans included).
+    ValueError
+        For a negative int (NumPy's seeds are non-negative).
 
     Examples
     --------
     >>> bool(check_generator(0).integers(10) == check_generator(0).integers(10))
     True
+    >>> check_generator(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: random_state must be None, a non-negative int, a numpy.random.Generator or a numpy.random.RandomState, got the negative int -1.
     """
     if random_state is None:
         return np.random.default_rng()
@@ -128,6 +134,11 @@ def check_generator(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
     if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, (bool, np.bool_)):
+        if random_state < 0:
+            raise ValueError(
+                "random_state must be None, a non-negative int, a numpy.random.Generator or a "
+                f"numpy.random.RandomState, got the negative int {int(random_state)}."
+            )
         return np.random.default_rng(int(random_state))
     raise TypeError(
         "random_state must be None, an int, a numpy.random.Generator or a numpy.random.RandomState, "
