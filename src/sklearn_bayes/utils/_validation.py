@@ -240,15 +240,18 @@ def external_stacklevel():
 
 _WORD = "(?<![A-Za-z0-9_]){}(?![A-Za-z0-9_])"
 
-#: scikit-learn / numpy messages that quote the offending data, rewritten without it
+#: scikit-learn / numpy messages that quote the offending data, rewritten without it (the phrases
+#: scikit-learn's own checks look for are kept)
 _DATA_ECHOES = (
     (re.compile(r"^Complex data not supported", re.S),
-     "{arg} holds complex numbers, which are not supported: pass real values"),
+     "{arg} holds complex numbers (Complex data not supported): pass real values"),
     (re.compile(r"could not convert (string|\S+) to float", re.S),
      "{arg} must be numeric: a value could not be converted to float"),
     (re.compile(r"^boolean value of NA is ambiguous", re.S),
      "{arg} holds missing values (pandas NA), which are not supported: drop or impute them first"),
 )
+#: the array dump inside scikit-learn's "Expected 2D array, got 1D array instead" message
+_ARRAY_DUMP = re.compile(r"\s*array=.*?\.\n(?=Reshape)", re.S)
 
 
 def check_container(X, arg="X"):
@@ -294,7 +297,8 @@ def naming(arg, private=False):
                 text = replacement.format(arg=arg) + "."
                 break
         if text is None:
-            if private and ("\n" in msg or "[" in msg or "'" in msg):
+            msg = _ARRAY_DUMP.sub(" ", msg)
+            if private and ("[" in msg or "'" in msg or "array(" in msg):
                 msg = re.split(r"(?<=[.:])\s|\n", msg, maxsplit=1)[0].rstrip(":")
             if re.search(_WORD.format(re.escape(arg)), msg):
                 if msg == str(exc):
