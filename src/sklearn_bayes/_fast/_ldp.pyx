@@ -40,6 +40,7 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.float cimport DBL_EPSILON
 from libc.math cimport INFINITY, exp, fabs, log, sqrt
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
@@ -511,8 +512,53 @@ cdef double _utility_k(int mode, int k, int K, const double* ts, const double* c
     return -out
 
 
+#: Ties of the subset choice (``privacy/_utilities.py``: ``TIE_ULPS``, ``tie_argmax``): utilities
+#: within ``TIE_ULPS * K * DBL_EPSILON * max(1, max |U_k|)`` of the largest are ties, and the
+#: smallest prefix size among them wins.
+cdef enum:
+    _TIE_ULPS = 8
+TIE_ULPS = _TIE_ULPS
+
+
+cdef int _tie_argmax(const double* u, int K) noexcept nogil:
+    """The smallest ``k`` whose finite ``u[k]`` is within the tie tolerance of the largest finite one.
+
+    A utility is a sum of ``O(K)`` terms each of magnitude at most ``max(1, |U|)`` (probabilities
+    times constants <= 1, or the Fisher trace itself): two evaluations of it in different orders
+    (a SIMD width, the numpy reference path) differ by at most a few ``K`` ulps of that, so
+    values closer than the tolerance are treated as equal and the choice never depends on
+    rounding.  Non-finite values are never chosen; all non-finite: ``0``.  The Python twin
+    :func:`sklearn_bayes.privacy._utilities.tie_argmax` performs the same arithmetic.
+    """
+    cdef int k
+    cdef double best = -INFINITY, scale = 1.0, tol, a
+    for k in range(K):
+        a = fabs(u[k])
+        if a < INFINITY:  # finite (NaN compares false)
+            if u[k] > best:
+                best = u[k]
+            if a > scale:
+                scale = a
+    if best == -INFINITY:
+        return 0
+    tol = (<double>_TIE_ULPS * K) * DBL_EPSILON * scale
+    for k in range(K):
+        if fabs(u[k]) < INFINITY and u[k] >= best - tol:
+            return k
+    return 0
+
+
+def tie_argmax(const double[::1] u):
+    """The compiled tie rule of the subset choice (see :func:`_tie_argmax`); for tests."""
+    cdef int K = u.shape[0]
+    if K == 0:
+        raise ValueError("tie_argmax: no values.")
+    return _tie_argmax(&u[0], K)
+
+
 ctypedef struct _Choice:
     # scratch of the subset choice: K doubles each (cum, cumsq: K + 1)
+    double* u  # the utility of every prefix size
     double* theta
     double* ts
     double* cum
@@ -523,9 +569,10 @@ ctypedef struct _Choice:
 
 
 cdef _Choice _choice_scratch(double[::1] buf, int K):
-    """Pointers of a :class:`_Choice` into ``buf`` (at least ``7 K + 2`` doubles, kept alive by the caller)."""
+    """Pointers of a :class:`_Choice` into ``buf`` (at least ``8 K + 2`` doubles, kept alive by the caller)."""
     cdef _Choice c
     cdef double* b = &buf[0]
+    c.u = b + 7 * K + 2
     c.theta = b
     c.ts = b + K
     c.cum = b + 2 * K
@@ -543,10 +590,12 @@ cdef int _choose_k(int mode, int K, const double* phi, int32_t* sigma, const dou
     Sorts ``sigma`` in place by decreasing ``theta`` (ties by index; insertion sort, as
     ``sigma`` is nearly sorted between users) and writes ``theta`` to ``w.theta``.  The one
     implementation of the built-in utilities' choice: the online loop and
-    :func:`choose_prefix` (``propose_subset``, ``propose_subsets``) both call it.
+    :func:`choose_prefix` (``propose_subset``, ``propose_subsets``) both call it.  The
+    utilities of all prefix sizes go to ``w.u`` and :func:`_tie_argmax` picks (ties, within
+    a tolerance derived from the arithmetic, go to the smallest size).
     """
-    cdef int j, k, kbest = 0, e_pos = 0
-    cdef double ssum = 0.0, cum, cumsq, u, best
+    cdef int j, k, e_pos = 0
+    cdef double ssum = 0.0, cum, cumsq
     cdef double* theta = w.theta
     for j in range(K):
         ssum += phi[j]
@@ -554,15 +603,11 @@ cdef int _choose_k(int mode, int K, const double* phi, int32_t* sigma, const dou
         theta[j] = phi[j] / ssum
     _insertion_sort(theta, sigma, K)
     if mode == 1:
-        best = -1.0
         cum = 0.0
         for k in range(K):
-            u = consts[k, A1] * (cum + consts[k, R_KEEP] * (1.0 - cum))
-            if u > best:
-                best = u
-                kbest = k
+            w.u[k] = consts[k, A1] * (cum + consts[k, R_KEEP] * (1.0 - cum))
             cum += theta[sigma[k]]
-        return kbest
+        return _tie_argmax(w.u, K)
     if mode == 2:
         cum = 0.0
         for j in range(K - 1):
@@ -584,13 +629,9 @@ cdef int _choose_k(int mode, int K, const double* phi, int32_t* sigma, const dou
             e_pos = j
     w.cum[K] = cum
     w.cumsq[K] = cumsq
-    best = -INFINITY
     for k in range(K):
-        u = _utility_k(mode, k, K, w.ts, w.cum, cumsq, w.cumsq, &consts[k, 0], e_pos, w.h, w.A, w.F)
-        if u > best:
-            best = u
-            kbest = k
-    return kbest
+        w.u[k] = _utility_k(mode, k, K, w.ts, w.cum, cumsq, w.cumsq, &consts[k, 0], e_pos, w.h, w.A, w.F)
+    return _tie_argmax(w.u, K)
 
 
 def choose_prefix(int mode, const double[::1] phi, int32_t[::1] sigma, const double[:, ::1] consts,
@@ -605,7 +646,7 @@ def choose_prefix(int mode, const double[::1] phi, int32_t[::1] sigma, const dou
         raise ValueError("choose_prefix: sigma must have K entries and consts K rows of 6 columns.")
     if mode not in (1, 2, 3, 5, 6, 7, 8, 9):
         raise ValueError(f"choose_prefix: unknown mode {mode}.")
-    cdef double[::1] buf = np.zeros(7 * K + 2)
+    cdef double[::1] buf = np.zeros(8 * K + 2)
     cdef _Choice w = _choice_scratch(buf, K)
     with nogil:
         k = _choose_k(mode, K, &phi[0], &sigma[0], consts, alpha, &w)
@@ -674,7 +715,7 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
     cdef double[::1] grad = np.zeros(K)
     cdef double[::1] theta = np.zeros(K)
     cdef int32_t[::1] pos = np.zeros(K, dtype=np.int32)
-    cdef double[::1] choice_buf = np.zeros(7 * K + 2)
+    cdef double[::1] choice_buf = np.zeros(8 * K + 2)
     cdef _Choice ch = _choice_scratch(choice_buf, K)
     ch.theta = &theta[0]  # the choice writes theta where the SGLD step reads it (one K-vector hot in cache)
     if n_sids_old > 0:

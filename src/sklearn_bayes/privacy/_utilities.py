@@ -3,8 +3,12 @@
 For a probability vector ``theta`` the candidates are the prefixes
 ``S_k = {sigma(1), ..., sigma(k)}``, ``k = 0, ..., K - 1``, of the categories sorted by
 decreasing ``theta`` (ties broken by index); ``k = 0`` is plain SRR.  The chosen size is
-``k* = argmax_k U(theta, S_k, eps)`` (first index on ties, non-finite utilities count
-as ``-inf``).
+``k* = argmax_k U(theta, S_k, eps)`` under one explicit tie rule (:func:`tie_argmax`):
+utilities within ``TIE_ULPS * K * eps_mach * max(1, max_k |U_k|)`` of the largest are
+ties and the smallest ``k`` among them wins; non-finite utilities are never chosen.
+Utilities that are equal in exact arithmetic (at the uniform start ``U4`` is 0 for
+``k = 0`` and for other sizes) then give the same choice whatever the rounding of the
+code path (compiled kernel, numpy reference, SIMD width).
 """
 
 import numbers
@@ -19,6 +23,7 @@ __all__ = [
     "choose_subset_size",
     "chosen_subset",
     "sorted_order",
+    "tie_argmax",
     "utility_value",
     "utility_values",
 ]
@@ -160,9 +165,42 @@ def utility_values(theta, epsilon, kappa, utility="honest", consts=None):
     raise ValueError(f"utility {utility!r} has no per-subset values; use choose_subset_size.")
 
 
-def _argmax_first(values):
-    v = np.where(np.isfinite(values), values, -np.inf)
-    return int(np.argmax(v))
+#: Tie tolerance of the subset choice in units of ``K * eps_mach * max(1, max_k |U_k|)``
+#: (the same constant as ``TIE_ULPS`` of ``_fast/_ldp.pyx``).
+TIE_ULPS = 8
+
+
+def tie_argmax(values):
+    """The chosen prefix size: the smallest ``k`` whose utility is tied with the largest.
+
+    A utility is a sum of ``O(K)`` terms of magnitude at most ``max(1, |U|)``
+    (probabilities times likelihood values <= 1; the Fisher trace), so two evaluations in
+    different orders differ by at most a few ``K`` ulps of that.  Values within
+    ``tol = TIE_ULPS * K * eps_mach * max(1, max_k |U_k|)`` (finite ``U_k`` only) of the
+    largest are ties, and the smallest ``k`` among them wins: the choice never depends on
+    rounding.  Non-finite values are never chosen; if none is finite the answer is 0.
+    The compiled kernel (``_tie_argmax`` in ``_fast/_ldp.pyx``) does the same arithmetic.
+
+    Examples
+    --------
+    >>> from sklearn_bayes.privacy._utilities import tie_argmax
+    >>> tie_argmax([-8.33e-17, -0.1, -0.2, -0.1, -0.05, -5.55e-17])
+    0
+    >>> tie_argmax([0.1, 0.3, 0.2])
+    1
+    """
+    v = np.asarray(values, dtype=float)
+    K = v.shape[0]
+    fin = np.isfinite(v)
+    if not fin.any():
+        return 0
+    best = float(v[fin].max())
+    scale = max(1.0, float(np.abs(v[fin]).max()))
+    tol = (float(TIE_ULPS) * K) * np.finfo(float).eps * scale
+    return int(np.flatnonzero(fin & (v >= best - tol))[0])
+
+
+_argmax_first = tie_argmax  # the name used before the tie rule was explicit
 
 
 def choose_subset_size(theta, epsilon, kappa, utility="honest", alpha=None, consts=None):
@@ -201,7 +239,7 @@ def choose_subset_size(theta, epsilon, kappa, utility="honest", alpha=None, cons
         cum = np.cumsum(theta[sorted_order(theta)])[: K - 1]
         hit = np.flatnonzero(cum >= alpha)
         return int(hit[0]) + 1 if hit.size else K - 1
-    return _argmax_first(utility_values(theta, epsilon, kappa, utility, consts=consts))
+    return tie_argmax(utility_values(theta, epsilon, kappa, utility, consts=consts))
 
 
 def chosen_subset(phi, epsilon, kappa, utility, alpha, consts, order=None):
