@@ -22,7 +22,15 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import IntegerInterval, RealInterval, check_generator, check_privacy_random_state, transactional
+from ..utils import (
+    IntegerInterval,
+    RealInterval,
+    check_generator,
+    check_privacy_random_state,
+    instance_lock,
+    serialized,
+    transactional,
+)
 from . import _ldp_input as inp
 from ._ldp_driver import process_users, step_sizes
 from ._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_unique
@@ -341,6 +349,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     holds a simulation-mode estimator or its pickle can recover the simulated users'
     true categories, so treat it like the raw data.
 
+    Threads.  Calls on one instance from several threads are serialised: every
+    fitting, recording, proposing, merging and reading method (``theta_``,
+    :meth:`sample_posterior`, :meth:`credible_interval`, :meth:`propose_subset`,
+    :meth:`transform`, pickling) runs holding the instance's re-entrant lock
+    (:func:`sklearn_bayes.utils.instance_lock`), so no accepted response is lost, no
+    privacy noise is drawn twice from one generator state, and a rejected call rolls
+    back only its own changes.  :meth:`merge` holds the locks of both estimators.
+    Separate instances (one per ingestion worker, merged later) run in parallel.
+
     Serving many clients.  A server proposes subsets to batches of users with
     :meth:`propose_subsets` (one posterior draw per batch, one per user, or the posterior
     mean) and
@@ -448,6 +465,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         return tags
 
     # ------------------------------------------------------------------ copies and pickles
+    @serialized
     def __getstate__(self):
         """Pickle only the used part of the response store (see ``ResponseStore.__getstate__``)."""
         state = dict(super().__getstate__())
@@ -560,6 +578,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 "RRRR mechanism."
             )
 
+    @serialized
     def client_mechanism(self):
         """The mechanism users privatise with, for a static ``mechanism`` (deployment).
 
@@ -690,8 +709,13 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                           sampler=self.sampler, batch_size=self.batch_size, gamma=gamma)
 
     @property
+    @serialized
     def theta_(self):
-        """Estimated category probabilities, computed on first read after each fit call."""
+        """Estimated category probabilities, computed on first read after each fit call.
+
+        Holds the instance's lock (see Notes, "Threads"): a value computed while another
+        thread records responses is never cached as the estimate of the later state.
+        """
         if "n_responses_" not in vars(self):
             raise AttributeError(
                 "'AdaptiveLDPFrequencyEstimator' has no attribute 'theta_': call fit, partial_fit "
@@ -861,6 +885,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._end_update()
         return self
 
+    @serialized
     def propose_subset(self):
         """The subset for the next user (category positions, sorted), from the current sample.
 
@@ -988,7 +1013,6 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._end_update()
         return avg[None, :] if mean else theta
 
-    @transactional
     def merge(self, other):
         """Add the responses recorded by ``other`` (another ingestion worker's store).
 
@@ -1019,6 +1043,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             raise ValueError("other is this estimator: merging a response store with itself would count it twice.")
         if not isinstance(other, AdaptiveLDPFrequencyEstimator):
             raise TypeError(f"other must be a fitted AdaptiveLDPFrequencyEstimator, got {type(other).__name__}.")
+        # both instances' locks, always taken in the same order (by id), so two threads merging
+        # a into b and b into a cannot deadlock; other's lock keeps it from changing (or rolling
+        # back a rejected call) while its responses are read
+        first, second = sorted((self, other), key=id)
+        with instance_lock(first), instance_lock(second):
+            return self._merge(other)
+
+    @transactional
+    def _merge(self, other):
         if "n_responses_" not in vars(other):
             raise ValueError("other is not fitted: it holds no responses to merge.")
         if "n_responses_" not in vars(self):  # an empty hub: its own parameters, no responses yet
@@ -1054,6 +1087,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._end_update()
         return self
 
+    @serialized
     def sample_posterior(self, n_samples=1000, random_state=None):
         """Draws of ``theta`` from the posterior given the recorded responses.
 
@@ -1095,6 +1129,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         thin = 1 if self.sampler == "gibbs" else int(self.n_steps)
         return self._chain(n_samples * thin, thin, rng)
 
+    @serialized
     def credible_interval(self, level=0.95, n_samples=2000, random_state=None):
         """Equal-tailed posterior credible interval of every category probability.
 
@@ -1118,6 +1153,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         q = (1 - level) / 2
         return np.quantile(s, [q, 1 - q], axis=0).T
 
+    @serialized
     def transform(self, X):
         """Map each category to its estimated probability ``theta_``.
 
