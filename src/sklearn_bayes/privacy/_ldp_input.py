@@ -3,7 +3,9 @@
 Free functions: the users' true categories (simulation) as positions of
 ``categories_``, the released RRRR responses with their subsets, and the response sets
 of the static mechanisms (deployment).  Each raises a ``ValueError`` / ``TypeError``
-naming the argument and the offending value, and changes nothing.
+naming the argument and changes nothing.  No message quotes a data value (the users'
+categories are the private data of simulation mode): an offending entry is located by
+its position and counted.
 """
 
 import numbers
@@ -12,23 +14,69 @@ import re
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-__all__ = ["categories_from", "column", "encode", "rrrr_responses", "static_masks", "subset_masks"]
+from ..utils._validation import _DATA_ECHOES, check_container, naming
+
+__all__ = ["categories_from", "column", "encode", "rrrr_responses", "refuse_masked", "static_masks",
+           "subset_masks"]
+
+
+def refuse_masked(value, arg):
+    """A ``TypeError`` naming ``arg`` for a masked array: numpy would drop its mask and read the
+    masked entries (whatever they hold) as data."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            f"{arg} is a masked array: its masked entries would be read as data. Pass only the "
+            f"entries that are present, e.g. {arg}.compressed() (with the matching rows of the "
+            "other arguments)."
+        )
+
+
+def _missing(v):
+    """None, NaN, NaT or pandas' NA (whose comparisons are NA, not a bool)."""
+    if v is None:
+        return True
+    try:
+        return bool(v != v)
+    except (TypeError, ValueError):
+        return True
+
+
+def _where(bad):
+    """``"N value(s), first at row i"`` for a boolean vector of offending rows (no values quoted)."""
+    idx = np.flatnonzero(bad)
+    return f"{idx.size} value{'s' if idx.size != 1 else ''}, first at row {int(idx[0])}"
 
 
 def column(estimator, X, reset, n_categories):
     """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""
-    try:
-        X = validate_data(estimator, X, reset=reset, dtype=None, ensure_min_samples=1)
-    except ValueError as exc:
-        if re.search(r"\bX\b", str(exc)):
-            raise
+    check_container(X, "X")
+    refuse_masked(X, "X")
+    if hasattr(X, "isna") and hasattr(X, "columns"):  # a DataFrame: pandas NA breaks numpy's comparisons
+        try:
+            has_na = bool(np.asarray(X.isna()).any())
+        except Exception:  # an exotic frame: validate_data decides
+            has_na = False
+        if has_na:
+            raise ValueError("X contains missing values (None, NaN or pandas NA): every user must hold a "
+                             "category.")
+    with naming("X", private=True):
+        # complex values and pandas NA: naming describes them without quoting the data;
         # scikit-learn's messages for a 3-d or an empty array do not name the argument
-        raise ValueError(f"X is not a valid batch of users: {exc}") from exc
+        try:
+            X = validate_data(estimator, X, reset=reset, dtype=None, ensure_min_samples=1)
+        except ValueError as exc:
+            msg = str(exc)
+            if re.search(r"\bX\b", msg) or any(p.search(msg) for p, _ in _DATA_ECHOES):
+                raise
+            raise ValueError(f"X is not a valid batch of users: {msg}") from None
+    if X.dtype.kind == "c":
+        raise ValueError("X holds complex numbers, which are not categories.")
     if X.dtype.kind == "f" and np.any(np.isnan(X)):
         raise ValueError("X contains NaN: every user must hold a category.")
     if X.dtype == object:
-        if any(v is None or (isinstance(v, float) and v != v) for v in X.ravel()):
-            raise ValueError("X contains missing values (None or NaN): every user must hold a category.")
+        if any(_missing(v) for v in X.ravel()):
+            raise ValueError("X contains missing values (None, NaN or pandas NA): every user must hold a "
+                             "category.")
     if X.shape[1] == 1:
         return X[:, 0]
     if n_categories is not None:
@@ -72,13 +120,13 @@ def encode(col, categories):
         for i, r in enumerate(col.tolist()):
             j = lookup.get(tuple(r))
             if j is None:
-                raise ValueError(f"X holds categories outside the known ones ({len(lookup)} categories): {r!r}.")
+                raise ValueError(f"X holds categories outside the known ones ({len(lookup)} categories): "
+                                 f"row {i}.")
             out[i] = j
         return out
     if categories.dtype.kind in "iu":
         if col.dtype.kind == "f" and np.any(col != np.round(col)):
-            bad = col[col != np.round(col)]
-            raise ValueError(f"X holds non-integer categories: {bad[:5].tolist()}.")
+            raise ValueError(f"X holds non-integer categories: {_where(col != np.round(col))}.")
         if col.dtype.kind in "fiub":
             colv = col.astype(np.int64)
         elif col.dtype == object:
@@ -102,13 +150,15 @@ def encode(col, categories):
         idx = np.asarray(pos, dtype=np.int64)
         ok = idx >= 0
     if not np.all(ok):
-        bad = list(dict.fromkeys(np.asarray(colv)[~ok].tolist()))  # unique, any mix of types
-        raise ValueError(f"X holds categories outside the known ones ({categories.size} categories): {bad[:5]}.")
+        raise ValueError(f"X holds categories outside the known ones ({categories.size} categories): "
+                         f"{_where(~np.asarray(ok))}.")
     return idx.astype(np.int32)
 
 
 def rrrr_responses(y, K):
     """Released RRRR categories: a non-empty 1-d array of integer positions in ``[0, K)`` -> int32."""
+    check_container(y, "y")
+    refuse_masked(y, "y")
     ya = np.asarray(y)
     if ya.ndim != 1:
         raise ValueError(f"y must be a 1-d array of responses, got shape {ya.shape}.")
@@ -118,14 +168,22 @@ def rrrr_responses(y, K):
         raise TypeError(f"y must hold integer category positions, got dtype {ya.dtype}.")
     if np.issubdtype(ya.dtype, np.floating) and (not np.all(np.isfinite(ya)) or np.any(ya != np.round(ya))):
         raise ValueError("y must hold integer category positions (got NaN or non-integer values).")
-    bad = ya[(ya < 0) | (ya >= K)]
-    if bad.size:
-        raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
+    bad = (ya < 0) | (ya >= K)
+    if bad.any():
+        raise ValueError(f"y holds categories outside [0, {K}): {_where(bad)}.")
     return ya.astype(np.int32)
 
 
 def subset_masks(subsets, n, K):
-    """Validate RRRR subsets (one for all, a list, or an (n, K) boolean mask) -> (n, K) bool."""
+    """Validate RRRR subsets (one for all, a list, or an (n, K) boolean mask) -> (n, K) bool.
+
+    A flat sequence of category positions is one subset used for every response, except
+    when it holds exactly one position per response (``n >= 2``): ``[1, 2]`` for two
+    responses could equally mean ``{1, 2}`` for both or ``{1}`` and ``{2}``, so it is
+    refused (pass ``[[1, 2]] * n``, ``[[1], [2]]`` or a boolean mask).
+    """
+    check_container(subsets, "subsets")
+    refuse_masked(subsets, "subsets")
     if isinstance(subsets, np.ndarray) and subsets.dtype == bool:
         masks = subsets
         if masks.ndim == 1:
@@ -135,8 +193,21 @@ def subset_masks(subsets, n, K):
     else:
         if subsets is None:
             subsets = []
+        if not hasattr(subsets, "__len__") or isinstance(subsets, (str, bytes)) or (
+                isinstance(subsets, np.ndarray) and subsets.ndim == 0):
+            raise TypeError(f"subsets must be a list of category positions, a list of such lists or a boolean "
+                            f"array of shape ({n}, {K}), got {type(subsets).__name__}.")
         seq = list(subsets) if not isinstance(subsets, np.ndarray) else subsets
+        for s in seq:
+            refuse_masked(s, "subsets")
         single = len(seq) == 0 or all(np.ndim(s) == 0 for s in seq)
+        if single and n >= 2 and len(seq) == n:
+            raise ValueError(
+                f"subsets is a flat list of {n} category positions for {n} responses: ambiguous (one subset "
+                f"of {n} categories for every response, or one category per response?). Pass a list of "
+                f"{n} lists (e.g. [[s] for s in subsets], or [list(subsets)] * {n}) or a boolean array of "
+                f"shape ({n}, {K})."
+            )
         items = [seq] * n if single else list(seq)
         if len(items) != n:
             raise ValueError(f"subsets must give one subset per response: got {len(items)} for {n} responses.")
@@ -145,12 +216,13 @@ def subset_masks(subsets, n, K):
             arr = np.asarray(s)
             if arr.size == 0:
                 continue
-            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-                raise ValueError(f"subsets[{i}] must be a 1-d array of category indices, got {s!r}.")
+            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer) or arr.dtype == bool:
+                raise ValueError(f"subsets[{i}] must be a 1-d array of category indices, got an array of "
+                                 f"dtype {arr.dtype} and shape {arr.shape}.")
             if np.any((arr < 0) | (arr >= K)):
-                raise ValueError(f"subsets[{i}] holds categories outside [0, {K}): {arr.tolist()}.")
+                raise ValueError(f"subsets[{i}] holds categories outside [0, {K}).")
             if np.unique(arr).size != arr.size:
-                raise ValueError(f"subsets[{i}] has repeated categories: {arr.tolist()}.")
+                raise ValueError(f"subsets[{i}] has repeated categories.")
             masks[i, arr] = True
     full = np.flatnonzero(masks.sum(axis=1) == K)
     if full.size:
@@ -164,13 +236,15 @@ def static_masks(y, subsets, K, client, mechanism):
     """Validate responses of a static mechanism: boolean ``(n, K)`` masks (GRR: also positions)."""
     if subsets is not None:
         raise ValueError(f"subsets must be None for mechanism={mechanism!r} (its responses are sets); "
-                         f"got {subsets!r}.")
+                         f"got a {type(subsets).__name__}.")
+    check_container(y, "y")
+    refuse_masked(y, "y")
     ya = np.asarray(y)
     k = client.subset_size
     if ya.ndim == 1 and k == 1 and ya.size and np.issubdtype(ya.dtype, np.integer) and ya.dtype != bool:
-        bad = ya[(ya < 0) | (ya >= K)]
-        if bad.size:
-            raise ValueError(f"y holds categories outside [0, {K}): {bad[:5].tolist()}.")
+        bad = (ya < 0) | (ya >= K)
+        if bad.any():
+            raise ValueError(f"y holds categories outside [0, {K}): {_where(bad)}.")
         masks = np.zeros((ya.size, K), dtype=bool)
         masks[np.arange(ya.size), ya] = True
         return masks

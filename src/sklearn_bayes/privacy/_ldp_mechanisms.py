@@ -159,7 +159,8 @@ class SetResponseMechanism:
         rng = check_generator(random_state)
         x = np.atleast_1d(np.asarray(x))
         if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or np.any((x < 0) | (x >= self.n_categories)):
-            raise ValueError(f"x must hold category positions in [0, {self.n_categories}), got {x[:5].tolist()}.")
+            # the users' true categories: never quoted in a message
+            raise ValueError(f"x must hold integer category positions in [0, {self.n_categories}).")
         if self.kind == "oue":
             return oue_privatize(x, self.n_categories, self.epsilon, rng)
         return ss_privatize(x, self.n_categories, self.epsilon, self.subset_size, rng)
