@@ -424,7 +424,7 @@ def test_bad_parameters(params, error):
         (np.zeros((3, 2)), ValueError, "features"),
         (5, ValueError, "scalar"),
         ("abc", TypeError, "single str"),
-        (np.array([1 + 2j]), TypeError, "complex"),
+        (np.array([1 + 2j]), ValueError, "complex"),
         (np.array([{"a": 1}], dtype=object), TypeError, "dict"),
     ],
 )

@@ -154,7 +154,7 @@ def test_refusals_leave_the_generator_untouched():
         assert gen.bit_generator.state == state
         with pytest.raises(TypeError, match="collection mixes item types"):
             PrivateCountSketch.from_dask(db.from_sequence([1, "a"], npartitions=1), random_state=gen)
-        with pytest.raises(ValueError, match="Input collection contains NaN"):
+        with pytest.raises(ValueError, match="collection contains a missing item"):
             PrivateCountSketch.from_dask(da.from_array(np.array([1.0, np.nan, 2.0]), chunks=2), random_state=gen)
         with pytest.raises(ValueError, match="collection has 0 items"):
             PrivateCountSketch.from_dask(da.from_array(np.array([], dtype=np.int64), chunks=2), random_state=gen)

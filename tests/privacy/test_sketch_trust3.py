@@ -279,7 +279,7 @@ def test_bad_items_are_named_and_never_echoed(method):
         (pd.DataFrame({"a": pd.array(["x", pd.NA], dtype="string")}), ValueError, "missing item"),
         (np.array(["x", pd.NA], dtype=object), ValueError, "missing item"),
         ((v for v in ["a", "b"]), TypeError, "generator"),
-        (np.array([1 + 1j, 987654]), TypeError, "complex"),
+        (np.array([1 + 1j, 987654]), ValueError, "complex"),
         (np.array([1, secret], dtype=object), TypeError, "mixes item types"),
         (np.array([{secret: 1}], dtype=object), TypeError, "dict"),
         (secret, TypeError, "single str"),
@@ -355,3 +355,23 @@ def test_demo_draws_independent_generators_per_configuration():
         for row in gens:
             for g in row:
                 PrivateCountSketch(width=16, random_state=g).fit([1, 2]).query([1])
+
+
+def test_dask_partitions_get_the_same_messages():
+    """The cluster path refuses what ``fit`` refuses, with the same messages naming ``collection``."""
+    pytest.importorskip("dask")
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+
+    frame = dd.from_pandas(pd.DataFrame({"a": pd.array(["x", None, "y", "s987654"], dtype="string")}), npartitions=2)
+    cases = [
+        (frame, ValueError, "collection contains a missing item"),
+        (da.from_array(np.array([1 + 1j, 987654]), chunks=1), ValueError, "Complex data not supported: collection"),
+        (da.from_array(np.array([2**64 - 1], dtype=np.uint64), chunks=1), ValueError, "collection contains an integer"),
+    ]
+    with dask.config.set(scheduler="synchronous"):
+        for coll, error, match in cases:
+            with pytest.raises(error, match=match) as info:
+                PrivateCountSketch.from_dask(coll, width=16, random_state=np.random.default_rng(0))
+            assert "987654" not in str(info.value)

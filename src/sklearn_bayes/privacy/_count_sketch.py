@@ -67,6 +67,9 @@ _INT_RANGE_MESSAGE = (
     "value is its own 64-bit key, so a larger integer would share the key of a negative one. Pass such "
     "identifiers as strings, or as int64 (e.g. numpy's .view(np.int64)) if the wrap-around is intended."
 )
+_COMPLEX_MESSAGE = (
+    "Complex data not supported: {name} holds complex numbers, which are not items (ints, strings or bytes)."
+)
 _MISSING_MESSAGE = (
     "{name} contains a missing item (None, NaN, NaT or pandas NA); a missing value is not an item: drop "
     "or impute the missing values first."
@@ -117,7 +120,7 @@ def _column_keys(col, name):
     if kind in "US":
         return _hashing.bytes_keys(col.astype(object)), "text"
     if kind == "c":
-        raise TypeError(f"{name} holds complex numbers, which are not items: items must be ints, strings or bytes.")
+        raise ValueError(_COMPLEX_MESSAGE.format(name=name))
     if kind != "O":
         raise TypeError(f"{name} has unsupported dtype {col.dtype}; items must be ints, strings or bytes.")
     try:  # fast path: all items are str / bytes (checked item by item in the kernel)
@@ -131,9 +134,7 @@ def _column_keys(col, name):
         if isinstance(v, (float, np.floating)) and not math.isfinite(v):
             raise ValueError(f"{name} contains an infinite item; items must be ints, strings, bytes or finite floats.")
         if isinstance(v, (complex, np.complexfloating)):
-            raise TypeError(
-                f"{name} holds complex numbers, which are not items: items must be ints, strings or bytes."
-            )
+            raise ValueError(_COMPLEX_MESSAGE.format(name=name))
         if not isinstance(v, (str, bytes, numbers.Integral, float, np.floating)):
             raise TypeError(
                 f"{name} contains an item of type {type(v).__name__}; items must be ints, strings or bytes."
@@ -210,12 +211,28 @@ def _as_2d_items(X, name):
 
 def _check_missing(X, name):
     """A clear ``ValueError`` naming ``name`` if a pandas frame holds a missing item (and a
-    ``TypeError`` for complex numbers, as :func:`_column_keys` gives on the fast path)."""
+    ``ValueError`` for complex numbers, as scikit-learn and :func:`_column_keys` give)."""
     dtypes = X.dtypes if hasattr(X, "dtypes") else [getattr(X, "dtype", np.dtype(object))]
     if any(getattr(t, "kind", "O") == "c" for t in dtypes):
-        raise TypeError(f"{name} holds complex numbers, which are not items: items must be ints, strings or bytes.")
+        raise ValueError(_COMPLEX_MESSAGE.format(name=name))
     if hasattr(X, "isna") and hasattr(X, "iloc") and bool(np.asarray(X.isna()).any()):
         raise ValueError(_MISSING_MESSAGE.format(name=name))
+
+
+def _checked_items(X, name, validate):
+    """``validate(X)`` (scikit-learn's checks) with messages that name ``name`` and echo no item.
+
+    Missing items (pandas NA, NaN among objects) and complex numbers get the sketch's own
+    messages; anything else is passed through :func:`~sklearn_bayes.utils._validation.naming`.
+    """
+    _check_missing(X, name)  # pandas' NA would fail the finiteness check obscurely
+    try:
+        with naming(name, private=True):
+            return validate(X)
+    except (TypeError, ValueError) as exc:
+        if re.search(r"missing values|contains NaN", str(exc)):  # NaN or NA among object items
+            raise ValueError(_MISSING_MESSAGE.format(name=name)) from None
+        raise
 
 
 def _median_sensitivity_bound(cols, width):
@@ -403,8 +420,8 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     ``ValueError`` naming the parameter, its fitted and its new value if
     ``set_params`` changed one since.  ``fit`` is the restart that adopts new values.
 
-    **Copies are forks.**  A copy of a fitted sketch (``copy.deepcopy``, a pickle
-    that is loaded) answers about the same individuals as its original, so their
+    **Copies are forks.**  A copy of a fitted sketch (``copy.copy``, ``copy.deepcopy``,
+    a pickle that is loaded) answers about the same individuals as its original, so their
     releases compose.  The rule: the copy keeps ``stream_id_`` and the records of
     ``ledger_`` (the common history), and from their next release on *both* the copy
     and its original are new forks whose history is charged afresh (for use-and-keep:
@@ -633,17 +650,10 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             if X2.shape[0] < min_samples:
                 raise ValueError(f"{name} has 0 items; at least {min_samples} is required.")
         else:
-            _check_missing(X2, name)  # pandas' NA would fail validate_data's finiteness check obscurely
-            try:
-                with naming(name, private=True):
-                    X2 = validate_data(
-                        self, X2, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
-                        ensure_min_samples=min_samples, accept_sparse=False,
-                    )
-            except (TypeError, ValueError) as exc:
-                if re.search(r"missing values|contains NaN", str(exc)):  # NaN or NA among object items
-                    raise ValueError(_MISSING_MESSAGE.format(name=name)) from None
-                raise
+            X2 = _checked_items(X2, name, lambda Z: validate_data(
+                self, Z, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
+                ensure_min_samples=min_samples, accept_sparse=False,
+            ))
         keys, kinds = _item_keys(X2, name)
         if not reset and X2.shape[0] > 0 and kinds != self._item_kinds:
             raise TypeError(
@@ -747,8 +757,12 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         Parameters
         ----------
         X : array-like of shape (n_samples,) or (n_samples, n_features)
-            Stream items (ints, strings or bytes; floats with integral values count as
-            ints).  With several columns each row is one composite item.
+            Stream items (ints in the int64 range, strings or bytes; floats with integral
+            values count as ints, and a ``str`` is the bytes of its UTF-8 encoding).  With
+            several columns each row is one composite item.  A missing value (None, NaN,
+            pandas NA) or an integer outside the int64 range (e.g. a ``uint64`` item
+            ``>= 2**63``, which would share the key of a negative int64) is refused with a
+            ``ValueError``.
         y : None
             Ignored.
 

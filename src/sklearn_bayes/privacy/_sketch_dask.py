@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.utils.validation import check_array, validate_data
 
 from sklearn_bayes._fast import _hashing, _sketch
-from sklearn_bayes.privacy._count_sketch import _as_2d_items, _item_keys
+from sklearn_bayes.privacy._count_sketch import _as_2d_items, _checked_items, _item_keys
 
 _NAME = "collection"
 
@@ -36,10 +36,10 @@ class _SketchPartial:
 def _partial_sketch(part, row_seeds, width, signed, sampling_rate, seed):
     """Sketch one partition without noise (runs on a worker)."""
     X, _ = _as_2d_items(part, _NAME)
-    X = check_array(
-        X, dtype=None, ensure_2d=True, ensure_all_finite=True, ensure_min_samples=0, accept_sparse=False,
+    X = _checked_items(X, _NAME, lambda Z: check_array(
+        Z, dtype=None, ensure_2d=True, ensure_all_finite=True, ensure_min_samples=0, accept_sparse=False,
         input_name=_NAME,
-    )
+    ))
     keys, kinds = _item_keys(X, _NAME)
     n = int(keys.shape[0])
     if sampling_rate < 1:
