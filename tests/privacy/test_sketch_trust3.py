@@ -239,6 +239,28 @@ def test_uint64_refusal_agrees_in_dask_and_old_bytes_answer_the_same():
 # ------------------------------------------------------------------ item 5: messages and copies
 
 
+@pytest.mark.parametrize("how", ["deepcopy", "copy", "pickle"])
+def test_copies_of_an_unseeded_sketch_draw_fresh_noise(how):
+    """A fork of a production sketch (random_state=None) must not replay its source's noise: at
+    8d8c494 the two forks' answers differed by exactly the count the source had seen since."""
+    copier = {"deepcopy": copy.deepcopy, "copy": copy.copy, "pickle": lambda o: pickle.loads(pickle.dumps(o))}[how]
+    diffs = []
+    for _ in range(5):
+        a = PrivateCountSketch(epsilon=0.1, depth=1, width=64).fit([1, 2, 3])
+        b = copier(a)
+        a.partial_fit([7] * 3)
+        diffs.append(float(a.query([7])[0] - b.query([7])[0]))
+    # with replayed noise every difference is exactly 3; with fresh Laplace(10) noise on both
+    # sides, P(difference == 3) is 0 for each of the five pairs
+    assert diffs != [3.0] * 5
+
+
+def test_copies_of_a_seeded_sketch_replay_for_reproducibility():
+    a = _sketch(seed=4, epsilon=0.1, depth=1, width=64).fit([1, 2, 3])
+    b = copy.deepcopy(a)
+    np.testing.assert_array_equal(a.query([1, 7]), b.query([1, 7]))
+
+
 def test_negative_random_state_names_random_state():
     """Was: numpy's "expected non-negative integer"."""
     with pytest.raises(ValueError, match=r"random_state must be None, a non-negative int.*-1"):

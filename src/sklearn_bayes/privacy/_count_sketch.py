@@ -566,8 +566,20 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         if "ledger_" in self.__dict__:
             self._mark_copy()
 
-    def _mark_copy(self):
-        """This object is a copy (fork id of its source): mark its live source, then become a new fork."""
+    def _mark_copy(self, copied_generator=True):
+        """This object is a copy (fork id of its source): mark its live source, then become a new fork.
+
+        With ``random_state=None`` (the production setting) the copy also gets a generator
+        seeded afresh by the operating system: a generator copied with its state would draw
+        the same noise as its source, and the two forks' answers about different data would
+        then differ by exactly the difference of their counts.  A sketch whose noise was
+        seeded by the caller (an int, which warns that seeded noise is for testing only, or a
+        ``Generator``/``RandomState`` the caller owns) keeps replaying its source's noise, so
+        that seeded experiments and tests stay reproducible.  ``copied_generator=False`` when
+        the copy's generator was made from its own ``random_state`` (``from_bytes``).
+        """
+        if copied_generator and self.random_state is None:
+            self._rng = np.random.default_rng()
         source = _LIVE_FORKS.get(self._fork_id)
         if source is not None and source is not self:
             # under the source's lock: a call of the source that fails and rolls back its

@@ -229,7 +229,7 @@ def loads(cls, data, random_state, ledger):
     sk.ledger_ = ledger_
     _live_forks().pop(sk._fork_id, None)  # the placeholder fork id of the new stream
     sk._fork_id = fork_id
-    sk._mark_copy()  # a fork, exactly like an unpickled copy
+    sk._mark_copy(copied_generator=False)  # a fork, like an unpickled copy (its generator is its own)
     return sk
 
 
