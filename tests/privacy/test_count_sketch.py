@@ -260,6 +260,7 @@ def _empirical_loss_lower_bound(mechanism_epsilon, n_pilot, n_runs, alpha, seed,
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [1, 3])
 def test_monte_carlo_audit_use_and_keep_over_several_query_sets(depth):
     eps = 1.0
