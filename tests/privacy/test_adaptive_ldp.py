@@ -750,7 +750,9 @@ def test_pickles_of_the_layout_before_the_response_store_load(mechanism):
                                         random_state=_gen(71)).fit(X)
     state = est.__getstate__()
     st = state.pop("_store")
-    old = dict(state, _ys=st.ys, _sids=st.sids, _sizes=st.sizes, _masks=st.masks, _members=st.members,
+    # the layout of that time: one uint8 per category per subset (static sets are now packed bits)
+    old = dict(state, _ys=st.ys, _sids=st.sids, _sizes=st.sizes, _masks=st.subset_masks().astype(np.uint8),
+               _members=st.members,
                _sid_k=st.sid_k, _subset_index=dict(st.index), _n_sids=st.n_sids, _store_ids=st.store_ids,
                _groups_cache=None)
     loaded = AdaptiveLDPFrequencyEstimator.__new__(AdaptiveLDPFrequencyEstimator)

@@ -113,6 +113,59 @@ cdef inline bint _in_set(const uint8_t* brow, const int32_t* a, int lo, int hi, 
     return _member(a, lo, hi, x)
 
 
+cdef inline bint _bit(const uint8_t* row, int x) noexcept nogil:
+    return (row[x >> 3] >> (x & 7)) & 1
+
+
+cdef double _bits_sum(const uint8_t* row, int K, const double* theta) noexcept nogil:
+    """``sum theta`` over the members of a little-endian bit row, in increasing order (as a sorted CSR list)."""
+    cdef int b, x, stop
+    cdef double t = 0.0
+    for b in range((K + 7) >> 3):
+        if row[b] == 0:
+            continue
+        stop = b * 8 + 8
+        if stop > K:
+            stop = K
+        for x in range(b * 8, stop):
+            if (row[b] >> (x & 7)) & 1:
+                t += theta[x]
+    return t
+
+
+cdef int _bits_pick(const uint8_t* row, int K, const double* theta, double u) noexcept nogil:
+    """The first member whose cumulative ``theta`` (increasing order) exceeds ``u``; else the last member."""
+    cdef int b, x, stop, last = -1
+    cdef double acc = 0.0
+    for b in range((K + 7) >> 3):
+        if row[b] == 0:
+            continue
+        stop = b * 8 + 8
+        if stop > K:
+            stop = K
+        for x in range(b * 8, stop):
+            if (row[b] >> (x & 7)) & 1:
+                last = x
+                acc += theta[x]
+                if acc > u:
+                    return x
+    return last
+
+
+cdef void _bits_add(const uint8_t* row, int K, double* out, double w) noexcept nogil:
+    """``out[x] += w`` for every member, in increasing order."""
+    cdef int b, x, stop
+    for b in range((K + 7) >> 3):
+        if row[b] == 0:
+            continue
+        stop = b * 8 + 8
+        if stop > K:
+            stop = K
+        for x in range(b * 8, stop):
+            if (row[b] >> (x & 7)) & 1:
+                out[x] += w
+
+
 cdef enum:
     _REJECT_MIN_SET = 16  # sets larger than this are sampled by rejection from theta first (no O(|A|) work)
     _REJECT_TRIES = 8  # proposals from theta per latent category before the exact O(|A|) draw
@@ -139,7 +192,10 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
         Must hold values ``< 0`` on entry (left so on return); allocated if ``None``.
     bits : (G, ceil(K / 8)) uint8, optional
         The sets as bit rows (bit ``x & 7`` of byte ``x >> 3``, ``numpy.packbits(...,
-        bitorder='little')``): ``O(1)`` membership tests instead of binary searches.
+        bitorder='little')``): ``O(1)`` membership tests instead of binary searches.  When
+        ``a_idx`` holds fewer than ``a_ptr[G]`` entries the members are read from the bits
+        only (``a_ptr`` still gives the set sizes), in increasing order: the same draws as
+        with the member lists, at ``K / 8`` bytes per set instead of 4 bytes per member.
 
     Notes
     -----
@@ -171,6 +227,7 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
     cdef int32_t[::1] workv = np.zeros(K, dtype=np.int32)
     cdef const int32_t* A = &a_idx[0] if a_idx.shape[0] else NULL
     cdef bint use_bits = bits is not None
+    cdef bint from_bits = use_bits and a_idx.shape[0] < a_ptr[G]
     cdef const uint8_t* brow = NULL
     cdef bitgen_t* bg = _bitgen(generator)
     if stamp is None:
@@ -179,6 +236,8 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
         raise ValueError(f"stamp must have at least {K} entries, got {stamp.shape[0]}.")
     if use_bits and (bits.shape[0] != G or bits.shape[1] < (K + 7) // 8):
         raise ValueError(f"bits must have shape ({G}, {(K + 7) // 8}), got ({bits.shape[0]}, {bits.shape[1]}).")
+    if not from_bits and a_idx.shape[0] < a_ptr[G]:
+        raise ValueError("a_idx holds fewer members than a_ptr counts and no bits were given.")
     with generator.bit_generator.lock, nogil:
         for x in range(K):
             counts[x] = 0
@@ -229,9 +288,12 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
                         continue
                 if not have_t:  # the exact draw: sum theta over the set once, stamp its members
                     tA = 0.0
-                    for j in range(start, stop):
-                        tA += theta[A[j]]
-                        stamp[A[j]] = mark
+                    if from_bits:  # membership is a bit test: nothing to stamp
+                        tA = _bits_sum(brow, K, &theta[0])
+                    else:
+                        for j in range(start, stop):
+                            tA += theta[A[j]]
+                            stamp[A[j]] = mark
                     ty = theta[y] if y >= 0 else 0.0
                     tout = cum[K] - tA - ty
                     if tout < 0.0:
@@ -244,36 +306,42 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
                 u = _unif(bg) * tot
                 if u < wA and stop > start:
                     u = u / fin
-                    acc = 0.0
-                    x = A[stop - 1]
-                    for j in range(start, stop):
-                        acc += theta[A[j]]
-                        if acc > u:
-                            x = A[j]
-                            break
+                    if from_bits:
+                        x = _bits_pick(brow, K, &theta[0], u)
+                    else:
+                        acc = 0.0
+                        x = A[stop - 1]
+                        for j in range(start, stop):
+                            acc += theta[A[j]]
+                            if acc > u:
+                                x = A[j]
+                                break
                 elif u < wA + wy and y >= 0:
                     x = y
                 else:
                     x = -1
                     for tries in range(8):
                         x = _search(cum, K, _unif(bg) * cum[K])
-                        if stamp[x] != mark and x != y and theta[x] > 0.0:
+                        if x != y and theta[x] > 0.0 and not (_bit(brow, x) if from_bits else stamp[x] == mark):
                             break
                         x = -1
                     if x < 0:  # exact scan of the complement
                         u = _unif(bg) * tout
                         acc = 0.0
                         for j in range(K):
-                            if stamp[j] == mark or j == y or theta[j] <= 0.0:
+                            if j == y or theta[j] <= 0.0 or (_bit(brow, j) if from_bits else stamp[j] == mark):
                                 continue
                             x = j
                             acc += theta[j]
                             if acc > u:
                                 break
                         if x < 0:  # no mass outside (cannot happen with tot > 0): keep the set
-                            x = A[start] if stop > start else (y if y >= 0 else 0)
+                            if stop > start:
+                                x = _bits_pick(brow, K, &theta[0], -1.0) if from_bits else A[start]
+                            else:
+                                x = y if y >= 0 else 0
                 counts[x] += 1
-            if have_t:
+            if have_t and not from_bits:
                 for j in range(start, stop):
                     stamp[A[j]] = -1
     return counts
@@ -281,16 +349,24 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
 
 def expected_counts(const double[::1] theta, const int32_t[::1] a_ptr, const int32_t[::1] a_idx,
                     const int32_t[::1] g_y, const double[::1] f_in, const double[::1] f_y,
-                    const double[::1] f_out, const int64_t[::1] g_cnt, double[::1] out):
+                    const double[::1] f_out, const int64_t[::1] g_cnt, double[::1] out,
+                    const uint8_t[:, ::1] bits=None):
     """E-step: ``out[x] = sum_g c_g theta_x P(y_g | x) / h_g(theta)``; returns the log-likelihood.
 
     ``O(K + sum_g |A_g|)``: the "outside" part ``theta_x sum_g c_g f_out_g / h_g`` is one
-    scalar for all ``x``, corrected on the members of ``A_g`` and on ``y_g``.
+    scalar for all ``x``, corrected on the members of ``A_g`` and on ``y_g``.  ``bits``: the
+    sets as little-endian bit rows, read instead of the member lists when ``a_idx`` holds
+    fewer than ``a_ptr[G]`` entries (see :func:`latent_counts`; same arithmetic order).
     """
     cdef int K = theta.shape[0]
     cdef Py_ssize_t G = g_cnt.shape[0], g
     cdef int j, y
     cdef double tA, h, w, wout = 0.0, ll = 0.0
+    cdef bint from_bits = bits is not None and a_idx.shape[0] < a_ptr[G]
+    if not from_bits and a_idx.shape[0] < a_ptr[G]:
+        raise ValueError("a_idx holds fewer members than a_ptr counts and no bits were given.")
+    if from_bits and (bits.shape[0] != G or bits.shape[1] < (K + 7) // 8):
+        raise ValueError(f"bits must have shape ({G}, {(K + 7) // 8}).")
     with nogil:
         for j in range(K):
             out[j] = 0.0
@@ -299,8 +375,11 @@ def expected_counts(const double[::1] theta, const int32_t[::1] a_ptr, const int
                 continue
             y = g_y[g]
             tA = 0.0
-            for j in range(a_ptr[g], a_ptr[g + 1]):
-                tA += theta[a_idx[j]]
+            if from_bits:
+                tA = _bits_sum(&bits[g, 0], K, &theta[0])
+            else:
+                for j in range(a_ptr[g], a_ptr[g + 1]):
+                    tA += theta[a_idx[j]]
             h = f_out[g] * (1.0 - tA - (theta[y] if y >= 0 else 0.0)) + f_in[g] * tA
             if y >= 0:
                 h += f_y[g] * theta[y]
@@ -309,8 +388,11 @@ def expected_counts(const double[::1] theta, const int32_t[::1] a_ptr, const int
             ll += g_cnt[g] * log(h)
             w = g_cnt[g] / h
             wout += w * f_out[g]
-            for j in range(a_ptr[g], a_ptr[g + 1]):
-                out[a_idx[j]] += w * (f_in[g] - f_out[g])
+            if from_bits:
+                _bits_add(&bits[g, 0], K, &out[0], w * (f_in[g] - f_out[g]))
+            else:
+                for j in range(a_ptr[g], a_ptr[g + 1]):
+                    out[a_idx[j]] += w * (f_in[g] - f_out[g])
             if y >= 0:
                 out[y] += w * (f_y[g] - f_out[g])
         for j in range(K):

@@ -33,9 +33,9 @@ from ..utils import (
 )
 from . import _ldp_input as inp
 from ._ldp_driver import process_users, step_sizes
-from ._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_unique
+from ._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_packed
 from ._ldp_posterior import Groups, rrrr_groups
-from ._ldp_samplers import N_CHAINS, exact_draws, gibbs_grouped, mala, point_estimate, sgld_chain
+from ._ldp_samplers import MAX_DRAW_VALUES, N_CHAINS, exact_draws, gibbs_grouped, mala, point_estimate, sgld_chain
 from ._ldp_store import ResponseStore
 from ._rrrr import _rrrr_constants
 from ._utilities import UTILITIES, chosen_subset, sorted_order
@@ -56,6 +56,25 @@ _PARAM_NAMES = _FROZEN_PARAMS + (
 # attributes of a fitted estimator pickled before the response store had its own class
 _OLD_STORE_KEYS = ("_ys", "_sids", "_sizes", "_masks", "_members", "_sid_k", "_subset_index", "_n_sids",
                    "_store_ids", "_groups_cache")
+
+
+#: Largest ``count * n_categories`` of an array a reading method returns (2^27: 128 MiB of
+#: booleans, 1 GiB of float64): above, the call is refused instead of ending in a MemoryError.
+MAX_RETURNED_CELLS = 1 << 27
+
+
+def _check_count(value, name, K, what):
+    """``value`` as an int ``>= 1`` with ``value * K <= MAX_RETURNED_CELLS``, else a ValueError naming ``name``."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    value = int(value)
+    K = max(int(K), 1)
+    if value * K > MAX_RETURNED_CELLS:
+        raise ValueError(
+            f"{name}={value} is too large: {name} * n_categories must be at most 2^27 = {MAX_RETURNED_CELLS} "
+            f"({what}; at most {max(MAX_RETURNED_CELLS // K, 1)} at n_categories={K}). Ask in several calls."
+        )
+    return value
 
 
 def _same_value(a, b):
@@ -656,8 +675,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     def _process(self, values, given=None):
         """Add users (true categories if given is None, else responses with subset ids)."""
         self._begin_update()
-        if self._client is not None:  # a static protocol: privatise all users at once
-            self._store.append_sets(self._client.privatize(values, self._rng))
+        if self._client is not None:  # a static protocol: privatise all users at once (packed bits)
+            self._store.append_packed(self._client._privatize_packed(values, self._rng))
         else:
             fitted = self._fitted_params
             process_users(self._store, self._phi, self._sigma, self._rng, self._consts, self._prior, values, given,
@@ -680,17 +699,22 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             if self._client is None:
                 g = rrrr_groups(K, *store.rrrr_structure(self._consts))
             else:
-                masks, counts = store.set_counts()
-                g = groups_from_unique(masks, counts, float(self._fitted_params["epsilon"]))
-            return (g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count)
+                packed, counts = store.set_counts()
+                g = groups_from_packed(packed, counts, float(self._fitted_params["epsilon"]), K)
+            bits = np.zeros((0, 0), dtype=np.uint8) if g.bits is None else g.bits
+            return (g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count, bits)
 
-        return Groups(K, *store.cached("gibbs_groups", compute))
+        *arrays, bits = store.cached("gibbs_groups", compute)
+        return Groups(K, *arrays, bits=bits if bits.size else None)
 
-    def _exact_draws(self, burn, keep, rng):
-        """``keep`` draws of the exact Gibbs sampler after ``burn`` sweeps (start: 200 IBU steps)."""
+    def _exact_draws(self, burn, keep, rng, max_values=None):
+        """``keep`` draws of the exact Gibbs sampler after ``burn`` sweeps (start: IBU steps).
+
+        ``max_values``: thin the kept draws so that at most this many values are held.
+        """
         prior = self._fitted_params["prior"]
         return exact_draws(self._gibbs_groups(), "hierarchical" if isinstance(prior, str) else self._prior,
-                           burn, keep, rng)
+                           burn, keep, rng, max_values=max_values)
 
     def _mala(self, burn, keep, rng, thin=0):
         store = self._store
@@ -742,7 +766,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if keep == 0:
             return self._phi / self._phi.sum()
         if self._uses_exact_gibbs():
-            return point_estimate(self._exact_draws(burn, keep, rng), self.point_estimate)
+            # at most MAX_DRAW_VALUES values held (K > 67,108 at the default: the kept
+            # iterations are thinned evenly)
+            return point_estimate(self._exact_draws(burn, keep, rng, max_values=MAX_DRAW_VALUES),
+                                  self.point_estimate)
         if self.final_estimate == "gibbs":
             return self._gibbs_grouped(burn, keep, rng)[0]
         if self.final_estimate == "mala":
@@ -927,7 +954,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         Parameters
         ----------
         n : int
-            Number of users, ``>= 1``.
+            Number of users, ``>= 1``, with ``n * n_categories <= 2^27`` (the masks take
+            ``n * n_categories`` bytes, and ``draws='user'`` holds ``n`` float64 draws:
+            at most 1 GiB); a larger ``n`` is a ``ValueError`` naming the largest allowed:
+            propose in several calls.
         draws : {'batch', 'user', 'mean'}, default='batch'
             ``'batch'``: one posterior draw for the batch, every user gets its subset
             (Algorithm 7 with the posterior frozen during the batch).  ``'user'``: one
@@ -955,11 +985,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         independent proposals.  Before any response (``n_categories`` set) every
         user gets :meth:`propose_subset`'s subset for the uniform distribution.
         """
-        if not isinstance(n, numbers.Integral) or isinstance(n, (bool, np.bool_)) or n < 1:
-            raise ValueError(f"n must be an integer >= 1, got {n!r}.")
         if draws not in ("batch", "user", "mean"):
             raise ValueError(f"draws must be 'batch', 'user' or 'mean', got {draws!r}.")
-        n = int(n)
+        K = self.n_categories_ if "n_responses_" in vars(self) else self.n_categories
+        n = _check_count(n, "n", K if isinstance(K, numbers.Integral) else 1, "subset masks (bytes)")
         if "n_responses_" not in vars(self):
             subset = self.propose_subset()
             masks = np.zeros((n, int(self.n_categories)), dtype=bool)
@@ -1111,16 +1140,25 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         Returns
         -------
         samples : ndarray of shape (n_samples, n_categories_)
+
+        Raises
+        ------
+        ValueError
+            If ``n_samples * n_categories_`` exceeds ``2^27`` (the draws would take more
+            than 1 GiB): ask for fewer draws, in several calls with their own ``random_state``.
         """
         check_is_fitted(self)
         self._check_frozen()
-        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
-            raise ValueError(f"n_samples must be an integer >= 1, got {n_samples!r}.")
+        n_samples = _check_count(n_samples, "n_samples", self.n_categories_, "posterior draws of float64")
+        return self._posterior_draws(n_samples, random_state)
+
+    def _posterior_draws(self, n_samples, random_state, max_values=None):
+        """``n_samples`` posterior draws (see :meth:`sample_posterior`); the exact sampler thins them
+        evenly to at most ``max_values`` values."""
         rng = self._read_rng(1) if random_state is None else check_generator(random_state)
-        n_samples = int(n_samples)
         burn = max(1000, self.n_final_steps // 2)
         if self._uses_exact_gibbs():
-            return self._exact_draws(max(200, self.n_final_steps // 2), n_samples, rng)
+            return self._exact_draws(max(200, self.n_final_steps // 2), n_samples, rng, max_values=max_values)
         if self.final_estimate == "mala":
             per_chain = -(-n_samples // N_CHAINS)
             return self._mala(burn, 5 * per_chain, rng, thin=5)[1][:n_samples]
@@ -1138,7 +1176,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         level : float, default=0.95
             Coverage in ``(0, 1)``.
         n_samples : int, default=2000
-            Posterior draws used (see :meth:`sample_posterior`).
+            Posterior draws used (see :meth:`sample_posterior`).  With the exact sampler
+            (static mechanisms, ``prior='hierarchical'``) at most ``2^26`` values are held:
+            above ``n_samples * n_categories_ = 2^26`` the draws are thinned evenly (the
+            chain still runs ``n_samples`` iterations).
         random_state : None, int or numpy.random.Generator, default=None
             Passed to :meth:`sample_posterior`.
 
@@ -1149,7 +1190,14 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """
         if not isinstance(level, numbers.Real) or not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1), got {level!r}.")
-        s = self.sample_posterior(n_samples, random_state=random_state)
+        check_is_fitted(self)
+        self._check_frozen()
+        if self._uses_exact_gibbs():
+            # quantiles from at most MAX_DRAW_VALUES values: the draws are thinned evenly above
+            n_samples = _check_count(n_samples, "n_samples", 1, "posterior draws")
+            s = self._posterior_draws(n_samples, random_state, max_values=MAX_DRAW_VALUES)
+        else:
+            s = self.sample_posterior(n_samples, random_state=random_state)
         q = (1 - level) / 2
         return np.quantile(s, [q, 1 - q], axis=0).T
 

@@ -22,8 +22,33 @@ from scipy.special import gammaln
 from ._ldp_posterior import Groups
 
 __all__ = ["MECHANISMS", "SetResponseMechanism", "best_subset_size", "ss_privatize", "oue_privatize",
-           "groups_from_masks", "groups_from_unique",
-           "ss_log_probabilities", "ss_variance"]
+           "ss_privatize_packed", "oue_privatize_packed", "groups_from_masks", "groups_from_unique",
+           "groups_from_packed", "ss_log_probabilities", "ss_variance", "popcount_rows", "MAX_CSR_MEMBERS"]
+
+#: Uniforms drawn per chunk of users by the privatisers (32 MiB of float64): the users x K
+#: keys are never held at once, only ``ceil(K / 8)`` bytes of packed bits per user.
+_CHUNK_CELLS = 1 << 22
+#: Largest total set size kept as CSR member lists (int32, 64 MiB); above, the posterior
+#: kernels read the sets from their bit rows (``K / 8`` bytes per distinct set).
+MAX_CSR_MEMBERS = 1 << 24
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+#: byte with its bits reversed: big-endian packed rows (``np.packbits``) to the little-endian
+#: bit rows of the sampler kernels
+_REVERSE = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
+
+
+def _chunks(n, K):
+    step = max(1, _CHUNK_CELLS // max(int(K), 1))
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+
+
+def popcount_rows(packed):
+    """Number of set bits of every packed row (``O(1)`` extra memory per chunk of rows)."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    out = np.zeros(packed.shape[0], dtype=np.int64)
+    for lo, hi in _chunks(packed.shape[0], max(packed.shape[1], 1) * 8):
+        out[lo:hi] = _POPCOUNT[packed[lo:hi]].sum(axis=1)
+    return out
 
 
 def ss_variance(K, epsilon, k):
@@ -54,6 +79,15 @@ def ss_log_probabilities(K, epsilon, k):
 
 def ss_privatize(x, K, epsilon, k, rng):
     """SS(k) responses of the categories ``x`` as a boolean ``(n, K)`` mask (``O(n K)``)."""
+    return np.unpackbits(ss_privatize_packed(x, K, epsilon, k, rng), axis=1, count=K).astype(bool)
+
+
+def ss_privatize_packed(x, K, epsilon, k, rng):
+    """SS(k) responses of the categories ``x`` as packed bit rows ``(n, ceil(K / 8))`` (``np.packbits``).
+
+    The uniforms are drawn in chunks of users (at most ``2^22`` at a time): the same stream,
+    in the same order, as one ``(n, K)`` draw, so the responses do not depend on the chunking.
+    """
     x = np.asarray(x, dtype=np.intp)
     n = x.size
     # the rare event "x is left out" is drawn with its own probability, rounded up:
@@ -65,23 +99,39 @@ def ss_privatize(x, K, epsilon, k, rng):
     q_out = np.exp(np.log(K - k) - np.logaddexp(np.log(k) + epsilon, np.log(K - k))) * (1.0 + 4 * np.finfo(float).eps)
     q_out = max(q_out, np.nextafter(0.0, 1.0))
     keep = ~(rng.random(n) < q_out)
-    keys = rng.random((n, K))
-    rows = np.arange(n)
-    keys[rows, x] = np.where(keep, -1.0, 2.0)  # first when kept, never otherwise
-    idx = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < K else np.tile(np.arange(K), (n, 1))
-    mask = np.zeros((n, K), dtype=bool)
-    mask[rows[:, None], idx] = True
-    return mask
+    out = np.zeros((n, (K + 7) // 8), dtype=np.uint8)
+    for lo, hi in _chunks(n, K):
+        m = hi - lo
+        keys = rng.random((m, K))
+        rows = np.arange(m)
+        keys[rows, x[lo:hi]] = np.where(keep[lo:hi], -1.0, 2.0)  # first when kept, never otherwise
+        idx = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < K else np.tile(np.arange(K), (m, 1))
+        del keys
+        mask = np.zeros((m, K), dtype=bool)
+        mask[rows[:, None], idx] = True
+        out[lo:hi] = np.packbits(mask, axis=1)
+    return out
 
 
 def oue_privatize(x, K, epsilon, rng):
     """OUE responses (bit vectors) of the categories ``x`` as a boolean ``(n, K)`` mask."""
+    return np.unpackbits(oue_privatize_packed(x, K, epsilon, rng), axis=1, count=K).astype(bool)
+
+
+def oue_privatize_packed(x, K, epsilon, rng):
+    """OUE responses as packed bit rows ``(n, ceil(K / 8))``; the uniforms are drawn in chunks of
+    users (the same stream as one ``(n, K)`` draw followed by ``n`` more)."""
     x = np.asarray(x, dtype=np.intp)
     n = x.size
     q = 1.0 / (np.exp(min(epsilon, 700.0)) + 1.0)
-    mask = rng.random((n, K)) < q
-    mask[np.arange(n), x] = rng.random(n) < 0.5
-    return mask
+    out = np.zeros((n, (K + 7) // 8), dtype=np.uint8)
+    for lo, hi in _chunks(n, K):
+        out[lo:hi] = np.packbits(rng.random((hi - lo, K)) < q, axis=1)
+    own = rng.random(n) < 0.5
+    rows = np.arange(n)
+    byte, bit = x >> 3, (7 - (x & 7)).astype(np.uint8)
+    out[rows, byte] = np.where(own, out[rows, byte] | (np.uint8(1) << bit), out[rows, byte] & ~(np.uint8(1) << bit))
+    return out
 
 
 def groups_from_masks(masks, epsilon):
@@ -108,6 +158,13 @@ def groups_from_masks(masks, epsilon):
                   count.astype(np.int64))
 
 
+def _likelihood_values(epsilon, G):
+    # likelihood ratio e^eps, kept finite: for eps > 700 the out-of-set value is e^-eps
+    f_in = np.full(G, np.exp(min(epsilon, 700.0)) if epsilon <= 700 else 1.0)
+    f_out = np.full(G, 1.0 if epsilon <= 700 else 0.0)
+    return f_in, f_out
+
+
 def groups_from_unique(masks, counts, epsilon):
     """:class:`Groups` of distinct sets ``masks`` (boolean ``(G, K)``) with their counts."""
     masks = np.asarray(masks, dtype=bool)
@@ -116,10 +173,37 @@ def groups_from_unique(masks, counts, epsilon):
     a_ptr = np.zeros(G + 1, dtype=np.int32)
     np.cumsum(sizes, out=a_ptr[1:])
     a_idx = np.nonzero(masks)[1].astype(np.int32)
-    f_in = np.full(G, np.exp(min(epsilon, 700.0)) if epsilon <= 700 else 1.0)
-    f_out = np.full(G, 1.0 if epsilon <= 700 else 0.0)
+    f_in, f_out = _likelihood_values(epsilon, G)
     return Groups(K, a_ptr, a_idx, np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
                   np.asarray(counts, dtype=np.int64))
+
+
+def groups_from_packed(packed, counts, epsilon, K):
+    """:class:`Groups` of distinct sets given as packed bit rows (``np.packbits``, ``(G, ceil(K / 8))``).
+
+    The same groups as :func:`groups_from_unique` on the unpacked rows while the sets hold at
+    most :data:`MAX_CSR_MEMBERS` members in all (CSR member lists); above, the groups keep
+    the sets as bit rows only (``bits``, ``K / 8`` bytes per set instead of 4 bytes per
+    member: 250 MB for 2000 subset-selection responses at ``K = 10^6`` instead of 2.2 GB),
+    which the kernels read directly, with the same draws.
+    """
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    G = packed.shape[0]
+    sizes = popcount_rows(packed)
+    a_ptr = np.zeros(G + 1, dtype=np.int64)
+    np.cumsum(sizes, out=a_ptr[1:])
+    if a_ptr[-1] >= np.iinfo(np.int32).max:
+        raise ValueError(f"the responses hold {int(a_ptr[-1])} set members in all: more than the kernels index.")
+    a_ptr = a_ptr.astype(np.int32)
+    f_in, f_out = _likelihood_values(epsilon, G)
+    if a_ptr[-1] <= MAX_CSR_MEMBERS:
+        parts = [np.nonzero(np.unpackbits(packed[lo:hi], axis=1, count=K))[1].astype(np.int32)
+                 for lo, hi in _chunks(G, K)]
+        a_idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        return Groups(K, a_ptr, a_idx, np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
+                      np.asarray(counts, dtype=np.int64))
+    return Groups(K, a_ptr, np.zeros(0, dtype=np.int32), np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
+                  np.asarray(counts, dtype=np.int64), bits=_REVERSE[packed])
 
 
 #: Names accepted by ``AdaptiveLDPFrequencyEstimator(mechanism=...)``.
@@ -161,9 +245,13 @@ class SetResponseMechanism:
         if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or np.any((x < 0) | (x >= self.n_categories)):
             # the users' true categories: never quoted in a message
             raise ValueError(f"x must hold integer category positions in [0, {self.n_categories}).")
+        return np.unpackbits(self._privatize_packed(x, rng), axis=1, count=self.n_categories).astype(bool)
+
+    def _privatize_packed(self, x, rng):
+        """The responses as packed bit rows (``np.packbits``): ``K / 8`` bytes per user."""
         if self.kind == "oue":
-            return oue_privatize(x, self.n_categories, self.epsilon, rng)
-        return ss_privatize(x, self.n_categories, self.epsilon, self.subset_size, rng)
+            return oue_privatize_packed(x, self.n_categories, self.epsilon, rng)
+        return ss_privatize_packed(x, self.n_categories, self.epsilon, self.subset_size, rng)
 
     def log_probability(self, response, x):
         """Exact ``ln P(Y = response | X = x)`` (log space; any ``epsilon``)."""

@@ -50,6 +50,12 @@ class Groups:
         Likelihood values (ratios matter).
     count : ndarray of int64 of shape (G,)
         Responses per group.
+    bits : ndarray of uint8 of shape (G, ceil(K / 8)) or None
+        The sets as little-endian bit rows (bit ``x & 7`` of byte ``x >> 3``).  When the
+        member lists would be too large (see ``_ldp_mechanisms.MAX_CSR_MEMBERS``) the
+        groups hold the sets only here: ``a_idx`` is then empty and ``a_ptr`` still gives
+        the set sizes (``a_ptr[g + 1] - a_ptr[g]``); the kernels read the members from
+        the bits in increasing order, so the draws are the same as with member lists.
     """
 
     n_categories: int
@@ -60,6 +66,12 @@ class Groups:
     f_y: np.ndarray
     f_out: np.ndarray
     count: np.ndarray
+    bits: np.ndarray = None
+
+    @property
+    def members_in_bits(self):
+        """The members are in ``bits`` only (no CSR member lists)."""
+        return self.bits is not None and self.a_idx.size < int(self.a_ptr[-1])
 
     def __post_init__(self):
         a_ptr = np.asarray(self.a_ptr)
@@ -83,8 +95,12 @@ class Groups:
         """Dense ``L[g, x] = P(y_g | x)`` (``G x K``; for tests and small problems)."""
         G = self.count.size
         L = np.repeat(self.f_out[:, None], self.n_categories, axis=1)
-        rows = np.repeat(np.arange(G), np.diff(self.a_ptr))
-        L[rows, self.a_idx] = self.f_in[rows]
+        if self.members_in_bits:
+            inside = np.unpackbits(self.bits, axis=1, count=self.n_categories, bitorder="little").astype(bool)
+            L[inside] = np.repeat(self.f_in, np.diff(self.a_ptr))
+        else:
+            rows = np.repeat(np.arange(G), np.diff(self.a_ptr))
+            L[rows, self.a_idx] = self.f_in[rows]
         has = self.y >= 0
         L[np.flatnonzero(has), self.y[has]] = self.f_y[has]
         return L
@@ -99,8 +115,10 @@ def _set_bits(groups):
     """The sets ``A_g`` as little-endian bit rows ``(G, ceil(K / 8))`` for the sweep kernel, or ``None``.
 
     Only for sets large enough to be sampled by rejection (``|A| > 16`` somewhere) and
-    while ``G K <= 2^26``.
+    while ``G K <= 2^26``; groups that hold their sets as bits give those.
     """
+    if groups.bits is not None:
+        return groups.bits
     G, K = groups.count.size, groups.n_categories
     sizes = np.diff(groups.a_ptr)
     if G == 0 or G * K > _MAX_BITS_CELLS or not np.any(sizes > 16):
@@ -127,7 +145,14 @@ def _log_gamma(rng, a):
 def _draw_rho(rng, counts, grid):
     K = counts.size
     N = counts.sum()
-    vals, mult = np.unique(counts, return_counts=True)
+    if counts.size and 0 <= counts.min() and counts.max() <= 4 * K + 1024:
+        # the distinct counts and their multiplicities as np.unique gives them (ascending), in
+        # O(K) instead of a sort of K values (most counts are 0 at large K)
+        bc = np.bincount(counts)
+        vals = np.flatnonzero(bc)
+        mult = bc[vals]
+    else:
+        vals, mult = np.unique(counts, return_counts=True)
     lp = (gammaln(K * grid) - gammaln(K * grid + N)
           + (mult[:, None] * (gammaln(grid[None, :] + vals[:, None]) - gammaln(grid)[None, :])).sum(axis=0))
     p = np.exp(lp - lp.max())
@@ -195,7 +220,7 @@ def ibu(groups, n_iter=10000, tol=1e-10, theta0=None):
     e = np.zeros(K)
     for _ in range(n_iter):
         expected_counts(theta, groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y, groups.f_out,
-                        groups.count, e)
+                        groups.count, e, groups.bits if groups.members_in_bits else None)
         new = e / n
         new /= new.sum()
         if np.abs(new - theta).sum() < tol:
@@ -256,7 +281,7 @@ def _preconditioner(groups, theta, rho):
 
 
 def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5,
-                 max_dense=4_000_000):
+                 max_dense=4_000_000, thin=1):
     """Gibbs sweeps alternated with ``mala_steps`` Metropolis-adjusted Langevin steps on ``theta | rho``.
 
     Each iteration is (i) one sweep of :func:`gibbs_draws` (latent categories, ``rho``,
@@ -272,7 +297,9 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     skipped above 128 categories or when the dense likelihood rows would exceed
     ``max_dense`` entries (the preconditioner needs them): pure Gibbs then.
 
-    Returns ``(theta draws (n_draws, K), rho draws (n_draws,))`` as :func:`gibbs_draws`.
+    Returns ``(theta draws, rho draws)`` as :func:`gibbs_draws`; with ``thin > 1`` only every
+    ``thin``-th of the ``n_draws`` iterations after the burn-in is kept (``ceil(n_draws /
+    thin)`` draws; the chain and its random numbers are the same).
     """
     from .._fast._ldp import mala_chains, mala_logpost
     from .._fast._ldp_gibbs import latent_counts
@@ -281,15 +308,17 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     G = groups.count.size
     hier = isinstance(prior, str)
     # the preconditioner needs the dense K x K information matrix: MALA only up to 128 categories
-    use_mala = mala_steps > 0 and K <= 128 and G * K <= max_dense and G > 0
+    use_mala = mala_steps > 0 and K <= 128 and G * K <= max_dense and G > 0 and not groups.members_in_bits
     form = _mala_form(groups) if use_mala else None
     lt = np.log(np.maximum(np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float), 1e-300))
     lt -= np.logaddexp.reduce(lt)
     counts = np.zeros(K, dtype=np.int64)
     stamp = np.full(K, -1, dtype=np.int32)
     bits = _set_bits(groups)
-    out = np.empty((n_draws, K))
-    rhos = np.full(n_draws, np.nan)
+    thin = max(int(thin), 1)
+    n_out = -(-n_draws // thin)
+    out = np.empty((n_out, K))
+    rhos = np.full(n_out, np.nan)
     rho = 1.0
     pre = None
     log_h = np.log(1.0 / K ** (1.0 / 3.0))
@@ -325,10 +354,10 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
                                     int(mala_steps), it < burn, acc, 0, none, 0, none, -1, diag)[0]
                 it_mala += mala_steps
                 lt = Z[0] - np.logaddexp.reduce(Z[0])
-        if it >= burn:
-            out[it - burn] = np.exp(lt)
+        if it >= burn and (it - burn) % thin == 0:
+            out[(it - burn) // thin] = np.exp(lt)
             if hier:
-                rhos[it - burn] = rho
+                rhos[(it - burn) // thin] = rho
     return out, rhos
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ._ldp_posterior import hybrid_draws, ibu, tv_point_estimate
 
-__all__ = ["N_CHAINS", "exact_draws", "gibbs_grouped", "gibbs_sweep", "mala", "point_estimate", "sgld_chain"]
+__all__ = ["MAX_DRAW_VALUES", "N_CHAINS", "exact_draws", "gibbs_grouped", "gibbs_sweep", "mala", "point_estimate", "sgld_chain"]
 
 N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
 _DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) per proposal)
@@ -196,11 +196,20 @@ def mala(structure, L, counts, prior, phi, burn, keep, rng, thin=0, n_chains=N_C
     return acc / max(keep * nc, 1), draws
 
 
-def exact_draws(groups, prior, burn, keep, rng):
+#: Float64 values of posterior draws held at once for a point estimate or an interval (512 MiB):
+#: above, the kept iterations are thinned evenly (the chain runs every iteration).
+MAX_DRAW_VALUES = 1 << 26
+#: Work budget of the IBU start (``n_iter * (K + sum_g |A_g|)``): 200 iterations up to about
+#: 5 million set members, fewer above (it only starts the chain; the burn-in follows).
+_IBU_WORK = 1 << 30
+
+
+def exact_draws(groups, prior, burn, keep, rng, max_values=None):
     """``keep`` draws of the exact (hierarchical or fixed-prior) posterior after ``burn`` iterations.
 
-    :func:`~._ldp_posterior.hybrid_draws` (Gibbs sweeps and MALA steps) started at 200
-    IBU (EM) iterations, shrunk by 1 % towards uniform.
+    :func:`~._ldp_posterior.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
+    iterations, shrunk by 1 % towards uniform: 200 of them, fewer when the sets are so
+    large that 200 would cost more than ``2^30`` member visits (at least 2).
 
     Parameters
     ----------
@@ -208,10 +217,18 @@ def exact_draws(groups, prior, burn, keep, rng):
     prior : 'hierarchical' or ndarray of shape (K,)
     burn, keep : int
     rng : numpy.random.Generator
+    max_values : int, optional
+        Hold at most this many values: the ``keep`` iterations are thinned evenly to
+        ``ceil(keep / thin)`` draws with ``thin = ceil(keep K / max_values)``.
     """
     K = groups.n_categories
-    theta0 = 0.99 * ibu(groups, n_iter=200, tol=1e-8) + 0.01 / K
-    return hybrid_draws(groups, keep, burn, rng, prior=prior, theta0=theta0)[0]
+    work = K + int(groups.a_ptr[-1])
+    n_ibu = min(200, max(2, _IBU_WORK // max(work, 1)))
+    theta0 = 0.99 * ibu(groups, n_iter=n_ibu, tol=1e-8) + 0.01 / K
+    thin = 1
+    if max_values is not None and keep * K > max_values:
+        thin = -(-keep // max(1, max_values // K))
+    return hybrid_draws(groups, keep, burn, rng, prior=prior, theta0=theta0, thin=thin)[0]
 
 
 def point_estimate(draws, kind):

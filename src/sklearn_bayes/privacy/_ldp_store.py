@@ -5,8 +5,10 @@ responses of a static mechanism) and ``sid`` the row of a table of distinct subs
 (RRRR: the subset ``S`` the user answered with; static mechanisms: the response set
 ``A(y)``).  The table holds, per row, the membership mask, the size and (RRRR only) the
 member list the kernels of ``_fast/_ldp.pyx`` read.  Rows are interned by their packed
-bits, so memory grows as 8 bytes per response plus about ``K`` bytes per distinct
-subset.
+bits, so memory grows as 12 bytes per response plus about ``K`` bytes per distinct
+subset (RRRR: the kernels read a byte per category) or ``ceil(K / 8)`` bytes per distinct
+response set (static mechanisms: the sets are kept as packed bits, ``np.packbits`` rows,
+never unpacked as a whole; 2000 subset-selection responses at ``K = 10^6`` take 250 MB).
 
 Transactions.  The arrays are append-only buffers: a recording call writes beyond the
 recorded lengths ``n`` / ``n_sids`` and then raises the counters.  The estimator works
@@ -27,9 +29,26 @@ import uuid
 
 import numpy as np
 
+from ._ldp_mechanisms import popcount_rows
 from ._rrrr import A0, A1, B_IN, B_OUT, B_SELF
 
-__all__ = ["ResponseStore", "distinct_masks", "new_store_id"]
+__all__ = ["ResponseStore", "distinct_masks", "distinct_packed", "new_store_id"]
+
+
+def distinct_packed(packed):
+    """Distinct packed rows (``np.packbits``, big-endian) in lexicographic order of the unpacked rows, and the inverse."""
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    n, nb = packed.shape
+    if n <= 1:
+        return packed.copy(), np.zeros(n, dtype=np.intp)
+    if nb <= 8:
+        keys = np.zeros((n, 8), dtype=np.uint8)
+        keys[:, :nb] = packed
+        keys = keys.view(">u8").ravel()
+    else:
+        keys = packed.view(np.dtype((np.void, nb))).ravel()
+    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    return np.ascontiguousarray(packed[first]), inv.ravel()
 
 
 def distinct_masks(masks):
@@ -104,6 +123,8 @@ class ResponseStore:
 
     def __init__(self, n_categories, members=True):
         K = int(n_categories)
+        # a static mechanism's store (no member lists) keeps its sets as packed bits
+        self.packed = not members
         # not "n_categories": an attribute named like one of the estimator's would share its
         # string with the estimator's in a pickle, and whether it does after a round trip
         # depends on CPython's key sharing (the pickles of a store and of its round trip differed)
@@ -111,8 +132,8 @@ class ResponseStore:
         self.ys = np.zeros(0, dtype=np.int32)
         self.sids = np.zeros(0, dtype=np.int32)
         self.sizes = np.zeros(0, dtype=np.int32)
-        self.masks = np.zeros((0, K), dtype=np.uint8)
-        self.members = np.zeros((0, K), dtype=np.int32)
+        self.masks = np.zeros((0, (K + 7) // 8 if self.packed else K), dtype=np.uint8)
+        self.members = np.zeros((0, 0 if self.packed else K), dtype=np.int32)
         self.sid_k = np.zeros(0, dtype=np.int32)
         self.keep_members = bool(members)
         self._index = {}  # packed subset bits -> sid (possibly stale: see the module notes)
@@ -161,12 +182,19 @@ class ResponseStore:
             state["K"] = state.pop("n_categories")
             state.pop("index", None)
             state["_index"] = None
+        if "packed" not in state:  # pickled before static stores packed their sets
+            state = dict(state)
+            state["packed"] = not state["keep_members"]
+            if state["packed"]:
+                state["masks"] = np.packbits(np.asarray(state["masks"][: state["n_sids"]], dtype=bool), axis=1)
+                state["members"] = np.zeros((0, 0), dtype=np.int32)
+                state["_index"] = None
         self.__dict__.update(state)
 
     def _build_index(self):
         """The index of the used subset table: packed bits of row ``s`` -> ``s``."""
         ns = self.n_sids
-        packed = np.packbits(self.masks[:ns], axis=1)
+        packed = self.masks[:ns] if self.packed else np.packbits(self.masks[:ns], axis=1)
         return {row.tobytes(): s for s, row in enumerate(packed)}
 
     @classmethod
@@ -185,6 +213,8 @@ class ResponseStore:
         new.n, new.n_sids = n, ns
         new._index = None
         new.store_ids = frozenset(state["_store_ids"])
+        if new.packed:
+            new.masks = np.packbits(new.masks.astype(bool), axis=1)
         return new
 
     # ------------------------------------------------------------------ recording
@@ -231,10 +261,40 @@ class ResponseStore:
         self.n_sids += n_rows_new
         return ids
 
+    def intern_packed(self, rows):
+        """Ids of the distinct packed rows ``rows`` (``(m, ceil(K / 8))``) of a packed store, adding new ones."""
+        ids = np.empty(rows.shape[0], dtype=np.int32)
+        self.masks = _grow(self.masks, self.n_sids + rows.shape[0])
+        self.sid_k = _grow(self.sid_k, self.n_sids + rows.shape[0])
+        sizes = popcount_rows(rows)
+        n_rows_new = 0
+        index, n_sids = self.index, self.n_sids
+        for j, row in enumerate(rows):
+            key = row.tobytes()
+            sid = index.get(key)
+            if sid is not None and (sid >= n_sids or not np.array_equal(self.masks[sid], row)):
+                sid = None  # left by a rejected call (its row is unused or now holds another set)
+            if sid is None:
+                sid = self.n_sids + n_rows_new
+                self.masks[sid] = row
+                self.sid_k[sid] = sizes[j]
+                index[key] = sid
+                n_rows_new += 1
+            ids[j] = sid
+        self.n_sids += n_rows_new
+        return ids
+
     def intern_masks(self, masks):
         """Subset ids of boolean ``(n, K)`` masks (vectorised: distinct rows first)."""
+        if self.packed:
+            return self.intern_packed_rows(np.packbits(masks, axis=1))
         uniq, inv = distinct_masks(masks)
         return self.intern(uniq)[inv]
+
+    def intern_packed_rows(self, packed):
+        """Set ids of packed rows (vectorised: distinct rows first; packed stores only)."""
+        uniq, inv = distinct_packed(packed)
+        return self.intern_packed(uniq)[inv]
 
     def append(self, ys, sids):
         """Record responses ``ys`` with subset ids ``sids`` (already in the table)."""
@@ -250,9 +310,16 @@ class ResponseStore:
         """Record set-valued responses (static mechanisms): subset id = the set, ``y = -1``."""
         self.append(np.full(masks.shape[0], -1, dtype=np.int32), self.intern_masks(masks))
 
+    def append_packed(self, packed):
+        """Record set-valued responses given as packed rows (``np.packbits``; packed stores only)."""
+        self.append(np.full(packed.shape[0], -1, dtype=np.int32), self.intern_packed_rows(packed))
+
     def merge_from(self, other):
         """Append every response of ``other`` (its subsets re-interned in this table)."""
-        ids = self.intern(other.masks[: other.n_sids].astype(bool))
+        if self.packed:
+            ids = self.intern_packed(other.masks[: other.n_sids])
+        else:
+            ids = self.intern(other.masks[: other.n_sids].astype(bool))
         self.append(other.ys[: other.n], ids[other.sids[: other.n]])
         self.store_ids = self.store_ids | other.store_ids
 
@@ -305,12 +372,17 @@ class ResponseStore:
 
     def subset_masks(self):
         """The used subset table as booleans ``(n_sids, K)``."""
+        if self.packed:
+            return np.unpackbits(self.masks[: self.n_sids], axis=1, count=self.K).astype(bool)
         return self.masks[: self.n_sids].astype(bool)
 
     def responses(self):
         """``(y, masks)`` of every recorded response: the released categories and boolean subsets."""
         n = self.n
-        return self.ys[:n].copy(), self.masks[self.sids[:n]].astype(bool)
+        rows = self.masks[self.sids[:n]]
+        if self.packed:
+            return self.ys[:n].copy(), np.unpackbits(rows, axis=1, count=self.K).astype(bool)
+        return self.ys[:n].copy(), rows.astype(bool)
 
     def cached(self, name, compute):
         """Memoised grouping of the responses (``O(n log n)``), reset by every recording.
@@ -401,13 +473,14 @@ class ResponseStore:
         return L, counts
 
     def set_counts(self):
-        """Static mechanisms: the distinct response sets (boolean, lexicographic order) and their counts.
+        """Static mechanisms: the distinct response sets (packed rows, lexicographic order) and their counts.
 
-        Lexicographic order makes the groups the same whatever the arrival order.
+        Lexicographic order makes the groups the same whatever the arrival order.  The rows
+        are ``np.packbits`` rows (``ceil(K / 8)`` bytes each), never unpacked as a whole.
         """
         n = self.n
-        rank = distinct_masks(self.subset_masks())[1]
+        rank = distinct_packed(self.masks[: self.n_sids])[1]
         sids, counts = np.unique(self.sids[:n], return_counts=True)
         order = np.argsort(rank[sids], kind="stable")
         sids, counts = sids[order], counts[order]
-        return self.masks[sids].astype(bool), counts
+        return self.masks[sids], counts
