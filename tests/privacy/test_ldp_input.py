@@ -150,3 +150,12 @@ def test_pandas_na_in_true_categories_is_named():
     X = pd.DataFrame({"a": pd.array([0, None, 2, 3], dtype="Int64")})
     with pytest.raises(ValueError, match=r"^X contains missing values"):
         _est().fit(X)
+
+
+def test_a_list_of_python_sets_is_one_subset_per_response():
+    """Attack found: [{1}, {2}] (sets have ndim 0 for numpy) was taken for a flat list of positions."""
+    est = _fitted().partial_fit_responses([0, 3], [{1}, {2, 3}], update="defer")
+    np.testing.assert_array_equal(est._store.responses()[1][-2:], [[False, True, False, False],
+                                                                  [False, False, True, True]])
+    est = _fitted().partial_fit_responses([0, 3, 1], {1, 2}, update="defer")  # one set for all
+    np.testing.assert_array_equal(est._store.responses()[1][-3:], [[False, True, True, False]] * 3)

@@ -138,3 +138,29 @@ def test_propose_subsets_and_posterior_draws_refuse_sizes_beyond_the_cap():
     with pytest.raises(ValueError, match=r"^n_samples=1000000000 is too large"):
         est.sample_posterior(10**9)
     assert est.propose_subsets(3).shape == (3, K)
+
+
+def test_static_mechanisms_hold_no_rrrr_table_and_no_users_x_k_booleans():
+    """Regression: two GRR responses at K = 10^8 took 16 GB: the RRRR constants table (48 bytes per
+    category, never read by a static mechanism), copies of the online sample per call and an
+    n x K boolean array for GRR positions.  Now the state is categories_, the prior, the sample and
+    its order (28 bytes per category) plus ceil(K / 8) bytes per recorded set (at most 4 copies
+    while validating, interning and growing the table)."""
+    K = 10**6
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, mechanism="grr", random_state=np.random.default_rng(0))
+    tracemalloc.start()
+    try:
+        est.partial_fit_responses(np.arange(50) * 1000)
+        est.partial_fit_responses([7])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert est.n_responses_ == 51 and est._consts is None
+    assert peak <= 32 * K + 4 * 51 * ((K + 7) // 8), peak
+
+
+def test_n_categories_beyond_int32_is_refused_by_name():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="n_categories"):
+        AdaptiveLDPFrequencyEstimator(n_categories=2**31, mechanism="grr").partial_fit_responses([0])

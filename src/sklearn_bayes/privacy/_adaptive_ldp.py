@@ -133,7 +133,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     Parameters
     ----------
     n_categories : int or None, default=None
-        Number of categories ``K >= 2``; the categories are then ``0, ..., K - 1``.
+        Number of categories ``2 <= K <= 2^31 - 1``; the categories are then ``0, ..., K - 1``.
         ``None`` (simulation only): the sorted distinct values of ``X`` in the first
         call to :meth:`fit` / :meth:`partial_fit`.
     epsilon : float, default=1.0
@@ -425,7 +425,8 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     """
 
     _parameter_constraints = {
-        "n_categories": [IntegerInterval(2, None, closed="left"), None],
+        # the kernels index categories with int32
+        "n_categories": [IntegerInterval(2, 2**31 - 1, closed="both"), None],
         "epsilon": [RealInterval(0, np.inf, closed="neither")],
         "kappa": [RealInterval(0, 1, closed="right")],
         "utility": [StrOptions(set(UTILITIES)), callable],
@@ -638,7 +639,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         if not isinstance(self.prior, str) and np.ndim(self.prior) > 0:  # a copy: the user's list may change
             self._fitted_params["prior"] = np.array(self.prior, dtype=float)
         self.mechanism_, self._client = self._resolve_mechanism(K)
-        self._consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa))
+        # the RRRR likelihood table (48 bytes per category): static mechanisms never read it
+        # (4.8 GB at K = 10^8 for two GRR responses)
+        self._consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa)) if self._client is None else None
         self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator",
                                                instance=self)
         self._phi = np.ones(K)
@@ -651,8 +654,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     def _begin_update(self):
         """Work on copies of the state that is changed in place (see the note above)."""
-        self._phi = self._phi.copy()
-        self._sigma = self._sigma.copy()
+        if self._client is None:  # static mechanisms never change the online sample
+            self._phi = self._phi.copy()
+            self._sigma = self._sigma.copy()
         self._store = self._store.copy()
 
     def _params_now(self):
@@ -889,12 +893,12 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             K = self.n_categories_
         client = self._resolve_mechanism(K)[1] if first else self._client
         if client is not None:  # a static protocol: the responses are sets
-            masks = inp.static_masks(y, subsets, K, client, self.mechanism)
+            packed = inp.static_masks(y, subsets, K, client, self.mechanism)
             if first:
                 self._init_state(np.arange(K))
                 self.n_features_in_ = 1
             self._begin_update()
-            self._store.append_sets(masks)
+            self._store.append_packed(packed)
             self._end_update()
             return self
         ya = inp.rrrr_responses(y, K)

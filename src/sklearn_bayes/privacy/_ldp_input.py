@@ -197,9 +197,13 @@ def subset_masks(subsets, n, K):
                 isinstance(subsets, np.ndarray) and subsets.ndim == 0):
             raise TypeError(f"subsets must be a list of category positions, a list of such lists or a boolean "
                             f"array of shape ({n}, {K}), got {type(subsets).__name__}.")
+        if isinstance(subsets, (set, frozenset)):  # one subset for all, as a set
+            subsets = sorted(subsets)
         seq = list(subsets) if not isinstance(subsets, np.ndarray) else subsets
         for s in seq:
             refuse_masked(s, "subsets")
+        # a list of sets: each a subset (as a sorted list)
+        seq = [sorted(s) if isinstance(s, (set, frozenset)) else s for s in seq]
         single = len(seq) == 0 or all(np.ndim(s) == 0 for s in seq)
         if single and n >= 2 and len(seq) == n:
             raise ValueError(
@@ -233,7 +237,10 @@ def subset_masks(subsets, n, K):
 
 
 def static_masks(y, subsets, K, client, mechanism):
-    """Validate responses of a static mechanism: boolean ``(n, K)`` masks (GRR: also positions)."""
+    """Validate responses of a static mechanism -> packed rows ``(n, ceil(K / 8))`` (``np.packbits``).
+
+    ``y`` is a boolean ``(n, K)`` mask (GRR: also the released positions, packed directly).
+    """
     if subsets is not None:
         raise ValueError(f"subsets must be None for mechanism={mechanism!r} (its responses are sets); "
                          f"got a {type(subsets).__name__}.")
@@ -245,9 +252,11 @@ def static_masks(y, subsets, K, client, mechanism):
         bad = (ya < 0) | (ya >= K)
         if bad.any():
             raise ValueError(f"y holds categories outside [0, {K}): {_where(bad)}.")
-        masks = np.zeros((ya.size, K), dtype=bool)
-        masks[np.arange(ya.size), ya] = True
-        return masks
+        # GRR positions straight to packed rows (``np.packbits`` order): never n x K booleans
+        packed = np.zeros((ya.size, (K + 7) // 8), dtype=np.uint8)
+        pos = ya.astype(np.int64)
+        packed[np.arange(ya.size), pos >> 3] = (np.uint8(1) << (7 - (pos & 7)).astype(np.uint8))
+        return packed
     if ya.ndim != 2 or ya.shape[1] != K or ya.dtype != bool:
         raise ValueError(f"y must be a boolean array of shape (n_responses, {K}) (the response sets of "
                          f"mechanism {client.kind!r}), got {ya.dtype} of shape {ya.shape}.")
@@ -259,4 +268,4 @@ def static_masks(y, subsets, K, client, mechanism):
             i = int(np.flatnonzero(sizes != k)[0])
             raise ValueError(f"y[{i}] holds {int(sizes[i])} categories: subset selection responses hold "
                              f"exactly subset_size={k}.")
-    return np.ascontiguousarray(ya)
+    return np.packbits(ya, axis=1)
