@@ -338,7 +338,10 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     A response is stored
     as ``(y, subset id)`` with a table of distinct subsets, so memory grows as
-    8 bytes per response plus ``K`` bytes per distinct subset.
+    12 bytes per response plus ``K`` bytes per distinct RRRR subset, or
+    ``ceil(K / 8)`` bytes per distinct response set of a static mechanism (packed
+    bits; simulation never holds a users x K array).  Posterior draws held for
+    ``theta_`` and :meth:`credible_interval` are thinned evenly above ``2^26`` values.
 
     Parameters after fitting.  The first fitting call records the parameters that
     define the mechanism and the posterior: ``n_categories``, ``epsilon``, ``mechanism``,
