@@ -54,6 +54,7 @@ def test_zipf_stream():
         make_zipf_categorical_stream(10, 3, 0.0)
 
 
+@pytest.mark.slow
 def test_compare_grid_runs_ours_and_every_peer_on_the_same_users(tmp_path):
     from sklearn_bayes.experiments.adaptive_ldp import (
         OURS,
@@ -94,6 +95,7 @@ def test_compare_grid_runs_ours_and_every_peer_on_the_same_users(tmp_path):
     assert _compare_figure(rows, tmp_path / "f.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_the_adaptive_rule_column_leaves_the_other_methods_unchanged():
     from sklearn_bayes.experiments.adaptive_ldp import RULE, compare_columns, compare_one_run, compare_table
 
@@ -111,6 +113,7 @@ def test_the_adaptive_rule_column_leaves_the_other_methods_unchanged():
     assert {RULE, "rule/default", "rule_picks"} <= set(compare_columns(rule=True))
 
 
+@pytest.mark.slow
 def test_same_responses_decodes_exactly_the_peers_responses():
     from sklearn_bayes.experiments.adaptive_ldp import (
         DECODABLE,

@@ -101,6 +101,7 @@ def test_olh_hash_is_uniform_and_pairwise_independent():
     assert abs(same - 1 / g) <= 4 * np.sqrt((1 / g) * (1 - 1 / g) / n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["GRR", "OUE", "SS"])
 def test_estimators_match_multi_freq_ldpy(protocol):
     # multi-freq-ldpy reads our reports: its IBU and its clipped unbiased estimate (MI) agree
@@ -237,6 +238,7 @@ def test_mle_em(protocol):
     np.testing.assert_allclose(m * (w.sum() + c * (S.T @ w)) / n, m, rtol=0, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_peer_estimates_with_mle():
     rng = np.random.default_rng(0)
     x = rng.choice(10, size=1000, p=THETA)

@@ -197,6 +197,7 @@ def test_log_dirichlet_does_not_underflow():
     assert np.logaddexp.reduce(lt) == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", [gibbs_draws, hybrid_draws])
 def test_samplers_target_the_exact_posterior(sampler):
     # K = 3, fixed Dir(1) prior: the posterior mean by quadrature on a fine simplex grid
@@ -257,6 +258,7 @@ def test_default_beats_the_papers_mode_on_sparse_theta():
     assert np.mean(tv_ours) < 0.8 * np.mean(tv_papers)
 
 
+@pytest.mark.slow
 def test_credible_intervals_are_calibrated_small():
     # theta* ~ Dir(rho) is the hierarchical model: 95 % intervals cover ~95 % of (k, run)
     hits = []
