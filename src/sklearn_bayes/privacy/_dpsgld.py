@@ -7,6 +7,7 @@ neighbours), imported lazily: only this estimator needs it.  The thesis's own bo
 """
 
 import functools
+import logging
 import math
 
 import numpy as np
@@ -20,8 +21,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_bayes.utils._validation import check_container, naming
 from sklearn_bayes.linear_model._map import LogisticLoss, fit_map
 from sklearn_bayes.privacy._accounting import PrivacyLedger
-from sklearn_bayes.privacy._posterior_sampling import _PrivateLinearBase, ops_epsilon, ops_tempering
-from sklearn_bayes.utils import IntegerInterval, RealInterval, check_epsilon, check_privacy_random_state
+from sklearn_bayes.privacy._posterior_sampling import (
+    _check_draw_budget,
+    _PrivateLinearBase,
+    ops_epsilon,
+    ops_tempering,
+)
+from sklearn_bayes.utils import IntegerInterval, RealInterval, check_epsilon, check_privacy_random_state, serialized
 
 __all__ = [
     "DPSGLDLogisticRegression",
@@ -39,6 +45,20 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 
 
+class _NegativeRenyiFilter(logging.Filter):
+    """Drop dp-accounting's "Negative Renyi divergence ... Returning an epsilon of zero" warnings.
+
+    The answer they announce (ε = 0) is never accepted here (:func:`sgld_epsilon` detects it and
+    uses another accountant), so the hundreds of lines a calibration logs are noise.
+    """
+
+    def filter(self, record):
+        return "Negative Renyi divergence" not in str(record.msg)
+
+
+_RENYI_FILTER = _NegativeRenyiFilter()
+
+
 def _import_dp_accounting():
     try:
         import dp_accounting
@@ -47,6 +67,9 @@ def _import_dp_accounting():
             "DPSGLDLogisticRegression accounts its privacy with Google's dp-accounting package; "
             "install it with `python -m pip install dp-accounting`."
         ) from exc
+    absl_logger = logging.getLogger("absl")
+    if _RENYI_FILTER not in absl_logger.filters:
+        absl_logger.addFilter(_RENYI_FILTER)
     return dp_accounting
 
 
@@ -59,15 +82,55 @@ def _sgld_event(noise_multiplier, sampling_rate, n_steps):
 # integer Rényi orders: exact binomial expansions for the subsampled Gaussian (fractional orders
 # need a series that fails to converge at large sampling rates)
 RDP_ORDERS = tuple(range(2, 65)) + (80, 96, 128, 192, 256, 512)
+#: the fallback for budgets below the floor of RDP_ORDERS (ε >= (log(1/δ) - log α)/(α - 1) at the
+#: largest order α): integer orders up to 2**16, used only when both other accountants fail
+RDP_ORDERS_EXTENDED = RDP_ORDERS + tuple(2**k for k in range(10, 17))
 
 
 def _accountant(name):
     dpa = _import_dp_accounting()
     if name == "rdp":
         return dpa.rdp.RdpAccountant(orders=list(RDP_ORDERS))
+    if name == "rdp_extended":
+        return dpa.rdp.RdpAccountant(orders=list(RDP_ORDERS_EXTENDED))
     if name == "pld":
         return dpa.pld.PLDAccountant()
     raise ValueError(f"accountant must be 'rdp' or 'pld', got {name!r}.")
+
+
+def _raw_epsilon(noise_multiplier, sampling_rate, n_steps, delta, accountant):
+    """The accountant's answer as it is (may be 0 or inf on extreme events: see :func:`sgld_epsilon`)."""
+    acc = _accountant(accountant)
+    acc.compose(_sgld_event(noise_multiplier, sampling_rate, n_steps))
+    try:
+        return float(acc.get_epsilon(delta))
+    except (ValueError, IndexError, OverflowError, FloatingPointError):
+        return math.nan
+
+
+def _valid_epsilon(eps):
+    """An accountant's ε for a mechanism that spent budget: finite and > 0 (0 is a numerical fault)."""
+    return math.isfinite(eps) and eps > 0.0
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_epsilon(noise_multiplier, sampling_rate, n_steps, delta, accountant, target=math.inf):
+    """``(ε, accountant used)`` from ``accountant``, the other one, then RDP with the extended orders.
+
+    The first *valid* answer (finite, > 0) that is ``<= target``; if none is, the smallest valid
+    answer; ``(nan, None)`` when no answer is valid.  With the default ``target`` this is the
+    first valid answer.  Cached (pure, public inputs).
+    """
+    order = {"rdp": ("rdp", "pld", "rdp_extended"), "pld": ("pld", "rdp", "rdp_extended")}[accountant]
+    best = (math.nan, None)
+    for name in order:
+        eps = _raw_epsilon(noise_multiplier, sampling_rate, n_steps, delta, name)
+        if _valid_epsilon(eps):
+            if eps <= target:
+                return eps, name
+            if not eps >= best[0]:  # nan (none yet) or smaller
+                best = (eps, name)
+    return best
 
 
 def replace_one_from_add_remove(epsilon, delta):
@@ -87,14 +150,28 @@ def sgld_epsilon(noise_multiplier, sampling_rate, n_steps, delta, accountant="rd
     most ``L``.  ``accountant`` is ``"rdp"`` (Rényi DP) or ``"pld"`` (privacy-loss
     distributions, tighter).  The RDP accountant uses the integer orders ``RDP_ORDERS``.
 
+    An answer that is 0 or not finite is never accepted for this mechanism, which always
+    spends budget: dp-accounting's RDP accountant returns 0 when rounding makes a Rényi
+    divergence negative (extreme noise multipliers), and cannot go below
+    ``(log(1/δ) - log α)/(α - 1)`` at its largest order.  Then the other accountant is used,
+    then RDP with the orders ``RDP_ORDERS_EXTENDED``; if none gives a finite ε > 0 this
+    raises ``ValueError``.
+
     Examples
     --------
     >>> round(sgld_epsilon(1.0, 0.01, 1000, 1e-6), 2)
     2.44
     """
-    acc = _accountant(accountant)
-    acc.compose(_sgld_event(noise_multiplier, sampling_rate, n_steps))
-    return float(acc.get_epsilon(delta))
+    if accountant not in ("rdp", "pld"):
+        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}.")
+    eps, _ = _checked_epsilon(float(noise_multiplier), float(sampling_rate), int(n_steps), float(delta), accountant)
+    if not _valid_epsilon(eps):
+        raise ValueError(
+            f"no accountant certifies a finite epsilon > 0 for {int(n_steps)} DP-SGLD steps at noise "
+            f"multiplier {noise_multiplier!r}, sampling rate {sampling_rate!r} and delta={delta!r} (dp-accounting "
+            "answered 0 or inf); use a larger delta."
+        )
+    return eps
 
 
 @functools.lru_cache(maxsize=256)
@@ -106,33 +183,81 @@ def calibrate_sgld_noise(epsilon, delta, sampling_rate, n_steps, accountant="rdp
     then lowers the multiplier by bisection while the PLD accountant certifies the target.
     A pure function of public quantities, so its results are cached.
     """
+    if accountant not in ("rdp", "pld"):
+        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}.")
     dpa = _import_dp_accounting()
     eps_ar = 0.5 * float(epsilon)
     delta_ar = float(delta) / (1.0 + math.exp(eps_ar))
-    z = float(
-        dpa.calibrate_dp_mechanism(
-            lambda: _accountant("rdp"),
-            lambda m: _sgld_event(m, sampling_rate, n_steps),
-            eps_ar,
-            delta_ar,
-            bracket_interval=dpa.LowerEndpointAndGuess(1e-3, 1.0),
-            tol=1e-4,
+    try:
+        z = float(
+            dpa.calibrate_dp_mechanism(
+                lambda: _accountant("rdp"),
+                lambda m: _sgld_event(m, sampling_rate, n_steps),
+                eps_ar,
+                delta_ar,
+                bracket_interval=dpa.LowerEndpointAndGuess(1e-3, 1.0),
+                tol=1e-4,
+            )
         )
-    )
+    except Exception:  # noqa: BLE001 - no bracket, or brentq on a faulty accountant: recalibrate below
+        z = math.nan
+    # accept dp-accounting's calibration only if its own accountant certifies it with a valid
+    # answer: a 0 from a negative Rényi divergence (or the RDP floor) lets it "succeed" wrongly
+    raw = _raw_epsilon(z, sampling_rate, n_steps, delta_ar, "rdp") if math.isfinite(z) and z > 0 else math.nan
+    if not (_valid_epsilon(raw) and raw <= eps_ar):
+        return _calibrate_checked(eps_ar, delta_ar, float(sampling_rate), int(n_steps), accountant, epsilon, delta)
     if accountant == "pld":
+
+        def certifies(m):
+            e = _raw_epsilon(m, sampling_rate, n_steps, delta_ar, "pld")
+            return _valid_epsilon(e) and e <= eps_ar
+
         lo, hi = 0.5 * z, z
-        if sgld_epsilon(lo, sampling_rate, n_steps, delta_ar, "pld") <= eps_ar:
+        if certifies(lo):
             lo = 1e-3
         for _ in range(12):
             mid = 0.5 * (lo + hi)
-            if sgld_epsilon(mid, sampling_rate, n_steps, delta_ar, "pld") <= eps_ar:
+            if certifies(mid):
                 hi = mid
             else:
                 lo = mid
         z = hi
-    elif accountant != "rdp":
-        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}.")
     return z
+
+
+def _calibrate_checked(eps_ar, delta_ar, sampling_rate, n_steps, accountant, epsilon, delta):
+    """Smallest noise multiplier (to relative 1e-4) that :func:`sgld_epsilon` certifies at ``eps_ar``.
+
+    Bisection in ``log z`` on the *checked* ε (never an answer of 0 or inf): used when
+    dp-accounting's RDP calibration is not certified by a valid answer of its own accountant.
+    """
+
+    def certifies(m):
+        e, _ = _checked_epsilon(m, sampling_rate, n_steps, delta_ar, accountant, eps_ar)
+        return _valid_epsilon(e) and e <= eps_ar
+
+    hi = 1.0
+    while not certifies(hi):
+        hi *= 4.0
+        if hi > 1e15:
+            raise ValueError(
+                f"the DP-SGLD part of the budget (epsilon={epsilon!r}, delta={delta!r}) is too small: no accountant "
+                f"(dp-accounting RDP or PLD) certifies the add/remove budget ({eps_ar:.3g}, {delta_ar:.3g}) "
+                f"for {n_steps} steps at sampling rate {sampling_rate:.4g} at any noise multiplier up to 1e15; "
+                "use a larger epsilon or delta, or fewer steps (n_iter)."
+            )
+    lo = hi / 4.0
+    if hi == 1.0:
+        lo = 1e-3
+        if certifies(lo):
+            return lo
+    while hi / lo > 1.0 + 1e-4:
+        mid = math.sqrt(lo * hi)
+        if certifies(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def thesis_sgld_epsilon(noise_sd, step_size, clip_norm, batch_size, n_samples, n_steps, delta):
@@ -321,8 +446,6 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         Replace-one ε of the DP-SGLD part from the accountant (at ``delta``).
     epsilon_thesis_ : float
         ε of the same run by the thesis's Theorem 3.16 bound (for comparison).
-    ops_acceptance_ : float
-        Acceptance rate of the MALA chain of the OPS step.
     epsilon_spent_, delta_spent_ : float
         Totals over both parts; ``delta_spent_`` is the DP-SGLD δ only (the OPS step's δ'
         is not certified, see Notes).
@@ -472,8 +595,9 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
 
         p = special.expit(Xs @ theta)
         H = rho * (Xs.T * (p * (1 - p))) @ Xs + prior_prec * np.eye(Xs.shape[1])
-        theta, acc = _mala_ball(logp_grad, theta, linalg.inv(H), R, int(self.n_mcmc), rng)
-        return theta, rho, B, acc
+        # the chain's acceptance rate is a statistic of the raw data (not noised, not accounted): dropped
+        theta, _ = _mala_ball(logp_grad, theta, linalg.inv(H), R, int(self.n_mcmc), rng)
+        return theta, rho, B
 
     def _schedule(self, n, eps_sgld, delta):
         q = min(1.0, int(self.batch_size) / n)
@@ -487,6 +611,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         sd = max(math.sqrt(2.0 * eta), z * L * eta / q)
         return q, T, z, eta, sd
 
+    @serialized
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """OPS start (``ops_fraction × ε``), then DP-SGLD (the rest of ε, and δ).
@@ -500,15 +625,24 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         Returns
         -------
         self : DPSGLDLogisticRegression
+
+        Raises
+        ------
+        ValueError
+            If the accountants cannot certify the budget (ε too large for float range, or ε, δ
+            too small for dp-accounting), or if the chain diverges (non-finite draws: ``step_size``
+            too large); nothing is released then.
         """
         Xs, y01, classes = self._validate(X, y)
         eps, delta = float(self.epsilon), float(self.delta)
         eps_ops = float(self.ops_fraction) * eps
         eps_sgld = eps - eps_ops
+        # the DP-SGLD part is accounted at add/remove (eps_sgld/2, delta/(1 + e^(eps_sgld/2)))
+        _check_draw_budget(eps, delta, 0.5 * (1.0 - float(self.ops_fraction)), 1.0, type(self).__name__)
         n = Xs.shape[0]
         q, T, z, eta, sd = self._schedule(n, eps_sgld, delta)
         rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
-        theta0, rho, B, acc = self._ops_start(Xs, y01, eps_ops, rng)
+        theta0, rho, B = self._ops_start(Xs, y01, eps_ops, rng)
         prior_prec = 1.0 / float(self.prior_scale) ** 2
         L = float(self.clip_norm)
 
@@ -517,9 +651,22 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             return (special.expit(Xb @ theta) - y01[idx])[:, None] * Xb
 
         keep = np.unique(np.linspace(T // 2 + 1, T, int(self.n_draws)).round().astype(int))
-        draws = sgld_chain(grad, lambda t: prior_prec * t, theta0, n, q, T, eta, sd, L, rng, keep=keep)
-        eps_ar = sgld_epsilon(z, q, T, delta / (1.0 + math.exp(0.5 * eps_sgld)), accountant=self.accountant)
-        eps_dp = replace_one_from_add_remove(eps_ar, delta / (1.0 + math.exp(0.5 * eps_sgld)))[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            draws = sgld_chain(grad, lambda t: prior_prec * t, theta0, n, q, T, eta, sd, L, rng, keep=keep)
+        if not np.all(np.isfinite(draws)):
+            # the draws are private (post-processing of the noisy chain), so refusing reveals nothing more
+            raise ValueError(
+                f"the DP-SGLD chain diverged (non-finite draws) with step_size={self.step_size!r} "
+                f"(eta={eta:.3g}, noise sd {sd:.3g}); use a smaller step_size"
+                + (" (or 'auto')." if self.step_size != "auto" else " than 'auto' chose, or a smaller epsilon.")
+            )
+        # the certificate of the calibration: the first accountant (self.accountant, the other one,
+        # RDP with more orders) whose valid answer (finite, > 0) is within the add/remove target
+        delta_ar = delta / (1.0 + math.exp(0.5 * eps_sgld))
+        eps_ar, _ = _checked_epsilon(float(z), float(q), int(T), float(delta_ar), self.accountant, 0.5 * eps_sgld)
+        if not _valid_epsilon(eps_ar):  # a guard: calibrate_sgld_noise certified this z
+            raise ValueError(f"no accountant certifies epsilon={eps!r}, delta={delta!r} for DP-SGLD.")
+        eps_dp = replace_one_from_add_remove(eps_ar, delta_ar)[0]
         eps_thesis = thesis_sgld_epsilon(sd, eta, L, q * n, n, T, delta)
 
         ledger_ = PrivacyLedger()
@@ -540,7 +687,6 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         self.intercept_ = np.array([float(np.mean(self.intercept_samples_))])
         self.ops_coef_ = self._unscale(theta0, 1.0)[0]
         self.rho_ = rho
-        self.ops_acceptance_ = acc
         self.noise_multiplier_ = z
         self.step_size_ = eta
         self.noise_sd_ = sd

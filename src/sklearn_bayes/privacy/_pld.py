@@ -350,9 +350,14 @@ def ops_ridge_composed_max_c(epsilon, delta, mu, gaussian_mu, interval=1e-3):
     lo, hi = 0.9 * guess, 1.05 * guess
     if not f(lo):
         lo = 0.0
+    if hi <= 0.0:  # the Gaussian part alone uses the budget: search up from a tiny c
+        hi = 1e-12
     while f(hi):
         lo, hi = hi, 2.0 * hi
-    while hi - lo > 1e-3 * hi:
+    # bisection to relative precision 1e-3; bounded, since with lo = 0 the relative gap never closes
+    for _ in range(200):
+        if hi - lo <= 1e-3 * hi:
+            break
         mid = 0.5 * (lo + hi)
         if f(mid):
             lo = mid

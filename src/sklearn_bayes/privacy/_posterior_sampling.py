@@ -32,7 +32,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from sklearn_bayes.linear_model._base import LinearPredictorMixin, validate_regression_data
-from sklearn_bayes.privacy._accounting import PrivacyLedger
+from sklearn_bayes.privacy._accounting import PrivacyLedger, _log1p_exp
 from sklearn_bayes.privacy._clipping import clip_rows, clip_values
 from sklearn_bayes.privacy._pld import (
     analytic_gaussian_sigma,
@@ -47,7 +47,7 @@ from sklearn_bayes.privacy._ssp_posterior import (
     release_sufficient_statistics,
     ssp_posterior_budget,
 )
-from sklearn_bayes.utils import RealInterval, check_epsilon, check_privacy_random_state
+from sklearn_bayes.utils import RealInterval, check_epsilon, check_privacy_random_state, serialized
 
 __all__ = [
     "AdaOPSRegressor",
@@ -157,6 +157,44 @@ def _replace_one_pair_budget(epsilon, delta):
     """(ε₀, δ₀) of the add/remove pairs that compose to replace-one (ε, δ) through ``Z``."""
     eps0 = 0.5 * epsilon
     return eps0, delta / (1.0 + math.exp(eps0))
+
+
+#: largest add/remove ε₀ of a posterior draw: ``e^{ε₀}`` must stay within float range
+_MAX_EPS0 = 700.0
+#: smallest add/remove δ₀ = δ'/(1 + e^{ε₀}) the normal-CDF accounting resolves (tails of ~36 sd)
+_MIN_DELTA0 = 1e-290
+
+
+def _round_down(x, digits=4):
+    """``x > 0`` rounded *down* to ``digits`` significant digits (a printed limit that is accepted)."""
+    k = digits - 1 - math.floor(math.log10(x))
+    return math.floor(x * 10.0**k) / 10.0**k
+
+
+def _check_draw_budget(epsilon, delta, eps0_share, delta_share, what):
+    """Refuse an ε whose add/remove pair budget ``(ε₀, δ₀)`` is outside the exact accounting's range.
+
+    ``ε₀ = eps0_share ε`` and ``δ₀ = delta_share δ / (1 + e^{ε₀})`` (computed in log space); the
+    calibration needs ``ε₀ <= 700`` (``e^{ε₀}`` finite) and ``δ₀ >= 1e-290``.  The error names
+    ``epsilon`` and the largest value supported at this ``delta`` (a release at a smaller ε
+    is also (ε, δ)-DP, so nothing is lost but the name of the number).
+    """
+    eps0 = eps0_share * epsilon
+    d = delta_share * delta
+    if eps0 <= _MAX_EPS0 and math.log(d) - _log1p_exp(eps0) >= math.log(_MIN_DELTA0):
+        return
+    if d > 2.0 * _MIN_DELTA0:
+        largest = _round_down(min(_MAX_EPS0, math.log(d / _MIN_DELTA0 - 1.0)) / eps0_share)
+        raise ValueError(
+            f"epsilon={epsilon!r} exceeds the largest epsilon {what} supports at delta={delta!r}: "
+            f"{largest!r}. Beyond it the add/remove budget delta/(1 + e^(epsilon/2)) of the exact "
+            f"accounting leaves floating-point range; a release at a smaller epsilon is also "
+            f"(epsilon, delta)-DP, so use epsilon <= {largest!r}."
+        )
+    raise ValueError(
+        f"delta={delta!r} is too small for {what} at any epsilon (epsilon={epsilon!r}): the add/remove "
+        f"delta of the exact accounting falls below {_MIN_DELTA0:g}; use delta >= {4 * _MIN_DELTA0 / delta_share:g}."
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -460,6 +498,7 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
         self.random_state = random_state
         self.ledger = ledger
 
+    @serialized
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Clip, scale and release one draw from the ridge posterior.
@@ -478,6 +517,7 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
         if not math.isfinite(lam):
             raise ValueError(f"ridge_lambda must be finite, got ridge_lambda={lam!r}.")
         n = Xs.shape[0]
+        _check_draw_budget(eps, delta, 0.5, 1.0, type(self).__name__)
         mu_max, r_max = 1.0 / lam, 1.0 + math.sqrt((n - 1) / lam)
         eps0, delta0 = _replace_one_pair_budget(eps, delta)
         if self.gamma is None:
@@ -576,6 +616,8 @@ def _min_h_for_variance(eps0, delta0):
     h = 1.0
     while ops_ridge_delta(eps0, 1.0 / h, 0.0) > 0.5 * delta0:
         h *= 2.0
+        if h > 2.0**1000:  # δ(ε₀; μ → 0, c = 0) -> 0: unreachable for 0 < δ₀ (a guard, never a loop)
+            raise ValueError(f"no eigenvalue floor certifies (epsilon0={eps0!r}, delta0={delta0!r}).")
     return h
 
 
@@ -636,16 +678,111 @@ def _mu_grid(mu):
 
 def _composed_c(b, mu):
     """Largest ``c = √(γμ)|r|`` of the draw at leverage ``<= mu`` within the composed budget."""
-    return ops_ridge_composed_max_c(b["eps_ar"], b["delta_mech"], _mu_grid(mu), b["mu_gauss"])
+    interval = b.get("interval", _PLD_INTERVAL)
+    return ops_ridge_composed_max_c(b["eps_ar"], b["delta_mech"], _mu_grid(mu), b["mu_gauss"], interval)
+
+
+#: discretisation of the composed privacy-loss distributions (finer only where it cannot certify)
+_PLD_INTERVAL = 1e-3
+#: a leverage so small that the draw's loss is ~0: the composed δ at it is the limit h -> inf
+_MU_LIMIT = 1e-12
+#: the composed δ of the released-norm budget bottoms out at about 5e-16 (dp-accounting truncates
+#: tails of mass <= 1e-15 into the infinite loss): ``delta_mech >= 4e-15`` is certifiable for sure
+#: (the error messages name the ε where it is reached), ``delta_mech < 1e-17`` surely not
+_MIN_DELTA_MECH = 4e-15
+_PLD_FLOOR_SURE = 1e-17
+#: at most this many doublings of the floor (a guard: with the limit below the target it ends)
+_MAX_DOUBLINGS = 200
+
+
+def _pld_limit(eps_ar, mu_gauss, interval):
+    """The composed δ(ε_ar) as the draw's leverage goes to 0 (the Gaussian pair and the PLD's floor)."""
+    try:
+        return ops_ridge_composed_delta(eps_ar, _MU_LIMIT, 0.0, mu_gauss, interval)
+    except (IndexError, ValueError):  # dp-accounting fails on degenerate (one-point) distributions
+        return math.inf
 
 
 @functools.lru_cache(maxsize=256)
-def _min_h_composed(eps_ar, delta_mech, mu_gauss):
-    """Smallest h (power of 2) whose leverage alone (``c = 0``) uses at most half of ``delta_mech``."""
+def _composed_interval(eps_ar, delta_mech, mu_gauss):
+    """The coarsest PLD interval (1e-3, then /4 down to ``eps_ar/100``) at which the composition can
+    certify the target: the limit of the composed δ at leverage -> 0 is below ``0.45 delta_mech``.
+
+    Returns ``None`` when no interval can (ε too small for the Gaussian pair to leave room, or
+    δ below the PLD's floor).
+    """
+    interval = _PLD_INTERVAL
+    while True:
+        if _pld_limit(eps_ar, mu_gauss, interval) < 0.45 * delta_mech:
+            return interval
+        interval /= 4.0
+        if interval < eps_ar / 100.0:
+            return None
+
+
+@functools.lru_cache(maxsize=256)
+def _min_h_composed(eps_ar, delta_mech, mu_gauss, interval=_PLD_INTERVAL):
+    """Smallest h (power of 2) whose leverage alone (``c = 0``) uses at most half of ``delta_mech``.
+
+    Bounded: the composed δ decreases to its limit at leverage 0, which
+    :func:`_composed_interval` has checked is below the target.
+    """
     h = _min_h_for_variance(eps_ar, delta_mech)  # the draw alone, exact and cheap: a lower start
-    while ops_ridge_composed_delta(eps_ar, 1.0 / h, 0.0, mu_gauss) > 0.5 * delta_mech:
+    for _ in range(_MAX_DOUBLINGS):
+        if ops_ridge_composed_delta(eps_ar, 1.0 / h, 0.0, mu_gauss, interval) <= 0.5 * delta_mech:
+            return h
         h *= 2.0
-    return h
+    raise ValueError(
+        f"the released-norm calibration found no eigenvalue floor for (epsilon/2={eps_ar!r}, "
+        f"delta_mech={delta_mech!r}) in {_MAX_DOUBLINGS} doublings."
+    )
+
+
+def released_norm_budget(epsilon, delta):
+    """:func:`adaops_norm_budget` checked for the PLD accounting, with its ``"interval"``.
+
+    Refuses (``ValueError`` naming ``epsilon``) a budget the composed privacy-loss
+    distributions cannot certify: an add/remove ``delta_mech = 0.75 δ/(1 + e^{ε/2})`` at the
+    PLD's floor (ε too large; the message names the largest ε supported for certain,
+    where ``delta_mech >= 4e-15``), or an ε so small that the two Gaussian releases alone use
+    the composed δ at every discretisation down to ``ε/200``.  The first test is in log
+    space: no overflow at any ε.
+    """
+    epsilon, delta = float(epsilon), float(delta)
+    what = "calibration='released_norm'"
+
+    def too_large():
+        if 0.75 * delta <= 2.0 * _MIN_DELTA_MECH:
+            return ValueError(
+                f"epsilon={epsilon!r} is too large for {what} at delta={delta!r}: its composed accounting "
+                f"(dp-accounting privacy-loss distributions) cannot certify the add/remove delta "
+                f"0.75 delta/(1 + e^(epsilon/2)) below about 1e-15, and at this delta no epsilon is supported "
+                f"for certain; use delta >= {_round_down(8.0 * _MIN_DELTA_MECH / 0.75)!r} or "
+                "calibration='ssp_posterior'."
+            )
+        largest = _round_down(2.0 * math.log(0.75 * delta / _MIN_DELTA_MECH - 1.0))
+        return ValueError(
+            f"epsilon={epsilon!r} is too large for {what} at delta={delta!r}: its composed accounting "
+            f"(dp-accounting privacy-loss distributions) cannot certify the add/remove delta "
+            f"0.75 delta/(1 + e^(epsilon/2)) below about 1e-15. The largest epsilon it supports for certain "
+            f"at this delta is {largest!r}; use epsilon <= {largest!r} (a release at a smaller epsilon is "
+            "also (epsilon, delta)-DP), or calibration='ssp_posterior'."
+        )
+
+    if math.log(0.75 * delta) - _log1p_exp(0.5 * epsilon) < math.log(_PLD_FLOOR_SURE):
+        raise too_large()
+    b = adaops_norm_budget(epsilon, delta)
+    interval = _composed_interval(b["eps_ar"], b["delta_mech"], b["mu_gauss"])
+    if interval is None:
+        if b["delta_mech"] < _MIN_DELTA_MECH:
+            raise too_large()
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small for {what} at delta={delta!r}: the two Gaussian releases "
+            "alone use the whole composed delta, leaving nothing for the posterior draw. Use a larger "
+            "epsilon, or calibration='ssp_posterior' (which supports every epsilon > 0)."
+        )
+    b["interval"] = interval
+    return b
 
 
 def ridge_norm_sensitivity(h):
@@ -949,6 +1086,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         self.random_state = random_state
         self.ledger = ledger
 
+    @serialized
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Release λ̃_min (and a norm bound), choose (λ_n, γ_n) from them and release one draw.
@@ -1030,7 +1168,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     def _fit_released_norm(self, Xs, ys, rng):
         eps, delta = float(self.epsilon), float(self.delta)
         n, p = Xs.shape
-        b = adaops_norm_budget(eps, delta)
+        b = released_norm_budget(eps, delta)
         # 1. release lambda_min (sensitivity 1)
         sigma1 = 1.0 / b["mu_lambda"]
         gram = Xs.T @ Xs
@@ -1040,7 +1178,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         margin = 1.0 + sigma1 * float(-special.ndtri(b["delta_event_lambda"]))
         # 2. base floor and penalty (post-processing of lam_noisy)
         q2 = float(-special.ndtri(b["delta_event_norm"]))
-        h_floor = max(_min_h_composed(b["eps_ar"], b["delta_mech"], b["mu_gauss"]), _norm_floor(b["mu_norm"], q2))
+        h_floor = max(_min_h_composed(b["eps_ar"], b["delta_mech"], b["mu_gauss"], b["interval"]),
+                      _norm_floor(b["mu_norm"], q2))
         h0 = max(lam_noisy - margin, h_floor)
         if self.kappa is not None:
             h0 = max(h0, n / (p * float(self.kappa)))
@@ -1064,6 +1203,11 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         lam_n = max(lam0, h - (lam_noisy - margin))
         mu_max = _mu_grid(1.0 / h)
         c = _composed_c(b, 1.0 / h)
+        if not c:  # None or 0: a guard (h >= h_floor leaves half of delta_mech for the residual)
+            raise ValueError(
+                f"calibration='released_norm' found no inverse temperature for (epsilon={eps!r}, "
+                f"delta={delta!r}); use a larger epsilon or calibration='ssp_posterior'."
+            )
         gamma = c * c / (mu_max * r_max * r_max)
         try:
             theta = self._draw(Xs, ys, lam_n, gamma, rng)
@@ -1097,6 +1241,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     def _fit_thesis(self, Xs, ys, rng):
         eps, delta = float(self.epsilon), float(self.delta)
         n, p = Xs.shape
+        _check_draw_budget(eps, delta, 0.25, 0.5, "calibration='thesis'")
         b = adaops_budget(eps, delta)
         # 1. release lambda_min (sensitivity 1 for rows in the unit ball)
         sigma1 = analytic_gaussian_sigma(b["eps_lambda"], b["delta_lambda"], 1.0)
@@ -1114,6 +1259,11 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         # 3. gamma, exactly at the worst case of the event lambda_min(H_Z) >= h
         mu_max, r_max = 1.0 / h, 1.0 + math.sqrt(max(n - 1, 0) / h)
         gamma = calibrate_ops_gamma(b["eps0"], b["delta0"], mu_max, r_max)
+        if gamma is None:  # a guard: h >= h_floor leaves room for the residual
+            raise ValueError(
+                f"calibration='thesis' found no inverse temperature for (epsilon={eps!r}, delta={delta!r}) "
+                f"at n={n}; use a larger epsilon or calibration='ssp_posterior'."
+            )
         # 4. one draw (a Cholesky failure is only possible on the accounted event lambda_min + lam_n < h)
         try:
             theta = self._draw(Xs, ys, lam_n, gamma, rng)
