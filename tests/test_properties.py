@@ -848,8 +848,8 @@ def _run_ldp_program(first, ops, seed, with_bad_calls):
         kind = op[0]
         if kind == "users":
             est.partial_fit(np.reshape(op[1], (-1, 1)))
-        elif kind == "responses":
-            est.partial_fit_responses(op[1], op[2])
+        elif kind == "responses":  # one subset for every response, spelled unambiguously
+            est.partial_fit_responses(op[1], [list(op[2])] * len(op[1]))
         elif kind == "propose":
             proposals.append(est.propose_subset().tolist())
         elif kind == "pickle":
@@ -1055,7 +1055,7 @@ def test_adaptive_ldp_copy_mid_stream_continues_identically(batches, split, seed
     def feed(est, batch):
         if batch[0] == "users":
             return est.partial_fit(np.reshape(batch[1], (-1, 1)))
-        return est.partial_fit_responses(batch[1], batch[2])
+        return est.partial_fit_responses(batch[1], [list(batch[2])] * len(batch[1]))
 
     est = _ldp(seed)
     for b in batches[:k]:
