@@ -5,7 +5,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes.utils._validation import check_container, naming
-from sklearn_bayes.utils import RealInterval
+from sklearn_bayes.utils import RealInterval, serialized
 
 __all__ = ["RowNormClipper", "clip_rows", "clip_values"]
 
@@ -14,7 +14,25 @@ def clip_rows(X, bound):
     """Scale down every row of ``X`` whose Euclidean norm exceeds ``bound`` to norm ``bound``.
 
     Rows inside the ball are left unchanged.  The map acts on each row alone, so a
-    record's clipped value never depends on the other records.
+    record's clipped value never depends on the other records.  Every returned row has
+    norm at most ``bound``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Finite values (a row with an infinite or NaN entry has no direction to keep: refused).
+    bound : float
+        The radius, > 0 (``inf`` clips nothing).
+
+    Returns
+    -------
+    X_clipped : ndarray of shape (n_samples, n_features)
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not 2-D or has a non-finite value, or ``bound`` is not > 0 (the message
+        prints no data value).
 
     Examples
     --------
@@ -23,6 +41,13 @@ def clip_rows(X, bound):
            [0.3, 0.4]])
     """
     X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features), got {X.ndim} dimension(s).")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains a non-finite value (inf or NaN): such a row cannot be clipped into the ball.")
+    bound = float(bound)
+    if not bound > 0:  # NaN too: every comparison with it is False and nothing would be clipped
+        raise ValueError(f"bound must be > 0, got {bound!r}.")
     # the norm of each row is computed as m * r with m = max |x_i| and r = ||x / m|| in
     # [1, sqrt(d)]: squaring x directly underflows to 0 below ~1e-154 (no row would be
     # clipped: an unbounded sensitivity) and overflows above ~1e154
@@ -40,8 +65,20 @@ def clip_rows(X, bound):
 
 
 def clip_values(y, bound):
-    """Clip each value to ``[-bound, bound]``."""
-    return np.clip(np.asarray(y, dtype=np.float64), -bound, bound)
+    """Clip each value to ``[-bound, bound]`` (``bound > 0``; NaN values are refused, printing no value).
+
+    Examples
+    --------
+    >>> clip_values([-3.0, 0.5, 2.0], 1.0)
+    array([-1. ,  0.5,  1. ])
+    """
+    bound = float(bound)
+    if not bound > 0:
+        raise ValueError(f"bound must be > 0, got {bound!r}.")
+    y = np.asarray(y, dtype=np.float64)
+    if np.any(np.isnan(y)):
+        raise ValueError("y contains NaN: it cannot be clipped into [-bound, bound].")
+    return np.clip(y, -bound, bound)
 
 
 class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -106,13 +143,18 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def _center(self, n_features):
         if self.center is None:
             return None
-        c = np.asarray(self.center, dtype=np.float64).ravel()
-        if c.shape[0] != n_features or not np.all(np.isfinite(c)):
+        with naming("center"):
+            c = np.asarray(self.center, dtype=np.float64).ravel()
+        if c.shape[0] != n_features:
             raise ValueError(
-                f"center must be a finite vector of length n_features={n_features}, got shape {c.shape}."
+                f"center must be a vector of length n_features={n_features}, got shape {c.shape}."
             )
+        if not np.all(np.isfinite(c)):
+            bad = "NaN" if np.any(np.isnan(c)) else "an infinite value"
+            raise ValueError(f"center must be finite, got a center with {bad}.")
         return c
 
+    @serialized
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Record the number of features (nothing is learned from the values).
@@ -150,7 +192,13 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             X = validate_data(self, X, dtype=np.float64, reset=False)
         c = self._center(X.shape[1])
         if c is not None:
-            X = X - c
+            with np.errstate(over="ignore", invalid="ignore"):
+                X = X - c
+            if not np.all(np.isfinite(X)):  # |x - center| beyond the float range: no direction to keep
+                raise ValueError(
+                    "X - center overflows (a value beyond the float range) for some row of X; X and center "
+                    "must be such that every centred value is finite."
+                )
         return clip_rows(X, float(self.max_norm))
 
     def __sklearn_tags__(self):

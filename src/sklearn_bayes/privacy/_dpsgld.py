@@ -570,7 +570,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
                 f"{type_of_target(y, input_name='y')}: y has {classes.shape[0]} classes."
             )
         if classes.shape[0] < 2:
-            raise ValueError(f"y has 1 class ({classes[0]!r}); DPSGLDLogisticRegression needs two classes.")
+            # the class label is a data value: not printed (an error of a private estimator echoes no data)
+            raise ValueError("y has 1 class; DPSGLDLogisticRegression needs two classes.")
         if self.n_draws > self.n_iter:
             raise ValueError(f"n_draws={self.n_draws} must be at most n_iter={self.n_iter}.")
         return self._scaled_design(X), y01.astype(float), classes

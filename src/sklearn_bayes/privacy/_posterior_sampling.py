@@ -161,8 +161,8 @@ def _replace_one_pair_budget(epsilon, delta):
 
 #: largest add/remove ε₀ of a posterior draw: ``e^{ε₀}`` must stay within float range
 _MAX_EPS0 = 700.0
-#: smallest add/remove δ₀ = δ'/(1 + e^{ε₀}) the normal-CDF accounting resolves (tails of ~36 sd)
-_MIN_DELTA0 = 1e-290
+#: smallest add/remove δ₀ = δ'/(1 + e^{ε₀}) the normal-CDF accounting resolves (normal floats, tails of ~37 sd)
+_MIN_DELTA0 = 1e-305
 
 
 def _round_down(x, digits=4):
@@ -175,7 +175,7 @@ def _check_draw_budget(epsilon, delta, eps0_share, delta_share, what):
     """Refuse an ε whose add/remove pair budget ``(ε₀, δ₀)`` is outside the exact accounting's range.
 
     ``ε₀ = eps0_share ε`` and ``δ₀ = delta_share δ / (1 + e^{ε₀})`` (computed in log space); the
-    calibration needs ``ε₀ <= 700`` (``e^{ε₀}`` finite) and ``δ₀ >= 1e-290``.  The error names
+    calibration needs ``ε₀ <= 700`` (``e^{ε₀}`` finite) and ``δ₀ >= 1e-305``.  The error names
     ``epsilon`` and the largest value supported at this ``delta`` (a release at a smaller ε
     is also (ε, δ)-DP, so nothing is lost but the name of the number).
     """
@@ -262,6 +262,14 @@ class _PrivateLinearBase(BaseEstimator):
         else:
             coef = theta * y_scale / float(self.x_bound)
             intercept = np.zeros(theta.shape[:-1]) if theta.ndim > 1 else 0.0
+        if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+            # a function of the release and the public bounds: refusing reveals nothing more
+            raise ValueError(
+                f"the coefficients in the original units overflow the float range with x_bound={self.x_bound!r}"
+                + (f" and y_bound={self.y_bound!r}: the scale y_bound/x_bound" if hasattr(self, "y_bound")
+                   else ": the scale 1/x_bound")
+                + " is too large; choose bounds of a more moderate ratio."
+            )
         return coef, intercept
 
     def _record(self, ledger_, mechanism, epsilon, delta, note=""):
