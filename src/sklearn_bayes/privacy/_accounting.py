@@ -185,17 +185,22 @@ class PrivacyLedger:
         for ledger in ledgers:
             if not isinstance(ledger, PrivacyLedger):
                 raise TypeError(f"compose takes PrivacyLedger objects, got {type(ledger).__name__}.")
-            for r in list(ledger.records):
+            for r in ledger._snapshot_records():
                 key = r.get("id", id(r))
                 if key not in seen:
                     seen.add(key)
                     out.records.append(dict(r))
         return out
 
+    def _snapshot_records(self):
+        """The records as they are now (a copy taken under the lock: threads may be recording)."""
+        with self._lock:
+            return list(self.records)
+
     @property
     def epsilon_spent(self):
         """Total ε under sequential composition of the recorded releases."""
-        return float(math.fsum(r["epsilon"] for r in self.records))
+        return float(math.fsum(r["epsilon"] for r in self._snapshot_records()))
 
     @property
     def n_releases(self):
@@ -206,7 +211,7 @@ class PrivacyLedger:
         return self
 
     def __getstate__(self):
-        return {"records": [dict(r) for r in self.records]}
+        return {"records": [dict(r) for r in self._snapshot_records()]}
 
     def __setstate__(self, state):
         self.records = state["records"]
