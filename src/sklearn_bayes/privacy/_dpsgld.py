@@ -386,7 +386,9 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Total ε (> 0, finite), replace-one neighbours.
+        Total ε (> 0, finite), replace-one neighbours.  ``fit`` refuses, naming the limit, an
+        ε whose DP-SGLD add/remove budget leaves floating-point range (2753 at δ = 1e-6 and
+        ``ops_fraction=0.5``), and a budget no accountant certifies (User Guide, *Limits*).
     delta : float, default=1e-6
         δ in (0, 1) of the DP-SGLD part.
     x_bound : float, default=None
@@ -409,12 +411,16 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     step_size : "auto" or float, default="auto"
         η.  ``"auto"``: the largest η at which the privacy noise is no more than the
         Langevin noise (``s = √(2η)``, "privacy for free"), so the chain targets the
-        posterior itself.
+        posterior itself.  A chain that diverges (non-finite draws, a step too large) is
+        refused with a ``ValueError`` naming ``step_size``; nothing non-finite is released.
     ops_fraction : float, default=0.5
         Share of ε spent on the OPS start (the thesis uses ε/2).
     accountant : {"rdp", "pld"}, default="rdp"
         ``dp-accounting`` accountant that calibrates the noise: Rényi DP, or privacy-loss
-        distributions (tighter, slower).
+        distributions (tighter, slower).  An answer of 0 or ``inf`` (RDP below its floor,
+        where dp-accounting returns 0 for a negative Rényi divergence) is never accepted:
+        the noise is then calibrated and certified by the other accountant (or RDP with
+        more orders), and ``epsilon_sgld_`` is that certificate.
     n_mcmc : int, default=300
         MALA steps of the OPS start.
     fit_intercept : bool, default=True

@@ -392,7 +392,9 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Privacy budget ε (> 0, finite).
+        Privacy budget ε (> 0, finite).  ``fit`` refuses an ε whose add/remove budget
+        ``(ε/2, δ/(1 + e^{ε/2}))`` leaves floating-point range (ε > 1376 at δ = 1e-6), naming
+        the largest supported value.
     delta : float, default=1e-6
         δ in (0, 1).  Take ``δ << 1/n``.
     ridge_lambda : float, default=100.0
@@ -892,7 +894,11 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     Parameters
     ----------
     epsilon : float, default=1.0
-        Total privacy budget ε (> 0, finite), replace-one neighbours.
+        Total privacy budget ε (> 0, finite), replace-one neighbours.  ``"ssp_posterior"``
+        supports every ε; ``fit`` refuses, naming the largest supported value, an ε beyond
+        the accounting of ``"thesis"`` (2751 at δ = 1e-6) or of ``"released_norm"`` (whose
+        privacy-loss distributions certify δ down to about 1e-15: 38.09 at δ = 1e-6), and an
+        ε below about 1e-5 for ``"released_norm"`` (User Guide, *Limits*).
     delta : float, default=1e-6
         Total δ in (0, 1).
     kappa : float or None, default=None
