@@ -157,12 +157,16 @@ def test_sgld_epsilon_never_returns_zero():
 
 
 def test_dpsgld_diverging_step_size_is_refused():
+    """step_size=1e300 released NaN coefficients; now refused, and the run's spend is still recorded
+    in the shared ledger (the refusal is a function of the release: refits compose with it)."""
     X, y = _data("dpsgld")
+    ledger = PrivacyLedger()
     est = DPSGLDLogisticRegression(epsilon=1.0, x_bound=2.0, n_iter=50, n_draws=5, n_mcmc=30, step_size=1e300,
-                                   random_state=0)
+                                   random_state=0, ledger=ledger)
     with pytest.raises(ValueError, match=r"diverged .* step_size=1e\+300"):
         _quiet_fit(est, X, y)
-    assert not hasattr(est, "coef_")
+    assert not hasattr(est, "coef_") and not hasattr(est, "classes_")
+    assert ledger.n_releases == 2 and 0.999 <= ledger.epsilon_spent <= 1.0 + 1e-12  # z calibrated to 1e-4
 
 
 def test_dpsgld_one_class_error_prints_no_label():

@@ -648,6 +648,14 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         _check_draw_budget(eps, delta, 0.5 * (1.0 - float(self.ops_fraction)), 1.0, type(self).__name__)
         n = Xs.shape[0]
         q, T, z, eta, sd = self._schedule(n, eps_sgld, delta)
+        # the certificate of the calibration (before anything is drawn): the first accountant
+        # (self.accountant, the other one, RDP with more orders) whose valid answer (finite, > 0)
+        # is within the add/remove target
+        delta_ar = delta / (1.0 + math.exp(0.5 * eps_sgld))
+        eps_ar, _ = _checked_epsilon(float(z), float(q), int(T), float(delta_ar), self.accountant, 0.5 * eps_sgld)
+        if not _valid_epsilon(eps_ar):  # a guard: calibrate_sgld_noise certified this z
+            raise ValueError(f"no accountant certifies epsilon={eps!r}, delta={delta!r} for DP-SGLD.")
+        eps_dp = replace_one_from_add_remove(eps_ar, delta_ar)[0]
         rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         theta0, rho, B = self._ops_start(Xs, y01, eps_ops, rng)
         prior_prec = 1.0 / float(self.prior_scale) ** 2
@@ -660,22 +668,11 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         keep = np.unique(np.linspace(T // 2 + 1, T, int(self.n_draws)).round().astype(int))
         with np.errstate(over="ignore", invalid="ignore"):
             draws = sgld_chain(grad, lambda t: prior_prec * t, theta0, n, q, T, eta, sd, L, rng, keep=keep)
-        if not np.all(np.isfinite(draws)):
-            # the draws are private (post-processing of the noisy chain), so refusing reveals nothing more
-            raise ValueError(
-                f"the DP-SGLD chain diverged (non-finite draws) with step_size={self.step_size!r} "
-                f"(eta={eta:.3g}, noise sd {sd:.3g}); use a smaller step_size"
-                + (" (or 'auto')." if self.step_size != "auto" else " than 'auto' chose, or a smaller epsilon.")
-            )
-        # the certificate of the calibration: the first accountant (self.accountant, the other one,
-        # RDP with more orders) whose valid answer (finite, > 0) is within the add/remove target
-        delta_ar = delta / (1.0 + math.exp(0.5 * eps_sgld))
-        eps_ar, _ = _checked_epsilon(float(z), float(q), int(T), float(delta_ar), self.accountant, 0.5 * eps_sgld)
-        if not _valid_epsilon(eps_ar):  # a guard: calibrate_sgld_noise certified this z
-            raise ValueError(f"no accountant certifies epsilon={eps!r}, delta={delta!r} for DP-SGLD.")
-        eps_dp = replace_one_from_add_remove(eps_ar, delta_ar)[0]
         eps_thesis = thesis_sgld_epsilon(sd, eta, L, q * n, n, T, delta)
 
+        # the mechanism has run: its spend is recorded (in the shared ledger too) before any
+        # refusal below, whose message is a function of the release (a refit after a refusal
+        # composes with it)
         ledger_ = PrivacyLedger()
         self._record(
             ledger_, "ops_start", ops_epsilon(B, rho), 0.0,
@@ -686,13 +683,22 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             note=f"dp-accounting {self.accountant}, replace-one via add/remove, {T} Poisson steps at q={q:.4g}; "
             f"thesis bound eps={eps_thesis:.4g}",
         )
+        if not np.all(np.isfinite(draws)):
+            # the draws are private (post-processing of the noisy chain): refusing reveals nothing more
+            raise ValueError(
+                f"the DP-SGLD chain diverged (non-finite draws) with step_size={self.step_size!r} "
+                f"(eta={eta:.3g}, noise sd {sd:.3g}); use a smaller step_size"
+                + (" (or 'auto')." if self.step_size != "auto" else " than 'auto' chose, or a smaller epsilon.")
+            )
+        coef_samples, intercept_samples = self._unscale(draws, 1.0)  # refuses non-finite coefficients
+        ops_coef = self._unscale(theta0, 1.0)[0]
         self.classes_ = classes
-        self.coef_samples_, self.intercept_samples_ = self._unscale(draws, 1.0)
+        self.coef_samples_, self.intercept_samples_ = coef_samples, intercept_samples
         if not self.fit_intercept:
             self.intercept_samples_ = np.zeros(draws.shape[0])
         self.coef_ = self.coef_samples_.mean(0)[None, :]
         self.intercept_ = np.array([float(np.mean(self.intercept_samples_))])
-        self.ops_coef_ = self._unscale(theta0, 1.0)[0]
+        self.ops_coef_ = ops_coef
         self.rho_ = rho
         self.noise_multiplier_ = z
         self.step_size_ = eta
