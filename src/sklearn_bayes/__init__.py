@@ -5,9 +5,9 @@ Public estimators are importable from the top-level package::
     from sklearn_bayes import SubsampledPriorRidge
 """
 
-from . import exceptions, linear_model, privacy
-from .linear_model import *  # noqa: F401,F403
-from .privacy import *  # noqa: F401,F403
+from sklearn_bayes import exceptions, linear_model, privacy
+from sklearn_bayes.linear_model import *  # noqa: F401,F403
+from sklearn_bayes.privacy import *  # noqa: F401,F403
 
 __version__ = "0.1.0.dev0"
 

@@ -1,6 +1,6 @@
 """Command line: ``python -m sklearn_bayes {demo,reproduce} ...``."""
 
-from ._cli import main
+from sklearn_bayes._cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

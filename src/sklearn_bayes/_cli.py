@@ -14,15 +14,15 @@ import textwrap
 import time
 from pathlib import Path
 
-from .experiments import (
+from sklearn_bayes.experiments import (
     DEMO_DESCRIPTIONS,
     DEMOS,
     OPTIONAL_PACKAGES,
     REPRODUCTION_DESCRIPTIONS,
     REPRODUCTIONS,
 )
-from .experiments._progress import Progress
-from .experiments._report import DEMO_COLUMNS, explain_metrics, format_table, write_csv
+from sklearn_bayes.experiments._progress import Progress
+from sklearn_bayes.experiments._report import DEMO_COLUMNS, explain_metrics, format_table, write_csv
 
 _INSTALL_HINT = (
     "Install the 'demo' extra:\n"

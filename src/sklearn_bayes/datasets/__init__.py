@@ -6,10 +6,10 @@ downloaded at run time.  See :mod:`sklearn_bayes.datasets._real` for the
 preprocessing applied by every loader.
 """
 
-from . import _categorical, _real, _streams, _synthetic
-from ._categorical import *  # noqa: F401,F403
-from ._real import *  # noqa: F401,F403
-from ._streams import *  # noqa: F401,F403
-from ._synthetic import *  # noqa: F401,F403
+from sklearn_bayes.datasets import _categorical, _real, _streams, _synthetic
+from sklearn_bayes.datasets._categorical import *  # noqa: F401,F403
+from sklearn_bayes.datasets._real import *  # noqa: F401,F403
+from sklearn_bayes.datasets._streams import *  # noqa: F401,F403
+from sklearn_bayes.datasets._synthetic import *  # noqa: F401,F403
 
 __all__ = sorted({*_real.__all__, *_categorical.__all__, *_streams.__all__, *_synthetic.__all__})

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..utils import check_generator
+from sklearn_bayes.utils import check_generator
 
 __all__ = ["make_dirichlet_categorical_stream", "make_zipf_categorical_stream"]
 

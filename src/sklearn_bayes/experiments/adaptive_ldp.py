@@ -21,9 +21,9 @@ import warnings
 
 import numpy as np
 
-from ..datasets._categorical import make_dirichlet_categorical_stream
-from ..privacy import AdaptiveLDPFrequencyEstimator
-from ..exceptions import SeededNoiseWarning
+from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
+from sklearn_bayes.privacy import AdaptiveLDPFrequencyEstimator
+from sklearn_bayes.exceptions import SeededNoiseWarning
 
 METHODS = [
     ("U1 Fisher", {"utility": "fisher"}),
@@ -377,8 +377,8 @@ def fit_adaptive_rule(X, n_categories, epsilon, rng, n_batches=RULE_BATCHES, n_d
     read of ``theta_`` (intermediate posteriors use ``n_final_steps=200``, the final one the
     default).
     """
-    from ..privacy._ldp_adaptive_rule import choose_mechanism
-    from ..privacy._ldp_mechanisms import best_subset_size, oue_privatize, ss_privatize
+    from sklearn_bayes.privacy._ldp_adaptive_rule import choose_mechanism
+    from sklearn_bayes.privacy._ldp_mechanisms import best_subset_size, oue_privatize, ss_privatize
 
     x = np.asarray(X).reshape(-1).astype(np.int64)
     K, T = int(n_categories), x.size
@@ -434,7 +434,7 @@ def _setting_seed(setting, run):
 
 def simulate_users(setting, run):
     """The users of ``run`` in ``setting`` (common random numbers: every method sees them)."""
-    from ..datasets._categorical import make_zipf_categorical_stream
+    from sklearn_bayes.datasets._categorical import make_zipf_categorical_stream
 
     rng = np.random.default_rng(_setting_seed(setting, run).spawn(1)[0])
     kind, value = setting["theta"]
@@ -793,7 +793,7 @@ def reproduce(output_dir, full=False, n_jobs=1, progress=None):
     """Section 5.7 of the AdOBEst-LDP paper: box plots, subset-size heat map, CSV, tables."""
     from pathlib import Path
 
-    from ._report import format_table, write_csv
+    from sklearn_bayes.experiments._report import format_table, write_csv
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

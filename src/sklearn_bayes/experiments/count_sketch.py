@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._report import DEMO_COLUMNS, format_table, write_csv
+from sklearn_bayes.experiments._report import DEMO_COLUMNS, format_table, write_csv
 
 PAPER = dict(n=2**27, n_values=2**29, total_queries=10**6, start=5 * 10**5, n_q=(1, 10**3, 10**4, 10**5, 10**6), reps=20)
 REDUCED = dict(n=2**21, n_values=2**29, total_queries=10**4, start=7813, n_q=(1, 10, 100, 10**3, 10**4), reps=3)
@@ -53,8 +53,8 @@ def simulate(stream, epsilon, depth, width, n_q, pool, total_queries, start, see
     cum_mre : ndarray (n_sets,)
         Mean of ``|f̂ - f| / max(f, 1)`` over all items queried up to that set.
     """
-    from .._fast import _hashing, _sketch
-    from ..privacy._noise import sample_noise
+    from sklearn_bayes._fast import _hashing, _sketch
+    from sklearn_bayes.privacy._noise import sample_noise
 
     rng = np.random.default_rng(seed)
     n = stream.shape[0]
@@ -118,8 +118,8 @@ def reproduce(output_dir, full=False, n_jobs=1, progress=None):
     """
     from joblib import Parallel, delayed
 
-    from ..datasets._streams import make_zipf_stream
-    from ._progress import Progress
+    from sklearn_bayes.datasets._streams import make_zipf_stream
+    from sklearn_bayes.experiments._progress import Progress
 
     progress = progress or Progress(enabled=False)
     output_dir = Path(output_dir)
@@ -175,8 +175,8 @@ def reproduce_transition(output_dir, epsilon=0.01, reps=1, n_jobs=1, progress=No
     """
     from joblib import Parallel, delayed
 
-    from ..datasets._streams import make_zipf_stream
-    from ._progress import Progress
+    from sklearn_bayes.datasets._streams import make_zipf_stream
+    from sklearn_bayes.experiments._progress import Progress
 
     progress = progress or Progress(enabled=False)
     output_dir = Path(output_dir)
@@ -305,8 +305,8 @@ def demo(output_dir, progress=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ..datasets._streams import make_zipf_stream
-    from ..privacy import PrivateCountSketch
+    from sklearn_bayes.datasets._streams import make_zipf_stream
+    from sklearn_bayes.privacy import PrivateCountSketch
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -360,7 +360,7 @@ def demo(output_dir, progress=None):
 if __name__ == "__main__":  # pragma: no cover - a command line for reproduce_transition
     import argparse
 
-    from ._progress import Progress
+    from sklearn_bayes.experiments._progress import Progress
 
     parser = argparse.ArgumentParser(description="Section 4.6: the best-depth transition with n_Q at full scale")
     parser.add_argument("--transition", action="store_true", required=True)

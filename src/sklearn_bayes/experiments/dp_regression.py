@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy import linalg, optimize, special
 
-from ._report import DEMO_COLUMNS
+from sklearn_bayes.experiments._report import DEMO_COLUMNS
 
 SQRT2 = math.sqrt(2.0)
 RADIUS = 5.0  # public parameter radius of the objective/output perturbation baselines (unit-ball design)
@@ -116,7 +116,7 @@ def synthetic_regression(n, d, seed, noise=0.1):
 
 def design(X, x_bound, clip=True):
     """The unit-ball design ``[clip(x)/x_bound, 1]/√2`` the estimators use inside ``fit``."""
-    from ..privacy._clipping import clip_rows
+    from sklearn_bayes.privacy._clipping import clip_rows
 
     Z = clip_rows(X, x_bound) / x_bound if clip else np.asarray(X, float) / x_bound
     return np.hstack([Z, np.ones((Z.shape[0], 1))]) / SQRT2
@@ -134,7 +134,7 @@ def split(n, seed, test_fraction=0.25):
 
 
 def _gm(eps, delta, sens):
-    from ..privacy._pld import analytic_gaussian_sigma
+    from sklearn_bayes.privacy._pld import analytic_gaussian_sigma
 
     return analytic_gaussian_sigma(eps, delta, sens)
 
@@ -253,7 +253,7 @@ LOGISTIC_METHODS = ("Logistic", "DP-SGLD hybrid", "ObjPert", "OutPert")
 
 def regression_run(X, y, bounds, eps, delta, seed, f_test=None, idx=None):
     """One replicate: test MSE (and excess risk against ``f_test`` if given) of every method."""
-    from ..privacy import AdaOPSRegressor, OnePosteriorSampleRidge
+    from sklearn_bayes.privacy import AdaOPSRegressor, OnePosteriorSampleRidge
 
     tr, te = idx if idx is not None else split(X.shape[0], seed)
     xb, yb = bounds["x_bound"], bounds["y_bound"]
@@ -300,7 +300,7 @@ def regression_run(X, y, bounds, eps, delta, seed, f_test=None, idx=None):
 def logistic_run(X, y, bounds, eps, delta, seed):
     from sklearn.linear_model import LogisticRegression
 
-    from ..privacy import DPSGLDLogisticRegression
+    from sklearn_bayes.privacy import DPSGLDLogisticRegression
 
     tr, te = split(X.shape[0], seed)
     xb = bounds["x_bound"]
@@ -347,7 +347,7 @@ def demo(output_dir, progress=None):
 
     import matplotlib.pyplot as plt
 
-    from ..exceptions import SeededNoiseWarning
+    from sklearn_bayes.exceptions import SeededNoiseWarning
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

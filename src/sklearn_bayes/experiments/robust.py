@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from ._report import DEMO_COLUMNS, format_table, write_csv
+from sklearn_bayes.experiments._report import DEMO_COLUMNS, format_table, write_csv
 
 SETTINGS = {
     "none": None,
@@ -101,7 +101,7 @@ def make_methods(seed, include_slow=True):
     """The compared methods as ``{name: factory}`` (fresh estimator per fit)."""
     from sklearn.linear_model import HuberRegressor, LinearRegression, RANSACRegressor, TheilSenRegressor
 
-    from ..linear_model import CauchyComponent, GaussianComponent, LaplaceComponent, MixtureMEstimatorRegressor
+    from sklearn_bayes.linear_model import CauchyComponent, GaussianComponent, LaplaceComponent, MixtureMEstimatorRegressor
 
     methods = {
         "OLS": lambda: LinearRegression(),
@@ -179,7 +179,7 @@ def one_split(X, y, setting, split, include_slow=True, methods=None, shifts="sym
 
 def load_standardised_boston():
     """Boston housing (506 x 13), every column and the target standardised."""
-    from ..datasets import load_boston
+    from sklearn_bayes.datasets import load_boston
 
     X, y = load_boston(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
@@ -382,8 +382,8 @@ def demo(output_dir, progress=None):
 
     from sklearn.linear_model import HuberRegressor, LinearRegression
 
-    from ..datasets import load_stars_cyg
-    from ..linear_model import MixtureMEstimatorRegressor
+    from sklearn_bayes.datasets import load_stars_cyg
+    from sklearn_bayes.linear_model import MixtureMEstimatorRegressor
 
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

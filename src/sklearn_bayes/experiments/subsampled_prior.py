@@ -35,7 +35,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from threadpoolctl import threadpool_limits
 
-from ..linear_model import (
+from sklearn_bayes.linear_model import (
     ClosedFormRidge,
     SubsampledPriorLinearSVC,
     SubsampledPriorLogisticRegression,
@@ -43,7 +43,7 @@ from ..linear_model import (
     SubsampledPriorRidge,
     SubsampleFitWarning,
 )
-from ._report import format_table, write_csv
+from sklearn_bayes.experiments._report import format_table, write_csv
 
 #: the four variants of the dissertation's tables
 VARIANTS = {
@@ -221,7 +221,7 @@ def table(summary):
 
 def real_datasets(task):
     """The real data sets of ``task`` (loaders of :mod:`sklearn_bayes.datasets`)."""
-    from .. import datasets as D
+    from sklearn_bayes import datasets as D
 
     def xy(loader, **kw):
         return lambda: loader(return_X_y=True, **kw)
@@ -346,7 +346,7 @@ def synthetic_a1(configs=None):
     All 24 designs of the table by default; a config of three values means sparsity 0.5.  Each
     design draws its data with its own seed, :func:`a1_seed`.
     """
-    from ..datasets import make_subsampled_prior_regression
+    from sklearn_bayes.datasets import make_subsampled_prior_regression
 
     configs = configs or A1_DESIGNS
     out = {}

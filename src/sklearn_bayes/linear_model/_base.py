@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
-from ..utils._validation import check_container, naming
+from sklearn_bayes.utils._validation import check_container, naming
 
 __all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_features",
            "check_numeric_target", "naming", "normalise_weights", "rescale",

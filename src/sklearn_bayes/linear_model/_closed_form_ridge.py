@@ -3,8 +3,8 @@
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 
-from ..utils import transactional
-from ._base import LinearPredictorMixin, normalise_weights, standardise, validate_regression_data
+from sklearn_bayes.utils import transactional
+from sklearn_bayes.linear_model._base import LinearPredictorMixin, normalise_weights, standardise, validate_regression_data
 
 __all__ = ["ClosedFormRidge", "closed_form_alpha"]
 

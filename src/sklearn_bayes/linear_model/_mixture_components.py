@@ -23,7 +23,7 @@ import numbers
 import numpy as np
 from scipy import optimize
 
-from .._fast import _mixture as _fast
+from sklearn_bayes._fast import _mixture as _fast
 
 __all__ = [
     "MixtureComponent",

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from .._fast import _mixture as _fast
-from ._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent
-from ._mixture_start import _WLS_BLOCK, wls
+from sklearn_bayes._fast import _mixture as _fast
+from sklearn_bayes.linear_model._mixture_components import CauchyComponent, GaussianComponent, LaplaceComponent
+from sklearn_bayes.linear_model._mixture_start import _WLS_BLOCK, wls
 
 __all__ = ["EMProblem", "describe_residuals", "em", "log_joint"]
 

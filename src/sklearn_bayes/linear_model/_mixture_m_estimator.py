@@ -15,19 +15,19 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import IntegerInterval, check_generator, transactional
-from . import _mixture_min_variance as _min_variance
-from ._base import (
+from sklearn_bayes.utils import IntegerInterval, check_generator, transactional
+from sklearn_bayes.linear_model import _mixture_min_variance as _min_variance
+from sklearn_bayes.linear_model._base import (
     LinearPredictorMixin,
     Standardisation,
     _column_offset_scale,
     normalise_weights,
     validate_regression_data,
 )
-from ._mixture_components import _resolve_components
-from ._mixture_em import EMProblem, describe_residuals, em, log_joint
-from ._mixture_s_start import s_starts
-from ._mixture_start import lts_starts, weighted_median, wls
+from sklearn_bayes.linear_model._mixture_components import _resolve_components
+from sklearn_bayes.linear_model._mixture_em import EMProblem, describe_residuals, em, log_joint
+from sklearn_bayes.linear_model._mixture_s_start import s_starts
+from sklearn_bayes.linear_model._mixture_start import lts_starts, weighted_median, wls
 
 __all__ = ["MixtureMEstimatorRegressor"]
 

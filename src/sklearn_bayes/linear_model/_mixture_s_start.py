@@ -38,8 +38,8 @@ import math
 import numpy as np
 from scipy import optimize, special, stats
 
-from ._mixture_min_variance import _MAD_TO_SD
-from ._mixture_start import lts_candidates, wls
+from sklearn_bayes.linear_model._mixture_min_variance import _MAD_TO_SD
+from sklearn_bayes.linear_model._mixture_start import lts_candidates, wls
 
 __all__ = ["deterministic_starts", "m_scale", "s_starts", "x_central_rows"]
 

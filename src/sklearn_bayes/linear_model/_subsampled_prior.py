@@ -24,9 +24,9 @@ from sklearn.utils import check_array
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..exceptions import SubsampleFitWarning
-from ..utils import IntegerInterval, check_generator, transactional
-from ._base import (
+from sklearn_bayes.exceptions import SubsampleFitWarning
+from sklearn_bayes.utils import IntegerInterval, check_generator, transactional
+from sklearn_bayes.linear_model._base import (
     LinearPredictorMixin,
     check_consistent_rows,
     check_features,
@@ -36,7 +36,7 @@ from ._base import (
     standardise,
     validate_regression_data,
 )
-from ._map import (
+from sklearn_bayes.linear_model._map import (
     HingeLoss,
     LogisticLoss,
     MultinomialLoss,

@@ -1,12 +1,12 @@
 """Differential privacy: noise, accounting, private sketches and local-DP frequency estimation."""
 
-from ._accounting import PrivacyLedger
-from ._adaptive_ldp import AdaptiveLDPFrequencyEstimator
-from ._clipping import RowNormClipper
-from ._count_sketch import PrivateCountSketch
-from ._dpsgld import DPSGLDLogisticRegression
-from ._posterior_sampling import AdaOPSRegressor, OnePosteriorSampleRidge
-from ._rrrr import RRRRMechanism
+from sklearn_bayes.privacy._accounting import PrivacyLedger
+from sklearn_bayes.privacy._adaptive_ldp import AdaptiveLDPFrequencyEstimator
+from sklearn_bayes.privacy._clipping import RowNormClipper
+from sklearn_bayes.privacy._count_sketch import PrivateCountSketch
+from sklearn_bayes.privacy._dpsgld import DPSGLDLogisticRegression
+from sklearn_bayes.privacy._posterior_sampling import AdaOPSRegressor, OnePosteriorSampleRidge
+from sklearn_bayes.privacy._rrrr import RRRRMechanism
 
 __all__ = [
     "AdaOPSRegressor",

@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ..utils import (
+from sklearn_bayes.utils import (
     IntegerInterval,
     RealInterval,
     check_generator,
@@ -31,14 +31,14 @@ from ..utils import (
     serialized,
     transactional,
 )
-from . import _ldp_input as inp
-from ._ldp_driver import process_users, step_sizes
-from ._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_packed
-from ._ldp_posterior import Groups, rrrr_groups
-from ._ldp_samplers import MAX_DRAW_VALUES, N_CHAINS, exact_draws, gibbs_grouped, mala, point_estimate, sgld_chain
-from ._ldp_store import ResponseStore
-from ._rrrr import _rrrr_constants
-from ._utilities import UTILITIES, chosen_subset, sorted_order
+from sklearn_bayes.privacy import _ldp_input as inp
+from sklearn_bayes.privacy._ldp_driver import process_users, step_sizes
+from sklearn_bayes.privacy._ldp_mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_packed
+from sklearn_bayes.privacy._ldp_posterior import Groups, rrrr_groups
+from sklearn_bayes.privacy._ldp_samplers import MAX_DRAW_VALUES, N_CHAINS, exact_draws, gibbs_grouped, mala, point_estimate, sgld_chain
+from sklearn_bayes.privacy._ldp_store import ResponseStore
+from sklearn_bayes.privacy._rrrr import _rrrr_constants
+from sklearn_bayes.privacy._utilities import UTILITIES, chosen_subset, sorted_order
 
 __all__ = ["AdaptiveLDPFrequencyEstimator"]
 

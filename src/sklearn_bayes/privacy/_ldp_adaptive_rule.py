@@ -209,7 +209,7 @@ def expected_tv(theta, cov, n):
 
 def candidate_mechanisms(K, epsilon, window=8):
     """``[('subset_selection', k), ..., ('oue', None)]``: every ``k`` for ``K <= 32``, else ``k* +- window``."""
-    from ._ldp_mechanisms import best_subset_size
+    from sklearn_bayes.privacy._ldp_mechanisms import best_subset_size
 
     if K <= 32:
         ks = range(1, K)

@@ -14,8 +14,8 @@ generator, the RRRR constants table and the prior.
 
 import numpy as np
 
-from ._ldp_samplers import gibbs_sweep
-from ._utilities import UTILITY_MODES, choose_subset_size
+from sklearn_bayes.privacy._ldp_samplers import gibbs_sweep
+from sklearn_bayes.privacy._utilities import UTILITY_MODES, choose_subset_size
 
 __all__ = ["process_users", "step_sizes"]
 
@@ -37,7 +37,7 @@ def step_sizes(step_size, t0, n):
 
 def _run(store, phi, sigma, rng, consts, prior, values, given, mode, alpha, n_steps, batch_size, step_size):
     """One call of the compiled loop over ``values`` (mode as in ``run_online``)."""
-    from .._fast._ldp import run_online
+    from sklearn_bayes._fast._ldp import run_online
 
     n_old = store.n
     n_new = values.shape[0]

@@ -14,7 +14,7 @@ import re
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from ..utils._validation import _DATA_ECHOES, check_container, naming
+from sklearn_bayes.utils._validation import _DATA_ECHOES, check_container, naming
 
 __all__ = ["categories_from", "column", "encode", "rrrr_responses", "refuse_masked", "static_masks",
            "subset_masks"]

@@ -19,7 +19,7 @@ when ``K < 3 e^eps + 2``).
 import numpy as np
 from scipy.special import gammaln
 
-from ._ldp_posterior import Groups
+from sklearn_bayes.privacy._ldp_posterior import Groups
 
 __all__ = ["MECHANISMS", "SetResponseMechanism", "best_subset_size", "ss_privatize", "oue_privatize",
            "ss_privatize_packed", "oue_privatize_packed", "groups_from_masks", "groups_from_unique",
@@ -238,7 +238,7 @@ class SetResponseMechanism:
 
     def privatize(self, x, random_state=None):
         """Responses (boolean ``(n, K)`` masks) of the categories ``x`` (positions ``0..K-1``)."""
-        from ..utils import check_generator
+        from sklearn_bayes.utils import check_generator
 
         rng = check_generator(random_state)
         x = np.atleast_1d(np.asarray(x))

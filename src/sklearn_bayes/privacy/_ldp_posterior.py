@@ -179,7 +179,7 @@ def gibbs_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None
     rho : ndarray of shape (n_draws,)
         The symmetric concentration of each draw (``nan`` for a fixed vector prior).
     """
-    from .._fast._ldp_gibbs import latent_counts
+    from sklearn_bayes._fast._ldp_gibbs import latent_counts
 
     K = groups.n_categories
     theta = np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float).copy()
@@ -212,7 +212,7 @@ def ibu(groups, n_iter=10000, tol=1e-10, theta0=None):
     ``O(K + sum_g |A_g|)`` per iteration (kernel ``expected_counts``); stops when the
     L1 change of ``theta`` is below ``tol``.
     """
-    from .._fast._ldp_gibbs import expected_counts
+    from sklearn_bayes._fast._ldp_gibbs import expected_counts
 
     K = groups.n_categories
     theta = np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float).copy()
@@ -301,8 +301,8 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     ``thin``-th of the ``n_draws`` iterations after the burn-in is kept (``ceil(n_draws /
     thin)`` draws; the chain and its random numbers are the same).
     """
-    from .._fast._ldp import mala_chains, mala_logpost
-    from .._fast._ldp_gibbs import latent_counts
+    from sklearn_bayes._fast._ldp import mala_chains, mala_logpost
+    from sklearn_bayes._fast._ldp_gibbs import latent_counts
 
     K = groups.n_categories
     G = groups.count.size

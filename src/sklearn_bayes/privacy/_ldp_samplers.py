@@ -18,7 +18,7 @@ a :class:`numpy.random.Generator`) and returns its draws; none keeps state.
 
 import numpy as np
 
-from ._ldp_posterior import hybrid_draws, ibu, tv_point_estimate
+from sklearn_bayes.privacy._ldp_posterior import hybrid_draws, ibu, tv_point_estimate
 
 __all__ = ["MAX_DRAW_VALUES", "N_CHAINS", "exact_draws", "gibbs_grouped", "gibbs_sweep", "mala", "point_estimate", "sgld_chain"]
 
@@ -29,7 +29,7 @@ _DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) pe
 def gibbs_sweep(store, phi, rng, consts, prior):
     """One exact Gibbs sweep: latent categories of every response given ``phi / sum(phi)``,
     then ``phi <- Dir(prior + counts)`` (written into ``phi``)."""
-    from .._fast._ldp import gibbs_counts
+    from sklearn_bayes._fast._ldp import gibbs_counts
 
     theta = phi / phi.sum()
     counts = np.zeros(store.n_categories, dtype=np.int64)
@@ -44,7 +44,7 @@ def sgld_chain(store, phi, rng, consts, prior, *, n_iter, thin, sampler, batch_s
     SGLD steps with minibatches of ``batch_size`` at the constant step ``gamma``.
     Returns an array of shape ``(n_iter // thin, K)``.
     """
-    from .._fast._ldp import gibbs_counts, run_sgld
+    from sklearn_bayes._fast._ldp import gibbs_counts, run_sgld
 
     n = store.n
     K = store.n_categories
@@ -139,7 +139,7 @@ def mala(structure, L, counts, prior, phi, burn, keep, rng, thin=0, n_chains=N_C
     thin : int, default=0
     n_chains : int, default=8
     """
-    from .._fast._ldp import mala_chains, mala_logpost
+    from sklearn_bayes._fast._ldp import mala_chains, mala_logpost
 
     groups = structure
     prior = np.ascontiguousarray(prior, dtype=float)

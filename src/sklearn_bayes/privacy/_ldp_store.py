@@ -29,8 +29,8 @@ import uuid
 
 import numpy as np
 
-from ._ldp_mechanisms import popcount_rows
-from ._rrrr import A0, A1, B_IN, B_OUT, B_SELF
+from sklearn_bayes.privacy._ldp_mechanisms import popcount_rows
+from sklearn_bayes.privacy._rrrr import A0, A1, B_IN, B_OUT, B_SELF
 
 __all__ = ["ResponseStore", "distinct_masks", "distinct_packed", "new_store_id"]
 

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from ..utils import check_epsilon, check_privacy_random_state
+from sklearn_bayes.utils import check_epsilon, check_privacy_random_state
 
 __all__ = ["RRRRMechanism"]
 
@@ -362,7 +362,7 @@ class RRRRMechanism:
         y : int or ndarray of int
             Released categories, same shape as ``x``.
         """
-        from .._fast._ldp import rrrr_sample
+        from sklearn_bayes._fast._ldp import rrrr_sample
 
         s = self._check_subset(subset)
         scalar = np.ndim(x) == 0

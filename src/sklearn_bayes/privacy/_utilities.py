@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-from ._rrrr import A0, A1, B_IN, B_OUT, B_SELF, R_KEEP, _rrrr_constants
+from sklearn_bayes.privacy._rrrr import A0, A1, B_IN, B_OUT, B_SELF, R_KEEP, _rrrr_constants
 
 __all__ = [
     "UTILITIES",
@@ -158,7 +158,7 @@ def utility_values(theta, epsilon, kappa, utility="honest", consts=None):
         # the compiled kernel of the online loop: O(K) time and memory per candidate
         # (g is diagonal plus rank two), so O(K^2) time and O(K) memory in all; the
         # Fisher utility eliminates category K - 1, as the paper does
-        from .._fast._ldp import prefix_utilities
+        from sklearn_bayes._fast._ldp import prefix_utilities
 
         return prefix_utilities(_COMPILED_MODES[utility], np.ascontiguousarray(theta, dtype=float),
                                 order.astype(np.int32), np.ascontiguousarray(consts[:K], dtype=float))
@@ -257,7 +257,7 @@ def chosen_subset(phi, epsilon, kappa, utility, alpha, consts, order=None):
     if callable(utility):
         theta = phi / phi.sum()
         return choose_subset_size(theta, epsilon, kappa, utility, alpha=alpha, consts=consts), sorted_order(theta)
-    from .._fast._ldp import choose_prefix
+    from sklearn_bayes._fast._ldp import choose_prefix
 
     if utility == "semi_adaptive" and (alpha is None or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1):
         raise ValueError(f"alpha must be a float in (0, 1) for utility='semi_adaptive', got {alpha!r}.")
@@ -290,7 +290,7 @@ def utility_value(theta, subset, epsilon, kappa, utility):
     >>> round(utility_value([.5, .3, .15, .05], [0], 1.0, 0.8, "honest"), 6)
     0.485443
     """
-    from ._rrrr import RRRRMechanism
+    from sklearn_bayes.privacy._rrrr import RRRRMechanism
 
     theta = np.asarray(theta, dtype=float)
     K = theta.shape[0]

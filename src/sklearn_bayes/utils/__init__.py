@@ -1,9 +1,9 @@
 """Utilities shared by the estimators (validation helpers, transactions, estimator discovery)."""
 
-from ..exceptions import SeededNoiseWarning
-from ._discovery import all_estimators
-from ._transaction import instance_lock, serialized, transactional
-from ._validation import IntegerInterval, RealInterval, check_epsilon, check_generator, check_privacy_random_state
+from sklearn_bayes.exceptions import SeededNoiseWarning
+from sklearn_bayes.utils._discovery import all_estimators
+from sklearn_bayes.utils._transaction import instance_lock, serialized, transactional
+from sklearn_bayes.utils._validation import IntegerInterval, RealInterval, check_epsilon, check_generator, check_privacy_random_state
 
 __all__ = [
     "IntegerInterval",
