@@ -107,7 +107,7 @@ SELECTIONS = []
 
 def _mixture_logged(X, y):
     """The default mixture, recording its loss selection (``misspecification``: the rank test)."""
-    from sklearn_bayes.linear_model import _mixture_min_variance as mv
+    import sklearn_bayes.linear_model._mixture._selection as mv
 
     select = mv.select
 
@@ -127,7 +127,7 @@ def _mixture_old_rule(X, y):
     """The default mixture without the linearity test (the variance rule everywhere)."""
     import functools
 
-    from sklearn_bayes.linear_model import _mixture_min_variance as mv
+    import sklearn_bayes.linear_model._mixture._selection as mv
 
     select = mv.select
     mv.select = functools.partial(select, level=None)
@@ -138,7 +138,7 @@ def _mixture_old_rule(X, y):
 
 
 def _rejection_rate():
-    from sklearn_bayes.linear_model import _mixture_min_variance as mv
+    import sklearn_bayes.linear_model._mixture._selection as mv
 
     rej = [s["misspecification"] is not None and s["misspecification"][2] < mv.MISSPECIFICATION_LEVEL
            for s in SELECTIONS]  # fmt: skip

@@ -83,7 +83,7 @@ def _expected_failed_checks(estimator):
 
 # scikit-learn's checks fit tiny or degenerate data (a few dozen rows, duplicated or constant
 # columns) on which the subsample fits are rank-deficient or separated: the SubsampleFitWarning
-# is then the right behaviour, and it is tested in tests/linear_model/test_subsampled_prior.py.
+# is then the right behaviour, and it is tested in tests/linear_model/subsampled_prior/test_estimators.py.
 # The checks also set an integer random_state on purpose (to compare fits), which makes the
 # privacy estimators warn that seeded noise is for testing only: it is.
 @pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SubsampleFitWarning")

@@ -46,7 +46,7 @@ from sklearn_bayes.utils import all_estimators
 # The pure-Python reference of the (public) hash functions, used by the independent
 # accountant to find the cells a query set touches.
 _spec = importlib.util.spec_from_file_location(
-    "_sketch_reference_for_properties", Path(__file__).parent / "privacy" / "_sketch_reference.py"
+    "_sketch_reference_for_properties", Path(__file__).parent / "privacy" / "sketch" / "_sketch_reference.py"
 )
 ref = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ref)

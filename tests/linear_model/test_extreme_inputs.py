@@ -29,7 +29,7 @@ from sklearn_bayes import (
     SubsampledPriorPoissonRegressor,
     SubsampledPriorRidge,
 )
-from sklearn_bayes.linear_model._base import normalise_weights, rescale
+from sklearn_bayes._glm._base import normalise_weights, rescale
 
 EPS = np.finfo(float).eps
 N = 300

@@ -528,7 +528,7 @@ cdef int _tie_argmax(const double* u, int K) noexcept nogil:
     (a SIMD width, the numpy reference path) differ by at most a few ``K`` ulps of that, so
     values closer than the tolerance are treated as equal and the choice never depends on
     rounding.  Non-finite values are never chosen; all non-finite: ``0``.  The Python twin
-    :func:`sklearn_bayes.privacy._utilities.tie_argmax` performs the same arithmetic.
+    :func:`sklearn_bayes.privacy._ldp._utilities.tie_argmax` performs the same arithmetic.
     """
     cdef int k
     cdef double best = -INFINITY, scale = 1.0, tol, a

@@ -182,7 +182,7 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
     generator : numpy.random.Generator
     theta : (K,) probabilities (entries may be 0).
     a_ptr, a_idx : CSR member lists of the sets ``A_g`` (``a_ptr`` of length ``G + 1``),
-        each sorted increasingly (:class:`~sklearn_bayes.privacy._ldp_posterior.Groups`
+        each sorted increasingly (:class:`~sklearn_bayes.privacy._ldp._posterior.Groups`
         guarantees it).
     g_y : (G,) special category of each group, ``-1`` for none (never a member of ``A_g``).
     f_in, f_y, f_out : (G,) likelihood values (only ratios matter).

@@ -366,7 +366,7 @@ def fit_adaptive_rule(X, n_categories, epsilon, rng, n_batches=RULE_BATCHES, n_d
     The users arrive in ``n_batches`` equal batches.  The first batch answers with the default
     SS(k*); before every later batch the server draws ``n_draws`` posterior samples from the
     responses so far and picks the two-level mechanism (SS(k) for any ``k``, GRR = SS(1), or
-    OUE) minimising the predicted TV error (:func:`~sklearn_bayes.privacy._ldp_adaptive_rule.
+    OUE) minimising the predicted TV error (:func:`~sklearn_bayes.privacy._ldp._adaptive_rule.
     choose_mechanism`).  All these mechanisms have the likelihood ``∝ e^eps`` if ``x`` is in the
     response set, else 1, so the exact posterior is the same whatever the mix; the responses are
     recorded through the public API (``partial_fit_responses(masks)`` of an estimator whose
@@ -377,8 +377,8 @@ def fit_adaptive_rule(X, n_categories, epsilon, rng, n_batches=RULE_BATCHES, n_d
     read of ``theta_`` (intermediate posteriors use ``n_final_steps=200``, the final one the
     default).
     """
-    from sklearn_bayes.privacy._ldp_adaptive_rule import choose_mechanism
-    from sklearn_bayes.privacy._ldp_mechanisms import best_subset_size, oue_privatize, ss_privatize
+    from sklearn_bayes.privacy._ldp._adaptive_rule import choose_mechanism
+    from sklearn_bayes.privacy._ldp._mechanisms import best_subset_size, oue_privatize, ss_privatize
 
     x = np.asarray(X).reshape(-1).astype(np.int64)
     K, T = int(n_categories), x.size

@@ -54,7 +54,7 @@ def simulate(stream, epsilon, depth, width, n_q, pool, total_queries, start, see
         Mean of ``|f̂ - f| / max(f, 1)`` over all items queried up to that set.
     """
     from sklearn_bayes._fast import _hashing, _sketch
-    from sklearn_bayes.privacy._noise import sample_noise
+    from sklearn_bayes.privacy._core._noise import sample_noise
 
     rng = np.random.default_rng(seed)
     n = stream.shape[0]

@@ -1,0 +1,806 @@
+"""One maximum-a-posteriori (MAP) solver for Gaussian-prior generalised linear models.
+
+The solver minimises, over the coefficients ``B`` (``q`` rows of ``d`` features) and an
+unpenalised intercept ``b0`` (``q`` values),
+
+.. math::
+
+    F(B, b_0) = \\sum_{i=1}^N w_i\\, L\\big(y_i,\\; o_i + B x_i + b_0\\big)
+               + \\tfrac12 (\\operatorname{vec} B - \\mu)^\\top P\\, (\\operatorname{vec} B - \\mu),
+
+for a loss object ``L`` (:class:`SquaredLoss`, :class:`LogisticLoss`, :class:`MultinomialLoss`,
+:class:`SquaredHingeLoss`, :class:`PoissonLoss`), a prior mean ``mu``, a prior precision
+``P`` (or its Cholesky factor), a per-sample offset ``o`` and sample weights ``w``.  ``vec``
+stacks the rows of ``B`` (row-major), so for a single-output loss (``q = 1``) it is just the
+coefficient vector.
+
+Scaling
+-------
+The data term is the *sum* (not the mean) of the weighted losses, and the prior term carries
+the factor 1/2, so ``F`` is a negative log posterior: for the logistic, multinomial and Poisson
+losses (negative log-likelihoods) ``P`` is the precision of a Gaussian prior in the usual sense.
+The squared loss is :math:`\\tfrac12 (y-\\eta)^2`, hence for it ``F`` is one half of the
+dissertation's ridge objective :math:`\\|y - X\\beta\\|^2 + (\\beta-\\beta_0)^\\top \\hat S^{-1}(\\beta-\\beta_0)`
+and the minimiser is exactly its closed form
+:math:`(X^\\top W X + P)^{-1}(X^\\top W (y - o) + P\\mu)` (after profiling out the intercept).
+The squared hinge loss is :math:`\\max(0, 1 - y\\eta)^2` (liblinear's L2-loss SVM with
+``C = 1``), so with ``P = I`` and ``mu = 0`` the objective is liblinear's primal
+:math:`\\tfrac12\\|\\beta\\|^2 + C\\sum_i \\max(0, 1 - y_i x_i\\beta)^2`.
+
+Algorithm
+---------
+Damped Newton's method (iteratively reweighted least squares for the GLM losses; the
+generalised-Hessian primal Newton method of Keerthi & DeCoste / Chapelle for the squared
+hinge loss) with an Armijo backtracking line search.  The Hessian is factorised by Cholesky;
+when it is singular (an unregularised, rank-deficient or separable problem) a tiny multiple of
+the identity is added (Levenberg damping) and :attr:`MAPResult.singular` is set.  For the
+squared loss the Hessian is constant: it is factorised once and the first Newton step is the
+closed form; a second step refines it (iterative refinement) and confirms convergence.
+"""
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+from scipy.linalg import lapack
+from scipy.special import expit, logsumexp, softmax
+
+__all__ = [
+    "MAPResult",
+    "HingeLoss",
+    "LogisticLoss",
+    "MultinomialLoss",
+    "PoissonLoss",
+    "SquaredHingeLoss",
+    "SquaredLoss",
+    "fit_map",
+    "mle_exists",
+]
+
+
+# --------------------------------------------------------------------------------------
+# losses
+# --------------------------------------------------------------------------------------
+
+
+class _Loss:
+    """A per-sample loss ``L(y, eta)`` of the linear predictor ``eta`` (shape ``(n, q)``).
+
+    Subclasses implement :meth:`value` (the weighted sum of losses) and
+    :meth:`derivatives` (weighted first and second derivatives with respect to ``eta``).
+    """
+
+    #: number of linear predictors per sample
+    n_outputs = 1
+    #: the Hessian does not depend on eta (squared loss): factorise it once
+    constant_hessian = False
+    #: |eta| beyond which an unregularised fit is treated as diverging (None: never)
+    divergence_threshold = None
+
+    def value(self, y, eta, w):
+        raise NotImplementedError
+
+    def derivatives(self, y, eta, w):
+        """Return ``(g, h)``: ``g`` of shape (n, q), ``h`` of shape (n, q) or (n, q, q)."""
+        raise NotImplementedError
+
+    def null_intercept(self, y, w):
+        """Intercept of the intercept-only model (a starting value), shape (q,)."""
+        return np.zeros(self.n_outputs)
+
+    def exploding(self, eta):
+        """True when the linear predictor is beyond the divergence threshold."""
+        t = self.divergence_threshold
+        return t is not None and _amax(eta) > t
+
+    def separates(self, y, eta):
+        """True if ``eta`` classifies every sample strictly correctly (complete separation)."""
+        return False
+
+    def recession_constraints(self, Z, y):
+        """Linear constraints whose nonzero solutions make the unregularised fit not exist.
+
+        Returns ``(A, E)``: the unregularised minimiser fails to exist (or is unbounded) iff
+        some direction ``delta`` has ``A @ delta >= 0``, ``E @ delta == 0`` and
+        ``A @ delta != 0``.  ``None`` means that the fit always exists.
+        """
+        return None
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class SquaredLoss(_Loss):
+    """Squared loss :math:`L(y, \\eta) = \\tfrac12 (y - \\eta)^2` (Gaussian with unit variance)."""
+
+    constant_hessian = True
+
+    def value(self, y, eta, w):
+        r = y - eta[:, 0]
+        return 0.5 * float(np.dot(w, r * r))
+
+    def derivatives(self, y, eta, w):
+        return (w * (eta[:, 0] - y))[:, None], w[:, None]
+
+    def null_intercept(self, y, w):
+        return np.array([np.average(y, weights=w) if w.sum() > 0 else 0.0])
+
+
+class LogisticLoss(_Loss):
+    """Binary logistic loss :math:`\\log(1 + e^{\\eta}) - y\\eta` for ``y`` in {0, 1}."""
+
+    divergence_threshold = 30.0
+
+    def value(self, y, eta, w):
+        e = eta[:, 0]
+        return float(np.dot(w, np.logaddexp(0.0, e) - y * e))
+
+    def derivatives(self, y, eta, w):
+        p = expit(eta[:, 0])
+        return (w * (p - y))[:, None], (w * p * (1.0 - p))[:, None]
+
+    def null_intercept(self, y, w):
+        p = np.clip(np.average(y, weights=w) if w.sum() > 0 else 0.5, 1e-6, 1 - 1e-6)
+        return np.array([np.log(p / (1 - p))])
+
+    def recession_constraints(self, Z, y):
+        return (2.0 * y - 1.0)[:, None] * Z, None
+
+    def separates(self, y, eta):
+        return bool(np.all((2.0 * y - 1.0) * eta[:, 0] > 0))
+
+
+class MultinomialLoss(_Loss):
+    """Multinomial logistic loss with class 0 as the reference class.
+
+    ``y`` holds class codes ``0 .. n_classes - 1``; the linear predictor has
+    ``q = n_classes - 1`` columns, the logits of classes ``1 .. n_classes - 1`` relative to
+    class 0, so :math:`L(y, \\eta) = \\log(1 + \\sum_k e^{\\eta_k}) - \\eta_y` (with
+    :math:`\\eta_0 = 0`).  This parametrisation is identifiable, which an unregularised fit
+    needs.
+    """
+
+    divergence_threshold = 30.0
+
+    def __init__(self, n_classes):
+        if n_classes < 3:
+            raise ValueError(f"MultinomialLoss needs n_classes >= 3, got {n_classes}; use LogisticLoss.")
+        self.n_classes = int(n_classes)
+        self.n_outputs = self.n_classes - 1
+
+    def _full(self, eta):
+        return np.hstack([np.zeros((eta.shape[0], 1)), eta])
+
+    def value(self, y, eta, w):
+        full = self._full(eta)
+        yi = y.astype(np.intp)
+        return float(np.dot(w, logsumexp(full, axis=1) - full[np.arange(len(yi)), yi]))
+
+    def derivatives(self, y, eta, w):
+        p = softmax(self._full(eta), axis=1)[:, 1:]
+        onehot = (y.astype(np.intp)[:, None] == np.arange(1, self.n_classes)[None, :]).astype(float)
+        g = w[:, None] * (p - onehot)
+        h = -p[:, :, None] * p[:, None, :]
+        idx = np.arange(self.n_outputs)
+        h[:, idx, idx] += p
+        return g, w[:, None, None] * h
+
+    def null_intercept(self, y, w):
+        counts = np.bincount(y.astype(np.intp), weights=w, minlength=self.n_classes) + 1e-6
+        return np.log(counts[1:] / counts[0])
+
+    def separates(self, y, eta):
+        full = self._full(eta)
+        yi = y.astype(np.intp)
+        own = full[np.arange(len(yi)), yi]
+        full[np.arange(len(yi)), yi] = -np.inf
+        return bool(np.all(own > full.max(axis=1)))
+
+    def recession_constraints(self, Z, y):
+        # z_i (delta_{y_i} - delta_k) >= 0 for every k != y_i, with delta_0 = 0
+        n, p = Z.shape
+        q = self.n_outputs
+        yi = y.astype(np.intp)
+        rows = []
+        for k in range(self.n_classes):
+            mask = yi != k
+            if not mask.any():
+                continue
+            block = np.zeros((int(mask.sum()), q * p))
+            for kk, sign in ((yi[mask], 1.0), (np.full(int(mask.sum()), k), -1.0)):
+                for c in range(1, self.n_classes):
+                    sel = kk == c
+                    block[sel, (c - 1) * p:c * p] += sign * Z[mask][sel]
+            rows.append(block)
+        return np.vstack(rows), None
+
+    def __repr__(self):
+        return f"MultinomialLoss(n_classes={self.n_classes})"
+
+
+class SquaredHingeLoss(_Loss):
+    """Squared hinge loss :math:`\\max(0, 1 - y\\eta)^2` for ``y`` in {-1, +1} (L2-loss SVM)."""
+
+    def value(self, y, eta, w):
+        r = np.maximum(0.0, 1.0 - y * eta[:, 0])
+        return float(np.dot(w, r * r))
+
+    def derivatives(self, y, eta, w):
+        r = np.maximum(0.0, 1.0 - y * eta[:, 0])
+        return (-2.0 * w * y * r)[:, None], (2.0 * w * (r > 0))[:, None]
+
+    def recession_constraints(self, Z, y):
+        return y[:, None] * Z, None
+
+    def separates(self, y, eta):
+        return bool(np.all(y * eta[:, 0] > 0))
+
+
+class HingeLoss(_Loss):
+    """Hinge loss :math:`\\max(0, 1 - y\\eta)` for ``y`` in {-1, +1} (the L1-loss SVM).
+
+    The hinge is not differentiable at the margin, so Newton's method minimises its Huber
+    smoothing with width :math:`\\mu`,
+
+    .. math::
+
+        h_\\mu(r) = 0 \\ (r \\le 0), \\quad r^2 / (2\\mu) \\ (0 < r < \\mu), \\quad r - \\mu/2 \\ (r \\ge \\mu),
+        \\qquad r = 1 - y\\eta,
+
+    which satisfies :math:`h_\\mu(r) \\le \\max(0, r) \\le h_\\mu(r) + \\mu/2`.  :func:`fit_map` runs the
+    homotopy :meth:`stages` (``mu = 10, 1, 10^-1, ..., smoothing``; larger ratios between
+    stages make the Armijo line search stall), each stage started at the
+    previous minimiser, so the returned coefficients minimise the smoothed objective with
+    ``mu = smoothing`` and their hinge objective is within ``smoothing * sum(w) / 2`` of the
+    hinge optimum (default ``1e-6``: exact at any printed precision).
+    """
+
+    def __init__(self, smoothing=1e-6):
+        if not (isinstance(smoothing, numbers.Real) and 0 < smoothing < float("inf")):
+            raise ValueError(f"HingeLoss needs a finite smoothing > 0, got {smoothing!r}.")
+        self.smoothing = float(smoothing)
+
+    def value(self, y, eta, w):
+        r = 1.0 - y * eta[:, 0]
+        mu = self.smoothing
+        h = np.where(r <= 0.0, 0.0, np.where(r >= mu, r - 0.5 * mu, r * r / (2.0 * mu)))
+        return float(np.dot(w, h))
+
+    def derivatives(self, y, eta, w):
+        r = 1.0 - y * eta[:, 0]
+        mu = self.smoothing
+        slope = np.clip(r / mu, 0.0, 1.0)
+        return (-w * y * slope)[:, None], (w * ((r > 0.0) & (r < mu)) / mu)[:, None]
+
+    def stages(self):
+        """The smoothing homotopy: widths 10, 1, 0.1, ... down to ``smoothing``."""
+        # the first width exceeds the margin violation 1 - y*eta = 1 of the zero start, so
+        # that every sample has curvature in the first stage
+        out, mu = [], 10.0
+        while mu > self.smoothing * (1 + 1e-9):
+            out.append(HingeLoss(mu))
+            mu /= 10.0
+        out.append(self)
+        return out
+
+    def recession_constraints(self, Z, y):
+        return y[:, None] * Z, None
+
+    def separates(self, y, eta):
+        return bool(np.all(y * eta[:, 0] > 0))
+
+    def __repr__(self):
+        return f"HingeLoss(smoothing={self.smoothing!r})"
+
+
+class PoissonLoss(_Loss):
+    """Poisson negative log-likelihood with log link, :math:`e^{\\eta} - y\\eta` (up to a constant)."""
+
+    divergence_threshold = 30.0
+
+    def value(self, y, eta, w):
+        e = eta[:, 0]
+        with np.errstate(over="ignore"):
+            v = float(np.dot(w, np.exp(e) - y * e))
+        return v if np.isfinite(v) else np.inf
+
+    def derivatives(self, y, eta, w):
+        with np.errstate(over="ignore"):
+            mu = np.exp(eta[:, 0])
+        return (w * (mu - y))[:, None], (w * mu)[:, None]
+
+    def null_intercept(self, y, w):
+        m = np.average(y, weights=w) if w.sum() > 0 else 1.0
+        return np.array([np.log(max(m, 1e-6))])
+
+    def exploding(self, eta):
+        # counts fitted as 0 (eta -> -inf) signal a zero-count pattern without a finite MLE
+        return eta.size > 0 and float(eta.min()) < -self.divergence_threshold
+
+    def recession_constraints(self, Z, y):
+        zero = y == 0
+        return -Z[zero], Z[~zero]
+
+
+# --------------------------------------------------------------------------------------
+# the prior
+# --------------------------------------------------------------------------------------
+
+
+class _Prior:
+    """Gaussian prior term 1/2 (b - mu)^T P (b - mu) with P zero, diagonal or full."""
+
+    def __init__(self, size, mean=None, precision=None, cholesky=None):
+        self.size = size
+        if precision is not None and cholesky is not None:
+            raise ValueError("Give prior_precision or prior_precision_cholesky, not both.")
+        self.mean = np.zeros(size) if mean is None else self._vector(mean, "prior_mean")
+        self.kind = "none"
+        self.P = None
+        if cholesky is not None:
+            L = np.asarray(cholesky, dtype=float)
+            if L.shape != (size, size):
+                raise ValueError(f"prior_precision_cholesky must have shape {(size, size)}, got {L.shape}.")
+            if not np.all(np.isfinite(L)):
+                raise ValueError("prior_precision_cholesky contains NaN or inf.")
+            self.kind, self.P = "full", L @ L.T
+        elif precision is not None:
+            P = np.asarray(precision, dtype=float)
+            if not np.all(np.isfinite(P)):
+                raise ValueError("prior_precision contains NaN or inf.")
+            if P.ndim == 0:
+                if P < 0:
+                    raise ValueError(f"A scalar prior_precision must be >= 0, got {float(P)}.")
+                self.kind, self.P = "diag", np.full(size, float(P))
+            elif P.ndim == 1:
+                if P.shape != (size,):
+                    raise ValueError(f"A diagonal prior_precision must have shape {(size,)}, got {P.shape}.")
+                if np.any(P < 0):
+                    raise ValueError("A diagonal prior_precision must be >= 0.")
+                self.kind, self.P = "diag", P.copy()
+            elif P.ndim == 2:
+                if P.shape != (size, size):
+                    raise ValueError(f"prior_precision must have shape {(size, size)}, got {P.shape}.")
+                self.kind, self.P = "full", 0.5 * (P + P.T)
+            else:
+                raise ValueError(f"prior_precision must be a scalar, 1-D or 2-D array, got ndim={P.ndim}.")
+
+    def _vector(self, v, name):
+        v = np.asarray(v, dtype=float).ravel()
+        if v.shape != (self.size,):
+            raise ValueError(f"{name} must have {self.size} entries, got {v.size}.")
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{name} contains NaN or inf.")
+        return v
+
+    def value(self, b):
+        if self.kind == "none":
+            return 0.0
+        r = b - self.mean
+        Pr = self.P * r if self.kind == "diag" else self.P @ r
+        return 0.5 * float(r @ Pr)
+
+    def gradient(self, b):
+        if self.kind == "none":
+            return np.zeros(self.size)
+        r = b - self.mean
+        return self.P * r if self.kind == "diag" else self.P @ r
+
+    def add_hessian(self, H):
+        if self.kind == "diag":
+            idx = np.arange(self.size)
+            H[idx, idx] += self.P
+        elif self.kind == "full":
+            H[: self.size, : self.size] += self.P
+
+
+# --------------------------------------------------------------------------------------
+# the solver
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class MAPResult:
+    """Result of :func:`fit_map`.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (q, d)
+    intercept : ndarray of shape (q,)
+        Zeros when ``fit_intercept=False``.
+    n_iter : int
+        Number of Newton iterations (Hessian evaluations).
+    converged : bool
+    objective : float
+        The minimised objective ``F``.
+    singular : bool
+        The Hessian at the solution was numerically singular (damping was needed): the
+        minimiser is not unique (rank deficiency, or a separable problem without a prior).
+    diverged : bool
+        The fit was stopped because the linear predictor exploded (only with
+        ``abort_on_divergence=True``): the unregularised minimiser probably does not exist.
+    smoothing : float or None
+        For a smoothed loss (:class:`HingeLoss`): the width of the last homotopy stage that
+        converged, whose minimiser is returned (the hinge objective is within
+        ``smoothing * sum(w) / 2`` of its optimum).  None for the other losses.
+    """
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    n_iter: int
+    converged: bool
+    objective: float
+    singular: bool = False
+    diverged: bool = False
+    smoothing: float = None
+
+
+def _amax(a):
+    """max |a| (0 for an empty array)."""
+    return float(np.abs(a).max()) if a.size else 0.0
+
+
+#: consecutive Newton iterations with an exploding predictor before an unregularised fit is
+#: declared diverging
+_EXPLODING_PATIENCE = 8
+
+
+def _factor(H, rcond=1e-12):
+    """Lower Cholesky factor of H (LAPACK potrf); adds Levenberg damping when H is singular.
+
+    Returns ``(L, damped)``.
+    """
+    scale = _amax(H.diagonal()) or 1.0
+    tau = 0.0
+    for _ in range(30):
+        Ht = H if tau == 0.0 else H + tau * np.eye(H.shape[0])
+        L, info = lapack.dpotrf(Ht, lower=1, clean=1)
+        if info == 0:
+            dg = L.diagonal()
+            dmin = dg.min()
+            if np.isfinite(dmin) and dmin * dmin > rcond * scale and np.isfinite(dg.max()):
+                return L, tau > 0.0
+        tau = rcond * scale if tau == 0.0 else tau * 10.0
+    raise FloatingPointError("The Hessian could not be factorised (non-finite entries?).")
+
+
+def _solve(L, g):
+    x, info = lapack.dpotrs(L, g, lower=1)
+    return x
+
+
+def _hessian(X, h, q, fit_intercept, unit):
+    """Data Hessian of the objective in (vec B, b0) for per-sample second derivatives h."""
+    n, d = X.shape
+    if q == 1:  # fast path
+        if unit:  # every second derivative is 1: X^T X through BLAS syrk, no copy
+            G, xh, s = X.T @ X, X.sum(axis=0), float(n)
+        else:
+            hv = h[:, 0]
+            Xs = X * np.sqrt(hv)[:, None]
+            G, xh, s = Xs.T @ Xs, X.T @ hv, float(hv.sum())
+        if not fit_intercept:
+            return np.array(G, dtype=float, copy=True)
+        H = np.empty((d + 1, d + 1))
+        H[:d, :d] = G
+        H[:d, d] = xh
+        H[d, :d] = xh
+        H[d, d] = s
+        return H
+    size = q * d + (q if fit_intercept else 0)
+    H = np.empty((size, size))
+    diag_h = h.ndim == 2
+    for k in range(q):
+        for l in range(k, q):
+            if diag_h and k != l:
+                hk = None
+            else:
+                hk = h[:, k] if diag_h else h[:, k, l]
+            if hk is None:
+                H[k * d:(k + 1) * d, l * d:(l + 1) * d] = 0.0
+                if fit_intercept:
+                    H[k * d:(k + 1) * d, q * d + l] = 0.0
+                    H[l * d:(l + 1) * d, q * d + k] = 0.0
+                    H[q * d + k, q * d + l] = 0.0
+                continue
+            if unit:  # every second derivative is 1: X^T X through BLAS syrk, no copy
+                block, xh, s = X.T @ X, X.sum(axis=0), float(n)
+            elif k == l and np.all(hk >= 0):
+                Xs = X * np.sqrt(hk)[:, None]
+                block, xh, s = Xs.T @ Xs, X.T @ hk, float(hk.sum())
+            else:
+                Xh = X * hk[:, None]
+                block, xh, s = X.T @ Xh, Xh.sum(axis=0), float(hk.sum())
+            H[k * d:(k + 1) * d, l * d:(l + 1) * d] = block
+            if fit_intercept:
+                H[k * d:(k + 1) * d, q * d + l] = xh
+                H[l * d:(l + 1) * d, q * d + k] = xh
+                H[q * d + k, q * d + l] = s
+    # symmetrise (only the upper blocks were written)
+    iu = np.triu_indices(size, 1)
+    H[(iu[1], iu[0])] = H[iu]
+    return H
+
+
+def fit_map(X, y, loss, **kwargs):
+    """Minimise the penalised GLM objective of this module by damped Newton's method.
+
+    A loss with a ``stages()`` method (:class:`HingeLoss`: a smoothing homotopy) is minimised
+    stage by stage, each stage started at the previous minimiser; the result is that of the
+    last stage (``n_iter`` summed over the stages).  Parameters and return value as
+    :func:`_fit_map_stage`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_bayes._glm._map import SquaredLoss, fit_map
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([1.0, 3.0, 5.0, 7.0])
+    >>> res = fit_map(X, y, SquaredLoss(), prior_mean=[0.0], prior_precision=1e-12)
+    >>> np.round(res.coef, 6), np.round(res.intercept, 6)
+    (array([[2.]]), array([1.]))
+    """
+    stages = getattr(loss, "stages", None)
+    if stages is None:
+        return _fit_map_stage(X, y, loss, **kwargs)
+    res, n_iter = None, 0
+    for stage in stages():
+        kw = dict(kwargs)
+        if res is not None:
+            kw["coef_init"], kw["intercept_init"] = res.coef, res.intercept
+        new = _fit_map_stage(X, y, stage, **kw)
+        n_iter += new.n_iter
+        if res is not None and res.converged and not new.converged:
+            # a narrower smoothing whose Newton iteration stalls (a singular generalised
+            # Hessian): keep the last converged stage and report its width
+            break
+        res = new
+        res.smoothing = stage.smoothing
+        if res.diverged:
+            break
+    res.n_iter = n_iter
+    return res
+
+
+def _fit_map_stage(
+    X,
+    y,
+    loss,
+    *,
+    prior_mean=None,
+    prior_precision=None,
+    prior_precision_cholesky=None,
+    offset=None,
+    sample_weight=None,
+    fit_intercept=True,
+    coef_init=None,
+    intercept_init=None,
+    tol=1e-8,
+    max_iter=100,
+    abort_on_divergence=False,
+):
+    """Minimise the penalised GLM objective of this module by damped Newton's method.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Targets as the loss expects them: reals (squared), {0, 1} (logistic), class codes
+        (multinomial), {-1, +1} (squared hinge), non-negative reals (Poisson).
+    loss : loss object
+        One of :class:`SquaredLoss`, :class:`LogisticLoss`, :class:`MultinomialLoss`,
+        :class:`SquaredHingeLoss`, :class:`PoissonLoss`.
+    prior_mean : array-like of shape (q * n_features,) or (q, n_features), default=None
+        Prior mean ``mu`` (zeros if None).
+    prior_precision : float, array-like of shape (q * n_features,) or (q * n_features,) * 2, default=None
+        Prior precision ``P``: a scalar (``P = alpha I``), its diagonal, or the full matrix.
+        None (and no Cholesky factor) means no prior: the unregularised fit.
+    prior_precision_cholesky : array-like of shape (q * n_features, q * n_features), default=None
+        A factor ``L`` with ``P = L L^T`` instead of ``prior_precision``.
+    offset : array-like of shape (n_samples,) or (n_samples, q), default=None
+        Fixed per-sample offset ``o`` added to the linear predictor.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights ``w`` of the losses.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept ``b0``.
+    coef_init, intercept_init : array-like, default=None
+        Starting point (default: the prior mean and the intercept-only fit).
+    tol : float, default=1e-8
+        Stop when the Newton step is at most ``tol * max(1, max |theta|)`` in every coordinate,
+        or when the Newton decrement ``g^T H^{-1} g`` is at most ``tol**2 * max(1, |F|)``.
+    max_iter : int, default=100
+        Maximum number of Newton iterations.
+    abort_on_divergence : bool, default=False
+        Stop early (``diverged=True``) when the iterate separates the classes (logistic,
+        multinomial, squared hinge: a certificate that the unregularised fit does not exist)
+        or the linear predictor stays beyond the loss's divergence threshold for 8
+        consecutive iterations; used for unregularised fits that may not exist.
+
+    Returns
+    -------
+    result : MAPResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_bayes._glm._map import SquaredLoss, fit_map
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = np.array([1.0, 3.0, 5.0, 7.0])
+    >>> res = fit_map(X, y, SquaredLoss(), prior_mean=[0.0], prior_precision=1e-12)
+    >>> np.round(res.coef, 6), np.round(res.intercept, 6)
+    (array([[2.]]), array([1.]))
+    """
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D, got shape {X.shape}.")
+    n, d = X.shape
+    if y.shape != (n,):
+        raise ValueError(f"y must have shape ({n},), got {y.shape}.")
+    q = loss.n_outputs
+    size = q * d
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    if w.shape != (n,) or np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight must be a finite, non-negative array of shape (n_samples,).")
+    if offset is None:
+        off = np.zeros((n, q))
+    else:
+        off = np.asarray(offset, dtype=float)
+        off = off.reshape(n, q) if off.size == n * q else None
+        if off is None or not np.all(np.isfinite(off)):
+            raise ValueError(f"offset must be finite with shape ({n},) or ({n}, {q}).")
+    if not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}.")
+    prior = _Prior(size, prior_mean, prior_precision, prior_precision_cholesky)
+
+    B = (prior.mean if coef_init is None else np.asarray(coef_init, dtype=float).ravel()).copy()
+    if B.shape != (size,):
+        raise ValueError(f"coef_init must have {size} entries, got {B.size}.")
+    if fit_intercept:
+        b0 = loss.null_intercept(y, w) if intercept_init is None else np.asarray(intercept_init, float).ravel()
+        b0 = np.array(b0, dtype=float).reshape(q)
+    else:
+        b0 = np.zeros(q)
+    unit = loss.constant_hessian and sample_weight is None
+
+    def predictor(B, b0):
+        return off + X @ B.reshape(q, d).T + b0
+
+    def objective(B, b0):
+        eta = predictor(B, b0)
+        return loss.value(y, eta, w) + prior.value(B), eta
+
+    f, eta = objective(B, b0)
+    if not np.isfinite(f):
+        raise FloatingPointError("The objective is not finite at the starting point.")
+    factor, singular = None, False
+    converged, diverged, it, exploding = False, False, 0, 0
+    for it in range(1, max_iter + 1):
+        g, h = loss.derivatives(y, eta, w)
+        grad = (g.T @ X).ravel() + prior.gradient(B)
+        if fit_intercept:
+            grad = np.concatenate([grad, g.sum(axis=0)])
+        if factor is None or not loss.constant_hessian:
+            H = _hessian(X, h, q, fit_intercept, unit)
+            prior.add_hessian(H)
+            factor, singular = _factor(H)
+        step = -_solve(factor, grad)
+        slope = float(grad @ step)
+        theta_scale = max(1.0, _amax(B), _amax(b0))
+        small = _amax(step) <= tol * theta_scale
+        if -slope <= tol * tol * max(1.0, abs(f)):
+            # Newton decrement at rounding level: converged (the step itself may be noise
+            # along a null direction of a singular Hessian, so it is not taken)
+            converged = True
+            break
+        if -slope <= 1e-10 * max(1.0, abs(f)):
+            # the expected decrease is at the rounding level of F, where the line search
+            # cannot judge a step: take the full Newton step (quadratic-convergence region)
+            B = B + step[:size]
+            if fit_intercept:
+                b0 = b0 + step[size:]
+            f, eta = objective(B, b0)
+            converged = True
+            break
+        # Armijo backtracking line search
+        t, accepted = 1.0, False
+        while t >= 1e-12:
+            Bn = B + t * step[:size]
+            b0n = b0 + t * step[size:] if fit_intercept else b0
+            fn, etan = objective(Bn, b0n)
+            if np.isfinite(fn) and fn <= f + 1e-4 * t * slope:
+                accepted = True
+                break
+            t *= 0.5
+        if accepted:
+            B, b0, f, eta = Bn, b0n, fn, etan
+        if small or not accepted:
+            # no decrease possible: converged if the Newton decrement is at rounding level
+            converged = small or (-slope <= 1e-10 * max(1.0, abs(f)))
+            break
+        if abort_on_divergence:
+            # a separating iterate is a certificate; an exploding predictor only counts if it
+            # persists (heavy-tailed features can give a finite MLE with a large |eta|)
+            exploding = exploding + 1 if loss.exploding(eta) else 0
+            if exploding >= _EXPLODING_PATIENCE or loss.separates(y, eta):
+                diverged = True
+                break
+    return MAPResult(
+        coef=B.reshape(q, d).copy(),
+        intercept=b0.copy(),
+        n_iter=it,
+        converged=converged,
+        objective=float(f),
+        singular=bool(singular),
+        diverged=diverged,
+    )
+
+
+def objective_value(X, y, loss, coef, intercept=0.0, *, prior_mean=None, prior_precision=None,
+                    offset=None, sample_weight=None):
+    """Value of the objective ``F`` at ``(coef, intercept)`` (for tests and diagnostics)."""
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    q = loss.n_outputs
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    off = np.zeros((n, q)) if offset is None else np.asarray(offset, dtype=float).reshape(n, q)
+    B = np.asarray(coef, dtype=float).reshape(q * d)
+    eta = off + X @ B.reshape(q, d).T + np.broadcast_to(np.asarray(intercept, dtype=float), (q,))
+    prior = _Prior(q * d, prior_mean, prior_precision)
+    return loss.value(np.asarray(y, dtype=float), eta, w) + prior.value(B)
+
+
+def mle_exists(X, y, loss, *, fit_intercept=True, direction=None, tol=1e-7):
+    """Exact check that the unregularised fit has a finite minimiser (no separation).
+
+    Solves the linear programme of Konis (2007), generalised to the loss's recession cone:
+    maximise ``sum(A @ delta)`` subject to ``A @ delta >= 0``, ``E @ delta = 0`` and
+    ``|delta_j| <= 1`` over directions ``delta`` of the (intercept-augmented, column-scaled)
+    design.  A positive optimum is a direction along which the loss never increases and
+    strictly decreases for some sample: (quasi-)complete separation for the logistic,
+    multinomial and squared hinge losses, a zero-count pattern for the Poisson loss.
+
+    Parameters
+    ----------
+    X, y : arrays as for :func:`fit_map`
+    loss : loss object
+    fit_intercept : bool, default=True
+    direction : ndarray of shape (q, n_features + fit_intercept), default=None
+        A candidate direction (e.g. the iterate of a diverging fit, with the intercepts as last
+        column).  If it satisfies the constraints exactly it certifies non-existence and the
+        linear programme is skipped.
+    tol : float, default=1e-7
+        Optimum values above ``tol * n_samples`` count as positive.
+
+    Returns
+    -------
+    exists : bool
+        False when a separating (recession) direction exists.
+    """
+    X = np.asarray(X, dtype=float)
+    Z = np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
+    scale = np.max(np.abs(Z), axis=0)
+    scale[scale == 0] = 1.0
+    cons = loss.recession_constraints(Z / scale, np.asarray(y, dtype=float))
+    if cons is None:
+        return True
+    A, E = cons
+    if A.shape[0] == 0:
+        return True
+    if direction is not None:
+        delta = (np.asarray(direction, dtype=float) * scale).ravel()
+        Ad = A @ delta
+        if np.all(Ad >= 0) and np.any(Ad > 0) and (E is None or E.shape[0] == 0 or np.all(E @ delta == 0)):
+            return False
+    nvar = A.shape[1]
+    res = optimize.linprog(
+        -A.sum(axis=0),
+        A_ub=-A,
+        b_ub=np.zeros(A.shape[0]),
+        A_eq=None if E is None or E.shape[0] == 0 else E,
+        b_eq=None if E is None or E.shape[0] == 0 else np.zeros(E.shape[0]),
+        bounds=[(-1.0, 1.0)] * nvar,
+        method="highs",
+    )
+    if res.status != 0:  # pragma: no cover - HiGHS failure: assume the fit exists
+        return True
+    return bool(-res.fun <= tol * max(1, A.shape[0]))

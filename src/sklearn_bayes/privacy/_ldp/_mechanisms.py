@@ -1,0 +1,268 @@
+"""Static epsilon-LDP frequency protocols with two-level likelihoods: subset selection, GRR, OUE.
+
+Each protocol privatises a category ``x`` in ``[K]`` into a response that defines a set
+``A(y)`` with ``P(y | x) ∝ e^eps`` if ``x in A(y)`` else ``1`` (exactly ``epsilon``-LDP:
+the ratio of two likelihood values of a response is ``1`` or ``e^{±eps}``):
+
+- subset selection ``SS(k)`` (Wang et al. 2016; Ye and Barg 2018): the response is a
+  ``k``-subset ``Y``; ``P(Y | x) = e^eps / D`` if ``x in Y`` else ``1 / D`` with
+  ``D = C(K-1, k-1) e^eps + C(K-1, k)``.  ``k = 1`` is generalised randomised response
+  (GRR), ``A = {y}``;
+- optimised unary encoding (OUE, Wang et al. 2017): bit ``x`` is 1 with probability
+  1/2, every other bit with ``q = 1 / (e^eps + 1)``; ``A`` = the set bits.
+
+:func:`best_subset_size` picks ``k`` minimising the summed variance of the unbiased
+frequency estimate at the uniform distribution (``k ≈ K / (e^eps + 1)``; ``1`` (GRR)
+when ``K < 3 e^eps + 2``).
+"""
+
+import numpy as np
+from scipy.special import gammaln
+
+from sklearn_bayes.privacy._ldp._posterior import Groups
+
+__all__ = ["MECHANISMS", "SetResponseMechanism", "best_subset_size", "ss_privatize", "oue_privatize",
+           "ss_privatize_packed", "oue_privatize_packed", "groups_from_masks", "groups_from_unique",
+           "groups_from_packed", "ss_log_probabilities", "ss_variance", "popcount_rows", "MAX_CSR_MEMBERS"]
+
+#: Uniforms drawn per chunk of users by the privatisers (32 MiB of float64): the users x K
+#: keys are never held at once, only ``ceil(K / 8)`` bytes of packed bits per user.
+_CHUNK_CELLS = 1 << 22
+#: Largest total set size kept as CSR member lists (int32, 64 MiB); above, the posterior
+#: kernels read the sets from their bit rows (``K / 8`` bytes per distinct set).
+MAX_CSR_MEMBERS = 1 << 24
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+#: byte with its bits reversed: big-endian packed rows (``np.packbits``) to the little-endian
+#: bit rows of the sampler kernels
+_REVERSE = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
+
+
+def _chunks(n, K):
+    step = max(1, _CHUNK_CELLS // max(int(K), 1))
+    return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+
+
+def popcount_rows(packed):
+    """Number of set bits of every packed row (``O(1)`` extra memory per chunk of rows)."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    out = np.zeros(packed.shape[0], dtype=np.int64)
+    for lo, hi in _chunks(packed.shape[0], max(packed.shape[1], 1) * 8):
+        out[lo:hi] = _POPCOUNT[packed[lo:hi]].sum(axis=1)
+    return out
+
+
+def ss_variance(K, epsilon, k):
+    """Summed variance (times n) of the unbiased SS(k) estimate at the uniform distribution."""
+    e = np.exp(min(epsilon, 700.0))
+    p = k * e / (k * e + K - k)
+    q = ((k - 1) * p + k * (1 - p)) / (K - 1) if K > 1 else 0.0
+    f = p / K + (1 - 1 / K) * q
+    return K * f * (1 - f) / (p - q) ** 2
+
+
+def best_subset_size(K, epsilon):
+    """``k`` in ``1..K-1`` minimising :func:`ss_variance` (first on ties)."""
+    ks = np.arange(1, K)
+    if K > 4096:  # the optimum is near K / (e^eps + 1): search a window around it
+        c = int(round(K / (np.exp(min(epsilon, 700.0)) + 1)))
+        ks = np.arange(max(1, c - 64), min(K - 1, c + 64) + 1)
+    v = np.array([ss_variance(K, epsilon, int(k)) for k in ks])
+    return int(ks[int(np.argmin(v))])
+
+
+def ss_log_probabilities(K, epsilon, k):
+    """``(ln P(Y | x) for x in Y, ln P(Y | x) for x not in Y)`` of SS(k), in log space."""
+    lD = np.logaddexp(epsilon + gammaln(K) - gammaln(k) - gammaln(K - k + 1),
+                      gammaln(K) - gammaln(k + 1) - gammaln(K - k))
+    return epsilon - lD, -lD
+
+
+def ss_privatize(x, K, epsilon, k, rng):
+    """SS(k) responses of the categories ``x`` as a boolean ``(n, K)`` mask (``O(n K)``)."""
+    return np.unpackbits(ss_privatize_packed(x, K, epsilon, k, rng), axis=1, count=K).astype(bool)
+
+
+def ss_privatize_packed(x, K, epsilon, k, rng):
+    """SS(k) responses of the categories ``x`` as packed bit rows ``(n, ceil(K / 8))`` (``np.packbits``).
+
+    The uniforms are drawn in chunks of users (at most ``2^22`` at a time): the same stream,
+    in the same order, as one ``(n, K)`` draw, so the responses do not depend on the chunking.
+    """
+    x = np.asarray(x, dtype=np.intp)
+    n = x.size
+    # the rare event "x is left out" is drawn with its own probability, rounded up:
+    # P(u < q) = ceil(q 2^53) / 2^53 >= q for numpy's 53-bit uniforms, so the realised
+    # mechanism is never less random than SS(k) (drawing "kept" with p_in = 1 - q instead
+    # rounds q down, to exactly 0 above eps ~ 37: an unbounded privacy loss)
+    # (an underflow to 0 at eps > ~745 would make it impossible: keep the smallest double, so
+    # u = 0, probability 2^-53 >= q, still leaves x out)
+    q_out = np.exp(np.log(K - k) - np.logaddexp(np.log(k) + epsilon, np.log(K - k))) * (1.0 + 4 * np.finfo(float).eps)
+    q_out = max(q_out, np.nextafter(0.0, 1.0))
+    keep = ~(rng.random(n) < q_out)
+    out = np.zeros((n, (K + 7) // 8), dtype=np.uint8)
+    for lo, hi in _chunks(n, K):
+        m = hi - lo
+        keys = rng.random((m, K))
+        rows = np.arange(m)
+        keys[rows, x[lo:hi]] = np.where(keep[lo:hi], -1.0, 2.0)  # first when kept, never otherwise
+        idx = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < K else np.tile(np.arange(K), (m, 1))
+        del keys
+        mask = np.zeros((m, K), dtype=bool)
+        mask[rows[:, None], idx] = True
+        out[lo:hi] = np.packbits(mask, axis=1)
+    return out
+
+
+def oue_privatize(x, K, epsilon, rng):
+    """OUE responses (bit vectors) of the categories ``x`` as a boolean ``(n, K)`` mask."""
+    return np.unpackbits(oue_privatize_packed(x, K, epsilon, rng), axis=1, count=K).astype(bool)
+
+
+def oue_privatize_packed(x, K, epsilon, rng):
+    """OUE responses as packed bit rows ``(n, ceil(K / 8))``; the uniforms are drawn in chunks of
+    users (the same stream as one ``(n, K)`` draw followed by ``n`` more)."""
+    x = np.asarray(x, dtype=np.intp)
+    n = x.size
+    q = 1.0 / (np.exp(min(epsilon, 700.0)) + 1.0)
+    out = np.zeros((n, (K + 7) // 8), dtype=np.uint8)
+    for lo, hi in _chunks(n, K):
+        out[lo:hi] = np.packbits(rng.random((hi - lo, K)) < q, axis=1)
+    own = rng.random(n) < 0.5
+    rows = np.arange(n)
+    byte, bit = x >> 3, (7 - (x & 7)).astype(np.uint8)
+    out[rows, byte] = np.where(own, out[rows, byte] | (np.uint8(1) << bit), out[rows, byte] & ~(np.uint8(1) << bit))
+    return out
+
+
+def groups_from_masks(masks, epsilon):
+    """:class:`Groups` of responses given as sets ``A(y)`` (boolean ``(n, K)``), ratio ``e^eps``.
+
+    Equal sets are grouped (lexicographic order of the packed masks, so the groups do
+    not depend on the order of the responses).
+    """
+    masks = np.asarray(masks, dtype=bool)
+    n, K = masks.shape
+    packed = np.packbits(masks, axis=1)
+    void = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1])))[:, 0]
+    _, first, count = np.unique(void, return_index=True, return_counts=True)
+    uniq = masks[first]
+    sizes = uniq.sum(axis=1)
+    a_ptr = np.zeros(uniq.shape[0] + 1, dtype=np.int32)
+    np.cumsum(sizes, out=a_ptr[1:])
+    a_idx = np.nonzero(uniq)[1].astype(np.int32)
+    G = uniq.shape[0]
+    # likelihood ratio e^eps, kept finite: for eps > 700 the out-of-set value is e^-eps
+    f_in = np.full(G, np.exp(min(epsilon, 700.0)) if epsilon <= 700 else 1.0)
+    f_out = np.full(G, 1.0 if epsilon <= 700 else 0.0)
+    return Groups(K, a_ptr, a_idx, np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
+                  count.astype(np.int64))
+
+
+def _likelihood_values(epsilon, G):
+    # likelihood ratio e^eps, kept finite: for eps > 700 the out-of-set value is e^-eps
+    f_in = np.full(G, np.exp(min(epsilon, 700.0)) if epsilon <= 700 else 1.0)
+    f_out = np.full(G, 1.0 if epsilon <= 700 else 0.0)
+    return f_in, f_out
+
+
+def groups_from_unique(masks, counts, epsilon):
+    """:class:`Groups` of distinct sets ``masks`` (boolean ``(G, K)``) with their counts."""
+    masks = np.asarray(masks, dtype=bool)
+    G, K = masks.shape
+    sizes = masks.sum(axis=1)
+    a_ptr = np.zeros(G + 1, dtype=np.int32)
+    np.cumsum(sizes, out=a_ptr[1:])
+    a_idx = np.nonzero(masks)[1].astype(np.int32)
+    f_in, f_out = _likelihood_values(epsilon, G)
+    return Groups(K, a_ptr, a_idx, np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
+                  np.asarray(counts, dtype=np.int64))
+
+
+def groups_from_packed(packed, counts, epsilon, K):
+    """:class:`Groups` of distinct sets given as packed bit rows (``np.packbits``, ``(G, ceil(K / 8))``).
+
+    The same groups as :func:`groups_from_unique` on the unpacked rows while the sets hold at
+    most :data:`MAX_CSR_MEMBERS` members in all (CSR member lists); above, the groups keep
+    the sets as bit rows only (``bits``, ``K / 8`` bytes per set instead of 4 bytes per
+    member: 250 MB for 2000 subset-selection responses at ``K = 10^6`` instead of 2.2 GB),
+    which the kernels read directly, with the same draws.
+    """
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    G = packed.shape[0]
+    sizes = popcount_rows(packed)
+    a_ptr = np.zeros(G + 1, dtype=np.int64)
+    np.cumsum(sizes, out=a_ptr[1:])
+    if a_ptr[-1] >= np.iinfo(np.int32).max:
+        raise ValueError(f"the responses hold {int(a_ptr[-1])} set members in all: more than the kernels index.")
+    a_ptr = a_ptr.astype(np.int32)
+    f_in, f_out = _likelihood_values(epsilon, G)
+    if a_ptr[-1] <= MAX_CSR_MEMBERS:
+        parts = [np.nonzero(np.unpackbits(packed[lo:hi], axis=1, count=K))[1].astype(np.int32)
+                 for lo, hi in _chunks(G, K)]
+        a_idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+        return Groups(K, a_ptr, a_idx, np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
+                      np.asarray(counts, dtype=np.int64))
+    return Groups(K, a_ptr, np.zeros(0, dtype=np.int32), np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
+                  np.asarray(counts, dtype=np.int64), bits=_REVERSE[packed])
+
+
+#: Names accepted by ``AdaptiveLDPFrequencyEstimator(mechanism=...)``.
+MECHANISMS = ("auto", "rrrr", "subset_selection", "grr", "oue")
+
+
+class SetResponseMechanism:
+    """Client side of a static two-level protocol: subset selection (GRR for ``k = 1``) or OUE.
+
+    A response is a set of categories, returned as a boolean mask of length ``K``; its
+    likelihood is ``P(y | x) ∝ e^epsilon`` if ``x`` is in the set, else ``1``, so the
+    mechanism is exactly ``epsilon``-LDP.
+
+    Parameters
+    ----------
+    n_categories : int
+    epsilon : float
+    kind : {'subset_selection', 'oue'}
+    subset_size : int or None
+        ``k`` of subset selection (``1 <= k <= K - 1``); ignored for OUE.
+    """
+
+    def __init__(self, n_categories, epsilon, kind, subset_size=None):
+        self.n_categories = int(n_categories)
+        self.epsilon = float(epsilon)
+        self.kind = kind
+        self.subset_size = None if kind == "oue" else int(subset_size)
+
+    def __repr__(self):
+        k = "" if self.kind == "oue" else f", subset_size={self.subset_size}"
+        return f"SetResponseMechanism(n_categories={self.n_categories}, epsilon={self.epsilon}, kind={self.kind!r}{k})"
+
+    def privatize(self, x, random_state=None):
+        """Responses (boolean ``(n, K)`` masks) of the categories ``x`` (positions ``0..K-1``)."""
+        from sklearn_bayes.utils import check_generator
+
+        rng = check_generator(random_state)
+        x = np.atleast_1d(np.asarray(x))
+        if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or np.any((x < 0) | (x >= self.n_categories)):
+            # the users' true categories: never quoted in a message
+            raise ValueError(f"x must hold integer category positions in [0, {self.n_categories}).")
+        return np.unpackbits(self._privatize_packed(x, rng), axis=1, count=self.n_categories).astype(bool)
+
+    def _privatize_packed(self, x, rng):
+        """The responses as packed bit rows (``np.packbits``): ``K / 8`` bytes per user."""
+        if self.kind == "oue":
+            return oue_privatize_packed(x, self.n_categories, self.epsilon, rng)
+        return ss_privatize_packed(x, self.n_categories, self.epsilon, self.subset_size, rng)
+
+    def log_probability(self, response, x):
+        """Exact ``ln P(Y = response | X = x)`` (log space; any ``epsilon``)."""
+        r = np.asarray(response, dtype=bool)
+        K = self.n_categories
+        if self.kind == "oue":
+            lq = -np.logaddexp(0.0, self.epsilon)  # ln q, q = 1 / (e^eps + 1)
+            l1q = self.epsilon + lq  # ln (1 - q)
+            others = np.delete(r, x)
+            return float(np.log(0.5) + others.sum() * lq + (~others).sum() * l1q)
+        if r.sum() != self.subset_size:
+            return -np.inf
+        l_in, l_out = ss_log_probabilities(K, self.epsilon, self.subset_size)
+        return float(l_in if r[x] else l_out)

@@ -1,0 +1,241 @@
+"""Posterior samplers of :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator` as free functions.
+
+Every function takes what it reads explicitly (the :class:`~._ldp_store.ResponseStore`
+or its groupings, the RRRR constants table, the Dirichlet prior, the starting point and
+a :class:`numpy.random.Generator`) and returns its draws; none keeps state.
+
+- :func:`sgld_chain`: the papers' chain (SGLD on the Gamma representation, or the
+  exact data-augmentation Gibbs sweep over every stored response);
+- :func:`gibbs_sweep`: one such Gibbs sweep (the online pass with ``sampler='gibbs'``);
+- :func:`gibbs_grouped`: the data-augmentation Gibbs sampler on the grouped likelihood
+  (``final_estimate='gibbs'``);
+- :func:`mala`: preconditioned MALA chains on the grouped likelihood
+  (``final_estimate='mala'``, proposals, refresh);
+- :func:`exact_draws`: the exact posterior of static mechanisms and of the
+  hierarchical prior (Gibbs + MALA hybrid of ``_ldp_posterior``, started at IBU), and
+  :func:`point_estimate` from its draws.
+"""
+
+import numpy as np
+
+from sklearn_bayes.privacy._ldp._posterior import hybrid_draws, ibu, tv_point_estimate
+
+__all__ = ["MAX_DRAW_VALUES", "N_CHAINS", "exact_draws", "gibbs_grouped", "gibbs_sweep", "mala", "point_estimate", "sgld_chain"]
+
+N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
+_DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) per proposal)
+
+
+def gibbs_sweep(store, phi, rng, consts, prior):
+    """One exact Gibbs sweep: latent categories of every response given ``phi / sum(phi)``,
+    then ``phi <- Dir(prior + counts)`` (written into ``phi``)."""
+    from sklearn_bayes._fast._ldp import gibbs_counts
+
+    theta = phi / phi.sum()
+    counts = np.zeros(store.n_categories, dtype=np.int64)
+    gibbs_counts(rng, theta, store.ys, store.sids, store.masks, store.sid_k, consts, store.n, counts)
+    phi[:] = rng.dirichlet(prior + counts)
+
+
+def sgld_chain(store, phi, rng, consts, prior, *, n_iter, thin, sampler, batch_size, gamma):
+    """Continue the online chain from a copy of ``phi``: theta every ``thin`` iterations.
+
+    ``sampler='gibbs'``: exact Gibbs sweeps over every stored response; ``'sgld'``:
+    SGLD steps with minibatches of ``batch_size`` at the constant step ``gamma``.
+    Returns an array of shape ``(n_iter // thin, K)``.
+    """
+    from sklearn_bayes._fast._ldp import gibbs_counts, run_sgld
+
+    n = store.n
+    K = store.n_categories
+    phi = phi.copy()
+    n_out = n_iter // thin if thin > 0 else 0
+    out = np.zeros((n_out, K))
+    if sampler == "gibbs":
+        counts = np.zeros(K, dtype=np.int64)
+        theta = phi / phi.sum()
+        row = 0
+        for it in range(n_iter):
+            gibbs_counts(rng, theta, store.ys, store.sids, store.masks, store.sid_k, consts, n, counts)
+            theta = rng.dirichlet(prior + counts)
+            if thin > 0 and (it + 1) % thin == 0 and row < n_out:
+                out[row] = theta
+                row += 1
+        return out
+    run_sgld(rng, phi, store.ys, store.sids, store.masks, store.members, store.sid_k, consts, prior,
+             n, store.n_sids, int(batch_size), float(gamma), n_iter, thin, out)
+    return out
+
+
+def gibbs_grouped(L, counts, prior, theta, burn, keep, rng, thin=0):
+    """Data-augmentation Gibbs sampler on the grouped likelihood, started at ``theta``.
+
+    Sweep: ``N ~ sum_g Multinomial(c_g, p(. | y_g, S_g, theta))``, then
+    ``theta ~ Dir(rho + N)``.  Returns the Rao-Blackwellised estimate of
+    ``E[theta | y, S]``, the average of ``E[theta | N] = (rho + E[N | theta, y]) /
+    (sum(rho) + n)`` over the ``keep`` sweeps after ``burn``, and, if ``thin > 0``,
+    the draws ``theta`` of every ``thin``-th kept sweep.
+
+    Parameters
+    ----------
+    L, counts : ndarray
+        Distinct likelihood rows ``L[g, x] = g(y_g | x)`` and their counts
+        (:meth:`~._ldp_store.ResponseStore.likelihood_rows`).
+    prior : ndarray of shape (K,)
+    theta : ndarray of shape (K,)
+    burn, keep : int
+    rng : numpy.random.Generator
+    thin : int, default=0
+    """
+    total = prior.sum() + counts.sum()
+    acc = np.zeros(L.shape[1])
+    draws = np.zeros((keep // thin if thin else 0, L.shape[1]))
+    for it in range(burn + keep):
+        P = L * theta
+        P /= P.sum(axis=1, keepdims=True)
+        if it >= burn:
+            acc += counts @ P
+        N = rng.multinomial(counts, P).sum(axis=0)
+        theta = rng.dirichlet(prior + N)
+        j = it - burn + 1
+        if thin and j > 0 and j % thin == 0 and j // thin <= draws.shape[0]:
+            draws[j // thin - 1] = theta
+    return (prior + acc / max(keep, 1)) / total, draws
+
+
+def mala(structure, L, counts, prior, phi, burn, keep, rng, thin=0, n_chains=N_CHAINS):
+    """Preconditioned MALA on the grouped likelihood: ``E[theta | y, S]`` and draws.
+
+    Runs ``n_chains`` chains (kernel ``mala_chains`` in ``_fast/_ldp.pyx``) from ``phi``.
+    Returns the average of ``theta`` over the ``keep`` iterations after ``burn`` of every
+    chain and, if ``thin > 0``, the states of every ``thin``-th kept iteration
+    (chains interleaved).
+
+    Coordinates ``z = ln phi`` with ``phi_k ~ Gamma(rho_k, 1)`` a priori and
+    ``theta = softmax(z)``: ``ln pi(z) = sum_k (rho_k z_k - e^{z_k})
+    + sum_g c_g ln h_g(theta)``.  Proposal
+    ``z' = z + (h/2) C grad ln pi(z) + sqrt(h) C^{1/2} xi`` accepted by the
+    Metropolis-Hastings ratio, so every chain targets the exact posterior.  ``C``
+    starts as ``(J F J + diag(e^z + rho))^{-1}`` at the starting point (``F`` the
+    observed information of ``theta``, ``J = diag(theta) - theta theta^T``); at half
+    the burn-in it is replaced by the covariance of the chains' states over the
+    second quarter of the burn-in (which captures the skewed, wide directions of
+    rare categories that the local curvature misses).  ``h`` is adapted during the
+    burn-in (mean acceptance near 0.57); after the burn-in both are fixed.  For
+    ``K > 64`` only the diagonal of ``C`` (the marginal variances) is used.
+
+    Parameters
+    ----------
+    structure : tuple
+        The groups in the kernel's form (:meth:`~._ldp_store.ResponseStore.rrrr_structure`).
+    L, counts : ndarray
+        Dense likelihood rows and counts (:meth:`~._ldp_store.ResponseStore.likelihood_rows`),
+        for the starting preconditioner.
+    prior : ndarray of shape (K,)
+    phi : ndarray of shape (K,)
+        Starting point (the online sample).
+    burn, keep : int
+    rng : numpy.random.Generator
+    thin : int, default=0
+    n_chains : int, default=8
+    """
+    from sklearn_bayes._fast._ldp import mala_chains, mala_logpost
+
+    groups = structure
+    prior = np.ascontiguousarray(prior, dtype=float)
+    K = prior.size
+    nc = int(n_chains)
+    z0 = np.log(np.maximum(phi, 1e-300))
+    lp0, g0 = mala_logpost(z0, *groups, prior)
+    Z = np.tile(z0, (nc, 1))
+    lp = np.full(nc, lp0)
+    grad = np.tile(g0, (nc, 1))
+
+    theta0 = np.exp(z0 - z0.max())
+    theta0 /= theta0.sum()
+    h0 = L @ theta0
+    F = (L * (counts / h0**2)[:, None]).T @ L  # sum_g c_g L_g L_g^T / h_g^2
+    J = np.diag(theta0) - np.outer(theta0, theta0)
+
+    diag = K > _DENSE_PRECONDITIONER_MAX_K
+
+    def precond(M):
+        M = 0.5 * (M + M.T)
+        C = np.linalg.inv(M)
+        C = 0.5 * (C + C.T)
+        if diag:  # marginal variances only: O(K) per proposal
+            c = np.diag(C).copy()
+            return np.diag(1.0 / c), np.diag(c), np.diag(np.sqrt(c))
+        return M, C, np.linalg.cholesky(C)  # C = R R^T; the proposal density uses C^{-1} = M
+
+    M, C, R = precond(J @ F @ J + np.diag(np.exp(z0) + prior))
+    log_h = np.log(1.0 / K ** (1.0 / 3.0))
+    acc = np.zeros(K)
+    none = np.zeros((0, K))
+
+    def run(it0, n_iter, adapt, log_h, thin=0, draws=none, record=none, record_from=-1):
+        return mala_chains(rng, Z, lp, grad, *groups, prior, C, R, M, float(log_h), int(it0), int(n_iter),
+                           bool(adapt), acc, int(thin), draws, 0, record, int(record_from), diag)[0]
+
+    half = burn // 2 if burn >= 200 else 0
+    if half:
+        record = np.zeros(((half - half // 2 + 1) * nc, K))
+        log_h = run(0, half + 1, True, log_h, record=record, record_from=half // 2)
+        S = np.cov(record, rowvar=False).reshape(K, K)
+        S += 1e-9 * np.eye(K) * max(float(np.trace(S)) / K, 1e-12)
+        try:
+            M, C, R = precond(np.linalg.inv(S))
+            log_h = np.log(2.38**2 / K ** (1.0 / 3.0))
+        except np.linalg.LinAlgError:
+            pass
+        log_h = run(half + 1, burn - half - 1, True, log_h)
+    else:
+        log_h = run(0, burn, True, log_h)
+    draws = np.zeros(((keep // thin) * nc if thin else 0, K))
+    run(burn, keep, False, log_h, thin=thin, draws=draws)
+    return acc / max(keep * nc, 1), draws
+
+
+#: Float64 values of posterior draws held at once for a point estimate or an interval (512 MiB):
+#: above, the kept iterations are thinned evenly (the chain runs every iteration).
+MAX_DRAW_VALUES = 1 << 26
+#: Work budget of the IBU start (``n_iter * (K + sum_g |A_g|)``): 200 iterations up to about
+#: 5 million set members, fewer above (it only starts the chain; the burn-in follows).
+_IBU_WORK = 1 << 30
+
+
+def exact_draws(groups, prior, burn, keep, rng, max_values=None):
+    """``keep`` draws of the exact (hierarchical or fixed-prior) posterior after ``burn`` iterations.
+
+    :func:`~._ldp_posterior.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
+    iterations, shrunk by 1 % towards uniform: 200 of them, fewer when the sets are so
+    large that 200 would cost more than ``2^30`` member visits (at least 2).
+
+    Parameters
+    ----------
+    groups : :class:`~._ldp_posterior.Groups`
+    prior : 'hierarchical' or ndarray of shape (K,)
+    burn, keep : int
+    rng : numpy.random.Generator
+    max_values : int, optional
+        Hold at most this many values: the ``keep`` iterations are thinned evenly to
+        ``ceil(keep / thin)`` draws with ``thin = ceil(keep K / max_values)``.
+    """
+    K = groups.n_categories
+    work = K + int(groups.a_ptr[-1])
+    n_ibu = min(200, max(2, _IBU_WORK // max(work, 1)))
+    theta0 = 0.99 * ibu(groups, n_iter=n_ibu, tol=1e-8) + 0.01 / K
+    thin = 1
+    if max_values is not None and keep * K > max_values:
+        thin = -(-keep // max(1, max_values // K))
+    return hybrid_draws(groups, keep, burn, rng, prior=prior, theta0=theta0, thin=thin)[0]
+
+
+def point_estimate(draws, kind):
+    """``theta_`` from posterior draws: ``'tv'`` (Bayes for TV), ``'median'`` (renormalised) or ``'mean'``."""
+    if kind == "mean":
+        return draws.mean(axis=0)
+    if kind == "tv":
+        return tv_point_estimate(draws)
+    med = np.median(draws, axis=0)
+    return med / med.sum()

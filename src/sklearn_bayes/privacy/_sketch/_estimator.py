@@ -1,0 +1,1218 @@
+"""Differentially private Count / Count-Min sketches for streams with intermittent queries."""
+
+import copy
+import math
+import numbers
+import uuid
+
+import numpy as np
+from scipy import optimize, stats
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sklearn_bayes._fast import _hashing, _sketch
+import sklearn_bayes.privacy._sketch._format as _sketch_format
+from sklearn_bayes.privacy._core._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
+from sklearn_bayes.privacy._core._noise import check_noise_scale, noise_variance, sample_noise
+from sklearn_bayes.utils import (
+    IntegerInterval,
+    RealInterval,
+    check_privacy_random_state,
+    instance_lock,
+    serialized,
+    transactional,
+)
+from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _item_keys
+from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS
+
+__all__ = ["PrivateCountSketch"]
+
+#: Largest ``depth``.  Each row adds noise of scale ``depth/ε`` to every answer while the
+#: median gains only like ``sqrt(depth)`` (Theorem 5's interior optimum; the paper uses
+#: ``d <= 15``), so more than a few dozen rows only hurts; 1024 leaves ample room.
+MAX_DEPTH = 1024
+
+#: Largest memory of the sketch's state: ``table_`` and ``uses_`` take 16 bytes per cell
+#: (``depth * width`` cells).  1 GiB is 67 million cells; raise it deliberately if needed.
+MAX_TABLE_BYTES = 2**30
+_BYTES_PER_CELL = 16
+
+#: The parameters a stream is built with (recorded at ``fit``; see ``fitted_params_``).
+_STREAM_PARAMS = (
+    "epsilon", "depth", "width", "kind", "mechanism", "decay", "noise", "pan_private", "sampling_rate", "hash_seed",
+)
+
+_MECHANISMS = ("use_and_keep", "use_and_forget", "median_perturbation", "cell_perturbation")
+
+
+# --------------------------------------------------------------------------------------
+# items -> 64-bit keys
+# --------------------------------------------------------------------------------------
+
+
+def _median_sensitivity_bound(cols, width):
+    """Algorithm 4's upper bound on ``m_Q``, capped by ``n_Q`` (``cols``: (depth, n_Q) distinct items).
+
+    ``m_Q`` is the largest number of queries of ``Q`` that one stream element's ``d``
+    sensitive cells can reach; ``m̂_Q = Σ_i max_j #{x ∈ Q : h_i(x) = j} >= m_Q`` and
+    trivially ``m_Q <= n_Q`` (Proposition 1).
+    """
+    d, n_q = cols.shape
+    if n_q == 0:
+        return 0
+    # per row, the largest number of queries sharing a column: O(d n_Q log), not O(d w)
+    flat, counts = np.unique((np.arange(d, dtype=np.int64)[:, None] * width + cols).ravel(), return_counts=True)
+    row_max = np.zeros(d, dtype=np.int64)
+    np.maximum.at(row_max, flat // width, counts)
+    return min(n_q, int(row_max.sum()))
+
+
+# --------------------------------------------------------------------------------------
+# Theorem 5 (corrected)
+# --------------------------------------------------------------------------------------
+
+
+def _theorem5_tail(lam, d):
+    """The bound ``exp(-(d/2)(1 - 2 λ)) [2 (1 - λ)]^{d/2}`` of Lemma 2 / Theorem 5."""
+    return math.exp(-0.5 * d * (1.0 - 2.0 * lam) + 0.5 * d * math.log(2.0 * (1.0 - lam)))
+
+
+def _kappa_from_variances(sigma2, delta, method):
+    """Smallest κ certified by the median-of-rows bound for per-row error variances ``sigma2`` (d,)."""
+    d = sigma2.shape[0]
+    s_max, s_mean = float(sigma2.max()), float(sigma2.mean())
+    if s_max == 0:
+        return 0.0
+    if method == "theorem5":
+        if _theorem5_tail(0.0, d) >= delta:  # the bound never falls below (2/e)^{d/2}
+            return math.inf
+        lam = optimize.brentq(lambda t: _theorem5_tail(t, d) - delta, 0.0, 0.5, xtol=1e-14, rtol=1e-14)
+        kappa2 = max(s_mean / lam, 2.0 * s_max)
+    else:  # exact binomial tail of the number of rows off by more than κ (Chebyshev per row)
+        t = d // 2 if d % 2 == 0 else (d + 1) // 2
+        t = max(t, 1)
+        lam = optimize.brentq(lambda q: stats.binom.sf(t - 1, d, q) - delta, 1e-300, 1.0, xtol=1e-300, rtol=1e-14)
+        kappa2 = s_max / lam
+    return math.sqrt(kappa2) * (1.0 + 1e-12)
+
+
+class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Differentially private Count / Count-Min sketch answering intermittent frequency queries.
+
+    Counts the items of a stream (ints, strings or bytes; several columns make a
+    composite item) in a ``depth x width`` table and answers "how many times has
+    ``x`` occurred so far?" at any time, for query sets of any size, with
+    ε-differential privacy with respect to the presence of any one stream element
+    over the sketch's whole life.  The default mechanism is *use-and-keep*
+    (Algorithm 6 of *Differentially Private Frequency Sketches for Intermittent
+    Queries on Large Data Streams*): each query set adds fresh noise of scale
+    ``depth/ε`` once to every cell it touches and the noise stays in the table.
+
+    Read the User Guide: :ref:`private_count_sketch`.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Total privacy budget of the sketch's life (all query sets together).
+    depth : int, default=5
+        Number of rows ``d`` (independent hash functions), at most ``MAX_DEPTH``
+        (1024): each row adds noise of scale ``d/ε`` to every answer.
+    width : int, default=2048
+        Number of columns ``w`` per row.  ``depth * width`` cells take 16 bytes each
+        (``table_`` and ``uses_``); more than ``MAX_TABLE_BYTES`` (1 GiB) is refused
+        by ``fit`` with an error naming the memory needed.
+    kind : {"count", "count_min"}, default="count"
+        Count Sketch (signed updates, median estimate, unbiased) or Count-Min
+        (``+1`` updates, minimum estimate, overestimates).
+    mechanism : {"use_and_keep", "use_and_forget", "median_perturbation", \
+"cell_perturbation"}, default="use_and_keep"
+        How query answers are privatised (see Notes).  ``"cell_perturbation"`` is a
+        static release: the stream must be complete before the first query.
+    decay : float, default=0.5
+        Ratio ``η`` of the geometric budget schedules of ``"use_and_forget"`` (per
+        cell) and ``"median_perturbation"`` (per query set); ignored otherwise.
+    noise : {"discrete_laplace", "laplace"}, default="discrete_laplace"
+        Noise distribution.  Discrete Laplace keeps integer cells integer and is the
+        exact mechanism for counts; ``"laplace"`` reproduces the paper.
+    pan_private : bool, default=False
+        Start every cell with noise of scale ``depth/ε`` so that one intrusion into the
+        table (followed by queries) is also covered.  Only for ``"use_and_keep"`` and
+        ``"cell_perturbation"`` (the other mechanisms keep an exact table by design).
+    sampling_rate : float, default=1.0
+        Keep each stream element independently with this probability and rescale the
+        answers by ``1/sampling_rate``.  The mechanism then runs with the larger
+        ``ε₀ = ln(1 + (e^ε - 1)/ρ)`` so that the amplified guarantee is exactly ``ε``.
+    hash_seed : int, default=0
+        Seed of the (public) hash functions.  Sketches to be merged need the same.
+    random_state : None, int or numpy.random.Generator, default=None
+        Source of the privacy noise (and of the subsampling), read when the stream
+        starts (``fit`` or the first ``partial_fit``): changing it later takes effect
+        at the next ``fit``.  ``None`` seeds from the operating system; an int gives
+        reproducible noise for tests and emits ``SeededNoiseWarning``.
+    ledger : PrivacyLedger or None, default=None
+        An optional shared ``PrivacyLedger`` (``sklearn_bayes.privacy._core._accounting``)
+        that every release is also recorded in.  It is shared (not copied) by
+        :func:`sklearn.base.clone`, so all the clones fitted by a model-selection
+        tool on the same data report into one ledger.  Bound when the stream starts,
+        like ``random_state``: a ledger set later receives the releases of the next
+        ``fit``'s stream (so no ledger ever sees only part of a stream).
+
+    Attributes
+    ----------
+    table_ : ndarray of shape (depth, width)
+        The sketch table (int64, or float64 with ``noise="laplace"``).  **Curator
+        state**: it holds the exact counts of never-queried cells and must not be
+        published; only query answers are releases.
+    uses_ : ndarray of shape (depth, width)
+        Number of query sets that noised each cell (``"use_and_keep"``,
+        ``"cell_perturbation"``) or used it (``"use_and_forget"``).
+    n_items_seen_ : int
+        Number of stream elements consumed (curator state).
+    n_query_sets_ : int
+        Number of query sets answered.
+    epsilon_spent_ : float
+        Privacy spent on this stream (with subsampling amplification): the total of
+        ``ledger_``, i.e. this object's history and, for in-process copies sharing
+        ``ledger_``, their releases too (see Notes, "Copies are forks").
+    ledger_ : PrivacyLedger
+        This stream's record of releases, new at each ``fit``.  Each record carries
+        the ``stream`` id, the ``fork`` id of the object that released, and a unique
+        ``id``.
+    fitted_params_ : dict
+        The parameters the stream was built with (``epsilon``, ``depth``, ``width``,
+        ``kind``, ``mechanism``, ``decay``, ``noise``, ``pan_private``,
+        ``sampling_rate``, ``hash_seed``), recorded by ``fit`` or the first
+        ``partial_fit`` and used by every later call.
+    stream_id_ : str
+        Random id of the stream, drawn by ``fit``; copies keep it.
+    shard_ids_ : tuple of str
+        Ids of the streams whose elements this sketch holds (its own and those of
+        the sketches merged into it).
+    n_features_in_ : int
+        Number of columns of the input (1 for a stream of single items).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names, when the input had string column names.
+
+    See Also
+    --------
+    sklearn.preprocessing.TargetEncoder : Non-private encoding of categories.
+
+    Notes
+    -----
+    **Sketch.**  Row ``i`` has a hash ``h_i`` into ``{0..w-1}`` and a sign hash
+    ``s_i`` into ``{-1, +1}``.  Count Sketch adds ``s_i(x)`` to ``C[i, h_i(x)]`` and
+    estimates ``f̂_x = median_i s_i(x) C[i, h_i(x)]``; Count-Min adds 1 and takes the
+    minimum.  Neighbouring streams differ by the presence of one element, which
+    changes exactly ``d`` cells by one, so protecting each cell with ``ε/d`` gives ε.
+
+    **Mechanisms** (noise ``N(b)`` = discrete Laplace or Laplace of scale ``b``):
+
+    - ``use_and_keep`` (Algorithm 6): a query set adds ``N(d/ε)`` once to each cell it
+      touches and keeps it there.  Each cell is then a counter released with fresh
+      noise at every use (Lemma 1), which is ``ε/d``-DP whatever the number of uses;
+      ε-DP overall (Theorem 4) for any number of query sets.
+    - ``use_and_forget`` (Algorithm 5): the table stays exact; the ``k``-th use of a
+      cell adds fresh ``N(1/ε'_k)``, ``ε'_k = (ε/d)(1-η)η^{k-1}``, so that the budget
+      of each cell sums to ``ε/d``.  ``epsilon_spent_`` is
+      ``Σ_i max_j (ε/d)(1 - η^{U_ij})``.
+    - ``median_perturbation``: the ``k``-th query set gets ``f̂_x + N(m_Q/ε_k)``,
+      ``ε_k = ε(1-η)η^{k-1}``, with ``m_Q = min(n_Q, Σ_i max_j #{x ∈ Q: h_i(x)=j})``
+      (Algorithm 4).  For an even ``d`` the Count Sketch median is a half-integer, so
+      discrete noise is applied to ``2 f̂_x`` (sensitivity 2).
+    - ``cell_perturbation``: each cell gets ``N(d/ε)`` once, at its first use; later
+      queries are post-processing.  Static: no updates after the first query.
+
+    **Limits.**  Noise scales above ``2**56`` cannot be sampled (a discrete draw would
+    not fit the int64 table; such noise would drown every count anyway): ``fit``
+    refuses an ``epsilon`` whose first release already needs more, and
+    ``use_and_forget`` / ``median_perturbation`` refuse a query once their geometric
+    schedule has shrunk the budget that far ("exhausted") -- they never answer with
+    vanished noise.  A noisy cell that would overflow its dtype is refused too.
+
+    **A running stream keeps its parameters.**  ``fit`` (or the first
+    ``partial_fit``) records them in ``fitted_params_``; ``partial_fit``, ``query``,
+    ``transform``, ``merge`` and ``error_bound`` use the recorded values and raise a
+    ``ValueError`` naming the parameter, its fitted and its new value if
+    ``set_params`` changed one since.  ``fit`` is the restart that adopts new values.
+
+    **Copies are forks.**  A copy of a fitted sketch (``copy.copy``, ``copy.deepcopy``,
+    a pickle that is loaded) answers about the same individuals as its original, so their
+    releases compose.  The rule: the copy keeps ``stream_id_`` and the records of
+    ``ledger_`` (the common history), and from their next release on *both* the copy
+    and its original are new forks whose history is charged afresh (for use-and-keep:
+    ε again at the next query set; conservative, since the common history is charged
+    once more).  The copy knows it is one; its original is marked when it lives in the
+    same process (``pickle.dumps`` alone marks nothing).
+    ``PrivacyLedger.compose(a.ledger_, b.ledger_)`` gives the total of both forks,
+    counting every record, hence the common history, once: ``2ε`` for two forks of a
+    use-and-keep sketch that both answered after a copy made before any release, never
+    ``ε``.  What one object's ``epsilon_spent_`` covers is its ``ledger_``: a deep copy
+    shares ``ledger_`` with its original (``PrivacyLedger`` is never deep-copied), so
+    both report the composed total; a pickled copy has a snapshot, so each reports its
+    own history (the common history plus its own releases) and only the composition
+    covers both.  A copy loaded in another process cannot mark its original: compose
+    the ledgers of every copy that answers.  ``merge`` refuses a copy of a shard it
+    already holds.
+
+    Duplicated items in a query set are answered once.  With ``sampling_rate = ρ < 1``
+    the mechanism uses ``ε₀ = ln(1 + (e^ε-1)/ρ)`` on the subsample, whose amplified
+    guarantee ``ln(1 + ρ(e^{ε₀}-1)) = ε`` (Balle, Barthe and Gaboardi 2018).
+
+    **Error (Theorem 5, corrected).**  For use-and-keep with ``u_i`` noise draws in
+    the cells of ``x``, ``Var C[i, h_i(x)] <= ||f||²/w + u_i Var N(d/ε)`` with
+    ``Var Laplace(b) = 2b²`` (the paper used ``b²``), see :meth:`error_bound`.
+
+    **Merging** adds the tables of sketches built on disjoint shards of a stream
+    with the same seeds and shape; see :meth:`merge` for the privacy accounting.
+
+    **Serialization and scale-out.**  :meth:`to_bytes` / :meth:`from_bytes` move a
+    sketch between processes, machines or languages in a documented, versioned,
+    checksummed format; the bytes hold the exact table (curator state) but no
+    generator state, and a loaded sketch is a fork like an unpickled copy.
+    :meth:`from_dask` builds one sketch from a Dask collection from noise-free partial
+    tables that are never returned; its releases and ``epsilon_spent_`` are those of a
+    sketch fitted in one process.  See the user guide, :ref:`scaling_out`.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_bayes.privacy import PrivateCountSketch
+    >>> stream = ["a", "b", "a", "c", "a"] * 200
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
+    ...     sketch = PrivateCountSketch(epsilon=1.0, depth=5, width=256, random_state=0)
+    ...     sketch = sketch.partial_fit(stream)
+    >>> answers = sketch.query(["a", "z"])
+    >>> bool(abs(answers[0] - 600) < 50), sketch.epsilon_spent_, sketch.n_query_sets_
+    (True, 1.0, 1)
+    >>> _ = sketch.query(["b"])  # use-and-keep: later query sets spend nothing more
+    >>> sketch.epsilon_spent_, sketch.n_query_sets_
+    (1.0, 2)
+    """
+
+    _parameter_constraints = {
+        "epsilon": [RealInterval(0, None, closed="neither")],
+        "depth": [IntegerInterval(1, MAX_DEPTH, closed="both")],
+        "width": [IntegerInterval(1, 2**31 - 1, closed="both")],
+        "kind": [StrOptions({"count", "count_min"})],
+        "mechanism": [StrOptions(set(_MECHANISMS))],
+        "decay": [RealInterval(0, 1, closed="neither")],
+        "noise": [StrOptions({"discrete_laplace", "laplace"})],
+        "pan_private": ["boolean"],
+        "sampling_rate": [RealInterval(0, 1, closed="right")],
+        "hash_seed": [IntegerInterval(None, None, closed="neither")],
+        "random_state": [None, IntegerInterval(None, None, closed="neither"), np.random.Generator],
+        "ledger": [None, PrivacyLedger],
+    }
+
+    def __init__(
+        self,
+        epsilon=1.0,
+        depth=5,
+        width=2048,
+        kind="count",
+        mechanism="use_and_keep",
+        decay=0.5,
+        noise="discrete_laplace",
+        pan_private=False,
+        sampling_rate=1.0,
+        hash_seed=0,
+        random_state=None,
+        ledger=None,
+    ):
+        self.epsilon = epsilon
+        self.depth = depth
+        self.width = width
+        self.kind = kind
+        self.mechanism = mechanism
+        self.decay = decay
+        self.noise = noise
+        self.pan_private = pan_private
+        self.sampling_rate = sampling_rate
+        self.hash_seed = hash_seed
+        self.random_state = random_state
+        self.ledger = ledger
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = True
+        tags.requires_fit = True
+        tags.target_tags.required = False
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+    # ------------------------------------------------------------------ copies are forks
+    def __getstate__(self):
+        # A consistent snapshot: taken holding the instance's lock (no call of another thread is
+        # half-way through the table), with private copies of the arrays that calls mutate in
+        # place, so pickle and deepcopy never see a table updated after the snapshot.
+        with instance_lock(self):
+            state = super().__getstate__()
+            for name in ("table_", "uses_"):
+                if isinstance(state.get(name), np.ndarray):
+                    state[name] = state[name].copy()
+            return state
+
+    def __copy__(self):
+        """``copy.copy``: a fitted sketch is copied in full, exactly like ``copy.deepcopy``.
+
+        A shallow copy would share ``table_`` and ``uses_`` (mutated in place by both objects'
+        updates and queries) and the noise generator while each object counted its own spend:
+        two objects with one privacy state.  The copy is a fork (see Notes of the class).  An
+        unfitted sketch holds only parameters and is copied shallowly, as usual.
+        """
+        if "ledger_" in self.__dict__:
+            return copy.deepcopy(self)
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __setstate__(self, state):
+        # A copy of a running stream (pickle, copy.deepcopy, copy.copy) is a *fork*: the copy
+        # and its original answer about the same individuals, so from their next release on
+        # both are charged afresh.  The copy knows it is one; its original, when it is alive
+        # in this process, is found by its fork id and marked too.  (Pickling alone marks
+        # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
+        super().__setstate__(state)
+        if "ledger_" in self.__dict__:
+            self._mark_copy()
+
+    def _mark_copy(self, copied_generator=True):
+        """This object is a copy (fork id of its source): mark its live source, then become a new fork.
+
+        With ``random_state=None`` (the production setting) the copy also gets a generator
+        seeded afresh by the operating system: a generator copied with its state would draw
+        the same noise as its source, and the two forks' answers about different data would
+        then differ by exactly the difference of their counts.  A sketch whose noise was
+        seeded by the caller (an int, which warns that seeded noise is for testing only, or a
+        ``Generator``/``RandomState`` the caller owns) keeps replaying its source's noise, so
+        that seeded experiments and tests stay reproducible.  ``copied_generator=False`` when
+        the copy's generator was made from its own ``random_state`` (``from_bytes``).
+        """
+        if copied_generator and self.random_state is None:
+            self._rng = np.random.default_rng()
+        source = _LIVE_FORKS.get(self._fork_id)
+        if source is not None and source is not self:
+            # under the source's lock: a call of the source that fails and rolls back its
+            # __dict__ must not undo the mark (its next release would not be charged afresh)
+            with instance_lock(source):
+                if getattr(source, "stream_id_", None) == self.stream_id_:
+                    source._fork_pending = True
+        self._new_fork()
+
+    def _new_fork(self):
+        """Give this object a fresh fork id: its next release charges its history afresh."""
+        self._fork_id = uuid.uuid4().hex
+        self._fork_pending = True
+        _LIVE_FORKS[self._fork_id] = self
+
+    @property
+    def epsilon_spent_(self):
+        """Privacy spent on this stream: the total of ``ledger_`` (see Notes, "Copies")."""
+        return self.ledger_.epsilon_spent
+
+    # ------------------------------------------------------------------ stream state
+    def _fp(self, name):
+        """A parameter as the running stream was built with it."""
+        return self.fitted_params_[name]
+
+    def _base_epsilon(self):
+        eps, rate = float(self._fp("epsilon")), float(self._fp("sampling_rate"))
+        return eps if rate == 1 else subsampled_base_epsilon(eps, rate)
+
+    def _check_stream_params(self, action):
+        """Refuse to continue a stream whose parameters were changed by ``set_params``."""
+        current = self.get_params(deep=False)
+        for name in _STREAM_PARAMS:
+            fitted, new = self.fitted_params_[name], current[name]
+            if isinstance(new, (bool, np.bool_)) != isinstance(fitted, (bool, np.bool_)) or bool(new != fitted):
+                raise ValueError(
+                    f"{name}={new!r} was set after the sketch was fitted with {name}={fitted!r}: {action} "
+                    f"continues the running stream, which keeps the parameters it was built with. Call fit to "
+                    f"restart the stream with {name}={new!r}, or set {name} back to {fitted!r}."
+                )
+
+    def _check_start(self, d, w):
+        """Checks of a new stream that the parameter constraints cannot express."""
+        if self.pan_private and self.mechanism not in ("use_and_keep", "cell_perturbation"):
+            raise ValueError(
+                f"pan_private=True needs mechanism='use_and_keep' or 'cell_perturbation', got "
+                f"mechanism={self.mechanism!r} (it keeps an exact table by design)."
+            )
+        nbytes = _BYTES_PER_CELL * d * w
+        if nbytes > MAX_TABLE_BYTES:
+            raise ValueError(
+                f"depth={d} x width={w} = {d * w} cells need {nbytes / 2**30:.3g} GiB for table_ and uses_ "
+                f"({_BYTES_PER_CELL} bytes per cell), above the limit of {MAX_TABLE_BYTES / 2**30:.3g} GiB "
+                "(sklearn_bayes.privacy._sketch._estimator.MAX_TABLE_BYTES). Use a smaller width or depth."
+            )
+
+    def _first_scale(self, eps0, d):
+        """Smallest noise scale of the first release: if even it is too large, no query can be answered."""
+        if self.mechanism in ("use_and_keep", "cell_perturbation"):
+            return d / eps0
+        per_release = eps0 * (1.0 - float(self.decay))
+        return (d if self.mechanism == "use_and_forget" else 1.0) / per_release
+
+    def _validated_keys(self, X, name, reset, min_samples=1, check_names=True):
+        """Validate a batch completely and return its keys (callers are transactional)."""
+        X2, one_d = _as_2d_items(X, name)
+        if not reset and one_d and self.n_features_in_ != 1:
+            raise ValueError(
+                f"{name} is 1-D but the sketch was fitted on items of {self.n_features_in_} columns. "
+                "Reshape your data to shape (n_samples, n_features_in_)."
+            )
+        if not reset and isinstance(X2, np.ndarray) and not (check_names and hasattr(self, "feature_names_in_")):
+            # fast path for queries on arrays (no feature names to check): the same checks
+            # as validate_data, without its per-call overhead (queries can be tiny and many)
+            if X2.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"{name} has {X2.shape[1]} features, but PrivateCountSketch is expecting "
+                    f"{self.n_features_in_} features as input."
+                )
+            if X2.shape[0] < min_samples:
+                raise ValueError(f"{name} has 0 items; at least {min_samples} is required.")
+        else:
+            X2 = _checked_items(X2, name, lambda Z: validate_data(
+                self, Z, reset=reset, dtype=None, ensure_2d=True, ensure_all_finite=True,
+                ensure_min_samples=min_samples, accept_sparse=False,
+            ))
+        keys, kinds = _item_keys(X2, name)
+        if not reset and X2.shape[0] > 0 and kinds != self._item_kinds:
+            raise TypeError(
+                f"{name} has items of kind {kinds} but the sketch was fitted on items of kind "
+                f"{self._item_kinds}; a stream holds one type of item."
+            )
+        return keys, kinds
+
+    def _start_stream(self, X):
+        """Validate everything, then bind a new stream's state (fit, first partial_fit)."""
+        eps0, d, w = self._check_new_stream()
+        self._clear_stream()
+        keys, kinds = self._validated_keys(X, "X", reset=True)
+        self._bind_new_stream(eps0, d, w, kinds)
+        return keys
+
+    def _check_new_stream(self):
+        """The checks of a new stream's parameters (nothing is bound); returns ``(ε₀, d, w)``."""
+        d, w = int(self.depth), int(self.width)
+        self._check_start(d, w)
+        eps0 = (
+            float(self.epsilon) if self.sampling_rate == 1
+            else subsampled_base_epsilon(float(self.epsilon), float(self.sampling_rate))
+        )
+        check_noise_scale(
+            self._first_scale(eps0, d),
+            f"epsilon={self.epsilon!r} is too small for depth={d} and mechanism={self.mechanism!r}: the first "
+            "release's noise",
+        )
+        return eps0, d, w
+
+    def _clear_stream(self):
+        for attr in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, attr)  # a restart: nothing of the previous stream survives
+
+    def _bind_new_stream(self, eps0, d, w, kinds, start_noise=True):
+        """Bind a new, empty stream (with the pan-private start noise unless ``start_noise=False``).
+
+        Cannot fail once :meth:`_check_new_stream` passed.
+        """
+        rng = check_privacy_random_state(self.random_state, owner="PrivateCountSketch", instance=self)
+        table = np.zeros((d, w), dtype=np.int64 if self.noise == "discrete_laplace" else np.float64)
+        pan_draws = 0
+        if self.pan_private and start_noise:
+            table += sample_noise(rng, self.noise, d / eps0, size=(d, w))
+            pan_draws = 1
+        self.fitted_params_ = {name: getattr(self, name) for name in _STREAM_PARAMS}
+        self._rng = rng
+        self._shared_ledger = self.ledger
+        self._row_seeds = _hashing.row_seeds(int(self.hash_seed), d)
+        self._item_kinds = kinds
+        self.table_ = table
+        self.uses_ = np.zeros((d, w), dtype=np.int64)
+        self._pan_draws = pan_draws
+        self.n_items_seen_ = 0
+        self.n_query_sets_ = 0
+        self.stream_id_ = uuid.uuid4().hex
+        self.shard_ids_ = (self.stream_id_,)
+        self._fork_id = self.stream_id_
+        self._fork_pending = False  # set when the state is copied (see __setstate__)
+        _LIVE_FORKS[self._fork_id] = self
+        self._chain_spent0 = 0.0  # ε (before amplification) of this object's whole history
+        self._charged = 0.0  # ε this fork has charged to ledger_
+        self.ledger_ = PrivacyLedger()
+
+    def _check_not_frozen(self):
+        if self._fp("mechanism") == "cell_perturbation" and self.n_query_sets_ > 0:
+            raise ValueError(
+                "mechanism='cell_perturbation' is a static release: the stream cannot be updated after "
+                "the first query. Use mechanism='use_and_keep' for intermittent queries."
+            )
+
+    def _writeable_state(self):
+        # an estimator unpickled from a read-only memory map gets private copies before updating
+        if not self.table_.flags.writeable:
+            self.table_ = self.table_.copy()
+        if not self.uses_.flags.writeable:
+            self.uses_ = self.uses_.copy()
+
+    def _consume(self, keys):
+        """Add validated keys to the table (the last step of fit / partial_fit: cannot fail)."""
+        self._writeable_state()
+        n = keys.shape[0]
+        rate = float(self._fp("sampling_rate"))
+        if rate < 1:
+            keys = keys[self._rng.random(n) < rate]
+        _sketch.update(self.table_, keys, self._row_seeds, self._fp("kind") == "count")
+        self.n_items_seen_ += int(n)
+
+    # ------------------------------------------------------------------ stream
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
+    def fit(self, X, y=None):
+        """Reset the sketch and consume the stream ``X``.
+
+        ``fit`` is the restart: it reads the parameters anew and records them in
+        ``fitted_params_``, draws a new ``stream_id_``, a new noise generator from
+        ``random_state`` and a new ``ledger_``, and binds the ``ledger`` parameter.  A
+        rejected ``X`` leaves a fitted sketch as it was.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, n_features)
+            Stream items (ints in the int64 range, strings or bytes; floats with integral
+            values count as ints, and a ``str`` is the bytes of its UTF-8 encoding).  With
+            several columns each row is one composite item.  A missing value (None, NaN,
+            pandas NA) or an integer outside the int64 range (e.g. a ``uint64`` item
+            ``>= 2**63``, which would share the key of a negative int64) is refused with a
+            ``ValueError``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PrivateCountSketch
+        """
+        keys = self._start_stream(X)
+        self._consume(keys)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @transactional
+    def partial_fit(self, X, y=None):
+        """Consume one chunk of the stream (the first call starts the stream, like :meth:`fit`).
+
+        The whole chunk is validated before the table is touched: a rejected chunk
+        leaves the sketch exactly as it was.  A running stream keeps the parameters it
+        was built with: if one was changed by ``set_params`` since, a ``ValueError``
+        names it (call :meth:`fit` to restart).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, n_features)
+            Stream items, as in :meth:`fit`.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PrivateCountSketch
+        """
+        if not hasattr(self, "table_"):
+            keys = self._start_stream(X)
+        else:
+            self._check_stream_params("partial_fit")
+            self._check_not_frozen()
+            keys, _ = self._validated_keys(X, "X", reset=False)
+        self._consume(keys)
+        return self
+
+    # ------------------------------------------------------------------ queries
+    def _locate(self, keys):
+        d, n = self.table_.shape[0], keys.shape[0]
+        cols = np.empty((d, n), dtype=np.int64)
+        signs = np.empty((d, n), dtype=np.int8)
+        _hashing.locate(keys, self._row_seeds, self.table_.shape[1], cols, signs)
+        return cols, signs
+
+    def _estimate(self, table, cols, signs):
+        out = np.empty(cols.shape[1], dtype=np.float64)
+        _sketch.estimate(table, cols, signs, self._fp("kind") == "count", out)
+        return out
+
+    def _noisy_cells(self, cells, scale, context):
+        """``table_`` at ``cells`` plus fresh noise, checked for overflow (nothing is bound here)."""
+        scale = check_noise_scale(scale, context)
+        noise = sample_noise(self._rng, self._fp("noise"), scale, size=cells.shape[0])
+        old = self.table_.reshape(-1)[cells]
+        new = old + noise
+        if new.dtype.kind == "i":
+            overflow = ((old ^ new) & (noise ^ new)) < 0
+        else:
+            overflow = ~np.isfinite(new)
+        if np.any(overflow):
+            raise ValueError(
+                f"{context}: a noisy cell would overflow the table's {new.dtype} range (the noise of scale "
+                f"{float(np.max(scale)):.3g} accumulated over {int(self.uses_.max())} uses); use a larger epsilon."
+            )
+        return new
+
+    def _answer(self, keys):
+        """Answer one query set (keys may repeat): compute everything, record, then bind.
+
+        The release is recorded (:meth:`_charge`, the last step that can fail) before the
+        noise is bound into the table in place, so a call that fails leaves the table, the
+        use counts and the ledgers as they were, and the generator that
+        :func:`~sklearn_bayes.utils.transactional` rewinds has produced no released noise.
+        """
+        self._writeable_state()
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        cols, signs = self._locate(uniq)
+        d, w = self.table_.shape
+        eps0 = self._base_epsilon()
+        mech, k = self._fp("mechanism"), self.n_query_sets_
+        eta = float(self._fp("decay"))
+        flat_uses = self.uses_.reshape(-1)
+        bind = None
+        if mech in ("use_and_keep", "cell_perturbation"):
+            cells = _sketch.distinct_cells(cols, w)
+            if mech == "cell_perturbation":
+                cells = cells[flat_uses[cells] == 0]
+            new = self._noisy_cells(cells, d / eps0, f"{mech}: the noise")
+            chain0 = eps0
+
+            def bind():  # the noise stays in the cells (in place: cannot fail)
+                self.table_.reshape(-1)[cells] = new
+                flat_uses[cells] += 1
+                return self._estimate(self.table_, cols, signs)
+
+        elif mech == "use_and_forget":
+            cells = _sketch.distinct_cells(cols, w)
+            # ε'_u = (ε/d)(1-η)η^u in log space: the scale 1/ε'_u is checked, never inf or 0
+            log_scale = -(math.log(eps0 / d) + math.log1p(-eta) + flat_uses[cells] * math.log(eta))
+            scale = np.exp(np.minimum(log_scale, 1000.0))
+            new = self._noisy_cells(
+                cells, scale,
+                f"use_and_forget: the geometric budget schedule of a cell is exhausted after "
+                f"{int(flat_uses[cells].max()) if cells.size else 0} uses (decay={eta}); no further query can use "
+                "it. Use a larger decay or mechanism='use_and_keep'. The noise",
+            )
+            noisy = self.table_.copy()
+            noisy.reshape(-1)[cells] = new
+            est = self._estimate(noisy, cols, signs)
+            row_max = self.uses_.max(axis=1)  # the use counts after this query, without changing them
+            np.maximum.at(row_max, cells // w, flat_uses[cells] + 1)
+            chain0 = self._forget_spend(row_max)
+
+            def bind():
+                flat_uses[cells] += 1
+                return est
+
+        else:  # median_perturbation: ε_k = ε (1-η) η^k for the (k+1)-th query set
+            m_q = _median_sensitivity_bound(cols, w)
+            half = self._fp("noise") == "discrete_laplace" and self._fp("kind") == "count" and d % 2 == 0
+            log_scale = math.log((2.0 if half else 1.0) * m_q) - (
+                math.log(eps0) + math.log1p(-eta) + k * math.log(eta)
+            )
+            scale = math.exp(min(log_scale, 1000.0))
+            check_noise_scale(
+                scale,
+                f"median_perturbation: the geometric budget schedule is exhausted at query set {k + 1} "
+                f"(decay={eta}); no further query set can be answered. Use a larger decay or "
+                "mechanism='use_and_keep'. The noise",
+            )
+            noise = sample_noise(self._rng, self._fp("noise"), scale, size=uniq.shape[0])
+            est = self._estimate(self.table_, cols, signs) + (noise / 2.0 if half else noise)
+            chain0 = eps0 * -math.expm1((k + 1) * math.log(eta))
+
+            def bind():
+                return est
+
+        self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=k + 1)
+        self.n_query_sets_ = k + 1
+        est = bind() / float(self._fp("sampling_rate"))
+        return est[inverse]
+
+    def _forget_spend(self, row_max):
+        """use_and_forget: ``Σ_i max_j (ε₀/d)(1 - η^{U_ij})`` from the rows' largest use counts ``max_j U_ij``."""
+        d, eps0 = row_max.shape[0], self._base_epsilon()
+        return float(np.sum((eps0 / d) * -np.expm1(row_max * math.log(float(self._fp("decay"))))))
+
+    def _charge(self, chain0, n_items, note="", mechanism=None, **extra):
+        """Record a release: this fork's increment of the amplified ε of its history.
+
+        The first release after a copy starts a new fork: its history is charged afresh.
+        Everything is computed and checked first; the shared ledger (whose record may warn,
+        hence raise under ``-W error``) is written before ``ledger_``, and this object's
+        attributes are bound only after both records are made, so a failure records
+        nothing here and changes nothing (the caller binds its release after this).
+        """
+        fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
+        total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
+        increment = max(total - charged, 0.0)
+        if not (math.isfinite(chain0) and math.isfinite(increment)):
+            raise ValueError(f"the privacy spend of this release is not finite ({increment!r}); nothing was released.")
+        record = dict(n_items=n_items, note=note, stream=self.stream_id_, fork=fork_id, id=uuid.uuid4().hex, **extra)
+        name = mechanism or f"PrivateCountSketch/{self._fp('mechanism')}"
+        if self._shared_ledger is not None:
+            self._shared_ledger.record_shared("PrivateCountSketch", name, increment, **record)
+        self.ledger_.record(name, increment, **record)
+        # bind (cannot fail)
+        if self._fork_pending:  # the first release since a copy was made: a new fork (id)
+            self._fork_id = fork_id
+            _LIVE_FORKS[fork_id] = self
+            self._fork_pending = False
+        self._chain_spent0 = chain0
+        self._charged = charged + increment
+
+    @transactional
+    def query(self, items):
+        """Answer one query set: the private estimated count of each item so far.
+
+        Parameters
+        ----------
+        items : array-like of shape (n_items,) or (n_items, n_features_in_)
+            The query set ``Q`` (same item type as the stream).  Repeated items get the
+            same answer.
+
+        Returns
+        -------
+        counts : ndarray of shape (n_items,), float64
+            Noisy estimates (rescaled by ``1/sampling_rate``).
+        """
+        check_is_fitted(self)
+        self._check_stream_params("query")
+        # query sets are lists of items, not feature matrices: no column-name check for arrays
+        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
+        if keys.shape[0] == 0:
+            return np.empty(0, dtype=np.float64)
+        return self._answer(keys)
+
+    @transactional
+    def transform(self, X):
+        """Private count encoding: the estimated count of each row's item, as one column.
+
+        Each call is one query set (see :meth:`query`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,) or (n_samples, n_features_in_)
+
+        Returns
+        -------
+        X_out : ndarray of shape (n_samples, 1)
+        """
+        check_is_fitted(self)
+        self._check_stream_params("transform")
+        keys, _ = self._validated_keys(X, "X", reset=False)
+        return self._answer(keys).reshape(-1, 1)
+
+    @property
+    def _n_features_out(self):
+        return 1
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, other):
+        """Add the sketch of a disjoint shard of the stream (map-reduce), in place.
+
+        Both sketches must have been fitted with the same parameters (``fitted_params_``;
+        ``random_state`` and ``ledger`` may differ), on the same item type, and their
+        current parameters must still be those.  ``other`` is left unchanged.  The
+        shards must be disjoint: merging a sketch with itself, with a copy of itself or
+        with a sketch that already contains one of its shards (see ``shard_ids_``) is
+        refused, because it would count the same elements twice.
+
+        Privacy: the shards hold different individuals, so their releases compose in
+        parallel: the merged ``epsilon_spent_`` is the larger of the two.
+
+        - ``use_and_keep``: tables (noise included) and noise counts are added.  A
+          later release adds fresh noise to the merged cells, which for an individual
+          of one shard is post-processing of that shard's noisy counter (Lemma 1)
+          plus independent quantities, so the guarantee of the merged sketch stays ε.
+        - ``use_and_forget``: exact tables are added; the use counts take the
+          element-wise maximum so that no cell's schedule restarts.
+        - ``median_perturbation``: exact tables are added; the query-set counter takes
+          the maximum so that the budget schedule continues.
+        - ``cell_perturbation``: refused once either sketch has answered a query
+          (merge the shards before the static release).
+
+        Releasing again from the *shard* sketches after merging composes with the
+        merged sketch's releases and is not tracked: query only the merged sketch.
+
+        Parameters
+        ----------
+        other : PrivateCountSketch
+            A fitted sketch of another shard.
+
+        Returns
+        -------
+        self : PrivateCountSketch
+
+        Notes
+        -----
+        The call holds the locks of both sketches (taken in one global order, so two
+        threads merging ``a.merge(b)`` and ``b.merge(a)`` cannot deadlock): ``other`` is
+        read as one consistent state, never half-way through another thread's update.
+        """
+        if not isinstance(other, PrivateCountSketch):
+            check_is_fitted(self)
+            raise TypeError(f"other must be a PrivateCountSketch, got {type(other).__name__}.")
+        first, second = sorted((self, other), key=id)
+        with instance_lock(first), instance_lock(second):
+            return self._merge(other)
+
+    @transactional
+    def _merge(self, other):
+        check_is_fitted(self)
+        check_is_fitted(other)
+        self._check_stream_params("merge")
+        other._check_stream_params("merge (of other)")
+        diff = {
+            name: (self.fitted_params_[name], other.fitted_params_[name])
+            for name in _STREAM_PARAMS
+            if self.fitted_params_[name] != other.fitted_params_[name]
+        }
+        if diff:
+            raise ValueError(f"cannot merge sketches fitted with different parameters (self, other): {diff}.")
+        if other._item_kinds != self._item_kinds or other.n_features_in_ != self.n_features_in_:
+            raise TypeError(
+                f"cannot merge sketches of different item types: {self._item_kinds} and {other._item_kinds}."
+            )
+        shared = sorted(set(self.shard_ids_) & set(other.shard_ids_))
+        if shared:
+            raise ValueError(
+                "cannot merge sketches that share a shard (a sketch with itself, with a copy of itself, or with a "
+                f"sketch that already contains one of its shards): shard ids {shared}. Merging them would count "
+                "the same stream elements twice."
+            )
+        mech = self._fp("mechanism")
+        if mech == "cell_perturbation" and (self.n_query_sets_ or other.n_query_sets_):
+            raise ValueError(
+                "cannot merge cell_perturbation sketches after a release; merge the shards before querying."
+            )
+        uses = np.maximum(self.uses_, other.uses_) if mech == "use_and_forget" else self.uses_ + other.uses_
+        table = self.table_ + other.table_
+        self.uses_, self.table_ = uses, table
+        self._pan_draws += other._pan_draws
+        self.n_items_seen_ += other.n_items_seen_
+        self.n_query_sets_ = max(self.n_query_sets_, other.n_query_sets_)
+        self.shard_ids_ = tuple(sorted(set(self.shard_ids_) | set(other.shard_ids_)))
+        chain0 = max(self._chain_spent0, other._chain_spent0)  # parallel composition of disjoint shards
+        if mech == "use_and_forget" and chain0 > 0:  # the merged schedules continue from max(U_a, U_b)
+            chain0 = max(chain0, self._forget_spend(uses.max(axis=1)))
+        self._charge(
+            chain0, n_items=None, mechanism="merge",
+            note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
+        )
+        return self
+
+    # ------------------------------------------------------------------ serialization
+    @serialized
+    def to_bytes(self):
+        """The sketch as portable bytes (versioned, checksummed); read back with :meth:`from_bytes`.
+
+        The bytes hold the **exact table**: like ``table_`` they are curator state, never a
+        release.  Store and send them only where the raw stream may go.  They also hold
+        everything a receiver needs to go on answering with the same guarantees: the
+        fitted parameters, the noise already in the cells and its use counts
+        (``uses_``, the pan-private start), the spent budget, the ledger's records and the
+        stream and shard ids.  They do **not** hold the noise generator: its state would
+        let whoever holds the bytes predict the sender's future noise, and the receiver
+        is a new fork that draws its own (``from_bytes(..., random_state=...)``).
+        ``to_bytes`` itself releases nothing and changes nothing.  It writes the
+        parameters the stream was built with (``fitted_params_``), not values set by
+        ``set_params`` since; the reader's parameters are those.
+
+        Returns
+        -------
+        data : bytes
+            About ``depth * width`` cells of 1 to 8 bytes (the narrowest integer type that
+            holds the table, 8 bytes for ``noise="laplace"``) plus the use counts (nothing
+            while no query set was answered, 1 byte per cell while every cell was noised
+            fewer than 256 times) plus a header of about 200 bytes and the ledger's
+            records (about 200 bytes per release).
+
+        See Also
+        --------
+        from_bytes : The reader.
+
+        Notes
+        -----
+        **Layout, format version 1.**  Little-endian throughout; a *string* is a
+        ``uint32`` byte length followed by that many UTF-8 bytes.
+
+        ======  ==========  =======================================================
+        offset  type        field
+        ======  ==========  =======================================================
+        0       8 bytes     magic ``b"SKBSKTCH"``
+        8       uint16      format version (1)
+        10      uint16      flags (0)
+        12      uint64      total length of the buffer in bytes, trailer included
+        20      uint8       kind: 0 ``count``, 1 ``count_min``
+        21      uint8       mechanism: 0 ``use_and_keep``, 1 ``use_and_forget``,
+                            2 ``median_perturbation``, 3 ``cell_perturbation``
+        22      uint8       noise: 0 ``discrete_laplace``, 1 ``laplace``
+        23      uint8       pan_private (0 or 1)
+        24      uint8       hash family: 1 = splitmix64 keys and multiply-shift row
+                            hashes (``sklearn_bayes._fast._hashing``)
+        25      uint8       table cell encoding (below)
+        26      uint8       use-count cell encoding (below)
+        27      uint8       reserved (0)
+        28      uint32      depth ``d``
+        32      uint32      width ``w``
+        36      float64     epsilon
+        44      float64     decay
+        52      float64     sampling_rate
+        60      uint64      ``n_items_seen_``
+        68      uint64      ``n_query_sets_``
+        76      uint64      pan-private noise draws per cell (0 or 1)
+        84      float64     ε spent by the mechanism before amplification
+        92      uint16 L    then L bytes: ``hash_seed``, two's complement
+        ..      string      ``stream_id_``
+        ..      string      fork id of the writer
+        ..      uint32 n    then n strings: ``shard_ids_``
+        ..      uint32 f    ``n_features_in_``, then f uint8 item kinds
+                            (0 numbers, 1 text)
+        ..      uint8       1 if feature names follow (f strings), else 0
+        ..      string      ``ledger_`` records as a JSON array of objects
+        ..      d*w cells   ``table_``, row-major, in the table encoding
+        ..      d*w cells   ``uses_``, row-major, in the use-count encoding
+        end-4   uint32      CRC32 (zlib) of every byte before it
+        ======  ==========  =======================================================
+
+        Cell encodings: 0 all cells zero (no bytes stored), 1 int8, 2 int16, 3 int32,
+        4 int64, 5 float64, 6 uint8, 7 uint16, 8 uint32.  The writer picks the
+        narrowest one that holds every cell exactly.  Items are hashed by the hash family
+        from ``hash_seed``, so a reader in another language can update and query the
+        table given the family's definition (the ``_hashing`` module's docstring).
+
+        A reader refuses a buffer with another magic, an unknown format version, a
+        length that does not match (truncated, or trailing bytes), a wrong checksum
+        (accidental corruption; the checksum is no protection against a deliberate
+        change: transport curator state over trusted channels) or contents that are
+        not a valid sketch, each with a ``ValueError``.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> from sklearn_bayes.privacy import PrivateCountSketch
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
+        ...     sketch = PrivateCountSketch(depth=5, width=256, random_state=0).fit([1, 2, 2, 3] * 50)
+        >>> data = sketch.to_bytes()
+        >>> len(data) < 5 * 256 + 600  # one byte per cell: counts fit int8
+        True
+        >>> copy = PrivateCountSketch.from_bytes(data)
+        >>> bool((copy.table_ == sketch.table_).all()), copy.stream_id_ == sketch.stream_id_
+        (True, True)
+        """
+        check_is_fitted(self)
+        return _sketch_format.dumps(self)
+
+    @classmethod
+    def from_bytes(cls, data, *, random_state=None, ledger=None):
+        """A fitted sketch from the bytes of :meth:`to_bytes`.
+
+        The result is a **fork** of the sketch that wrote the bytes, exactly like an
+        unpickled copy (see Notes of the class, "Copies are forks"): it keeps
+        ``stream_id_``, ``shard_ids_`` and the records of ``ledger_``; its next release
+        charges its history afresh, and if the writer lives in this process it is
+        marked as a fork too.  ``merge`` refuses to merge it with the writer or with any
+        sketch that holds one of its shards.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            The output of :meth:`to_bytes`.
+        random_state : None, int or numpy.random.Generator, default=None
+            Source of the noise of the sketch's future releases (the bytes carry no
+            generator state).  An int emits ``SeededNoiseWarning``.
+        ledger : PrivacyLedger or None, default=None
+            A shared ledger that the sketch's future releases are also recorded in.
+
+        Returns
+        -------
+        sketch : PrivateCountSketch
+
+        Raises
+        ------
+        ValueError
+            If ``data`` is not a serialized sketch (magic), has an unknown format
+            version, is truncated or longer than its recorded length, fails its
+            checksum, or holds an invalid sketch.
+        TypeError
+            If ``data`` is not bytes-like.
+        """
+        return _sketch_format.loads(cls, data, random_state=random_state, ledger=ledger)
+
+    # ------------------------------------------------------------------ scale-out
+    @classmethod
+    def from_dask(cls, collection, *, split_every=8, **params):
+        """One fitted sketch of a Dask collection of items, built on the cluster.
+
+        Each partition is sketched **without noise** by a worker, the partial tables
+        are added up in a tree (``split_every`` at a time, like ``merge``) and their sum
+        becomes the table of one sketch in this process.  Noise is drawn only when that
+        sketch releases (its queries), so privacy and accounting are those of one
+        sketch fitted on the whole collection: the same ``epsilon_spent_`` for the same
+        queries.  With the same parameters and ``random_state`` the result equals
+        ``PrivateCountSketch(**params).fit(items)`` bit for bit (table, pan-private
+        start, answers), except with ``sampling_rate < 1``, whose subsample is drawn per
+        partition (seeds from the sketch's generator): the same distribution, other
+        draws.  With ``noise="laplace"`` and ``pan_private=True`` the float table may
+        also differ in the last bits (the counts are added in another order).
+
+        The partial tables are exact counts: curator state, like ``table_``.  They are
+        a private type without any query method and are never returned; the workers
+        and the scheduler see the raw items and the partials, so the cluster belongs to
+        the curator.  Only the returned sketch's answers are releases.
+
+        Parameters
+        ----------
+        collection : dask.array.Array, dask.bag.Bag, dask.dataframe.Series or DataFrame
+            The stream's items.  A 1-D array, a bag or a series holds single items; a
+            2-D array or a data frame holds one composite item per row (as ``fit``).
+            Item types as in :meth:`fit` (ints, strings or bytes).
+        split_every : int, default=8
+            Number of partial tables added up by one task of the reduction tree.
+        **params
+            Parameters of the sketch (``epsilon``, ``depth``, ``width``, ...,
+            ``random_state``, ``ledger``), as for the constructor.
+
+        Returns
+        -------
+        sketch : PrivateCountSketch
+            Fitted on all the items, nothing released yet (``epsilon_spent_ == 0``).
+
+        Notes
+        -----
+        The computation runs on the current Dask scheduler (a ``distributed.Client``
+        if one is active, else Dask's default for the collection).  Dask is imported
+        only by this method (``python -m pip install "dask[distributed]"``).  See the
+        user guide, :ref:`scaling_out`.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import dask
+        >>> import dask.array as da
+        >>> import numpy as np
+        >>> from sklearn_bayes.privacy import PrivateCountSketch
+        >>> items = da.from_array(np.arange(10_000) % 100, chunks=2_500)
+        >>> with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
+        ...     sketch = PrivateCountSketch.from_dask(items, width=512, random_state=0)
+        ...     single = PrivateCountSketch(width=512, random_state=0).fit(np.arange(10_000) % 100)
+        >>> bool((sketch.table_ == single.table_).all()), sketch.n_items_seen_, sketch.epsilon_spent_
+        (True, 10000, 0.0)
+        """
+        import sklearn_bayes.privacy._sketch._dask as _sketch_dask
+
+        return _sketch_dask.from_dask(cls, collection, split_every, params)
+
+    # ------------------------------------------------------------------ accuracy
+    @serialized
+    def error_bound(self, items, confidence=0.95, f2=None, method="auto"):
+        """Error bar ``κ`` with ``P(|f̂_x - f_x| > κ) <= 1 - confidence`` for a query made now.
+
+        With ``u_i`` noise draws in the cell of ``x`` in row ``i`` (its previous uses, plus
+        the one this query would add for ``use_and_keep``, plus the pan-private start),
+        each row's error has mean 0 and variance at most
+        ``σ_i² = ||f||²₂/w + u_i Var N(d/ε)``.  Two valid bounds follow (see Notes):
+
+        - ``"binomial"``: the exact binomial tail of the number of rows whose error
+          exceeds ``κ`` (each with Chebyshev probability at most ``max_i σ_i²/κ²``, rows
+          independent); always finite.
+        - ``"theorem5"``: the corrected Theorem 5, ``P(|f̂_x - f_x| > κ) <=
+          exp(-(d/2)(1-2λ)) [2(1-λ)]^{d/2}`` with ``λ = Σ_i σ_i² / (d κ²)`` for
+          ``κ² > 2 max_i σ_i²``.  It cannot go below ``(2/e)^{d/2}``, so it is ``inf``
+          when the confidence needs more rows (95 % needs ``d >= 20``); it can beat the
+          binomial bound at large ``d`` when the rows' variances differ.
+        - ``"auto"`` (the default): the smaller of the two, at the full confidence.
+
+        Privacy: the cell-use counts depend only on the (public) hashes and query
+        sets, so with a public ``f2`` this is post-processing and spends nothing.
+        With ``f2=None``, ``||f||²₂`` is estimated from the curator's table (the
+        median over rows of ``Σ_j C_ij²`` minus the known noise variance): a
+        function of unreleased state, meant for the curator; publish error bars
+        computed from a public or separately privatised ``f2``.  (With an estimated
+        ``f2`` the bound is a plug-in estimate, not a guarantee.)
+
+        Parameters
+        ----------
+        items : array-like of shape (n_items,)
+            Items, as for :meth:`query`.
+        confidence : float, default=0.95
+            Probability in (0, 1) that the error stays within the bound.
+        f2 : float or None, default=None
+            The second frequency moment ``||f||²₂ = Σ_x f_x²`` (or an upper bound).
+        method : {"auto", "binomial", "theorem5"}, default="auto"
+            Which bound; ``"auto"`` is the tightest of the valid bounds (finite).
+
+        Returns
+        -------
+        kappa : ndarray of shape (n_items,)
+            Bound on the absolute error of each item's estimate (in counts).
+
+        Notes
+        -----
+        **Validity.**  Write ``Y_i = s_i(x) C[i, h_i(x)] - f_x``: the signed sum of the
+        counts of the other items hashed to the cell (mean 0 by the sign hash, variance
+        at most ``||f||²₂/w``) plus the ``u_i`` independent noise draws in the cell
+        (mean 0, variance ``u_i Var N(d/ε)``), so ``E Y_i = 0`` and ``Var Y_i <= σ_i²``;
+        the rows are independent (independent hashes and noise per row).  The estimate's
+        error is ``median_i Y_i``, and ``|median_i Y_i| > κ`` needs at least
+        ``t = ceil(d/2)`` rows with ``|Y_i| > κ`` (for an even ``d`` the median is the mean
+        of the two middle values, so the upper one, hence the ``d/2`` largest, exceed
+        ``κ``).  By Chebyshev each row exceeds with probability ``p_i <= p = max_i σ_i²/κ²``,
+        and the number of rows that exceed is stochastically at most ``Binomial(d, p)``:
+        ``"binomial"`` solves ``P(Binomial(d, p) >= t) = 1 - confidence`` for ``p`` and
+        returns ``κ = sqrt(max_i σ_i² / p)``.  ``"theorem5"`` is Lemma 2's Chernoff bound
+        on the same event.  Both ``κ`` are functions of ``σ²``, ``d`` and the confidence
+        only -- fixed before the stream's randomness (hashes, noise) is drawn -- so their
+        minimum is one of two fixed numbers, each exceeded with probability at most
+        ``1 - confidence``: ``"auto"`` needs no union bound and no split of the
+        confidence.
+        """
+        check_is_fitted(self)
+        self._check_stream_params("error_bound")
+        kind, mech, rate = self._fp("kind"), self._fp("mechanism"), self._fp("sampling_rate")
+        if kind != "count" or mech not in ("use_and_keep", "cell_perturbation"):
+            raise ValueError(
+                "error_bound implements Theorem 5, for kind='count' with mechanism='use_and_keep' or "
+                f"'cell_perturbation'; got kind={kind!r}, mechanism={mech!r}."
+            )
+        if rate != 1:
+            raise ValueError(f"error_bound needs sampling_rate=1, got {rate!r}.")
+        if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
+            raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
+        if method not in ("auto", "binomial", "theorem5"):
+            raise ValueError(f"method must be 'auto', 'binomial' or 'theorem5', got {method!r}.")
+        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
+        d, w = self.table_.shape
+        var1 = float(noise_variance(self._fp("noise"), d / self._base_epsilon()))
+        if f2 is None:
+            noise_var = (self.uses_ + self._pan_draws) * var1
+            per_row = (self.table_.astype(np.float64) ** 2).sum(axis=1) - noise_var.sum(axis=1)
+            f2 = max(float(np.median(per_row)), 0.0)
+        else:
+            if isinstance(f2, bool) or not isinstance(f2, numbers.Real) or not (math.isfinite(f2) and f2 >= 0):
+                raise ValueError(f"f2 must be a finite number >= 0, got {f2!r}.")
+            f2 = float(f2)
+        cols, _ = self._locate(keys)
+        uses = np.take_along_axis(self.uses_, cols, axis=1) + self._pan_draws  # (d, n)
+        if mech == "use_and_keep":
+            uses = uses + 1
+        else:
+            uses = np.maximum(uses, 1 + self._pan_draws)
+        delta = 1.0 - float(confidence)
+        sigma2 = f2 / w + uses * var1
+        methods = ("binomial", "theorem5") if method == "auto" else (method,)
+        return np.array([
+            min(_kappa_from_variances(sigma2[:, k], delta, m) for m in methods) for k in range(keys.shape[0])
+        ])

@@ -1,0 +1,192 @@
+"""Privacy accounting: subsampling amplification, the ledger, and forks (copies of running sketches)."""
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
+from sklearn_bayes.privacy._core._accounting import amplify_by_subsampling, subsampled_base_epsilon
+
+
+def _sketch(seed=0, **params):
+    return PrivateCountSketch(random_state=np.random.default_rng(seed), **params)
+
+
+def test_subsampling_amplification_formula():
+    for eps in (0.01, 0.5, 1.0, 5.0):
+        for rate in (0.001, 0.1, 0.5, 1.0):
+            amp = amplify_by_subsampling(eps, rate)
+            assert math.isclose(amp, math.log(1 + rate * (math.exp(eps) - 1)), rel_tol=1e-9)
+            assert amp <= eps + 1e-15
+            assert math.isclose(amplify_by_subsampling(subsampled_base_epsilon(eps, rate), rate), eps, rel_tol=1e-12)
+    # roughly rate * eps for small eps
+    assert math.isclose(amplify_by_subsampling(0.01, 0.1), 0.1 * 0.01, rel_tol=0.01)
+    with pytest.raises(ValueError):
+        amplify_by_subsampling(1.0, 0.0)
+    with pytest.raises(ValueError):
+        subsampled_base_epsilon(-1.0, 0.5)
+
+
+@pytest.mark.parametrize("eps", [1e-300, 1e-8, 1.0, 699.0, 710.0, 1e4, 1e300])
+@pytest.mark.parametrize("rate", [1e-320, 1e-300, 1e-3, 0.5])
+def test_subsampling_formulas_never_overflow(eps, rate):
+    """ε₀ = ln(1 + (e^ε - 1)/ρ) and its inverse in log space: finite, and inverse to 1e-12."""
+    e0 = subsampled_base_epsilon(eps, rate)
+    assert math.isfinite(e0) and e0 >= eps
+    assert math.isclose(amplify_by_subsampling(e0, rate), eps, rel_tol=1e-12)
+    if eps >= 710:  # e^ε overflows a double: ε₀ = ε - ln ρ + log1p((ρ - 1) e^{-ε})
+        assert math.isclose(e0, eps - math.log(rate), rel_tol=1e-15)
+
+
+def test_large_epsilon_with_subsampling_runs():
+    # was: OverflowError: math range error
+    est = _sketch(epsilon=710, sampling_rate=0.5, width=64).fit([1] * 100)
+    est.query([1])
+    assert math.isclose(est.epsilon_spent_, 710.0, rel_tol=1e-12)
+
+
+def test_ledger_records_and_is_shared_by_clone_but_copied_by_pickle():
+    ledger = PrivacyLedger()
+    est = PrivateCountSketch(ledger=ledger, random_state=np.random.default_rng(0))
+    assert clone(est).ledger is ledger
+    assert copy.deepcopy(ledger) is ledger
+    est.fit([1, 2, 2, 3])
+    est.query([2])
+    other = clone(est).fit([1, 1])
+    other.query([1])
+    # two fits on the same individuals: the shared ledger adds both releases up
+    assert ledger.n_releases == 2 and math.isclose(ledger.epsilon_spent, 2.0)
+    assert est.ledger_.n_releases == 1 and math.isclose(est.epsilon_spent_, 1.0)
+    # the same release carries one id in the stream's ledger and in the shared one
+    assert est.ledger_.records[0]["id"] == ledger.records[0]["id"]
+    assert len({r["id"] for r in ledger.records}) == 2
+    restored = pickle.loads(pickle.dumps(ledger))
+    assert restored is not ledger and restored.records == ledger.records
+    with pytest.raises(ValueError):
+        ledger.record("x", -0.1)
+
+
+def test_compose_counts_common_history_once():
+    a = PrivacyLedger()
+    a.record("q", 1.0)
+    b = pickle.loads(pickle.dumps(a))
+    a.record("q", 0.25)
+    b.record("q", 0.5)
+    c = PrivacyLedger()
+    c.record("q", 2.0)
+    assert PrivacyLedger.compose(a, b).epsilon_spent == 1.75
+    assert PrivacyLedger.compose(a, b, c, a).epsilon_spent == 3.75
+    assert PrivacyLedger.compose().epsilon_spent == 0.0
+    composed = PrivacyLedger.compose(a, b)
+    composed.record("q", 1.0)
+    assert a.n_releases == 2  # a new ledger, the inputs are unchanged
+    with pytest.raises(TypeError, match="PrivacyLedger"):
+        PrivacyLedger.compose(a, [1.0])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.DetachedLedgerWarning")  # forks on purpose
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize("queried_before", [False, True])
+def test_forks_that_both_query_are_charged_twice(how, queried_before):
+    """A copy of a running use-and-keep sketch and its original both answer: 2ε, never ε.
+
+    Both are forks: each charges its history afresh at its next release.  With a release
+    before the copy, the composed ledgers hold the common history once plus one ε per
+    fork: 3ε, conservative (each fork's own history is ε-DP, so 2ε would do).
+    """
+    shared = PrivacyLedger()
+    a = _sketch(width=64, ledger=shared).fit([1, 2, 2, 3])
+    if queried_before:
+        a.query([2])
+    b = copy.deepcopy(a) if how == "deepcopy" else pickle.loads(pickle.dumps(a))
+    assert b.stream_id_ == a.stream_id_ and b._fork_id != a._fork_id
+    a.query([1])
+    b.query([1])
+    a.query([3])
+    b.query([3])
+    history = 1.0 if queried_before else 0.0
+    assert PrivacyLedger.compose(a.ledger_, b.ledger_).epsilon_spent == history + 2.0
+    if how == "deepcopy":
+        # in-process copies share the stream's ledger_ (and the ledger parameter): each reports the total
+        assert b.ledger_ is a.ledger_ and b.ledger is shared
+        assert a.epsilon_spent_ == b.epsilon_spent_ == shared.epsilon_spent == history + 2.0
+    else:
+        # a pickled copy has a snapshot: each object reports its own history, charged afresh
+        assert a.epsilon_spent_ == b.epsilon_spent_ == shared.epsilon_spent == history + 1.0
+        assert PrivacyLedger.compose(shared, b.ledger).epsilon_spent == history + 2.0
+    # pickling marks a fork once: pickling twice in a row gives the same bytes
+    assert pickle.dumps(a) == pickle.dumps(a)
+
+
+def test_fork_of_a_fork_and_other_mechanisms():
+    # three forks of one use-and-keep stream that all answer: 3ε after the common history
+    a = _sketch(width=64).fit([1, 2])
+    a.query([1])
+    b = pickle.loads(pickle.dumps(a))
+    c = pickle.loads(pickle.dumps(b))
+    for est in (a, b, c):
+        est.query([2])
+        est.query([1])
+    assert PrivacyLedger.compose(a.ledger_, b.ledger_, c.ledger_).epsilon_spent == 4.0
+    assert a.epsilon_spent_ == b.epsilon_spent_ == c.epsilon_spent_ == 2.0
+    # median perturbation: every fork is charged its whole history again (basic composition
+    # of the forks' histories, which counts the common history once more per fork)
+    m = _sketch(width=64, mechanism="median_perturbation", decay=0.5).fit([1, 2])
+    m.query([1])  # ε (1 - η) = 0.5
+    f = copy.deepcopy(m)
+    m.query([1])  # m's history: 0.75, charged afresh
+    f.query([1])  # f's history: 0.75, charged afresh
+    assert math.isclose(m.epsilon_spent_, 0.5 + 0.75 + 0.75)
+    # no copy, no fork: a stream that is never copied is charged once
+    s = _sketch(width=64).fit([1])
+    for _ in range(3):
+        s.query([1])
+    assert s.epsilon_spent_ == 1.0
+
+
+def test_pickling_without_loading_is_not_a_fork():
+    """``pickle.dumps`` (e.g. to compare states) makes no copy: the stream is charged once."""
+    a = _sketch(width=64).fit([1, 2])
+    a.query([1])
+    for _ in range(3):
+        pickle.dumps(a)
+        a.query([2])
+    assert a.epsilon_spent_ == 1.0
+    # loading those bytes makes a copy: from now on the original is a fork as well
+    b = pickle.loads(pickle.dumps(a))
+    a.query([1])
+    assert a.epsilon_spent_ == 2.0
+    del b
+    # a copy whose original is gone (a restored checkpoint) is charged afresh too
+    data = pickle.dumps(a)
+    del a
+    restored = pickle.loads(data)
+    restored.query([1])
+    assert restored.epsilon_spent_ == 3.0
+
+
+def test_releases_into_an_unpickled_shared_ledger_warn():
+    """A pickled copy (what joblib's process workers fit) records into a snapshot: it must say so."""
+    import warnings
+
+    from sklearn_bayes.exceptions import DetachedLedgerWarning
+
+    ledger = PrivacyLedger()
+    stream = np.arange(200) % 7
+    sketch = PrivateCountSketch(epsilon=1.0, depth=2, width=16, ledger=ledger, random_state=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DetachedLedgerWarning)
+        sketch.partial_fit(stream).query([1, 2])  # the caller's own ledger: no warning
+    n = ledger.n_releases
+    worker_copy = pickle.loads(pickle.dumps(sketch))
+    with pytest.warns(DetachedLedgerWarning, match="does not reach the ledger"):
+        worker_copy.query([3])
+    assert ledger.n_releases == n  # the caller's ledger did not see it (hence the warning)
+    assert worker_copy.ledger_.n_releases == sketch.ledger_.n_releases + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DetachedLedgerWarning)
+        worker_copy.ledger_.record("own ledger", 0.0)  # an estimator's own ledger_ never warns
