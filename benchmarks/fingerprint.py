@@ -190,8 +190,9 @@ def main(argv=None):
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1))
     if old:
-        differ = [k for k in set(old) | set(rows) if old.get(k) != rows.get(k)]
-        print(f"\n{len(rows) - len(differ)} of {len(set(old) | set(rows))} fingerprints equal")
+        keys = set(rows) if args.no_demo else set(old) | set(rows)
+        differ = sorted(k for k in keys if old.get(k) != rows.get(k))
+        print(f"\n{len(keys) - len(differ)} of {len(keys)} fingerprints equal" + (f"; differ: {differ}" if differ else ""))
         return 1 if differ else 0
     return 0
 
