@@ -1,10 +1,8 @@
 """Validation helpers shared by the estimators: budgets, integer constraints, random states."""
 
 import collections.abc
-import hashlib
 import numbers
 import os
-import pickle
 import re
 import sys
 import threading
@@ -17,6 +15,7 @@ import sklearn
 from sklearn.utils._param_validation import Interval
 
 from sklearn_bayes.exceptions import SeededNoiseWarning
+from sklearn_bayes.utils._streaming import state_digest
 
 
 def check_epsilon(epsilon, name="epsilon"):
@@ -153,9 +152,7 @@ _RELEASED_LOCK = threading.Lock()
 
 
 def _state_digest(random_state):
-    state = (random_state.bit_generator.state if isinstance(random_state, np.random.Generator)
-             else random_state.get_state(legacy=False))
-    return hashlib.sha256(pickle.dumps(state, protocol=4)).hexdigest()
+    return state_digest(random_state).hex()
 
 
 def check_privacy_random_state(random_state, owner="this mechanism", instance=None):
