@@ -3,7 +3,7 @@
 from sklearn_bayes.linear_model._mixture._components import CauchyComponent, GaussianComponent, LaplaceComponent, MixtureComponent
 from sklearn_bayes.linear_model._mixture._estimator import MixtureMEstimatorRegressor
 from sklearn_bayes.linear_model._closed_form_ridge import ClosedFormRidge
-from sklearn_bayes.linear_model._subsampled_prior._estimators import (
+from sklearn_bayes.linear_model._subsampled_prior import (
     SubsampledPriorLinearSVC,
     SubsampledPriorLogisticRegression,
     SubsampledPriorPoissonRegressor,

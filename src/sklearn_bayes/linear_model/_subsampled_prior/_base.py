@@ -1,0 +1,310 @@
+"""The shared base class of the SubsampledPrior* estimators (Algorithm 1 + exact MAP).
+
+Algorithm 1 of S. Aydın, *Bayesian Methods for Tackling Complex Inferential Problems in Data
+Science* (PhD dissertation, Sabancı University, 2024), Chapter 2: fit the unregularised model on
+``m`` random subsamples of ``n`` rows, use the mean and covariance of the subsample coefficients
+as the mean and covariance of a Gaussian prior, and return the exact MAP fit on all the data.
+"""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+
+from sklearn_bayes.exceptions import SubsampleFitWarning
+from sklearn_bayes.utils import IntegerInterval, check_generator
+from sklearn_bayes._glm._base import normalise_weights, standardise
+from sklearn_bayes._glm._map import PoissonLoss, fit_map, mle_exists
+from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_subsample_batch
+from sklearn_bayes.linear_model._subsampled_prior._plan import _rare_level_rows, _resolve_sizes
+from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units
+
+#: warnings of fit point at the caller: _report, _fit_problems, _fit_single, fit and its two
+#: decorators (transactional, _fit_context)
+_STACKLEVEL = 7
+
+
+class _BaseSubsampledPrior(BaseEstimator):
+    """Shared machinery of the SubsampledPrior* estimators (Algorithm 1 + exact MAP)."""
+
+    _parameter_constraints = {
+        "n_subsamples": [
+            StrOptions({"auto"}),
+            IntegerInterval(2, None, closed="left"),
+            Interval(RealNotInt, 0, None, closed="neither"),
+        ],
+        "subsample_size": [
+            StrOptions({"auto"}),
+            IntegerInterval(2, None, closed="left"),
+            Interval(RealNotInt, 0, 1, closed="neither"),
+        ],
+        "covariance": [StrOptions({"full", "diag"})],
+        "covariance_scaling": [StrOptions({"subsample_size", "jackknife"}), None],
+        "shrinkage": [StrOptions({"auto", "ledoit-wolf"}), Interval(Real, 0, 1, closed="both"), None],
+        "penalty": [StrOptions({"half", "full"})],
+        "prior_mean_method": [StrOptions({"offset", "extra_column"})],
+        "fit_intercept": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [IntegerInterval(1, None, closed="left")],
+        "n_jobs": [IntegerInterval(None, None, closed="neither"), None],
+        "random_state": ["random_state", np.random.Generator],
+    }
+
+    # 'auto' rule of thumb (overridden per loss): n = max(fraction * N, rows_per_param * p),
+    # m = max(N / n, min_subsamples)
+    _auto_fraction = 0.01
+    _auto_rows_per_param = 2.0
+    _auto_min_subsamples = 20
+    _auto_events_per_param = 0  # classifiers: rows of the rarest class per parameter
+
+    def __init__(
+        self,
+        *,
+        n_subsamples="auto",
+        subsample_size="auto",
+        covariance="full",
+        covariance_scaling=None,
+        shrinkage="auto",
+        penalty="half",
+        prior_mean_method="offset",
+        fit_intercept=True,
+        tol=1e-8,
+        max_iter=100,
+        n_jobs=None,
+        random_state=None,
+    ):
+        self.n_subsamples = n_subsamples
+        self.subsample_size = subsample_size
+        self.covariance = covariance
+        self.covariance_scaling = covariance_scaling
+        self.shrinkage = shrinkage
+        self.penalty = penalty
+        self.prior_mean_method = prior_mean_method
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ---- the algorithm -------------------------------------------------------------
+
+    def _plan(self, n_params_per_fit, sample_weight, X, labels=None):
+        """Resolve the sizes; every draw below comes from one generator (determinism)."""
+        pool = np.flatnonzero(sample_weight > 0)
+        n_rows = pool.size
+        auto_n = isinstance(self.subsample_size, str)
+        min_rows = 0
+        if auto_n:
+            rows = pool if pool.size <= 20000 else pool[:: pool.size // 20000 + 1]
+            min_rows = _rare_level_rows(X[rows], None if labels is None else labels[rows])
+            if labels is not None and self._auto_events_per_param:
+                # classifiers: about 10 events (rows of the rarest class) per parameter
+                counts = np.bincount(labels[pool])
+                share = counts[counts > 0].min() / pool.size
+                min_rows = max(min_rows, math.ceil(self._auto_events_per_param * n_params_per_fit / share))
+        n, m, degraded = _resolve_sizes(
+            n_rows, n_params_per_fit, self.subsample_size, self.n_subsamples,
+            fraction=self._auto_fraction, rows_per_param=self._auto_rows_per_param,
+            min_subsamples=self._auto_min_subsamples, min_rows=min_rows,
+        )
+        return dict(pool=pool, n_rows=n_rows, n=n, m=m, degraded=degraded, auto_n=auto_n,
+                    n_params=n_params_per_fit, rng=check_generator(self.random_state))
+
+    def _draw(self, plan):
+        """Row indices of all ``m`` subsamples, drawn up front (so ``n_jobs`` cannot matter)."""
+        rng, pool, n = plan["rng"], plan["pool"], plan["n"]
+        return [np.sort(pool[rng.choice(plan["n_rows"], size=n, replace=False)]) for _ in range(plan["m"])]
+
+    def _grow(self, plan, results, X, targets, loss):
+        """'auto' size only: double ``n`` (up to ``N // 2``) when over a quarter of the fits of a
+        target separated, unless all the rows of that target are separated themselves (then no
+        subsample size helps)."""
+        cap = max(plan["n_params"] + 1, plan["n_rows"] // 2)
+        if not plan["auto_n"] or plan["n"] >= cap:
+            return False
+        pool = plan["pool"]
+        grow = False
+        for res, t in zip(results, targets):
+            statuses = [r[2] for r in res]
+            if statuses.count("separated") > 0.25 * len(statuses):
+                if mle_exists(X[pool], t[pool], loss, fit_intercept=self.fit_intercept):
+                    grow = True
+                    break
+                plan["full_separated"] = True
+        if not grow:
+            return False
+        plan["n"] = min(2 * plan["n"], cap)
+        if isinstance(self.n_subsamples, str):
+            plan["m"] = max(math.ceil(plan["n_rows"] / plan["n"]), self._auto_min_subsamples)
+        elif not isinstance(self.n_subsamples, Integral):
+            plan["m"] = max(2, math.ceil(float(self.n_subsamples) * plan["n_rows"] / plan["n"]))
+        return True
+
+    def _subsample_fits(self, X, y, sample_weight, loss, indices):
+        """Unregularised fits of all subsamples (in parallel with joblib when n_jobs > 1)."""
+        null_intercept = loss.null_intercept(y, sample_weight)
+        if np.all(sample_weight == 1.0):
+            sample_weight = None  # unit weights: the solver's faster unweighted path
+        n_jobs = effective_n_jobs(self.n_jobs)
+        start = fallback_start = None
+        if not loss.constant_hessian:
+            # pilot: the first subsample's fit, computed here so that every subsample (in any
+            # worker) starts from the same point whatever n_jobs is
+            first = _fit_subsample_batch(X, y, sample_weight, indices[:1], loss, self.fit_intercept, self.tol,
+                                         self.max_iter, null_intercept)[0]
+            if first[2] == "ok":
+                start = (first[0], first[1])
+            elif first[2] == "separated":
+                fallback_start = (first[0], first[1])
+        args = (loss, self.fit_intercept, self.tol, self.max_iter, null_intercept, start, fallback_start)
+        if n_jobs == 1 or len(indices) == 1:
+            return _fit_subsample_batch(X, y, sample_weight, indices, *args)
+        batches = [b for b in np.array_split(np.arange(len(indices)), n_jobs) if b.size]
+        parts = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_subsample_batch)(X, y, sample_weight, [indices[i] for i in b], *args)
+            for b in batches
+        )
+        return [r for part in parts for r in part]
+
+    def _penalty_scale(self, X, y, sample_weight, indices, results, y_scale):
+        """Factor between the prior precision and the penalty matrix of the MAP objective.
+
+        1 for losses that are negative log-likelihoods without a dispersion parameter
+        (logistic, Poisson) and for the squared hinge loss; the ridge regressor overrides it
+        with the noise variance (in the standardised units of ``y``, whose scale is ``y_scale``).
+        """
+        return 1.0
+
+    def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0, weight_unit=1.0):
+        """Prior from the subsample fits, then the MAP fit on all rows."""
+        coefs = np.vstack([r[0] for r in results])
+        intercepts = np.vstack([r[1] for r in results])
+        mean, cov, precision, used = _subsample_prior(
+            coefs, covariance=self.covariance, scaling=self.covariance_scaling, shrinkage=self.shrinkage,
+            n=n, n_rows=n_rows,
+        )
+        # the data term carries the weights divided by weight_unit (normalise_weights): so does the prior
+        weight = penalty_scale * (2.0 if self.penalty == "full" else 1.0) / weight_unit
+        kw = dict(sample_weight=None if np.all(sample_weight == 1.0) else sample_weight,
+                  fit_intercept=self.fit_intercept,
+                  intercept_init=intercepts.mean(axis=0) if self.fit_intercept else None,
+                  tol=self.tol, max_iter=self.max_iter)
+        extra = None
+        if self.prior_mean_method == "extra_column":
+            # the dissertation's affine transformation: beta = u + c * beta_0 with the column
+            # X beta_0 appended and (u, c) penalised by u^T S^-1 u + c^2 (prior mean 0)
+            d = X.shape[1]
+            Xa = np.hstack([X, (X @ mean)[:, None]])
+            P = np.zeros((d + 1, d + 1))
+            P[:d, :d] = precision
+            P[d, d] = 1.0
+            res = fit_map(Xa, y, loss, prior_mean=np.zeros(d + 1), prior_precision=weight * P,
+                          coef_init=np.append(np.zeros(d), 1.0), **kw)
+            extra = float(res.coef[0, d])
+            res.coef = res.coef[:, :d] + extra * mean[None, :]
+        else:
+            res = fit_map(X, y, loss, prior_mean=mean, prior_precision=weight * precision, coef_init=mean, **kw)
+        return dict(
+            extra_column_coef=extra,
+            coef=res.coef, intercept=res.intercept, n_iter=res.n_iter, converged=res.converged,
+            prior_mean=mean, prior_covariance=cov, prior_precision=precision, shrinkage=used,
+            subsample_coefs=coefs, statuses=[r[2] for r in results], penalty_scale=penalty_scale,
+        )
+
+    #: standardise the target too (the squared loss); class labels and counts are left alone
+    _scale_target = False
+
+    def _fit_problems(self, X, targets, sample_weight, loss, n_params, labels=None, stacklevel=_STACKLEVEL):
+        """Algorithm 1 for one or more targets sharing the subsamples (one-vs-rest).
+
+        Runs in standardised units (columns of ``X`` centred -- with an intercept -- and divided
+        by their weighted standard deviations; the ridge target likewise), so that every
+        tolerance of the solver is relative to the data's own scale; returns the results in
+        the units of the data.
+        """
+        keep = sample_weight > 0
+        if not keep.all():  # rows without weight are never drawn and add nothing to the MAP fit
+            X, sample_weight = X[keep], sample_weight[keep]
+            targets = [t[keep] for t in targets]
+            labels = None if labels is None else labels[keep]
+        # weights of any overall size: scale them (exactly, by a power of two) so the largest is in
+        # [1, 2) and scale the prior's weight alike -- the same minimisers, but the solver's
+        # absolute tolerances and the weighted sums now see weights of order 1 (unit weights are
+        # left as they are)
+        sample_weight, weight_unit = normalise_weights(sample_weight)
+        if self._scale_target:
+            Xs, ys, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=True)
+            targets = [ys]
+        else:
+            Xs, _, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=False)
+        plan = self._plan(n_params, sample_weight, Xs, labels)
+        while True:
+            indices = self._draw(plan)
+            results = [self._subsample_fits(Xs, t, sample_weight, loss, indices) for t in targets]
+            if not self._grow(plan, results, Xs, targets, loss):
+                break
+        outs = [self._prior_and_map(Xs, t, sample_weight, loss, r, plan["n"], plan["n_rows"],
+                                    self._penalty_scale(Xs, t, sample_weight, indices, r, st.y_scale), weight_unit)
+                for t, r in zip(targets, results)]
+        self._report([s for o in outs for s in o["statuses"]], plan, all(o["converged"] for o in outs),
+                     "a zero-count pattern" if isinstance(loss, PoissonLoss) else "separation",
+                     stacklevel=stacklevel)
+        self.n_subsamples_ = plan["m"]
+        self.subsample_size_ = plan["n"]
+        return [_to_data_units(o, st, loss.n_outputs) for o in outs]
+
+    def _report(self, statuses, plan, converged, what, stacklevel=5):
+        """Warn once per fit about fallbacks, rank deficiency and non-convergence."""
+        n_sep = statuses.count("separated")
+        n_rank = statuses.count("rank_deficient")
+        n_nc = statuses.count("not_converged")
+        self.n_separated_subsamples_ = n_sep
+        parts = []
+        if n_sep:
+            parts.append(
+                f"{n_sep} of {len(statuses)} unregularised subsample fits do not exist ({what}); they were "
+                "replaced by fits with a unit Gaussian prior N(0, I) (the intercept centred on the "
+                "intercept-only fit)"
+            )
+        if n_rank:
+            parts.append(f"{n_rank} subsample fits were rank-deficient (minimum-norm-like solution used)")
+        if n_nc:
+            parts.append(f"{n_nc} subsample fits did not converge within max_iter={self.max_iter}")
+        if parts:
+            if plan["degraded"]:
+                hint = " The data have too few rows for subsamples larger than the number of parameters"
+            elif plan.get("full_separated"):
+                hint = f" All the rows show {what} too, so no subsample size avoids it"
+            elif plan["auto_n"] and plan["n"] >= max(plan["n_params"] + 1, plan["n_rows"] // 2):
+                hint = (f" The 'auto' subsample size is at its cap N // 2 = {plan['n']}; the data themselves "
+                        f"probably show {what}")
+            else:
+                hint = f" Consider a larger subsample_size (now {plan['n']})"
+            warnings.warn("; ".join(parts) + "." + hint + ".", SubsampleFitWarning, stacklevel=stacklevel)
+        if not converged:
+            warnings.warn(
+                f"The MAP fit did not converge within max_iter={self.max_iter} iterations.",
+                ConvergenceWarning, stacklevel=stacklevel,
+            )
+
+    def _fit_single(self, X, y, sample_weight, loss, labels=None):
+        """Algorithm 1 for a single-problem estimator; stores the prior attributes."""
+        p = loss.n_outputs * (X.shape[1] + int(self.fit_intercept))
+        out = self._fit_problems(X, [y], sample_weight, loss, p, labels)[0]
+        self.prior_mean_ = out["prior_mean"]
+        self.prior_covariance_ = out["prior_covariance"]
+        self.prior_precision_ = out["prior_precision"]
+        self.shrinkage_ = out["shrinkage"]
+        self.subsample_coefs_ = out["subsample_coefs"]
+        self.n_iter_ = out["n_iter"]
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags

@@ -1,0 +1,171 @@
+"""Docstring templates shared by the four SubsampledPrior* estimators (filled in by :func:`_doc`)."""
+
+_PARAMETERS = """
+    n_subsamples : 'auto', int >= 2 or float > 0, default='auto'
+        Number ``m`` of subsamples.  ``'auto'`` is the dissertation's rule of thumb
+        ``m = ceil(N / n)`` (each row used about once, so the subsample fits are weakly
+        dependent), but at least {min_subsamples}.  A float is the expected number of times each
+        row is used: ``m = ceil(n_subsamples * N / n)``.
+    subsample_size : 'auto', int >= 2 or float in (0, 1), default='auto'
+        Rows ``n`` per subsample, drawn without replacement.  ``'auto'`` is
+        ``max(ceil({fraction} N), ceil({rows_per_param} p), ceil(5 / r))`` with ``p`` the number of
+        parameters of one unregularised fit (features, times the number of linear predictors, plus
+        the intercepts) and ``r`` the share of the rarest level (the rarer extreme value of a
+        column such as a 0/1 dummy, or the rarest class), so that a subsample sees each level
+        about 5 times{epv}; capped at ``max(p + 1, N // 2)`` and at ``N - 1``; on data so small that
+        this is at most ``p``, the fits are rank-deficient or separated and the fallback below
+        applies (with a :class:`SubsampleFitWarning`).  A float is a fraction of ``N``.  An
+        explicit size must satisfy ``p < n < N``, otherwise ``fit`` raises a ``ValueError``.
+    covariance : {{'full', 'diag'}}, default='full'
+        Prior covariance: the full covariance of the subsample coefficients, or only their
+        variances (independent per-coefficient shrinkage, easy to interpret).
+    covariance_scaling : {{None, 'subsample_size', 'jackknife'}}, default=None
+        Multiply the subsample covariance by nothing, by ``n`` (the dissertation's
+        ``subs.adj``: a unit-information prior, the weakest penalty) or by the Monte-Carlo
+        delete-d jackknife correction ``n (m - 1) / ((N - n) m)`` (roughly the variance of an
+        estimate from all ``N`` rows: the strongest penalty).
+    shrinkage : 'auto', 'ledoit-wolf', float in [0, 1] or None, default='auto'
+        Shrinkage of the subsample *correlation* matrix towards the identity (i.e. of the
+        covariance towards its diagonal).  ``'auto'`` applies the Ledoit-Wolf intensity only when
+        the covariance is rank-deficient (``m <= p``) or its correlation matrix has a condition
+        number above 1e10; ``'ledoit-wolf'`` always; a float is a fixed intensity; None never
+        (``fit`` raises if the covariance is then singular).  Ignored with ``covariance='diag'``.
+    penalty : {{'half', 'full'}}, default='half'
+        ``'half'`` adds :math:`\\tfrac12(\\beta-\\beta_0)^\\top\\hat S^{{-1}}(\\beta-\\beta_0)`, the negative
+        log density of the prior :math:`N(\\beta_0, \\hat S)`, to the summed losses.  ``'full'`` adds
+        :math:`(\\beta-\\beta_0)^\\top\\hat S^{{-1}}(\\beta-\\beta_0)` as printed in the dissertation's
+        Algorithm 1: the prior precision doubled (prior covariance :math:`\\hat S/2`).  For the
+        logistic and Poisson losses (negative log-likelihoods) ``'full'`` is the dissertation as
+        printed; its ridge objective and SVM primal carry the 1/2 already (``'half'``).
+    prior_mean_method : {{'offset', 'extra_column'}}, default='offset'
+        ``'offset'`` enters the prior mean exactly (the MAP problem above).  ``'extra_column'`` is
+        the dissertation's affine transformation (Section 2.3.1.2): append the column
+        :math:`X\\beta_0` and fit :math:`\\beta = u + c\\,\\beta_0` with the penalty
+        :math:`\\tfrac12(u^\\top\\hat S^{{-1}}u + c^2)` (doubled with ``penalty='full'``), so the prior
+        mean is only approximated (:math:`c` is shrunk towards 0 instead of fixed at 1).  Single
+        linear predictor only (binary or one-vs-rest, not multinomial).
+    fit_intercept : bool, default=True
+        Fit an intercept; it is never penalised (the prior is on the coefficients only).
+    tol : float, default=1e-8
+        Newton convergence tolerance (relative step size) of every fit.
+    max_iter : int, default=100
+        Maximum number of Newton iterations of every fit.
+    n_jobs : int, default=None
+        Number of joblib workers for the subsample fits (``None``: 1 unless inside a
+        :func:`joblib.parallel_config` context).  A Dask or Ray joblib backend scales them out.
+        The result does not depend on ``n_jobs``: all subsamples are drawn before fitting.
+    random_state : int, RandomState instance, numpy.random.Generator or None, default=None
+        Seeds the subsample draws (a generator passed in is advanced by each ``fit``)."""
+
+_ATTRIBUTES = """
+    prior_mean_ : ndarray of shape {mean_shape}
+        Mean of the subsample coefficients: the prior mean.
+    prior_covariance_ : ndarray of shape {cov_shape}
+        The prior covariance (after ``covariance``, ``shrinkage`` and ``covariance_scaling``).
+    prior_precision_ : ndarray of shape {cov_shape}
+        Its inverse, the penalty matrix of the MAP fit.
+    subsample_coefs_ : ndarray of shape {sub_shape}
+        Coefficients of the unregularised subsample fits.
+    shrinkage_ : float{per_class}
+        Shrinkage intensity applied to the correlation matrix (0: none).
+    n_subsamples_ : int
+        Resolved number of subsamples ``m``.
+    subsample_size_ : int
+        Resolved subsample size ``n``.
+    n_separated_subsamples_ : int
+        Number of subsample fits replaced by the fallback.
+    n_iter_ : int
+        Newton iterations of the final MAP fit{n_iter_note}.
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during ``fit`` (only when ``X`` has string column names)."""
+
+_NOTES = """
+    **Algorithm** (Algorithm 1 of the dissertation).  Draw ``m`` subsamples of ``n`` rows without
+    replacement among the rows with positive weight; fit the unregularised model on each
+    (coefficients :math:`\\beta^{{(i)}}`); set :math:`\\beta_0 = \\frac1m\\sum_i \\beta^{{(i)}}` and
+    :math:`\\hat S = \\frac{{1}}{{m-1}}\\sum_i (\\beta^{{(i)}}-\\beta_0)(\\beta^{{(i)}}-\\beta_0)^\\top`
+    (then the options ``covariance``, ``shrinkage``, ``covariance_scaling``); return the exact
+    MAP estimate on all rows
+
+    .. math::
+
+        \\hat\\beta, \\hat b = \\arg\\min_{{\\beta, b}} \\sum_{{i=1}}^N w_i\\, L(y_i, x_i\\beta + b)
+            + \\tfrac12 (\\beta - \\beta_0)^\\top \\hat S^{{-1}} (\\beta - \\beta_0),
+
+    with {loss_text}.  The intercept ``b`` is not penalised.  By default the prior mean enters
+    exactly (``prior_mean_method='offset'``; ``'extra_column'`` is the dissertation's approximation)
+    and the penalty carries the 1/2 of a Gaussian log density (``penalty='full'``: without it, as
+    Algorithm 1 is printed); the minimisation is one damped Newton solver shared by all the
+    losses (:func:`sklearn_bayes._glm._map.fit_map`).
+
+    **Scaling.**  The data term is the *sum* of the losses and the prior term carries 1/2, so
+    the objective is a negative log posterior under the prior :math:`N(\\beta_0, \\hat S)`.
+    {scaling_text}
+
+    **Separation fallback.**  A subsample fit that diverges, is singular or does not converge
+    is checked exactly for a separating (recession) direction by a linear programme (Konis,
+    2007).  If there is one -- complete or quasi-complete separation, or a zero-count pattern
+    for the Poisson loss -- the unregularised fit does not exist and is replaced by the fit
+    with a unit Gaussian prior :math:`N(0, I)` on the coefficients of the standardised
+    features (see *Units*) and :math:`N(b_{{null}}, 1)` on the intercept (:math:`b_{{null}}`:
+    the intercept-only fit on all the rows), which is finite.  Rank-deficient subsample fits (e.g. a dummy column that is all zero in the
+    subsample) keep their damped-Newton (minimum-norm-like) solution.  Either way one
+    :class:`SubsampleFitWarning` per ``fit`` reports the counts.  With ``subsample_size='auto'``,
+    if more than a quarter of the fits are separated and the full data are not, the subsample
+    size is doubled (up to ``N // 2``) and all subsamples are drawn again, since the rule of
+    thumb asks for subsamples "large enough that the unregularised fit exists".
+
+    **Sample weights** multiply the losses, in the subsample fits and the MAP fit; rows with
+    zero weight are never drawn.  Because subsamples are drawn by rows, a weight of 2 is not
+    the same as a repeated row.
+
+    **Units.**  All fits run on standardised features (each column centred at its weighted
+    mean when an intercept is fitted, and divided by its weighted standard deviation -- root
+    mean square without intercept{target_units}); coefficients, intercepts, the prior moments
+    and the subsample coefficients are reported in the units of the data.  Algorithm 1 is
+    equivariant under such changes of units (unregularised fits, the prior built from them and
+    the MAP fit transform together, and the shrinkage acts on the scale-free correlation
+    matrix), so this changes nothing mathematically; it makes the solver's tolerances
+    (rank detection, variance floors, convergence) relative to the data.  Multiplying ``X`` by
+    ``c`` multiplies ``coef_`` by ``1 / c``{target_equivariance}, up to rounding, for any ``c``."""
+
+
+def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_attrs="", examples=""):
+    cls.__doc__ = (
+        summary
+        + "\n\n    Parameters\n    ----------"
+        + _PARAMETERS.format(
+            fraction=cls._auto_fraction, rows_per_param=cls._auto_rows_per_param,
+            min_subsamples=cls._auto_min_subsamples,
+            epv=(f", and at least ``{cls._auto_events_per_param} p / r_class`` rows (about "
+                 f"{cls._auto_events_per_param} rows of the rarest class per parameter, the events-per-variable "
+                 "rule of thumb for logistic regression)") if cls._auto_events_per_param else "")
+        + extra_params
+        + "\n\n    Attributes\n    ----------"
+        + extra_attrs
+        + _ATTRIBUTES.format(**attr_fmt)
+        + "\n\n    See Also\n    --------\n    ClosedFormRidge : ridge with a closed-form scalar penalty.\n"
+        + "\n    Notes\n    -----"
+        + _NOTES.format(
+            **notes_fmt,
+            target_units=(";\n    the target likewise, and the noise variance is estimated in its standardised units"
+                          if cls._scale_target else ""),
+            target_equivariance=(",\n    and multiplying ``y`` by ``s`` multiplies ``coef_``, ``intercept_`` and ``prior_mean_``\n"
+                                 "    by ``s`` (with ``noise_variance='auto'``)" if cls._scale_target
+                                 else " (predictions do not change)"),
+        )
+        + "\n\n    References\n    ----------\n"
+        + "    S. Aydın, *Bayesian Methods for Tackling Complex Inferential Problems in Data Science*,\n"
+        + "    PhD dissertation, Sabancı University, 2024, Chapter 2.\n\n"
+        + "    M. Konis, *Linear programming algorithms for detecting separated data in binary\n"
+        + "    logistic regression models*, DPhil thesis, University of Oxford, 2007.\n"
+        + "\n    Examples\n    --------"
+        + examples
+    )
+    return cls
+
+
+_SINGLE_ATTRS = dict(mean_shape="(n_features,)", cov_shape="(n_features, n_features)",
+                     sub_shape="(n_subsamples_, n_features)", per_class="", n_iter_note="")

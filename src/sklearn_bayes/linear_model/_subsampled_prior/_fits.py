@@ -1,0 +1,60 @@
+"""The unregularised subsample fits of Algorithm 1, with the separation fallback."""
+
+import numpy as np
+
+from sklearn_bayes._glm._map import fit_map, mle_exists
+
+
+def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_intercept, start=None,
+                       fallback_start=None):
+    """Unregularised fit on one subsample, with the documented fallback.
+
+    ``start`` is an optional ``(coef, intercept)`` starting point (a pilot fit shared by all
+    subsamples: fewer Newton iterations, same minimiser); ``fallback_start`` likewise for the
+    (strictly convex) fallback fit.  Returns
+    ``(coef (q*d,), intercept (q,), status)`` with status in
+    ``{'ok', 'rank_deficient', 'separated', 'not_converged'}``.
+    """
+    kw = dict(sample_weight=w, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter, abort_on_divergence=True)
+    res = fit_map(X, y, loss, **kw) if start is None else fit_map(
+        X, y, loss, coef_init=start[0], intercept_init=start[1], **kw)
+    if start is not None and (res.singular or res.diverged):
+        # the minimiser is not unique (or may not exist): start from zero like every fit
+        # without a pilot, so the null-space component does not depend on the pilot
+        res = fit_map(X, y, loss, **kw)
+    status = "ok"
+    if res.diverged or res.singular or not res.converged:
+        direction = np.hstack([res.coef, res.intercept[:, None]]) if fit_intercept else res.coef
+        if mle_exists(X, y, loss, fit_intercept=fit_intercept, direction=direction if res.diverged else None):
+            if res.diverged:  # large but finite predictor: finish the fit
+                res = fit_map(X, y, loss, sample_weight=w, fit_intercept=fit_intercept, tol=tol,
+                              max_iter=max_iter, coef_init=res.coef, intercept_init=res.intercept)
+            status = "rank_deficient" if res.singular else ("ok" if res.converged else "not_converged")
+        else:
+            status = "separated"
+    if status == "separated" or not (np.all(np.isfinite(res.coef)) and np.all(np.isfinite(res.intercept))):
+        # Fallback: unit Gaussian prior N(0, I) on the coefficients and N(b_null, 1) on the
+        # intercept (b_null: intercept-only fit on all the data) -- finite by construction.
+        q, d = res.coef.shape
+        if fit_intercept:
+            Xa = np.hstack([X, np.ones((X.shape[0], 1))])
+            mean = np.hstack([np.zeros((q, d)), np.asarray(null_intercept).reshape(q, 1)])
+        else:
+            Xa, mean = X, np.zeros((q, d))
+        init = None if fallback_start is None else np.hstack(
+            [np.reshape(fallback_start[0], (q, d)), np.reshape(fallback_start[1], (q, 1))])[:, : Xa.shape[1]]
+        fb = fit_map(Xa, y, loss, sample_weight=w, fit_intercept=False, prior_mean=mean.ravel(),
+                     prior_precision=1.0, tol=tol, max_iter=max_iter, coef_init=init)
+        coef = fb.coef[:, :d]
+        intercept = fb.coef[:, d] if fit_intercept else np.zeros(q)
+        return coef.ravel(), intercept, "separated"
+    return res.coef.ravel(), res.intercept, status
+
+
+def _fit_subsample_batch(X, y, w, index_batch, loss, fit_intercept, tol, max_iter, null_intercept, start=None,
+                         fallback_start=None):
+    out = []
+    for idx in index_batch:
+        out.append(_fit_one_subsample(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
+                                      max_iter, null_intercept, start, fallback_start))
+    return out

@@ -1,0 +1,92 @@
+"""The Gaussian prior from the subsample coefficients, and the map back to the data's units."""
+
+from numbers import Real
+
+import numpy as np
+from scipy import linalg
+from sklearn.covariance import ledoit_wolf_shrinkage
+
+from sklearn_bayes._glm._base import rescale
+
+#: condition number of the subsample correlation matrix above which shrinkage='auto' shrinks
+_MAX_CONDITION = 1e10
+#: relative floor of the subsample coefficient variances (a zero variance would be an
+#: infinite prior precision; the floor makes it a very large one)
+_VARIANCE_FLOOR = 1e-10
+
+
+def _subsample_prior(coefs, *, covariance, scaling, shrinkage, n, n_rows):
+    """Prior mean, covariance and precision from the subsample coefficients (m, k).
+
+    Returns ``(mean, cov, precision, shrinkage_used)``.
+    """
+    m, k = coefs.shape
+    mean = coefs.mean(axis=0)
+    centred = coefs - mean
+    cov = centred.T @ centred / (m - 1)
+    var = np.diag(cov).copy()
+    vmax = float(var.max(initial=0.0))
+    floor = _VARIANCE_FLOOR * vmax if vmax > 0 else 1e-12 * (1.0 + float(mean @ mean) / k)
+    var = np.maximum(var, floor)
+    sd = np.sqrt(var)
+    used = 0.0
+    if covariance == "diag":
+        R = np.eye(k)
+    else:
+        R = cov / np.outer(sd, sd)
+        np.fill_diagonal(R, 1.0)
+        if shrinkage is None:
+            used = 0.0
+        elif isinstance(shrinkage, Real) and not isinstance(shrinkage, str):
+            used = float(shrinkage)
+        else:
+            ill = m <= k
+            if not ill and shrinkage == "auto":
+                ev = np.linalg.eigvalsh(R)
+                ill = ev[0] <= 0 or ev[-1] / ev[0] > _MAX_CONDITION
+            if shrinkage == "ledoit-wolf" or ill:
+                used = float(ledoit_wolf_shrinkage(centred / sd, assume_centered=True)) if k > 1 else 0.0
+        R = (1.0 - used) * R
+        np.fill_diagonal(R, 1.0)
+    factor = 1.0
+    if scaling == "subsample_size":
+        factor = float(n)
+    elif scaling == "jackknife":
+        factor = n * (m - 1) / ((n_rows - n) * m)
+    try:
+        cR = linalg.cho_factor(R, lower=True)
+    except linalg.LinAlgError:
+        raise ValueError(
+            f"The covariance of the {m} subsample coefficient vectors (dimension {k}) is singular; "
+            "use shrinkage='auto' or 'ledoit-wolf', covariance='diag', or more subsamples."
+        ) from None
+    Rinv = linalg.cho_solve(cR, np.eye(k))
+    precision = Rinv / np.outer(sd, sd) / factor
+    precision = 0.5 * (precision + precision.T)
+    prior_cov = factor * R * np.outer(sd, sd)
+    return mean, prior_cov, precision, used
+
+
+def _to_data_units(out, st, q):
+    """Map one problem's standardised results (coefficients, intercepts, prior) to the data's units.
+
+    With ``x = x_offset + x_scale * x_s`` and ``y = y_offset + y_scale * y_s`` a standardised
+    coefficient ``b_s`` is ``b = b_s * y_scale / x_scale``; the prior moments transform with
+    the same factors ``t`` (flattened like the prior, ``q`` rows of features): mean ``* t``,
+    covariance ``* t t^T``, precision ``/ t t^T``.
+    """
+    x = np.tile(st.x_scale, q)
+    out = dict(out)
+    out["coef"] = st.coef(out["coef"])  # a ValueError naming X if beyond the float64 range
+    out["intercept"] = np.atleast_1d(st.intercept(out["intercept"], out["coef"]))
+    # the factors y_scale / x_scale are applied by rescale(), which overflows or underflows only
+    # where the result does (a subnormal column scale alone makes y_scale / x_scale infinite)
+    out["prior_mean"] = rescale(out["prior_mean"], num=(st.y_scale,), den=(x,))
+    out["subsample_coefs"] = rescale(out["subsample_coefs"], num=(st.y_scale,), den=(x,))
+    # second moments in extreme units (y ~ 1e300) may not be representable: inf / 0, not an error
+    xi, xj = x[:, None], x[None, :]
+    out["prior_covariance"] = rescale(out["prior_covariance"], num=(st.y_scale, st.y_scale), den=(xi, xj))
+    out["prior_precision"] = rescale(out["prior_precision"], num=(xi, xj), den=(st.y_scale, st.y_scale))
+    with np.errstate(over="ignore", under="ignore"):
+        out["noise_variance"] = float(out["penalty_scale"] * np.square(np.float64(st.y_scale)))
+    return out
