@@ -96,11 +96,12 @@ def test_format_table_and_csv(tmp_path):
 
 @pytest.mark.slow
 def test_demo_end_to_end(tmp_path):
-    """`python -m sklearn_bayes demo` prints the table and writes figures for every part."""
+    """`python -m sklearn_bayes demo` prints the table and writes figures for every part, and
+    emits no warning (it printed 43 SeededNoiseWarnings about itself at 8d8c494)."""
     pytest.importorskip("matplotlib")
     env = dict(os.environ, MPLBACKEND="Agg")
     out = tmp_path / "demo"
-    proc = subprocess.run([sys.executable, "-m", "sklearn_bayes", "demo", "--output", str(out)],
+    proc = subprocess.run([sys.executable, "-W", "always", "-m", "sklearn_bayes", "demo", "--output", str(out)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "method" in proc.stdout and "fit_time_s" in proc.stdout
@@ -108,3 +109,4 @@ def test_demo_end_to_end(tmp_path):
     for name in DEMOS:
         assert f"== demo: {name}" in proc.stderr
     assert len(list(out.glob("*.png"))) >= len(DEMOS)
+    assert "Warning" not in proc.stderr, proc.stderr[-3000:]
