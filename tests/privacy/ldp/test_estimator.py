@@ -415,7 +415,7 @@ def test_final_estimate_is_the_exact_posterior_mean(final_estimate, n_final_step
 def test_mala_target_equals_the_dense_grouped_likelihood():
     """The kernel's structured target (h = a + b theta_y + d theta(S)) equals the dense
     per-response log posterior, and its gradient equals finite differences."""
-    from sklearn_bayes._fast._ldp import mala_logpost
+    from sklearn_bayes._fast._ldp_mala import mala_logpost
 
     K, eps, kappa = 6, 1.0, 0.8
     theta = np.array([0.3, 0.25, 0.2, 0.1, 0.1, 0.05])

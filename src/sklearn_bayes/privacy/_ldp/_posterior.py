@@ -301,7 +301,7 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     ``thin``-th of the ``n_draws`` iterations after the burn-in is kept (``ceil(n_draws /
     thin)`` draws; the chain and its random numbers are the same).
     """
-    from sklearn_bayes._fast._ldp import mala_chains, mala_logpost
+    from sklearn_bayes._fast._ldp_mala import mala_chains, mala_logpost
     from sklearn_bayes._fast._ldp_gibbs import latent_counts
 
     K = groups.n_categories

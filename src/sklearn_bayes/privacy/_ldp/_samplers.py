@@ -106,7 +106,7 @@ def gibbs_grouped(L, counts, prior, theta, burn, keep, rng, thin=0):
 def mala(structure, L, counts, prior, phi, burn, keep, rng, thin=0, n_chains=N_CHAINS):
     """Preconditioned MALA on the grouped likelihood: ``E[theta | y, S]`` and draws.
 
-    Runs ``n_chains`` chains (kernel ``mala_chains`` in ``_fast/_ldp.pyx``) from ``phi``.
+    Runs ``n_chains`` chains (kernel ``mala_chains`` in ``_fast/_ldp_mala.pyx``) from ``phi``.
     Returns the average of ``theta`` over the ``keep`` iterations after ``burn`` of every
     chain and, if ``thin > 0``, the states of every ``thin``-th kept iteration
     (chains interleaved).
@@ -139,7 +139,7 @@ def mala(structure, L, counts, prior, phi, burn, keep, rng, thin=0, n_chains=N_C
     thin : int, default=0
     n_chains : int, default=8
     """
-    from sklearn_bayes._fast._ldp import mala_chains, mala_logpost
+    from sklearn_bayes._fast._ldp_mala import mala_chains, mala_logpost
 
     groups = structure
     prior = np.ascontiguousarray(prior, dtype=float)

@@ -1,0 +1,218 @@
+# cython: language_level=3
+"""MALA kernels of :class:`sklearn_bayes.AdaptiveLDPFrequencyEstimator`: the grouped log posterior.
+
+Preconditioned Metropolis-adjusted Langevin chains on ``z = ln phi`` with the grouped
+likelihood of the recorded responses (``privacy/_ldp/_samplers.py``: ``mala``; the
+hierarchical hybrid sampler of ``privacy/_ldp/_posterior.py``).  Random numbers come from
+the caller's generator as in ``_ldp.pyx`` (helpers in ``_ldp_rng.pxd``).
+"""
+
+import numpy as np
+
+cimport numpy as cnp
+from libc.math cimport INFINITY, exp, log, sqrt
+from libc.stdint cimport int32_t
+
+from sklearn_bayes._fast._ldp_rng cimport _Rng, _bitgen, _normal, _unif
+
+cnp.import_array()
+
+# --------------------------------------------------------------------------------------
+# Final estimate: preconditioned MALA chains on the grouped likelihood
+# --------------------------------------------------------------------------------------
+
+cdef double _mala_logpost(const double* z, int K, Py_ssize_t G, const int32_t* gy, const int32_t* gs,
+                          const double* ga, const double* gb, const double* gd, const double* gc,
+                          int n_sub, const int32_t* s_ptr, const int32_t* s_idx, const double* prior,
+                          double* theta, double* ths, double* v, double* vs, double* grad) noexcept nogil:
+    """Log posterior of ``z = ln phi`` and its gradient (into ``grad``); ``theta`` = softmax(z).
+
+    Group ``g`` has ``h_g = a_g + b_g theta[y_g] + d_g theta(S_{s_g})`` (``s_g < 0``: no
+    subset term) and count ``c_g``; ``ln pi = sum_k (rho_k z_k - e^{z_k}) + sum_g c_g ln h_g``.
+    Returns ``-inf`` if some ``h_g <= 0`` (impossible for valid input).
+    """
+    cdef int k, j
+    cdef Py_ssize_t g
+    cdef double s = 0.0, lp = 0.0, h, w, tv = 0.0, phi
+    for k in range(K):
+        phi = exp(z[k])
+        grad[k] = phi  # temporarily e^{z}
+        s += phi
+        lp += prior[k] * z[k] - phi
+    for k in range(K):
+        theta[k] = grad[k] / s
+        v[k] = 0.0
+    for j in range(n_sub):
+        h = 0.0
+        for k in range(s_ptr[j], s_ptr[j + 1]):
+            h += theta[s_idx[k]]
+        ths[j] = h
+        vs[j] = 0.0
+    for g in range(G):
+        h = ga[g] + gb[g] * theta[gy[g]]
+        if gs[g] >= 0:
+            h += gd[g] * ths[gs[g]]
+        if not h > 0.0:
+            return -INFINITY
+        lp += gc[g] * log(h)
+        w = gc[g] / h
+        v[gy[g]] += w * gb[g]
+        if gs[g] >= 0:
+            vs[gs[g]] += w * gd[g]
+    for j in range(n_sub):
+        for k in range(s_ptr[j], s_ptr[j + 1]):
+            v[s_idx[k]] += vs[j]
+    for k in range(K):
+        tv += theta[k] * v[k]
+    for k in range(K):
+        grad[k] = prior[k] - grad[k] + theta[k] * (v[k] - tv)
+    return lp
+
+
+def mala_logpost(const double[::1] z, const int32_t[::1] gy, const int32_t[::1] gs, const double[::1] ga,
+                 const double[::1] gb, const double[::1] gd, const double[::1] gc, const int32_t[::1] s_ptr,
+                 const int32_t[::1] s_idx, const double[::1] prior):
+    """Python access to the MALA target (for tests): returns ``(ln pi(z), gradient)``."""
+    cdef int K = z.shape[0]
+    cdef int n_sub = s_ptr.shape[0] - 1
+    cdef double[::1] theta = np.zeros(K), v = np.zeros(K), grad = np.zeros(K)
+    cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
+    cdef int32_t[::1] dummy = np.zeros(1, dtype=np.int32)
+    cdef double lp
+    lp = _mala_logpost(&z[0], K, gy.shape[0], &gy[0] if gy.shape[0] else &dummy[0],
+                       &gs[0] if gs.shape[0] else &dummy[0], &ga[0] if ga.shape[0] else NULL,
+                       &gb[0] if gb.shape[0] else NULL, &gd[0] if gd.shape[0] else NULL,
+                       &gc[0] if gc.shape[0] else NULL, n_sub, &s_ptr[0],
+                       &s_idx[0] if s_idx.shape[0] else &dummy[0], &prior[0],
+                       &theta[0], &ths[0], &v[0], &vs[0], &grad[0])
+    return lp, np.asarray(grad)
+
+
+def mala_chains(object generator, double[:, ::1] Z, double[::1] lp, double[:, ::1] grad,
+                const int32_t[::1] gy, const int32_t[::1] gs, const double[::1] ga, const double[::1] gb,
+                const double[::1] gd, const double[::1] gc, const int32_t[::1] s_ptr, const int32_t[::1] s_idx,
+                const double[::1] prior, const double[:, ::1] C, const double[:, ::1] R, const double[:, ::1] M,
+                double log_h, int it0, int n_iter, bint adapt, double[::1] acc, int thin,
+                double[:, ::1] draws, int draw0, double[:, ::1] record, int record_from, bint diag=False):
+    """Advance ``Z.shape[0]`` MALA chains ``n_iter`` iterations (global indices ``it0 ...``).
+
+    State per chain: ``Z[c]``, ``lp[c] = ln pi(Z[c])`` and ``grad[c]``, updated in place.
+    Proposal ``z' = z + (h/2) C grad + sqrt(h) R xi`` (``R R^T = C = M^{-1}``), accepted
+    with the Metropolis-Hastings ratio.  With ``adapt``, ``ln h`` moves by
+    ``(mean acceptance - 0.574) / sqrt(it + 1)`` after every iteration.  Otherwise the
+    chains' ``theta`` are added to ``acc`` every iteration and, if ``thin > 0``, written
+    to ``draws`` (rows from ``draw0``, chains interleaved) every ``thin``-th iteration.
+    With ``record_from >= 0`` the states ``Z`` of iterations ``>= record_from`` are
+    copied to ``record`` (rows ``(it - record_from) * nc + c``).  Returns
+    ``(log_h, next draw row)``.  With ``diag`` only the diagonals of ``C``, ``R`` and
+    ``M`` are used (they must then be diagonal matrices): ``O(K)`` instead of
+    ``O(K^2)`` per proposal, for large ``K``.
+    """
+    cdef int nc = Z.shape[0], K = Z.shape[1]
+    cdef int n_sub = s_ptr.shape[0] - 1
+    cdef Py_ssize_t G = gy.shape[0]
+    cdef int it, c, i, j, row = draw0
+    cdef double hh, sq, lp_new, log_a, a, a_sum, lq_f, lq_b, t
+    cdef double[::1] theta = np.zeros(K), v = np.zeros(K), g_new = np.zeros(K)
+    cdef double[::1] z_new = np.zeros(K), mu = np.zeros(K), mu_new = np.zeros(K), xi = np.zeros(K)
+    cdef double[::1] d = np.zeros(K), theta_new = np.zeros(K)
+    cdef double[:, ::1] T = np.zeros((nc, K))
+    cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
+    cdef int32_t[::1] dummy = np.zeros(1, dtype=np.int32)
+    cdef double[::1] dd = np.zeros(1)
+    cdef const int32_t* pgy = &gy[0] if G else &dummy[0]
+    cdef const int32_t* pgs = &gs[0] if G else &dummy[0]
+    cdef const double* pga = &ga[0] if G else &dd[0]
+    cdef const double* pgb = &gb[0] if G else &dd[0]
+    cdef const double* pgd = &gd[0] if G else &dd[0]
+    cdef const double* pgc = &gc[0] if G else &dd[0]
+    cdef const int32_t* psi = &s_idx[0] if s_idx.shape[0] else &dummy[0]
+    cdef _Rng r
+    r.bg = _bitgen(generator)
+    r.has_spare = 0
+    with generator.bit_generator.lock, nogil:
+        # theta of the current states
+        for c in range(nc):
+            t = 0.0
+            for j in range(K):
+                T[c, j] = exp(Z[c, j])
+                t += T[c, j]
+            for j in range(K):
+                T[c, j] /= t
+        for it in range(it0, it0 + n_iter):
+            hh = exp(log_h)
+            sq = sqrt(hh)
+            a_sum = 0.0
+            for c in range(nc):
+                for i in range(K):
+                    if diag:
+                        t = C[i, i] * grad[c, i]
+                    else:
+                        t = 0.0
+                        for j in range(K):
+                            t += C[i, j] * grad[c, j]
+                    mu[i] = Z[c, i] + 0.5 * hh * t
+                    xi[i] = _normal(&r)
+                lq_f = 0.0
+                for i in range(K):
+                    if diag:
+                        t = R[i, i] * xi[i]
+                    else:
+                        t = 0.0
+                        for j in range(i + 1):
+                            t += R[i, j] * xi[j]
+                    z_new[i] = mu[i] + sq * t
+                    lq_f += xi[i] * xi[i]
+                lq_f *= -0.5  # (sqrt(h) R xi)^T M (sqrt(h) R xi) / h = |xi|^2
+                lp_new = _mala_logpost(&z_new[0], K, G, pgy, pgs, pga, pgb, pgd, pgc, n_sub, &s_ptr[0], psi,
+                                       &prior[0], &theta_new[0], &ths[0], &v[0], &vs[0], &g_new[0])
+                if lp_new == -INFINITY:
+                    a = 0.0
+                else:
+                    for i in range(K):
+                        if diag:
+                            t = C[i, i] * g_new[i]
+                        else:
+                            t = 0.0
+                            for j in range(K):
+                                t += C[i, j] * g_new[j]
+                        mu_new[i] = z_new[i] + 0.5 * hh * t
+                        d[i] = Z[c, i] - mu_new[i]
+                    lq_b = 0.0
+                    for i in range(K):
+                        if diag:
+                            t = M[i, i] * d[i]
+                        else:
+                            t = 0.0
+                            for j in range(K):
+                                t += M[i, j] * d[j]
+                        lq_b += d[i] * t
+                    lq_b *= -0.5 / hh
+                    log_a = lp_new - lp[c] + lq_b - lq_f
+                    a = 1.0 if log_a >= 0.0 else exp(log_a)
+                    if _unif(&r) < a:
+                        lp[c] = lp_new
+                        for i in range(K):
+                            Z[c, i] = z_new[i]
+                            grad[c, i] = g_new[i]
+                            T[c, i] = theta_new[i]
+                a_sum += a
+            if adapt:
+                log_h += (a_sum / nc - 0.574) / sqrt(it + 1.0)
+            else:
+                for c in range(nc):
+                    for i in range(K):
+                        acc[i] += T[c, i]
+                if thin > 0 and (it - it0 + 1) % thin == 0:
+                    for c in range(nc):
+                        if row < draws.shape[0]:
+                            for i in range(K):
+                                draws[row, i] = T[c, i]
+                            row += 1
+            if record_from >= 0 and it >= record_from:
+                j = (it - record_from) * nc
+                for c in range(nc):
+                    if j + c < record.shape[0]:
+                        for i in range(K):
+                            record[j + c, i] = Z[c, i]
+    return log_h, row
