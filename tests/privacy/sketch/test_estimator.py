@@ -13,7 +13,7 @@ from scipy import stats
 from sklearn.base import clone
 
 from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
-from sklearn_bayes.privacy._sketch._estimator import _median_sensitivity_bound
+from sklearn_bayes.privacy._sketch._release import _median_sensitivity_bound
 from sklearn_bayes.privacy._core._noise import discrete_laplace_pmf, sample_noise
 from sklearn_bayes.exceptions import SeededNoiseWarning
 

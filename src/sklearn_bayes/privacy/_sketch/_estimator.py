@@ -6,7 +6,6 @@ import numbers
 import uuid
 
 import numpy as np
-from scipy import optimize, stats
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -25,6 +24,8 @@ from sklearn_bayes.utils import (
 )
 from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _item_keys
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS
+from sklearn_bayes.privacy._sketch._bounds import estimate_f2, kappas
+from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release
 
 __all__ = ["PrivateCountSketch"]
 
@@ -42,59 +43,6 @@ _BYTES_PER_CELL = 16
 _STREAM_PARAMS = (
     "epsilon", "depth", "width", "kind", "mechanism", "decay", "noise", "pan_private", "sampling_rate", "hash_seed",
 )
-
-_MECHANISMS = ("use_and_keep", "use_and_forget", "median_perturbation", "cell_perturbation")
-
-
-# --------------------------------------------------------------------------------------
-# items -> 64-bit keys
-# --------------------------------------------------------------------------------------
-
-
-def _median_sensitivity_bound(cols, width):
-    """Algorithm 4's upper bound on ``m_Q``, capped by ``n_Q`` (``cols``: (depth, n_Q) distinct items).
-
-    ``m_Q`` is the largest number of queries of ``Q`` that one stream element's ``d``
-    sensitive cells can reach; ``m̂_Q = Σ_i max_j #{x ∈ Q : h_i(x) = j} >= m_Q`` and
-    trivially ``m_Q <= n_Q`` (Proposition 1).
-    """
-    d, n_q = cols.shape
-    if n_q == 0:
-        return 0
-    # per row, the largest number of queries sharing a column: O(d n_Q log), not O(d w)
-    flat, counts = np.unique((np.arange(d, dtype=np.int64)[:, None] * width + cols).ravel(), return_counts=True)
-    row_max = np.zeros(d, dtype=np.int64)
-    np.maximum.at(row_max, flat // width, counts)
-    return min(n_q, int(row_max.sum()))
-
-
-# --------------------------------------------------------------------------------------
-# Theorem 5 (corrected)
-# --------------------------------------------------------------------------------------
-
-
-def _theorem5_tail(lam, d):
-    """The bound ``exp(-(d/2)(1 - 2 λ)) [2 (1 - λ)]^{d/2}`` of Lemma 2 / Theorem 5."""
-    return math.exp(-0.5 * d * (1.0 - 2.0 * lam) + 0.5 * d * math.log(2.0 * (1.0 - lam)))
-
-
-def _kappa_from_variances(sigma2, delta, method):
-    """Smallest κ certified by the median-of-rows bound for per-row error variances ``sigma2`` (d,)."""
-    d = sigma2.shape[0]
-    s_max, s_mean = float(sigma2.max()), float(sigma2.mean())
-    if s_max == 0:
-        return 0.0
-    if method == "theorem5":
-        if _theorem5_tail(0.0, d) >= delta:  # the bound never falls below (2/e)^{d/2}
-            return math.inf
-        lam = optimize.brentq(lambda t: _theorem5_tail(t, d) - delta, 0.0, 0.5, xtol=1e-14, rtol=1e-14)
-        kappa2 = max(s_mean / lam, 2.0 * s_max)
-    else:  # exact binomial tail of the number of rows off by more than κ (Chebyshev per row)
-        t = d // 2 if d % 2 == 0 else (d + 1) // 2
-        t = max(t, 1)
-        lam = optimize.brentq(lambda q: stats.binom.sf(t - 1, d, q) - delta, 1e-300, 1.0, xtol=1e-300, rtol=1e-14)
-        kappa2 = s_max / lam
-    return math.sqrt(kappa2) * (1.0 + 1e-12)
 
 
 class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -296,7 +244,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         "depth": [IntegerInterval(1, MAX_DEPTH, closed="both")],
         "width": [IntegerInterval(1, 2**31 - 1, closed="both")],
         "kind": [StrOptions({"count", "count_min"})],
-        "mechanism": [StrOptions(set(_MECHANISMS))],
+        "mechanism": [StrOptions(set(MECHANISMS))],
         "decay": [RealInterval(0, 1, closed="neither")],
         "noise": [StrOptions({"discrete_laplace", "laplace"})],
         "pan_private": ["boolean"],
@@ -425,6 +373,13 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         eps, rate = float(self._fp("epsilon")), float(self._fp("sampling_rate"))
         return eps if rate == 1 else subsampled_base_epsilon(eps, rate)
 
+    @property
+    def _release(self):
+        """The release mechanism of the running stream (``_release.py``), with its frozen values."""
+        return make_release(
+            self._fp("mechanism"), self._base_epsilon(), self.table_.shape[0], float(self._fp("decay"))
+        )
+
     def _check_stream_params(self, action):
         """Refuse to continue a stream whose parameters were changed by ``set_params``."""
         current = self.get_params(deep=False)
@@ -439,7 +394,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     def _check_start(self, d, w):
         """Checks of a new stream that the parameter constraints cannot express."""
-        if self.pan_private and self.mechanism not in ("use_and_keep", "cell_perturbation"):
+        if self.pan_private and not MECHANISMS[self.mechanism].pan_private:
             raise ValueError(
                 f"pan_private=True needs mechanism='use_and_keep' or 'cell_perturbation', got "
                 f"mechanism={self.mechanism!r} (it keeps an exact table by design)."
@@ -451,13 +406,6 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 f"({_BYTES_PER_CELL} bytes per cell), above the limit of {MAX_TABLE_BYTES / 2**30:.3g} GiB "
                 "(sklearn_bayes.privacy._sketch._estimator.MAX_TABLE_BYTES). Use a smaller width or depth."
             )
-
-    def _first_scale(self, eps0, d):
-        """Smallest noise scale of the first release: if even it is too large, no query can be answered."""
-        if self.mechanism in ("use_and_keep", "cell_perturbation"):
-            return d / eps0
-        per_release = eps0 * (1.0 - float(self.decay))
-        return (d if self.mechanism == "use_and_forget" else 1.0) / per_release
 
     def _validated_keys(self, X, name, reset, min_samples=1, check_names=True):
         """Validate a batch completely and return its keys (callers are transactional)."""
@@ -507,7 +455,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             else subsampled_base_epsilon(float(self.epsilon), float(self.sampling_rate))
         )
         check_noise_scale(
-            self._first_scale(eps0, d),
+            make_release(self.mechanism, eps0, d, float(self.decay)).first_scale(),
             f"epsilon={self.epsilon!r} is too small for depth={d} and mechanism={self.mechanism!r}: the first "
             "release's noise",
         )
@@ -548,9 +496,9 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self.ledger_ = PrivacyLedger()
 
     def _check_not_frozen(self):
-        if self._fp("mechanism") == "cell_perturbation" and self.n_query_sets_ > 0:
+        if MECHANISMS[self._fp("mechanism")].static and self.n_query_sets_ > 0:
             raise ValueError(
-                "mechanism='cell_perturbation' is a static release: the stream cannot be updated after "
+                f"mechanism={self._fp('mechanism')!r} is a static release: the stream cannot be updated after "
                 "the first query. Use mechanism='use_and_keep' for intermittent queries."
             )
 
@@ -645,10 +593,14 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         _sketch.estimate(table, cols, signs, self._fp("kind") == "count", out)
         return out
 
+    def _draw_noise(self, scale, size):
+        """``size`` fresh draws of the stream's noise of scale ``scale`` (every release's noise comes from here)."""
+        return sample_noise(self._rng, self._fp("noise"), scale, size=size)
+
     def _noisy_cells(self, cells, scale, context):
         """``table_`` at ``cells`` plus fresh noise, checked for overflow (nothing is bound here)."""
         scale = check_noise_scale(scale, context)
-        noise = sample_noise(self._rng, self._fp("noise"), scale, size=cells.shape[0])
+        noise = self._draw_noise(scale, cells.shape[0])
         old = self.table_.reshape(-1)[cells]
         new = old + noise
         if new.dtype.kind == "i":
@@ -673,75 +625,12 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         self._writeable_state()
         uniq, inverse = np.unique(keys, return_inverse=True)
         cols, signs = self._locate(uniq)
-        d, w = self.table_.shape
-        eps0 = self._base_epsilon()
-        mech, k = self._fp("mechanism"), self.n_query_sets_
-        eta = float(self._fp("decay"))
-        flat_uses = self.uses_.reshape(-1)
-        bind = None
-        if mech in ("use_and_keep", "cell_perturbation"):
-            cells = _sketch.distinct_cells(cols, w)
-            if mech == "cell_perturbation":
-                cells = cells[flat_uses[cells] == 0]
-            new = self._noisy_cells(cells, d / eps0, f"{mech}: the noise")
-            chain0 = eps0
-
-            def bind():  # the noise stays in the cells (in place: cannot fail)
-                self.table_.reshape(-1)[cells] = new
-                flat_uses[cells] += 1
-                return self._estimate(self.table_, cols, signs)
-
-        elif mech == "use_and_forget":
-            cells = _sketch.distinct_cells(cols, w)
-            # ε'_u = (ε/d)(1-η)η^u in log space: the scale 1/ε'_u is checked, never inf or 0
-            log_scale = -(math.log(eps0 / d) + math.log1p(-eta) + flat_uses[cells] * math.log(eta))
-            scale = np.exp(np.minimum(log_scale, 1000.0))
-            new = self._noisy_cells(
-                cells, scale,
-                f"use_and_forget: the geometric budget schedule of a cell is exhausted after "
-                f"{int(flat_uses[cells].max()) if cells.size else 0} uses (decay={eta}); no further query can use "
-                "it. Use a larger decay or mechanism='use_and_keep'. The noise",
-            )
-            noisy = self.table_.copy()
-            noisy.reshape(-1)[cells] = new
-            est = self._estimate(noisy, cols, signs)
-            row_max = self.uses_.max(axis=1)  # the use counts after this query, without changing them
-            np.maximum.at(row_max, cells // w, flat_uses[cells] + 1)
-            chain0 = self._forget_spend(row_max)
-
-            def bind():
-                flat_uses[cells] += 1
-                return est
-
-        else:  # median_perturbation: ε_k = ε (1-η) η^k for the (k+1)-th query set
-            m_q = _median_sensitivity_bound(cols, w)
-            half = self._fp("noise") == "discrete_laplace" and self._fp("kind") == "count" and d % 2 == 0
-            log_scale = math.log((2.0 if half else 1.0) * m_q) - (
-                math.log(eps0) + math.log1p(-eta) + k * math.log(eta)
-            )
-            scale = math.exp(min(log_scale, 1000.0))
-            check_noise_scale(
-                scale,
-                f"median_perturbation: the geometric budget schedule is exhausted at query set {k + 1} "
-                f"(decay={eta}); no further query set can be answered. Use a larger decay or "
-                "mechanism='use_and_keep'. The noise",
-            )
-            noise = sample_noise(self._rng, self._fp("noise"), scale, size=uniq.shape[0])
-            est = self._estimate(self.table_, cols, signs) + (noise / 2.0 if half else noise)
-            chain0 = eps0 * -math.expm1((k + 1) * math.log(eta))
-
-            def bind():
-                return est
-
+        k = self.n_query_sets_
+        chain0, bind = self._release.answer(self, cols, signs, k)
         self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=k + 1)
         self.n_query_sets_ = k + 1
         est = bind() / float(self._fp("sampling_rate"))
         return est[inverse]
-
-    def _forget_spend(self, row_max):
-        """use_and_forget: ``Σ_i max_j (ε₀/d)(1 - η^{U_ij})`` from the rows' largest use counts ``max_j U_ij``."""
-        d, eps0 = row_max.shape[0], self._base_epsilon()
-        return float(np.sum((eps0 / d) * -np.expm1(row_max * math.log(float(self._fp("decay"))))))
 
     def _charge(self, chain0, n_items, note="", mechanism=None, **extra):
         """Record a release: this fork's increment of the amplified ε of its history.
@@ -890,21 +779,17 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
                 f"sketch that already contains one of its shards): shard ids {shared}. Merging them would count "
                 "the same stream elements twice."
             )
-        mech = self._fp("mechanism")
-        if mech == "cell_perturbation" and (self.n_query_sets_ or other.n_query_sets_):
-            raise ValueError(
-                "cannot merge cell_perturbation sketches after a release; merge the shards before querying."
-            )
-        uses = np.maximum(self.uses_, other.uses_) if mech == "use_and_forget" else self.uses_ + other.uses_
+        release = self._release
+        release.check_merge(self.n_query_sets_, other.n_query_sets_)
+        uses = release.merge_uses(self.uses_, other.uses_)
         table = self.table_ + other.table_
         self.uses_, self.table_ = uses, table
         self._pan_draws += other._pan_draws
         self.n_items_seen_ += other.n_items_seen_
         self.n_query_sets_ = max(self.n_query_sets_, other.n_query_sets_)
         self.shard_ids_ = tuple(sorted(set(self.shard_ids_) | set(other.shard_ids_)))
-        chain0 = max(self._chain_spent0, other._chain_spent0)  # parallel composition of disjoint shards
-        if mech == "use_and_forget" and chain0 > 0:  # the merged schedules continue from max(U_a, U_b)
-            chain0 = max(chain0, self._forget_spend(uses.max(axis=1)))
+        # parallel composition of disjoint shards (use_and_forget: its schedules continue from max(U_a, U_b))
+        chain0 = release.merged_spend(max(self._chain_spent0, other._chain_spent0), uses)
         self._charge(
             chain0, n_items=None, mechanism="merge",
             note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
@@ -1182,7 +1067,8 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         check_is_fitted(self)
         self._check_stream_params("error_bound")
         kind, mech, rate = self._fp("kind"), self._fp("mechanism"), self._fp("sampling_rate")
-        if kind != "count" or mech not in ("use_and_keep", "cell_perturbation"):
+        release = self._release
+        if kind != "count" or not release.has_error_bound:
             raise ValueError(
                 "error_bound implements Theorem 5, for kind='count' with mechanism='use_and_keep' or "
                 f"'cell_perturbation'; got kind={kind!r}, mechanism={mech!r}."
@@ -1197,22 +1083,11 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         d, w = self.table_.shape
         var1 = float(noise_variance(self._fp("noise"), d / self._base_epsilon()))
         if f2 is None:
-            noise_var = (self.uses_ + self._pan_draws) * var1
-            per_row = (self.table_.astype(np.float64) ** 2).sum(axis=1) - noise_var.sum(axis=1)
-            f2 = max(float(np.median(per_row)), 0.0)
+            f2 = estimate_f2(self.table_, self.uses_ + self._pan_draws, var1)
         else:
             if isinstance(f2, bool) or not isinstance(f2, numbers.Real) or not (math.isfinite(f2) and f2 >= 0):
                 raise ValueError(f"f2 must be a finite number >= 0, got {f2!r}.")
             f2 = float(f2)
         cols, _ = self._locate(keys)
-        uses = np.take_along_axis(self.uses_, cols, axis=1) + self._pan_draws  # (d, n)
-        if mech == "use_and_keep":
-            uses = uses + 1
-        else:
-            uses = np.maximum(uses, 1 + self._pan_draws)
-        delta = 1.0 - float(confidence)
-        sigma2 = f2 / w + uses * var1
-        methods = ("binomial", "theorem5") if method == "auto" else (method,)
-        return np.array([
-            min(_kappa_from_variances(sigma2[:, k], delta, m) for m in methods) for k in range(keys.shape[0])
-        ])
+        draws = release.noise_draws(np.take_along_axis(self.uses_, cols, axis=1) + self._pan_draws, self._pan_draws)
+        return kappas(f2 / w + draws * var1, 1.0 - float(confidence), method)

@@ -1,0 +1,284 @@
+"""The release mechanisms of :class:`PrivateCountSketch`: one small class per ``mechanism``.
+
+A sketch of ``d`` rows is a table of counters; one stream element changes exactly ``d`` cells
+by one, so protecting every cell with ``ε/d`` protects the element with ``ε``.  The four
+mechanisms differ in where the noise goes and how long it stays (Chapter 4 of *Differentially
+Private Frequency Sketches for Intermittent Queries on Large Data Streams*; the specification
+is ``spec/private_count_sketch.md``).  Each class holds, next to its privacy argument:
+
+- ``first_scale()``: the noise scale of its first release (``fit`` refuses an ``ε`` for which
+  even it cannot be sampled);
+- ``answer(sketch, cols, signs, k)``: the noise step of the ``(k+1)``-th query set, returning
+  the mechanism's ε spent before amplification (the whole history's) and a ``bind`` function
+  that commits the release and returns the estimates;
+- ``spend``: the ε of its history (``use_and_forget``: :meth:`UseAndForget.spend`);
+- ``merge_uses`` / ``check_merge`` / ``merged_spend``: its rule for merging disjoint shards;
+- ``noise_draws``: the number of noise draws in a queried cell, from which
+  :meth:`PrivateCountSketch.error_bound` takes its variance (Theorem 5), for the mechanisms
+  that have one (``has_error_bound``).
+
+Instances hold the stream's frozen values: ``eps0`` (the ε the mechanism runs with, before
+subsampling amplification), ``depth`` and ``decay`` (``η``).  :func:`make_release` looks a class
+up by its ``mechanism`` name.
+"""
+
+import math
+
+import numpy as np
+
+from sklearn_bayes._fast import _sketch
+from sklearn_bayes.privacy._core._noise import check_noise_scale
+
+__all__ = [
+    "CellPerturbation",
+    "MECHANISMS",
+    "MedianPerturbation",
+    "Release",
+    "UseAndForget",
+    "UseAndKeep",
+    "make_release",
+]
+
+
+def _median_sensitivity_bound(cols, width):
+    """Algorithm 4's upper bound on ``m_Q``, capped by ``n_Q`` (``cols``: (depth, n_Q) distinct items).
+
+    ``m_Q`` is the largest number of queries of ``Q`` that one stream element's ``d``
+    sensitive cells can reach; ``m̂_Q = Σ_i max_j #{x ∈ Q : h_i(x) = j} >= m_Q`` and
+    trivially ``m_Q <= n_Q`` (Proposition 1).
+    """
+    d, n_q = cols.shape
+    if n_q == 0:
+        return 0
+    # per row, the largest number of queries sharing a column: O(d n_Q log), not O(d w)
+    flat, counts = np.unique((np.arange(d, dtype=np.int64)[:, None] * width + cols).ravel(), return_counts=True)
+    row_max = np.zeros(d, dtype=np.int64)
+    np.maximum.at(row_max, flat // width, counts)
+    return min(n_q, int(row_max.sum()))
+
+
+class Release:
+    """A release mechanism of the sketch: its noise scale, noise step, spend and merge rule.
+
+    Parameters
+    ----------
+    eps0 : float
+        The ε the mechanism runs with (``ε₀ = ln(1 + (e^ε - 1)/ρ)`` under subsampling at rate ρ).
+    depth : int
+        Number of rows ``d``.
+    decay : float
+        Ratio ``η`` of the geometric budget schedules (used by the mechanisms that have one).
+    """
+
+    #: The ``mechanism`` parameter's value.
+    name = None
+    #: Whether a pan-private start (noise ``N(d/ε)`` in every cell) fits the mechanism.
+    pan_private = False
+    #: Whether the stream is frozen after the first query (a static release).
+    static = False
+    #: Whether ``error_bound`` (Theorem 5) covers the mechanism.
+    has_error_bound = False
+
+    def __init__(self, eps0, depth, decay):
+        self.eps0 = eps0
+        self.depth = depth
+        self.decay = decay
+
+    def first_scale(self):
+        """Smallest noise scale of the first release: if even it is too large, no query can be answered."""
+        return self.depth / self.eps0
+
+    def answer(self, sketch, cols, signs, k):
+        """The noise step of the ``(k+1)``-th query set of distinct items at ``cols``/``signs`` (d, n).
+
+        Nothing is bound: returns ``(chain0, bind)``, the ε of the history before amplification
+        including this release, and a function that commits the release (cannot fail) and returns
+        the estimates.  ``sketch`` provides the curator state (``table_``, ``uses_``) and the
+        noise steps (``_noisy_cells``, ``_draw_noise``, ``_estimate``).
+        """
+        raise NotImplementedError
+
+    def merge_uses(self, uses_a, uses_b):
+        """The use counts of the union of two disjoint shards: the noise counts add up."""
+        return uses_a + uses_b
+
+    def check_merge(self, n_query_sets_a, n_query_sets_b):
+        """Refuse a merge the mechanism cannot account for (none by default)."""
+
+    def merged_spend(self, chain0, uses):
+        """The merged sketch's ε before amplification, from the larger of the shards' ``chain0``."""
+        return chain0
+
+    def noise_draws(self, draws, pan_draws):
+        """Noise draws in the queried cells for a query made now, from their ``draws`` so far (d, n)."""
+        raise NotImplementedError
+
+
+class UseAndKeep(Release):
+    """Use-and-keep (Algorithm 6): a query set adds ``N(d/ε)`` once to each cell it touches, for good.
+
+    Privacy: each cell is a counter that receives fresh noise ``N(d/ε)`` at every release and
+    keeps it, so its released increments are the true increments plus independent noise; such a
+    counter is ``ε/d``-DP whatever the number of releases (Lemma 1), and one element touches
+    ``d`` cells: ε-DP for any number of query sets (Theorem 4).  The spend is ``ε₀`` from the first
+    query set on.  Merging adds the tables (noise included) and the noise counts: for an
+    individual of one shard a later release is post-processing of that shard's noisy counter
+    plus independent quantities.  Error: ``Var C[i, h_i(x)] <= ||f||²/w + u_i Var N(d/ε)`` with
+    ``u_i`` the cell's noise draws, this query's included (Theorem 5, corrected).
+    """
+
+    name = "use_and_keep"
+    pan_private = True
+    has_error_bound = True
+
+    def _cells(self, sketch, cols):
+        return _sketch.distinct_cells(cols, sketch.table_.shape[1])
+
+    def answer(self, sketch, cols, signs, k):
+        cells = self._cells(sketch, cols)
+        new = sketch._noisy_cells(cells, self.depth / self.eps0, f"{self.name}: the noise")
+        flat_uses = sketch.uses_.reshape(-1)
+
+        def bind():  # the noise stays in the cells (in place: cannot fail)
+            sketch.table_.reshape(-1)[cells] = new
+            flat_uses[cells] += 1
+            return sketch._estimate(sketch.table_, cols, signs)
+
+        return self.eps0, bind
+
+    def noise_draws(self, draws, pan_draws):
+        return draws + 1  # this query's draw
+
+
+class CellPerturbation(UseAndKeep):
+    """Cell perturbation (static): each cell gets ``N(d/ε)`` once, at its first use.
+
+    Privacy: the noisy cells are the Laplace (or discrete Laplace) mechanism of sensitivity one
+    per cell at ``ε/d``; one element touches ``d`` cells, so the noised table is ε-DP and every
+    answer, now or later, is post-processing of it (Section 4.3).  It needs the stream complete
+    before the first query (``static``), and merging is refused after a release.  Error as for
+    use-and-keep, with one draw per cell (plus the pan-private start).
+    """
+
+    name = "cell_perturbation"
+    static = True
+
+    def _cells(self, sketch, cols):
+        cells = _sketch.distinct_cells(cols, sketch.table_.shape[1])
+        return cells[sketch.uses_.reshape(-1)[cells] == 0]
+
+    def check_merge(self, n_query_sets_a, n_query_sets_b):
+        if n_query_sets_a or n_query_sets_b:
+            raise ValueError(
+                "cannot merge cell_perturbation sketches after a release; merge the shards before querying."
+            )
+
+    def noise_draws(self, draws, pan_draws):
+        return np.maximum(draws, 1 + pan_draws)
+
+
+class UseAndForget(Release):
+    """Use-and-forget (Algorithm 5): the table stays exact; the ``u``-th use of a cell adds fresh noise.
+
+    Privacy: the ``u``-th use (``u = 1, 2, ...``) of a cell releases it with noise ``N(1/ε'_u)``,
+    ``ε'_u = (ε/d)(1-η)η^{u-1}``, a geometric schedule whose sum is ``ε/d`` per cell; by
+    composition over a cell's uses and over the ``d`` cells of an element the spend is
+    ``Σ_i max_j (ε/d)(1 - η^{U_ij})`` (:meth:`spend`), at most ε.  (The spec's fixes: the loop of
+    Algorithm 5 runs over the ``d`` rows, and the scale is ``1/ε'``, not ``d/ε'``.)  Merging takes
+    the element-wise maximum of the use counts so that no cell's schedule restarts.
+    """
+
+    name = "use_and_forget"
+
+    def first_scale(self):
+        return self.depth / (self.eps0 * (1.0 - float(self.decay)))
+
+    def spend(self, row_max):
+        """``Σ_i max_j (ε₀/d)(1 - η^{U_ij})`` from the rows' largest use counts ``max_j U_ij``."""
+        d = row_max.shape[0]
+        return float(np.sum((self.eps0 / d) * -np.expm1(row_max * math.log(float(self.decay)))))
+
+    def answer(self, sketch, cols, signs, k):
+        d, w = sketch.table_.shape
+        eps0, eta = self.eps0, float(self.decay)
+        flat_uses = sketch.uses_.reshape(-1)
+        cells = _sketch.distinct_cells(cols, w)
+        # ε'_u = (ε/d)(1-η)η^u in log space: the scale 1/ε'_u is checked, never inf or 0
+        log_scale = -(math.log(eps0 / d) + math.log1p(-eta) + flat_uses[cells] * math.log(eta))
+        scale = np.exp(np.minimum(log_scale, 1000.0))
+        new = sketch._noisy_cells(
+            cells, scale,
+            f"use_and_forget: the geometric budget schedule of a cell is exhausted after "
+            f"{int(flat_uses[cells].max()) if cells.size else 0} uses (decay={eta}); no further query can use "
+            "it. Use a larger decay or mechanism='use_and_keep'. The noise",
+        )
+        noisy = sketch.table_.copy()
+        noisy.reshape(-1)[cells] = new
+        est = sketch._estimate(noisy, cols, signs)
+        row_max = sketch.uses_.max(axis=1)  # the use counts after this query, without changing them
+        np.maximum.at(row_max, cells // w, flat_uses[cells] + 1)
+
+        def bind():
+            flat_uses[cells] += 1
+            return est
+
+        return self.spend(row_max), bind
+
+    def merge_uses(self, uses_a, uses_b):
+        return np.maximum(uses_a, uses_b)
+
+    def merged_spend(self, chain0, uses):
+        if chain0 > 0:  # the merged schedules continue from max(U_a, U_b)
+            chain0 = max(chain0, self.spend(uses.max(axis=1)))
+        return chain0
+
+
+class MedianPerturbation(Release):
+    """Median perturbation: the ``(k+1)``-th query set gets ``f̂_x + N(m_Q/ε_k)``, ``ε_k = ε(1-η)η^k``.
+
+    Privacy: one element changes the median estimate of at most ``m_Q`` queries of ``Q``, each by
+    at most one, so the answers have L1 sensitivity ``m_Q`` and the Laplace mechanism of scale
+    ``m_Q/ε_k`` is ``ε_k``-DP (Section 4.3, Proposition 1); ``m_Q`` is bounded by Algorithm 4's
+    ``min(n_Q, Σ_i max_j #{x ∈ Q: h_i(x)=j})`` (:func:`_median_sensitivity_bound`).  The geometric
+    schedule composes to ``ε(1 - η^{k+1})`` after ``k+1`` query sets, at most ε.  For an even
+    ``d`` the Count Sketch median is a half-integer, so discrete noise goes on ``2 f̂_x``
+    (sensitivity ``2 m_Q``).  The table stays exact; merging continues the schedule from the
+    larger query-set counter.
+    """
+
+    name = "median_perturbation"
+
+    def first_scale(self):
+        return 1.0 / (self.eps0 * (1.0 - float(self.decay)))
+
+    def answer(self, sketch, cols, signs, k):
+        d, w = sketch.table_.shape
+        eps0, eta = self.eps0, float(self.decay)
+        m_q = _median_sensitivity_bound(cols, w)
+        half = sketch._fp("noise") == "discrete_laplace" and sketch._fp("kind") == "count" and d % 2 == 0
+        log_scale = math.log((2.0 if half else 1.0) * m_q) - (
+            math.log(eps0) + math.log1p(-eta) + k * math.log(eta)
+        )
+        scale = math.exp(min(log_scale, 1000.0))
+        check_noise_scale(
+            scale,
+            f"median_perturbation: the geometric budget schedule is exhausted at query set {k + 1} "
+            f"(decay={eta}); no further query set can be answered. Use a larger decay or "
+            "mechanism='use_and_keep'. The noise",
+        )
+        noise = sketch._draw_noise(scale, cols.shape[1])
+        est = sketch._estimate(sketch.table_, cols, signs) + (noise / 2.0 if half else noise)
+
+        def bind():
+            return est
+
+        return eps0 * -math.expm1((k + 1) * math.log(eta)), bind
+
+
+#: The release classes by ``mechanism`` name (in the byte format's order).
+MECHANISMS = {cls.name: cls for cls in (UseAndKeep, UseAndForget, MedianPerturbation, CellPerturbation)}
+
+
+def make_release(mechanism, eps0, depth, decay):
+    """The release of the mechanism named ``mechanism`` for a stream of these frozen values."""
+    return MECHANISMS[mechanism](eps0, depth, decay)
