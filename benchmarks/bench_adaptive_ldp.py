@@ -60,25 +60,27 @@ import numpy as np
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
 from sklearn_bayes.experiments._report import format_table
-from sklearn_bayes.experiments.adaptive_ldp import (
+from sklearn_bayes.experiments._ldp_peers import (
     ALL_PEER_ESTIMATORS,
+    PEER_ESTIMATORS,
+    PROTOCOLS,
+    ibu,
+    norm_sub,
+    privatize_peer,
+    support_counts,
+    support_probabilities,
+    unbiased_estimate,
+)
+from sklearn_bayes.experiments.adaptive_ldp import (
     BEYOND_SETTINGS,
     OURS,
     PAPER_SETTINGS,
-    PEER_ESTIMATORS,
-    PROTOCOLS,
     compare_columns,
     compare_grid,
     compare_summary,
     compare_table,
-    ibu,
-    norm_sub,
-    privatize_peer,
     same_responses_run,
     same_responses_table,
-    support_counts,
-    support_probabilities,
-    unbiased_estimate,
 )
 from sklearn_bayes.exceptions import SeededNoiseWarning
 

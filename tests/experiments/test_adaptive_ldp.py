@@ -56,9 +56,9 @@ def test_zipf_stream():
 
 @pytest.mark.slow
 def test_compare_grid_runs_ours_and_every_peer_on_the_same_users(tmp_path):
+    from sklearn_bayes.experiments._ldp_peers import PEERS
     from sklearn_bayes.experiments.adaptive_ldp import (
         OURS,
-        PEERS,
         _compare_figure,
         compare_columns,
         compare_grid,

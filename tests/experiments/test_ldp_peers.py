@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from sklearn_bayes.experiments.adaptive_ldp import (
+from sklearn_bayes.experiments._ldp_peers import (
     ALL_PEER_ESTIMATORS,
     ALL_PEERS,
     PEERS,
