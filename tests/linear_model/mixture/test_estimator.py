@@ -115,7 +115,7 @@ def test_log_likelihood_never_decreases(accelerate, fit_scales):
     theta0 = _lts_starts(Xa, y, sw, 100, 1, check_generator(0))[0]
     prob = _Problem(Xa, y, sw, comps, fit_scales, np.full(3, 1e-3))
     res = _em(prob, theta0, [0.5, 0.5, 0.5], max_iter=300, tol=0.0, accelerate=accelerate)
-    hist = res["history"]
+    hist = res.history
     assert len(hist) > 20
     # Laplace smoothing can break the majorisation by at most delta/2 per unit weight; the
     # Cauchy root (tol 1e-10 on log gamma^2) and rounding add ~1e-12 * |ll|.

@@ -96,13 +96,13 @@ def test_em_trajectory_with_fused_kernels_equals_component_objects(prior_strengt
     theta0, s0 = np.linalg.lstsq(Xa, y, rcond=None)[0], np.array([1.0, 0.8, 0.5])
     a = _em(fast, theta0, s0, 30, 0.0, accelerate=False)
     b = _em(ref, theta0, s0, 30, 0.0, accelerate=False)
-    assert a["n_iter"] == b["n_iter"] == 30
+    assert a.n_iter == b.n_iter == 30
     # 30 contracting EM maps: rounding-level differences (Cauchy roots within xtol = 1e-10)
-    np.testing.assert_allclose(a["theta"], b["theta"], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(a["a"], b["a"], rtol=1e-8)
-    np.testing.assert_allclose(a["scales"], b["scales"], rtol=1e-8)
-    np.testing.assert_allclose(a["history"], b["history"], rtol=1e-11)
-    np.testing.assert_allclose(a["W"], b["W"], rtol=1e-7)
+    np.testing.assert_allclose(a.theta, b.theta, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(a.a, b.a, rtol=1e-8)
+    np.testing.assert_allclose(a.scales, b.scales, rtol=1e-8)
+    np.testing.assert_allclose(a.history, b.history, rtol=1e-11)
+    np.testing.assert_allclose(a.W, b.W, rtol=1e-7)
 
 
 def test_batched_concentration_steps_equal_one_at_a_time():

@@ -49,14 +49,14 @@ def test_describe_residuals_squarem_reaches_the_plain_em_fixed_point_in_fewer_ma
     tol = 1e-8
     res = describe_residuals(prob, np.zeros(1), s0, 2000, tol, None)
     a_ref, s_ref, hist = _plain(prob, s0, 4000)
-    assert res["converged"]
+    assert res.converged
     # plain EM stops (objective change <= tol per unit weight) after ~370 maps; SQUAREM in < half
     n_plain = int(np.argmax(np.abs(np.diff(hist)) <= tol * prob.wtot)) + 1
-    assert res["n_iter"] < n_plain / 2
+    assert res.n_iter < n_plain / 2
     # at least as close to the maximum as plain EM at its own stop, and not above it
-    assert hist[n_plain] - tol * prob.wtot <= res["objective"] <= hist[-1] + 1e-12 * prob.wtot
+    assert hist[n_plain] - tol * prob.wtot <= res.objective <= hist[-1] + 1e-12 * prob.wtot
     # monotone objective (the safeguard keeps an extrapolation only if it is no worse)
-    assert np.all(np.diff(res["history"]) >= -1e-12 * prob.wtot)
+    assert np.all(np.diff(res.history) >= -1e-12 * prob.wtot)
 
 
 def test_e_step_returns_its_statistics_and_m_step_needs_no_cache():

@@ -3,11 +3,13 @@
 :class:`EMProblem` holds the data and settings of one fit; :func:`em` is Algorithm 2 of the
 dissertation's Chapter 3 (E-step, mixture weights, scales, one weighted least-squares step)
 accelerated by SQUAREM; :func:`describe_residuals` fits only the weights and scales at fixed
-coefficients (``variant="min_variance"``).  Inputs and outputs are plain arrays and dicts;
-the E-step's sufficient statistics are returned with the responsibilities, not cached.
+coefficients (``variant="min_variance"``).  Inputs are plain arrays; both return an
+:class:`EMResult` (fixed fields); the E-step's sufficient statistics are returned with the
+responsibilities, not cached.
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,7 +17,7 @@ from sklearn_bayes._fast import _mixture as _fast
 from sklearn_bayes.linear_model._mixture._components import CauchyComponent, GaussianComponent, LaplaceComponent
 from sklearn_bayes.linear_model._mixture._lts_start import _WLS_BLOCK, wls
 
-__all__ = ["EMProblem", "describe_residuals", "em", "log_joint"]
+__all__ = ["EMProblem", "EMResult", "describe_residuals", "em", "log_joint"]
 
 _KINDS = {GaussianComponent: 0, LaplaceComponent: 1, CauchyComponent: 2}  # laws with fused Cython passes
 
@@ -28,6 +30,52 @@ def log_joint(r, comps, a, scales):
     for j, comp in enumerate(comps):
         L[j] = log_a[j] + comp.log_pdf(r, scales[j]) if a[j] > 0 else -np.inf
     return L
+
+
+@dataclass(frozen=True, eq=False)
+class EMResult:
+    """The outcome of one EM run (:func:`em` or :func:`describe_residuals`), in standardised units.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (p,)
+        Coefficients of the augmented design (the intercept last, if any).
+    a : ndarray of shape (J,)
+        Mixture weights.
+    scales : ndarray of shape (J,)
+        Component scales.
+    z : ndarray of shape (J, n)
+        Responsibilities at the returned fit.
+    W : ndarray of shape (n,) or None
+        IRLS weights ``sum_j z_ij w_j(r_i)`` (:func:`describe_residuals`: the ones it was given).
+    objective : float
+        Log-likelihood plus log scale prior at the returned fit (what EM increases).
+    ll : float
+        Log-likelihood at the returned fit.
+    history : ndarray
+        ``objective`` after every accepted step, starting point first.
+    ll_history : ndarray
+        ``ll`` after every accepted step, starting point first.
+    n_iter : int
+        EM maps evaluated.
+    converged : bool
+        Whether the objective changed by at most ``tol`` times the total weight.
+    residuals : ndarray of shape (n,)
+        Residuals ``y - Xa @ theta``.
+    """
+
+    theta: np.ndarray
+    a: np.ndarray
+    scales: np.ndarray
+    z: np.ndarray
+    W: object
+    objective: float
+    ll: float
+    history: np.ndarray
+    ll_history: np.ndarray
+    n_iter: int
+    converged: bool
+    residuals: np.ndarray
 
 
 class EMProblem:
@@ -232,20 +280,9 @@ def em(prob, theta, scales, max_iter, tol, accelerate=True, a=None):
             converged = True
             break
     W = prob.irls_weights(r, z, scales)
-    return {
-        "theta": theta,
-        "a": a,
-        "scales": scales,
-        "z": z,
-        "W": W,
-        "objective": ll,  # log-likelihood + log scale prior (what EM increases)
-        "ll": ll - prob.log_prior(scales),
-        "history": np.asarray(history),  # objective
-        "ll_history": np.asarray(ll_history),
-        "n_iter": n_iter,
-        "converged": converged,
-        "residuals": r,
-    }
+    return EMResult(theta=theta, a=a, scales=scales, z=z, W=W, objective=ll, ll=ll - prob.log_prior(scales),
+                    history=np.asarray(history), ll_history=np.asarray(ll_history), n_iter=n_iter,
+                    converged=converged, residuals=r)
 
 
 def describe_residuals(prob, theta, scales, max_iter, tol, W, a=None):
@@ -257,7 +294,7 @@ def describe_residuals(prob, theta, scales, max_iter, tol, W, a=None):
     The EM maps of ``(log a, log scales)`` are combined by SQUAREM with the same
     monotonicity safeguard as :func:`em` (an extrapolated point is kept only if its
     objective is at least that of the plain double step); ``max_iter`` counts EM maps.
-    Returns the same dict as :func:`em`.
+    Returns an :class:`EMResult` like :func:`em`.
     """
     J = len(prob.comps)
     a = np.full(J, 1.0 / J) if a is None else np.asarray(a, dtype=float).copy()
@@ -310,8 +347,6 @@ def describe_residuals(prob, theta, scales, max_iter, tol, W, a=None):
         if abs(ll - ll0) <= tol * prob.wtot:
             converged = True
             break
-    return {
-        "theta": theta, "a": a, "scales": scales, "z": z, "W": W, "objective": ll,
-        "ll": ll - prob.log_prior(scales), "history": np.asarray(history),
-        "ll_history": np.asarray(ll_history), "n_iter": n_iter, "converged": converged, "residuals": r,
-    }  # fmt: skip
+    return EMResult(theta=theta, a=a, scales=scales, z=z, W=W, objective=ll, ll=ll - prob.log_prior(scales),
+                    history=np.asarray(history), ll_history=np.asarray(ll_history), n_iter=n_iter,
+                    converged=converged, residuals=r)

@@ -431,16 +431,16 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         full = None if sub is None else (Xa, yc, sw)
         if self.variant == "min_variance":
-            best = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
+            best, loss, prob = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
         else:
-            best = self._fit_paper(prob, starts, scales0, full)
-        if not best["converged"]:
+            best, loss, prob = self._fit_paper(prob, starts, scales0, full)
+        if not best.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
                 f"(tol={self.tol}); increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        self._store(best, st, comps, X, y, sw, tiny, W)
+        self._store(best, loss, prob, st, comps, X, y, sw, tiny, W)
         return self
 
     def _check_rows(self, y, pos, p):
@@ -500,54 +500,57 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         return tiny, mad, floors, scales0, {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
 
     def _fit_paper(self, prob, starts, scales0, full):
-        """``variant="paper"``: EM from every start, keep the largest objective; polish on all rows."""
+        """``variant="paper"``: EM from every start, keep the largest objective; polish on all rows.
+
+        Returns ``(result, None, problem)``: the kept :class:`EMResult`, no selected loss, and the
+        :class:`EMProblem` it was fitted on."""
         best = None
         for theta0 in starts:
             res = em(prob, theta0, scales0, self.max_iter, self.tol)
-            if best is None or res["objective"] > best["objective"]:
+            if best is None or res.objective > best.objective:
                 best = res
         if full is not None:
             prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
                              prior_strength=prob.prior_strength)  # fmt: skip
-            best = em(prob, best["theta"], best["scales"], self.max_iter, self.tol, a=best["a"])
-        best.update(loss=None, problem=prob)
-        return best
+            best = em(prob, best.theta, best.scales, self.max_iter, self.tol, a=best.a)
+        return best, None, prob
 
-    def _store(self, best, st, comps, X, y, sw, tiny, weight_unit=1.0):
-        """Fitted attributes in the units of the data.
+    def _store(self, best, loss, prob, st, comps, X, y, sw, tiny, weight_unit=1.0):
+        """Fitted attributes in the units of the data, from the :class:`EMResult` ``best`` on ``prob``.
+
+        ``loss`` is the norm kept by ``variant="min_variance"`` (None for ``"paper"``).
 
         Densities of ``y`` are those of ``y / y_scale`` divided by ``y_scale``, and the scale
         prior's ``log s_j^2`` terms shift by ``log y_scale^2``.  The fit ran on the weights
         ``sw`` divided by ``weight_unit``: log-likelihoods and objectives are multiplied back.
         """
         d = X.shape[1]
-        prob, theta = best["problem"], best["theta"]
+        theta = best.theta
         log_unit = math.log(st.y_scale)
         n_prior = sum(prob.has_map) if prob.prior_strength > 0 else 0
         ll_shift = -float(sw.sum()) * log_unit
         obj_shift = ll_shift - 2.0 * prob.prior_strength * n_prior * log_unit
         self.components_ = comps
-        loss = best["loss"]
-        self.selected_loss_ = None if loss is None else loss[0] + (f"(c={loss[1]:g})" if loss[1] else "")
+        self.selected_loss_ = None if loss is None else loss.label()
         self.coef_ = st.coef(theta[:d])
         self.intercept_ = float(st.intercept(theta[d], self.coef_)) if self.fit_intercept else 0.0
-        self.mixture_weights_ = best["a"]
-        self.scales_ = best["scales"] * st.y_scale
+        self.mixture_weights_ = best.a
+        self.scales_ = best.scales * st.y_scale
         if not self.fit_scales:  # fixed scales given in the units of y are reported as given
             for j, c in enumerate(comps):
                 if getattr(c, "scale", None) is not None and float(c.scale) / st.y_scale >= tiny:
                     self.scales_[j] = float(c.scale)
-        self.responsibilities_ = np.ascontiguousarray(best["z"].T)
+        self.responsibilities_ = np.ascontiguousarray(best.z.T)
         with np.errstate(over="ignore", under="ignore"):  # 1 / scale^2: beyond float range for y ~ 1e+-300
-            self.irls_weights_ = best["W"] / st.y_scale / st.y_scale
+            self.irls_weights_ = best.W / st.y_scale / st.y_scale
         with np.errstate(over="ignore"):  # weights near 1e308: sums of log-likelihoods beyond float64
-            self.log_likelihood_ = weight_unit * (best["ll"] + ll_shift)
-            self.log_likelihood_history_ = weight_unit * (best["ll_history"] + ll_shift)
-            self.objective_history_ = weight_unit * (best["history"] + obj_shift)
-        self.n_iter_ = best["n_iter"]
-        self.converged_ = bool(best["converged"])
+            self.log_likelihood_ = weight_unit * (best.ll + ll_shift)
+            self.log_likelihood_history_ = weight_unit * (best.ll_history + ll_shift)
+            self.objective_history_ = weight_unit * (best.history + obj_shift)
+        self.n_iter_ = best.n_iter
+        self.converged_ = bool(best.converged)
         # robust residual scale, never below the rounding level of the residuals
-        r = best["residuals"] * st.y_scale
+        r = best.residuals * st.y_scale
         rounding = _rounding_level(X, y, self.coef_, self.intercept_)
         self.residual_scale_ = max(_MAD_TO_SD * weighted_median(np.abs(r), sw), weighted_median(rounding, sw))
 
@@ -556,22 +559,22 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         error mixture of its residuals (weights and scales by EM at fixed coefficients).
 
         ``full``: ``(Xa, y, sw)`` of all rows when the selection ran on a subsample; the kept
-        loss is then refitted on all rows from its subsample fit."""
+        loss is then refitted on all rows from its subsample fit.  Returns ``(result, norm, problem)``:
+        the :class:`EMResult`, the kept norm and the :class:`EMProblem` of the rows fitted."""
         slopes = np.arange(prob.Xa.shape[1] - int(self.fit_intercept))
         sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
                                    slopes)  # fmt: skip
-        theta, (kind, c), scale = sel["theta"], sel["loss"], sel["scale"]
+        theta, norm, scale = sel["theta"], sel["loss"], sel["scale"]
         a0 = None
         if full is not None:  # describe on the subsample first: the all-rows EM is then a short polish
             warm = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, None)
-            a0, scales0 = warm["a"], warm["scales"]
-            theta, _ = _min_variance.irls(*full, theta, scale, kind, c, wls)
+            a0, scales0 = warm.a, warm.scales
+            theta, _ = _min_variance.irls(*full, theta, scale, norm, wls)
             prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
                             prior_strength=prob.prior_strength)  # fmt: skip
-        W = _min_variance.psi_terms(kind, (prob.y - prob.Xa @ theta) / scale, c)[0] / (scale * scale)
+        W = norm.weights((prob.y - prob.Xa @ theta) / scale) / (scale * scale)
         best = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, a=a0)
-        best.update(loss=(kind, c), problem=prob)
-        return best
+        return best, norm, prob
 
     @property
     def sample_weights_(self):

@@ -21,52 +21,33 @@ import math
 import numpy as np
 from scipy import stats
 
+from sklearn_bayes.linear_model._mixture._norms import Cauchy, HuberT, LeastSquares, TukeyBiweight
+
 _MAD_TO_SD = 1.482602218505602  # 1 / Phi^{-1}(3/4)
 
-#: the candidate losses: (name, tuning constant in units of the robust scale)
+#: the candidate losses, each with its tuning constant in units of the robust scale
 FAMILY = (
-    ("least squares", 0.0),
-    ("huber", 1.0),
-    ("huber", 1.345),
-    ("huber", 2.0),
-    ("huber", 3.0),
-    ("tukey", 3.44),
-    ("tukey", 4.685),
-    ("tukey", 6.0),
-    ("cauchy", 1.0),
-    ("cauchy", 1.5),
+    LeastSquares(),
+    HuberT(1.0),
+    HuberT(1.345),
+    HuberT(2.0),
+    HuberT(3.0),
+    TukeyBiweight(3.44),
+    TukeyBiweight(4.685),
+    TukeyBiweight(6.0),
+    Cauchy(1.0),
+    Cauchy(1.5),
 )
 
 
-def psi_terms(kind, u, c):
-    """IRLS weight ``psi(u) / u``, ``psi(u)`` and ``psi'(u)`` of one loss at standardised residuals ``u``."""
-    a = np.abs(u)
-    if kind == "least squares":
-        one = np.ones_like(u)
-        return one, u, one
-    if kind == "huber":
-        w = np.minimum(1.0, c / np.maximum(a, np.finfo(float).tiny))
-        return w, u * w, (a <= c).astype(float)
-    if kind == "tukey":
-        t = (u / c) ** 2
-        inside = a < c
-        w = np.where(inside, (1.0 - t) ** 2, 0.0)
-        return w, u * w, np.where(inside, (1.0 - t) * (1.0 - 5.0 * t), 0.0)
-    if kind == "cauchy":
-        t = (u / c) ** 2
-        w = 1.0 / (1.0 + t)
-        return w, u * w, (1.0 - t) * w * w
-    raise ValueError(f"unknown loss {kind!r}")
-
-
-def irls(Xa, y, sw, theta, scale, kind, c, wls, max_iter=200, tol=1e-8):
-    """M-estimate with fixed ``scale`` by IRLS from ``theta``; returns ``(theta, n_iter)``.
+def irls(Xa, y, sw, theta, scale, norm, wls, max_iter=200, tol=1e-8):
+    """M-estimate of the loss ``norm`` with fixed ``scale`` by IRLS from ``theta``; returns ``(theta, n_iter)``.
 
     Stops when no coefficient moves by more than ``tol (1 + max |theta|)`` (standardised units,
     where a coefficient's standard error is about ``1 / sqrt(n)``).
     """
     for it in range(1, max_iter + 1):
-        w = psi_terms(kind, (y - Xa @ theta) / scale, c)[0]
+        w = norm.weights((y - Xa @ theta) / scale)
         new = wls(Xa, y, sw * w)
         done = np.max(np.abs(new - theta)) <= tol * (1.0 + np.max(np.abs(theta)))
         theta = new
@@ -75,15 +56,15 @@ def irls(Xa, y, sw, theta, scale, kind, c, wls, max_iter=200, tol=1e-8):
     return theta, max_iter
 
 
-def sandwich_variance(Xa, r, sw, scale, kind, c, slopes):
-    """Trace over the ``slopes`` columns of the M-estimator's sandwich covariance at residuals ``r``.
+def sandwich_variance(Xa, r, sw, scale, norm, slopes):
+    """Trace over the ``slopes`` columns of the sandwich covariance of the ``norm`` M-estimator at residuals ``r``.
 
     ``s^2 A^-1 B A^-1`` with ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i psi(u_i)^2
     x_i x_i^T``, ``u = r / s`` (Huber, "Robust regression: asymptotics, conjectures and Monte
     Carlo", 1973), times ``n / (n - p)``; ``inf`` if ``A`` is not positive definite (a
     redescending loss whose ``psi'`` is negative on too many rows).
     """
-    _, psi, dpsi = psi_terms(kind, r / scale, c)
+    _, psi, dpsi = norm.psi_terms(r / scale)
     A = Xa.T @ (Xa * (sw * dpsi)[:, None])
     B = Xa.T @ (Xa * (sw * psi * psi)[:, None])
     try:
@@ -155,8 +136,8 @@ def mean_misspecification(Xa, y, r, sw, scale, slopes, cutoff=4.685, max_rows=20
     return T, df, float(stats.chi2.sf(T, df))
 
 
-def huber_with_own_scale(Xa, y, sw, theta, scale, c, wls, weighted_median, floor, max_iter=200, tol=1e-8):
-    """Huber M-estimate whose scale is the :func:`residual_scale` of its own residuals.
+def huber_with_own_scale(Xa, y, sw, theta, scale, norm, wls, weighted_median, floor, max_iter=200, tol=1e-8):
+    """M-estimate of the loss ``norm`` (a Huber loss) whose scale is the :func:`residual_scale` of its own residuals.
 
     Alternates one IRLS step at the current scale with a new scale from the new residuals
     (as statsmodels' ``RLM`` with ``HuberT`` does), from ``theta`` and ``scale``; stops when no
@@ -165,7 +146,7 @@ def huber_with_own_scale(Xa, y, sw, theta, scale, c, wls, weighted_median, floor
     """
     p = Xa.shape[1]
     for it in range(1, max_iter + 1):
-        new = wls(Xa, y, sw * psi_terms("huber", (y - Xa @ theta) / scale, c)[0])
+        new = wls(Xa, y, sw * norm.weights((y - Xa @ theta) / scale))
         scale = max(residual_scale(y - Xa @ new, sw, p, weighted_median), floor)
         done = np.max(np.abs(new - theta)) <= tol * (1.0 + np.max(np.abs(theta)))
         theta = new
@@ -177,7 +158,7 @@ def huber_with_own_scale(Xa, y, sw, theta, scale, c, wls, weighted_median, floor
 #: level of the rank test of a nonlinear mean (:func:`mean_misspecification`) in :func:`select`
 MISSPECIFICATION_LEVEL = 0.001
 #: the loss kept when the test rejects: Huber's, with the usual 95 %-efficiency constant
-MISSPECIFIED_LOSS = ("huber", 1.345)
+MISSPECIFIED_LOSS = HuberT(1.345)
 
 
 def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, family=FAMILY,
@@ -197,21 +178,21 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     prediction error on clean data favours the loss that down-weights least while still
     resisting gross outliers: the fit is then :data:`MISSPECIFIED_LOSS` (Huber, c = 1.345) with
     its scale re-estimated from its own residuals (:func:`huber_with_own_scale`).  Returns a
-    dict with ``theta``, ``loss`` (name, constant), ``scale``, ``variances`` of every member,
+    dict with ``theta``, ``loss`` (the kept norm), ``scale``, ``variances`` of every member,
     ``misspecification`` (``(T, df, p_value)`` or ``None``) and ``n_iter`` (IRLS iterations).
     """
     p = Xa.shape[1]
     scale0 = max(scale0, floor)
-    theta_mm, n_mm = irls(Xa, y, sw, theta0, scale0, "tukey", 4.685, wls)
+    theta_mm, n_mm = irls(Xa, y, sw, theta0, scale0, TukeyBiweight(4.685), wls)
     r = y - Xa @ theta_mm
     scale = max(residual_scale(r, sw, p, weighted_median), floor)
-    variances = {kc: sandwich_variance(Xa, r, sw, scale, kc[0], kc[1], slopes) for kc in family}
+    variances = {norm: sandwich_variance(Xa, r, sw, scale, norm, slopes) for norm in family}
     test = None if level is None else mean_misspecification(Xa, y, r, sw, scale, slopes)
     if test is not None and test[2] < level:
-        kind, c = MISSPECIFIED_LOSS
-        theta, scale, n_iter = huber_with_own_scale(Xa, y, sw, theta_mm, scale, c, wls, weighted_median, floor)
+        norm = MISSPECIFIED_LOSS
+        theta, scale, n_iter = huber_with_own_scale(Xa, y, sw, theta_mm, scale, norm, wls, weighted_median, floor)
     else:
-        kind, c = min(family, key=lambda kc: variances[kc])  # first of equals: family order
-        theta, n_iter = irls(Xa, y, sw, theta_mm, scale, kind, c, wls)
-    return {"theta": theta, "loss": (kind, c), "scale": scale, "variances": variances,
+        norm = min(family, key=lambda n: variances[n])  # first of equals: family order
+        theta, n_iter = irls(Xa, y, sw, theta_mm, scale, norm, wls)
+    return {"theta": theta, "loss": norm, "scale": scale, "variances": variances,
             "misspecification": test, "n_iter": n_mm + n_iter}  # fmt: skip
