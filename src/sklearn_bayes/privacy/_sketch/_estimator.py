@@ -22,6 +22,7 @@ from sklearn_bayes.utils import (
     serialized,
     transactional,
 )
+from sklearn_bayes.utils._streaming import first_changed_parameter, record_parameters
 from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _item_keys
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS
 from sklearn_bayes.privacy._sketch._bounds import estimate_f2, kappas
@@ -43,6 +44,11 @@ _BYTES_PER_CELL = 16
 _STREAM_PARAMS = (
     "epsilon", "depth", "width", "kind", "mechanism", "decay", "noise", "pan_private", "sampling_rate", "hash_seed",
 )
+
+
+def _same_stream_value(name, fitted, new):
+    """Whether a stream parameter is unchanged: equal values, and a bool is never the same as a number."""
+    return isinstance(new, (bool, np.bool_)) == isinstance(fitted, (bool, np.bool_)) and not bool(new != fitted)
 
 
 class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -382,15 +388,14 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
 
     def _check_stream_params(self, action):
         """Refuse to continue a stream whose parameters were changed by ``set_params``."""
-        current = self.get_params(deep=False)
-        for name in _STREAM_PARAMS:
-            fitted, new = self.fitted_params_[name], current[name]
-            if isinstance(new, (bool, np.bool_)) != isinstance(fitted, (bool, np.bool_)) or bool(new != fitted):
-                raise ValueError(
-                    f"{name}={new!r} was set after the sketch was fitted with {name}={fitted!r}: {action} "
-                    f"continues the running stream, which keeps the parameters it was built with. Call fit to "
-                    f"restart the stream with {name}={new!r}, or set {name} back to {fitted!r}."
-                )
+        changed = first_changed_parameter(self, self.fitted_params_, _same_stream_value)
+        if changed is not None:
+            name, fitted, new = changed
+            raise ValueError(
+                f"{name}={new!r} was set after the sketch was fitted with {name}={fitted!r}: {action} "
+                f"continues the running stream, which keeps the parameters it was built with. Call fit to "
+                f"restart the stream with {name}={new!r}, or set {name} back to {fitted!r}."
+            )
 
     def _check_start(self, d, w):
         """Checks of a new stream that the parameter constraints cannot express."""
@@ -476,7 +481,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         if self.pan_private and start_noise:
             table += sample_noise(rng, self.noise, d / eps0, size=(d, w))
             pan_draws = 1
-        self.fitted_params_ = {name: getattr(self, name) for name in _STREAM_PARAMS}
+        self.fitted_params_ = record_parameters(self, _STREAM_PARAMS)
         self._rng = rng
         self._shared_ledger = self.ledger
         self._row_seeds = _hashing.row_seeds(int(self.hash_seed), d)
