@@ -1,6 +1,5 @@
 """Differentially private Count / Count-Min sketches for streams with intermittent queries."""
 
-import copy
 import math
 import numbers
 import uuid
@@ -11,8 +10,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes._fast import _hashing, _sketch
-import sklearn_bayes.privacy._sketch._format as _sketch_format
-from sklearn_bayes.privacy._core._accounting import PrivacyLedger, amplify_by_subsampling, subsampled_base_epsilon
+from sklearn_bayes.privacy._core._accounting import PrivacyLedger, subsampled_base_epsilon
 from sklearn_bayes.privacy._core._noise import check_noise_scale, noise_variance, sample_noise
 from sklearn_bayes.utils import (
     IntegerInterval,
@@ -24,7 +22,8 @@ from sklearn_bayes.utils import (
 )
 from sklearn_bayes.utils._streaming import first_changed_parameter, record_parameters
 from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _item_keys
-from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS
+from sklearn_bayes.privacy._sketch._format import _BytesMixin
+from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS, _ForkedStream
 from sklearn_bayes.privacy._sketch._bounds import estimate_f2, kappas
 from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release
 
@@ -51,7 +50,7 @@ def _same_stream_value(name, fitted, new):
     return isinstance(new, (bool, np.bool_)) == isinstance(fitted, (bool, np.bool_)) and not bool(new != fitted)
 
 
-class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BytesMixin, _ForkedStream, BaseEstimator):
     """Differentially private Count / Count-Min sketch answering intermittent frequency queries.
 
     Counts the items of a stream (ints, strings or bytes; several columns make a
@@ -299,76 +298,6 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         tags.target_tags.required = False
         tags.transformer_tags.preserves_dtype = []
         return tags
-
-    # ------------------------------------------------------------------ copies are forks
-    def __getstate__(self):
-        # A consistent snapshot: taken holding the instance's lock (no call of another thread is
-        # half-way through the table), with private copies of the arrays that calls mutate in
-        # place, so pickle and deepcopy never see a table updated after the snapshot.
-        with instance_lock(self):
-            state = super().__getstate__()
-            for name in ("table_", "uses_"):
-                if isinstance(state.get(name), np.ndarray):
-                    state[name] = state[name].copy()
-            return state
-
-    def __copy__(self):
-        """``copy.copy``: a fitted sketch is copied in full, exactly like ``copy.deepcopy``.
-
-        A shallow copy would share ``table_`` and ``uses_`` (mutated in place by both objects'
-        updates and queries) and the noise generator while each object counted its own spend:
-        two objects with one privacy state.  The copy is a fork (see Notes of the class).  An
-        unfitted sketch holds only parameters and is copied shallowly, as usual.
-        """
-        if "ledger_" in self.__dict__:
-            return copy.deepcopy(self)
-        new = type(self).__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        return new
-
-    def __setstate__(self, state):
-        # A copy of a running stream (pickle, copy.deepcopy, copy.copy) is a *fork*: the copy
-        # and its original answer about the same individuals, so from their next release on
-        # both are charged afresh.  The copy knows it is one; its original, when it is alive
-        # in this process, is found by its fork id and marked too.  (Pickling alone marks
-        # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
-        super().__setstate__(state)
-        if "ledger_" in self.__dict__:
-            self._mark_copy()
-
-    def _mark_copy(self, copied_generator=True):
-        """This object is a copy (fork id of its source): mark its live source, then become a new fork.
-
-        With ``random_state=None`` (the production setting) the copy also gets a generator
-        seeded afresh by the operating system: a generator copied with its state would draw
-        the same noise as its source, and the two forks' answers about different data would
-        then differ by exactly the difference of their counts.  A sketch whose noise was
-        seeded by the caller (an int, which warns that seeded noise is for testing only, or a
-        ``Generator``/``RandomState`` the caller owns) keeps replaying its source's noise, so
-        that seeded experiments and tests stay reproducible.  ``copied_generator=False`` when
-        the copy's generator was made from its own ``random_state`` (``from_bytes``).
-        """
-        if copied_generator and self.random_state is None:
-            self._rng = np.random.default_rng()
-        source = _LIVE_FORKS.get(self._fork_id)
-        if source is not None and source is not self:
-            # under the source's lock: a call of the source that fails and rolls back its
-            # __dict__ must not undo the mark (its next release would not be charged afresh)
-            with instance_lock(source):
-                if getattr(source, "stream_id_", None) == self.stream_id_:
-                    source._fork_pending = True
-        self._new_fork()
-
-    def _new_fork(self):
-        """Give this object a fresh fork id: its next release charges its history afresh."""
-        self._fork_id = uuid.uuid4().hex
-        self._fork_pending = True
-        _LIVE_FORKS[self._fork_id] = self
-
-    @property
-    def epsilon_spent_(self):
-        """Privacy spent on this stream: the total of ``ledger_`` (see Notes, "Copies")."""
-        return self.ledger_.epsilon_spent
 
     # ------------------------------------------------------------------ stream state
     def _fp(self, name):
@@ -637,33 +566,6 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         est = bind() / float(self._fp("sampling_rate"))
         return est[inverse]
 
-    def _charge(self, chain0, n_items, note="", mechanism=None, **extra):
-        """Record a release: this fork's increment of the amplified ε of its history.
-
-        The first release after a copy starts a new fork: its history is charged afresh.
-        Everything is computed and checked first; the shared ledger (whose record may warn,
-        hence raise under ``-W error``) is written before ``ledger_``, and this object's
-        attributes are bound only after both records are made, so a failure records
-        nothing here and changes nothing (the caller binds its release after this).
-        """
-        fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
-        total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
-        increment = max(total - charged, 0.0)
-        if not (math.isfinite(chain0) and math.isfinite(increment)):
-            raise ValueError(f"the privacy spend of this release is not finite ({increment!r}); nothing was released.")
-        record = dict(n_items=n_items, note=note, stream=self.stream_id_, fork=fork_id, id=uuid.uuid4().hex, **extra)
-        name = mechanism or f"PrivateCountSketch/{self._fp('mechanism')}"
-        if self._shared_ledger is not None:
-            self._shared_ledger.record_shared("PrivateCountSketch", name, increment, **record)
-        self.ledger_.record(name, increment, **record)
-        # bind (cannot fail)
-        if self._fork_pending:  # the first release since a copy was made: a new fork (id)
-            self._fork_id = fork_id
-            _LIVE_FORKS[fork_id] = self
-            self._fork_pending = False
-        self._chain_spent0 = chain0
-        self._charged = charged + increment
-
     @transactional
     def query(self, items):
         """Answer one query set: the private estimated count of each item so far.
@@ -800,145 +702,6 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
             note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
         )
         return self
-
-    # ------------------------------------------------------------------ serialization
-    @serialized
-    def to_bytes(self):
-        """The sketch as portable bytes (versioned, checksummed); read back with :meth:`from_bytes`.
-
-        The bytes hold the **exact table**: like ``table_`` they are curator state, never a
-        release.  Store and send them only where the raw stream may go.  They also hold
-        everything a receiver needs to go on answering with the same guarantees: the
-        fitted parameters, the noise already in the cells and its use counts
-        (``uses_``, the pan-private start), the spent budget, the ledger's records and the
-        stream and shard ids.  They do **not** hold the noise generator: its state would
-        let whoever holds the bytes predict the sender's future noise, and the receiver
-        is a new fork that draws its own (``from_bytes(..., random_state=...)``).
-        ``to_bytes`` itself releases nothing and changes nothing.  It writes the
-        parameters the stream was built with (``fitted_params_``), not values set by
-        ``set_params`` since; the reader's parameters are those.
-
-        Returns
-        -------
-        data : bytes
-            About ``depth * width`` cells of 1 to 8 bytes (the narrowest integer type that
-            holds the table, 8 bytes for ``noise="laplace"``) plus the use counts (nothing
-            while no query set was answered, 1 byte per cell while every cell was noised
-            fewer than 256 times) plus a header of about 200 bytes and the ledger's
-            records (about 200 bytes per release).
-
-        See Also
-        --------
-        from_bytes : The reader.
-
-        Notes
-        -----
-        **Layout, format version 1.**  Little-endian throughout; a *string* is a
-        ``uint32`` byte length followed by that many UTF-8 bytes.
-
-        ======  ==========  =======================================================
-        offset  type        field
-        ======  ==========  =======================================================
-        0       8 bytes     magic ``b"SKBSKTCH"``
-        8       uint16      format version (1)
-        10      uint16      flags (0)
-        12      uint64      total length of the buffer in bytes, trailer included
-        20      uint8       kind: 0 ``count``, 1 ``count_min``
-        21      uint8       mechanism: 0 ``use_and_keep``, 1 ``use_and_forget``,
-                            2 ``median_perturbation``, 3 ``cell_perturbation``
-        22      uint8       noise: 0 ``discrete_laplace``, 1 ``laplace``
-        23      uint8       pan_private (0 or 1)
-        24      uint8       hash family: 1 = splitmix64 keys and multiply-shift row
-                            hashes (``sklearn_bayes._fast._hashing``)
-        25      uint8       table cell encoding (below)
-        26      uint8       use-count cell encoding (below)
-        27      uint8       reserved (0)
-        28      uint32      depth ``d``
-        32      uint32      width ``w``
-        36      float64     epsilon
-        44      float64     decay
-        52      float64     sampling_rate
-        60      uint64      ``n_items_seen_``
-        68      uint64      ``n_query_sets_``
-        76      uint64      pan-private noise draws per cell (0 or 1)
-        84      float64     ε spent by the mechanism before amplification
-        92      uint16 L    then L bytes: ``hash_seed``, two's complement
-        ..      string      ``stream_id_``
-        ..      string      fork id of the writer
-        ..      uint32 n    then n strings: ``shard_ids_``
-        ..      uint32 f    ``n_features_in_``, then f uint8 item kinds
-                            (0 numbers, 1 text)
-        ..      uint8       1 if feature names follow (f strings), else 0
-        ..      string      ``ledger_`` records as a JSON array of objects
-        ..      d*w cells   ``table_``, row-major, in the table encoding
-        ..      d*w cells   ``uses_``, row-major, in the use-count encoding
-        end-4   uint32      CRC32 (zlib) of every byte before it
-        ======  ==========  =======================================================
-
-        Cell encodings: 0 all cells zero (no bytes stored), 1 int8, 2 int16, 3 int32,
-        4 int64, 5 float64, 6 uint8, 7 uint16, 8 uint32.  The writer picks the
-        narrowest one that holds every cell exactly.  Items are hashed by the hash family
-        from ``hash_seed``, so a reader in another language can update and query the
-        table given the family's definition (the ``_hashing`` module's docstring).
-
-        A reader refuses a buffer with another magic, an unknown format version, a
-        length that does not match (truncated, or trailing bytes), a wrong checksum
-        (accidental corruption; the checksum is no protection against a deliberate
-        change: transport curator state over trusted channels) or contents that are
-        not a valid sketch, each with a ``ValueError``.
-
-        Examples
-        --------
-        >>> import warnings
-        >>> from sklearn_bayes.privacy import PrivateCountSketch
-        >>> with warnings.catch_warnings():
-        ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
-        ...     sketch = PrivateCountSketch(depth=5, width=256, random_state=0).fit([1, 2, 2, 3] * 50)
-        >>> data = sketch.to_bytes()
-        >>> len(data) < 5 * 256 + 600  # one byte per cell: counts fit int8
-        True
-        >>> copy = PrivateCountSketch.from_bytes(data)
-        >>> bool((copy.table_ == sketch.table_).all()), copy.stream_id_ == sketch.stream_id_
-        (True, True)
-        """
-        check_is_fitted(self)
-        return _sketch_format.dumps(self)
-
-    @classmethod
-    def from_bytes(cls, data, *, random_state=None, ledger=None):
-        """A fitted sketch from the bytes of :meth:`to_bytes`.
-
-        The result is a **fork** of the sketch that wrote the bytes, exactly like an
-        unpickled copy (see Notes of the class, "Copies are forks"): it keeps
-        ``stream_id_``, ``shard_ids_`` and the records of ``ledger_``; its next release
-        charges its history afresh, and if the writer lives in this process it is
-        marked as a fork too.  ``merge`` refuses to merge it with the writer or with any
-        sketch that holds one of its shards.
-
-        Parameters
-        ----------
-        data : bytes, bytearray or memoryview
-            The output of :meth:`to_bytes`.
-        random_state : None, int or numpy.random.Generator, default=None
-            Source of the noise of the sketch's future releases (the bytes carry no
-            generator state).  An int emits ``SeededNoiseWarning``.
-        ledger : PrivacyLedger or None, default=None
-            A shared ledger that the sketch's future releases are also recorded in.
-
-        Returns
-        -------
-        sketch : PrivateCountSketch
-
-        Raises
-        ------
-        ValueError
-            If ``data`` is not a serialized sketch (magic), has an unknown format
-            version, is truncated or longer than its recorded length, fails its
-            checksum, or holds an invalid sketch.
-        TypeError
-            If ``data`` is not bytes-like.
-        """
-        return _sketch_format.loads(cls, data, random_state=random_state, ledger=ledger)
 
     # ------------------------------------------------------------------ scale-out
     @classmethod

@@ -1,12 +1,128 @@
-"""The live forks of the running sketch streams of this process, by fork id (held weakly).
+"""Copies of a running sketch are forks: the registry of live forks and the charging of releases.
 
 A copy of a sketch marks its live source as a fork too (see ``PrivateCountSketch``, Notes,
-"Copies are forks").
+"Copies are forks"); from their next release on, both charge their history afresh.
+:class:`_ForkedStream` holds that rule for :class:`PrivateCountSketch`: its copy protocol
+(``__getstate__``, ``__copy__``, ``__setstate__``), its fork ids and :meth:`_ForkedStream._charge`,
+the one place a release is recorded in the ledgers.
 """
 
+import copy
+import math
+import uuid
 import weakref
+
+import numpy as np
+
+from sklearn_bayes.privacy._core._accounting import amplify_by_subsampling
+from sklearn_bayes.utils import instance_lock
 
 
 #: The live sketches of this process by fork id, to mark an original as a fork when a copy of
 #: it is made (``__setstate__``); weak references, so nothing is kept alive.
 _LIVE_FORKS = weakref.WeakValueDictionary()
+
+
+class _ForkedStream:
+    """Mixin of a sketch whose copies are forks (left of ``BaseEstimator``).
+
+    Holds no state of its own: it uses the sketch's ``ledger_``, ``stream_id_``, ``_fork_id``,
+    ``_fork_pending``, ``_chain_spent0``, ``_charged``, ``_shared_ledger``, ``_rng`` and its
+    frozen ``sampling_rate`` and ``mechanism`` (``_fp``).
+    """
+
+    def __getstate__(self):
+        # A consistent snapshot: taken holding the instance's lock (no call of another thread is
+        # half-way through the table), with private copies of the arrays that calls mutate in
+        # place, so pickle and deepcopy never see a table updated after the snapshot.
+        with instance_lock(self):
+            state = super().__getstate__()
+            for name in ("table_", "uses_"):
+                if isinstance(state.get(name), np.ndarray):
+                    state[name] = state[name].copy()
+            return state
+
+    def __copy__(self):
+        """``copy.copy``: a fitted sketch is copied in full, exactly like ``copy.deepcopy``.
+
+        A shallow copy would share ``table_`` and ``uses_`` (mutated in place by both objects'
+        updates and queries) and the noise generator while each object counted its own spend:
+        two objects with one privacy state.  The copy is a fork (see Notes of the class).  An
+        unfitted sketch holds only parameters and is copied shallowly, as usual.
+        """
+        if "ledger_" in self.__dict__:
+            return copy.deepcopy(self)
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __setstate__(self, state):
+        # A copy of a running stream (pickle, copy.deepcopy, copy.copy) is a *fork*: the copy
+        # and its original answer about the same individuals, so from their next release on
+        # both are charged afresh.  The copy knows it is one; its original, when it is alive
+        # in this process, is found by its fork id and marked too.  (Pickling alone marks
+        # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
+        super().__setstate__(state)
+        if "ledger_" in self.__dict__:
+            self._mark_copy()
+
+    def _mark_copy(self, copied_generator=True):
+        """This object is a copy (fork id of its source): mark its live source, then become a new fork.
+
+        With ``random_state=None`` (the production setting) the copy also gets a generator
+        seeded afresh by the operating system: a generator copied with its state would draw
+        the same noise as its source, and the two forks' answers about different data would
+        then differ by exactly the difference of their counts.  A sketch whose noise was
+        seeded by the caller (an int, which warns that seeded noise is for testing only, or a
+        ``Generator``/``RandomState`` the caller owns) keeps replaying its source's noise, so
+        that seeded experiments and tests stay reproducible.  ``copied_generator=False`` when
+        the copy's generator was made from its own ``random_state`` (``from_bytes``).
+        """
+        if copied_generator and self.random_state is None:
+            self._rng = np.random.default_rng()
+        source = _LIVE_FORKS.get(self._fork_id)
+        if source is not None and source is not self:
+            # under the source's lock: a call of the source that fails and rolls back its
+            # __dict__ must not undo the mark (its next release would not be charged afresh)
+            with instance_lock(source):
+                if getattr(source, "stream_id_", None) == self.stream_id_:
+                    source._fork_pending = True
+        self._new_fork()
+
+    def _new_fork(self):
+        """Give this object a fresh fork id: its next release charges its history afresh."""
+        self._fork_id = uuid.uuid4().hex
+        self._fork_pending = True
+        _LIVE_FORKS[self._fork_id] = self
+
+    @property
+    def epsilon_spent_(self):
+        """Privacy spent on this stream: the total of ``ledger_`` (see Notes, "Copies")."""
+        return self.ledger_.epsilon_spent
+
+    def _charge(self, chain0, n_items, note="", mechanism=None, **extra):
+        """Record a release: this fork's increment of the amplified ε of its history.
+
+        The first release after a copy starts a new fork: its history is charged afresh.
+        Everything is computed and checked first; the shared ledger (whose record may warn,
+        hence raise under ``-W error``) is written before ``ledger_``, and this object's
+        attributes are bound only after both records are made, so a failure records
+        nothing here and changes nothing (the caller binds its release after this).
+        """
+        fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
+        total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
+        increment = max(total - charged, 0.0)
+        if not (math.isfinite(chain0) and math.isfinite(increment)):
+            raise ValueError(f"the privacy spend of this release is not finite ({increment!r}); nothing was released.")
+        record = dict(n_items=n_items, note=note, stream=self.stream_id_, fork=fork_id, id=uuid.uuid4().hex, **extra)
+        name = mechanism or f"PrivateCountSketch/{self._fp('mechanism')}"
+        if self._shared_ledger is not None:
+            self._shared_ledger.record_shared("PrivateCountSketch", name, increment, **record)
+        self.ledger_.record(name, increment, **record)
+        # bind (cannot fail)
+        if self._fork_pending:  # the first release since a copy was made: a new fork (id)
+            self._fork_id = fork_id
+            _LIVE_FORKS[fork_id] = self
+            self._fork_pending = False
+        self._chain_spent0 = chain0
+        self._charged = charged + increment

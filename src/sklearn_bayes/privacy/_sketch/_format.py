@@ -11,8 +11,10 @@ import struct
 import zlib
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.privacy._core._accounting import PrivacyLedger
+from sklearn_bayes.utils import serialized
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS
 
 MAGIC = b"SKBSKTCH"
@@ -233,3 +235,145 @@ def loads(cls, data, random_state, ledger):
     sk._fork_id = fork_id
     sk._mark_copy(copied_generator=False)  # a fork, like an unpickled copy (its generator is its own)
     return sk
+
+
+class _BytesMixin:
+    """Mixin of :class:`PrivateCountSketch`: its public reader and writer of this format."""
+
+    @serialized
+    def to_bytes(self):
+        """The sketch as portable bytes (versioned, checksummed); read back with :meth:`from_bytes`.
+
+        The bytes hold the **exact table**: like ``table_`` they are curator state, never a
+        release.  Store and send them only where the raw stream may go.  They also hold
+        everything a receiver needs to go on answering with the same guarantees: the
+        fitted parameters, the noise already in the cells and its use counts
+        (``uses_``, the pan-private start), the spent budget, the ledger's records and the
+        stream and shard ids.  They do **not** hold the noise generator: its state would
+        let whoever holds the bytes predict the sender's future noise, and the receiver
+        is a new fork that draws its own (``from_bytes(..., random_state=...)``).
+        ``to_bytes`` itself releases nothing and changes nothing.  It writes the
+        parameters the stream was built with (``fitted_params_``), not values set by
+        ``set_params`` since; the reader's parameters are those.
+
+        Returns
+        -------
+        data : bytes
+            About ``depth * width`` cells of 1 to 8 bytes (the narrowest integer type that
+            holds the table, 8 bytes for ``noise="laplace"``) plus the use counts (nothing
+            while no query set was answered, 1 byte per cell while every cell was noised
+            fewer than 256 times) plus a header of about 200 bytes and the ledger's
+            records (about 200 bytes per release).
+
+        See Also
+        --------
+        from_bytes : The reader.
+
+        Notes
+        -----
+        **Layout, format version 1.**  Little-endian throughout; a *string* is a
+        ``uint32`` byte length followed by that many UTF-8 bytes.
+
+        ======  ==========  =======================================================
+        offset  type        field
+        ======  ==========  =======================================================
+        0       8 bytes     magic ``b"SKBSKTCH"``
+        8       uint16      format version (1)
+        10      uint16      flags (0)
+        12      uint64      total length of the buffer in bytes, trailer included
+        20      uint8       kind: 0 ``count``, 1 ``count_min``
+        21      uint8       mechanism: 0 ``use_and_keep``, 1 ``use_and_forget``,
+                            2 ``median_perturbation``, 3 ``cell_perturbation``
+        22      uint8       noise: 0 ``discrete_laplace``, 1 ``laplace``
+        23      uint8       pan_private (0 or 1)
+        24      uint8       hash family: 1 = splitmix64 keys and multiply-shift row
+                            hashes (``sklearn_bayes._fast._hashing``)
+        25      uint8       table cell encoding (below)
+        26      uint8       use-count cell encoding (below)
+        27      uint8       reserved (0)
+        28      uint32      depth ``d``
+        32      uint32      width ``w``
+        36      float64     epsilon
+        44      float64     decay
+        52      float64     sampling_rate
+        60      uint64      ``n_items_seen_``
+        68      uint64      ``n_query_sets_``
+        76      uint64      pan-private noise draws per cell (0 or 1)
+        84      float64     ε spent by the mechanism before amplification
+        92      uint16 L    then L bytes: ``hash_seed``, two's complement
+        ..      string      ``stream_id_``
+        ..      string      fork id of the writer
+        ..      uint32 n    then n strings: ``shard_ids_``
+        ..      uint32 f    ``n_features_in_``, then f uint8 item kinds
+                            (0 numbers, 1 text)
+        ..      uint8       1 if feature names follow (f strings), else 0
+        ..      string      ``ledger_`` records as a JSON array of objects
+        ..      d*w cells   ``table_``, row-major, in the table encoding
+        ..      d*w cells   ``uses_``, row-major, in the use-count encoding
+        end-4   uint32      CRC32 (zlib) of every byte before it
+        ======  ==========  =======================================================
+
+        Cell encodings: 0 all cells zero (no bytes stored), 1 int8, 2 int16, 3 int32,
+        4 int64, 5 float64, 6 uint8, 7 uint16, 8 uint32.  The writer picks the
+        narrowest one that holds every cell exactly.  Items are hashed by the hash family
+        from ``hash_seed``, so a reader in another language can update and query the
+        table given the family's definition (the ``_hashing`` module's docstring).
+
+        A reader refuses a buffer with another magic, an unknown format version, a
+        length that does not match (truncated, or trailing bytes), a wrong checksum
+        (accidental corruption; the checksum is no protection against a deliberate
+        change: transport curator state over trusted channels) or contents that are
+        not a valid sketch, each with a ``ValueError``.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> from sklearn_bayes.privacy import PrivateCountSketch
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
+        ...     sketch = PrivateCountSketch(depth=5, width=256, random_state=0).fit([1, 2, 2, 3] * 50)
+        >>> data = sketch.to_bytes()
+        >>> len(data) < 5 * 256 + 600  # one byte per cell: counts fit int8
+        True
+        >>> copy = PrivateCountSketch.from_bytes(data)
+        >>> bool((copy.table_ == sketch.table_).all()), copy.stream_id_ == sketch.stream_id_
+        (True, True)
+        """
+        check_is_fitted(self)
+        return dumps(self)
+
+    @classmethod
+    def from_bytes(cls, data, *, random_state=None, ledger=None):
+        """A fitted sketch from the bytes of :meth:`to_bytes`.
+
+        The result is a **fork** of the sketch that wrote the bytes, exactly like an
+        unpickled copy (see Notes of the class, "Copies are forks"): it keeps
+        ``stream_id_``, ``shard_ids_`` and the records of ``ledger_``; its next release
+        charges its history afresh, and if the writer lives in this process it is
+        marked as a fork too.  ``merge`` refuses to merge it with the writer or with any
+        sketch that holds one of its shards.
+
+        Parameters
+        ----------
+        data : bytes, bytearray or memoryview
+            The output of :meth:`to_bytes`.
+        random_state : None, int or numpy.random.Generator, default=None
+            Source of the noise of the sketch's future releases (the bytes carry no
+            generator state).  An int emits ``SeededNoiseWarning``.
+        ledger : PrivacyLedger or None, default=None
+            A shared ledger that the sketch's future releases are also recorded in.
+
+        Returns
+        -------
+        sketch : PrivateCountSketch
+
+        Raises
+        ------
+        ValueError
+            If ``data`` is not a serialized sketch (magic), has an unknown format
+            version, is truncated or longer than its recorded length, fails its
+            checksum, or holds an invalid sketch.
+        TypeError
+            If ``data`` is not bytes-like.
+        """
+        return loads(cls, data, random_state=random_state, ledger=ledger)
