@@ -1,1 +1,56 @@
-"""Private sub-package (see the layout in doc/user_guide/conventions.rst)."""
+"""The GLM kernel shared by both wings (a private sub-package with this façade).
+
+``_map`` holds the loss objects (one small class per loss: squared, logistic, multinomial,
+squared hinge, hinge, Poisson), the Gaussian prior and the damped-Newton MAP solver
+:func:`fit_map`; ``_base`` the data validation, the standardisation of columns and the
+:class:`LinearPredictorMixin` of the linear estimators.  Used by ``linear_model`` and
+``privacy._linear``; it imports neither.  See the layout in doc/user_guide/conventions.rst.
+"""
+
+from sklearn_bayes._glm._base import (
+    LinearPredictorMixin,
+    Standardisation,
+    check_consistent_rows,
+    check_features,
+    check_numeric_target,
+    naming,
+    normalise_weights,
+    rescale,
+    standardise,
+    validate_regression_data,
+)
+from sklearn_bayes._glm._map import (
+    HingeLoss,
+    LogisticLoss,
+    MAPResult,
+    MultinomialLoss,
+    PoissonLoss,
+    SquaredHingeLoss,
+    SquaredLoss,
+    fit_map,
+    mle_exists,
+    objective_value,
+)
+
+__all__ = [
+    "HingeLoss",
+    "LinearPredictorMixin",
+    "LogisticLoss",
+    "MAPResult",
+    "MultinomialLoss",
+    "PoissonLoss",
+    "SquaredHingeLoss",
+    "SquaredLoss",
+    "Standardisation",
+    "check_consistent_rows",
+    "check_features",
+    "check_numeric_target",
+    "fit_map",
+    "mle_exists",
+    "naming",
+    "normalise_weights",
+    "objective_value",
+    "rescale",
+    "standardise",
+    "validate_regression_data",
+]

@@ -1,8 +1,13 @@
 """Linear models: subsampled-prior GLMs, closed-form ridge and robust mixtures of M-estimators."""
 
-from sklearn_bayes.linear_model._mixture._components import CauchyComponent, GaussianComponent, LaplaceComponent, MixtureComponent
-from sklearn_bayes.linear_model._mixture._estimator import MixtureMEstimatorRegressor
 from sklearn_bayes.linear_model._closed_form_ridge import ClosedFormRidge
+from sklearn_bayes.linear_model._mixture import (
+    CauchyComponent,
+    GaussianComponent,
+    LaplaceComponent,
+    MixtureComponent,
+    MixtureMEstimatorRegressor,
+)
 from sklearn_bayes.linear_model._subsampled_prior import (
     SubsampledPriorLinearSVC,
     SubsampledPriorLogisticRegression,

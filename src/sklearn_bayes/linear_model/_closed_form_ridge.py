@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 
 from sklearn_bayes.utils import transactional
-from sklearn_bayes._glm._base import LinearPredictorMixin, normalise_weights, standardise, validate_regression_data
+from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, standardise, validate_regression_data
 
 __all__ = ["ClosedFormRidge", "closed_form_alpha"]
 

@@ -17,13 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import IntegerInterval, check_generator, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
-from sklearn_bayes._glm._base import (
-    LinearPredictorMixin,
-    Standardisation,
-    _column_offset_scale,
-    normalise_weights,
-    validate_regression_data,
-)
+from sklearn_bayes._glm import LinearPredictorMixin, Standardisation, normalise_weights, validate_regression_data
+from sklearn_bayes._glm._base import _column_offset_scale
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._em import EMProblem, describe_residuals, em, log_joint
 from sklearn_bayes.linear_model._mixture._s_start import s_starts

@@ -18,8 +18,7 @@ from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 
 from sklearn_bayes.exceptions import SubsampleFitWarning
 from sklearn_bayes.utils import IntegerInterval, check_generator
-from sklearn_bayes._glm._base import normalise_weights, standardise
-from sklearn_bayes._glm._map import PoissonLoss, fit_map, mle_exists
+from sklearn_bayes._glm import PoissonLoss, fit_map, mle_exists, normalise_weights, standardise
 from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_subsample_batch
 from sklearn_bayes.linear_model._subsampled_prior._plan import _rare_level_rows, _resolve_sizes
 from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units

@@ -10,8 +10,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from sklearn_bayes.utils import transactional
-from sklearn_bayes._glm._base import check_consistent_rows, check_features, naming
-from sklearn_bayes._glm._map import HingeLoss, LogisticLoss, MultinomialLoss, SquaredHingeLoss
+from sklearn_bayes._glm import (
+    HingeLoss,
+    LogisticLoss,
+    MultinomialLoss,
+    SquaredHingeLoss,
+    check_consistent_rows,
+    check_features,
+    naming,
+)
 from sklearn_bayes.linear_model._subsampled_prior._base import _STACKLEVEL, _BaseSubsampledPrior
 from sklearn_bayes.linear_model._subsampled_prior._docs import _doc
 

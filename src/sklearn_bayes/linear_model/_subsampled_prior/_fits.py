@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sklearn_bayes._glm._map import fit_map, mle_exists
+from sklearn_bayes._glm import fit_map, mle_exists
 
 
 def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_intercept, start=None,

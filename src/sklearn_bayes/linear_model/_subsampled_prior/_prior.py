@@ -6,7 +6,7 @@ import numpy as np
 from scipy import linalg
 from sklearn.covariance import ledoit_wolf_shrinkage
 
-from sklearn_bayes._glm._base import rescale
+from sklearn_bayes._glm import rescale
 
 #: condition number of the subsample correlation matrix above which shrinkage='auto' shrinks
 _MAX_CONDITION = 1e10

@@ -8,8 +8,7 @@ from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn_bayes.utils import transactional
-from sklearn_bayes._glm._base import LinearPredictorMixin, validate_regression_data
-from sklearn_bayes._glm._map import PoissonLoss, SquaredLoss
+from sklearn_bayes._glm import LinearPredictorMixin, PoissonLoss, SquaredLoss, validate_regression_data
 from sklearn_bayes.linear_model._subsampled_prior._base import _BaseSubsampledPrior
 from sklearn_bayes.linear_model._subsampled_prior._docs import _SINGLE_ATTRS, _doc
 
