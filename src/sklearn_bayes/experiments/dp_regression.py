@@ -116,7 +116,7 @@ def synthetic_regression(n, d, seed, noise=0.1):
 
 def design(X, x_bound, clip=True):
     """The unit-ball design ``[clip(x)/x_bound, 1]/√2`` the estimators use inside ``fit``."""
-    from sklearn_bayes.privacy._core._clipping import clip_rows
+    from sklearn_bayes.privacy._core import clip_rows
 
     Z = clip_rows(X, x_bound) / x_bound if clip else np.asarray(X, float) / x_bound
     return np.hstack([Z, np.ones((Z.shape[0], 1))]) / SQRT2
@@ -134,7 +134,7 @@ def split(n, seed, test_fraction=0.25):
 
 
 def _gm(eps, delta, sens):
-    from sklearn_bayes.privacy._core._pld import analytic_gaussian_sigma
+    from sklearn_bayes.privacy._core import analytic_gaussian_sigma
 
     return analytic_gaussian_sigma(eps, delta, sens)
 

@@ -1,11 +1,11 @@
 """Differential privacy: noise, accounting, private sketches and local-DP frequency estimation."""
 
-from sklearn_bayes.privacy._core._accounting import PrivacyLedger
+from sklearn_bayes.privacy._core import PrivacyLedger
 from sklearn_bayes.privacy._ldp._estimator import AdaptiveLDPFrequencyEstimator
-from sklearn_bayes.privacy._core._clipping import RowNormClipper
-from sklearn_bayes.privacy._sketch._estimator import PrivateCountSketch
-from sklearn_bayes.privacy._linear._dpsgld import DPSGLDLogisticRegression
-from sklearn_bayes.privacy._linear._posterior_sampling import AdaOPSRegressor, OnePosteriorSampleRidge
+from sklearn_bayes.privacy._core import RowNormClipper
+from sklearn_bayes.privacy._sketch import PrivateCountSketch
+from sklearn_bayes.privacy._linear import DPSGLDLogisticRegression
+from sklearn_bayes.privacy._linear import AdaOPSRegressor, OnePosteriorSampleRidge
 from sklearn_bayes.privacy._ldp._rrrr import RRRRMechanism
 
 __all__ = [

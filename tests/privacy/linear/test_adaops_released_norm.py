@@ -16,7 +16,7 @@ from sklearn_bayes.privacy._core._pld import (
     ops_ridge_composed_delta,
     ops_ridge_delta,
 )
-from sklearn_bayes.privacy._linear._posterior_sampling import (
+from sklearn_bayes.privacy._linear._adaops_accounting import (
     _min_h_composed,
     adaops_norm_budget,
     ridge_norm_sensitivity,
@@ -195,7 +195,7 @@ def test_exact_replace_one_audit_on_worst_case_neighbours():
     replace-one δ(ε) of the draw is a normal-CDF expression.  At the edge of the good set
     (R = 1 + |θ̂_Z| exactly, h = λ_min(H_Z)) and with γ as fit calibrates it, every pair of
     boundary records is within the replace-one (ε, (1 + e^{ε/2}) delta_mech)."""
-    from sklearn_bayes.privacy._linear._posterior_sampling import _composed_c, _mu_grid
+    from sklearn_bayes.privacy._linear._adaops_accounting import _composed_c, _mu_grid
 
     b = adaops_norm_budget(1.0, 1e-6)
     h_min = _min_h_composed(b["eps_ar"], b["delta_mech"], b["mu_gauss"])

@@ -16,7 +16,7 @@ import pytest
 from scipy.optimize import minimize
 from sklearn.base import clone
 
-import sklearn_bayes.privacy._linear._posterior_sampling as ps
+import sklearn_bayes.privacy._linear._calibration as ps
 from sklearn_bayes.exceptions import SeededNoiseWarning
 from sklearn_bayes.privacy import AdaOPSRegressor, PrivacyLedger
 from sklearn_bayes.privacy._core._pld import analytic_gaussian_sigma

@@ -34,7 +34,7 @@ from sklearn_bayes.exceptions import DetachedLedgerWarning
 from sklearn_bayes.utils import check_epsilon
 from sklearn_bayes.utils._validation import external_stacklevel
 
-__all__ = ["PrivacyLedger", "amplify_by_subsampling", "subsampled_base_epsilon"]
+__all__ = ["PrivacyLedger", "amplify_by_subsampling", "log1p_exp", "subsampled_base_epsilon"]
 
 
 def amplify_by_subsampling(epsilon, rate):
@@ -60,7 +60,7 @@ def amplify_by_subsampling(epsilon, rate):
         return float(epsilon)
     if epsilon < 700.0:  # direct formula: most accurate, and e^ε is finite
         return math.log1p(rate * math.expm1(epsilon))
-    return _log1p_exp(math.log(rate) + _log_expm1(epsilon))
+    return log1p_exp(math.log(rate) + _log_expm1(epsilon))
 
 
 def subsampled_base_epsilon(epsilon, rate):
@@ -84,7 +84,7 @@ def subsampled_base_epsilon(epsilon, rate):
         ratio = math.expm1(epsilon) / rate
         if math.isfinite(ratio):  # direct formula: most accurate
             return math.log1p(ratio)
-    return _log1p_exp(_log_expm1(epsilon) - math.log(rate))
+    return log1p_exp(_log_expm1(epsilon) - math.log(rate))
 
 
 def _log_expm1(x):
@@ -92,7 +92,7 @@ def _log_expm1(x):
     return math.log(math.expm1(x)) if x < 30.0 else x + math.log1p(-math.exp(-x))
 
 
-def _log1p_exp(x):
+def log1p_exp(x):
     """``log(1 + e^x)`` without overflow (softplus)."""
     return math.log1p(math.exp(x)) if x < 30.0 else x + math.log1p(math.exp(-x))
 

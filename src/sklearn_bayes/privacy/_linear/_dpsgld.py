@@ -20,8 +20,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes.utils._validation import check_container, naming
 from sklearn_bayes._glm._map import LogisticLoss, fit_map
-from sklearn_bayes.privacy._core._accounting import PrivacyLedger
-from sklearn_bayes.privacy._linear._posterior_sampling import (
+from sklearn_bayes.privacy._core import PrivacyLedger
+from sklearn_bayes.privacy._linear._base import (
     _check_draw_budget,
     _PrivateLinearBase,
     ops_epsilon,

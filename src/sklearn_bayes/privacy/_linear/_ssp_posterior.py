@@ -45,7 +45,7 @@ import math
 import numpy as np
 from scipy import linalg
 
-from sklearn_bayes.privacy._core._pld import analytic_gaussian_sigma
+from sklearn_bayes.privacy._core import analytic_gaussian_sigma
 
 __all__ = [
     "noise_aware_posterior",

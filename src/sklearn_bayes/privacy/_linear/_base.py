@@ -1,0 +1,299 @@
+"""Shared base of the private linear models: the OPS bound, the draw budget, validation, bounds, ledger, prediction.
+
+Part I (Ch. 3 and 5) of *Statistical and Computational Tradeoffs in Differential Privacy*
+(Yu-Xiang Wang's thesis), with the corrections of ``spec/dp_posterior_sampling.md``: the
+per-instance bound of Theorem 5.15, the λ_min noise and the ``min{0, …}`` of AdaOPS
+(Algorithm 6) are wrong as printed; here the ridge posterior's privacy is computed
+*exactly* from its privacy-loss distribution (:mod:`sklearn_bayes.privacy._core._pld`).
+
+Neighbouring relation
+---------------------
+All guarantees of this sub-package's posterior draws are for **replace-one** neighbours
+(data sets of the same, public size ``n`` that differ in one record), the relation of
+Theorem 3.4.  The ridge posterior is analysed exactly for add/remove pairs ``(Z, Z ∪ {z})``
+and a replace pair ``(Z ∪ {z}, Z ∪ {z'})`` goes through the intermediate ``Z``: if every
+add/remove pair is ``(ε₀, δ₀)``-indistinguishable in both directions, every replace pair is
+``(2ε₀, (1 + e^{ε₀}) δ₀)``-indistinguishable (:func:`_replace_one_pair_budget`).
+"""
+
+import math
+import numbers
+
+import numpy as np
+from scipy import linalg
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import _num_samples, check_is_fitted
+
+from sklearn_bayes._glm._base import LinearPredictorMixin, validate_regression_data
+from sklearn_bayes.privacy._core import PrivacyLedger, clip_rows, clip_values, log1p_exp, ops_ridge_epsilon
+from sklearn_bayes.utils import RealInterval, check_epsilon
+
+__all__ = ["draw_ridge_posterior", "ops_epsilon", "ops_tempering"]
+
+_SQRT2 = math.sqrt(2.0)
+
+
+# --------------------------------------------------------------------------------------
+# OPS (Theorem 3.4, Algorithm 2): bounded log-likelihood
+# --------------------------------------------------------------------------------------
+
+
+def ops_epsilon(loss_bound, rho=1.0):
+    """ε of one exact draw from the ρ-tempered posterior when ``sup_{x,θ} |log p(x|θ)| <= B``.
+
+    ``4ρB`` for replace-one neighbours (Theorem 3.4: the likelihood ratio and the ratio of
+    normalising constants are each bounded by ``e^{2ρB}``).  Only an *exact* sampler gets
+    this pure-ε claim.
+
+    Examples
+    --------
+    >>> ops_epsilon(16.0)  # Ch. 4's bounded 1-D regression with gamma = 1: 64 gamma
+    64.0
+    """
+    if not (loss_bound >= 0 and math.isfinite(loss_bound)):
+        raise ValueError(f"loss_bound must be finite and >= 0, got {loss_bound!r}.")
+    return 4.0 * float(rho) * float(loss_bound)
+
+
+def ops_tempering(epsilon, loss_bound):
+    """The tempering ``ρ = min(1, ε/(4B))`` of Algorithm 2 that makes one draw ε-DP.
+
+    Examples
+    --------
+    >>> ops_tempering(1.0, 2.0)
+    0.125
+    """
+    epsilon = check_epsilon(epsilon)
+    if not (loss_bound > 0 and math.isfinite(loss_bound)):
+        raise ValueError(f"loss_bound must be finite and > 0, got {loss_bound!r}.")
+    return min(1.0, epsilon / (4.0 * loss_bound))
+
+
+
+# --------------------------------------------------------------------------------------
+# the add/remove budget of one posterior draw
+# --------------------------------------------------------------------------------------
+
+
+def _replace_one_pair_budget(epsilon, delta):
+    """(ε₀, δ₀) of the add/remove pairs that compose to replace-one (ε, δ) through ``Z``."""
+    eps0 = 0.5 * epsilon
+    return eps0, delta / (1.0 + math.exp(eps0))
+
+
+#: largest add/remove ε₀ of a posterior draw: ``e^{ε₀}`` must stay within float range
+_MAX_EPS0 = 700.0
+#: smallest add/remove δ₀ = δ'/(1 + e^{ε₀}) the normal-CDF accounting resolves (normal floats, tails of ~37 sd)
+_MIN_DELTA0 = 1e-305
+
+
+def _round_down(x, digits=4):
+    """``x > 0`` rounded *down* to ``digits`` significant digits (a printed limit that is accepted)."""
+    k = digits - 1 - math.floor(math.log10(x))
+    return math.floor(x * 10.0**k) / 10.0**k
+
+
+def _check_draw_budget(epsilon, delta, eps0_share, delta_share, what):
+    """Refuse an ε whose add/remove pair budget ``(ε₀, δ₀)`` is outside the exact accounting's range.
+
+    ``ε₀ = eps0_share ε`` and ``δ₀ = delta_share δ / (1 + e^{ε₀})`` (computed in log space); the
+    calibration needs ``ε₀ <= 700`` (``e^{ε₀}`` finite) and ``δ₀ >= 1e-305``.  The error names
+    ``epsilon`` and the largest value supported at this ``delta`` (a release at a smaller ε
+    is also (ε, δ)-DP, so nothing is lost but the name of the number).
+    """
+    eps0 = eps0_share * epsilon
+    d = delta_share * delta
+    if eps0 <= _MAX_EPS0 and math.log(d) - log1p_exp(eps0) >= math.log(_MIN_DELTA0):
+        return
+    if d > 2.0 * _MIN_DELTA0:
+        largest = _round_down(min(_MAX_EPS0, math.log(d / _MIN_DELTA0 - 1.0)) / eps0_share)
+        raise ValueError(
+            f"epsilon={epsilon!r} exceeds the largest epsilon {what} supports at delta={delta!r}: "
+            f"{largest!r}. Beyond it the add/remove budget delta/(1 + e^(epsilon/2)) of the exact "
+            f"accounting leaves floating-point range; a release at a smaller epsilon is also "
+            f"(epsilon, delta)-DP, so use epsilon <= {largest!r}."
+        )
+    raise ValueError(
+        f"delta={delta!r} is too small for {what} at any epsilon (epsilon={epsilon!r}): the add/remove "
+        f"delta of the exact accounting falls below {_MIN_DELTA0:g}; use delta >= {4 * _MIN_DELTA0 / delta_share:g}."
+    )
+
+
+
+# --------------------------------------------------------------------------------------
+# shared base
+# --------------------------------------------------------------------------------------
+
+
+def draw_ridge_posterior(Xs, ys, lam, gamma, rng):
+    """``θ ~ N(H⁻¹Xᵀy, (γH)⁻¹)``, ``H = XᵀX + λI``: one Gram, one Cholesky, one draw.
+
+    Raises ``scipy.linalg.LinAlgError`` when ``H`` is not positive definite.
+    """
+    p = Xs.shape[1]
+    H = Xs.T @ Xs
+    H[np.diag_indices(p)] += lam
+    L = linalg.cholesky(H, lower=True)
+    mean = linalg.cho_solve((L, True), Xs.T @ ys)
+    z = rng.standard_normal(p)
+    return mean + linalg.solve_triangular(L, z, lower=True, trans="T") / math.sqrt(gamma)
+
+
+class _PrivateLinearBase(BaseEstimator):
+    """Validation, public-bound scaling, ledger and prediction shared by the estimators."""
+
+    #: errors about the inputs never print a data value (see ``utils._validation.naming``)
+    _private_inputs = True
+
+    _common_constraints = {
+        "epsilon": [RealInterval(0, None, closed="neither")],
+        "delta": [RealInterval(0, 1, closed="neither")],
+        "x_bound": [None, RealInterval(0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+        "ledger": [None, PrivacyLedger],
+    }
+
+    def _check_bounds(self, names):
+        for name in names:
+            value = getattr(self, name)
+            if value is None:
+                raise ValueError(
+                    f"{name} must be given: the privacy guarantee needs a public bound chosen without "
+                    f"looking at the data (records beyond it are clipped), got {name}=None."
+                )
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite public bound, got {name}={value!r}.")
+
+    @staticmethod
+    def _check_same_length(X, y):
+        """Refuse ``y`` with another number of rows than ``X``, naming ``y``."""
+        try:
+            nx, ny = _num_samples(X), _num_samples(y)
+        except TypeError:  # not array-like: validate_data names it
+            return
+        if nx != ny:
+            raise ValueError(f"y has {ny} samples but X has {nx}; they must have the same number of rows.")
+
+    def _scaled_design(self, X, x_share=None):
+        """Clip rows to ``x_bound`` and map them into the unit ball (with the intercept column).
+
+        The row is ``[x/x_bound, 1]/√2``, or ``[√s x/x_bound, √(1-s)]`` with ``s = x_share``.
+        """
+        Xs = clip_rows(X, float(self.x_bound)) / float(self.x_bound)
+        if self.fit_intercept:
+            if x_share is not None:
+                return np.hstack([Xs * math.sqrt(x_share), np.full((Xs.shape[0], 1), math.sqrt(1.0 - x_share))])
+            Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / _SQRT2
+        return Xs
+
+    def _unscale(self, theta, y_scale, x_share=None):
+        """Coefficients and intercept in the original units from ``theta`` on the scaled design."""
+        theta = np.asarray(theta, dtype=float)
+        if self.fit_intercept and x_share is not None:
+            coef = theta[..., :-1] * y_scale * math.sqrt(x_share) / float(self.x_bound)
+            intercept = theta[..., -1] * y_scale * math.sqrt(1.0 - x_share)
+        elif self.fit_intercept:
+            coef = theta[..., :-1] * y_scale / (float(self.x_bound) * _SQRT2)
+            intercept = theta[..., -1] * y_scale / _SQRT2
+        else:
+            coef = theta * y_scale / float(self.x_bound)
+            intercept = np.zeros(theta.shape[:-1]) if theta.ndim > 1 else 0.0
+        if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+            # a function of the release and the public bounds: refusing reveals nothing more
+            raise ValueError(
+                f"the coefficients in the original units overflow the float range with x_bound={self.x_bound!r}"
+                + (f" and y_bound={self.y_bound!r}: the scale y_bound/x_bound" if hasattr(self, "y_bound")
+                   else ": the scale 1/x_bound")
+                + " is too large; choose bounds of a more moderate ratio."
+            )
+        return coef, intercept
+
+    def _record(self, ledger_, mechanism, epsilon, delta, note=""):
+        name = f"{type(self).__name__}/{mechanism}"
+        ledger_.record(name, epsilon, note=note, delta=delta)
+        if self.ledger is not None:
+            self.ledger.record_shared(type(self).__name__, name, epsilon, note=note, delta=delta)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        tags.input_tags.sparse = False
+        return tags
+
+
+class _RidgePosteriorBase(LinearPredictorMixin, RegressorMixin, _PrivateLinearBase):
+    # predict: X @ coef_ + intercept_, post-processing of the release (LinearPredictorMixin)
+    """One draw from the ridge posterior on the clipped, scaled data (shared by OPS and AdaOPS)."""
+
+    def _prepare(self, X, y, x_share=None):
+        self._check_bounds(("x_bound", "y_bound"))
+        check_epsilon(self.epsilon)
+        self._check_same_length(X, y)
+        X, y, _ = validate_regression_data(self, X, y)
+        Xs = self._scaled_design(X, x_share)
+        ys = clip_values(y, float(self.y_bound)) / float(self.y_bound)
+        return Xs, ys
+
+    #: one draw from the ridge posterior (:func:`draw_ridge_posterior`)
+    _draw = staticmethod(draw_ridge_posterior)
+
+    def _set_coefficients(self, theta, x_share=None):
+        self.coef_, self.intercept_ = self._unscale(theta, float(self.y_bound), x_share)
+        self.intercept_ = float(self.intercept_)
+
+    def per_instance_epsilon(self, X, y, delta=None):
+        """Exact per-instance ε of each record of ``(X, y)`` for the fitted draw (curator-side diagnostic).
+
+        For record ``z_i`` of the data set ``D = (X, y)`` this is the smallest ε such that the
+        ridge-posterior draw (with the fitted ``lambda_`` and ``gamma_``) on ``D`` and on
+        ``D \\ {z_i}`` are (ε, δ)-indistinguishable in both directions: the exact add/remove
+        per-instance DP of Theorem 5.15 (corrected), from the leave-one-out leverage
+        ``μ = μ'/(1-μ')`` and residual ``r = (y - xᵀθ̂)/(1-μ')``.
+
+        .. warning::  These values are computed from the data and are **not private**:
+           they are a diagnostic for the data curator, never to be published.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The data the estimator was fitted on (clipped and scaled as in ``fit``).
+        y : array-like of shape (n_samples,)
+        delta : float in (0, 1) or None, default=None
+            δ of the per-instance guarantee; ``None`` uses ``delta``.
+
+        Returns
+        -------
+        epsilon : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        delta = self.delta if delta is None else delta
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
+            raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}.")
+        self._check_same_length(X, y)
+        X, y, _ = validate_regression_data(self, X, y, reset=False)
+        Xs = self._scaled_design(X)
+        ys = clip_values(y, float(self.y_bound)) / float(self.y_bound)
+        p = Xs.shape[1]
+        H = Xs.T @ Xs
+        H[np.diag_indices(p)] += self.lambda_
+        L = linalg.cholesky(H, lower=True)
+        theta = linalg.cho_solve((L, True), Xs.T @ ys)
+        W = linalg.solve_triangular(L, Xs.T, lower=True)
+        lev_in = np.einsum("ij,ij->j", W, W)
+        resid = ys - Xs @ theta
+        out = np.empty(Xs.shape[0])
+        for i, (m_in, r_in) in enumerate(zip(lev_in, resid)):
+            if m_in >= 1.0 - 1e-12:
+                out[i] = math.inf
+                continue
+            mu = m_in / (1.0 - m_in)
+            r = r_in / (1.0 - m_in)
+            out[i] = ops_ridge_epsilon(float(delta), mu, math.sqrt(self.gamma_ * mu) * abs(r))
+        return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
+
