@@ -9,7 +9,7 @@ import pytest
 from sklearn.base import clone
 
 from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
-from sklearn_bayes.privacy._core._accounting import amplify_by_subsampling, subsampled_base_epsilon
+from sklearn_bayes.privacy._core._accounting import amplify_by_subsampling, log1p_exp, subsampled_base_epsilon
 
 
 def _sketch(seed=0, **params):
@@ -190,3 +190,10 @@ def test_releases_into_an_unpickled_shared_ledger_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DetachedLedgerWarning)
         worker_copy.ledger_.record("own ledger", 0.0)  # an estimator's own ledger_ never warns
+
+
+def test_log1p_exp_is_softplus_without_overflow():
+    """log(1 + e^x) to a few ulps on both sides of the switch at x = 30, and finite where e^x overflows."""
+    for x in (-50.0, -1.0, 0.0, 1.0, 29.9, 30.0, 30.1, 100.0, 709.0):
+        assert log1p_exp(x) == pytest.approx(float(np.logaddexp(0.0, x)), rel=1e-15, abs=1e-300)
+    assert log1p_exp(1e4) == 1e4 and log1p_exp(0.0) == math.log(2.0)

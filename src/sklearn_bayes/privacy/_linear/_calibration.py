@@ -229,7 +229,6 @@ class ReleasedNormCalibration(Calibration):
         )
 
     def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept):
-        eps = epsilon
         n, p = Xs.shape
         b = self.budget(epsilon, delta)
         # 1. release lambda_min (sensitivity 1)
@@ -268,7 +267,7 @@ class ReleasedNormCalibration(Calibration):
         c = _composed_c(b, 1.0 / h)
         if not c:  # None or 0: a guard (h >= h_floor leaves half of delta_mech for the residual)
             raise ValueError(
-                f"calibration='released_norm' found no inverse temperature for (epsilon={eps!r}, "
+                f"calibration='released_norm' found no inverse temperature for (epsilon={epsilon!r}, "
                 f"delta={delta!r}); use a larger epsilon or calibration='ssp_posterior'."
             )
         gamma = c * c / (mu_max * r_max * r_max)
@@ -327,7 +326,6 @@ class ThesisCalibration(Calibration):
         )
 
     def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept):
-        eps = epsilon
         n, p = Xs.shape
         b = self.budget(epsilon, delta)
         # 1. release lambda_min (sensitivity 1 for rows in the unit ball)
@@ -337,7 +335,7 @@ class ThesisCalibration(Calibration):
         lam_noisy = lam_min + sigma1 * float(rng.standard_normal())
         margin = 1.0 + sigma1 * float(-special.ndtri(b["delta_event"]))
         # 2. eigenvalue floor and penalty (post-processing of lam_noisy and public n, d)
-        h_floor = max(4.0 * (1.0 + math.log(4.0 / delta)) / eps, _min_h_for_variance(b["eps0"], b["delta0"]))
+        h_floor = max(4.0 * (1.0 + math.log(4.0 / delta)) / epsilon, _min_h_for_variance(b["eps0"], b["delta0"]))
         if kappa is None:
             h = _choose_floor(max(lam_noisy - margin, h_floor), lam_noisy, margin, n, p, b["eps0"], b["delta0"])
         else:
@@ -348,7 +346,7 @@ class ThesisCalibration(Calibration):
         gamma = calibrate_ops_gamma(b["eps0"], b["delta0"], mu_max, r_max)
         if gamma is None:  # a guard: h >= h_floor leaves room for the residual
             raise ValueError(
-                f"calibration='thesis' found no inverse temperature for (epsilon={eps!r}, delta={delta!r}) "
+                f"calibration='thesis' found no inverse temperature for (epsilon={epsilon!r}, delta={delta!r}) "
                 f"at n={n}; use a larger epsilon or calibration='ssp_posterior'."
             )
         # 4. one draw (a Cholesky failure is only possible on the accounted event lambda_min + lam_n < h)
