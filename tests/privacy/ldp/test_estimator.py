@@ -48,7 +48,7 @@ def _store(K, y, subs):
 
 def _recorded(est):
     """The released categories an estimator recorded (from its response store)."""
-    return est._store.responses()[0]
+    return est._chain.store.responses()[0]
 
 
 def _log_lik(theta, y, subs, mech):
@@ -230,7 +230,7 @@ def test_deployment_round_trip_with_client_mechanism():
         y = client.privatize(rng.choice(K, p=theta), S, random_state=rng)
         server.partial_fit_responses([y], [S])
     assert server.n_responses_ == 1500
-    assert server._store.n_sids <= 2 ** K
+    assert server._chain.store.n_sids <= 2 ** K
     sds = server.sample_posterior(300).std(axis=0)
     assert np.all(np.abs(server.theta_ - theta) <= 5 * sds + 1e-3)
     ci = server.credible_interval(0.99)
@@ -243,7 +243,7 @@ def test_foreign_srr_responses_are_accepted():
                                         [], random_state=_gen(23))
     est = _rrrr_estimator(n_categories=K, epsilon=3.0, n_final_steps=400, random_state=_gen(24))
     est.partial_fit_responses(y, [])
-    assert est._store.n_sids == 1 and np.all(est.subset_sizes_ == 0)
+    assert est._chain.store.n_sids == 1 and np.all(est.subset_sizes_ == 0)
     sds = est.sample_posterior(300).std(axis=0)
     assert np.all(np.abs(est.theta_ - [0.7, 0.1, 0.1, 0.1]) <= 5 * sds + 1e-3)
 
@@ -252,7 +252,7 @@ def test_foreign_srr_responses_are_accepted():
 def test_storage_is_compact():
     X = _gen(25).choice(20, size=3000, p=_gen(26).dirichlet(np.full(20, 0.1))).reshape(-1, 1)
     est = _rrrr_estimator(n_categories=20, epsilon=1.0, n_final_steps=0, random_state=_gen(27)).fit(X)
-    st = est._store
+    st = est._chain.store
     per_response = st.ys.itemsize + st.sids.itemsize + st.sizes.itemsize
     assert per_response == 12
     # distinct subsets are interned: no duplicated rows
@@ -620,8 +620,8 @@ def test_fit_restarts_with_the_new_parameters():
     assert est.n_responses_ == 4
     mech = RRRRMechanism(4, 0.5, 0.8)
     for k in range(4):
-        np.testing.assert_array_equal(est._consts[k], mech._constants(k))
-    np.testing.assert_array_equal(est._prior, np.full(4, 2.0))
+        np.testing.assert_array_equal(est._chain.consts[k], mech._constants(k))
+    np.testing.assert_array_equal(est._chain.prior, np.full(4, 2.0))
     est.partial_fit([[1]])  # the new values are now the recorded ones
 
 
@@ -645,7 +645,7 @@ def test_theta_cache_follows_the_final_estimate_knobs():
     a.set_params(final_estimate="mala")
     np.testing.assert_array_equal(a.theta_, theta_mala)
     a.set_params(n_final_steps=0)
-    np.testing.assert_array_equal(a.theta_, a._phi / a._phi.sum())
+    np.testing.assert_array_equal(a.theta_, a._chain.phi / a._chain.phi.sum())
 
 
 @pytest.mark.parametrize("eps", [400.0, 700.0, 1e6])
@@ -685,11 +685,11 @@ def test_copies_replay_the_noise_and_never_release_twice(how):
 
 def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
     """The skip of re-validation (identity with the last validated values) must see every parameter."""
-    from sklearn_bayes.privacy._ldp._estimator import _FROZEN_PARAMS, _PARAM_NAMES
+    from sklearn_bayes.privacy._ldp._params import FROZEN_PARAMS, PARAM_NAMES
 
     params = set(_rrrr_estimator().get_params())
-    assert set(_PARAM_NAMES) == params == set(AdaptiveLDPFrequencyEstimator._parameter_constraints)
-    assert set(_FROZEN_PARAMS) <= params
+    assert set(PARAM_NAMES) == params == set(AdaptiveLDPFrequencyEstimator._parameter_constraints)
+    assert set(FROZEN_PARAMS) <= params
 
 
 @pytest.mark.parametrize("bad", [["purple"], [3], [3.5], [True]])
@@ -733,35 +733,12 @@ def test_propose_subset_is_the_subset_the_online_loop_gives_the_next_user():
     K = len(_TIE_PHI)
     est = _rrrr_estimator(n_categories=K, utility="semi_adaptive", alpha=_TIE_ALPHA, n_final_steps=0,
                           random_state=_gen(3)).fit(np.arange(K).reshape(-1, 1))
-    est._phi = np.array(_TIE_PHI)  # the online sample at the near-tie
+    est._chain.phi = np.array(_TIE_PHI)  # the online sample at the near-tie
     proposed = est.propose_subset()
     est.partial_fit([[0]])
-    used = np.flatnonzero(est._store.responses()[1][-1])
+    used = np.flatnonzero(est._chain.store.responses()[1][-1])
     np.testing.assert_array_equal(proposed, used)
     assert proposed.tolist() == [0]
-
-
-@pytest.mark.parametrize("mechanism", ["rrrr", "auto"])
-def test_pickles_of_the_layout_before_the_response_store_load(mechanism):
-    """A fitted estimator pickled before the split (the responses as _ys, _sids, ... attributes)
-    loads into the response store and continues exactly as the original."""
-    X = _gen(70).choice(5, size=200, p=[0.4, 0.3, 0.15, 0.1, 0.05]).reshape(-1, 1)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=5, mechanism=mechanism, n_final_steps=100,
-                                        random_state=_gen(71)).fit(X)
-    state = est.__getstate__()
-    st = state.pop("_store")
-    # the layout of that time: one uint8 per category per subset (static sets are now packed bits)
-    old = dict(state, _ys=st.ys, _sids=st.sids, _sizes=st.sizes, _masks=st.subset_masks().astype(np.uint8),
-               _members=st.members,
-               _sid_k=st.sid_k, _subset_index=dict(st.index), _n_sids=st.n_sids, _store_ids=st.store_ids,
-               _groups_cache=None)
-    loaded = AdaptiveLDPFrequencyEstimator.__new__(AdaptiveLDPFrequencyEstimator)
-    loaded.__setstate__(pickle.loads(pickle.dumps(old)))  # its own copies (generator included)
-    np.testing.assert_array_equal(loaded.theta_, est.theta_)
-    est.partial_fit(X[:30])
-    loaded.partial_fit(X[:30])
-    np.testing.assert_array_equal(_recorded(loaded), _recorded(est))
-    np.testing.assert_array_equal(loaded.theta_, est.theta_)
 
 
 def test_a_rejected_call_leaves_the_store_as_it_was():

@@ -85,13 +85,13 @@ def test_flat_list_of_one_position_per_response_is_ambiguous():
     # the unambiguous spellings
     a = _fitted().partial_fit_responses([0, 3], [[1], [2]], update="defer")
     b = _fitted().partial_fit_responses([0, 3], [[1, 2], [1, 2]], update="defer")
-    np.testing.assert_array_equal(a._store.responses()[1][-2:], np.eye(4, dtype=bool)[[1, 2]])
-    np.testing.assert_array_equal(b._store.responses()[1][-2:], [[False, True, True, False]] * 2)
+    np.testing.assert_array_equal(a._chain.store.responses()[1][-2:], np.eye(4, dtype=bool)[[1, 2]])
+    np.testing.assert_array_equal(b._chain.store.responses()[1][-2:], [[False, True, True, False]] * 2)
     # a flat list of another length is one subset for all (as documented), and one response is not ambiguous
     c = _fitted().partial_fit_responses([0, 3, 1], [1, 2], update="defer")
-    np.testing.assert_array_equal(c._store.responses()[1][-3:], [[False, True, True, False]] * 3)
+    np.testing.assert_array_equal(c._chain.store.responses()[1][-3:], [[False, True, True, False]] * 3)
     d = _fitted().partial_fit_responses([3], [1], update="defer")
-    np.testing.assert_array_equal(d._store.responses()[1][-1], [False, True, False, False])
+    np.testing.assert_array_equal(d._chain.store.responses()[1][-1], [False, True, False, False])
 
 
 @pytest.mark.parametrize("bad", [5, "01", 1.5])
@@ -155,7 +155,7 @@ def test_pandas_na_in_true_categories_is_named():
 def test_a_list_of_python_sets_is_one_subset_per_response():
     """Attack found: [{1}, {2}] (sets have ndim 0 for numpy) was taken for a flat list of positions."""
     est = _fitted().partial_fit_responses([0, 3], [{1}, {2, 3}], update="defer")
-    np.testing.assert_array_equal(est._store.responses()[1][-2:], [[False, True, False, False],
+    np.testing.assert_array_equal(est._chain.store.responses()[1][-2:], [[False, True, False, False],
                                                                   [False, False, True, True]])
     est = _fitted().partial_fit_responses([0, 3, 1], {1, 2}, update="defer")  # one set for all
-    np.testing.assert_array_equal(est._store.responses()[1][-3:], [[False, True, True, False]] * 3)
+    np.testing.assert_array_equal(est._chain.store.responses()[1][-3:], [[False, True, True, False]] * 3)

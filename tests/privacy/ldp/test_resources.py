@@ -37,7 +37,7 @@ def test_static_responses_are_stored_as_bits(mechanism):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    store = est._store
+    store = est._chain.store
     assert est.n_responses_ == n and store.n_sids == n  # (distinct sets at this K)
     bound = 2 * n * ((K + 7) // 8 + 16)
     assert _store_nbytes(store) <= bound
@@ -155,7 +155,7 @@ def test_static_mechanisms_hold_no_rrrr_table_and_no_users_x_k_booleans():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert est.n_responses_ == 51 and est._consts is None
+    assert est.n_responses_ == 51 and est._chain.consts is None
     assert peak <= 32 * K + 4 * 51 * ((K + 7) // 8), peak
 
 

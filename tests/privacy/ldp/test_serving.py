@@ -63,7 +63,7 @@ def _state(est):
 
 def _likelihood_rows(est):
     """The grouped likelihood of the responses an estimator recorded (its response store)."""
-    return est._store.likelihood_rows(_rrrr_constants(K, est.epsilon, est.kappa))
+    return est._chain.store.likelihood_rows(_rrrr_constants(K, est.epsilon, est.kappa))
 
 
 def test_deferred_ingestion_stores_what_online_ingestion_stores():
@@ -72,7 +72,7 @@ def test_deferred_ingestion_stores_what_online_ingestion_stores():
     deferred = _server().partial_fit_responses(y, masks, update="defer")
     assert deferred.n_responses_ == online.n_responses_ == 500
     np.testing.assert_array_equal(deferred.subset_sizes_, online.subset_sizes_)
-    np.testing.assert_array_equal(deferred._store.responses()[0], online._store.responses()[0])
+    np.testing.assert_array_equal(deferred._chain.store.responses()[0], online._chain.store.responses()[0])
     L1, c1 = _likelihood_rows(online)
     L2, c2 = _likelihood_rows(deferred)
     np.testing.assert_array_equal(L1, L2)
@@ -90,7 +90,7 @@ def test_deferred_ingestion_of_many_responses_in_one_call():
     masks[np.arange(n), rng.integers(0, K, n)] = True
     est = _server().partial_fit_responses(y, masks, update="defer")
     assert est.n_responses_ == n
-    got_y, got_masks = est._store.responses()
+    got_y, got_masks = est._chain.store.responses()
     np.testing.assert_array_equal(got_y, y)
     np.testing.assert_array_equal(got_masks, masks)
 
@@ -109,7 +109,7 @@ def test_proposals_depend_only_on_the_recorded_responses():
         b.partial_fit_responses(y[chunk], masks[chunk], update="defer")
     # the MCMC's groups are keyed by subset content, not by the order subsets were first seen
     consts = _rrrr_constants(K, EPS, a.kappa)
-    for u, v in zip(a._store.rrrr_structure(consts), b._store.rrrr_structure(consts)):
+    for u, v in zip(a._chain.store.rrrr_structure(consts), b._chain.store.rrrr_structure(consts)):
         np.testing.assert_array_equal(u, v)
     pa = [a.propose_subsets(3), a.propose_subsets(5, draws="user")]
     pb = [b.propose_subsets(3), b.propose_subsets(5, draws="user")]
@@ -244,7 +244,7 @@ def test_an_unfitted_hub_merges_with_its_own_parameters():
     a = _server(1).partial_fit_responses(y, masks, update="defer")
     hub = _server(3)
     hub.merge(a)
-    assert hub.n_responses_ == 100 and hub._store.store_ids > a._store.store_ids
+    assert hub.n_responses_ == 100 and hub._chain.store.store_ids > a._chain.store.store_ids
     wrong = _server(4, epsilon=2.0)
     before = _state(wrong)
     with pytest.raises(ValueError, match="epsilon"):
@@ -301,5 +301,5 @@ def test_pickle_keeps_the_store_and_its_identity():
     y, masks = _responses(200, 91)
     a = _server(1).partial_fit_responses(y, masks, update="defer")
     b = pickle.loads(pickle.dumps(a))
-    assert b._store.store_ids == a._store.store_ids and b._stale
+    assert b._chain.store.store_ids == a._chain.store.store_ids and b._stale
     np.testing.assert_array_equal(a.propose_subsets(5, draws="user"), b.propose_subsets(5, draws="user"))

@@ -113,8 +113,8 @@ def test_a_rejected_call_that_interned_subsets_leaves_the_estimator_byte_identic
     for est in (a, b):
         est.partial_fit_responses(y[::-1], new[::-1])
         est.partial_fit_responses(y, new, update="defer")
-    for u, v in zip(a._store.responses(), b._store.responses()):
+    for u, v in zip(a._chain.store.responses(), b._chain.store.responses()):
         np.testing.assert_array_equal(u, v)
     np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
     np.testing.assert_array_equal(a.sample_posterior(5), b.sample_posterior(5))
-    assert a._store.n_sids == b._store.n_sids
+    assert a._chain.store.n_sids == b._chain.store.n_sids

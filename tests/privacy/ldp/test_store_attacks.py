@@ -22,7 +22,7 @@ class _Boom(RuntimeError):
 
 
 def _check_store(est, expected):
-    store = est._store
+    store = est._chain.store
     y, m = store.responses()
     assert store.n == len(expected) == est.n_responses_
     exp_y = np.array([e[0] for e in expected], dtype=np.int64).reshape(-1)
@@ -131,7 +131,7 @@ def test_fuzz_copies_merges_rejected_calls_never_mix_responses(monkeypatch, seed
         elif op == "merge":
             j = int(rng.integers(len(ests)))
             other = ests[j]
-            shared = est._store.store_ids & other._store.store_ids
+            shared = est._chain.store.store_ids & other._chain.store.store_ids
             if other is est or shared:
                 before = pickle.dumps(est)
                 with pytest.raises(ValueError):
@@ -173,12 +173,12 @@ def test_fitted_subset_sizes_is_not_a_window_into_the_store():
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, mechanism="rrrr",
                                         random_state=np.random.default_rng(0))
     est.partial_fit_responses([0, 1, 2], [[0, 1], [1], [2, 3]], update="defer")
-    sizes = est._store.sizes[: est._store.n].copy()
+    sizes = est._chain.store.sizes[: est._chain.store.n].copy()
     try:
         est.subset_sizes_[:] = 0
     except ValueError:  # read-only: safe
         return
-    np.testing.assert_array_equal(est._store.sizes[: est._store.n], sizes)
+    np.testing.assert_array_equal(est._chain.store.sizes[: est._chain.store.n], sizes)
 
 
 def test_static_mechanism_copies_and_rejected_calls(monkeypatch):
@@ -215,6 +215,6 @@ def test_static_mechanism_copies_and_rejected_calls(monkeypatch):
         b.partial_fit_responses(mb)
         exp_a += [tuple(r) for r in ma]
         exp_b += [tuple(r) for r in mb]
-    assert [tuple(r) for r in a._store.responses()[1]] == exp_a
-    assert [tuple(r) for r in b._store.responses()[1]] == exp_b
+    assert [tuple(r) for r in a._chain.store.responses()[1]] == exp_a
+    assert [tuple(r) for r in b._chain.store.responses()[1]] == exp_b
     assert all(sum(r) == client.subset_size for r in exp_a + exp_b)

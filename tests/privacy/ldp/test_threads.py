@@ -79,7 +79,7 @@ def test_two_threads_recording_deferred_responses_lose_none():
     _run_threads(worker(0), worker(1))
     assert est.n_responses_ == 4000
     assert est.subset_sizes_.shape == (4000,)
-    y, masks = est._store.responses()
+    y, masks = est._chain.store.responses()
     got = sorted(zip(y.tolist(), np.argmax(masks, axis=1).tolist()))
     assert got == sorted(sent[0] + sent[1])
 

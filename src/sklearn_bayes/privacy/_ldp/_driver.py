@@ -7,9 +7,10 @@ response, and move ``phi`` by ``n_steps`` SGLD steps (or one exact Gibbs sweep).
 loop runs in the compiled kernel ``run_online`` of ``_fast/_ldp.pyx`` for the built-in
 utilities; a callable utility is evaluated from Python once per user.
 
-Inputs and outputs are explicit: the :class:`~._ldp_store.ResponseStore` to record
-into, ``phi`` and ``sigma`` (changed in place: the caller passes copies it owns), the
-generator, the RRRR constants table and the prior.
+Inputs and outputs are explicit: the :class:`~._chain.ChainState` (the response store
+recorded into, ``phi`` and ``sigma`` changed in place: the caller passes a state from
+:meth:`~._chain.ChainState.for_update` it owns, the generator, the RRRR constants table and
+the prior) and the mechanism's parameters.
 """
 
 import numpy as np
@@ -35,18 +36,19 @@ def step_sizes(step_size, t0, n):
     return np.full(n, float(step_size))
 
 
-def _run(store, phi, sigma, rng, consts, prior, values, given, mode, alpha, n_steps, batch_size, step_size):
+def _run(chain, values, given, mode, alpha, n_steps, batch_size, step_size):
     """One call of the compiled loop over ``values`` (mode as in ``run_online``)."""
     from sklearn_bayes._fast._ldp import run_online
 
+    store = chain.store
     n_old = store.n
     n_new = values.shape[0]
     store.ensure_capacity(n_new, n_new if mode != 0 else 0)
     ns0 = store.n_sids
     k_out = np.zeros(n_new, dtype=np.int32)
     ns1 = run_online(
-        rng, phi, sigma, store.ys, store.sids, store.masks, store.members, store.sid_k,
-        consts, prior, n_old, ns0, values, given, mode, alpha,
+        chain.rng, chain.phi, chain.sigma, store.ys, store.sids, store.masks, store.members, store.sid_k,
+        chain.consts, chain.prior, n_old, ns0, values, given, mode, alpha,
         step_sizes(step_size, n_old, n_new), n_steps, int(batch_size), k_out,
     )
     if mode != 0:
@@ -54,23 +56,17 @@ def _run(store, phi, sigma, rng, consts, prior, values, given, mode, alpha, n_st
     store.commit(n_new, k_out)
 
 
-def process_users(store, phi, sigma, rng, consts, prior, values, given=None, *, epsilon, kappa, utility, alpha,
-                  sampler, n_steps, batch_size, step_size):
+def process_users(chain, values, given=None, *, epsilon, kappa, utility, alpha, sampler, n_steps, batch_size,
+                  step_size):
     """Add users one at a time: true categories ``values`` (``given=None``, simulation) or
     released responses ``values`` with subset ids ``given`` (deployment, ``update='online'``).
 
     Parameters
     ----------
-    store : ResponseStore
-        Recorded into.
-    phi : ndarray of shape (K,)
-        The online sample, moved in place.
-    sigma : ndarray of int32 of shape (K,)
-        The sort order of ``phi`` kept between users, updated in place.
-    rng : numpy.random.Generator
-        The privacy noise (simulation) and the MCMC.
-    consts, prior : ndarray
-        The RRRR constants table and the Dirichlet concentration of the online chain.
+    chain : ChainState
+        Recorded into (its store), its sample ``phi`` moved and ``sigma`` updated in place;
+        its generator draws the privacy noise (simulation) and the MCMC; its RRRR constants
+        table and Dirichlet prior are those of the online chain.
     values, given : ndarray of int32
     epsilon, kappa, utility, alpha
         The mechanism's parameters (``utility`` a name of ``UTILITIES`` or a callable).
@@ -85,26 +81,23 @@ def process_users(store, phi, sigma, rng, consts, prior, values, given=None, *, 
     knobs = dict(batch_size=batch_size, step_size=step_size)
     if given is not None:
         if not gibbs:
-            _run(store, phi, sigma, rng, consts, prior, values, given, 0, alpha, n_steps, **knobs)
+            _run(chain, values, given, 0, alpha, n_steps, **knobs)
         else:
             for i in range(n_new):
-                _run(store, phi, sigma, rng, consts, prior, values[i : i + 1], given[i : i + 1], 0, alpha, 0,
-                     **knobs)
-                gibbs_sweep(store, phi, rng, consts, prior)
+                _run(chain, values[i : i + 1], given[i : i + 1], 0, alpha, 0, **knobs)
+                gibbs_sweep(chain)
     elif mode_fast is not None and not gibbs:
         # chunks bound the scratch subset rows (one per user at worst) before interning
         for start in range(0, n_new, _CHUNK):
             chunk = values[start : start + _CHUNK]
-            _run(store, phi, sigma, rng, consts, prior, chunk, chunk, mode_fast, alpha, n_steps, **knobs)
+            _run(chain, chunk, chunk, mode_fast, alpha, n_steps, **knobs)
     else:
         for i in range(n_new):
             if mode_fast is not None:
-                _run(store, phi, sigma, rng, consts, prior, values[i : i + 1], values[i : i + 1], mode_fast, alpha,
-                     0, **knobs)
+                _run(chain, values[i : i + 1], values[i : i + 1], mode_fast, alpha, 0, **knobs)
             else:
-                theta = phi / phi.sum()
-                k = choose_subset_size(theta, epsilon, kappa, utility, consts=consts)
-                _run(store, phi, sigma, rng, consts, prior, values[i : i + 1], np.array([k], dtype=np.int32), 4,
-                     alpha, n_steps, **knobs)
+                theta = chain.phi / chain.phi.sum()
+                k = choose_subset_size(theta, epsilon, kappa, utility, consts=chain.consts)
+                _run(chain, values[i : i + 1], np.array([k], dtype=np.int32), 4, alpha, n_steps, **knobs)
             if gibbs:
-                gibbs_sweep(store, phi, rng, consts, prior)
+                gibbs_sweep(chain)

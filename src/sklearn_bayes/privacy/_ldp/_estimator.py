@@ -1,21 +1,23 @@
 """AdOBEst-LDP: adaptive online Bayesian frequency estimation under local differential privacy.
 
-The estimator is thin: parameters, validation and the public methods.  The work is in
+The estimator is thin: parameters, the fitting and reading methods.  The work is in
 
-- ``_ldp_input``: validation and encoding of users and responses;
-- ``_ldp_store``: the response store (arrays, subset interning, copies for
+- ``_input``: validation and encoding of users and responses;
+- ``_params``: the checks of the parameters and their freezing after the first fit;
+- ``_chain``: the chain state (response store, online sample, generator, RRRR
+  constants, prior) as one object, :class:`~._chain.ChainState`;
+- ``_store``: the response store (arrays, subset interning, copies for
   transactions, pickling, groupings of the responses);
-- ``_ldp_driver``: the online loop of ``mechanism='rrrr'`` (subset choice, RRRR,
+- ``_driver``: the online loop of ``mechanism='rrrr'`` (subset choice, RRRR,
   SGLD / Gibbs steps per user);
-- ``_ldp_samplers``: the posterior samplers (SGLD / Gibbs chain, grouped Gibbs, MALA,
-  the exact hybrid sampler of ``_ldp_posterior``) as free functions;
+- ``_samplers``: the posterior samplers (SGLD / Gibbs chain, grouped Gibbs, MALA,
+  the exact hybrid sampler of ``_posterior``) as free functions;
+- ``_serving``: subset proposals, refresh and merge (serving many clients);
 - ``_utilities``: the utilities that choose the subset.
 """
 
 import copy
-import hashlib
 import numbers
-import pickle
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
@@ -27,81 +29,27 @@ from sklearn_bayes.utils import (
     RealInterval,
     check_generator,
     check_privacy_random_state,
-    instance_lock,
     serialized,
     transactional,
 )
+from sklearn_bayes.utils._streaming import state_digest
 import sklearn_bayes.privacy._ldp._input as inp
+from sklearn_bayes.privacy._ldp._chain import ChainState
 from sklearn_bayes.privacy._ldp._driver import process_users, step_sizes
-from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS, SetResponseMechanism, best_subset_size, groups_from_packed
-from sklearn_bayes.privacy._ldp._posterior import Groups, rrrr_groups
-from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS, exact_draws, gibbs_grouped, mala, point_estimate, sgld_chain
-from sklearn_bayes.privacy._ldp._store import ResponseStore
+from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
+from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
 from sklearn_bayes.privacy._ldp._rrrr import _rrrr_constants
-from sklearn_bayes.privacy._ldp._utilities import UTILITIES, chosen_subset, sorted_order
+from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS, exact_draws, point_estimate
+from sklearn_bayes.privacy._ldp._serving import ServingMixin
+from sklearn_bayes.privacy._ldp._utilities import UTILITIES
 
 __all__ = ["AdaptiveLDPFrequencyEstimator"]
 
-# Parameters that shape the mechanism or the posterior: recorded at the first fitting
-# call and compared with ``get_params()`` by every later call (see ``_check_frozen``).
-# The others (sampler, n_steps, batch_size, step_size, n_final_steps, final_estimate)
-# are compute knobs of the MCMC and may change between calls.
-_FROZEN_PARAMS = ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha", "prior", "random_state")
-# Knobs the final estimate ``theta_`` depends on (its cache is keyed by them).
-_FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size", "point_estimate")
 _FITTED_ATTRS = ("categories_", "n_categories_", "n_responses_", "subset_sizes_")
-_PARAM_NAMES = _FROZEN_PARAMS + (
-    "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate", "point_estimate",
-)
-# attributes of a fitted estimator pickled before the response store had its own class
-_OLD_STORE_KEYS = ("_ys", "_sids", "_sizes", "_masks", "_members", "_sid_k", "_subset_index", "_n_sids",
-                   "_store_ids", "_groups_cache")
 
 
-#: Largest ``count * n_categories`` of an array a reading method returns (2^27: 128 MiB of
-#: booleans, 1 GiB of float64): above, the call is refused instead of ending in a MemoryError.
-MAX_RETURNED_CELLS = 1 << 27
-
-
-def _check_count(value, name, K, what):
-    """``value`` as an int ``>= 1`` with ``value * K <= MAX_RETURNED_CELLS``, else a ValueError naming ``name``."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    value = int(value)
-    K = max(int(K), 1)
-    if value * K > MAX_RETURNED_CELLS:
-        raise ValueError(
-            f"{name}={value} is too large: {name} * n_categories must be at most 2^27 = {MAX_RETURNED_CELLS} "
-            f"({what}; at most {max(MAX_RETURNED_CELLS // K, 1)} at n_categories={K}). Ask in several calls."
-        )
-    return value
-
-
-def _same_value(a, b):
-    """Equal numbers or strings (``1 == 1.0``), else the same object (generators, callables)."""
-    if a is b:
-        return True
-    scalar = (numbers.Number, str, type(None))
-    if isinstance(a, scalar) and isinstance(b, scalar) and isinstance(a, str) == isinstance(b, str):
-        return bool(a == b)
-    return False
-
-
-def _proposal_masks(draws, epsilon, kappa, utility, alpha, consts):
-    """Boolean ``(n, K)`` masks of the subsets chosen for each posterior draw (row of ``draws``).
-
-    Row ``i`` is the prefix chosen for ``draws[i]`` by the same kernel as the online loop
-    (:func:`~._utilities.chosen_subset`), as :meth:`propose_subset` does for one draw.
-    """
-    draws = np.asarray(draws, dtype=float)
-    masks = np.zeros(draws.shape, dtype=bool)
-    for i, t in enumerate(draws):
-        k, order = chosen_subset(t, epsilon, kappa, utility, alpha, consts)
-        masks[i, order[:k]] = True
-    return masks
-
-
-class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class AdaptiveLDPFrequencyEstimator(ServingMixin, FrozenParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                                    BaseEstimator):
     """Bayesian estimation of a categorical distribution under epsilon-LDP (static or adaptive mechanisms).
 
     Default (``mechanism='auto'``, ``prior='hierarchical'``, ``point_estimate='tv'``):
@@ -492,25 +440,16 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
     def __getstate__(self):
         """Pickle only the used part of the response store (see ``ResponseStore.__getstate__``)."""
         state = dict(super().__getstate__())
-        if "_store" in state:
+        if "_chain" in state:
             # a trimmed store; subset_sizes_ is its sizes array (pickled once)
-            store = object.__new__(ResponseStore)
-            store.__dict__.update(state["_store"].__getstate__())
-            state["_store"] = store
-            state["subset_sizes_"] = store.sizes
+            state["_chain"] = state["_chain"].trimmed()
+            state["subset_sizes_"] = state["_chain"].store.sizes
         return state
 
     def __setstate__(self, state):
-        """Also loads a fitted estimator pickled before the response store had its own class."""
-        state = dict(state)
-        if "_ys" in state and "n_responses_" in state:
-            state["_store"] = ResponseStore.from_arrays(state)
-            state["subset_sizes_"] = state["_store"].sizes
-        for key in _OLD_STORE_KEYS:
-            state.pop(key, None)
         super().__setstate__(state)
-        if "_store" in self.__dict__ and "subset_sizes_" in self.__dict__:
-            self.subset_sizes_ = self._store.used_sizes()
+        if "_chain" in self.__dict__ and "subset_sizes_" in self.__dict__:
+            self.subset_sizes_ = self._chain.store.used_sizes()
 
     def __copy__(self):
         """A copy of a fitted estimator is a deep copy: it never shares the noise generator.
@@ -525,81 +464,6 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             new.__dict__.update(self.__dict__)
             return new
         return copy.deepcopy(self)
-
-    # ------------------------------------------------------------------ validation
-    def _check_params(self):
-        """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'."""
-        if self.utility == "semi_adaptive" and self.alpha is None:
-            raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
-
-    def _check_frozen(self):
-        """A fitted estimator continues only with the parameters it was built with.
-
-        Validates the current parameters (a value set mid-stream, such as
-        ``epsilon=-1``, raises the usual error), then compares those of
-        ``_FROZEN_PARAMS`` with the values recorded at the first fitting call.
-        Validation is skipped when every parameter is still the very object that
-        the last fitting call validated (it costs about 0.1 ms, as much as
-        recording one response; a changed value is a new object).
-        """
-        if any(a is not b for a, b in zip(self._params_now(), self._validated_params)):
-            self._validate_params()
-            self._check_params()
-        for name in _FROZEN_PARAMS:
-            old, new = self._fitted_params[name], getattr(self, name)
-            if name == "prior" and not (isinstance(old, str) or isinstance(new, str)):
-                # compared as vectors: 1.0 and [1.0] * K are the same prior
-                same = (new is old and np.ndim(new) == 0) or np.array_equal(
-                    self._prior, self._prior_vector(self.n_categories_)
-                )
-            else:
-                same = _same_value(old, new)
-            if not same:
-                raise ValueError(
-                    f"{name} was {old!r} when this {type(self).__name__} was fitted and is now {new!r} "
-                    f"(set_params or assignment after fitting). The recorded responses and the posterior "
-                    f"were built with {name}={old!r}: continuing with {new!r} would mix the two. "
-                    f"Set {name} back to {old!r}, or call fit to restart."
-                )
-
-    def _check_unfitted_params(self, what):
-        """Validate the parameters of an unfitted estimator; ``n_categories`` must be set for ``what``."""
-        self._validate_params()
-        self._check_params()
-        if self.n_categories is None:
-            raise ValueError(f"n_categories must be set {what}, got None.")
-        return int(self.n_categories)
-
-    def _prior_vector(self, K):
-        """The Dirichlet concentration vector (``'hierarchical'``: ones, for the online SGLD chain of RRRR)."""
-        if isinstance(self.prior, str):
-            return np.ones(K)
-        prior = np.asarray(self.prior, dtype=float)
-        if prior.ndim == 0:
-            prior = np.full(K, float(prior))
-        if prior.shape != (K,):
-            raise ValueError(f"prior must be a scalar or have shape ({K},), got shape {prior.shape}.")
-        if not np.all(np.isfinite(prior)) or np.any(prior <= 0):
-            raise ValueError(f"prior must hold finite values > 0, got {self.prior!r}.")
-        return prior
-
-    def _resolve_mechanism(self, K):
-        """``(mechanism_, client)``: the resolved name and, for a static protocol, its client object."""
-        name, eps = self.mechanism, float(self.epsilon)
-        if name == "rrrr":
-            return "rrrr", None
-        if name == "oue":
-            return "oue", SetResponseMechanism(K, eps, "oue")
-        k = 1 if name == "grr" else best_subset_size(K, eps)
-        return ("grr" if k == 1 else "subset_selection"), SetResponseMechanism(K, eps, "subset_selection", k)
-
-    def _check_adaptive(self, client):
-        if client is not None:
-            raise ValueError(
-                f"mechanism={self.mechanism!r} is a static protocol ({client!r}): there is no subset to propose. "
-                "Users privatise with client_mechanism().privatize; use mechanism='rrrr' for the adaptive "
-                "RRRR mechanism."
-            )
 
     @serialized
     def client_mechanism(self):
@@ -628,46 +492,39 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     # ------------------------------------------------------------------ state
     # The fitting methods are ``transactional``: they bind new state on ``self`` as they
-    # go and a rejected call restores the bindings and rewinds ``_rng``.  The arrays the
-    # kernels change in place (``_phi``, ``_sigma``) are copied first and the response
-    # store is replaced by a copy that shares its append-only buffers (``_begin_update``),
-    # so restoring the bindings restores everything.
+    # go and a rejected call restores the bindings and rewinds ``_rng``.  The chain state
+    # (``_chain``, see ``_chain.py``) is replaced, never changed in place: before the
+    # kernels move ``phi`` / ``sigma`` or the store grows, ``_begin_update`` binds a copy
+    # (the store's copy shares its append-only buffers), so restoring the bindings
+    # restores everything.  ``_rng`` is the chain's generator, bound here too so that
+    # ``transactional`` finds and rewinds it.
     def _init_state(self, categories):
         """Bind a fresh fitted state, recording the parameters it is built with."""
         K = categories.size
         self.categories_ = categories
         self.n_categories_ = K
-        self._prior = self._prior_vector(K)
-        self._fitted_params = {name: getattr(self, name) for name in _FROZEN_PARAMS}
-        if not isinstance(self.prior, str) and np.ndim(self.prior) > 0:  # a copy: the user's list may change
-            self._fitted_params["prior"] = np.array(self.prior, dtype=float)
+        prior = self._prior_vector(K)
+        self._fitted_params = self._record_params()
         self.mechanism_, self._client = self._resolve_mechanism(K)
         # the RRRR likelihood table (48 bytes per category): static mechanisms never read it
         # (4.8 GB at K = 10^8 for two GRR responses)
-        self._consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa)) if self._client is None else None
+        consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa)) if self._client is None else None
         self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator",
                                                instance=self)
-        self._phi = np.ones(K)
-        self._sigma = np.arange(K, dtype=np.int32)
         # member lists serve the RRRR kernels only: a static mechanism's sets (one per
         # response, mostly distinct) would cost 4 K bytes each (4 GB for 10^6 users at K=1000)
-        self._store = ResponseStore(K, members=self._client is None)
+        self._chain = ChainState.start(K, self._rng, consts, prior, members=self._client is None)
         self.n_responses_ = 0
         self._stale = False  # responses recorded since the posterior sample last moved (refresh)
 
     def _begin_update(self):
-        """Work on copies of the state that is changed in place (see the note above)."""
-        if self._client is None:  # static mechanisms never change the online sample
-            self._phi = self._phi.copy()
-            self._sigma = self._sigma.copy()
-        self._store = self._store.copy()
-
-    def _params_now(self):
-        return tuple(self.__dict__.get(name) for name in _PARAM_NAMES)
+        """Work on a copy of the chain state that is changed in place (see the note above)."""
+        # static mechanisms never change the online sample
+        self._chain = self._chain.for_update(copy_sample=self._client is None)
 
     def _end_update(self):
         """Last step of a fitting call (cannot fail)."""
-        store = self._store
+        store = self._chain.store
         self.n_responses_ = store.n
         self.subset_sizes_ = store.used_sizes()
         self._validated_params = self._params_now()  # this call validated them
@@ -675,44 +532,24 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         # phase.  Its randomness is seeded by a digest of the main generator's state,
         # which is not advanced, so reading ``theta_`` or posterior samples never
         # changes later fitting, and equal states give equal estimates.
-        digest = hashlib.sha256(pickle.dumps(self._rng.bit_generator.state, protocol=4)).digest()
-        self._read_seed = int.from_bytes(digest[:16], "little")
+        self._read_seed = int.from_bytes(state_digest(self._rng)[:16], "little")
         self._theta_cache = None
 
     def _process(self, values, given=None):
         """Add users (true categories if given is None, else responses with subset ids)."""
         self._begin_update()
         if self._client is not None:  # a static protocol: privatise all users at once (packed bits)
-            self._store.append_packed(self._client._privatize_packed(values, self._rng))
+            self._chain.store.append_packed(self._client._privatize_packed(values, self._rng))
         else:
             fitted = self._fitted_params
-            process_users(self._store, self._phi, self._sigma, self._rng, self._consts, self._prior, values, given,
-                          epsilon=fitted["epsilon"], kappa=fitted["kappa"], utility=fitted["utility"],
-                          alpha=fitted["alpha"], sampler=self.sampler, n_steps=self.n_steps,
-                          batch_size=self.batch_size, step_size=self.step_size)
+            process_users(self._chain, values, given, epsilon=fitted["epsilon"], kappa=fitted["kappa"],
+                          utility=fitted["utility"], alpha=fitted["alpha"], sampler=self.sampler,
+                          n_steps=self.n_steps, batch_size=self.batch_size, step_size=self.step_size)
         self._end_update()
-
     # ------------------------------------------------------------------ posterior
     def _uses_exact_gibbs(self):
-        """theta_ and posterior samples from the exact Gibbs sampler of ``_ldp_posterior``."""
+        """theta_ and posterior samples from the exact Gibbs sampler of ``_posterior``."""
         return self._client is not None or isinstance(self._fitted_params["prior"], str)
-
-    def _gibbs_groups(self):
-        """The recorded responses as :class:`~._ldp_posterior.Groups` (memoised per recording call)."""
-        store = self._store
-        K = self.n_categories_
-
-        def compute():
-            if self._client is None:
-                g = rrrr_groups(K, *store.rrrr_structure(self._consts))
-            else:
-                packed, counts = store.set_counts()
-                g = groups_from_packed(packed, counts, float(self._fitted_params["epsilon"]), K)
-            bits = np.zeros((0, 0), dtype=np.uint8) if g.bits is None else g.bits
-            return (g.a_ptr, g.a_idx, g.y, g.f_in, g.f_y, g.f_out, g.count, bits)
-
-        *arrays, bits = store.cached("gibbs_groups", compute)
-        return Groups(K, *arrays, bits=bits if bits.size else None)
 
     def _exact_draws(self, burn, keep, rng, max_values=None):
         """``keep`` draws of the exact Gibbs sampler after ``burn`` sweeps (start: IBU steps).
@@ -720,24 +557,15 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         ``max_values``: thin the kept draws so that at most this many values are held.
         """
         prior = self._fitted_params["prior"]
-        return exact_draws(self._gibbs_groups(), "hierarchical" if isinstance(prior, str) else self._prior,
+        groups = self._chain.exact_groups(None if self._client is None else self._fitted_params["epsilon"])
+        return exact_draws(groups, "hierarchical" if isinstance(prior, str) else self._chain.prior,
                            burn, keep, rng, max_values=max_values)
 
-    def _mala(self, burn, keep, rng, thin=0):
-        store = self._store
-        L, counts = store.likelihood_rows(self._consts)
-        return mala(store.rrrr_structure(self._consts), L, counts, self._prior, self._phi, burn, keep, rng,
-                    thin=thin)
-
-    def _gibbs_grouped(self, burn, keep, rng, thin=0):
-        L, counts = self._store.likelihood_rows(self._consts)
-        return gibbs_grouped(L, counts, self._prior, self._phi / self._phi.sum(), burn, keep, rng, thin=thin)
-
-    def _chain(self, n_iter, thin, rng):
+    def _sgld_draws(self, n_iter, thin, rng):
         """The online chain continued from a copy of the current sample (``final_estimate='sgld'``)."""
-        gamma = float(step_sizes(self.step_size, max(self._store.n - 1, 0), 1)[0])
-        return sgld_chain(self._store, self._phi, rng, self._consts, self._prior, n_iter=n_iter, thin=thin,
-                          sampler=self.sampler, batch_size=self.batch_size, gamma=gamma)
+        gamma = float(step_sizes(self.step_size, max(self._chain.store.n - 1, 0), 1)[0])
+        return self._chain.continued(n_iter, thin, rng, sampler=self.sampler, batch_size=self.batch_size,
+                                     gamma=gamma)
 
     @property
     @serialized
@@ -752,9 +580,9 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 "'AdaptiveLDPFrequencyEstimator' has no attribute 'theta_': call fit, partial_fit "
                 "or partial_fit_responses first."
             )
-        knobs = tuple(getattr(self, name) for name in _FINAL_KNOBS)
+        knobs = tuple(getattr(self, name) for name in FINAL_KNOBS)
         cache = self._theta_cache
-        if cache is None or not all(_same_value(a, b) for a, b in zip(cache[0], knobs)):
+        if cache is None or not all(same_value(a, b) for a, b in zip(cache[0], knobs)):
             # computed with the current compute knobs (they may change after fitting);
             # the cache remembers them, so a changed knob is never answered from it
             self._validate_params()
@@ -767,22 +595,22 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
 
     def _final_theta(self, rng):
         if self.n_final_steps == 0 or self.n_responses_ == 0:
-            return self._phi / self._phi.sum()
+            return self._chain.theta
         burn = self.n_final_steps - self.n_final_steps // 2
         keep = self.n_final_steps // 2
         if keep == 0:
-            return self._phi / self._phi.sum()
+            return self._chain.theta
         if self._uses_exact_gibbs():
             # at most MAX_DRAW_VALUES values held (K > 67,108 at the default: the kept
             # iterations are thinned evenly)
             return point_estimate(self._exact_draws(burn, keep, rng, max_values=MAX_DRAW_VALUES),
                                   self.point_estimate)
         if self.final_estimate == "gibbs":
-            return self._gibbs_grouped(burn, keep, rng)[0]
+            return self._chain.gibbs_grouped(burn, keep, rng)[0]
         if self.final_estimate == "mala":
-            return self._mala(burn, keep, rng)[0]
+            return self._chain.mala(burn, keep, rng)[0]
         # burn-in iterations are discarded: run them on the same copied chain
-        samples = self._chain(burn + keep, 1, rng)
+        samples = self._sgld_draws(burn + keep, 1, rng)
         return samples[burn:].mean(axis=0)
 
     # ------------------------------------------------------------------ public API
@@ -901,7 +729,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
                 self._init_state(np.arange(K))
                 self.n_features_in_ = 1
             self._begin_update()
-            self._store.append_packed(packed)
+            self._chain.store.append_packed(packed)
             self._end_update()
             return self
         ya = inp.rrrr_responses(y, K)
@@ -910,215 +738,11 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             self._init_state(np.arange(K))
             self.n_features_in_ = 1
         self._begin_update()
-        given = self._store.intern_masks(masks)
+        given = self._chain.store.intern_masks(masks)
         if update == "online":
             self._process(ya, given)
             return self
-        self._store.append(ya, given)
-        self._stale = True
-        self._end_update()
-        return self
-
-    @serialized
-    def propose_subset(self):
-        """The subset for the next user (category positions, sorted), from the current sample.
-
-        Before any response (with ``n_categories`` set) the uniform distribution is used.
-        A fitted estimator uses the parameters it was built with and raises a
-        ``ValueError`` if one of them has changed since (see Notes).
-
-        Returns
-        -------
-        subset : ndarray of int
-            Pass it to :meth:`sklearn_bayes.RRRRMechanism.privatize` on the
-            client, then record the response with :meth:`partial_fit_responses`.
-        """
-        if "n_responses_" in vars(self):
-            self._check_frozen()
-            self._check_adaptive(self._client)
-            params = self._fitted_params
-            phi, consts = self._phi, self._consts
-        else:
-            K = self._check_unfitted_params("to propose subsets before any data")
-            self._check_adaptive(self._resolve_mechanism(K)[1])
-            params = self.get_params()
-            phi, consts = np.ones(K), None
-        k, order = chosen_subset(phi, params["epsilon"], params["kappa"], params["utility"], params["alpha"],
-                                 consts)
-        return np.sort(order[:k].astype(np.intp))
-
-    @transactional
-    def propose_subsets(self, n, *, draws="batch"):
-        """Subsets for the next ``n`` users, from posterior draws given the recorded responses.
-
-        The server hands these to a batch of users and records their responses later
-        (in any order, from any ingestion worker) with :meth:`partial_fit_responses`.
-        The proposals depend only on the responses recorded so far and on the
-        server's generator, never on the users' categories, so each user faces an
-        RRRR mechanism with the exact ``epsilon``-LDP guarantee of
-        :class:`sklearn_bayes.RRRRMechanism` (see Notes, "Serving many clients").
-
-        Parameters
-        ----------
-        n : int
-            Number of users, ``>= 1``, with ``n * n_categories <= 2^27`` (the masks take
-            ``n * n_categories`` bytes, and ``draws='user'`` holds ``n`` float64 draws:
-            at most 1 GiB); a larger ``n`` is a ``ValueError`` naming the largest allowed:
-            propose in several calls.
-        draws : {'batch', 'user', 'mean'}, default='batch'
-            ``'batch'``: one posterior draw for the batch, every user gets its subset
-            (Algorithm 7 with the posterior frozen during the batch).  ``'user'``: one
-            draw per user (draws of 8 Metropolis-adjusted Langevin chains, thinned by
-            5), so the subsets of a batch vary as the posterior's uncertainty does.
-            ``'mean'``: the subset for an estimate of the posterior mean (the chains'
-            average over 200 iterations), the same for the batch: less exploration
-            than a draw, which pays off early on sparse ``theta`` (see the user guide).
-
-        Returns
-        -------
-        subsets : ndarray of bool of shape (n, n_categories)
-            ``subsets[i]`` is user ``i``'s subset as a mask: pass
-            ``np.flatnonzero(subsets[i])`` to :meth:`sklearn_bayes.RRRRMechanism.privatize`
-            on the device, and the rows of the users who answered, with their
-            responses, to :meth:`partial_fit_responses`.
-
-        Notes
-        -----
-        Each call draws from the exact posterior of the recorded responses (MALA on
-        the grouped likelihood, burn-in of ``max(1000, n_final_steps // 2)``
-        iterations from the current sample, as :meth:`sample_posterior`) with the
-        estimator's generator, then moves the current posterior sample to the last
-        draw: it refreshes the posterior (see :meth:`refresh`), and two calls give
-        independent proposals.  Before any response (``n_categories`` set) every
-        user gets :meth:`propose_subset`'s subset for the uniform distribution.
-        """
-        if draws not in ("batch", "user", "mean"):
-            raise ValueError(f"draws must be 'batch', 'user' or 'mean', got {draws!r}.")
-        K = self.n_categories_ if "n_responses_" in vars(self) else self.n_categories
-        n = _check_count(n, "n", K if isinstance(K, numbers.Integral) else 1, "subset masks (bytes)")
-        if "n_responses_" not in vars(self):
-            subset = self.propose_subset()
-            masks = np.zeros((n, int(self.n_categories)), dtype=bool)
-            masks[:, subset] = True
-            return masks
-        self._check_adaptive(self._client)
-        self._check_frozen()
-        fitted = self._fitted_params
-        theta = self._move_sample(n if draws == "user" else 1, mean=draws == "mean")
-        masks = _proposal_masks(theta, fitted["epsilon"], fitted["kappa"], fitted["utility"], fitted["alpha"],
-                                self._consts)
-        if draws != "user":
-            masks = np.repeat(masks, n, axis=0)
-        return masks
-
-    @transactional
-    def refresh(self):
-        """Move the current posterior sample to a draw from the posterior of all recorded responses.
-
-        Needed after :meth:`partial_fit_responses` with ``update='defer'`` or
-        :meth:`merge` before :meth:`propose_subset` (:meth:`propose_subsets` refreshes
-        by itself; ``theta_`` and :meth:`sample_posterior` always use every recorded
-        response).  Runs MALA on the grouped likelihood (cost independent of the
-        number of responses, see Notes) with the estimator's generator.
-
-        Returns
-        -------
-        self : object
-        """
-        check_is_fitted(self)
-        self._check_frozen()
-        if self._client is None:  # static protocols keep no online sample: theta_ is exact on read
-            self._move_sample(1)
-        return self
-
-    def _move_sample(self, n_draws, mean=False):
-        """``n_draws`` posterior draws of theta (MALA, ``self._rng``); the sample moves to the last one.
-
-        With ``mean=True`` returns instead the chains' average over 200 iterations
-        (an estimate of the posterior mean, shape ``(1, K)``).
-        """
-        rng = self._rng
-        burn = max(1000, self.n_final_steps // 2)
-        thin = 5
-        per_chain = -(-n_draws // N_CHAINS)
-        avg, theta = self._mala(burn, max(thin * per_chain, 200 if mean else 0), rng, thin=thin)
-        theta = theta[:n_draws]
-        self._phi = theta[-1] * rng.gamma(float(self._prior.sum()))  # sum(phi) is independent of the data
-        self._sigma = sorted_order(self._phi).astype(np.int32)
-        self._stale = False
-        self._end_update()
-        return avg[None, :] if mean else theta
-
-    def merge(self, other):
-        """Add the responses recorded by ``other`` (another ingestion worker's store).
-
-        Both estimators must be fitted with the same frozen parameters (``n_categories``,
-        categories, ``epsilon``, ``kappa``, ``utility``, ``alpha``, ``prior``; their
-        ``random_state`` may differ: the merged estimator keeps its own generator).
-        Refused: merging an estimator with itself, and stores that already share
-        responses (a store merged twice, a copy or pickle of a store, or two stores
-        that both absorbed a third), which would be counted twice.  ``other`` is not
-        changed.  The responses were privatised on the users' devices, so merging is
-        post-processing: it spends no privacy budget.
-
-        After a merge the posterior sample is stale until :meth:`refresh` or the next
-        :meth:`propose_subsets`; ``theta_`` uses every response at once.
-
-        Parameters
-        ----------
-        other : AdaptiveLDPFrequencyEstimator
-            A fitted estimator (typically unpickled from an ingestion worker).  This
-            estimator may be unfitted (a hub that only merges): it then starts a store
-            with its own parameters, which must match ``other``'s.
-
-        Returns
-        -------
-        self : object
-        """
-        if other is self:
-            raise ValueError("other is this estimator: merging a response store with itself would count it twice.")
-        if not isinstance(other, AdaptiveLDPFrequencyEstimator):
-            raise TypeError(f"other must be a fitted AdaptiveLDPFrequencyEstimator, got {type(other).__name__}.")
-        # both instances' locks, always taken in the same order (by id), so two threads merging
-        # a into b and b into a cannot deadlock; other's lock keeps it from changing (or rolling
-        # back a rejected call) while its responses are read
-        first, second = sorted((self, other), key=id)
-        with instance_lock(first), instance_lock(second):
-            return self._merge(other)
-
-    @transactional
-    def _merge(self, other):
-        if "n_responses_" not in vars(other):
-            raise ValueError("other is not fitted: it holds no responses to merge.")
-        if "n_responses_" not in vars(self):  # an empty hub: its own parameters, no responses yet
-            self._validate_params()
-            self._check_params()
-            K = self.n_categories
-            self._init_state(other.categories_ if K is None else np.arange(int(K)))
-            self.n_features_in_ = 1
-            self._validated_params = self._params_now()
-        self._check_frozen()
-        other._check_frozen()
-        for name in ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha"):
-            a, b = self._fitted_params[name], other._fitted_params[name]
-            if not _same_value(a, b):
-                raise ValueError(f"other was fitted with {name}={b!r} and this estimator with {name}={a!r}: "
-                                 f"responses of different mechanisms or posteriors cannot be merged.")
-        if not (np.array_equal(self._prior, other._prior) and isinstance(self._fitted_params["prior"], str)
-                == isinstance(other._fitted_params["prior"], str)):
-            raise ValueError(f"other was fitted with prior={other._fitted_params['prior']!r} and this estimator "
-                             f"with prior={self._fitted_params['prior']!r}: the posteriors differ.")
-        if self.categories_.shape != other.categories_.shape or not np.array_equal(self.categories_,
-                                                                                    other.categories_):
-            raise ValueError("other has other categories than this estimator: its responses cannot be merged.")
-        shared = self._store.store_ids & other._store.store_ids
-        if shared:
-            raise ValueError(
-                f"other and this estimator share the responses of {len(shared)} store(s) (a store merged twice, "
-                "or a copy or pickle of the same store): merging would count them twice."
-            )
-        self._begin_update()
-        self._store.merge_from(other._store)
+        self._chain.store.append(ya, given)
         self._stale = True
         self._end_update()
         return self
@@ -1156,7 +780,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         """
         check_is_fitted(self)
         self._check_frozen()
-        n_samples = _check_count(n_samples, "n_samples", self.n_categories_, "posterior draws of float64")
+        n_samples = check_count(n_samples, "n_samples", self.n_categories_, "posterior draws of float64")
         return self._posterior_draws(n_samples, random_state)
 
     def _posterior_draws(self, n_samples, random_state, max_values=None):
@@ -1168,11 +792,11 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
             return self._exact_draws(max(200, self.n_final_steps // 2), n_samples, rng, max_values=max_values)
         if self.final_estimate == "mala":
             per_chain = -(-n_samples // N_CHAINS)
-            return self._mala(burn, 5 * per_chain, rng, thin=5)[1][:n_samples]
+            return self._chain.mala(burn, 5 * per_chain, rng, thin=5)[1][:n_samples]
         if self.final_estimate == "gibbs":
-            return self._gibbs_grouped(burn, n_samples, rng, thin=1)[1]
+            return self._chain.gibbs_grouped(burn, n_samples, rng, thin=1)[1]
         thin = 1 if self.sampler == "gibbs" else int(self.n_steps)
-        return self._chain(n_samples * thin, thin, rng)
+        return self._sgld_draws(n_samples * thin, thin, rng)
 
     @serialized
     def credible_interval(self, level=0.95, n_samples=2000, random_state=None):
@@ -1201,7 +825,7 @@ class AdaptiveLDPFrequencyEstimator(ClassNamePrefixFeaturesOutMixin, Transformer
         self._check_frozen()
         if self._uses_exact_gibbs():
             # quantiles from at most MAX_DRAW_VALUES values: the draws are thinned evenly above
-            n_samples = _check_count(n_samples, "n_samples", 1, "posterior draws")
+            n_samples = check_count(n_samples, "n_samples", 1, "posterior draws")
             s = self._posterior_draws(n_samples, random_state, max_values=MAX_DRAW_VALUES)
         else:
             s = self.sample_posterior(n_samples, random_state=random_state)

@@ -1,8 +1,8 @@
 """Posterior samplers of :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator` as free functions.
 
-Every function takes what it reads explicitly (the :class:`~._ldp_store.ResponseStore`
-or its groupings, the RRRR constants table, the Dirichlet prior, the starting point and
-a :class:`numpy.random.Generator`) and returns its draws; none keeps state.
+Every function takes what it reads explicitly (the online chain as a
+:class:`~._chain.ChainState`, or the groupings of the responses, the Dirichlet prior, the
+starting point and a :class:`numpy.random.Generator`) and returns its draws; none keeps state.
 
 - :func:`sgld_chain`: the papers' chain (SGLD on the Gamma representation, or the
   exact data-augmentation Gibbs sweep over every stored response);
@@ -26,19 +26,22 @@ N_CHAINS = 8  # MALA chains run together for theta_ and posterior samples
 _DENSE_PRECONDITIONER_MAX_K = 64  # above: diagonal MALA preconditioner (O(K) per proposal)
 
 
-def gibbs_sweep(store, phi, rng, consts, prior):
-    """One exact Gibbs sweep: latent categories of every response given ``phi / sum(phi)``,
-    then ``phi <- Dir(prior + counts)`` (written into ``phi``)."""
+def gibbs_sweep(chain):
+    """One exact Gibbs sweep of the :class:`~._chain.ChainState` ``chain``: latent categories
+    of every response given ``phi / sum(phi)``, then ``phi <- Dir(prior + counts)`` (written
+    into ``chain.phi``), with the chain's generator."""
     from sklearn_bayes._fast._ldp import gibbs_counts
 
+    store, phi, rng = chain.store, chain.phi, chain.rng
     theta = phi / phi.sum()
     counts = np.zeros(store.n_categories, dtype=np.int64)
-    gibbs_counts(rng, theta, store.ys, store.sids, store.masks, store.sid_k, consts, store.n, counts)
-    phi[:] = rng.dirichlet(prior + counts)
+    gibbs_counts(rng, theta, store.ys, store.sids, store.masks, store.sid_k, chain.consts, store.n, counts)
+    phi[:] = rng.dirichlet(chain.prior + counts)
 
 
-def sgld_chain(store, phi, rng, consts, prior, *, n_iter, thin, sampler, batch_size, gamma):
-    """Continue the online chain from a copy of ``phi``: theta every ``thin`` iterations.
+def sgld_chain(chain, rng, *, n_iter, thin, sampler, batch_size, gamma):
+    """Continue the online chain of ``chain`` (a :class:`~._chain.ChainState`, not changed)
+    from a copy of its ``phi`` with the generator ``rng``: theta every ``thin`` iterations.
 
     ``sampler='gibbs'``: exact Gibbs sweeps over every stored response; ``'sgld'``:
     SGLD steps with minibatches of ``batch_size`` at the constant step ``gamma``.
@@ -46,6 +49,7 @@ def sgld_chain(store, phi, rng, consts, prior, *, n_iter, thin, sampler, batch_s
     """
     from sklearn_bayes._fast._ldp import gibbs_counts, run_sgld
 
+    store, phi, consts, prior = chain.store, chain.phi, chain.consts, chain.prior
     n = store.n
     K = store.n_categories
     phi = phi.copy()

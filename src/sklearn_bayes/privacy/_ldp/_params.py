@@ -1,0 +1,155 @@
+"""Parameters of :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator` after fitting.
+
+The first fitting call records the parameters that define the mechanism and the
+posterior (:data:`FROZEN_PARAMS`, with the toolkit of :mod:`sklearn_bayes.utils._streaming`);
+every later call compares them with the current values and refuses a changed one
+(:meth:`FrozenParamsMixin._check_frozen`).  Also here: the checks that
+``_parameter_constraints`` cannot express, the prior vector, the resolution of
+``mechanism`` into a client object, and the bound on the arrays a reading method returns.
+"""
+
+import numbers
+
+import numpy as np
+
+from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism, best_subset_size
+from sklearn_bayes.utils._streaming import first_changed_parameter, record_parameters
+
+__all__ = ["FINAL_KNOBS", "FROZEN_PARAMS", "MAX_RETURNED_CELLS", "PARAM_NAMES", "FrozenParamsMixin", "check_count",
+           "same_value"]
+
+# Parameters that shape the mechanism or the posterior: recorded at the first fitting
+# call and compared with ``get_params()`` by every later call (see ``_check_frozen``).
+# The others (sampler, n_steps, batch_size, step_size, n_final_steps, final_estimate)
+# are compute knobs of the MCMC and may change between calls.
+FROZEN_PARAMS = ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha", "prior", "random_state")
+# Knobs the final estimate ``theta_`` depends on (its cache is keyed by them).
+FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size", "point_estimate")
+PARAM_NAMES = FROZEN_PARAMS + (
+    "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate", "point_estimate",
+)
+
+#: Largest ``count * n_categories`` of an array a reading method returns (2^27: 128 MiB of
+#: booleans, 1 GiB of float64): above, the call is refused instead of ending in a MemoryError.
+MAX_RETURNED_CELLS = 1 << 27
+
+
+def check_count(value, name, K, what):
+    """``value`` as an int ``>= 1`` with ``value * K <= MAX_RETURNED_CELLS``, else a ValueError naming ``name``."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    value = int(value)
+    K = max(int(K), 1)
+    if value * K > MAX_RETURNED_CELLS:
+        raise ValueError(
+            f"{name}={value} is too large: {name} * n_categories must be at most 2^27 = {MAX_RETURNED_CELLS} "
+            f"({what}; at most {max(MAX_RETURNED_CELLS // K, 1)} at n_categories={K}). Ask in several calls."
+        )
+    return value
+
+
+def same_value(a, b):
+    """Equal numbers or strings (``1 == 1.0``), else the same object (generators, callables)."""
+    if a is b:
+        return True
+    scalar = (numbers.Number, str, type(None))
+    if isinstance(a, scalar) and isinstance(b, scalar) and isinstance(a, str) == isinstance(b, str):
+        return bool(a == b)
+    return False
+
+
+class FrozenParamsMixin:
+    """Validation of the estimator's parameters and their freezing after the first fitting call.
+
+    Holds no state of its own: it reads the estimator's parameters, ``_fitted_params``
+    (recorded by :meth:`_record_params`), ``_validated_params`` and the chain's prior.
+    A privacy parameter (``epsilon``, ``mechanism``, ``kappa``) changed after fitting is
+    never mixed into a running stream: every user of one stream faces the mechanism the
+    stream was built with, so the stream's ``epsilon``-LDP guarantee is the recorded one.
+    """
+
+    def _check_params(self):
+        """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'."""
+        if self.utility == "semi_adaptive" and self.alpha is None:
+            raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
+
+    def _check_frozen(self):
+        """A fitted estimator continues only with the parameters it was built with.
+
+        Validates the current parameters (a value set mid-stream, such as
+        ``epsilon=-1``, raises the usual error), then compares those of
+        ``FROZEN_PARAMS`` with the values recorded at the first fitting call.
+        Validation is skipped when every parameter is still the very object that
+        the last fitting call validated (it costs about 0.1 ms, as much as
+        recording one response; a changed value is a new object).
+        """
+        if any(a is not b for a, b in zip(self._params_now(), self._validated_params)):
+            self._validate_params()
+            self._check_params()
+        changed = first_changed_parameter(self, self._fitted_params, self._same_param)
+        if changed is not None:
+            name, old, new = changed
+            raise ValueError(
+                f"{name} was {old!r} when this {type(self).__name__} was fitted and is now {new!r} "
+                f"(set_params or assignment after fitting). The recorded responses and the posterior "
+                f"were built with {name}={old!r}: continuing with {new!r} would mix the two. "
+                f"Set {name} back to {old!r}, or call fit to restart."
+            )
+
+    def _same_param(self, name, old, new):
+        """Whether the frozen parameter ``name`` is unchanged: :func:`same_value`, except that
+        two non-string priors are compared as vectors (``1.0`` and ``[1.0] * K`` are the same)."""
+        if name == "prior" and not (isinstance(old, str) or isinstance(new, str)):
+            return (new is old and np.ndim(new) == 0) or np.array_equal(
+                self._chain.prior, self._prior_vector(self.n_categories_)
+            )
+        return same_value(old, new)
+
+    def _check_unfitted_params(self, what):
+        """Validate the parameters of an unfitted estimator; ``n_categories`` must be set for ``what``."""
+        self._validate_params()
+        self._check_params()
+        if self.n_categories is None:
+            raise ValueError(f"n_categories must be set {what}, got None.")
+        return int(self.n_categories)
+
+    def _prior_vector(self, K):
+        """The Dirichlet concentration vector (``'hierarchical'``: ones, for the online SGLD chain of RRRR)."""
+        if isinstance(self.prior, str):
+            return np.ones(K)
+        prior = np.asarray(self.prior, dtype=float)
+        if prior.ndim == 0:
+            prior = np.full(K, float(prior))
+        if prior.shape != (K,):
+            raise ValueError(f"prior must be a scalar or have shape ({K},), got shape {prior.shape}.")
+        if not np.all(np.isfinite(prior)) or np.any(prior <= 0):
+            raise ValueError(f"prior must hold finite values > 0, got {self.prior!r}.")
+        return prior
+
+    def _resolve_mechanism(self, K):
+        """``(mechanism_, client)``: the resolved name and, for a static protocol, its client object."""
+        name, eps = self.mechanism, float(self.epsilon)
+        if name == "rrrr":
+            return "rrrr", None
+        if name == "oue":
+            return "oue", SetResponseMechanism(K, eps, "oue")
+        k = 1 if name == "grr" else best_subset_size(K, eps)
+        return ("grr" if k == 1 else "subset_selection"), SetResponseMechanism(K, eps, "subset_selection", k)
+
+    def _check_adaptive(self, client):
+        if client is not None:
+            raise ValueError(
+                f"mechanism={self.mechanism!r} is a static protocol ({client!r}): there is no subset to propose. "
+                "Users privatise with client_mechanism().privatize; use mechanism='rrrr' for the adaptive "
+                "RRRR mechanism."
+            )
+
+    def _params_now(self):
+        return tuple(self.__dict__.get(name) for name in PARAM_NAMES)
+
+    def _record_params(self):
+        """The frozen parameters' values now (an array ``prior`` copied: the user's list may change)."""
+        recorded = record_parameters(self, FROZEN_PARAMS)
+        if not isinstance(self.prior, str) and np.ndim(self.prior) > 0:
+            recorded["prior"] = np.array(self.prior, dtype=float)
+        return recorded
