@@ -1,12 +1,12 @@
 """Differential privacy: noise, accounting, private sketches and local-DP frequency estimation."""
 
 from sklearn_bayes.privacy._core import PrivacyLedger
-from sklearn_bayes.privacy._ldp._estimator import AdaptiveLDPFrequencyEstimator
+from sklearn_bayes.privacy._ldp import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy._core import RowNormClipper
 from sklearn_bayes.privacy._sketch import PrivateCountSketch
 from sklearn_bayes.privacy._linear import DPSGLDLogisticRegression
 from sklearn_bayes.privacy._linear import AdaOPSRegressor, OnePosteriorSampleRidge
-from sklearn_bayes.privacy._ldp._rrrr import RRRRMechanism
+from sklearn_bayes.privacy._ldp import RRRRMechanism
 
 __all__ = [
     "AdaOPSRegressor",
