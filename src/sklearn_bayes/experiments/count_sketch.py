@@ -54,7 +54,7 @@ def simulate(stream, epsilon, depth, width, n_q, pool, total_queries, start, see
         Mean of ``|f̂ - f| / max(f, 1)`` over all items queried up to that set.
     """
     from sklearn_bayes._fast import _hashing, _sketch
-    from sklearn_bayes.privacy._core._noise import sample_noise
+    from sklearn_bayes.privacy._core import sample_noise
 
     rng = np.random.default_rng(seed)
     n = stream.shape[0]
@@ -118,7 +118,7 @@ def reproduce(output_dir, full=False, n_jobs=1, progress=None):
     """
     from joblib import Parallel, delayed
 
-    from sklearn_bayes.datasets._streams import make_zipf_stream
+    from sklearn_bayes.datasets import make_zipf_stream
     from sklearn_bayes.experiments._progress import Progress
 
     progress = progress or Progress(enabled=False)
@@ -175,7 +175,7 @@ def reproduce_transition(output_dir, epsilon=0.01, reps=1, n_jobs=1, progress=No
     """
     from joblib import Parallel, delayed
 
-    from sklearn_bayes.datasets._streams import make_zipf_stream
+    from sklearn_bayes.datasets import make_zipf_stream
     from sklearn_bayes.experiments._progress import Progress
 
     progress = progress or Progress(enabled=False)
@@ -305,7 +305,7 @@ def demo(output_dir, progress=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sklearn_bayes.datasets._streams import make_zipf_stream
+    from sklearn_bayes.datasets import make_zipf_stream
     from sklearn_bayes.privacy import PrivateCountSketch
 
     output_dir = Path(output_dir)

@@ -10,8 +10,8 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes._fast import _hashing, _sketch
-from sklearn_bayes.privacy._core._accounting import PrivacyLedger, subsampled_base_epsilon
-from sklearn_bayes.privacy._core._noise import check_noise_scale, noise_variance, sample_noise
+from sklearn_bayes.privacy._core import PrivacyLedger, subsampled_base_epsilon
+from sklearn_bayes.privacy._core import check_noise_scale, noise_variance, sample_noise
 from sklearn_bayes.utils import (
     IntegerInterval,
     RealInterval,

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from sklearn_bayes.privacy._core._accounting import amplify_by_subsampling
+from sklearn_bayes.privacy._core import amplify_by_subsampling
 from sklearn_bayes.utils import instance_lock
 
 

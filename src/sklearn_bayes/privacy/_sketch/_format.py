@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_bayes.privacy._core._accounting import PrivacyLedger
+from sklearn_bayes.privacy._core import PrivacyLedger
 from sklearn_bayes.utils import serialized
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS
 

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from sklearn_bayes._fast import _sketch
-from sklearn_bayes.privacy._core._noise import check_noise_scale
+from sklearn_bayes.privacy._core import check_noise_scale
 
 __all__ = [
     "CellPerturbation",
