@@ -1,4 +1,4 @@
-"""The posterior-adaptive choice among two-level LDP mechanisms (``privacy._ldp_adaptive_rule``)."""
+"""The posterior-adaptive choice among two-level LDP mechanisms (``privacy._ldp._adaptive_rule``)."""
 
 import itertools
 

@@ -15,7 +15,7 @@ from sklearn_bayes.privacy._ldp._rrrr import _rrrr_constants
 from sklearn_bayes.exceptions import SeededNoiseWarning
 
 # The papers' adaptive RRRR mode under a fixed Dir(1) prior (the defaults before issue 13);
-# the default static mechanism and the hierarchical prior are tested in test_ldp_posterior.py.
+# the default static mechanism and the hierarchical prior are tested in test_posterior.py.
 _rrrr_estimator = partial(AdaptiveLDPFrequencyEstimator, mechanism="rrrr", prior=1.0)
 
 

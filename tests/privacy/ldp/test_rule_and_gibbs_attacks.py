@@ -1,6 +1,6 @@
 """Red-team tests of the posterior-adaptive mechanism rule and of the exact Gibbs sweep.
 
-* The rule (``experiments.adaptive_ldp.fit_adaptive_rule`` with ``_ldp_adaptive_rule``) may use
+* The rule (``experiments.adaptive_ldp.fit_adaptive_rule`` with ``privacy._ldp._adaptive_rule``) may use
   past responses only: with users that agree on the first batches, the posterior draws that
   choose each of the following batch's mechanism are bit-identical, and the posterior is read
   with exactly the past batches recorded.

@@ -2,7 +2,7 @@
 
 Subset selection SS(k) for every ``k`` (``k = 1`` is GRR) and OUE at the same ``epsilon`` all
 have the likelihood ``P(y | x) = w_y (1 + c [x in A(y)])`` with ``c = e^eps - 1`` and a base
-weight ``w_y`` that does not depend on ``x``.  The exact posterior (``_ldp_posterior``) is
+weight ``w_y`` that does not depend on ``x``.  The exact posterior (``_posterior``) is
 therefore the same function of the sets ``A(y)`` whatever mix of these mechanisms produced the
 responses, so a rule may pick, per batch of users, the mechanism that is most informative at
 the current posterior, as long as it uses past responses only (each user then faces one static

@@ -52,7 +52,7 @@ class Groups:
         Responses per group.
     bits : ndarray of uint8 of shape (G, ceil(K / 8)) or None
         The sets as little-endian bit rows (bit ``x & 7`` of byte ``x >> 3``).  When the
-        member lists would be too large (see ``_ldp_mechanisms.MAX_CSR_MEMBERS``) the
+        member lists would be too large (see ``_mechanisms.MAX_CSR_MEMBERS``) the
         groups hold the sets only here: ``a_idx`` is then empty and ``a_ptr`` still gives
         the set sizes (``a_ptr[g + 1] - a_ptr[g]``); the kernels read the members from
         the bits in increasing order, so the draws are the same as with member lists.
@@ -232,7 +232,7 @@ def ibu(groups, n_iter=10000, tol=1e-10, theta0=None):
 def rrrr_groups(K, gy, gs, ga, gb, gd, gc, s_ptr, s_idx):
     """:class:`Groups` from the RRRR grouped likelihood ``h_g = a_g + b_g theta_y + d_g theta(S_g)``.
 
-    (The form of :meth:`~._ldp_store.ResponseStore.rrrr_structure`: ``f_out = a``,
+    (The form of :meth:`~._store.ResponseStore.rrrr_structure`: ``f_out = a``,
     ``f_y = a + b``, ``f_in = a + d`` on the subset ``S_g``, none when ``gs < 0``.)
     """
     G = gy.size

@@ -12,7 +12,7 @@ starting point and a :class:`numpy.random.Generator`) and returns its draws; non
 - :func:`mala`: preconditioned MALA chains on the grouped likelihood
   (``final_estimate='mala'``, proposals, refresh);
 - :func:`exact_draws`: the exact posterior of static mechanisms and of the
-  hierarchical prior (Gibbs + MALA hybrid of ``_ldp_posterior``, started at IBU), and
+  hierarchical prior (Gibbs + MALA hybrid of ``_posterior``, started at IBU), and
   :func:`point_estimate` from its draws.
 """
 
@@ -84,7 +84,7 @@ def gibbs_grouped(L, counts, prior, theta, burn, keep, rng, thin=0):
     ----------
     L, counts : ndarray
         Distinct likelihood rows ``L[g, x] = g(y_g | x)`` and their counts
-        (:meth:`~._ldp_store.ResponseStore.likelihood_rows`).
+        (:meth:`~._store.ResponseStore.likelihood_rows`).
     prior : ndarray of shape (K,)
     theta : ndarray of shape (K,)
     burn, keep : int
@@ -131,9 +131,9 @@ def mala(structure, L, counts, prior, phi, burn, keep, rng, thin=0, n_chains=N_C
     Parameters
     ----------
     structure : tuple
-        The groups in the kernel's form (:meth:`~._ldp_store.ResponseStore.rrrr_structure`).
+        The groups in the kernel's form (:meth:`~._store.ResponseStore.rrrr_structure`).
     L, counts : ndarray
-        Dense likelihood rows and counts (:meth:`~._ldp_store.ResponseStore.likelihood_rows`),
+        Dense likelihood rows and counts (:meth:`~._store.ResponseStore.likelihood_rows`),
         for the starting preconditioner.
     prior : ndarray of shape (K,)
     phi : ndarray of shape (K,)
@@ -211,13 +211,13 @@ _IBU_WORK = 1 << 30
 def exact_draws(groups, prior, burn, keep, rng, max_values=None):
     """``keep`` draws of the exact (hierarchical or fixed-prior) posterior after ``burn`` iterations.
 
-    :func:`~._ldp_posterior.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
+    :func:`~._posterior.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
     iterations, shrunk by 1 % towards uniform: 200 of them, fewer when the sets are so
     large that 200 would cost more than ``2^30`` member visits (at least 2).
 
     Parameters
     ----------
-    groups : :class:`~._ldp_posterior.Groups`
+    groups : :class:`~._posterior.Groups`
     prior : 'hierarchical' or ndarray of shape (K,)
     burn, keep : int
     rng : numpy.random.Generator
