@@ -197,26 +197,6 @@ class ResponseStore:
         packed = self.masks[:ns] if self.packed else np.packbits(self.masks[:ns], axis=1)
         return {row.tobytes(): s for s, row in enumerate(packed)}
 
-    @classmethod
-    def from_arrays(cls, state):
-        """A store from the attributes of an estimator pickled before the split (``_ys``, ...)."""
-        n, ns = int(state["n_responses_"]), int(state["_n_sids"])
-        masks = np.asarray(state["_masks"])
-        new = cls(masks.shape[1], members=state.get("_client") is None)
-        new.ys = np.asarray(state["_ys"])[:n].copy()
-        new.sids = np.asarray(state["_sids"])[:n].copy()
-        new.sizes = np.asarray(state["_sizes"])[:n].copy()
-        new.masks = masks[:ns].copy()
-        new.sid_k = np.asarray(state["_sid_k"])[:ns].copy()
-        members = np.asarray(state["_members"])
-        new.members = members[: ns if new.keep_members else 0].copy()
-        new.n, new.n_sids = n, ns
-        new._index = None
-        new.store_ids = frozenset(state["_store_ids"])
-        if new.packed:
-            new.masks = np.packbits(new.masks.astype(bool), axis=1)
-        return new
-
     # ------------------------------------------------------------------ recording
     def _changed(self):
         self._cache = {}  # a new dict: the store this one was copied from keeps its cache
