@@ -22,8 +22,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_bayes.datasets._categorical import make_dirichlet_categorical_stream
-from sklearn_bayes.privacy import AdaptiveLDPFrequencyEstimator
+from sklearn_bayes.datasets import make_dirichlet_categorical_stream
 from sklearn_bayes.exceptions import SeededNoiseWarning
 from sklearn_bayes.experiments._ldp_peers import (
     ALL_PEERS,
@@ -36,6 +35,7 @@ from sklearn_bayes.experiments._ldp_peers import (
     support_matrix,
     unbiased_estimate,
 )
+from sklearn_bayes.privacy import AdaptiveLDPFrequencyEstimator
 
 METHODS = [
     ("U1 Fisher", {"utility": "fisher"}),
@@ -132,8 +132,7 @@ def fit_adaptive_rule(X, n_categories, epsilon, rng, n_batches=RULE_BATCHES, n_d
     read of ``theta_`` (intermediate posteriors use ``n_final_steps=200``, the final one the
     default).
     """
-    from sklearn_bayes.privacy._ldp._adaptive_rule import choose_mechanism
-    from sklearn_bayes.privacy._ldp._mechanisms import best_subset_size, oue_privatize, ss_privatize
+    from sklearn_bayes.privacy._ldp import best_subset_size, choose_mechanism, oue_privatize, ss_privatize
 
     x = np.asarray(X).reshape(-1).astype(np.int64)
     K, T = int(n_categories), x.size
@@ -189,7 +188,7 @@ def _setting_seed(setting, run):
 
 def simulate_users(setting, run):
     """The users of ``run`` in ``setting`` (common random numbers: every method sees them)."""
-    from sklearn_bayes.datasets._categorical import make_zipf_categorical_stream
+    from sklearn_bayes.datasets import make_zipf_categorical_stream
 
     rng = np.random.default_rng(_setting_seed(setting, run).spawn(1)[0])
     kind, value = setting["theta"]
