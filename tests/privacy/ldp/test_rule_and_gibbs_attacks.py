@@ -24,7 +24,7 @@ from scipy.stats import chisquare
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes._fast._ldp_gibbs import latent_counts
 from sklearn_bayes.experiments import adaptive_ldp as exp_mod
-import sklearn_bayes.privacy._ldp._adaptive_rule as rule_mod
+import sklearn_bayes.privacy._ldp as ldp_face
 from sklearn_bayes.privacy._ldp._adaptive_rule import candidate_mechanisms
 from sklearn_bayes.privacy._ldp._mechanisms import oue_privatize, ss_privatize
 
@@ -53,7 +53,8 @@ def _run_rule(X, K, eps, monkeypatch):
         seen_n.append(int(self.n_responses_))
         return real_sample(self, *args, **kwargs)
 
-    monkeypatch.setattr(rule_mod, "choose_mechanism", spy_choose)
+    # the experiment takes the rule from the LDP family's face
+    monkeypatch.setattr(ldp_face, "choose_mechanism", spy_choose)
     monkeypatch.setattr(AdaptiveLDPFrequencyEstimator, "sample_posterior", spy_sample)
     _, _, choices = exp_mod.fit_adaptive_rule(X, K, eps, np.random.default_rng(11), n_batches=4, n_draws=3)
     return seen_draws, seen_n, choices
