@@ -200,9 +200,6 @@ def tie_argmax(values):
     return int(np.flatnonzero(fin & (v >= best - tol))[0])
 
 
-_argmax_first = tie_argmax  # the name used before the tie rule was explicit
-
-
 def choose_subset_size(theta, epsilon, kappa, utility="honest", alpha=None, consts=None):
     """The size ``k*`` of the chosen prefix subset for ``theta``.
 

@@ -156,7 +156,7 @@ def _as_2d_items(X, name):
             arr = np.asarray(X)
             if arr.dtype.kind in "US" and not _all_text(X):
                 arr = np.array(X, dtype=object)  # keep item types (e.g. ['a', 1] is not two strings)
-        except ValueError as exc:
+        except ValueError:
             raise ValueError(
                 f"{name} could not be read as an array of items (rows of different lengths?)."
             ) from None
