@@ -18,6 +18,7 @@ from sklearn_bayes._glm._base import (
     rescale,
     standardise,
     validate_regression_data,
+    wald_interval,
 )
 from sklearn_bayes._glm._map import (
     HingeLoss,
@@ -28,8 +29,10 @@ from sklearn_bayes._glm._map import (
     SquaredHingeLoss,
     SquaredLoss,
     fit_map,
+    inverse_spd,
     mle_exists,
     objective_value,
+    posterior_hessian,
 )
 
 __all__ = [
@@ -46,11 +49,14 @@ __all__ = [
     "check_features",
     "check_numeric_target",
     "fit_map",
+    "inverse_spd",
     "mle_exists",
     "naming",
     "normalise_weights",
     "objective_value",
+    "posterior_hessian",
     "rescale",
     "standardise",
     "validate_regression_data",
+    "wald_interval",
 ]

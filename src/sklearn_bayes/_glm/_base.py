@@ -13,7 +13,10 @@ not depend on whether ``X`` is in metres or nanometres.
 import math
 from dataclasses import dataclass
 
+from numbers import Real
+
 import numpy as np
+from scipy.stats import norm
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
@@ -21,7 +24,7 @@ from sklearn_bayes.utils._validation import check_container, naming
 
 __all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_features",
            "check_numeric_target", "naming", "normalise_weights", "rescale",
-           "standardise", "validate_regression_data"]
+           "standardise", "validate_regression_data", "wald_interval"]
 
 
 def check_features(estimator, X, *, reset):
@@ -284,3 +287,24 @@ class LinearPredictorMixin:
         y_pred : ndarray of shape (n_samples,)
         """
         return self._linear_predictor(X)
+
+
+def wald_interval(coef, covariance, alpha):
+    """Wald (posterior-normal) intervals ``coef -/+ z_{1 - alpha/2} * sqrt(diag(covariance))``.
+
+    ``alpha`` must be a real number in (0, 1) (a ``ValueError`` naming ``alpha`` otherwise).
+    Returns an array of shape ``coef.shape + (2,)`` (lower, upper).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> wald_interval(np.array([1.0]), np.array([[4.0]]), 0.05).round(3)
+    array([[-2.92,  4.92]])
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}.")
+    coef = np.asarray(coef, dtype=np.float64)
+    sd = np.sqrt(np.maximum(np.diagonal(np.asarray(covariance, dtype=np.float64)), 0.0)).reshape(coef.shape)
+    z = float(norm.ppf(1.0 - float(alpha) / 2.0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.stack([coef - z * sd, coef + z * sd], axis=-1)

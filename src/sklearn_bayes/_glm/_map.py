@@ -42,7 +42,7 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+from scipy import linalg, optimize
 from scipy.linalg import lapack
 from scipy.special import expit, logsumexp, softmax
 
@@ -804,3 +804,66 @@ def mle_exists(X, y, loss, *, fit_intercept=True, direction=None, tol=1e-7):
     if res.status != 0:  # pragma: no cover - HiGHS failure: assume the fit exists
         return True
     return bool(-res.fun <= tol * max(1, A.shape[0]))
+
+
+# --------------------------------------------------------------------------------------
+# the Laplace approximation at the MAP
+# --------------------------------------------------------------------------------------
+
+
+def posterior_hessian(X, y, loss, coef, intercept=None, *, sample_weight=None, prior_precision=None,
+                      fit_intercept=True):
+    """Hessian of the objective of :func:`fit_map` at ``(coef, intercept)``.
+
+    The order of the parameters is that of the solver: ``coef`` flattened row by row (``q``
+    rows of ``n_features``), then the ``q`` intercepts (if ``fit_intercept``).  The prior
+    precision (a matrix of side ``q * n_features``, a vector of its diagonal or None) is added
+    to the coefficient block; the intercepts are unpenalised.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0], [-1.0]])
+    >>> posterior_hessian(X, np.zeros(2), SquaredLoss(), [[0.0]], [0.0], prior_precision=[[1.0]])
+    array([[3., 0.],
+           [0., 2.]])
+    """
+    X = np.asarray(X, dtype=float)
+    n, d = X.shape
+    q = loss.n_outputs
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    B = np.asarray(coef, dtype=float).reshape(q, d)
+    eta = X @ B.T
+    if fit_intercept:
+        eta = eta + np.asarray(intercept, dtype=float).reshape(q)[None, :]
+    _, h = loss.derivatives(np.asarray(y, dtype=float), eta, w)
+    H = _hessian(X, h, q, fit_intercept, unit=False)
+    if prior_precision is not None:
+        P = np.asarray(prior_precision, dtype=float)
+        if P.ndim <= 1:
+            idx = np.arange(q * d)
+            H[idx, idx] += P
+        else:
+            H[: q * d, : q * d] += P
+    return H
+
+
+def inverse_spd(H):
+    """Inverse of a symmetric positive (semi-)definite matrix: Cholesky, else the pseudo-inverse.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> inverse_spd(np.array([[4.0, 0.0], [0.0, 0.5]]))
+    array([[0.25, 0.  ],
+           [0.  , 2.  ]])
+    """
+    H = 0.5 * (np.asarray(H, dtype=float) + np.asarray(H, dtype=float).T)
+    if H.size == 0:
+        return H.copy()
+    try:
+        c = linalg.cho_factor(H, lower=True)
+        inv = linalg.cho_solve(c, np.eye(H.shape[0]))
+    except (linalg.LinAlgError, ValueError):
+        inv = linalg.pinvh(H)
+    return 0.5 * (inv + inv.T)

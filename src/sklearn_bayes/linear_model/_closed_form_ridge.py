@@ -2,9 +2,18 @@
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import transactional
-from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, standardise, validate_regression_data
+from sklearn_bayes._glm import (
+    LinearPredictorMixin,
+    inverse_spd,
+    normalise_weights,
+    rescale,
+    standardise,
+    validate_regression_data,
+    wald_interval,
+)
 
 __all__ = ["ClosedFormRidge", "closed_form_alpha"]
 
@@ -191,9 +200,35 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
             beta = beta_ols
         coef_s = np.zeros(d)
         coef_s[keep] = beta
+        # posterior covariance sigma^2 (X_s^T W X_s + lambda I)^-1 (standardised units: W G is
+        # X_s^T W X_s, so it is sigma^2 / W * (G + lambda / W I)^-1); dropped columns get 0
+        cov_s = np.zeros((d, d))
+        if k:
+            cov_s[np.ix_(keep, keep)] = (sigma2 / W) * inverse_spd(G + (max(alpha, 0.0) / W) * np.eye(k))
         self.alpha_ = float(alpha)
         with np.errstate(over="ignore", under="ignore"):  # y ~ 1e+-300: sigma^2 beyond float range
             self.sigma2_ = float(sigma2 * np.square(np.float64(st.y_scale)))
         self.coef_ = st.coef(coef_s)
         self.intercept_ = float(st.intercept(0.0, self.coef_)) if self.fit_intercept else 0.0
+        xs = st.x_scale
+        self.coef_covariance_ = rescale(cov_s, num=(st.y_scale, st.y_scale), den=(xs[:, None], xs[None, :]))
         return self
+
+    def conf_int(self, alpha=0.05):
+        """Wald intervals ``coef_ -/+ z_{1 - alpha/2} * sqrt(diag(coef_covariance_))``.
+
+        Centred on the ridge estimate, hence biased towards 0 by ``-lambda (X^T X + lambda I)^-1 beta``;
+        see the Notes of the class for the measured coverage.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the nominal coverage.
+
+        Returns
+        -------
+        intervals : ndarray of shape (n_features, 2)
+            Lower and upper ends for each entry of ``coef_``.
+        """
+        check_is_fitted(self, "coef_covariance_")
+        return wald_interval(self.coef_, self.coef_covariance_, alpha)

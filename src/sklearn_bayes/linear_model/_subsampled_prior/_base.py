@@ -15,10 +15,20 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.exceptions import SubsampleFitWarning
 from sklearn_bayes.utils import IntegerInterval, check_generator
-from sklearn_bayes._glm import PoissonLoss, fit_map, mle_exists, normalise_weights, standardise
+from sklearn_bayes._glm import (
+    PoissonLoss,
+    fit_map,
+    inverse_spd,
+    mle_exists,
+    normalise_weights,
+    posterior_hessian,
+    standardise,
+    wald_interval,
+)
 from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_subsample_batch
 from sklearn_bayes.linear_model._subsampled_prior._plan import _rare_level_rows, _resolve_sizes
 from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units
@@ -26,6 +36,48 @@ from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior
 #: warnings of fit point at the caller: _report, _fit_problems, _fit_single, fit and its two
 #: decorators (transactional, _fit_context)
 _STACKLEVEL = 7
+
+
+class _PosteriorMixin:
+    """``conf_int`` of the estimators whose loss is a negative log-likelihood (Laplace posterior)."""
+
+    def conf_int(self, alpha=0.05, *, covariance="posterior"):
+        """Normal intervals for the entries of ``coef_``.
+
+        ``coef_ -/+ z_{1 - alpha/2} * sqrt(diag(C))`` with ``C`` = ``coef_covariance_`` (the
+        central ``1 - alpha`` credible interval of the Laplace approximation of the posterior,
+        marginal over the intercept) or ``coef_sampling_covariance_`` (a Wald interval that
+        counts the information of the data once; see the Notes of the class for when each
+        reaches its nominal coverage).
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the nominal coverage.
+        covariance : {'posterior', 'sampling'}, default='posterior'
+            Which covariance: ``coef_covariance_`` or ``coef_sampling_covariance_``.
+
+        Returns
+        -------
+        intervals : ndarray of shape (n_features, 2)
+            Lower and upper ends (binary classifier: for the one row of ``coef_``; multinomial
+            logistic regression: shape ``(n_classes, n_features, 2)``, the reference row
+            ``coef_[0] = 0`` getting ``[0, 0]``).
+        """
+        check_is_fitted(self, "coef_covariance_")
+        if covariance == "posterior":
+            C = self.coef_covariance_
+        elif covariance == "sampling":
+            C = self.coef_sampling_covariance_
+        else:
+            raise ValueError(f"covariance must be 'posterior' or 'sampling', got {covariance!r}.")
+        coef = np.asarray(self.coef_, dtype=np.float64)
+        if coef.ndim == 2 and coef.shape[0] == 1:
+            return wald_interval(coef[0], C, alpha)
+        if coef.ndim == 2:  # multinomial: the reference row is fixed at 0
+            rest = wald_interval(coef[1:], C, alpha)
+            return np.concatenate([np.zeros((1,) + rest.shape[1:]), rest])
+        return wald_interval(coef, C, alpha)
 
 
 class _BaseSubsampledPrior(BaseEstimator):
@@ -205,18 +257,45 @@ class _BaseSubsampledPrior(BaseEstimator):
             res = fit_map(Xa, y, loss, prior_mean=np.zeros(d + 1), prior_precision=weight * P,
                           coef_init=np.append(np.zeros(d), 1.0), **kw)
             extra = float(res.coef[0, d])
+            if self._laplace:
+                # Laplace approximation in (u, c, b0), mapped linearly to beta = u + c * beta_0
+                H = posterior_hessian(Xa, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
+                                      prior_precision=weight * P, fit_intercept=self.fit_intercept)
+                J = np.zeros((d + int(self.fit_intercept), d + 1 + int(self.fit_intercept)))
+                J[:d, :d] = np.eye(d)
+                J[:d, d] = mean
+                if self.fit_intercept:
+                    J[d, d + 1] = 1.0
+                theta_cov = J @ inverse_spd(H) @ J.T
             res.coef = res.coef[:, :d] + extra * mean[None, :]
         else:
             res = fit_map(X, y, loss, prior_mean=mean, prior_precision=weight * precision, coef_init=mean, **kw)
+            if self._laplace:
+                H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
+                                      prior_precision=weight * precision, fit_intercept=self.fit_intercept)
+                theta_cov = inverse_spd(H)
+        if self._laplace:
+            # the objective is (sum_i w_i L_i / sigma^2 + prior) * sigma^2 / weight_unit: the negative
+            # log posterior is the objective times weight_unit / penalty_scale
+            theta_cov = theta_cov * (penalty_scale / weight_unit)
+            # the observed information of the data alone at the MAP (the prior left out)
+            H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
+                                  fit_intercept=self.fit_intercept)
+            sampling_cov = inverse_spd(H) * (penalty_scale / weight_unit)
+        else:
+            theta_cov = sampling_cov = None
         return dict(
             extra_column_coef=extra,
             coef=res.coef, intercept=res.intercept, n_iter=res.n_iter, converged=res.converged,
             prior_mean=mean, prior_covariance=cov, prior_precision=precision, shrinkage=used,
             subsample_coefs=coefs, statuses=[r[2] for r in results], penalty_scale=penalty_scale,
+            theta_covariance=theta_cov, sampling_covariance=sampling_cov,
         )
 
     #: standardise the target too (the squared loss); class labels and counts are left alone
     _scale_target = False
+    #: the loss is a negative log-likelihood: the Laplace approximation at the MAP is a posterior
+    _laplace = True
 
     def _fit_problems(self, X, targets, sample_weight, loss, n_params, labels=None, stacklevel=_STACKLEVEL):
         """Algorithm 1 for one or more targets sharing the subsamples (one-vs-rest).
@@ -301,6 +380,10 @@ class _BaseSubsampledPrior(BaseEstimator):
         self.shrinkage_ = out["shrinkage"]
         self.subsample_coefs_ = out["subsample_coefs"]
         self.n_iter_ = out["n_iter"]
+        if out.get("coef_covariance") is not None:
+            self.coef_covariance_ = out["coef_covariance"]
+            self._theta_covariance = out["theta_covariance"]
+            self.coef_sampling_covariance_ = out["coef_sampling_covariance"]
         return out
 
     def __sklearn_tags__(self):

@@ -19,7 +19,7 @@ from sklearn_bayes._glm import (
     check_features,
     naming,
 )
-from sklearn_bayes.linear_model._subsampled_prior._base import _STACKLEVEL, _BaseSubsampledPrior
+from sklearn_bayes.linear_model._subsampled_prior._base import _STACKLEVEL, _BaseSubsampledPrior, _PosteriorMixin
 from sklearn_bayes.linear_model._subsampled_prior._docs import _doc
 
 
@@ -63,7 +63,7 @@ class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
         return X, y_enc, sample_weight, classes
 
 
-class SubsampledPriorLogisticRegression(_SubsampledPriorClassifier):
+class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassifier):
     _auto_fraction = 0.01
     _auto_rows_per_param = 5.0
     _auto_min_subsamples = 20
@@ -187,6 +187,9 @@ _doc(
 
 
 class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
+    # the (squared) hinge loss is no negative log-likelihood: no posterior covariance
+    _laplace = False
+
     _auto_fraction = 0.01
     _auto_rows_per_param = 5.0
     _auto_min_subsamples = 20

@@ -89,4 +89,22 @@ def _to_data_units(out, st, q):
     out["prior_precision"] = rescale(out["prior_precision"], num=(xi, xj), den=(st.y_scale, st.y_scale))
     with np.errstate(over="ignore", under="ignore"):
         out["noise_variance"] = float(out["penalty_scale"] * np.square(np.float64(st.y_scale)))
+    if out.get("theta_covariance") is not None:
+        C = out["theta_covariance"]
+        k = x.size
+        out["coef_covariance"] = rescale(C[:k, :k], num=(st.y_scale, st.y_scale), den=(xi, xj))
+        out["coef_sampling_covariance"] = rescale(out["sampling_covariance"][:k, :k],
+                                                  num=(st.y_scale, st.y_scale), den=(xi, xj))
+        # all the parameters (coefficients, then the q intercepts): theta = J theta_s with
+        # b = t * b_s (t = y_scale / x_scale) and b0 = y_offset + y_scale * b0_s - x_offset . b
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            t = rescale(np.ones(k), num=(st.y_scale,), den=(x,))
+            J = np.diag(t)
+            if C.shape[0] > k:
+                off = np.tile(st.x_offset, q) * t
+                Jb = np.zeros((q, k))
+                for r in range(q):
+                    Jb[r, r * (k // q):(r + 1) * (k // q)] = -off[r * (k // q):(r + 1) * (k // q)]
+                J = np.block([[J, np.zeros((k, q))], [Jb, st.y_scale * np.eye(q)]])
+            out["theta_covariance"] = J @ C @ J.T
     return out

@@ -8,12 +8,12 @@ from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from sklearn_bayes.utils import transactional
-from sklearn_bayes._glm import LinearPredictorMixin, PoissonLoss, SquaredLoss, validate_regression_data
-from sklearn_bayes.linear_model._subsampled_prior._base import _BaseSubsampledPrior
+from sklearn_bayes._glm import LinearPredictorMixin, PoissonLoss, SquaredLoss, check_features, validate_regression_data
+from sklearn_bayes.linear_model._subsampled_prior._base import _BaseSubsampledPrior, _PosteriorMixin
 from sklearn_bayes.linear_model._subsampled_prior._docs import _SINGLE_ATTRS, _doc
 
 
-class SubsampledPriorRidge(LinearPredictorMixin, RegressorMixin, _BaseSubsampledPrior):
+class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin, _BaseSubsampledPrior):
     _auto_fraction = 0.01
     _auto_rows_per_param = 2.0
     _auto_min_subsamples = 20
@@ -93,6 +93,36 @@ class SubsampledPriorRidge(LinearPredictorMixin, RegressorMixin, _BaseSubsampled
         self.intercept_ = float(out["intercept"][0]) if self.fit_intercept else 0.0
         return self
 
+    def predict(self, X, return_std=False):
+        """Predict ``X @ coef_ + intercept_``, optionally with the predictive standard deviation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation of the posterior predictive distribution of a new
+            observation (scikit-learn's :class:`~sklearn.linear_model.BayesianRidge` convention:
+            the noise included),
+            :math:`\\sqrt{\\tilde x^\\top \\Sigma \\tilde x + \\hat\\sigma^2}` with
+            :math:`\\tilde x = (x, 1)`, :math:`\\Sigma` the posterior covariance of the
+            coefficients and the intercept and :math:`\\hat\\sigma^2` = ``noise_variance_``.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,)
+            Only with ``return_std=True``.
+        """
+        y_mean = self._linear_predictor(X)
+        if not return_std:
+            return y_mean
+        X = np.asarray(check_features(self, X, reset=False), dtype=np.float64)
+        S = self._theta_covariance
+        if self.fit_intercept:
+            X = np.hstack([X, np.ones((X.shape[0], 1))])
+        var = np.einsum("ij,jk,ik->i", X, S, X) + self.noise_variance_
+        return y_mean, np.sqrt(np.maximum(var, 0.0))
+
 
 _doc(
     SubsampledPriorRidge,
@@ -140,7 +170,7 @@ _doc(
 )
 
 
-class SubsampledPriorPoissonRegressor(LinearPredictorMixin, RegressorMixin, _BaseSubsampledPrior):
+class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, RegressorMixin, _BaseSubsampledPrior):
     _auto_fraction = 0.05
     _auto_rows_per_param = 5.0
     _auto_min_subsamples = 20
