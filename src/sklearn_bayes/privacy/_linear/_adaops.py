@@ -9,17 +9,25 @@ step and the fitted attributes it sets.
 """
 
 import math
+import numbers
+import warnings
 
+import numpy as np
+from scipy import special
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from sklearn_bayes._glm._base import check_features
 from sklearn_bayes.privacy._core import PrivacyLedger
 from sklearn_bayes.privacy._linear._base import _PrivateLinearBase, _RidgePosteriorBase
 from sklearn_bayes.privacy._linear._calibration import FITTED_ATTRIBUTES, get_calibration
 from sklearn_bayes.utils import RealInterval, check_privacy_random_state, serialized
 
 __all__ = ["AdaOPSRegressor"]
+
+#: below this ``gram_signal_to_noise_`` the posterior's intervals under-cover (measured; conf_int warns)
+_RELIABLE_GRAM_SNR = 3.0
 
 
 class AdaOPSRegressor(_RidgePosteriorBase):
@@ -116,6 +124,17 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     residual_variance_ : float or None
         The residual variance of the noise model estimated from the releases (scaled units;
         ``"ssp_posterior"``).
+    gram_signal_to_noise_ : float or None
+        ``λ_min(Ã)/(2σ_A√p)``, the released Gram's smallest eigenvalue over the spectral scale
+        of its noise (``"ssp_posterior"``).  Below 3 the first-order posterior under-covers and
+        :meth:`conf_int` / ``predict(return_std=True)`` warn.
+    coef_covariance_ : ndarray of shape (n_features, n_features) or None
+        The covariance of the noise-aware posterior of ``coef_`` in the data's units, marginal
+        over the intercept (``"ssp_posterior"``; ``None`` for the posterior draws, which
+        release nothing about their spread).  Post-processing of the release.
+    posterior_covariance_ : ndarray of shape (n_features + fit_intercept, n_features + fit_intercept) or None
+        The same for ``(coef_, intercept_)`` jointly (the intercept last); used by
+        ``predict(return_std=True)``.
     lambda_min_noisy_ : float
         The released λ̃ (scaled units).  This and the attributes below are those of the
         posterior draw and are ``None`` with ``calibration="ssp_posterior"``.
@@ -226,6 +245,21 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     scaled units).  Well-conditioned large data get ``λ_n = 0``; small or ill-conditioned
     data get shrinkage instead of a draw drowned in noise.
 
+    **Uncertainty ("ssp_posterior" only).**  The posterior of θ given ``(Ã, b̃, q̃)`` is
+    Gaussian, ``N(m, Σ)`` (scaled units; :func:`~sklearn_bayes.privacy._linear._ssp_posterior.noise_aware_posterior`),
+    and the map to ``(coef_, intercept_)`` is diagonal, ``J``: ``posterior_covariance_ = JΣJ``,
+    ``coef_covariance_`` its leading block, :meth:`conf_int` the intervals
+    ``coef_ ± z_{1-α/2} √diag(coef_covariance_)`` and ``predict(X, return_std=True)`` the sd
+    ``√(x̃ᵀ posterior_covariance_ x̃ + s² y_bound²)``, ``x̃ = [x, 1]``, ``s² =`` ``residual_variance_``
+    (from the released ``yᵀy``).  All are functions of the release: no budget, no ledger record.
+    Measured coverage of the nominal 95 % intervals of the population coefficients (``d = 3``,
+    unclipped bounded data, 400 repetitions per cell): 94.1-96.2 % for ε ∈ {0.1, 1, 10} ×
+    n ∈ {10³, 10⁴, 10⁵} except ε = 0.1, n = 10³ (18.6 %), where the released Gram is mostly
+    noise (``gram_signal_to_noise_ < 0``) and the first-order treatment of ``Eθ`` (independent
+    of ``Ã``) fails; a warning says so below 3.  The posterior draws (``"released_norm"``,
+    ``"thesis"``) release nothing about their spread; :meth:`conf_int` raises for them
+    rather than spend more budget.
+
     Examples
     --------
     >>> import numpy as np, warnings
@@ -302,6 +336,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         for entry in release.ledger:
             self._record(ledger_, entry.mechanism, entry.epsilon, entry.delta, note=entry.note)
         self._set_coefficients(release.theta, calibration.x_share)
+        self._set_covariance(release.covariance, calibration.x_share)
         # every calibration sets every attribute (None where it has no value)
         for name in FITTED_ATTRIBUTES:
             setattr(self, name, release.attributes.get(name))
@@ -309,6 +344,127 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         self.delta_spent_ = delta
         self.ledger_ = ledger_
         return self
+
+    def _set_covariance(self, cov, x_share):
+        """``posterior_covariance_`` and ``coef_covariance_`` in the data's units (``None`` without a posterior).
+
+        The map from the scaled θ to ``(coef_, intercept_)`` is diagonal, ``J``; the covariance
+        is ``J Σ J`` (post-processing of the released posterior).
+        """
+        if cov is None:
+            self.posterior_covariance_ = self.coef_covariance_ = None
+            return
+        p = cov.shape[0]
+        coef, intercept = self._unscale(np.eye(p), float(self.y_bound), x_share)
+        scale = np.diag(np.column_stack([coef, intercept]) if self.fit_intercept else coef)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # an extreme x_bound/y_bound ratio may overflow a variance to inf (an honest "unbounded")
+            full = cov * scale[:, None] * scale[None, :]
+            full = 0.5 * (full + full.T)
+        self.posterior_covariance_ = full
+        self.coef_covariance_ = full[: self.n_features_in_, : self.n_features_in_].copy()
+
+    def _check_posterior(self, what):
+        check_is_fitted(self)
+        if getattr(self, "posterior_covariance_", None) is None:
+            raise ValueError(
+                f"{what} needs the noise-aware posterior of calibration='ssp_posterior'; this estimator was "
+                f"fitted with calibration={self.calibration!r}, which releases one posterior draw and nothing "
+                "about its spread: an honest interval would need a further private release (more budget), "
+                "which this estimator does not spend silently. Refit with calibration='ssp_posterior'."
+            )
+        if self.gram_signal_to_noise_ < _RELIABLE_GRAM_SNR:
+            # a function of the release only (post-processing): the warning reveals nothing more
+            warnings.warn(
+                f"{what}: the released Gram matrix is dominated by its privacy noise "
+                f"(gram_signal_to_noise_={self.gram_signal_to_noise_:.3g} < {_RELIABLE_GRAM_SNR:g}); the "
+                "first-order noise-aware posterior under-covers there (measured coverage of nominal 95 % "
+                "intervals: about 93 % at 2.3, 80 % at 1.1, 20-50 % below 0.5). Use a larger epsilon or more data.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def conf_int(self, alpha=0.05):
+        """Posterior-normal ``1 - alpha`` intervals of ``coef_`` that include the privacy noise.
+
+        Post-processing of the release (no budget, no ledger record): the interval of
+        coefficient ``j`` is ``coef_[j] ± z_{1-α/2} √coef_covariance_[j, j]``.  Only with
+        ``calibration="ssp_posterior"``; the posterior draws (``"released_norm"``,
+        ``"thesis"``) raise ``ValueError`` (an honest interval would need a further release).
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+
+        Returns
+        -------
+        intervals : ndarray of shape (n_features, 2)
+            Lower and upper ends for each entry of ``coef_``.
+
+        Notes
+        -----
+        ``coef_covariance_`` is the covariance of the Gaussian posterior of θ given the
+        noisy statistics ``(Ã, b̃, q̃)`` and the known noise law
+        (:func:`~sklearn_bayes.privacy._linear._ssp_posterior.noise_aware_posterior`):
+        ``b̃ = Ãθ + ξ``, ``ξ ~ N(0, (σ_b² + σ_A² E||θ||²) I + s² Ã₊)``, so its precision
+        ``Ã S⁻¹ Ã + prior`` contains the sampling error of the residuals (``s² Ã₊``), the noise
+        of ``Xᵀy`` (``σ_b²``) and that of ``XᵀX`` acting on θ (``σ_A² ||θ||²``).  Measured
+        coverage of the nominal 95 % intervals of the population coefficients (``d = 3``,
+        bounded data, 400 repetitions per cell; User Guide, *Uncertainty*): 94.1-96.2 % in
+        every cell of ε ∈ {0.1, 1, 10} × n ∈ {10³, 10⁴, 10⁵} except ε = 0.1, n = 10³ (18.6 %),
+        where the privacy noise dominates the released Gram (``gram_signal_to_noise_ < 3``:
+        a ``UserWarning``; measured about 93 % at 2.3, 80 % at 1.1).  The prior's empirical-Bayes
+        shrinkage makes the largest coefficient the least covered (89-92 % near the threshold).
+
+        Examples
+        --------
+        >>> import numpy as np, warnings
+        >>> from sklearn_bayes.privacy import AdaOPSRegressor
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(-1, 1, size=(20000, 3))
+        >>> y = X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.standard_normal(20000)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
+        ...     est = AdaOPSRegressor(epsilon=1.0, x_bound=2.0, y_bound=2.0, random_state=0).fit(X, y)
+        >>> ci = est.conf_int(0.05)
+        >>> ci.shape, bool(np.all(ci[:, 0] < est.coef_)), len(est.ledger_.records)
+        ((3, 2), True, 1)
+        """
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < float(alpha) < 1.0:
+            raise ValueError(f"alpha must be a float in (0, 1), got alpha={alpha!r}.")
+        self._check_posterior("conf_int")
+        z = float(special.ndtri(1.0 - 0.5 * float(alpha)))
+        half = z * np.sqrt(np.maximum(np.diag(self.coef_covariance_), 0.0))
+        return np.column_stack([self.coef_ - half, self.coef_ + half])
+
+    def predict(self, X, return_std=False):
+        """Predict ``X @ coef_ + intercept_``; with ``return_std``, the predictive standard deviation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the sd of the predictive distribution (scikit-learn's
+            ``BayesianRidge`` convention): ``√(x̃ᵀ Σ x̃ + s²)`` with ``x̃ = [x, 1]``, ``Σ =
+            posterior_covariance_`` and ``s² = residual_variance_ y_bound²`` the noise variance
+            estimated from the released ``yᵀy``.  Post-processing (no budget); only with
+            ``calibration="ssp_posterior"`` (``ValueError`` otherwise).
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,)
+            Only with ``return_std=True``.
+        """
+        if not return_std:
+            return self._linear_predictor(X)
+        self._check_posterior("predict(X, return_std=True)")
+        y_mean = self._linear_predictor(X)
+        Xv = check_features(self, X, reset=False)
+        Z = np.column_stack([Xv, np.ones(Xv.shape[0])]) if self.fit_intercept else Xv
+        var = np.einsum("ij,jk,ik->i", Z, self.posterior_covariance_, Z)
+        var = np.maximum(var, 0.0) + self.residual_variance_ * float(self.y_bound) ** 2
+        return y_mean, np.sqrt(var)
 
     def per_instance_epsilon(self, X, y, delta=None):
         """Exact per-instance ε of each record for the fitted posterior draw (curator-side diagnostic).

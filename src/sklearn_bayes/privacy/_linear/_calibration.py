@@ -66,6 +66,7 @@ FITTED_ATTRIBUTES = (
     "noise_scale_yty_",
     "prior_variance_",
     "residual_variance_",
+    "gram_signal_to_noise_",
     "lambda_min_noisy_",
     "noise_scale_lambda_",
     "margin_",
@@ -99,6 +100,9 @@ class Release(NamedTuple):
     theta: np.ndarray
     attributes: dict
     ledger: tuple
+    #: the posterior covariance of ``theta`` (scaled units) where the release determines one
+    #: (``"ssp_posterior"``), else ``None``: post-processing of the release like ``theta``
+    covariance: np.ndarray = None
 
 
 class Calibration:
@@ -138,8 +142,8 @@ class Calibration:
         """
         raise NotImplementedError
 
-    def _release(self, theta, attributes, epsilon, delta, budget):
-        return Release(theta, attributes, self.ledger_entries(epsilon, delta, budget))
+    def _release(self, theta, attributes, epsilon, delta, budget, covariance=None):
+        return Release(theta, attributes, self.ledger_entries(epsilon, delta, budget), covariance)
 
 
 class SSPPosteriorCalibration(Calibration):
@@ -159,7 +163,7 @@ class SSPPosteriorCalibration(Calibration):
     name = "ssp_posterior"
     x_share = _SSP_X_SHARE
     attributes = ("noise_scale_gram_", "noise_scale_xty_", "noise_scale_yty_", "prior_variance_",
-                  "residual_variance_")
+                  "residual_variance_", "gram_signal_to_noise_")
 
     def budget(self, epsilon, delta):
         return ssp_posterior_budget(epsilon, delta)
@@ -182,15 +186,18 @@ class SSPPosteriorCalibration(Calibration):
         # prior N(0, τ² diag(1, …, 1, share/(1 - share))): the same scale for the intercept and for
         # a slope per unit of x_bound, in units of y, as an isotropic prior on [x/x_bound, 1]/√2
         ratio = _SSP_X_SHARE / (1.0 - _SSP_X_SHARE) if fit_intercept else None
-        mean, _, tau2, s2 = noise_aware_posterior(A, xty, q, n, b["sigma_gram"], b["sigma_xty"], intercept_ratio=ratio)
+        mean, cov, tau2, s2 = noise_aware_posterior(A, xty, q, n, b["sigma_gram"], b["sigma_xty"], intercept_ratio=ratio)
         attributes = {
             "noise_scale_gram_": b["sigma_gram"],
             "noise_scale_xty_": b["sigma_xty"],
             "noise_scale_yty_": b["sigma_yty"],
             "prior_variance_": tau2,
             "residual_variance_": s2,
+            # λ_min(Ã) over the spectral scale 2σ_A√p of the Gram's noise: the first-order posterior
+            # (and its intervals) is reliable only well above 1 (measured: >= 3; AdaOPSRegressor.conf_int)
+            "gram_signal_to_noise_": float(linalg.eigvalsh(A)[0]) / (2.0 * b["sigma_gram"] * math.sqrt(A.shape[0])),
         }
-        return self._release(mean, attributes, epsilon, delta, b)
+        return self._release(mean, attributes, epsilon, delta, b, covariance=cov)
 
 
 class ReleasedNormCalibration(Calibration):
