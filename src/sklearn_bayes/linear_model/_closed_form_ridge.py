@@ -91,6 +91,10 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         Coefficients on the original feature scale.
     intercept_ : float
         Intercept (0.0 if ``fit_intercept=False``).
+    coef_covariance_ : ndarray of shape (n_features, n_features)
+        Posterior covariance :math:`\\hat\\sigma^2 (X^\\top W X + \\hat\\lambda I)^{-1}` of the
+        coefficients (computed on the standardised features and mapped to the units of ``coef_``;
+        zero rows and columns for constant features), marginal over the intercept.
     n_features_in_ : int
         Number of features seen during ``fit``.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -128,6 +132,30 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
     :math:`\\hat\\lambda \\to \\sigma^2 \\operatorname{tr} S^{-1} / \\beta^\\top S^{-1}\\beta`, close to
     the Hoerl-Kennard-Baldwin estimator.
 
+    **Uncertainty.**  ``coef_covariance_`` is the covariance of the Gaussian posterior under the
+    prior :math:`N(0, \\sigma^2/\\hat\\lambda\\, I)` on the standardised coefficients (flat on the
+    intercept; with centred data the intercept is uncorrelated with the coefficients, so the
+    covariance is marginal over it), with the plug-ins :math:`\\hat\\sigma^2` and
+    :math:`\\hat\\lambda` treated as known; ``conf_int`` returns
+    :math:`\\hat\\beta_j \\mp z_{1-\\alpha/2}\\, \\mathrm{sd}_j`.  As frequentist intervals they are
+    biased: they are centred on the ridge estimate, whose mean is
+    :math:`\\beta - \\hat\\lambda (X^\\top X + \\hat\\lambda I)^{-1}\\beta` (shrunk towards 0), and
+    their width is the posterior sd, larger than the sampling sd of the ridge estimate.  The two
+    errors offset when all the coefficients are of similar size (the Bayesian model is then
+    about right) but not for a large coefficient among small ones: measured coverage of nominal
+    95 % intervals (R = 400 fits, 5 standard-normal features, unit noise):
+
+    ==================================  ===========  ======================================
+    setting                             median lam   coverage (per coefficient)
+    ==================================  ===========  ======================================
+    N=300, beta=(.5,-.25,0,.25,.1)      12           0.956 (0.94-0.97)
+    N=300, beta / 10 (low SNR)          140          0.978 (0.97-0.99): conservative
+    N=300, corr. 0.9, beta / 20         16           0.977 (0.97-0.99)
+    N=50, beta=(.3,0,0,0,0)             18           0.888 for beta_1 (biased), 0.96-0.98 zeros
+    ==================================  ===========  ======================================
+
+    (``doc/user_guide/subsampled_prior.rst``, *Uncertainty*, gives the command.)
+
     References
     ----------
     S. Aydın, *Bayesian Methods for Tackling Complex Inferential Problems in Data Science*,
@@ -143,6 +171,8 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
     0.016
     >>> round(reg.score(X, y), 3)
     0.997
+    >>> reg.conf_int(alpha=0.05).shape
+    (5, 2)
     """
 
     _parameter_constraints = {"fit_intercept": ["boolean"]}

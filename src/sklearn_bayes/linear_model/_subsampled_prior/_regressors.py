@@ -166,7 +166,19 @@ _doc(
     (22, 91)
     >>> round(reg.score(X, y), 3)
     0.999
+    >>> reg.conf_int(alpha=0.05).shape, reg.predict(X[:2], return_std=True)[1].shape
+    ((10, 2), (2,))
 """,
+    uncertainty=dict(
+        hess_text=":math:`\\ell'' = 1/\\hat\\sigma^2`, ``noise_variance_`` plugged in",
+        coverage_text=(
+            "    N = 300 (n = 12): coefficients 0.948 (R = 200 fits), ``covariance='sampling'`` 0.954;\n"
+            "    ``predict(X, return_std=True)``: the predictive interval covers 0.950 of 200 new rows per fit,\n"
+            "    :math:`\\sqrt{\\tilde x^\\top \\Sigma \\tilde x + \\hat\\sigma^2}` being the predictive sd\n"
+            "    (scikit-learn's ``BayesianRidge`` convention, the noise included).  The plug-in\n"
+            "    :math:`\\hat\\sigma^2` is treated as known (normal, not Student-t, quantiles)."
+        ),
+    ),
 )
 
 
@@ -300,5 +312,12 @@ _doc(
     >>> reg = SubsampledPriorPoissonRegressor(random_state=0).fit(X, y)
     >>> bool(np.abs(reg.coef_ - [0.5, -0.3, 0.0]).max() < 0.05)
     True
+    >>> ci = reg.conf_int()
+    >>> bool(np.all((ci[:, 0] < [0.5, -0.3, 0.0]) & ([0.5, -0.3, 0.0] < ci[:, 1])))
+    True
 """,
+    uncertainty=dict(
+        hess_text=":math:`\\ell'' = e^{\\eta}`, the Poisson variance; with overdispersed\n    counts the intervals are too narrow, as for any Poisson likelihood",
+        coverage_text="    N = 300 (n = 30): 0.930 (R = 200 fits), ``covariance='sampling'`` 0.945.",
+    ),
 )
