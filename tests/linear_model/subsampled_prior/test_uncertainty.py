@@ -209,3 +209,29 @@ def test_logistic_coverage_small_n():
     per_coef = _coverage("logistic", 300, 200)
     assert 0.76 <= per_coef.mean() <= 0.88, per_coef
     _check(_coverage("logistic", 300, 200, "sampling"), 200)
+
+
+if __name__ == "__main__":  # the coverage table of doc/user_guide/subsampled_prior.rst ("Uncertainty")
+    from sklearn_bayes import ClosedFormRidge
+
+    print("setting | R | coverage per coefficient | pooled")
+    for kind, n, R in [("ridge", 300, 200), ("poisson", 300, 200), ("logistic", 3000, 100), ("logistic", 300, 200)]:
+        for cov in ("posterior", "sampling"):
+            c = _coverage(kind, n, R, cov)
+            print(f"{_EST[kind].__name__} N={n} {cov} | {R} | {np.round(c, 3).tolist()} | {c.mean():.3f}")
+    pred = []
+    for r in range(200):
+        rng = np.random.default_rng(r)
+        X, y = _data("ridge", 300, rng)
+        Xt, yt = _data("ridge", 200, rng)
+        mean, sd = SubsampledPriorRidge(random_state=r).fit(X, y).predict(Xt, return_std=True)
+        pred.append(np.mean(np.abs(yt - mean) <= Z95 * sd))
+    print(f"SubsampledPriorRidge N=300 predictive (200 new rows per fit) | 200 | | {np.mean(pred):.3f}")
+    hits = []
+    for r in range(400):
+        rng = np.random.default_rng(r)
+        X, y = _data("ridge", 300, rng)
+        ci = ClosedFormRidge().fit(X, y).conf_int()
+        hits.append((ci[:, 0] <= BETA) & (BETA <= ci[:, 1]))
+    c = np.array(hits).mean(axis=0)
+    print(f"ClosedFormRidge N=300 | 400 | {np.round(c, 3).tolist()} | {c.mean():.3f}")
