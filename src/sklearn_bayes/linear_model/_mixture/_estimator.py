@@ -19,6 +19,7 @@ from sklearn_bayes.utils import IntegerInterval, check_generator, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, Standardisation, normalise_weights, validate_regression_data
 from sklearn_bayes._glm._base import _column_offset_scale
+from sklearn_bayes.linear_model._mixture import _inference
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._em import EMProblem, describe_residuals, em, log_joint
 from sklearn_bayes.linear_model._mixture._s_start import s_starts
@@ -426,9 +427,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         full = None if sub is None else (Xa, yc, sw)
         if self.variant == "min_variance":
-            best, loss, prob = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
+            best, loss, prob, loss_scale = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
         else:
-            best, loss, prob = self._fit_paper(prob, starts, scales0, full)
+            (best, loss, prob), loss_scale = self._fit_paper(prob, starts, scales0, full), None
         if not best.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
@@ -436,6 +437,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                 ConvergenceWarning,
             )
         self._store(best, loss, prob, st, comps, X, y, sw, tiny, W)
+        self._store_uncertainty(best, loss, loss_scale, prob, st, X, y)
         return self
 
     def _check_rows(self, y, pos, p):
@@ -554,8 +556,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         error mixture of its residuals (weights and scales by EM at fixed coefficients).
 
         ``full``: ``(Xa, y, sw)`` of all rows when the selection ran on a subsample; the kept
-        loss is then refitted on all rows from its subsample fit.  Returns ``(result, norm, problem)``:
-        the :class:`EMResult`, the kept norm and the :class:`EMProblem` of the rows fitted."""
+        loss is then refitted on all rows from its subsample fit.  Returns ``(result, norm, problem,
+        scale)``: the :class:`EMResult`, the kept norm, the :class:`EMProblem` of the rows fitted
+        and the loss's fixed scale (standardised units)."""
         slopes = np.arange(prob.Xa.shape[1] - int(self.fit_intercept))
         sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
                                    slopes)  # fmt: skip
@@ -569,7 +572,143 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                             prior_strength=prob.prior_strength)  # fmt: skip
         W = norm.weights((prob.y - prob.Xa @ theta) / scale) / (scale * scale)
         best = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, a=a0)
-        return best, norm, prob
+        return best, norm, prob, scale
+
+    def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y):
+        """``coef_covariance_`` (and the intercept's row), ``selected_scale_`` and ``outlier_mask_``.
+
+        The sandwich of the fitted estimating equation at the final residuals of the rows fitted
+        (all rows): the selected loss at its fixed scale (``"min_variance"``), or the inverse
+        outer product of the mixture likelihood's scores (``"paper"``, :class:`MixtureScore`).
+        """
+        if loss is None:
+            norm, scale = _inference.MixtureScore(best.W), 1.0
+        else:
+            norm, scale = loss, loss_scale
+        cov, self.df_resid_ = _inference.parameter_covariance(prob.Xa, best.residuals, prob.sw, scale, norm, st,
+                                                              self.fit_intercept)  # fmt: skip
+        d = X.shape[1]
+        self.coef_covariance_ = cov[:d, :d]
+        self._params_covariance = cov
+        self.selected_scale_ = None if loss is None else float(loss_scale * st.y_scale)
+        r = y - X @ self.coef_ - self.intercept_
+        self.outlier_mask_ = np.abs(r) > np.maximum(2.5 * self.residual_scale_,
+                                                    _rounding_level(X, y, self.coef_, self.intercept_))  # fmt: skip
+
+    def conf_int(self, alpha=0.05):
+        """Wald confidence intervals for ``coef_`` from the sandwich covariance.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the nominal coverage.
+
+        Returns
+        -------
+        intervals : ndarray of shape (n_features, 2)
+            Lower and upper ends ``coef_ -+ t_{n - p - 1, 1 - alpha / 2} se`` (``se`` the square
+            roots of the diagonal of ``coef_covariance_``; ``n`` rows with positive weight,
+            ``p`` features; ``n - p`` without an intercept).  NaN for a feature that is not
+            identified (constant with an intercept).
+
+        Notes
+        -----
+        Student-t rather than normal quantiles: the sandwich's scale and matrices are
+        estimated from the same ``n`` rows, and with ``n`` near 100 the normal quantile
+        undercovers by about half a percent more.  The intervals are conditional on the
+        selected loss (they ignore the noise of its choice); see the user guide for the
+        coverage measured with the choice included.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_bayes import MixtureMEstimatorRegressor
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(200, 2))
+        >>> y = 1.0 + X @ np.array([2.0, -1.0]) + rng.standard_t(3, size=200)
+        >>> ci = MixtureMEstimatorRegressor(random_state=0).fit(X, y).conf_int()
+        >>> bool(np.all((ci[:, 0] < [2.0, -1.0]) & ([2.0, -1.0] < ci[:, 1])))
+        True
+        """
+        check_is_fitted(self)
+        alpha = _inference.validate_alpha(alpha)
+        std = np.sqrt(np.diag(self.coef_covariance_))
+        return _inference.wald_intervals(self.coef_, std, self.df_resid_, alpha)
+
+    def summary(self, alpha=0.05, X=None, y=None, threshold=2.5):
+        """A statsmodels-style summary of the fit: coefficients, the loss, the error mixture, outliers.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default=0.05
+            One minus the coverage of the intervals in the table.
+        X, y : array-like, default=None
+            Rows whose outliers are listed (:meth:`flag_outliers`).  If omitted, the training
+            rows flagged at fit (``outlier_mask_``, threshold 2.5); a ``threshold`` other than
+            2.5 then needs ``X`` and ``y``.
+        threshold : float, default=2.5
+            Cut-off of :meth:`flag_outliers` for ``X``, ``y``.
+
+        Returns
+        -------
+        summary : MixtureSummary
+            ``print(summary)`` shows the tables; ``summary.coefficients`` (coefficients with the
+            intercept as ``const``, standard errors, t values, p-values and the ``1 - alpha``
+            interval) and ``summary.mixture`` (weights and scales of the error laws) are
+            pandas DataFrames when pandas is installed (record arrays otherwise);
+            ``summary.outliers`` the flagged row indices, ``summary.info`` the rest.
+
+        Notes
+        -----
+        Rows are named from ``feature_names_in_`` when the training ``X`` had column names,
+        else ``x0, x1, ...``.  The t values are ``coef / se`` and their p-values two-sided
+        Student-t with ``df_resid_`` degrees of freedom, as :meth:`conf_int`.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn_bayes import MixtureMEstimatorRegressor
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(200, 2))
+        >>> y = 1.0 + X @ np.array([2.0, -1.0]) + rng.standard_t(3, size=200)
+        >>> s = MixtureMEstimatorRegressor(random_state=0).fit(X, y).summary()
+        >>> list(s.coefficients.index)
+        ['x0', 'x1', 'const']
+        """
+        check_is_fitted(self)
+        alpha = _inference.validate_alpha(alpha)
+        if (X is None) != (y is None):
+            raise ValueError("summary: pass both X and y (to flag their outliers) or neither.")
+        if X is None:
+            if threshold != 2.5:
+                raise ValueError("summary: a threshold other than 2.5 needs X and y (the training rows "
+                                 "were flagged at 2.5 during fit).")  # fmt: skip
+            outliers = np.flatnonzero(self.outlier_mask_)
+        else:
+            outliers = np.flatnonzero(self.flag_outliers(X, y, threshold))
+        d = len(self.coef_)
+        names = [str(n) for n in getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)])]
+        coef, cov = self.coef_, self._params_covariance
+        if self.fit_intercept:
+            names, coef = names + ["const"], np.append(coef, self.intercept_)
+        else:
+            cov = cov[:d, :d]
+        std = np.sqrt(np.diag(cov))
+        comps = [type(c).__name__.replace("Component", "").lower() for c in self.components_]
+        info = {
+            "variant": self.variant,
+            "selected loss": self.selected_loss_ or "mixture likelihood (EM)",
+            "loss scale": np.nan if self.selected_scale_ is None else self.selected_scale_,
+            "residual scale": self.residual_scale_,
+            "rows": int(len(self.outlier_mask_)),
+            "df resid": int(self.df_resid_),
+            "covariance": "sandwich (HC, selected loss)" if self.variant == "min_variance"
+            else "outer product of scores",
+            "threshold": float(threshold),
+            "alpha": alpha,
+        }  # fmt: skip
+        mixture = (comps, self.mixture_weights_, self.scales_)
+        return _inference.MixtureSummary(names, coef, std, self.df_resid_, alpha, mixture, outliers, info)
 
     @property
     def sample_weights_(self):

@@ -56,6 +56,24 @@ def irls(Xa, y, sw, theta, scale, norm, wls, max_iter=200, tol=1e-8):
     return theta, max_iter
 
 
+def sandwich_core(Xa, r, sw, scale, norm):
+    """``A^-1 B A^-1`` of the ``norm`` M-estimator at residuals ``r`` (the sandwich in units of ``s^2``).
+
+    ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i psi(u_i)^2 x_i x_i^T``, ``u = r / s``;
+    ``None`` if ``A`` is not positive definite.  :func:`sandwich_variance` (the selection) and
+    the estimator's ``coef_covariance_`` both use it.
+    """
+    _, psi, dpsi = norm.psi_terms(r / scale)
+    A = Xa.T @ (Xa * (sw * dpsi)[:, None])
+    B = Xa.T @ (Xa * (sw * psi * psi)[:, None])
+    try:
+        L = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return None
+    Ai = np.linalg.solve(L.T, np.linalg.solve(L, np.eye(len(A))))
+    return Ai @ B @ Ai
+
+
 def sandwich_variance(Xa, r, sw, scale, norm, slopes):
     """Trace over the ``slopes`` columns of the sandwich covariance of the ``norm`` M-estimator at residuals ``r``.
 
@@ -64,15 +82,9 @@ def sandwich_variance(Xa, r, sw, scale, norm, slopes):
     Carlo", 1973), times ``n / (n - p)``; ``inf`` if ``A`` is not positive definite (a
     redescending loss whose ``psi'`` is negative on too many rows).
     """
-    _, psi, dpsi = norm.psi_terms(r / scale)
-    A = Xa.T @ (Xa * (sw * dpsi)[:, None])
-    B = Xa.T @ (Xa * (sw * psi * psi)[:, None])
-    try:
-        L = np.linalg.cholesky(A)
-    except np.linalg.LinAlgError:
+    V = sandwich_core(Xa, r, sw, scale, norm)
+    if V is None:
         return math.inf
-    Ai = np.linalg.solve(L.T, np.linalg.solve(L, np.eye(len(A))))
-    V = Ai @ B @ Ai
     wt, p = float(sw.sum()), Xa.shape[1]
     t = float(np.trace(V[np.ix_(slopes, slopes)])) * scale * scale * wt / max(wt - p, 1.0)
     return t if np.isfinite(t) else math.inf

@@ -1,0 +1,219 @@
+"""Uncertainty of :class:`~sklearn_bayes.MixtureMEstimatorRegressor`: the sandwich covariance and the summary table.
+
+:func:`parameter_covariance` maps the sandwich covariance of the fitted M-estimator (computed by
+:func:`~sklearn_bayes.linear_model._mixture._selection.sandwich_core`, the same code that
+chooses the loss) from the standardised augmented design to the data's units;
+:class:`MixtureSummary` is what ``summary()`` returns.  Inputs are plain arrays; no estimator
+state is touched here.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from sklearn_bayes.linear_model._mixture._selection import sandwich_core
+
+__all__ = ["MixtureScore", "MixtureSummary", "parameter_covariance", "validate_alpha", "wald_intervals"]
+
+
+@dataclass(frozen=True)
+class MixtureScore:
+    """The score of the mixture likelihood, ``psi(r) = W(r) r = -d/dr log p(r)``, used as its own information.
+
+    ``psi_terms`` returns ``psi' := psi^2``, so the sandwich ``A^-1 B A^-1`` is ``(sum_i w_i
+    psi(r_i)^2 x_i x_i^T)^-1``: the inverse outer-product-of-scores information of the
+    coefficients with the mixture weights and scales held fixed (``variant="paper"``).  The
+    observed ``psi'`` is not usable (the Laplace component's score jumps at 0, so its smoothed
+    derivative is a spike on the rows the fit passes through), and with the IRLS weights held
+    fixed ``A = sum w_i W_i x_i x_i^T`` is dominated by those rows' weights ``1 / (b |r_i|)``.
+    """
+
+    W: np.ndarray
+
+    def psi_terms(self, u):
+        psi = self.W * u
+        return self.W, psi, psi * psi
+
+
+@dataclass(frozen=True)
+class LeverageAdjusted:
+    """``norm`` with ``psi(u_i)`` divided by ``(1 - h_i)^(power / 2)`` in the ``B`` matrix (MacKinnon-White HC2/HC3).
+
+    ``h_i = w_i psi'(u_i) x_i^T A^-1 x_i``, the leverages of the design weighted by ``psi'``
+    (clipped to ``[0, 0.99]``); ``A`` is unchanged.
+    """
+
+    norm: object
+    h: np.ndarray
+    power: float
+
+    def psi_terms(self, u):
+        w, psi, dpsi = self.norm.psi_terms(u)
+        return w, psi / (1.0 - self.h) ** (self.power / 2.0), dpsi
+
+
+def leverages(Xa, r, sw, scale, norm):
+    """``h_i = w_i psi'(u_i) x_i^T A^-1 x_i`` clipped to ``[0, 0.99]`` (zeros if ``A`` is singular)."""
+    dpsi = norm.psi_terms(r / scale)[2]
+    A = Xa.T @ (Xa * (sw * dpsi)[:, None])
+    try:
+        G = np.linalg.solve(A, Xa.T)
+    except np.linalg.LinAlgError:
+        return np.zeros(len(r))
+    return np.clip(sw * dpsi * np.einsum("ij,ji->i", Xa, G), 0.0, 0.99)
+
+
+LEVERAGE_POWER = 2.0
+
+
+def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None):
+    """Sandwich covariance of ``(coef, intercept)`` in the data's units, shape ``(d + 1, d + 1)`` (intercept last).
+
+    ``Xa``, ``r``, ``scale`` are in standardised units (``r = y - Xa @ theta``); the weights
+    ``sw`` are rescaled to mean one over the rows with positive weight, ``m`` of them, and the
+    sandwich is multiplied by ``m / (m - p)`` (``p`` the columns of ``Xa``).  Columns of ``Xa``
+    that are zero on every weighted row (constant features with an intercept) are not
+    identified: their rows and columns are NaN.  Without an intercept the last row and column
+    are 0.  Returns ``(cov, dof)`` with ``dof = m - p``; ``cov`` is all NaN if ``A`` is not
+    positive definite.
+    """
+    pos = sw > 0
+    m = int(pos.sum())
+    d = Xa.shape[1] - int(fit_intercept)
+    keep = np.flatnonzero(np.any(Xa[pos] != 0, axis=0))
+    p = len(keep)
+    dof = max(m - p, 1)
+    out = np.full((d + 1, d + 1), np.nan)
+    if not fit_intercept:
+        out[d, :] = out[:, d] = 0.0
+    power = LEVERAGE_POWER if power is None else power
+    if power:
+        norm = LeverageAdjusted(norm, leverages(Xa[:, keep], r, sw, scale, norm), power)
+    V = sandwich_core(Xa[:, keep], r, sw, scale, norm)
+    if V is None:
+        return out, dof
+    small = 1.0 if power else m / dof  # small-sample factor: the leverages, else m / (m - p)
+    V = V * (scale * scale * float(sw.sum()) / m * small)  # weights of mean 1
+    # Jacobian of (coef, intercept) in the data's units with respect to the kept standardised parameters
+    kept_x = keep[keep < d]
+    J = np.zeros((d + 1, p))
+    with np.errstate(over="ignore", invalid="ignore"):
+        D = st.y_scale / st.x_scale[kept_x]
+        J[kept_x, np.arange(len(kept_x))] = D
+        if fit_intercept:
+            J[d, : len(kept_x)] = -st.x_offset[kept_x] * D
+            J[d, p - 1] = st.y_scale
+        C = J @ V @ J.T
+    idx = np.append(kept_x, d) if fit_intercept else kept_x
+    out[np.ix_(idx, idx)] = C[np.ix_(idx, idx)]
+    return out, dof
+
+
+def validate_alpha(alpha):
+    """``alpha`` as a float in (0, 1), else ``ValueError`` naming it."""
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}.")
+    if not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}.")
+    return float(alpha)
+
+
+def wald_intervals(estimate, std, dof, alpha):
+    """``estimate -+ t_{dof, 1 - alpha/2} std``, shape ``(k, 2)``."""
+    q = stats.t.ppf(1.0 - alpha / 2.0, dof)
+    return np.column_stack([estimate - q * std, estimate + q * std])
+
+
+def _records(columns):
+    """A pandas DataFrame of ``columns`` (an ordered dict) if pandas is installed, else a record array."""
+    try:
+        import pandas as pd
+    except ImportError:  # pandas is optional
+        pd = None
+    if pd is not None:
+        names = columns.pop("")
+        return pd.DataFrame(columns, index=pd.Index(names, name=""))
+    return np.rec.fromarrays(list(columns.values()), names=["name" if k == "" else k for k in columns])
+
+
+def _fmt(v):
+    if isinstance(v, str):
+        return v
+    if not np.isfinite(v):
+        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    return f"{v:.4g}" if abs(v) >= 1e-4 or v == 0 else f"{v:.3e}"
+
+
+def _table(header, rows):
+    cols = list(zip(header, *rows))
+    widths = [max(len(str(c)) for c in col) for col in cols]
+    line = lambda cells: "  ".join(str(c).rjust(w) if i else str(c).ljust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths)))  # fmt: skip
+    return [line(header), "-" * (sum(widths) + 2 * (len(widths) - 1))] + [line(r) for r in rows]
+
+
+class MixtureSummary:
+    """What :meth:`MixtureMEstimatorRegressor.summary` returns: printable tables of a fit.
+
+    Attributes
+    ----------
+    coefficients : pandas.DataFrame or numpy.recarray
+        One row per coefficient (features, then ``const`` if fitted): ``coef``, ``std_err``,
+        ``t``, ``P>|t|``, ``lower`` and ``upper`` (the ``1 - alpha`` interval).  A record
+        array (with a ``name`` field) when pandas is not installed.
+    mixture : pandas.DataFrame or numpy.recarray
+        One row per error-law component: ``weight`` and ``scale``.
+    outliers : ndarray of int
+        Indices of the flagged rows.
+    info : dict
+        Variant, selected loss and its scale, rows, degrees of freedom, ``alpha``, covariance
+        type, residual scale, outlier threshold.
+    """
+
+    def __init__(self, names, coef, std, dof, alpha, mixture, outliers, info):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = coef / std
+        pvals = 2.0 * stats.t.sf(np.abs(t), dof)
+        ci = wald_intervals(coef, std, dof, alpha)
+        self._coef_rows = [list(names), coef, std, t, pvals, ci[:, 0], ci[:, 1]]
+        self._mix_rows = mixture
+        self.alpha = alpha
+        self.coefficients = _records({"": list(names), "coef": coef, "std_err": std, "t": t, "P>|t|": pvals,
+                                      "lower": ci[:, 0], "upper": ci[:, 1]})  # fmt: skip
+        self.mixture = _records({"": list(mixture[0]), "weight": np.asarray(mixture[1], dtype=float),
+                                 "scale": np.asarray(mixture[2], dtype=float)})  # fmt: skip
+        self.outliers = np.asarray(outliers, dtype=np.intp)
+        self.info = info
+
+    def to_frame(self):
+        """The coefficient table (:attr:`coefficients`)."""
+        return self.coefficients
+
+    def as_text(self):
+        """The summary as plain text (what ``print`` shows)."""
+        info = self.info
+        lo, hi = self.alpha / 2.0, 1.0 - self.alpha / 2.0
+        lines = [f"MixtureMEstimatorRegressor (variant={info['variant']!r})", "=" * 60]
+        for key in ("selected loss", "loss scale", "residual scale", "rows", "df resid", "covariance"):
+            v = info[key]
+            lines.append(f"{key + ':':<16}{_fmt(v) if not isinstance(v, (int, np.integer)) else v}")
+        lines.append("")
+        names, coef, std, t, pv, lower, upper = self._coef_rows
+        rows = [[n, _fmt(c), _fmt(s), _fmt(z), _fmt(q), _fmt(a), _fmt(b)]
+                for n, c, s, z, q, a, b in zip(names, coef, std, t, pv, lower, upper)]  # fmt: skip
+        lines += _table(["", "coef", "std err", "t", "P>|t|", f"[{lo:g}", f"{hi:g}]"], rows)
+        lines.append("")
+        lines += _table(["component", "weight", "scale"],
+                        [[n, _fmt(float(w)), _fmt(float(s))] for n, w, s in zip(*self._mix_rows)])  # fmt: skip
+        lines.append("")
+        k = len(self.outliers)
+        shown = ", ".join(str(i) for i in self.outliers[:20]) + (", ..." if k > 20 else "")
+        lines.append(f"flagged rows (|r| > {info['threshold']:g} x residual scale): {k}" + (f": {shown}" if k else ""))
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.as_text()
+
+    def __repr__(self):
+        return self.as_text()
