@@ -101,8 +101,10 @@ def test_glm_covariance_is_the_inverse_hessian_in_data_units(kind):
     assert_allclose(m.coef_covariance_, inverse_spd(H)[:4, :4], rtol=1e-6)
     H0 = posterior_hessian(X, y, loss, coef, m.intercept_)
     assert_allclose(m.coef_sampling_covariance_, inverse_spd(H0)[:4, :4], rtol=1e-6)
-    ci = m.conf_int(alpha=0.1)
+    ci = m.conf_int(alpha=0.1, covariance="posterior")
     sd = np.sqrt(np.diag(m.coef_covariance_))
+    sd0 = np.sqrt(np.diag(m.coef_sampling_covariance_))
+    assert_allclose(m.conf_int(alpha=0.1), np.column_stack([coef - 1.6448536269514722 * sd0, coef + 1.6448536269514722 * sd0]))
     assert_allclose(ci, np.column_stack([coef - 1.6448536269514722 * sd, coef + 1.6448536269514722 * sd]))
 
 

@@ -41,21 +41,24 @@ _STACKLEVEL = 7
 class _PosteriorMixin:
     """``conf_int`` of the estimators whose loss is a negative log-likelihood (Laplace posterior)."""
 
-    def conf_int(self, alpha=0.05, *, covariance="posterior"):
+    def conf_int(self, alpha=0.05, *, covariance="sampling"):
         """Normal intervals for the entries of ``coef_``.
 
-        ``coef_ -/+ z_{1 - alpha/2} * sqrt(diag(C))`` with ``C`` = ``coef_covariance_`` (the
-        central ``1 - alpha`` credible interval of the Laplace approximation of the posterior,
-        marginal over the intercept) or ``coef_sampling_covariance_`` (a Wald interval that
-        counts the information of the data once; see the Notes of the class for when each
-        reaches its nominal coverage).
+        ``coef_ -/+ z_{1 - alpha/2} * sqrt(diag(C))`` with ``C`` = ``coef_sampling_covariance_``
+        (the default: a Wald interval around the MAP that counts the information of the data
+        once) or ``coef_covariance_`` (the central ``1 - alpha`` credible interval of the Laplace
+        approximation of the posterior, marginal over the intercept).  The default is the one
+        that reached its nominal coverage in every measured setting: the prior is learnt from
+        the same rows, so the posterior counts part of the data twice and its intervals are too
+        narrow when the subsamples are a large share of the rows (logistic regression at
+        N = 300: 0.82 against 0.94; see the Notes of the class).
 
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
             One minus the nominal coverage.
-        covariance : {'posterior', 'sampling'}, default='posterior'
-            Which covariance: ``coef_covariance_`` or ``coef_sampling_covariance_``.
+        covariance : {'sampling', 'posterior'}, default='sampling'
+            Which covariance: ``coef_sampling_covariance_`` or ``coef_covariance_``.
 
         Returns
         -------

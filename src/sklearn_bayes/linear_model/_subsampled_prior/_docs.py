@@ -102,16 +102,16 @@ _UNCERTAINTY_NOTES = """
     covariance is *marginal* over the intercept (its uncertainty is accounted for, as in the
     coefficient covariance of an ordinary least-squares fit), not conditional on its estimate.  It is computed on the standardised data and mapped to the
     data's units like ``coef_`` (entry :math:`(j, k)` times :math:`t_j t_k`,
-    :math:`t_j = s_y / s_{{x_j}}`).  ``conf_int`` returns
+    :math:`t_j = s_y / s_{{x_j}}`).  ``conf_int(covariance='posterior')`` returns
     :math:`\\hat\\beta_j \\mp z_{{1-\\alpha/2}} \\Sigma_{{jj}}^{{1/2}}`.
 
     The prior is learnt from the same rows, so the posterior counts part of the data's
     information twice: its precision is about :math:`(1 + n/N)` times the data's.  With the
     default sizes this is negligible when the subsample size ``n`` is a small fraction of ``N``
-    and the intervals then reach their nominal level; ``conf_int(covariance='sampling')`` uses
+    and the intervals then reach their nominal level; ``conf_int()`` uses by default
     ``coef_sampling_covariance_`` (the data's information counted once, a Wald interval around
-    the MAP, which is then close to the unpenalised fit) and is the safer choice when ``n/N`` is
-    large.  Measured coverage of nominal 95 % intervals (well-specified data, 5 standard-normal
+    the MAP), which reached the nominal level in every measured setting, including large
+    ``n/N``.  Measured coverage of nominal 95 % intervals (well-specified data, 5 standard-normal
     features, pooled over the coefficients; ``tests/linear_model/subsampled_prior/test_uncertainty.py``):
 {coverage_text}"""
 
