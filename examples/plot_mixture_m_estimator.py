@@ -53,6 +53,11 @@ rel = mix.irls_weights_ / np.median(mix.irls_weights_)
 print("IRLS weights of the flagged rows, relative to the median row:", np.round(rel[flag], 3))
 
 # %%
+# Uncertainty: the statsmodels-style summary (sandwich standard errors of the selected loss,
+# t values, 95 % intervals, the loss and its scale, the error mixture and the flagged rows)
+print(mix.summary())
+
+# %%
 # Fitted lines, flagged outliers and the fitted residual mixture
 # ---------------------------------------------------------------
 
@@ -78,4 +83,28 @@ ax1.set_xlabel("residual")
 ax1.set_title("fitted error mixture")
 ax1.legend(fontsize=8)
 fig.tight_layout()
+
+# %%
+# Intervals against the truth
+# ---------------------------
+# Twenty simulated data sets with t3 errors (n = 150, known slopes 1, -0.5, 2): the 95 %
+# intervals of :meth:`~sklearn_bayes.MixtureMEstimatorRegressor.conf_int` around each fit, the
+# true slope dashed.  Over 600 such fits (n = 200) they covered 94.2 % (user guide, *Uncertainty*).
+
+beta = np.array([1.0, -0.5, 2.0])
+fig2, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True)
+for rep in range(20):
+    rng = np.random.default_rng(rep)
+    Xs = rng.normal(size=(150, 3))
+    ys = 0.5 + Xs @ beta + rng.standard_t(3, size=150)
+    ci = MixtureMEstimatorRegressor(random_state=rep).fit(Xs, ys).conf_int()
+    for j, ax in enumerate(axes):
+        hit = ci[j, 0] <= beta[j] <= ci[j, 1]
+        ax.plot(ci[j], [rep, rep], color="k" if hit else "r")
+for j, ax in enumerate(axes):
+    ax.axvline(beta[j], ls="--", color="C0")
+    ax.set_title(f"slope {j} (true {beta[j]:g})")
+    ax.set_xlabel("95 % interval")
+axes[0].set_ylabel("data set")
+fig2.tight_layout()
 plt.show()

@@ -187,6 +187,21 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     selected_loss_ : str or None
         ``variant="min_variance"``: the kept loss, e.g. ``"tukey(c=4.685)"``
         (tuning constant in units of the robust scale); None otherwise.
+    selected_scale_ : float or None
+        ``variant="min_variance"``: the fixed scale ``s`` of the selected loss (units of
+        ``y``; re-estimated from its own residuals after a rejected linearity test); None
+        otherwise.
+    coef_covariance_ : ndarray of shape (n_features, n_features)
+        Covariance of ``coef_`` in the data's units (marginal over the intercept): the
+        sandwich of the selected M-estimator at its final residuals (see Notes,
+        *Uncertainty*); NaN rows and columns for features that are not identified
+        (constant, with an intercept).
+    df_resid_ : int
+        ``n - p - 1`` (``n - p`` without intercept): rows with positive weight minus fitted
+        coefficients; the degrees of freedom of the t quantiles of :meth:`conf_int`.
+    outlier_mask_ : ndarray of bool, shape (n_samples,)
+        ``flag_outliers(X, y)`` of the training rows at the default threshold 2.5 (listed by
+        :meth:`summary`).
     residual_scale_ : float
         Robust scale of the training residuals, ``1.4826 * median |r_i|``
         (sample-weighted), used by :meth:`flag_outliers`; never below the
@@ -302,6 +317,30 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     one hyperplane their residuals are 0 and LTS can prefer the fit through
     them (the user guide has the case); the M-scale sees every residual and
     the deterministic starts never contain such a cluster.
+
+    Uncertainty: ``coef_covariance_`` is the sandwich of the fitted estimating
+    equation :math:`\\sum_i w_i \\psi(r_i / s) x_i = 0` at the final residuals
+    (standardised augmented design, then mapped to the data's units),
+
+    .. math:: \\hat V = s^2 A^{-1} B A^{-1}, \\quad A = \\sum_i w_i \\psi'(u_i) x_i x_i^\\top,
+              \\quad B = \\sum_i w_i \\frac{\\psi(u_i)^2}{(1 - h_i)^2} x_i x_i^\\top,
+
+    with the leverages :math:`h_i = w_i \\psi'(u_i) x_i^\\top A^{-1} x_i` (HC3 of
+    MacKinnon and White; for least squares exactly the textbook HC3), the weights rescaled
+    to mean one (multiplying them all by a constant changes nothing; integer weights are
+    not read as repeated rows).  ``variant="paper"``: the inverse outer product of the
+    mixture likelihood's scores, :math:`(\\sum_i w_i \\psi(r_i)^2 x_i x_i^\\top)^{-1}`,
+    :math:`\\psi = -(\\log p)'` at the fitted weights and scales (held fixed; the Laplace
+    score's derivative is a spike at 0, so the sandwich's ``A`` is not usable there).
+    :meth:`conf_int` is Wald with Student-t quantiles on ``df_resid_`` degrees of freedom.
+    The intervals condition on the selected loss, whose choice is itself noisy: 95 %
+    intervals measured over 600 fits (p = 3, ``n_subsets=100``) cover 0.937 (Gaussian
+    errors) and 0.942 (t3) at n = 200, 0.929 and 0.940 at n = 100 (without the leverage
+    factor, with ``n / (n - p)`` instead: 0.926 and 0.938 at n = 100).  The shortfall for
+    Gaussian errors at n = 100 is the selection: on the draws where it chose Huber
+    (c = 1), the sample looking heavy-tailed, coverage was 0.89 (without the leverage
+    factor; 50 of 400 fits).  ``"paper"``
+    measured 0.960 (Gaussian) and 0.933 (t3) at n = 200 (300 fits).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
@@ -614,8 +653,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         Notes
         -----
         Student-t rather than normal quantiles: the sandwich's scale and matrices are
-        estimated from the same ``n`` rows, and with ``n`` near 100 the normal quantile
-        undercovers by about half a percent more.  The intervals are conditional on the
+        estimated from the same ``n`` rows (at ``n = 100``, ``p = 3`` the quantile is
+        1.985 rather than 1.960, intervals 1.3 % wider).  The intervals are conditional on the
         selected loss (they ignore the noise of its choice); see the user guide for the
         coverage measured with the choice included.
 
@@ -694,7 +733,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         else:
             cov = cov[:d, :d]
         std = np.sqrt(np.diag(cov))
-        comps = [type(c).__name__.replace("Component", "").lower() for c in self.components_]
+        comps = [str(getattr(c, "name", None) or type(c).__name__) for c in self.components_]
         info = {
             "variant": self.variant,
             "selected loss": self.selected_loss_ or "mixture likelihood (EM)",
