@@ -165,7 +165,7 @@ class MixtureSummary:
     mixture : pandas.DataFrame or numpy.recarray
         One row per error-law component: ``weight`` and ``scale``.
     outliers : ndarray of int
-        Indices of the flagged rows.
+        Positions (0-based) of the flagged rows.
     info : dict
         Variant, selected loss and its scale, rows, degrees of freedom, ``alpha``, covariance
         type, residual scale, outlier threshold.
@@ -209,7 +209,7 @@ class MixtureSummary:
         lines.append("")
         k = len(self.outliers)
         shown = ", ".join(str(i) for i in self.outliers[:20]) + (", ..." if k > 20 else "")
-        lines.append(f"flagged rows (|r| > {info['threshold']:g} x residual scale): {k}" + (f": {shown}" if k else ""))
+        lines.append(f"flagged rows (|r| > {info['threshold']:g} x residual scale; 0-based positions): {k}" + (f": {shown}" if k else ""))
         return "\n".join(lines)
 
     def __str__(self):
