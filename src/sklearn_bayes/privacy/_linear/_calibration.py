@@ -80,6 +80,19 @@ FITTED_ATTRIBUTES = (
 )
 
 
+
+def _draw_above_floor(Xs, ys, lam_n, gamma, h, rng):
+    """One ridge-posterior draw; a Cholesky failure (only on the accounted event
+    ``lambda_min + lam_n < h``) retries with ``lam_n`` raised to the floor ``h``.
+
+    Returns ``(theta, lam_n)``, the draw and the ``lam_n`` it used.
+    """
+    try:
+        return draw_ridge_posterior(Xs, ys, lam_n, gamma, rng), lam_n
+    except linalg.LinAlgError:
+        lam_n = max(lam_n, h)
+        return draw_ridge_posterior(Xs, ys, lam_n, gamma, rng), lam_n
+
 class LedgerEntry(NamedTuple):
     """One record a calibration certifies: the mechanism's name (without the estimator's), its (ε, δ) and a note."""
 
@@ -278,11 +291,7 @@ class ReleasedNormCalibration(Calibration):
                 f"delta={delta!r}); use a larger epsilon or calibration='ssp_posterior'."
             )
         gamma = c * c / (mu_max * r_max * r_max)
-        try:
-            theta = draw_ridge_posterior(Xs, ys, lam_n, gamma, rng)
-        except linalg.LinAlgError:
-            lam_n = max(lam_n, h)
-            theta = draw_ridge_posterior(Xs, ys, lam_n, gamma, rng)
+        theta, lam_n = _draw_above_floor(Xs, ys, lam_n, gamma, h, rng)
         attributes = {
             "lambda_min_noisy_": lam_noisy,
             "noise_scale_lambda_": sigma1,
@@ -357,11 +366,7 @@ class ThesisCalibration(Calibration):
                 f"at n={n}; use a larger epsilon or calibration='ssp_posterior'."
             )
         # 4. one draw (a Cholesky failure is only possible on the accounted event lambda_min + lam_n < h)
-        try:
-            theta = draw_ridge_posterior(Xs, ys, lam_n, gamma, rng)
-        except linalg.LinAlgError:
-            lam_n = max(lam_n, h)
-            theta = draw_ridge_posterior(Xs, ys, lam_n, gamma, rng)
+        theta, lam_n = _draw_above_floor(Xs, ys, lam_n, gamma, h, rng)
         attributes = {
             "lambda_min_noisy_": lam_noisy,
             "noise_scale_lambda_": sigma1,
