@@ -1,6 +1,8 @@
 """OPS ridge (_linear._ops): the worst-case calibration of gamma is exact and audited; the estimator."""
 
+import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,28 +17,11 @@ from sklearn_bayes.privacy._linear._ops import calibrate_ops_gamma, ops_worst_ca
 
 
 
-def _gen(seed=0):
-    return np.random.default_rng(seed)
-
-
-def _unit_ball_data(n, d, seed):
-    rng = _gen(seed)
-    X = clip_rows(rng.normal(size=(n, d)) / math.sqrt(d), 1.0)
-    y = np.clip(X @ rng.normal(size=d) + 0.3 * rng.standard_normal(n), -1, 1)
-    return X, y
-
-
-def _posterior(X, y, lam, gamma):
-    H = X.T @ X + lam * np.eye(X.shape[1])
-    mean = np.linalg.solve(H, X.T @ y)
-    return mean, np.linalg.inv(gamma * H), H
-
-
-def _mu_r(Z, yz, x, y, lam):
-    """Out-of-sample leverage and residual of (x, y) with respect to Z."""
-    H = Z.T @ Z + lam * np.eye(Z.shape[1])
-    theta = np.linalg.solve(H, Z.T @ yz)
-    return float(x @ np.linalg.solve(H, x)), float(y - x @ theta)
+# the OPS ridge test data and closed forms, shared with tests/privacy/core/test_pld.py (loaded by path)
+_spec = importlib.util.spec_from_file_location("_ops_ridge_data", Path(__file__).parents[1] / "_ops_ridge_data.py")
+_data = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_data)
+_gen, _unit_ball_data, _posterior, _mu_r = _data._gen, _data._unit_ball_data, _data._posterior, _data._mu_r
 
 
 def test_calibrated_gamma_is_tight():
