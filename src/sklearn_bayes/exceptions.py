@@ -5,7 +5,13 @@ Filter them like any warning, e.g.
 seeds its privacy noise on purpose.
 """
 
-__all__ = ["DetachedLedgerWarning", "SeededNoiseWarning", "SubsampleFitWarning"]
+__all__ = [
+    "BudgetExceededError",
+    "DetachedLedgerError",
+    "DetachedLedgerWarning",
+    "SeededNoiseWarning",
+    "SubsampleFitWarning",
+]
 
 
 class SeededNoiseWarning(UserWarning):
@@ -21,6 +27,28 @@ class SeededNoiseWarning(UserWarning):
     """
 
 
+class BudgetExceededError(ValueError):
+    """A release would exceed the budget of a :class:`~sklearn_bayes.PrivacyLedger`.
+
+    Raised *before* any noise is drawn: nothing was released, nothing was recorded, and
+    the estimator is left exactly as it was.  The message names the ledger (its file when
+    it has one), the budget, what was spent and what the release asked for; never a
+    data value.
+    """
+
+
+class DetachedLedgerError(RuntimeError):
+    """A release would be recorded in a copy of a shared in-memory ledger that cannot reach it.
+
+    An in-memory :class:`~sklearn_bayes.PrivacyLedger` lives in one process.  An estimator
+    given one and copied into another process (joblib's process workers with
+    ``n_jobs > 1`` in ``GridSearchCV`` or ``cross_val_score``, a ``fork``, or an estimator saved
+    and loaded after its ledger is gone) holds a snapshot whose records would never reach
+    the ledger the caller holds: the release is refused before any noise is drawn.  Give
+    the ledger a file, ``PrivacyLedger(path=...)``, to account across processes.
+    """
+
+
 class DetachedLedgerWarning(UserWarning):
     """A release was recorded in an unpickled copy of a shared :class:`~sklearn_bayes.PrivacyLedger`.
 
@@ -30,6 +58,9 @@ class DetachedLedgerWarning(UserWarning):
     ledger the caller holds.  Fit with ``n_jobs=1`` (or a thread backend) to account in one
     ledger, or gather the copies' ledgers and add them up with
     :meth:`~sklearn_bayes.PrivacyLedger.compose`.
+
+    No longer issued by the library (kept so that warning filters naming it still
+    work): such a release now raises :class:`DetachedLedgerError` instead.
     """
 
 

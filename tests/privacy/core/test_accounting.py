@@ -88,7 +88,6 @@ def test_compose_counts_common_history_once():
         PrivacyLedger.compose(a, [1.0])
 
 
-@pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.DetachedLedgerWarning")  # forks on purpose
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 @pytest.mark.parametrize("queried_before", [False, True])
 def test_forks_that_both_query_are_charged_twice(how, queried_before):
@@ -115,9 +114,10 @@ def test_forks_that_both_query_are_charged_twice(how, queried_before):
         assert b.ledger_ is a.ledger_ and b.ledger is shared
         assert a.epsilon_spent_ == b.epsilon_spent_ == shared.epsilon_spent == history + 2.0
     else:
-        # a pickled copy has a snapshot: each object reports its own history, charged afresh
-        assert a.epsilon_spent_ == b.epsilon_spent_ == shared.epsilon_spent == history + 1.0
-        assert PrivacyLedger.compose(shared, b.ledger).epsilon_spent == history + 2.0
+        # a pickled copy has a snapshot of ledger_: each object reports its own history, charged
+        # afresh; its shared ledger is a snapshot too, whose records reach the original (alive here)
+        assert a.epsilon_spent_ == b.epsilon_spent_ == history + 1.0
+        assert shared.epsilon_spent == history + 2.0 and b.ledger is not shared
     # pickling marks a fork once: pickling twice in a row gives the same bytes
     assert pickle.dumps(a) == pickle.dumps(a)
 
@@ -169,27 +169,52 @@ def test_pickling_without_loading_is_not_a_fork():
     assert restored.epsilon_spent_ == 3.0
 
 
-def test_releases_into_an_unpickled_shared_ledger_warn():
-    """A pickled copy (what joblib's process workers fit) records into a snapshot: it must say so."""
-    import warnings
+def test_releases_into_a_detached_shared_ledger_are_refused_before_noise():
+    """A copy of a shared in-memory ledger that cannot reach its original refuses, naming ``path=``.
 
-    from sklearn_bayes.exceptions import DetachedLedgerWarning
+    In-process pickle round trips forward to the original; a copy whose original is not in
+    this process (here: gone, as for a joblib process worker) refuses the release, and the
+    sketch is left exactly as it was (its noise was never bound).
+    """
+    from sklearn_bayes.exceptions import DetachedLedgerError
 
     ledger = PrivacyLedger()
     stream = np.arange(200) % 7
     sketch = PrivateCountSketch(epsilon=1.0, depth=2, width=16, ledger=ledger, random_state=None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DetachedLedgerWarning)
-        sketch.partial_fit(stream).query([1, 2])  # the caller's own ledger: no warning
+    sketch.partial_fit(stream).query([1, 2])
     n = ledger.n_releases
-    worker_copy = pickle.loads(pickle.dumps(sketch))
-    with pytest.warns(DetachedLedgerWarning, match="does not reach the ledger"):
+    data = pickle.dumps(sketch)
+    same_process_copy = pickle.loads(data)
+    same_process_copy.query([3])  # the original ledger is alive here: the record reaches it
+    assert ledger.n_releases == n + 1 and ledger.records[-1]["id"] == same_process_copy.ledger_.records[-1]["id"]
+    del same_process_copy, sketch, ledger  # the original ledger is gone (as in another process)
+    import gc
+
+    gc.collect()
+    worker_copy = pickle.loads(data)
+    before = pickle.dumps(worker_copy)
+    with pytest.raises(DetachedLedgerError, match=r"path=\.\.\.") as info:
         worker_copy.query([3])
-    assert ledger.n_releases == n  # the caller's ledger did not see it (hence the warning)
-    assert worker_copy.ledger_.n_releases == sketch.ledger_.n_releases + 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DetachedLedgerWarning)
-        worker_copy.ledger_.record("own ledger", 0.0)  # an estimator's own ledger_ never warns
+    assert "PrivateCountSketch" in str(info.value)
+    assert pickle.dumps(worker_copy) == before  # nothing recorded, nothing bound
+    assert worker_copy.ledger.n_releases == n  # the snapshot did not record it either
+    worker_copy.ledger_.record("own ledger", 0.0)  # an estimator's own ledger_ records as always
+
+
+def test_copies_of_a_ledger_are_the_ledger_and_pickles_keep_its_budget():
+    ledger = PrivacyLedger(budget=(1.0, 1e-6))
+    assert copy.copy(ledger) is ledger and copy.deepcopy(ledger) is ledger
+    ledger.record("q", 0.5, delta=1e-7)
+    snap = pickle.loads(pickle.dumps(ledger))
+    assert snap is not ledger and snap.budget == (1.0, 1e-6) and snap.records == ledger.records
+    # the snapshot's shared records go to the original (alive in this process), checked against its budget
+    snap.record_shared("Est", "Est/q", 0.25, delta=1e-7)
+    assert ledger.epsilon_spent == 0.75 and snap.epsilon_spent == 0.5
+    from sklearn_bayes.exceptions import BudgetExceededError
+
+    with pytest.raises(BudgetExceededError):
+        snap.record_shared("Est", "Est/q", 0.5)
+    assert ledger.n_releases == 2
 
 
 def test_log1p_exp_is_softplus_without_overflow():

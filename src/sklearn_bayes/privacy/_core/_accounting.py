@@ -1,19 +1,56 @@
-"""Privacy accounting: a ledger of releases and the subsampling amplification formulas.
+"""Privacy accounting: a ledger of releases with an optional budget, and the subsampling amplification formulas.
 
-Sharing under :func:`sklearn.base.clone`
-----------------------------------------
+Composition
+-----------
+:class:`PrivacyLedger` composes its records by **basic sequential composition**: a set of
+releases that are (ε_i, δ_i)-DP about the same individuals is (Σ ε_i, Σ δ_i)-DP, whatever
+the mechanisms, their order and their adaptivity (Dwork and Roth 2014, Theorem 3.16).
+That is what ``epsilon_spent``, ``delta_spent``, ``remaining()`` and the budget check use;
+it is valid for every record, never less than any record justifies.  Tighter
+compositions (privacy-loss distributions, Rényi DP) need a model of every mechanism;
+the estimators use them *inside* one release where they have one (e.g. DP-SGLD's
+iterations, AdaSSP's Gaussian releases) and record the composed (ε, δ) of the release.
+
+Budget and refusal
+------------------
+With ``budget=(ε, δ)`` a record that would take the composed totals above the budget is
+refused with :class:`~sklearn_bayes.exceptions.BudgetExceededError`, atomically: the check
+and the record are one step under the ledger's lock (one ``BEGIN IMMEDIATE`` transaction
+for a file), so two threads or processes cannot both pass the check on the same total.
+The estimators reserve their releases (``_PrivateLinearBase._check_budget``, the sketch's
+``_charge``) before any noise is bound, so a refusal leaves them unchanged.
+
+Sharing under :func:`sklearn.base.clone`, copies, pickles and processes
+------------------------------------------------------------------------
 A :class:`PrivacyLedger` passed to an estimator as its ``ledger`` parameter is *shared*,
-not deep-copied, by :func:`sklearn.base.clone` and :func:`copy.deepcopy`
-(``__deepcopy__`` returns the ledger itself).  This is the sound choice: clones are
-fitted by model selection tools (``GridSearchCV``, ``cross_val_score``) on subsets of
-the *same* individuals' data, so the privacy losses of all their releases compose
-sequentially and must be added up in one place.  A deep copy would give every clone a
-fresh ledger and hide that composition.  Pickling, on the other hand, stores a snapshot
-(an unpickled estimator writes to its own copy).  Each estimator also keeps its own
-per-stream ledger (``ledger_``), reset by ``fit``.  An estimator that records a release
-in an unpickled copy of its *shared* ledger (a joblib process worker with ``n_jobs > 1``,
-or an estimator saved and loaded) emits :class:`~sklearn_bayes.exceptions.DetachedLedgerWarning`:
-the record does not reach the ledger the caller holds.
+not copied, by :func:`sklearn.base.clone`, :func:`copy.copy` and :func:`copy.deepcopy`
+(they return the ledger itself).  This is the sound choice: clones are fitted by model
+selection tools (``GridSearchCV``, ``cross_val_score``) on subsets of the *same*
+individuals' data, so the privacy losses of all their releases compose sequentially
+and must be added up in one place.  Each estimator also keeps its own per-stream
+ledger (``ledger_``), reset by ``fit``.
+
+*With a file* (``path=...``) the ledger is the file: pickling stores the path, an
+unpickled ledger (a joblib process worker, a later Python session) reopens the same
+file, and every process records into and reads the same budget.
+
+*In memory* (no ``path``) a ledger lives in one process.  Pickling stores a snapshot.
+An estimator records into its *shared* ledger through :meth:`PrivacyLedger.record_shared`
+(and the estimators' reservations), which follow this rule:
+
+* a snapshot unpickled in the process where its original is still alive forwards the
+  record to the original (a pickle round trip in one process loses nothing);
+* otherwise -- a joblib process worker, a ``fork``-ed child holding a copy of the
+  ledger, an estimator loaded after its ledger is gone -- the release is **refused**
+  before any noise is drawn, with :class:`~sklearn_bayes.exceptions.DetachedLedgerError`
+  naming ``path=``.  Recording into the copy would let process-parallel model
+  selection spend a budget the caller's ledger never sees (the warning this replaced
+  could not even be caught in the parent); accounting in the parent would need the
+  workers to send their records back, which joblib does not offer for a failed or
+  discarded fit.  A file is the sound way to share a budget between processes.
+
+A ledger's own :meth:`PrivacyLedger.record` always records locally (the per-stream
+``ledger_`` of a copied sketch is a fork, see below).
 
 Forks
 -----
@@ -26,13 +63,13 @@ counting each record (hence the common history) once.
 """
 
 import math
+import os
 import threading
 import uuid
-import warnings
+import weakref
 
-from sklearn_bayes.exceptions import DetachedLedgerWarning
+from sklearn_bayes.exceptions import BudgetExceededError, DetachedLedgerError
 from sklearn_bayes.utils import check_epsilon
-from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["PrivacyLedger", "amplify_by_subsampling", "log1p_exp", "subsampled_base_epsilon"]
 
@@ -97,17 +134,100 @@ def log1p_exp(x):
     return math.log1p(math.exp(x)) if x < 30.0 else x + math.log1p(math.exp(-x))
 
 
+#: The in-memory ledgers alive in this process, by id: an unpickled snapshot forwards its
+#: shared records to its original through this (weak references: nothing is kept alive).
+_LIVE_LEDGERS = weakref.WeakValueDictionary()
+
+
+def _check_budget_arg(budget):
+    """``None`` or a pair (ε >= 0, 0 <= δ <= 1) of floats, naming ``budget`` otherwise."""
+    if budget is None:
+        return None
+    try:
+        eps, delta = budget
+    except (TypeError, ValueError):
+        raise TypeError(f"budget must be None or a pair (epsilon, delta), got {budget!r}.") from None
+    out = []
+    for name, value in (("epsilon", eps), ("delta", delta)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+            raise TypeError(f"budget {name} must be a real number, got {value!r}.")
+        out.append(float(value))
+    eps, delta = out
+    if not (eps >= 0):
+        raise ValueError(f"budget epsilon must be >= 0 (math.inf for no limit), got {budget!r}.")
+    if not (0.0 <= delta <= 1.0):
+        raise ValueError(f"budget delta must be in [0, 1], got {budget!r}.")
+    return (eps, delta)
+
+
+def _make_record(mechanism, epsilon, n_items, note, extra):
+    epsilon = float(epsilon)
+    if not math.isfinite(epsilon) or epsilon < 0:
+        raise ValueError(f"epsilon increment must be finite and >= 0, got {epsilon!r}.")
+    if "delta" in extra:
+        delta = float(extra["delta"])
+        if not 0.0 <= delta <= 1.0:
+            raise ValueError(f"delta increment must be in [0, 1], got {delta!r}.")
+        extra["delta"] = delta
+    extra.setdefault("id", uuid.uuid4().hex)
+    return {"mechanism": mechanism, "epsilon": epsilon, "n_items": n_items, "note": note, **extra}
+
+
 class PrivacyLedger:
-    """A record of the releases made about one data set and of the privacy they spent.
+    """A record of the releases made about one data set, of the privacy they spent, and its budget.
 
-    Every release appends a record (a dict with a unique ``"id"``); ``epsilon_spent``
-    is the total under basic sequential composition (the sum of the recorded
-    increments).  A mechanism whose guarantee covers any number of releases (e.g.
-    use-and-keep sketches) records its later releases with a zero increment.
+    Every release appends a record (a dict with a unique ``"id"``, its ``"epsilon"`` and,
+    when it has one, its ``"delta"``).  The totals are composed by basic sequential
+    composition (see Notes).  A mechanism whose guarantee covers any number of releases
+    (e.g. use-and-keep sketches) records its later releases with a zero increment.
 
-    Shared, not copied, by :func:`sklearn.base.clone` and :func:`copy.deepcopy` (see the
-    module docstring for why); pickling stores a snapshot.  :meth:`compose` adds up
-    the ledgers of forks (copies that went their own way), counting every record once.
+    Read the User Guide: :ref:`privacy_budget`.
+
+    Parameters
+    ----------
+    budget : (float, float) or None, default=None
+        The total ``(epsilon, delta)`` the releases recorded here may spend.  A release
+        that would exceed it is refused with
+        :class:`~sklearn_bayes.exceptions.BudgetExceededError` before any noise is drawn.
+        ``None``: no limit (the ledger only records).  Fixed for the ledger's life; for a
+        file it is stored in the file when the file is created.
+    path : str, os.PathLike or None, default=None
+        An SQLite file that holds the ledger, so that several processes (joblib workers
+        of ``GridSearchCV``/``cross_val_score`` with ``n_jobs > 1``, separate Python
+        sessions over weeks) record into and read one budget.  Created if absent; an
+        existing file keeps its budget (``budget=None`` adopts it, another budget is
+        refused).  ``None``: the ledger lives in this process's memory, and a release
+        recorded in a copy of it in another process is refused
+        (:class:`~sklearn_bayes.exceptions.DetachedLedgerError`).
+
+    Attributes
+    ----------
+    records : list of dict
+        The records, oldest first (for a file: read from it at each access).
+    budget : (float, float) or None
+        The budget (read-only).
+    path : str or None
+        The absolute path of the file, or ``None``.
+
+    Notes
+    -----
+    **Composition.**  ``epsilon_spent = Σ ε_i`` and ``delta_spent = Σ δ_i`` over the
+    records (correctly rounded sums), basic sequential composition: valid for any
+    mechanisms, composed in any order and adaptively.  A release recorded by an
+    estimator is one record whose (ε, δ) is already the tight composition of its parts
+    where the estimator has an exact accountant for them (e.g. the privacy-loss
+    distribution of a posterior draw, ``dp-accounting`` for DP-SGLD); across records
+    nothing tighter is claimed, so the totals are never less than basic composition
+    justifies.  A release of (ε, δ) is accepted iff ``Σ ε_i + ε <= ε_budget`` and
+    ``Σ δ_i + δ <= δ_budget``.
+
+    **Sharing.**  Shared, not copied, by :func:`sklearn.base.clone`, :func:`copy.copy`
+    and :func:`copy.deepcopy`.  Pickling a ledger with a ``path`` pickles the path (the
+    copy records into the same file); pickling an in-memory ledger stores a snapshot,
+    whose shared records are forwarded to the original when it is alive in the same
+    process and refused otherwise (see the module docstring for why).
+    :meth:`compose` adds up the ledgers of forks (copies that went their own way),
+    counting every record once.
 
     Examples
     --------
@@ -119,50 +239,216 @@ class PrivacyLedger:
     >>> import copy
     >>> copy.deepcopy(ledger) is ledger
     True
+
+    A budget refuses what would exceed it:
+
+    >>> capped = PrivacyLedger(budget=(1.0, 1e-6))
+    >>> capped.record("release", 0.75, delta=1e-7)
+    >>> capped.remaining()
+    (0.25, 9e-07)
+    >>> capped.record("release", 0.5, delta=1e-7)
+    Traceback (most recent call last):
+    ...
+    sklearn_bayes.exceptions.BudgetExceededError: release would exceed the budget ...
     """
 
-    def __init__(self):
-        self.records = []
+    def __init__(self, budget=None, path=None):
+        self._budget = _check_budget_arg(budget)
         self._lock = threading.Lock()
+        self._uid = uuid.uuid4().hex
+        self._pid = os.getpid()
         self._snapshot = False
+        self._origin = None  # the id of the original of a snapshot
+        if path is None:
+            self._store = None
+            self._records = []
+            _LIVE_LEDGERS[self._uid] = self
+        else:
+            from sklearn_bayes.privacy._core._ledger_sqlite import SQLiteStore
+
+            if not isinstance(path, (str, bytes, os.PathLike)):
+                raise TypeError(f"path must be None, a str or an os.PathLike, got {type(path).__name__}.")
+            self._store = SQLiteStore(path, self._budget)
+            self._budget = self._store.budget
+            self._records = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def budget(self):
+        """The ``(epsilon, delta)`` budget, or ``None`` (read-only)."""
+        return self._budget
+
+    @property
+    def path(self):
+        """The absolute path of the ledger's file, or ``None`` for an in-memory ledger."""
+        return None if self._store is None else self._store.path
+
+    @property
+    def records(self):
+        """The records, oldest first (the list itself for an in-memory ledger, a fresh read for a file)."""
+        if self._store is not None:
+            return self._store.records()
+        return self._records
+
+    @records.setter
+    def records(self, value):
+        if self._store is not None:
+            raise AttributeError("the records of a ledger file cannot be replaced.")
+        self._records = value
+
+    def _snapshot_records(self):
+        """The records as they are now (a copy taken under the lock: threads may be recording)."""
+        if self._store is not None:
+            return self._store.records()
+        with self._lock:
+            return list(self._records)
+
+    def _totals(self):
+        recs = self._snapshot_records()
+        return (
+            float(math.fsum(r["epsilon"] for r in recs)),
+            float(math.fsum(r.get("delta", 0.0) or 0.0 for r in recs)),
+        )
+
+    @property
+    def epsilon_spent(self):
+        """Total ε of the recorded releases (basic sequential composition: their sum)."""
+        return self._totals()[0]
+
+    @property
+    def delta_spent(self):
+        """Total δ of the recorded releases (basic sequential composition: their sum)."""
+        return self._totals()[1]
+
+    def remaining(self):
+        """The ``(epsilon, delta)`` still available: the budget minus what was spent.
+
+        ``(inf, inf)`` without a budget.  Both from one consistent read of the records.
+        """
+        eps, delta = self._totals()
+        if self._budget is None:
+            return (math.inf, math.inf)
+        return (max(self._budget[0] - eps, 0.0), max(self._budget[1] - delta, 0.0))
+
+    @property
+    def n_releases(self):
+        """Number of recorded releases."""
+        if self._store is not None:
+            return self._store.count()
+        return len(self._records)
+
+    # ------------------------------------------------------------------ recording
+    def _refusal(self, owner, records, eps_spent, delta_spent):
+        eps = math.fsum(r["epsilon"] for r in records)
+        delta = math.fsum(r.get("delta", 0.0) or 0.0 for r in records)
+        where = f"the ledger file path={self.path!r}" if self._store is not None else "this PrivacyLedger"
+        what = owner or ", ".join(sorted({str(r["mechanism"]) for r in records}))
+        b_eps, b_delta = self._budget
+        return BudgetExceededError(
+            f"{what} would exceed the budget of {where}: it asks epsilon={eps!r}, delta={delta!r}; "
+            f"spent epsilon={eps_spent!r}, delta={delta_spent!r} of the budget (epsilon={b_eps!r}, "
+            f"delta={b_delta!r}); remaining epsilon={max(b_eps - eps_spent, 0.0)!r}, "
+            f"delta={max(b_delta - delta_spent, 0.0)!r}. Nothing was released or recorded."
+        )
+
+    def _check(self, owner, records, eps_list, delta_list):
+        """Raise if ``records`` on top of the spent amounts would exceed the budget."""
+        if self._budget is None:
+            return
+        new_eps = [r["epsilon"] for r in records]
+        new_delta = [r.get("delta", 0.0) or 0.0 for r in records]
+        if (math.fsum(eps_list + new_eps) > self._budget[0]
+                or math.fsum(delta_list + new_delta) > self._budget[1]):
+            raise self._refusal(owner, records, float(math.fsum(eps_list)), float(math.fsum(delta_list)))
+
+    def _append(self, records, owner=None):
+        """Check the budget and append ``records``, atomically (all or nothing)."""
+        if self._store is not None:
+            with self._store.transaction() as con:
+                eps_list, delta_list = self._store.spent(con)
+                self._check(owner, records, eps_list, delta_list)
+                self._store.insert(con, records)
+            return
+        with self._lock:
+            if self._budget is not None:
+                self._check(owner, records, [r["epsilon"] for r in self._records],
+                            [r.get("delta", 0.0) or 0.0 for r in self._records])
+            self._records.extend(records)
+
+    def record(self, mechanism, epsilon, n_items=None, note="", **extra):
+        """Append a release that spent ``epsilon`` (an increment >= 0) and, if given, ``delta``.
+
+        ``extra`` items are stored in the record (``delta``, if given, is checked to be in
+        [0, 1]); a unique ``id`` is drawn unless given (the same release recorded in two
+        ledgers keeps one id).  With a budget, a record that would exceed it raises
+        :class:`~sklearn_bayes.exceptions.BudgetExceededError` and is not made.
+        """
+        self._append([_make_record(mechanism, epsilon, n_items, note, extra)])
+
+    def _shared_target(self, owner):
+        """The ledger a release recorded through this shared ledger reaches, or refuse (see the module docstring)."""
+        if self._store is not None:
+            return self
+        pid = os.getpid()
+        if not self._snapshot and self._pid == pid:
+            return self
+        if self._snapshot and self._origin is not None:
+            origin = _LIVE_LEDGERS.get(self._origin)
+            if origin is not None and origin._pid == pid and not origin._snapshot:
+                return origin
+        how = ("an unpickled copy of its shared in-memory PrivacyLedger" if self._snapshot
+               else "a copy of its shared in-memory PrivacyLedger inherited by a forked process")
+        raise DetachedLedgerError(
+            f"{owner} would record a release in {how} (e.g. in a joblib process worker with n_jobs > 1, "
+            "or after saving and loading), which never reaches the ledger it was copied from: nothing was "
+            "released. To account across processes give the ledger a file, PrivacyLedger(path=...), "
+            "or fit with n_jobs=1 (or a thread backend)."
+        )
 
     def record_shared(self, owner, mechanism, epsilon, n_items=None, note="", **extra):
         """:meth:`record` for the ledger an estimator was *given* (its ``ledger`` parameter).
 
-        Warns :class:`~sklearn_bayes.exceptions.DetachedLedgerWarning` when this ledger is an
-        unpickled snapshot: the release is recorded here but never reaches the ledger it
-        was copied from (e.g. the caller's, when joblib fits a pickled copy in a worker).
+        Checks the budget and records atomically in the ledger this one stands for: itself,
+        its file, or -- for an unpickled snapshot whose original is alive in this process --
+        the original.  Refuses with :class:`~sklearn_bayes.exceptions.DetachedLedgerError`
+        (naming ``path=``) when the record could not reach the caller's ledger.
         """
-        if self._snapshot:
-            warnings.warn(
-                f"{owner} recorded a release in an unpickled copy of its shared PrivacyLedger "
-                "(e.g. in a joblib process worker with n_jobs > 1, or after saving and loading): "
-                "the record does not reach the ledger it was copied from. Fit with n_jobs=1 "
-                "(or a thread backend) to account in one ledger, or add up the copies' ledgers "
-                "with PrivacyLedger.compose.",
-                DetachedLedgerWarning,
-                stacklevel=external_stacklevel(),
-            )
-        self.record(mechanism, epsilon, n_items=n_items, note=note, **extra)
+        rec = _make_record(mechanism, epsilon, n_items, note, extra)
+        self._shared_target(owner)._append([rec], owner)
 
-    def record(self, mechanism, epsilon, n_items=None, note="", **extra):
-        """Append a release that spent ``epsilon`` (an increment >= 0).
+    def _reserve(self, owner, entries):
+        """Check and record the releases ``entries`` = [(mechanism, ε, δ)] before they are drawn.
 
-        ``extra`` items are stored in the record; a unique ``id`` is drawn unless given
-        (the same release recorded in two ledgers keeps one id).
+        Atomic (all or nothing).  Returns ``(ledger, ids)``: the ledger that holds the
+        records (see :meth:`record_shared`) and their ids, for :meth:`_settle`.
         """
-        epsilon = float(epsilon)
-        if not math.isfinite(epsilon) or epsilon < 0:
-            raise ValueError(f"epsilon increment must be finite and >= 0, got {epsilon!r}.")
-        extra.setdefault("id", uuid.uuid4().hex)
+        target = self._shared_target(owner)
+        records = [
+            _make_record(m, eps, None, "reserved before the release was drawn", {"delta": delta})
+            for m, eps, delta in entries
+        ]
+        target._append(records, owner)
+        return target, [r["id"] for r in records]
+
+    def _settle(self, rid, epsilon, delta, note):
+        """Set the note of a reserved record (and lower its amounts to those actually spent)."""
+        epsilon, delta = float(epsilon), float(delta)
+        if self._store is not None:
+            with self._store.transaction() as con:
+                self._store.settle(con, rid, epsilon, delta, note)
+            return
         with self._lock:
-            self.records.append(
-                {"mechanism": mechanism, "epsilon": epsilon, "n_items": n_items, "note": note, **extra}
-            )
+            for r in self._records:
+                if r["id"] == rid:
+                    if epsilon > r["epsilon"] or delta > r.get("delta", 0.0):
+                        raise ValueError("a reserved record can only be lowered.")
+                    r.update(epsilon=epsilon, delta=delta, note=note)
+                    return
+        raise KeyError(rid)
 
     @classmethod
     def compose(cls, *ledgers):
-        """A new ledger with the records of all ``ledgers``, each record (by ``id``) once.
+        """A new (in-memory, budget-free) ledger with the records of all ``ledgers``, each record (by ``id``) once.
 
         The ledgers of forks share the records of their common history; composing them
         counts that history once and every fork's own releases once, so
@@ -189,34 +475,49 @@ class PrivacyLedger:
                 key = r.get("id", id(r))
                 if key not in seen:
                     seen.add(key)
-                    out.records.append(dict(r))
+                    out._records.append(dict(r))
         return out
 
-    def _snapshot_records(self):
-        """The records as they are now (a copy taken under the lock: threads may be recording)."""
-        with self._lock:
-            return list(self.records)
-
-    @property
-    def epsilon_spent(self):
-        """Total ε under sequential composition of the recorded releases."""
-        return float(math.fsum(r["epsilon"] for r in self._snapshot_records()))
-
-    @property
-    def n_releases(self):
-        """Number of recorded releases."""
-        return len(self.records)
+    # ------------------------------------------------------------------ copies
+    def __copy__(self):
+        return self
 
     def __deepcopy__(self, memo):
         return self
 
     def __getstate__(self):
-        return {"records": [dict(r) for r in self._snapshot_records()]}
+        if self._store is not None:
+            return {"path": self._store.path, "budget": self._budget}
+        return {
+            "records": [dict(r) for r in self._snapshot_records()],
+            "budget": self._budget,
+            "origin": self._origin if self._snapshot else self._uid,
+        }
 
     def __setstate__(self, state):
-        self.records = state["records"]
         self._lock = threading.Lock()
-        self._snapshot = True  # a copy: records made here do not reach the original
+        self._uid = uuid.uuid4().hex
+        self._pid = os.getpid()
+        self._budget = state.get("budget")
+        if "path" in state:  # a ledger file: reopen it (the same budget, checked)
+            from sklearn_bayes.privacy._core._ledger_sqlite import SQLiteStore
+
+            self._store = SQLiteStore(state["path"], self._budget)
+            self._records = None
+            self._snapshot = False
+            self._origin = None
+            return
+        self._store = None
+        self._records = state["records"]
+        self._snapshot = True  # a copy: see _shared_target for where its shared records go
+        self._origin = state.get("origin")
 
     def __repr__(self):
-        return f"PrivacyLedger(n_releases={self.n_releases}, epsilon_spent={self.epsilon_spent:.6g})"
+        parts = [f"n_releases={self.n_releases}"]
+        eps, delta = self._totals()
+        parts += [f"epsilon_spent={eps:.6g}", f"delta_spent={delta:.6g}"]
+        if self._budget is not None:
+            parts.append(f"budget=({self._budget[0]:.6g}, {self._budget[1]:.6g})")
+        if self._store is not None:
+            parts.append(f"path={self._store.path!r}")
+        return f"PrivacyLedger({', '.join(parts)})"

@@ -18,6 +18,9 @@ add/remove pair is ``(ε₀, δ₀)``-indistinguishable in both directions, ever
 
 import math
 import numbers
+import threading
+import uuid
+import weakref
 
 import numpy as np
 from scipy import linalg
@@ -139,6 +142,12 @@ def draw_ridge_posterior(Xs, ys, lam, gamma, rng):
     return mean + linalg.solve_triangular(L, z, lower=True, trans="T") / math.sqrt(gamma)
 
 
+#: the reservations of the fits in progress (see ``_PrivateLinearBase._check_budget``), per
+#: estimator, outside its ``__dict__`` so that a fit's state is only what it binds
+_RESERVED = weakref.WeakKeyDictionary()
+_RESERVED_LOCK = threading.Lock()
+
+
 class _PrivateLinearBase(BaseEstimator):
     """Validation, public-bound scaling, ledger and prediction shared by the estimators."""
 
@@ -209,11 +218,65 @@ class _PrivateLinearBase(BaseEstimator):
             )
         return coef, intercept
 
+    def _check_budget(self, events):
+        """Reserve this fit's releases in the shared ``ledger`` before any noise is drawn.
+
+        ``events`` is the list of ``(mechanism, epsilon, delta)`` that this fit will
+        record with :meth:`_record` (the same ``mechanism`` names, amounts at least those
+        recorded).  With a ``ledger``, the releases are checked against its budget and
+        recorded in it in one atomic step (under the ledger's lock, or one ``BEGIN
+        IMMEDIATE`` transaction for a ledger file): two threads or processes cannot both
+        pass the check on the same total.  Refuses with
+        :class:`~sklearn_bayes.exceptions.BudgetExceededError` (the budget would be
+        exceeded) or :class:`~sklearn_bayes.exceptions.DetachedLedgerError` (the ledger is
+        an in-memory copy in another process) and then changes nothing: call it before
+        drawing noise and before setting any attribute, so that a refusal leaves the
+        estimator byte-identical.  Without a ``ledger`` it only validates ``events``.
+
+        The reservation is kept outside the estimator (no attribute is set) until
+        :meth:`_record` settles it; a fit that fails after the reservation leaves the
+        reserved releases recorded (conservative: noise may have been drawn).
+        """
+        checked = []
+        for mechanism, epsilon, delta in events:
+            epsilon, delta = float(epsilon), float(delta)
+            if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta <= 1):
+                raise ValueError(f"the release {mechanism!r} has an invalid budget ({epsilon!r}, {delta!r}).")
+            checked.append((f"{type(self).__name__}/{mechanism}", epsilon, delta))
+        if self.ledger is None or not checked:
+            return
+        target, ids = self.ledger._reserve(type(self).__name__, checked)
+        with _RESERVED_LOCK:
+            _RESERVED[self] = [(name, eps, delta, target, rid) for (name, eps, delta), rid in zip(checked, ids)]
+
     def _record(self, ledger_, mechanism, epsilon, delta, note=""):
+        """Record a release in ``ledger_`` and in the shared ``ledger`` (settling its reservation).
+
+        A release reserved by :meth:`_check_budget` (same mechanism, amounts no larger)
+        gets its note (and its actual amounts) in the shared ledger and the same id in
+        both.  A release that was not reserved is checked and recorded now (after its noise
+        was drawn; a refusal still binds nothing, the caller sets its attributes after
+        this call).
+        """
         name = f"{type(self).__name__}/{mechanism}"
-        ledger_.record(name, epsilon, note=note, delta=delta)
-        if self.ledger is not None:
-            self.ledger.record_shared(type(self).__name__, name, epsilon, note=note, delta=delta)
+        epsilon, delta = float(epsilon), float(delta)
+        match = None
+        with _RESERVED_LOCK:
+            pending = _RESERVED.get(self)
+            for i, entry in enumerate(pending or ()):
+                if entry[0] == name and epsilon <= entry[1] and delta <= entry[2]:
+                    match = pending.pop(i)
+                    break
+            if pending is not None and not pending:
+                del _RESERVED[self]
+        if match is not None:
+            rid = match[4]
+            match[3]._settle(rid, epsilon, delta, note)
+        else:
+            rid = uuid.uuid4().hex
+            if self.ledger is not None:
+                self.ledger.record_shared(type(self).__name__, name, epsilon, note=note, delta=delta, id=rid)
+        ledger_.record(name, epsilon, note=note, delta=delta, id=rid)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -428,7 +428,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     random_state : None, int, numpy.random.Generator, default=None
         Source of all randomness (an int emits ``SeededNoiseWarning``).
     ledger : PrivacyLedger or None, default=None
-        Optional shared ledger (two records per fit).
+        Optional shared ledger (two records per fit).  ``fit`` checks both releases
+        against its budget before drawing and refuses
+        (:class:`~sklearn_bayes.exceptions.BudgetExceededError`) what would exceed it,
+        leaving the estimator unchanged; see :ref:`privacy_budget`.
 
     Attributes
     ----------
@@ -582,10 +585,14 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             raise ValueError(f"n_draws={self.n_draws} must be at most n_iter={self.n_iter}.")
         return self._scaled_design(X), y01.astype(float), classes
 
+    def _ops_tempering(self, eps_ops):
+        """``(B, ρ)``: the log-likelihood bound and the tempering of the OPS start (public)."""
+        B = float(np.logaddexp(0.0, float(self.theta_bound)))  # sup |log p(y | x, θ)| for ||x|| <= 1, ||θ|| <= R
+        return B, ops_tempering(eps_ops, B)
+
     def _ops_start(self, Xs, y01, eps_ops, rng):
         R = float(self.theta_bound)
-        B = float(np.logaddexp(0.0, R))  # sup |log p(y | x, θ)| for ||x|| <= 1, ||θ|| <= R
-        rho = ops_tempering(eps_ops, B)
+        B, rho = self._ops_tempering(eps_ops)
         prior_prec = rho / float(self.prior_scale) ** 2
         w = np.full(Xs.shape[0], rho)
         res = fit_map(Xs, y01, LogisticLoss(), prior_precision=prior_prec, sample_weight=w, fit_intercept=False)
@@ -656,6 +663,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         if not _valid_epsilon(eps_ar):  # a guard: calibrate_sgld_noise certified this z
             raise ValueError(f"no accountant certifies epsilon={eps!r}, delta={delta!r} for DP-SGLD.")
         eps_dp = replace_one_from_add_remove(eps_ar, delta_ar)[0]
+        # both releases are checked against the shared ledger's budget and reserved there
+        # before any noise is drawn: a refusal leaves the estimator (and its generator) unchanged
+        B, rho = self._ops_tempering(eps_ops)
+        self._check_budget([("ops_start", ops_epsilon(B, rho), 0.0), ("dp_sgld", eps_dp, delta)])
         rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         theta0, rho, B = self._ops_start(Xs, y01, eps_ops, rng)
         prior_prec = 1.0 / float(self.prior_scale) ** 2

@@ -134,7 +134,10 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
         emits ``SeededNoiseWarning``.
     ledger : PrivacyLedger or None, default=None
         An optional shared ledger that the release is also recorded in (shared, not
-        copied, by :func:`sklearn.base.clone`).
+        copied, by :func:`sklearn.base.clone`).  ``fit`` checks the release against its
+        budget before drawing and refuses
+        (:class:`~sklearn_bayes.exceptions.BudgetExceededError`) what would exceed it,
+        leaving the estimator unchanged; see :ref:`privacy_budget`.
 
     Attributes
     ----------
@@ -261,6 +264,9 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
                     f"gamma={self.gamma!r} is not (epsilon={eps!r}, delta={delta!r})-DP for n={n} and "
                     f"ridge_lambda={lam!r}; the largest gamma that is: {best!r}."
                 )
+        # the release is checked against the shared ledger's budget and reserved there before
+        # the noise is drawn: a refusal leaves the estimator (and its generator) unchanged
+        self._check_budget([("posterior_sample", eps, delta)])
         rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         theta = self._draw(Xs, ys, lam, gamma, rng)
         ledger_ = PrivacyLedger()

@@ -1,0 +1,195 @@
+"""The SQLite file of a :class:`~sklearn_bayes.privacy.PrivacyLedger` created with ``path=...``.
+
+One file holds one budget and every release recorded against it, by any number of
+threads and processes (joblib workers, separate Python sessions).  Design:
+
+* **One connection per operation** (opened, used, closed): nothing is shared between
+  threads or inherited by a ``fork``; every process reads the file as it is now.
+* **Check-and-record is one transaction** opened with ``BEGIN IMMEDIATE``: it takes the
+  file's write lock *before* reading what was spent, so two writers (threads or
+  processes) can never both pass the check on the same total.  Others wait up to
+  ``timeout`` seconds (SQLite's busy timeout), then the release is refused with an error.
+* **Crash consistency** comes from SQLite's rollback journal with ``synchronous=FULL``:
+  a process killed inside a transaction leaves the file as it was before that
+  transaction (the next connection rolls the hot journal back); a committed record is
+  on disk.
+* **The budget lives in the file**, written once when the file is created: a process
+  that opens the file with another budget is refused (a budget cannot be raised by
+  reopening), one that gives ``budget=None`` adopts it.
+"""
+
+import json
+import os
+import sqlite3
+import time
+
+_FORMAT = "sklearn_bayes.PrivacyLedger/1"
+#: seconds a writer waits for another one's transaction (SQLite's busy timeout)
+BUSY_TIMEOUT = 60.0
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value)",
+    "CREATE TABLE IF NOT EXISTS records ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " id TEXT NOT NULL UNIQUE,"
+    " mechanism TEXT NOT NULL,"
+    " epsilon REAL NOT NULL CHECK (epsilon >= 0),"
+    " delta REAL CHECK (delta IS NULL OR (delta >= 0 AND delta <= 1)),"
+    " n_items INTEGER,"
+    " note TEXT NOT NULL,"
+    " extra TEXT NOT NULL,"
+    " created REAL NOT NULL)",
+)
+
+
+def _json_default(value):
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return item()
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    raise TypeError(f"a ledger record stored in a file holds a {type(value).__name__}, which JSON cannot store.")
+
+
+class SQLiteStore:
+    """The records and budget of a ledger file (see the module docstring)."""
+
+    def __init__(self, path, budget, timeout=BUSY_TIMEOUT):
+        self.path = os.path.abspath(os.fspath(path))
+        self.timeout = float(timeout)
+        self.budget = self._open(budget)
+
+    # ------------------------------------------------------------------ plumbing
+    def _connect(self):
+        try:
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise OSError(f"cannot open the ledger file path={self.path!r}: {exc}") from None
+        con.execute("PRAGMA synchronous=FULL")
+        return con
+
+    def transaction(self, immediate=True):
+        """A context manager: one connection, one transaction (``BEGIN IMMEDIATE`` to write)."""
+        return _Transaction(self, immediate)
+
+    def _open(self, budget):
+        with self.transaction() as con:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and "meta" not in tables:
+                raise ValueError(
+                    f"path={self.path!r} is an SQLite database of something else (tables {sorted(tables)}), "
+                    "not a PrivacyLedger file."
+                )
+            for stmt in _SCHEMA:
+                con.execute(stmt)
+            meta = dict(con.execute("SELECT key, value FROM meta"))
+            if not meta:
+                eps, delta = budget if budget is not None else (None, None)
+                con.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("format", _FORMAT), ("budget_epsilon", eps), ("budget_delta", delta),
+                     ("created", time.time())],
+                )
+                return budget
+            if meta.get("format") != _FORMAT:
+                raise ValueError(f"path={self.path!r} is not a PrivacyLedger file of format {_FORMAT!r}.")
+            stored = None if meta.get("budget_epsilon") is None else (
+                float(meta["budget_epsilon"]), float(meta["budget_delta"]))
+            if budget is not None and budget != stored:
+                raise ValueError(
+                    f"budget={budget!r} differs from the budget of the ledger file path={self.path!r}, "
+                    f"{stored!r}, fixed when the file was created: a budget cannot be changed by reopening "
+                    "its file. Open it with budget=None (or the same budget)."
+                )
+            return stored
+
+    # ------------------------------------------------------------------ reads
+    @staticmethod
+    def _row_to_record(row):
+        rid, mechanism, epsilon, delta, n_items, note, extra = row
+        rec = {"mechanism": mechanism, "epsilon": float(epsilon), "n_items": n_items, "note": note}
+        rec.update(json.loads(extra))
+        if delta is not None:
+            rec["delta"] = float(delta)
+        rec["id"] = rid
+        return rec
+
+    def records(self):
+        with self.transaction(immediate=False) as con:
+            rows = con.execute(
+                "SELECT id, mechanism, epsilon, delta, n_items, note, extra FROM records ORDER BY seq"
+            ).fetchall()
+        return [self._row_to_record(r) for r in rows]
+
+    def count(self):
+        with self.transaction(immediate=False) as con:
+            return int(con.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+
+    @staticmethod
+    def spent(con):
+        """(ε amounts, δ amounts) of every record, read inside the caller's transaction."""
+        rows = con.execute("SELECT epsilon, delta FROM records").fetchall()
+        return [r[0] for r in rows], [r[1] or 0.0 for r in rows]
+
+    # ------------------------------------------------------------------ writes
+    @staticmethod
+    def _row(rec):
+        rec = dict(rec)
+        rid, mechanism, epsilon, note = rec.pop("id"), rec.pop("mechanism"), rec.pop("epsilon"), rec.pop("note")
+        n_items, delta = rec.pop("n_items"), rec.pop("delta", None)
+        if n_items is not None:
+            n_items = int(n_items)
+        extra = json.dumps(rec, default=_json_default, allow_nan=False, sort_keys=True)
+        return (str(rid), str(mechanism), float(epsilon), None if delta is None else float(delta), n_items,
+                str(note), extra, time.time())
+
+    def insert(self, con, records):
+        """Insert ``records`` inside the caller's transaction (check done by the caller)."""
+        con.executemany(
+            "INSERT INTO records (id, mechanism, epsilon, delta, n_items, note, extra, created) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [self._row(r) for r in records],
+        )
+
+    def settle(self, con, rid, epsilon, delta, note):
+        """Lower a reserved record to the amounts actually spent and set its note."""
+        row = con.execute("SELECT epsilon, delta FROM records WHERE id = ?", (rid,)).fetchone()
+        if row is None:
+            raise KeyError(rid)
+        if epsilon > row[0] or (delta or 0.0) > (row[1] or 0.0):
+            raise ValueError("a reserved record can only be lowered.")
+        con.execute(
+            "UPDATE records SET epsilon = ?, delta = ?, note = ? WHERE id = ?",
+            (float(epsilon), None if delta is None else float(delta), str(note), rid),
+        )
+
+
+class _Transaction:
+    def __init__(self, store, immediate):
+        self.store, self.immediate = store, immediate
+
+    def __enter__(self):
+        self.con = self.store._connect()
+        try:
+            self.con.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
+        except sqlite3.OperationalError as exc:
+            self.con.close()
+            raise TimeoutError(
+                f"the ledger file path={self.store.path!r} stayed locked by another writer for "
+                f"{self.store.timeout:g} s ({exc}); nothing was recorded."
+            ) from None
+        except sqlite3.DatabaseError as exc:
+            self.con.close()
+            raise ValueError(f"path={self.store.path!r} is not a PrivacyLedger file: {exc}.") from None
+        return self.con
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                self.con.execute("COMMIT")
+            elif self.con.in_transaction:
+                self.con.execute("ROLLBACK")
+        finally:
+            self.con.close()
+        return False
+
