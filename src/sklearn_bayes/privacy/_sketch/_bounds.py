@@ -6,10 +6,11 @@ rows are; :func:`_kappa_from_variances` finds the smallest ``κ`` that either bo
 The validity argument is in the Notes of ``error_bound``.
 """
 
+import functools
 import math
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import integrate, optimize, stats
 
 __all__ = ["estimate_f2", "kappas"]
 
@@ -58,3 +59,181 @@ def kappas(sigma2, delta, method):
     """
     methods = METHODS if method == "auto" else (method,)
     return np.array([min(_kappa_from_variances(sigma2[:, k], delta, m) for m in methods) for k in range(sigma2.shape[1])])
+
+
+# ---------------------------------------------------------------------------------------------
+# The intervals of lower_bound / upper_bound: post-processing of one released query set.
+# ---------------------------------------------------------------------------------------------
+
+#: Share of ``1 - confidence`` spent on the estimation of the row-error quantile from the
+#: released pool (the order-statistic upper confidence bound); the rest goes to the median's tail.
+ESTIMATION_SHARE = 0.2
+
+#: Largest number of released values kept to estimate the row-error distribution (the newest).
+POOL_SIZE = 2**15
+
+
+def quantile_upper(sorted_pool, level, delta):
+    """Distribution-free upper confidence bound, at ``1 - delta``, of the ``level``-quantile.
+
+    For ``m`` i.i.d. draws ``X_(1) <= ... <= X_(m)`` and the quantile ``ξ`` of a continuous
+    law, ``P(X_(k) < ξ) = P(Binomial(m, level) >= k)``; the order statistic of the smallest ``k``
+    with that probability ``<= delta`` is returned (``inf`` when even the largest cannot certify).
+    """
+    m = sorted_pool.shape[0]
+    if m == 0 or level <= 0:
+        return 0.0 if m and level <= 0 else math.inf
+    k = int(stats.binom.isf(delta, m, level)) + 1  # smallest k with P(Bin >= k) <= delta (checked below)
+    while k > 1 and stats.binom.sf(k - 2, m, level) <= delta:
+        k -= 1
+    while k <= m and stats.binom.sf(k - 1, m, level) > delta:
+        k += 1
+    return float(sorted_pool[k - 1]) if k <= m else math.inf
+
+
+def median_row_tail(d, delta):
+    """Per-row two-sided exceedance ``p = P(|Y_i| > κ)`` at which ``P(|median_i Y_i| > κ) = delta``.
+
+    For rows independent and symmetric about 0, ``median > κ`` needs ``t`` rows above ``κ``
+    (``t = (d+1)/2`` for odd ``d``, ``d/2`` for even ``d``, whose median is the mean of the two
+    middle values), each with probability ``p/2``; the same below ``-κ``:
+    ``P(|median| > κ) <= 2 P(Binomial(d, p/2) >= t)``, solved for ``p``.
+    """
+    t = max((d + 1) // 2 if d % 2 else d // 2, 1)
+    if 2 * stats.binom.sf(t - 1, d, 0.5) <= delta:
+        return 1.0
+    return optimize.brentq(lambda p: 2 * stats.binom.sf(t - 1, d, p / 2) - delta, 0.0, 1.0, xtol=1e-15, rtol=1e-13)
+
+
+@functools.lru_cache(maxsize=None)
+def gaussian_median_variance(d):
+    """``Var(median of d standard normals)`` (the mean of the two middle values for an even ``d``).
+
+    Exact by numerical integration over the order statistics' densities for ``d <= 41``; above,
+    the asymptotic ``π/(2d)`` (within 5 %; it enters the residual's scale through
+    ``sqrt(1 - 2/d + v_d)``, which it moves by less than 0.1 %).
+    """
+    if d == 1:
+        return 1.0
+    if d > 41:
+        return math.pi / (2 * d)
+    phi, cdf = stats.norm.pdf, stats.norm.cdf
+    k = (d + 1) // 2
+    if d % 2:
+        c = math.exp(math.lgamma(d + 1) - 2 * math.lgamma(k))
+        val, _ = integrate.quad(lambda x: x * x * c * (cdf(x) * cdf(-x)) ** (k - 1) * phi(x), -12, 12, limit=200)
+        return float(val)
+    k = d // 2  # the middle pair X_(k) < X_(k+1): joint density c F(x)^{k-1} (1-F(y))^{k-1} φ(x) φ(y)
+    c = math.exp(math.lgamma(d + 1) - 2 * math.lgamma(k))
+    m2 = lambda x: integrate.quad(lambda y: (x + y) ** 2 / 4 * cdf(-y) ** (k - 1) * phi(y), x, 12)[0]
+    val, _ = integrate.quad(lambda x: c * cdf(x) ** (k - 1) * phi(x) * m2(x), -12, 12, limit=200)
+    return float(val)
+
+
+def count_residuals(rows, estimates):
+    """Calibrated absolute row errors of a released Count Sketch query set.
+
+    ``rows`` (d, n) are the released signed row values, ``estimates`` (n,) their medians.  The
+    residual ``v_i - median`` of a row understates its error ``Y_i`` (the median follows the
+    rows); for rows i.i.d. Gaussian ``Var(Y_i - median) = σ² (1 - 2/d + v_d)``, ``v_d`` the
+    variance of the median of ``d`` standard normals (``Cov(Y_i, median) = σ²/d`` because the
+    mean is sufficient and ``median - mean`` ancillary), so every residual is divided by
+    ``sqrt(1 - 2/d + v_d)``.  All ``d`` rows are kept (the median's row too, residual 0 for an
+    odd ``d``): rows hit by a heavy item keep their share of the pool.
+    """
+    d = rows.shape[0]
+    if d == 1:
+        return np.empty(0)
+    factor = 1.0 / math.sqrt(1.0 - 2.0 / d + gaussian_median_variance(d))
+    return (np.abs(rows - estimates[None, :]) * factor).ravel()
+
+
+def count_kappa(sorted_pool, d, delta):
+    """``κ`` of a released Count Sketch answer from the pool of absolute row residuals (see Notes of ``lower_bound``)."""
+    delta_est = ESTIMATION_SHARE * delta
+    p = median_row_tail(d, delta - delta_est)
+    return quantile_upper(sorted_pool, 1.0 - p, delta_est)
+
+
+def count_min_collision(sorted_pool, d, delta):
+    """The Count-Min lower side: ``q`` with ``P(min_i Z_i > q) <= delta`` from the pool of released values.
+
+    ``Z_i = C_i + N_i`` (collisions >= 0 plus noise) is dominated by a released value
+    ``v_i(y) = f_y + Z_i(y)``; independent rows: ``P(min Z > q) = Π P(Z_i > q) <= r^d`` with
+    ``r = P(v > q)``, so the ``1 - delta^{1/d}`` quantile of the pool (upper confidence bound) serves.
+    """
+    delta_est = ESTIMATION_SHARE * delta
+    r = (delta - delta_est) ** (1.0 / d)
+    return quantile_upper(sorted_pool, 1.0 - r, delta_est)
+
+
+def noise_sf(noise, scale, draws, t):
+    """Exact ``P(N > t)`` for ``N`` the sum of ``draws`` independent noise draws of scale ``scale``.
+
+    Laplace: ``N = G_1 - G_2`` with ``G_j ~ Gamma(draws, scale)`` (numerical integral).  Discrete
+    Laplace (``p = e^{-1/scale}``): the difference of two negative binomials ``NB(draws, 1 - p)``
+    (a finite sum truncated where the remaining mass is below ``1e-16``).
+    """
+    draws = int(draws)
+    if draws == 0:
+        return float(t < 0)
+    if t < 0:
+        return 1.0 - noise_sf(noise, scale, draws, -t) - (noise_pmf0(noise, scale, draws, -t))
+    if noise == "laplace":
+        if draws == 1:
+            return 0.5 * math.exp(-t / scale)
+        g = stats.gamma(draws, scale=scale)
+        hi = g.isf(1e-17)
+        val, _ = integrate.quad(lambda y: g.pdf(y) * g.sf(t + y), 0.0, hi, limit=200, epsabs=1e-16)
+        return float(min(max(val, 0.0), 0.5))
+    p = math.exp(-1.0 / scale)
+    nb = stats.nbinom(draws, 1.0 - p)
+    k = np.arange(int(nb.isf(1e-17)) + 2)
+    return float(min(np.sum(nb.pmf(k) * nb.sf(math.floor(t) + k)), 0.5))
+
+
+def noise_pmf0(noise, scale, draws, t):
+    """``P(N = t)`` (0 for Laplace; the atom of the discrete law at an integer ``t``)."""
+    if noise == "laplace" or t != math.floor(t):
+        return 0.0
+    p = math.exp(-1.0 / scale)
+    nb = stats.nbinom(int(draws), 1.0 - p)
+    k = np.arange(int(nb.isf(1e-17)) + 2)
+    return float(np.sum(nb.pmf(k) * nb.pmf(int(abs(t)) + k)))
+
+
+def noise_quantile(noise, scale, draws, s):
+    """Smallest ``a >= 0`` with ``P(N > a) <= s`` (``N`` as in :func:`noise_sf`; an integer for discrete noise)."""
+    if draws == 0:
+        return 0.0
+    sd = math.sqrt(2.0 * draws) * scale
+    hi = sd / math.sqrt(s) + scale  # Chebyshev: P(N > hi) <= var / hi^2 < s
+    if noise == "laplace":
+        if noise_sf(noise, scale, draws, 0.0) <= s:
+            return 0.0
+        return optimize.brentq(lambda a: noise_sf(noise, scale, draws, a) - s, 0.0, hi, xtol=1e-9 * scale)
+    lo, hi = -1, int(math.ceil(hi))  # sf(lo) > s >= sf(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if noise_sf(noise, scale, draws, mid) <= s:
+            hi = mid
+        else:
+            lo = mid
+    return float(hi)
+
+
+def count_min_noise(noise, scales, draws, d, delta):
+    """The Count-Min upper side: ``a`` per item with ``P(min_i N_i < -a) <= delta``.
+
+    The rows' noises are independent and symmetric; each row's law is dominated (in its tails) by
+    that of the item's largest ``(scale, draws)``, so ``P(min_i N_i < -a) <= 1 - (1 - P(N > a))^d``
+    and ``a`` is the exact quantile of ``N`` at ``1 - (1 - delta)^{1/d}``.
+    """
+    s = -math.expm1(math.log1p(-delta) / d)
+    out = np.empty(scales.shape[0])
+    cache = {}
+    for j, key in enumerate(zip(scales.tolist(), draws.tolist())):
+        if key not in cache:
+            cache[key] = noise_quantile(noise, key[0], key[1], s)
+        out[j] = cache[key]
+    return out

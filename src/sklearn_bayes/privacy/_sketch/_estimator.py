@@ -24,7 +24,15 @@ from sklearn_bayes.utils._streaming import first_changed_parameter, record_param
 from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _item_keys
 from sklearn_bayes.privacy._sketch._format import _BytesMixin
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS, _ForkedStream
-from sklearn_bayes.privacy._sketch._bounds import estimate_f2, kappas
+from sklearn_bayes.privacy._sketch._bounds import (
+    POOL_SIZE,
+    count_kappa,
+    count_min_collision,
+    count_min_noise,
+    count_residuals,
+    estimate_f2,
+    kappas,
+)
 from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release
 
 __all__ = ["PrivateCountSketch"]
@@ -426,6 +434,8 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         self._fork_pending = False  # set when the state is copied (see __setstate__)
         _LIVE_FORKS[self._fork_id] = self
         self._chain_spent0 = 0.0  # ε (before amplification) of this object's whole history
+        self._last_release = None  # what lower_bound / upper_bound read (see _record_release)
+        self._bound_pool = None
         self._charged = 0.0  # ε this fork has charged to ledger_
         self.ledger_ = PrivacyLedger()
 
@@ -522,6 +532,11 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         _hashing.locate(keys, self._row_seeds, self.table_.shape[1], cols, signs)
         return cols, signs
 
+    def _row_values(self, table, cols, signs):
+        """The rows' values ``s_i(x) C[i, h_i(x)]`` (Count Sketch) or ``C[i, h_i(x)]`` (Count-Min), (d, n) float."""
+        vals = np.take_along_axis(table, cols, axis=1).astype(np.float64)
+        return vals * signs if self._fp("kind") == "count" else vals
+
     def _estimate(self, table, cols, signs):
         out = np.empty(cols.shape[1], dtype=np.float64)
         _sketch.estimate(table, cols, signs, self._fp("kind") == "count", out)
@@ -560,11 +575,39 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         uniq, inverse = np.unique(keys, return_inverse=True)
         cols, signs = self._locate(uniq)
         k = self.n_query_sets_
-        chain0, bind = self._release.answer(self, cols, signs, k)
+        release = self._release
+        chain0, bind = release.answer(self, cols, signs, k)
         self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=k + 1)
         self.n_query_sets_ = k + 1
-        est = bind() / float(self._fp("sampling_rate"))
+        raw = bind()
+        self._record_release(release, uniq, cols, raw)
+        est = raw / float(self._fp("sampling_rate"))
         return est[inverse]
+
+    def _record_release(self, release, keys, cols, raw):
+        """Keep what ``lower_bound`` / ``upper_bound`` need of the query set just released (post-processing).
+
+        The answers, the noise law of each item's rows (largest scale and number of draws over its
+        rows: public functions of the hashes and the query sets) and, in a pool of the newest
+        ``POOL_SIZE`` values, the released row values' residuals (Count Sketch) or the values
+        themselves (Count-Min).  Nothing here reads unreleased state: the row values are the
+        noisy cells of this release (``releases_rows``), each a differentially private output.
+        """
+        if not release.releases_rows:
+            self._last_release = None
+            return
+        rows = release.rows
+        scales, draws = release.released_noise(self, cols)
+        if self._fp("kind") == "count":
+            new = count_residuals(rows, raw)
+        else:
+            new = rows.ravel()
+        pool = getattr(self, "_bound_pool", None)
+        pool = new if pool is None else np.concatenate([pool, new])
+        self._bound_pool = pool[-POOL_SIZE:]
+        self._last_release = {
+            "keys": keys, "answers": raw, "scale": scales.max(axis=0), "draws": draws.max(axis=0),
+        }
 
     @transactional
     def query(self, items):
@@ -695,6 +738,8 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         self.n_items_seen_ += other.n_items_seen_
         self.n_query_sets_ = max(self.n_query_sets_, other.n_query_sets_)
         self.shard_ids_ = tuple(sorted(set(self.shard_ids_) | set(other.shard_ids_)))
+        self._last_release = None  # the shards' answers are not answers of the merged sketch
+        self._bound_pool = None
         # parallel composition of disjoint shards (use_and_forget: its schedules continue from max(U_a, U_b))
         chain0 = release.merged_spend(max(self._chain_spent0, other._chain_spent0), uses)
         self._charge(
@@ -769,6 +814,132 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         return _sketch_dask.from_dask(cls, collection, split_every, params)
 
     # ------------------------------------------------------------------ accuracy
+    @serialized
+    def lower_bound(self, items, confidence=0.95):
+        """Lower end of the interval around each item's answer in the last query set.
+
+        ``[lower_bound(items, c), upper_bound(items, c)]`` is an interval at confidence ``c``
+        for the true count of each item *at the time of the last query set* (``query`` or
+        ``transform``), in the style of DataSketches' ``get_lower_bound``: the last answer
+        minus a bound (each end misses with probability about ``(1 - c)/2``).  Every item must
+        have been in the last query set.  Post-processing: the interval is computed from the
+        released answers and the released noisy row values only, so it spends no budget and
+        ``epsilon_spent_`` does not change.  See the Notes for the maths.
+
+        Parameters
+        ----------
+        items : array-like of shape (n_items,) or (n_items, n_features_in_)
+            Items of the last query set.
+        confidence : float, default=0.95
+            Confidence level of the two-sided interval, in (0, 1).
+
+        Returns
+        -------
+        lower : ndarray of shape (n_items,)
+            ``answer - κ`` (Count Sketch) or ``answer - q`` (Count-Min: collisions plus noise).
+            Not clipped at 0 (clip it if a count interval is wanted).
+
+        Notes
+        -----
+        Write ``δ = 1 - confidence`` and ``v_i(x)`` the released value of row ``i`` for item
+        ``x`` (the noisy cell, signed for the Count Sketch), ``v_i(x) = f_x + Y_i``; the rows
+        are independent (independent hashes and noise).
+
+        **Count Sketch** (``answer = median_i v_i``): ``Y_i`` = signed collisions + noise is
+        symmetric about 0 (random signs; symmetric noise).  The median exceeds ``f_x + κ`` only
+        if ``t`` rows do (``t = ⌈d/2⌉``; ``d/2`` for an even ``d``), so with
+        ``p = P(|Y_i| > κ)``, ``P(|answer - f_x| > κ) <= 2 P(Binomial(d, p/2) >= t)``.  We
+        solve ``2 P(Binomial(d, p/2) >= t) = 0.8 δ`` for ``p`` and take ``κ`` as a
+        distribution-free upper confidence bound, at ``1 - 0.2 δ``, of the ``1 - p`` quantile of
+        ``|Y|``: an order statistic of the pool of released residuals ``|v_i(y) - answer_y|``
+        (the median row of each item left out; the newest 32 768 over this stream's query
+        sets).  The split of ``δ`` is a union bound: the interval misses only if the quantile is
+        under-estimated (``<= 0.2 δ``) or the median is far (``<= 0.8 δ``).  The residuals
+        stand in for draws of ``Y`` (for Gaussian rows, the residuals other than the median's
+        have a variance 1.05 (``d = 5``) to 1.17 (``d = 3``) times that of ``Y``: slightly
+        conservative) and the pool mixes items whose rows carry different numbers of noise
+        draws: the interval is an estimate, not a guarantee.  With too few residuals to certify
+        the quantile (a query set of one or two items and no earlier ones; ``depth=1``) it is
+        infinite.
+
+        **Count-Min** (``answer = min_i v_i``, ``Y_i = C_i + N_i`` with collisions ``C_i >= 0``):
+        ``f_x = answer - min_i Y_i``.  Lower end: ``P(min_i Y_i > q) = Π_i P(Y_i > q)``, and a
+        released value ``v_i(y) = f_y + Y_i(y) >= Y_i(y)`` is stochastically larger than
+        ``Y_i``, so ``q`` is the upper confidence bound (at ``1 - 0.2 δ/2``) of the
+        ``1 - (0.8 δ/2)^{1/d}`` quantile of the pool of released values (conservative when the
+        query sets hold heavy items).  Upper end: ``min_i Y_i >= min_i N_i`` because
+        collisions only add, so ``f_x <= answer - min_i N_i``; ``a`` with
+        ``P(min_i N_i < -a) <= δ/2`` is computed exactly from the noise law (the sum of the
+        cell's Laplace or discrete Laplace draws; the item's largest scale and number of draws
+        over its rows), with no estimation: ``upper = answer + a``.
+
+        Not available for ``mechanism="median_perturbation"`` (its rows are exact, unreleased
+        counts: an interval would need budget of its own) nor with ``sampling_rate < 1``.
+        """
+        return self._interval(items, confidence)[0]
+
+    @serialized
+    def upper_bound(self, items, confidence=0.95):
+        """Upper end of the interval around each item's answer in the last query set.
+
+        See :meth:`lower_bound` (the same interval; the maths is in its Notes).  Post-processing:
+        spends no budget.
+
+        Parameters
+        ----------
+        items : array-like of shape (n_items,) or (n_items, n_features_in_)
+            Items of the last query set.
+        confidence : float, default=0.95
+            Confidence level of the two-sided interval, in (0, 1).
+
+        Returns
+        -------
+        upper : ndarray of shape (n_items,)
+            ``answer + κ`` (Count Sketch) or ``answer + a`` (Count-Min: the noise part only,
+            collisions only add).
+        """
+        return self._interval(items, confidence)[1]
+
+    def _interval(self, items, confidence):
+        check_is_fitted(self)
+        self._check_stream_params("lower_bound / upper_bound")
+        if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
+            raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
+        mech, rate = self._fp("mechanism"), self._fp("sampling_rate")
+        if not MECHANISMS[mech].releases_rows:
+            raise ValueError(
+                f"lower_bound / upper_bound need released row values, which mechanism={mech!r} does not "
+                "release (its table is exact): an interval would spend budget of its own. Use "
+                "mechanism='use_and_keep'."
+            )
+        if rate != 1:
+            raise ValueError(f"lower_bound / upper_bound need sampling_rate=1, got {rate!r}.")
+        last = getattr(self, "_last_release", None)
+        if last is None:
+            raise ValueError(
+                "lower_bound / upper_bound bound the answers of the last query set, and this sketch has "
+                "answered none since it was fitted, merged or loaded: call query(items) first."
+            )
+        keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
+        pos = np.searchsorted(last["keys"], keys)
+        pos = np.minimum(pos, last["keys"].shape[0] - 1)
+        missing = int(np.sum(last["keys"][pos] != keys)) if keys.shape[0] else 0
+        if missing:
+            raise ValueError(
+                f"items holds {missing} item(s) that were not in the last query set; lower_bound / upper_bound "
+                "bound the answers of the last query set only: query them first."
+            )
+        answers = last["answers"][pos]
+        delta = 1.0 - float(confidence)
+        d = self.table_.shape[0]
+        pool = np.sort(self._bound_pool)
+        if self._fp("kind") == "count":
+            kappa = count_kappa(pool, d, delta)
+            return answers - kappa, answers + kappa
+        q = count_min_collision(pool, d, delta / 2)
+        a = count_min_noise(self._fp("noise"), last["scale"][pos], last["draws"][pos], d, delta / 2)
+        return answers - q, answers + a
+
     @serialized
     def error_bound(self, items, confidence=0.95, f2=None, method="auto"):
         """Error bar ``κ`` with ``P(|f̂_x - f_x| > κ) <= 1 - confidence`` for a query made now.

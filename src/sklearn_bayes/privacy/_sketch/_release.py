@@ -78,6 +78,9 @@ class Release:
     static = False
     #: Whether ``error_bound`` (Theorem 5) covers the mechanism.
     has_error_bound = False
+    #: Whether each row's noisy cell value is itself a differentially private release (so that
+    #: ``lower_bound`` / ``upper_bound`` may read the released row values of a query set).
+    releases_rows = False
 
     def __init__(self, eps0, depth, decay):
         self.eps0 = eps0
@@ -113,6 +116,10 @@ class Release:
         """Noise draws in the queried cells for a query made now, from their ``draws`` so far (d, n)."""
         raise NotImplementedError
 
+    def released_noise(self, sketch, cols):
+        """``(scale, draws)`` (d, n) of the noise in the row values just released (after ``bind``)."""
+        raise NotImplementedError
+
 
 class UseAndKeep(Release):
     """Use-and-keep (Algorithm 6): a query set adds ``N(d/ε)`` once to each cell it touches, for good.
@@ -130,6 +137,7 @@ class UseAndKeep(Release):
     name = "use_and_keep"
     pan_private = True
     has_error_bound = True
+    releases_rows = True
 
     def _cells(self, sketch, cols):
         return _sketch.distinct_cells(cols, sketch.table_.shape[1])
@@ -142,12 +150,17 @@ class UseAndKeep(Release):
         def bind():  # the noise stays in the cells (in place: cannot fail)
             sketch.table_.reshape(-1)[cells] = new
             flat_uses[cells] += 1
+            self.rows = sketch._row_values(sketch.table_, cols, signs)
             return sketch._estimate(sketch.table_, cols, signs)
 
         return self.eps0, bind
 
     def noise_draws(self, draws, pan_draws):
         return draws + 1  # this query's draw
+
+    def released_noise(self, sketch, cols):
+        draws = np.take_along_axis(sketch.uses_, cols, axis=1) + sketch._pan_draws
+        return np.full(draws.shape, self.depth / self.eps0), draws
 
 
 class CellPerturbation(UseAndKeep):
@@ -176,6 +189,10 @@ class CellPerturbation(UseAndKeep):
     def noise_draws(self, draws, pan_draws):
         return np.maximum(draws, 1 + pan_draws)
 
+    def released_noise(self, sketch, cols):
+        draws = np.take_along_axis(sketch.uses_, cols, axis=1) + sketch._pan_draws  # one draw, plus the start
+        return np.full(draws.shape, self.depth / self.eps0), draws
+
 
 class UseAndForget(Release):
     """Use-and-forget (Algorithm 5): the table stays exact; the ``u``-th use of a cell adds fresh noise.
@@ -189,6 +206,7 @@ class UseAndForget(Release):
     """
 
     name = "use_and_forget"
+    releases_rows = True
 
     def first_scale(self):
         return self.depth / (self.eps0 * (1.0 - float(self.decay)))
@@ -220,9 +238,17 @@ class UseAndForget(Release):
 
         def bind():
             flat_uses[cells] += 1
+            self.rows = sketch._row_values(noisy, cols, signs)
             return est
 
         return self.spend(row_max), bind
+
+    def released_noise(self, sketch, cols):
+        # after bind the cell's use count is u: its released value held one fresh draw of 1/ε'_u
+        uses = np.take_along_axis(sketch.uses_, cols, axis=1)
+        d, eta = self.depth, float(self.decay)
+        scale = np.exp(-(math.log(self.eps0 / d) + math.log1p(-eta) + (uses - 1) * math.log(eta)))
+        return scale, np.ones_like(uses)
 
     def merge_uses(self, uses_a, uses_b):
         return np.maximum(uses_a, uses_b)
