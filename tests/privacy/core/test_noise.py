@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from fractions import Fraction
+
 from sklearn_bayes.privacy._core._noise import (
     MAX_NOISE_SCALE,
+    _bernoulli_exp,
+    _uniform_below,
+    discrete_gaussian_pmf,
+    sample_discrete_gaussian,
     discrete_laplace_cdf,
     discrete_laplace_pmf,
     discrete_laplace_variance,
@@ -197,3 +203,91 @@ def test_scales_beyond_the_limit_are_refused(kind):
     b = 1e18
     assert math.isclose(float(discrete_laplace_pmf(0, b)), math.tanh(0.5 / b), rel_tol=1e-12)
     assert math.isclose(float(discrete_laplace_cdf(-1, b)), math.exp(-1 / b) / (1 + math.exp(-1 / b)), rel_tol=1e-12)
+
+
+# ------------------------------------------------------------------ exact discrete Gaussian
+
+
+def _exact_dg_pmf(k, sigma2):
+    """``exp(-k²/(2σ²))`` normalised over ``|k| <= 60σ + 20`` (the rest is below e^{-1800}), σ² a Fraction."""
+    tail = int(60 * math.sqrt(sigma2)) + 20
+    j = np.arange(-tail, tail + 1)
+    w = np.exp(-(j.astype(float) ** 2) / (2.0 * float(sigma2)))
+    return np.exp(-(np.asarray(k, float) ** 2) / (2.0 * float(sigma2))) / w.sum()
+
+
+def _g_test(x, pmf, n):
+    """G-test of the draws ``x`` against ``pmf`` (a function of k): bins with expected count >= 20, tails pooled."""
+    k = np.arange(-2000, 2001)
+    expected = n * pmf(k)
+    keep = k[expected >= 20]
+    lo, hi = keep.min(), keep.max()
+    observed = np.concatenate([[np.sum(x < lo)], np.bincount(x[(x >= lo) & (x <= hi)] - lo, minlength=hi - lo + 1),
+                               [np.sum(x > hi)]])
+    probs = np.concatenate([[pmf(k[k < lo]).sum()], pmf(np.arange(lo, hi + 1)), [pmf(k[k > hi]).sum()]])
+    return stats.power_divergence(observed, n * probs / probs.sum(), lambda_="log-likelihood").pvalue
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma", [0.6, 1.0, 2.5, Fraction(7, 2), 11.0])
+def test_discrete_gaussian_sampler_matches_the_normalised_exp(sigma):
+    """G-test of 60,000 draws against exp(-k²/2σ²)/Σ (σ a float read exactly, or σ² a Fraction)."""
+    sigma2 = sigma if isinstance(sigma, Fraction) else Fraction(sigma) ** 2
+    n = 60_000
+    x = sample_discrete_gaussian(np.random.default_rng(21), sigma, size=n)
+    assert x.dtype == np.int64
+    assert _g_test(x, lambda k: _exact_dg_pmf(k, sigma2), n) > ALPHA
+    np.testing.assert_allclose(discrete_gaussian_pmf(np.arange(-5, 6), float(math.sqrt(sigma2))),
+                               _exact_dg_pmf(np.arange(-5, 6), sigma2), rtol=1e-12)
+
+
+def test_discrete_gaussian_goodness_of_fit_has_power():
+    """The same test rejects the draws against a 5 % wider law, and against the rounded continuous Gaussian."""
+    n = 60_000
+    x = sample_discrete_gaussian(np.random.default_rng(21), 1.0, size=n)
+    assert _g_test(x, lambda k: _exact_dg_pmf(k, Fraction(105, 100) ** 2), n) < ALPHA
+    # N(0, 1) rounded to the integers is a different law at σ = 1 (P(0) = 0.383 vs 0.399)
+    rounded = lambda k: stats.norm.cdf(np.asarray(k) + 0.5) - stats.norm.cdf(np.asarray(k) - 0.5)  # noqa: E731
+    assert _g_test(x, rounded, n) < ALPHA
+
+
+def test_discrete_gaussian_large_sigma_moments_and_integers():
+    """At the estimator's scales (σ ~ 1e5-1e9 grid steps) the draws are integers with variance σ²."""
+    for sigma in (1.5e5, 3.0e9):
+        x = sample_discrete_gaussian(np.random.default_rng(4), sigma, size=20_000)
+        assert x.dtype == np.int64
+        z = x / sigma
+        # mean 0 and variance 1 within 5 standard errors (the discrete law's variance is σ²(1 - e^{-huge}))
+        assert abs(z.mean()) < 5 / math.sqrt(z.size)
+        assert abs(z.var() - 1.0) < 5 * math.sqrt(2.0 / z.size)
+
+
+def test_discrete_gaussian_is_reproducible_and_validates():
+    a = sample_discrete_gaussian(np.random.default_rng(9), 4.0, size=(3, 5))
+    b = sample_discrete_gaussian(np.random.default_rng(9), 4.0, size=(3, 5))
+    assert a.shape == (3, 5) and np.array_equal(a, b)
+    assert sample_noise(np.random.default_rng(9), "discrete_gaussian", 4.0, size=(3, 5)).tolist() == a.tolist()
+    for bad in (0.0, -1.0, math.inf, math.nan, 2.0**51):
+        with pytest.raises(ValueError, match="sigma"):
+            sample_discrete_gaussian(np.random.default_rng(0), bad, size=3)
+
+
+@pytest.mark.parametrize("num, den", [(3, 10), (17, 10), (5, 3), (0, 1), (7, 1)])
+def test_exact_bernoulli_of_exp(num, den):
+    """Bernoulli(exp(-num/den)) frequencies within 4.5 binomial standard errors of exp(-num/den)."""
+    rng = np.random.default_rng(num * 31 + den)
+    n = 40_000
+    hits = sum(_bernoulli_exp(rng, num, den) for _ in range(n))
+    p = math.exp(-num / den)
+    assert abs(hits / n - p) <= 4.5 * math.sqrt(p * (1 - p) / n) + 1e-12
+
+
+def test_uniform_below_big_integers():
+    """Beyond 2**63 the integers come from the generator's bytes by rejection: uniform (residues mod 7)."""
+    d = 3 * 2**70 + 5
+    rng = np.random.default_rng(2)
+    u = [_uniform_below(rng, d) for _ in range(21_000)]
+    assert all(0 <= v < d for v in u)
+    counts = np.bincount([v % 7 for v in u], minlength=7)
+    assert stats.chisquare(counts).pvalue > ALPHA
+    assert max(u) > 2**70  # the high bits are used

@@ -61,6 +61,9 @@ def test_ssp_posterior_budget_and_ledger(eps, delta):
     cal = SSPPosteriorCalibration()
     b = cal.budget(eps, delta)
     assert b == ssp_posterior_budget(eps, delta)
+    p = _data()[0].shape[1] + 1  # the grid of the release: the features and the intercept column
+    b = cal.budget(eps, delta, p=p)
+    assert b == ssp_posterior_budget(eps, delta, p=p)
     (entry,) = cal.ledger_entries(eps, delta, b)
     assert isinstance(entry, LedgerEntry) and (entry.epsilon, entry.delta) == (eps, delta)
     est = _fit("ssp_posterior", eps, delta)

@@ -222,7 +222,7 @@ def test_ledger_and_attributes():
     assert [r["mechanism"] for r in recs] == ["AdaOPSRegressor/noisy_sufficient_statistics"]
     assert (recs[0]["epsilon"], recs[0]["delta"]) == (0.7, 1e-7)
     assert [r["mechanism"] for r in shared.records] == ["AdaOPSRegressor/noisy_sufficient_statistics"]
-    b = ssp_posterior_budget(0.7, 1e-7)
+    b = ssp_posterior_budget(0.7, 1e-7, p=4)  # the grid of 3 features and the intercept column
     assert est.noise_scale_gram_ == b["sigma_gram"] and est.noise_scale_xty_ == b["sigma_xty"]
     assert est.gamma_ is None and est.lambda_ is None
     with pytest.raises(ValueError, match="per_instance_epsilon.*ssp_posterior"):

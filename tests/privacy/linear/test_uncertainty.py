@@ -83,7 +83,7 @@ def test_coef_covariance_is_the_noise_aware_posterior_in_data_units(monkeypatch)
         seen.clear()
         est = _fit(fit_intercept=fit_intercept)
         A, b, q = seen[0]
-        bud = ssp_posterior_budget(1.0, 1e-6)
+        bud = ssp_posterior_budget(1.0, 1e-6, p=A.shape[0])  # the grid of the discrete release
         ratio = 9.0 if fit_intercept else None
         mean, cov, _, _ = noise_aware_posterior(A, b, q, 10_000, bud["sigma_gram"], bud["sigma_xty"],
                                                 intercept_ratio=ratio)

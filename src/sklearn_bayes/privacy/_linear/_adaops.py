@@ -182,7 +182,15 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     of the analytic Gaussian mechanism (Balle and Wang 2018) at ``(ε, δ)`` and sensitivity 1;
     the hockey-stick divergence of two Gaussians with equal covariance depends only on the
     Mahalanobis distance of their means and grows with it, so every neighbouring pair is
-    ``(ε, δ)``-indistinguishable.  No event is excluded.  The posterior mean, the prior
+    ``(ε, δ)``-indistinguishable.  No event is excluded.  **The noise is an exact discrete
+    Gaussian on a grid** (Canonne, Kamath and Steinke 2020): each coordinate is snapped to a
+    power-of-two grid of spacing ``<= σ/64`` and gets ``g K``, ``K ~ N_Z(0, s²)`` drawn exactly from
+    random bits, so the output is an exact multiple of ``g`` and nothing leaks through low bits
+    (Mironov 2012).  Its guarantee is *not* taken to be the continuous one's (at an integer shift
+    the discrete Gaussian's δ can exceed it, by 1.19x at ``s = 1``): a proved bound
+    ``δ <= δ_G(μ + ω; ε - (μ + ω)ω)``, ``ω = (Σ 1/s_j²)^{1/2}``, accounts for the snapping and the
+    lattice, at the cost of ``10⁻³`` of ε and of μ (noise sds 0.2 % above the continuous
+    mechanism's; :mod:`~sklearn_bayes.privacy._linear._ssp_posterior`).  The posterior mean, the prior
     scale and the residual variance are functions of ``(Ã, b̃, q̃)`` and public constants:
     post-processing (the prior is ``N(0, τ² diag(1, …, 1, 9))`` on the scaled design, i.e.
     the same scale for the intercept and for a slope per unit of ``x_bound``, in units of

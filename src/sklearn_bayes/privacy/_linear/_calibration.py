@@ -36,6 +36,7 @@ from sklearn_bayes.privacy._linear._adaops_accounting import (
 from sklearn_bayes.privacy._linear._base import _check_draw_budget, draw_ridge_posterior
 from sklearn_bayes.privacy._linear._ops import _min_h_for_variance, calibrate_ops_gamma
 from sklearn_bayes.privacy._linear._ssp_posterior import (
+    check_grid_range,
     noise_aware_posterior,
     release_sufficient_statistics,
     ssp_posterior_budget,
@@ -178,8 +179,9 @@ class SSPPosteriorCalibration(Calibration):
     attributes = ("noise_scale_gram_", "noise_scale_xty_", "noise_scale_yty_", "prior_variance_",
                   "residual_variance_", "gram_signal_to_noise_")
 
-    def budget(self, epsilon, delta):
-        return ssp_posterior_budget(epsilon, delta)
+    def budget(self, epsilon, delta, p=None):
+        """The split; with ``p`` (design columns) the grid of the exact discrete Gaussian it releases."""
+        return ssp_posterior_budget(epsilon, delta, p=p)
 
     def ledger_entries(self, epsilon, delta, budget):
         return (
@@ -193,7 +195,8 @@ class SSPPosteriorCalibration(Calibration):
 
     def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept):
         n = Xs.shape[0]
-        b = self.budget(epsilon, delta)
+        # the grid of the exact discrete Gaussian (refuses, before any noise, an epsilon it cannot hold)
+        b = check_grid_range(epsilon, delta, n, Xs.shape[1])
         A, xty, q = release_sufficient_statistics(Xs, ys, b, rng)
         # everything below is post-processing of (A, xty, q) and public constants
         # prior N(0, τ² diag(1, …, 1, share/(1 - share))): the same scale for the intercept and for

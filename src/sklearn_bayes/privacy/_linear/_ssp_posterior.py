@@ -38,16 +38,50 @@ that this ``μ`` equals ``1/σ`` of the analytic Gaussian mechanism at the targe
 with sensitivity 1: the release is ``(ε, δ)``-DP for every pair of neighbours.  No event
 is excluded (no δ is spent on "good sets"), nothing depends on the data but the noisy
 statistics.
+
+The noise: an exact discrete Gaussian on a grid (no low bits to leak)
+--------------------------------------------------------------------
+Floating-point Gaussian noise leaks the input through the low bits of the sum (Mironov
+2012).  The estimator therefore releases each coordinate ``j`` (the upper triangle of
+``XᵀX``, ``Xᵀy``, ``yᵀy``; three groups) as ``g_j (⌊f_j/g_j⌉ + K_j)``: the statistic snapped to
+a grid of power-of-two spacing ``g_j`` plus an exact discrete Gaussian ``K_j ~ N_Z(0, s_j²)``
+with an integer ``s_j`` (Canonne, Kamath and Steinke 2020;
+:func:`~sklearn_bayes.privacy._core.sample_noise` with ``"discrete_gaussian"``).  Every output is
+an integer below ``2**53`` times ``g_j``, computed exactly; its law depends on the data only
+through the snapped integers.
+
+*Accounting (an upper bound, proved here and tested against the exact pmf).*  In grid units
+the two neighbours' outputs are ``a + K`` and ``a' + K`` with integer ``v = a - a'``; the privacy
+loss is ``L = T + μ_d²/2`` with ``T = Σ_j (v_j/s_j)(K_j/s_j)`` and ``μ_d = ||v/s||``, exactly as for
+the continuous Gaussian with ``K_j`` replaced by ``X_j ~ N(0, s_j²)``.  (i) Snapping moves each
+coordinate by at most one grid step, so ``μ_d <= μ_c + ω`` with ``μ_c`` the whitened sensitivity
+of the exact statistics (the bound above, at the noise scales ``g_j s_j``) and
+``ω = (Σ_j 1/s_j²)^{1/2}``.  (ii) The quantile coupling of ``K_j`` and ``X_j`` has ``|K_j - X_j| <= 1``
+except on an event of probability ``η_j <= 12 (1 + s_j) e^{-2π² s_j²}`` (compare the tail sums of
+the decreasing Gaussian density with its integrals; the normaliser is ``s_j √(2π)`` up to the
+factor ``1 + 2Σ_k e^{-2π² s_j² k²}``, Poisson summation), so ``|T_disc - T_cont| <= μ_d ω``; the
+hockey-stick integrand ``(1 - e^{ε - L})₊`` is increasing in ``T`` and bounded by 1, hence
+
+``δ_disc(ε) <= δ_G(μ_c + ω; ε - (μ_c + ω) ω) + Σ_j η_j``,
+
+``δ_G(μ; ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` the Gaussian mechanism's profile (increasing
+in μ, decreasing in ε).  :func:`ssp_posterior_budget` with ``p`` takes ``M = μ_c + ω`` of the
+analytic Gaussian mechanism at ``(ε(1 - κ), δ)``, ``κ = 10⁻³``, and ``s_j >= √m/ω_t`` with
+``ω_t = min(κε/M, κM)`` (``m`` coordinates, ``s_j >= 64``: ``Σ η_j < 10^{-30000}``), so that
+``Mω <= κε``: the release is ``(ε, δ)``-DP, at the price of ``10⁻³`` of ε and ``ω/M <= 10⁻³`` of μ.
 """
 
 import math
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, special
 
-from sklearn_bayes.privacy._core import analytic_gaussian_sigma
+from sklearn_bayes.privacy._core import analytic_gaussian_sigma, sample_noise
 
 __all__ = [
+    "check_grid_range",
+    "discrete_release_delta_bound",
+    "gaussian_delta",
     "noise_aware_posterior",
     "release_sufficient_statistics",
     "ssp_joint_sensitivity_sq",
@@ -62,6 +96,12 @@ _GRAM_TO_XTY = math.sqrt(2.0)
 _TAU2_GRID = np.geomspace(1e-4, 1e4, 161)
 #: fixed-point passes for ||θ||² and the residual variance in the noise model
 _N_PASSES = 5
+#: share of ε (and of μ) given up to the grid of the discrete Gaussian release
+_GRID_KAPPA = 1e-3
+#: smallest discrete Gaussian parameter (grid units): the coupling's failure e^{-2π²s²} is nil
+_MIN_GRID_SIGMA = 64
+#: the released integers stay below this (exact float64 multiples of the grid spacing)
+_EXACT_INT = 2.0**53
 
 
 def ssp_joint_sensitivity_sq(u, v, w):
@@ -80,12 +120,64 @@ def ssp_joint_sensitivity_sq(u, v, w):
     return u * (2.0 - t * t) + v * (2.0 + 2.0 * t) + w
 
 
-def ssp_posterior_budget(epsilon, delta):
+def gaussian_delta(mu, epsilon):
+    """``δ(ε) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` of the Gaussian mechanism of ratio ``μ`` (log space).
+
+    Examples
+    --------
+    >>> round(gaussian_delta(1.0, 0.0), 4)  # Φ(1/2) - Φ(-1/2): total variation at μ = 1
+    0.3829
+    """
+    mu, epsilon = float(mu), float(epsilon)
+    if mu <= 0.0:  # identical distributions
+        return 0.0 if epsilon >= 0.0 else -math.expm1(epsilon)
+    a = special.log_ndtr(-epsilon / mu + 0.5 * mu)
+    b = epsilon + special.log_ndtr(-epsilon / mu - 0.5 * mu)
+    return float(math.exp(a) * -math.expm1(b - a)) if b < a else 0.0
+
+
+def discrete_release_delta_bound(mu_c, omega, epsilon):
+    """The certified ``δ(ε)`` of the grid release: ``δ_G(μ_c + ω; ε - (μ_c + ω)ω)`` (module docstring).
+
+    ``mu_c``: the whitened sensitivity of the exact statistics; ``omega = (Σ_j 1/s_j²)^{1/2}``.  The
+    coupling term ``Σ_j η_j < 10^{-30000}`` (every ``s_j >= 64``) is below float resolution.
+    """
+    m = float(mu_c) + float(omega)
+    return gaussian_delta(m, float(epsilon) - m * float(omega))
+
+
+def _grid_budget(b, epsilon, delta, p):
+    """Add the grid of the discrete release of ``p`` features to the continuous split ``b`` (in place)."""
+    m = p * (p + 1) // 2 + p + 1
+    big_m = b["mu_total"]
+    omega_t = min(_GRID_KAPPA * epsilon / big_m, _GRID_KAPPA * big_m)
+    s_min = max(_MIN_GRID_SIGMA, math.ceil(math.sqrt(m) / omega_t))
+    inv_sq = 0.0
+    for key, count in (("gram", p * (p + 1) // 2), ("xty", p), ("yty", 1)):
+        sigma = b[f"sigma_{key}"]
+        g = math.ldexp(1.0, math.floor(math.log2(sigma / s_min)))  # power of two: exact snapping
+        s_j = math.ceil(sigma / g)  # integer in [s_min, 2 s_min]: the noise sd g s_j >= sigma
+        b[f"grid_{key}"], b[f"grid_sigma_{key}"] = g, s_j
+        b[f"sigma_{key}"] = g * s_j
+        inv_sq += count / (s_j * s_j)
+    b["omega"] = math.sqrt(inv_sq)
+    b["n_coordinates"] = m
+    return b
+
+
+def ssp_posterior_budget(epsilon, delta, p=None):
     """Noise scales of the three releases: one Gaussian mechanism at replace-one ``(ε, δ)``.
 
-    Returns a dict with ``mu`` (the ratio ``1/σ`` of the analytic Gaussian mechanism at
-    ``(ε, δ)``, sensitivity 1), ``sigma_gram``, ``sigma_xty``, ``sigma_yty``; the joint
-    ``ssp_joint_sensitivity_sq(1/σ_A², 1/σ_b², 1/σ_q²)`` equals ``mu²``.
+    Returns a dict with ``mu`` (the ratio ``1/σ`` of the mechanism at sensitivity 1),
+    ``sigma_gram``, ``sigma_xty``, ``sigma_yty``; the joint
+    ``ssp_joint_sensitivity_sq(1/σ_A², 1/σ_b², 1/σ_q²)`` equals ``mu²`` (at most, with ``p``).
+
+    ``p=None``: the continuous Gaussian mechanism, ``mu`` that of the analytic Gaussian
+    mechanism at ``(ε, δ)`` (the reference the tests compare with).  With ``p`` (the number of
+    design columns): the exact discrete Gaussian on a grid that the estimator releases
+    (module docstring): ``mu_total = M`` at ``(ε(1 - 10⁻³), δ)``, ``mu = M - ω_t``, and per group
+    the spacing ``grid_*`` (a power of two), the integer parameter ``grid_sigma_*`` and the
+    noise sd ``sigma_* = grid_* · grid_sigma_*``; ``omega`` is ``(Σ_j 1/s_j²)^{1/2}``.
 
     Examples
     --------
@@ -93,22 +185,96 @@ def ssp_posterior_budget(epsilon, delta):
     >>> u, v, w = (1 / b[k] ** 2 for k in ("sigma_gram", "sigma_xty", "sigma_yty"))
     >>> bool(abs(ssp_joint_sensitivity_sq(u, v, w) - b["mu"] ** 2) < 1e-12)
     True
+    >>> d = ssp_posterior_budget(1.0, 1e-6, p=4)
+    >>> bool(discrete_release_delta_bound(d["mu"], d["omega"], 1.0) <= 1e-6)
+    True
     """
-    mu = 1.0 / analytic_gaussian_sigma(float(epsilon), float(delta), 1.0)
+    epsilon, delta = float(epsilon), float(delta)
+    if p is None:
+        mu = 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
+        big_m = mu
+    else:
+        big_m = 1.0 / analytic_gaussian_sigma(epsilon * (1.0 - _GRID_KAPPA), delta, 1.0)
+        m = p * (p + 1) // 2 + p + 1
+        omega_t = min(_GRID_KAPPA * epsilon / big_m, _GRID_KAPPA * big_m)
+        s_min = max(_MIN_GRID_SIGMA, math.ceil(math.sqrt(m) / omega_t))
+        mu = big_m - math.sqrt(m) / s_min  # the grid's ω <= √m / s_min
     m2 = mu * mu
     w = _YTY_SHARE * m2
     v = (m2 - w) / ssp_joint_sensitivity_sq(_GRAM_TO_XTY, 1.0, 0.0)
     u = _GRAM_TO_XTY * v
-    return {"mu": mu, "sigma_gram": 1.0 / math.sqrt(u), "sigma_xty": 1.0 / math.sqrt(v),
-            "sigma_yty": 1.0 / math.sqrt(w)}
+    b = {"mu": mu, "mu_total": big_m, "sigma_gram": 1.0 / math.sqrt(u), "sigma_xty": 1.0 / math.sqrt(v),
+         "sigma_yty": 1.0 / math.sqrt(w)}
+    return b if p is None else _grid_budget(b, epsilon, delta, p)
+
+
+def _grid_fits(b, n):
+    """Public check: every statistic (``|·| <= n``) is below ``2**52`` grid steps, the noise parameter below ``2**40``."""
+    return all(n / b[f"grid_{k}"] < 2.0**52 and b[f"grid_sigma_{k}"] < 2**40 for k in ("gram", "xty", "yty"))
+
+
+def check_grid_range(epsilon, delta, n, p):
+    """The grid budget of ``(ε, δ)`` for ``n`` rows and ``p`` columns, or a ``ValueError`` naming the largest ε.
+
+    Before any noise and from public quantities only: an ε so large that the grid (spacing
+    ``<= σ/64``) would need more than ``2**52`` steps for a statistic of size ``n`` is refused;
+    the message names the largest ε that fits (a release at a smaller ε is also (ε, δ)-DP).
+    """
+    b = ssp_posterior_budget(epsilon, delta, p=p)
+    if _grid_fits(b, n):
+        return b
+    lo, hi = 0.0, math.log(float(epsilon))  # log ε; ε = 1 always fits below 2**40 rows
+    if not _grid_fits(ssp_posterior_budget(1.0, delta, p=p), n):
+        raise ValueError(f"epsilon={epsilon!r}: the exact discrete Gaussian release does not fit n={n} rows.")
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if _grid_fits(ssp_posterior_budget(math.exp(mid), delta, p=p), n):
+            lo = mid
+        else:
+            hi = mid
+    largest = math.exp(lo)
+    k = 3 - math.floor(math.log10(largest))
+    largest = math.floor(largest * 10.0**k) / 10.0**k
+    raise ValueError(
+        f"epsilon={epsilon!r} is too large for the exact discrete Gaussian release of calibration='ssp_posterior' "
+        f"with n={n} rows: its grid (spacing at most noise sd/64, a power of two) would need more than 2**52 "
+        f"steps for a statistic of size n; use epsilon <= {largest!r} (a release at a smaller epsilon is also "
+        "(epsilon, delta)-DP)."
+    )
+
+
+def _grid_release(values, g, s, rng):
+    """``g (⌊values/g⌉ + K)``, ``K ~ N_Z(0, s²)`` exact: every output an integer below 2**53 times ``g``."""
+    snapped = np.rint(np.asarray(values, dtype=float) / g)  # g a power of two: the division is exact
+    ints = snapped + sample_noise(rng, "discrete_gaussian", int(s), size=snapped.shape)
+    if not np.all(np.abs(ints) < _EXACT_INT):
+        raise ValueError(
+            "the discrete Gaussian release left the exact integer range of float64 (|statistic| / grid "
+            f"spacing >= 2**53 with grid spacing {g:.3g}): use a smaller epsilon or fewer rows."
+        )
+    return ints * g  # exact: an integer below 2**53 times a power of two
 
 
 def release_sufficient_statistics(Xs, ys, budget, rng):
     """``(Ã, b̃, q̃)``: the Gaussian release of ``XᵀX`` (symmetric noise), ``Xᵀy`` and ``yᵀy``.
 
     ``Xs`` must have rows in the unit ball and ``ys`` values in ``[-1, 1]`` (the caller clips).
+    A budget with a grid (``ssp_posterior_budget(..., p=...)``, the estimator's) releases the
+    exact discrete Gaussian on it (module docstring); one without, the continuous Gaussian
+    mechanism of numpy's floating-point sampler (the reference of the tests only).
     """
     p = Xs.shape[1]
+    if "grid_gram" in budget:
+        if budget["n_coordinates"] != p * (p + 1) // 2 + p + 1:
+            raise ValueError(f"the budget's grid is for another number of columns than p={p}.")
+        iu = np.triu_indices(p)
+        upper = _grid_release((Xs.T @ Xs)[iu], budget["grid_gram"], budget["grid_sigma_gram"], rng)
+        A = np.zeros((p, p))
+        A[iu] = upper
+        A = A + np.triu(A, 1).T
+        b = _grid_release(Xs.T @ ys, budget["grid_xty"], budget["grid_sigma_xty"], rng)
+        q = float(_grid_release(np.array([ys @ ys]), budget["grid_yty"], budget["grid_sigma_yty"], rng)[0])
+        return A, b, q
     E = rng.normal(scale=budget["sigma_gram"], size=(p, p))
     E = np.triu(E) + np.triu(E, 1).T
     A = Xs.T @ Xs + E
