@@ -852,15 +852,18 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         solve ``2 P(Binomial(d, p/2) >= t) = 0.8 δ`` for ``p`` and take ``κ`` as a
         distribution-free upper confidence bound, at ``1 - 0.2 δ``, of the ``1 - p`` quantile of
         ``|Y|``: an order statistic of the pool of released residuals ``|v_i(y) - answer_y|``
-        (the median row of each item left out; the newest 32 768 over this stream's query
-        sets).  The split of ``δ`` is a union bound: the interval misses only if the quantile is
-        under-estimated (``<= 0.2 δ``) or the median is far (``<= 0.8 δ``).  The residuals
-        stand in for draws of ``Y`` (for Gaussian rows, the residuals other than the median's
-        have a variance 1.05 (``d = 5``) to 1.17 (``d = 3``) times that of ``Y``: slightly
-        conservative) and the pool mixes items whose rows carry different numbers of noise
-        draws: the interval is an estimate, not a guarantee.  With too few residuals to certify
-        the quantile (a query set of one or two items and no earlier ones; ``depth=1``) it is
-        infinite.
+        over the rows and items ``y`` of the query sets (the newest 32 768), each divided by
+        ``sqrt(1 - 2/d + v_d)`` (``v_d`` the variance of the median of ``d`` standard normals):
+        for i.i.d. Gaussian rows ``Var(v_i - answer) = σ²(1 - 2/d + v_d)``, so the calibrated
+        residuals have the rows' variance, while a row hit by a heavy item keeps its (large)
+        residual.  The split of ``δ`` is a union bound: the interval misses only if the quantile
+        is under-estimated (``<= 0.2 δ``) or the median is far (``<= 0.8 δ``).  The residuals
+        stand in for draws of ``Y`` and the pool mixes items whose rows carry different numbers
+        of noise draws: the interval is a calibrated estimate, not a guarantee (its measured
+        coverage is in the user guide, :ref:`uncertainty`).  For an even ``d`` the binomial step
+        is loose (the mean of the two middle rows needs only ``d/2`` rows beyond ``κ``): the
+        interval is conservative.  With too few residuals to certify the quantile (a first query
+        set of one or two items at ``depth=5``; ``depth=1``) it is infinite.
 
         **Count-Min** (``answer = min_i v_i``, ``Y_i = C_i + N_i`` with collisions ``C_i >= 0``):
         ``f_x = answer - min_i Y_i``.  Lower end: ``P(min_i Y_i > q) = Π_i P(Y_i > q)``, and a
