@@ -22,7 +22,8 @@ from sklearn_bayes._glm._base import _column_offset_scale
 from sklearn_bayes.linear_model._mixture import _inference
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._em import EMProblem, describe_residuals, em, log_joint
-from sklearn_bayes.linear_model._mixture._s_start import s_starts
+from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
+from sklearn_bayes.linear_model._mixture._s_start import m_scale, s_starts
 from sklearn_bayes.linear_model._mixture._lts_start import lts_starts, weighted_median, wls
 
 __all__ = ["MixtureMEstimatorRegressor"]
@@ -466,9 +467,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         full = None if sub is None else (Xa, yc, sw)
         if self.variant == "min_variance":
-            best, loss, prob, loss_scale = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
+            best, loss, prob, loss_scale, flag_fit = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
         else:
-            (best, loss, prob), loss_scale = self._fit_paper(prob, starts, scales0, full), None
+            (best, loss, prob), loss_scale, flag_fit = self._fit_paper(prob, starts, scales0, full), None, None
         if not best.converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
@@ -476,7 +477,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                 ConvergenceWarning,
             )
         self._store(best, loss, prob, st, comps, X, y, sw, tiny, W)
-        self._store_uncertainty(best, loss, loss_scale, prob, st, X, y)
+        self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit)
         return self
 
     def _check_rows(self, y, pos, p):
@@ -599,6 +600,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         scale)``: the :class:`EMResult`, the kept norm, the :class:`EMProblem` of the rows fitted
         and the loss's fixed scale (standardised units)."""
         slopes = np.arange(prob.Xa.shape[1] - int(self.fit_intercept))
+        flag_fit = self._mm_for_flags(prob, theta0, tiny)
         sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
                                    slopes)  # fmt: skip
         theta, norm, scale = sel["theta"], sel["loss"], sel["scale"]
@@ -611,9 +613,24 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                             prior_strength=prob.prior_strength)  # fmt: skip
         W = norm.weights((prob.y - prob.Xa @ theta) / scale) / (scale * scale)
         best = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, a=a0)
-        return best, norm, prob, scale
+        return best, norm, prob, scale, flag_fit
 
-    def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y):
+    @staticmethod
+    def _mm_for_flags(prob, theta0, tiny):
+        """The MM-estimate whose residuals :meth:`flag_outliers` reads (lmrob's rule), standardised units.
+
+        Tukey (4.685) IRLS from the high-breakdown start ``theta0`` at the start's 50 %-breakdown
+        M-scale ``s_S`` (the S-estimate's scale), on the rows of the selection (the subsample above
+        20000 rows); the flagging scale is ``max(s_S, residual_scale(r_MM))`` (never below
+        ``tiny``).  Returns ``(theta, scale)``.
+        """
+        s_S = max(m_scale(prob.y - prob.Xa @ theta0, prob.sw), tiny)
+        theta, _ = _min_variance.irls(prob.Xa, prob.y, prob.sw, theta0, s_S, TukeyBiweight(4.685), wls)
+        r = prob.y - prob.Xa @ theta
+        scale = max(s_S, _min_variance.residual_scale(r, prob.sw, prob.Xa.shape[1], weighted_median), tiny)
+        return theta, scale
+
+    def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y, flag_fit=None):
         """``coef_covariance_`` (and the intercept's row), ``selected_scale_`` and ``outlier_mask_``.
 
         The sandwich of the fitted estimating equation at the final residuals of the rows fitted
@@ -630,9 +647,25 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         self.coef_covariance_ = cov[:d, :d]
         self._params_covariance = cov
         self.selected_scale_ = None if loss is None else float(loss_scale * st.y_scale)
-        r = y - X @ self.coef_ - self.intercept_
+        if flag_fit is None:  # "paper": flags from the fit itself
+            self.mm_coef_, self.mm_intercept_ = None, None
+        else:
+            theta, scale = flag_fit
+            self.mm_coef_ = st.coef(theta[:d])
+            self.mm_intercept_ = float(st.intercept(theta[d], self.mm_coef_)) if self.fit_intercept else 0.0
+            sw = prob.sw if len(prob.sw) == len(y) else np.ones(len(y))
+            rounding = _rounding_level(X, y, self.mm_coef_, self.mm_intercept_)
+            self.residual_scale_ = max(float(scale * st.y_scale), weighted_median(rounding, sw))
+        coef, icpt = self._flag_params()
+        r = y - X @ coef - icpt
         self.outlier_mask_ = np.abs(r) > np.maximum(2.5 * self.residual_scale_,
-                                                    _rounding_level(X, y, self.coef_, self.intercept_))  # fmt: skip
+                                                    _rounding_level(X, y, coef, icpt))  # fmt: skip
+
+    def _flag_params(self):
+        """Coefficients and intercept whose residuals are flagged: the MM fit (``mm_coef_``), else the fit."""
+        if getattr(self, "mm_coef_", None) is None:
+            return self.coef_, self.intercept_
+        return self.mm_coef_, self.mm_intercept_
 
     def conf_int(self, alpha=0.05):
         """Wald confidence intervals for ``coef_`` from the sandwich covariance.
@@ -824,6 +857,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         """
         if not (isinstance(threshold, Real) and np.isfinite(threshold) and threshold > 0):
             raise ValueError(f"threshold must be a finite number > 0, got {threshold!r}.")
-        X, y, r = self._residuals(X, y)
-        rounding = _rounding_level(X, y, self.coef_, self.intercept_)
+        X, y, _ = self._residuals(X, y)
+        coef, icpt = self._flag_params()
+        r = y - X @ coef - icpt
+        rounding = _rounding_level(X, y, coef, icpt)
         return np.abs(r) > np.maximum(threshold * self.residual_scale_, rounding)
