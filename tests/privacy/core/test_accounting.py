@@ -201,6 +201,32 @@ def test_releases_into_a_detached_shared_ledger_are_refused_before_noise():
     worker_copy.ledger_.record("own ledger", 0.0)  # an estimator's own ledger_ records as always
 
 
+def test_a_snapshot_takes_the_place_of_its_dead_original_only_if_it_holds_all_its_records():
+    from sklearn_bayes.exceptions import DetachedLedgerError
+
+    import gc
+
+    original = PrivacyLedger(budget=(2.0, 0.0))
+    original.record("q", 0.5)
+    data = pickle.dumps(original)
+    del original
+    gc.collect()
+    first, second = pickle.loads(data), pickle.loads(data)
+    first.record_shared("Est", "Est/q", 0.5)  # the original held exactly these records: takes its place
+    second.record_shared("Est", "Est/q", 0.5)  # ... and the second copy forwards to it
+    assert first.epsilon_spent == 1.5 and second.epsilon_spent == 0.5 and first.budget == (2.0, 0.0)
+    # an original that recorded after it was pickled: its snapshot would miss that record, so it refuses
+    other = PrivacyLedger()
+    data = pickle.dumps(other)
+    other.record("q", 1.0)
+    del other
+    gc.collect()
+    late = pickle.loads(data)
+    with pytest.raises(DetachedLedgerError, match=r"path="):
+        late.record_shared("Est", "Est/q", 0.5)
+    assert late.n_releases == 0
+
+
 def test_copies_of_a_ledger_are_the_ledger_and_pickles_keep_its_budget():
     ledger = PrivacyLedger(budget=(1.0, 1e-6))
     assert copy.copy(ledger) is ledger and copy.deepcopy(ledger) is ledger

@@ -40,6 +40,9 @@ An estimator records into its *shared* ledger through :meth:`PrivacyLedger.recor
 
 * a snapshot unpickled in the process where its original is still alive forwards the
   record to the original (a pickle round trip in one process loses nothing);
+* a snapshot unpickled in the process where its original *died* holding exactly the
+  snapshot's records (compared by their ids) takes the original's place, once: nothing
+  was recorded that it does not hold (a pickle round trip that drops the original);
 * otherwise -- a joblib process worker, a ``fork``-ed child holding a copy of the
   ledger, an estimator loaded after its ledger is gone -- the release is **refused**
   before any noise is drawn, with :class:`~sklearn_bayes.exceptions.DetachedLedgerError`
@@ -62,6 +65,8 @@ its own way; :meth:`PrivacyLedger.compose` adds the records of several ledgers,
 counting each record (hence the common history) once.
 """
 
+import collections
+import hashlib
 import math
 import os
 import threading
@@ -137,6 +142,32 @@ def log1p_exp(x):
 #: The in-memory ledgers alive in this process, by id: an unpickled snapshot forwards its
 #: shared records to its original through this (weak references: nothing is kept alive).
 _LIVE_LEDGERS = weakref.WeakValueDictionary()
+#: Pickled in-memory ledgers of this process that died: id -> (pid, digest of their record ids
+#: at death).  A snapshot unpickled here whose records are exactly those takes the dead
+#: ledger's place (nothing was recorded that it does not hold).  Bounded: an evicted entry
+#: only makes such a snapshot refuse.
+_DEAD_LEDGERS = collections.OrderedDict()
+_MAX_DEAD = 4096
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _ids_digest(records):
+    h = hashlib.sha256()
+    for r in records:
+        h.update(str(r.get("id")).encode("utf-8", "surrogatepass") + b"\0")
+    return h.hexdigest()
+
+
+def _note_dead(uid, pid, records):
+    """Finalizer of a pickled in-memory ledger: remember what it held when it died."""
+    try:
+        digest = _ids_digest(list(records))
+    except Exception:  # pragma: no cover - a finalizer never raises
+        return
+    with _REGISTRY_LOCK:
+        _DEAD_LEDGERS[uid] = (pid, digest)
+        while len(_DEAD_LEDGERS) > _MAX_DEAD:
+            _DEAD_LEDGERS.popitem(last=False)
 
 
 def _check_budget_arg(budget):
@@ -259,6 +290,8 @@ class PrivacyLedger:
         self._pid = os.getpid()
         self._snapshot = False
         self._origin = None  # the id of the original of a snapshot
+        self._origin_pid = None  # the process the original lived in
+        self._finalizer = None
         if path is None:
             self._store = None
             self._records = []
@@ -396,6 +429,8 @@ class PrivacyLedger:
             origin = _LIVE_LEDGERS.get(self._origin)
             if origin is not None and origin._pid == pid and not origin._snapshot:
                 return origin
+            if origin is None and self._origin_pid == pid and self._take_place_of_dead_origin(pid):
+                return self
         how = ("an unpickled copy of its shared in-memory PrivacyLedger" if self._snapshot
                else "a copy of its shared in-memory PrivacyLedger inherited by a forked process")
         raise DetachedLedgerError(
@@ -404,6 +439,18 @@ class PrivacyLedger:
             "released. To account across processes give the ledger a file, PrivacyLedger(path=...), "
             "or fit with n_jobs=1 (or a thread backend)."
         )
+
+    def _take_place_of_dead_origin(self, pid):
+        """A snapshot whose original died in this process holding exactly its records becomes the ledger."""
+        with _REGISTRY_LOCK, self._lock:
+            if _LIVE_LEDGERS.get(self._origin) is not None:  # another snapshot took its place meanwhile
+                return False
+            if _DEAD_LEDGERS.get(self._origin) != (pid, _ids_digest(self._records)):
+                return False
+            del _DEAD_LEDGERS[self._origin]
+            self._uid, self._pid, self._snapshot, self._origin = self._origin, pid, False, None
+            _LIVE_LEDGERS[self._uid] = self
+            return True
 
     def record_shared(self, owner, mechanism, epsilon, n_items=None, note="", **extra):
         """:meth:`record` for the ledger an estimator was *given* (its ``ledger`` parameter).
@@ -488,10 +535,14 @@ class PrivacyLedger:
     def __getstate__(self):
         if self._store is not None:
             return {"path": self._store.path, "budget": self._budget}
+        if not self._snapshot and self._finalizer is None:
+            # remember what this ledger holds when it dies: a snapshot of it may take its place
+            self._finalizer = weakref.finalize(self, _note_dead, self._uid, self._pid, self._records)
         return {
             "records": [dict(r) for r in self._snapshot_records()],
             "budget": self._budget,
             "origin": self._origin if self._snapshot else self._uid,
+            "pid": self._origin_pid if self._snapshot else self._pid,
         }
 
     def __setstate__(self, state):
@@ -506,11 +557,15 @@ class PrivacyLedger:
             self._records = None
             self._snapshot = False
             self._origin = None
+            self._origin_pid = None
+            self._finalizer = None
             return
         self._store = None
         self._records = state["records"]
         self._snapshot = True  # a copy: see _shared_target for where its shared records go
         self._origin = state.get("origin")
+        self._origin_pid = state.get("pid")
+        self._finalizer = None
 
     def __repr__(self):
         parts = [f"n_releases={self.n_releases}"]
