@@ -59,7 +59,8 @@ def _centred_map(X, y, mean, precision, w=None):
 
 def test_ridge_equals_closed_form_and_prior_is_subsample_moments():
     X, y = _regression()
-    reg = SubsampledPriorRidge(n_subsamples=30, subsample_size=40, shrinkage=None, random_state=0).fit(X, y)
+    reg = SubsampledPriorRidge(n_subsamples=30, subsample_size=40, shrinkage=None, prior_scale="paper",
+                               random_state=0).fit(X, y)
     C = reg.subsample_coefs_
     assert C.shape == (30, 4)
     assert_allclose(reg.prior_mean_, C.mean(0), rtol=1e-12)
@@ -103,8 +104,8 @@ def test_ridge_is_scale_equivariant_in_y(scale):
     assert_allclose(b.coef_, scale * a.coef_, rtol=1e-8)
     assert_allclose(b.intercept_, scale * a.intercept_, rtol=1e-8)
     assert_allclose(b.noise_variance_, scale**2 * a.noise_variance_, rtol=1e-8)
-    paper_a = SubsampledPriorRidge(noise_variance=1.0, random_state=0).fit(X, y)
-    paper_b = SubsampledPriorRidge(noise_variance=1.0, random_state=0).fit(X, scale * y)
+    paper_a = SubsampledPriorRidge(noise_variance=1.0, prior_scale="paper", random_state=0).fit(X, y)
+    paper_b = SubsampledPriorRidge(noise_variance=1.0, prior_scale="paper", random_state=0).fit(X, scale * y)
     assert not np.allclose(paper_b.coef_, scale * paper_a.coef_, rtol=1e-6)
 
 
@@ -119,7 +120,7 @@ def test_ridge_noise_variance_estimate_within_its_standard_error():
 
 def test_subsample_fits_are_unregularised_ols():
     X, y = _regression(n=200)
-    reg = SubsampledPriorRidge(n_subsamples=5, subsample_size=30, random_state=3).fit(X, y)
+    reg = SubsampledPriorRidge(n_subsamples=5, subsample_size=30, prior_scale="paper", random_state=3).fit(X, y)
     # recover each subsample's rows from the generator the estimator uses
     rng = check_generator(3)
     for coef in reg.subsample_coefs_:
@@ -129,7 +130,8 @@ def test_subsample_fits_are_unregularised_ols():
 
 def test_diag_equals_explicit_per_feature_ridge():
     X, y = _regression()
-    reg = SubsampledPriorRidge(covariance="diag", n_subsamples=25, subsample_size=50, random_state=1).fit(X, y)
+    reg = SubsampledPriorRidge(covariance="diag", n_subsamples=25, subsample_size=50, prior_scale="paper",
+                               random_state=1).fit(X, y)
     var = np.diag(reg.prior_covariance_)
     assert_allclose(reg.prior_covariance_, np.diag(var))
     assert_allclose(var, reg.subsample_coefs_.var(0, ddof=1), rtol=1e-12)
@@ -143,7 +145,7 @@ def test_diag_equals_explicit_per_feature_ridge():
 @pytest.mark.parametrize("scaling", ["subsample_size", "jackknife"])
 def test_covariance_scalings(scaling):
     X, y = _regression()
-    kw = dict(n_subsamples=30, subsample_size=40, shrinkage=None, random_state=0)
+    kw = dict(n_subsamples=30, subsample_size=40, shrinkage=None, prior_scale="paper", random_state=0)
     base = SubsampledPriorRidge(**kw).fit(X, y)
     scaled = SubsampledPriorRidge(covariance_scaling=scaling, **kw).fit(X, y)
     n, m, N = 40, 30, X.shape[0]
@@ -157,14 +159,16 @@ def test_covariance_scalings(scaling):
 
 def test_ledoit_wolf_when_rank_deficient():
     X, y = _regression(d=4)
-    reg = SubsampledPriorRidge(n_subsamples=3, subsample_size=20, random_state=0).fit(X, y)  # m <= d
+    reg = SubsampledPriorRidge(n_subsamples=3, subsample_size=20, prior_scale="paper",
+                               random_state=0).fit(X, y)  # m <= d
     assert 0 < reg.shrinkage_ <= 1
     assert np.all(np.linalg.eigvalsh(reg.prior_covariance_) > 0)
     # the target is the diagonal: variances are kept, correlations shrunk
     assert_allclose(np.diag(reg.prior_covariance_), reg.subsample_coefs_.var(0, ddof=1), rtol=1e-10)
     with pytest.raises(ValueError, match="singular"):
         SubsampledPriorRidge(n_subsamples=3, subsample_size=20, shrinkage=None, random_state=0).fit(X, y)
-    fixed = SubsampledPriorRidge(n_subsamples=3, subsample_size=20, shrinkage=0.5, random_state=0).fit(X, y)
+    fixed = SubsampledPriorRidge(n_subsamples=3, subsample_size=20, shrinkage=0.5, prior_scale="paper",
+                                 random_state=0).fit(X, y)
     assert fixed.shrinkage_ == 0.5
 
 
@@ -273,7 +277,7 @@ def test_separation_fallback_warns_once_and_stays_finite():
     for Est in (SubsampledPriorLogisticRegression, SubsampledPriorLinearSVC):
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
-            clf = Est(subsample_size=30, n_subsamples=10, random_state=0).fit(X, y)
+            clf = Est(subsample_size=30, n_subsamples=10, prior_scale="paper", random_state=0).fit(X, y)
         sub = [w for w in record if issubclass(w.category, SubsampleFitWarning)]
         assert len(sub) == 1, [str(w.message) for w in record]
         assert "separation" in str(sub[0].message)
@@ -287,7 +291,7 @@ def test_auto_size_grows_when_subsamples_separate():
     y = np.where(X[:, 0] > 1.5, 1, y)  # a region of pure class 1: small subsamples separate often
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SubsampleFitWarning)
-        clf = SubsampledPriorLogisticRegression(random_state=0).fit(X, y)
+        clf = SubsampledPriorLogisticRegression(prior_scale="paper", random_state=0).fit(X, y)
     assert clf.n_separated_subsamples_ <= 0.25 * clf.n_subsamples_ or clf.subsample_size_ == 1000
 
 
@@ -297,7 +301,8 @@ def test_poisson_zero_count_subsamples_fall_back():
     y = np.zeros(300, dtype=int)
     y[:6] = 1  # almost all zero: most subsamples have only zero counts
     with pytest.warns(SubsampleFitWarning, match="zero-count"):
-        reg = SubsampledPriorPoissonRegressor(subsample_size=20, n_subsamples=10, random_state=0).fit(X, y)
+        reg = SubsampledPriorPoissonRegressor(subsample_size=20, n_subsamples=10, prior_scale="paper",
+                                              random_state=0).fit(X, y)
     assert np.all(np.isfinite(reg.coef_)) and np.isfinite(reg.intercept_)
     assert np.all(reg.predict(X) < 1.0)
 
@@ -381,7 +386,7 @@ def test_full_penalty_is_exactly_twice_the_prior_precision(Est):
     """penalty='full' (Algorithm 1 as printed) = the MAP under the prior precision 2 S^-1; the
     prior itself (same subsamples) does not change."""
     X, y = DATA[Est](n=300)
-    kw = dict(n_subsamples=20, subsample_size=60, random_state=0)
+    kw = dict(n_subsamples=20, subsample_size=60, prior_scale="paper", random_state=0)
     half, full = Est(**kw).fit(X, y), Est(penalty="full", **kw).fit(X, y)
     assert_array_equal(half.prior_precision_, full.prior_precision_)
     P, m = full.prior_precision_, full.prior_mean_

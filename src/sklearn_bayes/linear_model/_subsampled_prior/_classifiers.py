@@ -147,6 +147,7 @@ _doc(
         cov_shape="(k, k) with k the length of prior_mean_",
         sub_shape="(n_subsamples_, k)",
         per_class="",
+        per_class_list="",
         n_iter_note="",
     ),
     extra_attrs="""
@@ -170,14 +171,12 @@ _doc(
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_bayes import SubsampledPriorLogisticRegression
-    >>> import warnings
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     clf = make_pipeline(StandardScaler(), SubsampledPriorLogisticRegression(random_state=0)).fit(X, y)
-    >>> # wdbc is linearly separable in every subsample: the fallback prior is used, and said
-    >>> sorted({type(w.message).__name__ for w in caught})
-    ['SubsampleFitWarning']
+    >>> clf = make_pipeline(StandardScaler(), SubsampledPriorLogisticRegression(random_state=0)).fit(X, y)
+    >>> # wdbc is separable, but every subsample fit is penalised (no fit is replaced, no warning);
+    >>> # the leave-one-out risk chose the prior's shape, mean and scale
+    >>> clf[-1].prior_choice_["shape"], clf[-1].prior_choice_["mean"]
+    ('identity', 'subsample')
     >>> clf[-1].prior_covariance_.shape
     (30, 30)
     >>> bool(clf.score(X, y) > 0.95)
@@ -230,6 +229,7 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
         covariance="full",
         covariance_scaling=None,
         shrinkage="auto",
+        prior_scale="loo",
         loss="squared_hinge",
         penalty="half",
         prior_mean_method="offset",
@@ -241,7 +241,7 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
-            covariance_scaling=covariance_scaling, shrinkage=shrinkage, penalty=penalty,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, prior_scale=prior_scale, penalty=penalty,
             prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )
@@ -281,6 +281,7 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
         self.subsample_coefs_ = stack("subsample_coefs")
         self.shrinkage_ = outs[0]["shrinkage"] if K == 2 else np.array([o["shrinkage"] for o in outs])
         self.n_iter_ = max(o["n_iter"] for o in outs)
+        self.prior_choice_ = outs[0]["prior_choice"] if K == 2 else [o["prior_choice"] for o in outs]
         return self
 
 
@@ -302,6 +303,7 @@ _doc(
         cov_shape="(n_features, n_features), or (n_classes, n_features, n_features)",
         sub_shape="(n_subsamples_, n_features), or (n_classes, n_subsamples_, n_features)",
         per_class=" or ndarray of shape (n_classes,)",
+        per_class_list=" (a list of one per class one-vs-rest)",
         n_iter_note=" (the maximum over the one-vs-rest problems)",
     ),
     extra_attrs="""
@@ -327,14 +329,10 @@ _doc(
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import StandardScaler
     >>> from sklearn_bayes import SubsampledPriorLinearSVC
-    >>> import warnings
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     clf = make_pipeline(StandardScaler(), SubsampledPriorLinearSVC(random_state=0)).fit(X, y)
-    >>> # wdbc is linearly separable in every subsample: the fallback prior is used, and said
-    >>> sorted({type(w.message).__name__ for w in caught})
-    ['SubsampleFitWarning']
+    >>> clf = make_pipeline(StandardScaler(), SubsampledPriorLinearSVC(random_state=0)).fit(X, y)
+    >>> clf[-1].prior_choice_["shape"]  # wdbc is separable: every subsample fit is penalised
+    'identity'
     >>> bool(clf.score(X, y) > 0.95)
     True
 """,

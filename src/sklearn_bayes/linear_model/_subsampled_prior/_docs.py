@@ -20,7 +20,7 @@ _PARAMETERS = """
         Prior covariance: the full covariance of the subsample coefficients, or only their
         variances (independent per-coefficient shrinkage, easy to interpret).
     covariance_scaling : {{None, 'subsample_size', 'jackknife'}}, default=None
-        Multiply the subsample covariance by nothing, by ``n`` (the dissertation's
+        ``prior_scale='paper'`` only (with ``'loo'`` the scale is chosen).  Multiply the subsample covariance by nothing, by ``n`` (the dissertation's
         ``subs.adj``: a unit-information prior, the weakest penalty) or by the Monte-Carlo
         delete-d jackknife correction ``n (m - 1) / ((N - n) m)`` (roughly the variance of an
         estimate from all ``N`` rows: the strongest penalty).
@@ -30,8 +30,20 @@ _PARAMETERS = """
         the covariance is rank-deficient (``m <= p``) or its correlation matrix has a condition
         number above 1e10; ``'ledoit-wolf'`` always; a float is a fixed intensity; None never
         (``fit`` raises if the covariance is then singular).  Ignored with ``covariance='diag'``.
+    prior_scale : {{'loo', 'paper'}}, default='loo'
+        How the prior is set from the subsample fits.  ``'loo'``: every subsample fit is
+        penalised by the unit prior :math:`N(0, I)` on the standardised coefficients (so it exists
+        and is unique whatever the subsample's size, rank or separation: no fit is replaced), and
+        the prior is :math:`N(c, \tau\Sigma)` with the shape :math:`\Sigma` (the subsample
+        covariance, normalised, or the identity; the subsample covariance is a candidate only
+        when ``n <= N / 4``), the mean :math:`c` (the subsample mean or 0) and the scale
+        :math:`\tau` that minimise the leave-one-out risk (see *Tuning* in the Notes); the
+        chosen candidate is ``prior_choice_``.  ``'paper'``: Algorithm 1 as published -- the
+        unregularised subsample fits (with the separation fallback) and their covariance at scale
+        1, after ``covariance_scaling`` and ``penalty``; ``python -m sklearn_bayes reproduce
+        subsampled`` runs it.
     penalty : {{'half', 'full'}}, default='half'
-        ``'half'`` adds :math:`\\tfrac12(\\beta-\\beta_0)^\\top\\hat S^{{-1}}(\\beta-\\beta_0)`, the negative
+        ``prior_scale='paper'`` only (with ``'loo'`` the scale is chosen).  ``'half'`` adds :math:`\\tfrac12(\\beta-\\beta_0)^\\top\\hat S^{{-1}}(\\beta-\\beta_0)`, the negative
         log density of the prior :math:`N(\\beta_0, \\hat S)`, to the summed losses.  ``'full'`` adds
         :math:`(\\beta-\\beta_0)^\\top\\hat S^{{-1}}(\\beta-\\beta_0)` as printed in the dissertation's
         Algorithm 1: the prior precision doubled (prior covariance :math:`\\hat S/2`).  For the
@@ -73,7 +85,13 @@ _ATTRIBUTES = """
     subsample_size_ : int
         Resolved subsample size ``n``.
     n_separated_subsamples_ : int
-        Number of subsample fits replaced by the fallback.
+        Number of subsample fits replaced by the fallback (``prior_scale='paper'``; always 0
+        with ``'loo'``, whose penalised subsample fits always exist).
+    prior_choice_ : dict or None{per_class_list}
+        ``prior_scale='loo'``: the chosen candidate, ``{{'shape': 'subsample' or 'identity',
+        'mean': 'subsample' or 'zero', 'scale': tau (prior variance scale in the standardised
+        units), 'loo_risk': the minimised leave-one-out risk, 'at_grid_boundary': bool}}``; None
+        with ``'paper'``.
     n_iter_ : int
         Newton iterations of the final MAP fit{n_iter_note}.
     n_features_in_ : int
@@ -151,6 +169,25 @@ _NOTES = """
     size is doubled (up to ``N // 2``) and all subsamples are drawn again, since the rule of
     thumb asks for subsamples "large enough that the unregularised fit exists".
 
+    **Tuning** (``prior_scale='loo'``, the default).  The prior above is almost flat when the
+    subsample fits nearly interpolate (``n`` close to the number of parameters: small or wide
+    data) and it is centred on their noisy mean, so Algorithm 1 barely regularises exactly where
+    regularisation matters.  The default keeps the subsamples as a source of candidate priors
+    and chooses among :math:`N(c, \tau\Sigma)`, :math:`\Sigma` in {{the subsample covariance
+    (normalised to mean variance 1; only when ``n <= N / 4``, since a covariance fitted on most
+    rows follows their noise and flatters its own risk), the identity}}, :math:`c` in {{the
+    subsample mean, 0}}, :math:`\tau > 0`, the one with the smallest leave-one-out risk
+    :math:`\sum_i w_i L(y_i, \eta_{{-i}})`.  Squared loss: the exact leave-one-out residuals of the
+    linear smoother, from one eigendecomposition per shape, over 56 penalties (generalised
+    cross-validation above 20 000 rows).  Other losses: the approximate leave-one-out predictor
+    :math:`\eta_{{-i}} = \eta_i + J_i (I - W_i J_i)^{{-1}} g_i`, :math:`J_i = \tilde x_i^\top H^{{-1}}
+    \tilde x_i` (one Newton step of the objective without row :math:`i` from the full fit; Rad and
+    Maleki, 2020), along :math:`\log_{{10}}\tau \in [-4, 3]` (a grid of decades, then a bounded
+    search).  The subsample mean depends on the rows it was fitted on, so row :math:`i`'s
+    leave-one-out prediction uses the mean of the subsample fits without row :math:`i` (first
+    order: :math:`x_i^\top H^{{-1}} P (c_{{-i}} - c)`).  The subsample fits are penalised by
+    :math:`N(0, I)` on the standardised coefficients, so they exist for any subsample.
+
     **Sample weights** multiply the losses, in the subsample fits and the MAP fit; rows with
     zero weight are never drawn.  Because subsamples are drawn by rows, a weight of 2 is not
     the same as a repeated row.
@@ -196,6 +233,8 @@ def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_att
         + "\n\n    References\n    ----------\n"
         + "    S. Aydın, *Bayesian Methods for Tackling Complex Inferential Problems in Data Science*,\n"
         + "    PhD dissertation, Sabancı University, 2024, Chapter 2.\n\n"
+        + "    K. R. Rad and A. Maleki, *A scalable estimate of the out-of-sample prediction error via\n"
+        + "    approximate leave-one-out cross-validation*, JRSS B 82, 2020.\n\n"
         + "    M. Konis, *Linear programming algorithms for detecting separated data in binary\n"
         + "    logistic regression models*, DPhil thesis, University of Oxford, 2007.\n"
         + "\n    Examples\n    --------"
@@ -205,4 +244,5 @@ def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_att
 
 
 _SINGLE_ATTRS = dict(mean_shape="(n_features,)", cov_shape="(n_features, n_features)",
-                     sub_shape="(n_subsamples_, n_features)", per_class="", n_iter_note="")
+                     sub_shape="(n_subsamples_, n_features)", per_class="", per_class_list="",
+                     n_iter_note="")

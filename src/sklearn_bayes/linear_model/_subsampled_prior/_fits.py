@@ -1,4 +1,5 @@
-"""The unregularised subsample fits of Algorithm 1, with the separation fallback."""
+"""The subsample fits of Algorithm 1: unregularised with the separation fallback
+(``prior_scale='paper'``), or all under the unit prior (``prior_scale='loo'``)."""
 
 import numpy as np
 
@@ -51,10 +52,26 @@ def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_interce
     return res.coef.ravel(), res.intercept, status
 
 
+def _fit_one_penalised(X, y, w, loss, fit_intercept, tol, max_iter, start=None):
+    """The fit of one subsample under the unit Gaussian prior ``N(0, I)`` on the coefficients
+    (standardised features; the intercept unpenalised): it exists and is unique for every
+    subsample -- whatever its size, separation or rank -- so no fit is replaced.  Returns
+    ``(coef (q*d,), intercept (q,), status)`` with status ``'ok'`` or ``'not_converged'``."""
+    kw = dict(sample_weight=w, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter, prior_precision=1.0)
+    if start is not None:
+        kw.update(coef_init=start[0], intercept_init=start[1])
+    res = fit_map(X, y, loss, **kw)
+    return res.coef.ravel(), res.intercept, "ok" if res.converged else "not_converged"
+
+
 def _fit_subsample_batch(X, y, w, index_batch, loss, fit_intercept, tol, max_iter, null_intercept, start=None,
-                         fallback_start=None):
+                         fallback_start=None, penalised=False):
     out = []
     for idx in index_batch:
-        out.append(_fit_one_subsample(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
-                                      max_iter, null_intercept, start, fallback_start))
+        if penalised:
+            out.append(_fit_one_penalised(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
+                                          max_iter, start))
+        else:
+            out.append(_fit_one_subsample(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
+                                          max_iter, null_intercept, start, fallback_start))
     return out

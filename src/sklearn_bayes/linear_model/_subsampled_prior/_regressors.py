@@ -31,6 +31,7 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
         covariance="full",
         covariance_scaling=None,
         shrinkage="auto",
+        prior_scale="loo",
         noise_variance="auto",
         penalty="half",
         prior_mean_method="offset",
@@ -42,7 +43,7 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
-            covariance_scaling=covariance_scaling, shrinkage=shrinkage, penalty=penalty,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, prior_scale=prior_scale, penalty=penalty,
             prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )
@@ -200,6 +201,7 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
         covariance="full",
         covariance_scaling=None,
         shrinkage="auto",
+        prior_scale="loo",
         penalty="half",
         prior_mean_method="offset",
         fit_intercept=True,
@@ -211,7 +213,7 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
-            covariance_scaling=covariance_scaling, shrinkage=shrinkage, penalty=penalty,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, prior_scale=prior_scale, penalty=penalty,
             prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )

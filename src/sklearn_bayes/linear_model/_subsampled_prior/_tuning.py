@@ -1,0 +1,267 @@
+"""``prior_scale='loo'``: the prior's scale, shape and mean chosen by a leave-one-out risk.
+
+The subsample fits give a prior *shape* (the covariance of their coefficients, normalised to
+mean variance 1) and a prior *mean* (their mean).  On small or wide data those fits are noisy
+(near-interpolating), so Algorithm 1's prior -- that covariance at scale 1 -- is almost flat
+and centred on a noisy mean.  Here the prior is ``N(c, tau * Sigma)`` with
+
+* ``Sigma`` in {the subsample covariance, the identity} (in the standardised units),
+* ``c`` in {the subsample mean, 0},
+* ``tau > 0``,
+
+and the candidate with the smallest leave-one-out risk (the sum of the losses of every row
+predicted by the fit without it) is kept.  Squared loss: the exact leave-one-out residuals
+of the linear smoother from one eigendecomposition per shape, over a grid of penalties (GCV
+above :data:`_EXACT_LOO_MAX_ROWS` rows).  Other losses: the approximate leave-one-out (ALO)
+predictor of Rad and Maleki (2020), one Newton step from the full fit,
+``eta_{-i} = eta_i + J_i (I - W_i J_i)^{-1} g_i`` with ``J_i = x_i^T H^{-1} x_i``, over a
+bounded one-dimensional search in ``log tau``.
+
+The subsample mean depends on every row it was fitted on, which would flatter the mean
+candidate; the leave-one-out prediction of row ``i`` therefore uses the mean of the
+subsample fits that did *not* contain row ``i`` (cross-fitting), through the first-order
+change of the MAP fit with its prior mean, ``d eta_i = x_i^T H^{-1} P (c_{-i} - c)``.
+"""
+
+import math
+
+import numpy as np
+from scipy import linalg, optimize
+
+from sklearn_bayes._glm import fit_map, posterior_hessian
+
+#: rows above which the squared loss uses generalised cross-validation instead of exact LOO
+_EXACT_LOO_MAX_ROWS = 20000
+#: penalties of the squared-loss grid, relative to the mean eigenvalue of the Gram matrix
+_RIDGE_GRID = np.logspace(-7, 4, 56)
+#: log10 range of tau searched for the other losses (prior variances of standardised coefficients)
+_LOG10_TAU = (-4.0, 3.0)
+
+
+#: the candidates tried (experiments may restrict them)
+_CANDIDATES = {"shape": ("subsample", "identity"), "mean": ("subsample", "zero")}
+
+
+def _shapes(cov, use_shape=True):
+    """The candidate prior shapes, each normalised to mean variance 1: ``(name, Sigma, chol)``.
+
+    ``use_shape=False``: the identity only."""
+    k = cov.shape[0]
+    out = []
+    scale = float(np.trace(cov)) / k if use_shape else 0.0
+    if "subsample" in _CANDIDATES["shape"] and np.isfinite(scale) and scale > 0:
+        S = cov / scale
+        try:
+            out.append(("subsample", S, linalg.cholesky(S, lower=True)))
+        except linalg.LinAlgError:
+            pass
+    out.append(("identity", np.eye(k), np.eye(k)))
+    return out
+
+
+def _loo_means(coefs, indices, n_rows):
+    """``D[i] = c_{-i} - c``: the mean of the subsample fits without row ``i`` minus the mean.
+
+    Rows that are in every subsample (or in none) get 0.
+    """
+    m, k = coefs.shape
+    mean = coefs.mean(axis=0)
+    total = np.zeros((n_rows, k))
+    count = np.zeros(n_rows)
+    for idx, c in zip(indices, coefs):
+        total[idx] += c
+        count[idx] += 1
+    rest = m - count
+    D = np.zeros((n_rows, k))
+    ok = (count > 0) & (rest > 0)
+    D[ok] = (m * mean - total[ok]) / rest[ok, None] - mean
+    return D
+
+
+# ---- squared loss: exact LOO (or GCV) from one eigendecomposition per shape -----------------
+
+
+def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D):
+    """LOO risk over the penalty grid for the prior ``N(mean, Sigma)``, ``Sigma = chol chol^T``
+    (D: cross-fitted mean shifts, or None).  Returns ``(risk, lambdas, state)``."""
+    N = X.shape[0]
+    sw = np.sqrt(w)
+    A = (X @ chol) * sw[:, None]
+    r = (y - X @ mean) * sw
+    k = A.shape[1]
+    exact = N <= _EXACT_LOO_MAX_ROWS
+    if N <= k:
+        s2, U = linalg.eigh(A @ A.T)
+        keep = s2 > 1e-12 * max(float(s2.max(initial=0.0)), 1e-300)
+        s2, U = s2[keep], U[:, keep]
+        s = np.sqrt(s2)
+        V = (A.T @ U) / s
+    else:
+        s2, V = linalg.eigh(A.T @ A)
+        keep = s2 > 1e-12 * max(float(s2.max(initial=0.0)), 1e-300)
+        s2, V = s2[keep], V[:, keep]
+        s = np.sqrt(s2)
+        U = (A @ V) / s if exact else None
+    c = (V.T @ (A.T @ r)) / s  # U^T r
+    lambdas = _RIDGE_GRID * (float(s2.sum()) / k if s2.size else 1.0)
+    base = w / w.sum() if fit_intercept else np.zeros(N)
+    if exact:
+        U2 = U * U
+        E = None
+        if D is not None:
+            # first-order shift of row i's prediction when the prior mean is c_{-i}:
+            # x_i^T D_i - (1/sw_i) sum_j U_ij s_j f_j (V^T chol^-1 D_i)_j
+            xd = np.einsum("ij,ij->i", X, D)
+            E = linalg.solve_triangular(chol, D.T, lower=True).T @ V  # (N, r)
+        risk = np.empty(lambdas.size)
+        for t, lam in enumerate(lambdas):
+            f = s2 / (s2 + lam)
+            e = r - U @ (f * c)
+            h = base + U2 @ f
+            loo = e / np.maximum(1.0 - h, 1e-12)
+            if E is not None:
+                shift = xd - ((U * (s * f)) * E).sum(axis=1) / sw
+                loo = loo - sw * shift
+            risk[t] = float(loo @ loo)
+    else:
+        rr = float(r @ r) - float(c @ c)
+        risk = np.empty(lambdas.size)
+        for t, lam in enumerate(lambdas):
+            f = s2 / (s2 + lam)
+            df = float(f.sum()) + fit_intercept
+            rss = rr + float(((1.0 - f) * c) @ ((1.0 - f) * c))
+            risk[t] = rss / max(1.0 - df / N, 1e-12) ** 2
+    return risk, lambdas, dict(s2=s2, c=c, r=r)
+
+
+def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_shape=True):
+    """The squared-loss prior by exact LOO.  ``X``, ``y`` standardised (centred with an
+    intercept), ``w`` the (normalised) weights.  Returns a dict with ``mean``, ``shape``
+    (``Sigma``), ``lam`` (the penalty ``sigma^2 / tau`` in the objective with weights ``w``),
+    ``noise_variance``, ``risk`` and the chosen candidate's names."""
+    N = X.shape[0]
+    D = _loo_means(coefs, indices, N)
+    means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
+             if c[0] in _CANDIDATES["mean"]]
+    best = None
+    for sname, S, chol in _shapes(cov, use_shape):
+        for mname, mean, Dm in means:
+            risk, lambdas, st = _ridge_candidates(X, y, w, fit_intercept, mean, chol, Dm)
+            t = int(np.argmin(risk))
+            if best is None or risk[t] < best["risk"]:
+                best = dict(risk=float(risk[t]), lam=float(lambdas[t]), shape=S, mean=mean, shape_name=sname,
+                            mean_name=mname, st=st, boundary=t in (0, lambdas.size - 1))
+    st = best["st"]
+    f = st["s2"] / (st["s2"] + best["lam"])
+    rss = float(st["r"] @ st["r"]) - float(st["c"] @ st["c"]) + float(((1.0 - f) * st["c"]) @ ((1.0 - f) * st["c"]))
+    dof = N - int(fit_intercept) - float(f.sum())
+    # weights as precision weights: RSS_w / (N - df) with the weights divided by their mean
+    best["noise_variance"] = max(rss / float(np.mean(w)) / max(dof, 1.0), 1e-300)
+    del best["st"]
+    return best
+
+
+# ---- other losses: approximate LOO along log tau --------------------------------------------
+
+
+def _design_rows(X, q, fit_intercept):
+    """Column blocks of the parameter vector (vec B row-major, then intercepts) per output."""
+    d = X.shape[1]
+    blocks = []
+    for k in range(q):
+        cols = list(range(k * d, (k + 1) * d))
+        if fit_intercept:
+            cols.append(q * d + k)
+        blocks.append(np.array(cols))
+    return blocks
+
+
+def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None):
+    """Approximate leave-one-out risk ``sum_i w_i L(y_i, eta_{-i})`` of a MAP fit.
+
+    ``precision`` is the prior precision of the objective (matrix), ``D`` the optional
+    cross-fitted shifts of the prior mean (rows x coefficients).
+    """
+    N, d = X.shape
+    q = loss.n_outputs
+    B = np.asarray(coef, dtype=float).reshape(q, d)
+    b0 = np.asarray(intercept, dtype=float).reshape(q)
+    eta = X @ B.T + (b0[None, :] if fit_intercept else 0.0)
+    g, h = loss.derivatives(y, eta, w)
+    H = posterior_hessian(X, y, loss, B, b0, sample_weight=w, prior_precision=precision,
+                          fit_intercept=fit_intercept)
+    try:
+        cH = linalg.cho_factor(H, lower=True)
+        Hinv = linalg.cho_solve(cH, np.eye(H.shape[0]))
+    except (linalg.LinAlgError, ValueError):
+        Hinv = linalg.pinvh(H)
+    Xa = np.hstack([X, np.ones((N, 1))]) if fit_intercept else X
+    blocks = _design_rows(X, q, fit_intercept)
+    shift = np.zeros((N, q))
+    if D is not None:
+        k = q * d
+        T = D @ (precision @ Hinv[:k, :])  # (N, K): row i is (H^-1 P D_i)^T
+        for a, cols in enumerate(blocks):
+            shift[:, a] = np.einsum("ij,ij->i", Xa, T[:, cols])
+    if q == 1:
+        Z = Xa @ Hinv
+        J = np.einsum("ij,ij->i", Z, Xa)
+        W = h[:, 0]
+        denom = np.maximum(1.0 - W * J, 1e-12)
+        eta_loo = eta[:, 0] + J * g[:, 0] / denom + shift[:, 0]
+        return loss.value(y, eta_loo[:, None], w)
+    J = np.empty((N, q, q))
+    for a, ca in enumerate(blocks):
+        Z = Xa @ Hinv[np.ix_(ca, np.concatenate(blocks))]
+        for b, cb in enumerate(blocks):
+            J[:, a, b] = np.einsum("ij,ij->i", Z[:, b * len(cb):(b + 1) * len(cb)], Xa)
+    Wm = h if h.ndim == 3 else np.einsum("ij,jk->ijk", h, np.eye(q))
+    M = np.eye(q)[None, :, :] - Wm @ J
+    u = np.linalg.solve(M, g[:, :, None])[:, :, 0]
+    eta_loo = eta + np.einsum("iab,ib->ia", J, u) + shift
+    return loss.value(y, eta_loo, w)
+
+
+def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init, use_shape=True):
+    """The prior of a GLM (logistic, multinomial, Poisson, squared hinge) by ALO along ``log tau``.
+
+    Returns a dict with ``mean``, ``shape``, ``tau``, ``risk`` and the names of the chosen
+    candidates, plus the MAP fit at the chosen prior (``coef``, ``intercept``)."""
+    N = X.shape[0]
+    D = _loo_means(coefs, indices, N)
+    means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
+             if c[0] in _CANDIDATES["mean"]]
+    best = None
+    for sname, S, _ in _shapes(cov, use_shape):
+        Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
+        Sinv = 0.5 * (Sinv + Sinv.T)
+        for mname, mean, Dm in means:
+            state = {"coef": mean, "intercept": intercept_init}
+            cache = {}
+
+            def risk(log10_tau):
+                P = Sinv / 10.0 ** log10_tau
+                res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
+                              fit_intercept=fit_intercept, coef_init=state["coef"],
+                              intercept_init=state["intercept"], tol=tol, max_iter=max_iter)
+                state["coef"], state["intercept"] = res.coef, res.intercept
+                val = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm)
+                if not np.isfinite(val):
+                    val = np.inf
+                cache[log10_tau] = (val, res)
+                return val
+
+            # coarse grid from strong to weak prior (warm starts), then a local bounded search
+            lo, hi = _LOG10_TAU
+            grid = np.arange(lo, hi + 1e-9, 1.0)
+            vals = [risk(t) for t in grid]
+            j = int(np.argmin(vals))
+            a, b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+            state["coef"], state["intercept"] = cache[grid[j]][1].coef, cache[grid[j]][1].intercept
+            optimize.minimize_scalar(risk, bounds=(a, b), method="bounded", options=dict(xatol=0.15))
+            t = min(cache, key=lambda key: cache[key][0])
+            val, res = cache[t]
+            if best is None or val < best["risk"]:
+                best = dict(risk=float(val), tau=10.0 ** t, shape=S, mean=mean, shape_name=sname, mean_name=mname,
+                            coef=res.coef, intercept=res.intercept, boundary=t in (lo, hi))
+    return best
