@@ -333,6 +333,33 @@ def test_empirical_error_respects_corrected_theorem5(method):
     assert lo_small > 1 - conf
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism, depth", [("use_and_forget", 5), ("median_perturbation", 4)])
+def test_error_bound_of_the_exact_table_mechanisms_covers(mechanism, depth):
+    """``error_bound`` covers every mechanism: fresh sketches (hashes and noise), a public ``f2``.
+
+    The bound is computed before the query it bounds (after one earlier query set, so that the
+    schedules have moved); the exceedance rate must not pass 5 % by 3 binomial standard errors,
+    and a bound 10 times smaller is rejected by the same check.
+    """
+    freqs = 400 // np.arange(1, 101)
+    stream = np.repeat(np.arange(100), freqs)
+    f2 = float(np.sum(freqs.astype(float) ** 2))
+    rng = np.random.default_rng(12)
+    runs = 300
+    errors, bounds = np.empty(runs), np.empty(runs)
+    for r in range(runs):
+        est = PrivateCountSketch(epsilon=1.0, depth=depth, width=16, mechanism=mechanism, hash_seed=7000 + r,
+                                 random_state=rng).fit(stream)
+        est.query([1, 2, 3])
+        bounds[r] = est.error_bound([4], f2=f2)[0]
+        errors[r] = abs(est.query([4])[0] - freqs[4])
+    se = math.sqrt(0.05 * 0.95 / runs)
+    assert np.all(np.isfinite(bounds))
+    assert np.mean(errors > bounds) <= 0.05 + 3 * se
+    assert np.mean(errors > bounds / 10) > 0.05 + 3 * se
+
+
 def test_error_bound_details():
     est = _sketch(depth=5, width=64).fit(_stream(500, 100))
     # (2/e)^{d/2} > 0.05 for d = 5: Theorem 5 cannot certify 95%
@@ -350,8 +377,12 @@ def test_error_bound_details():
     est_f2 = big.error_bound([1], confidence=0.5, f2=None)[0] ** 2  # monotone in f2: compare via kappa
     assert big.error_bound([1], confidence=0.5, f2=true_f2 / 2)[0] ** 2 < est_f2
     assert est_f2 < big.error_bound([1], confidence=0.5, f2=true_f2 * 2)[0] ** 2
-    with pytest.raises(ValueError, match="kind='count'"):
+    with pytest.raises(ValueError, match="kind='count'.*lower_bound / upper_bound"):
         _sketch(kind="count_min").fit([1]).error_bound([1])
+    # every mechanism has a finite bound at the defaults (f2 estimated from the curator's table)
+    for mechanism in ("use_and_keep", "use_and_forget", "median_perturbation", "cell_perturbation"):
+        sk = _sketch(mechanism=mechanism, width=64).fit(_stream(500, 100))
+        assert np.all(np.isfinite(sk.error_bound([1, 2]))) and np.all(sk.error_bound([1, 2]) > 0)
     with pytest.raises(ValueError, match="confidence"):
         est.error_bound([1], confidence=1.0)
     with pytest.raises(ValueError, match="f2"):

@@ -56,7 +56,9 @@ def test_lookup_by_name_covers_the_parameter_and_the_byte_format():
 
 def test_flags():
     assert [n for n, c in MECHANISMS.items() if c.pan_private] == ["use_and_keep", "cell_perturbation"]
-    assert [n for n, c in MECHANISMS.items() if c.has_error_bound] == ["use_and_keep", "cell_perturbation"]
+    assert all(c.has_error_bound for c in MECHANISMS.values())
+    assert [n for n, c in MECHANISMS.items() if c.keeps_noise] == ["use_and_keep", "cell_perturbation"]
+    assert [n for n, c in MECHANISMS.items() if c.releases_rows] == ["use_and_keep", "use_and_forget", "cell_perturbation"]
     assert [n for n, c in MECHANISMS.items() if c.static] == ["cell_perturbation"]
 
 
@@ -106,6 +108,31 @@ def test_noise_draws_of_the_error_bound():
     # cell perturbation: one draw per cell (plus the pan-private start), however often it was used
     np.testing.assert_array_equal(CellPerturbation(EPS, 2, ETA).noise_draws(draws, 0), [[1, 2], [1, 1]])
     np.testing.assert_array_equal(CellPerturbation(EPS, 2, ETA).noise_draws(draws + 1, 1), [[2, 3], [2, 2]])
+
+
+def test_row_noise_of_a_query_now_and_of_a_release():
+    """``error_bound``'s noise per row (a query now) and the bounds' noise law (a release just bound)."""
+    sk = _fitted("use_and_forget")
+    cols = np.array([[0, 1]] * D)
+    sk.uses_[:, 0] = 2
+    forget = make_release("use_and_forget", EPS, D, ETA)
+    var = forget.row_noise_variance(sk, cols, lambda b: 2 * b * b)  # Laplace
+    scale = lambda u: D / (EPS * (1 - ETA) * ETA**u)  # 1/ε'_{u+1}: the (u+1)-th use of a cell
+    np.testing.assert_allclose(var[:, 0], 2 * scale(2) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(var[:, 1], 2 * scale(0) ** 2, rtol=1e-12)
+    assert forget.answer_noise_scale(sk, cols) is None
+    np.testing.assert_array_equal(forget.table_noise_draws(sk), 0)  # its table is exact
+    sk.uses_[:, 0] = 3  # as after the release of the third use
+    scales, draws = forget.released_noise(sk, cols)
+    np.testing.assert_allclose(scales[:, 0], scale(2), rtol=1e-12)
+    np.testing.assert_array_equal(draws, 1)
+    keep = _fitted("use_and_keep")
+    keep.uses_[:, 1] = 4
+    np.testing.assert_array_equal(keep.uses_, make_release("use_and_keep", EPS, D, ETA).table_noise_draws(keep))
+    np.testing.assert_allclose(make_release("use_and_keep", EPS, D, ETA).row_noise_variance(keep, cols, lambda b: b)[:, 1],
+                               5 * D / EPS)  # four kept draws and this query's
+    med = _fitted("median_perturbation")
+    np.testing.assert_array_equal(make_release("median_perturbation", EPS, D, ETA).row_noise_variance(med, cols, abs), 0)
 
 
 @pytest.mark.parametrize("mechanism", ["use_and_keep", "cell_perturbation"])

@@ -76,8 +76,10 @@ class Release:
     pan_private = False
     #: Whether the stream is frozen after the first query (a static release).
     static = False
-    #: Whether ``error_bound`` (Theorem 5) covers the mechanism.
-    has_error_bound = False
+    #: Whether ``error_bound`` covers the mechanism (all four do).
+    has_error_bound = True
+    #: Whether the noise of the releases stays in ``table_`` (else the table holds exact counts).
+    keeps_noise = False
     #: Whether each row's noisy cell value is itself a differentially private release (so that
     #: ``lower_bound`` / ``upper_bound`` may read the released row values of a query set).
     releases_rows = False
@@ -120,6 +122,24 @@ class Release:
         """``(scale, draws)`` (d, n) of the noise in the row values just released (after ``bind``)."""
         raise NotImplementedError
 
+    def row_noise_variance(self, sketch, cols, var_of_scale):
+        """Variance (d, n) of the noise in each row's value for a query made now (``error_bound``).
+
+        ``var_of_scale`` maps a noise scale to the variance of one draw of the stream's noise.
+        """
+        draws = self.noise_draws(np.take_along_axis(sketch.uses_, cols, axis=1) + sketch._pan_draws, sketch._pan_draws)
+        return draws * var_of_scale(self.depth / self.eps0)
+
+    def answer_noise_scale(self, sketch, cols):
+        """``(scale, factor)`` of the noise added to the answers themselves (``factor * N(scale)``), or None."""
+        return None
+
+    def table_noise_draws(self, sketch):
+        """Noise draws of scale ``d/ε`` held by each cell of ``table_`` (0 where the table is exact)."""
+        if not self.keeps_noise:
+            return np.zeros_like(sketch.uses_)
+        return sketch.uses_ + sketch._pan_draws
+
 
 class UseAndKeep(Release):
     """Use-and-keep (Algorithm 6): a query set adds ``N(d/ε)`` once to each cell it touches, for good.
@@ -136,8 +156,8 @@ class UseAndKeep(Release):
 
     name = "use_and_keep"
     pan_private = True
-    has_error_bound = True
     releases_rows = True
+    keeps_noise = True
 
     def _cells(self, sketch, cols):
         return _sketch.distinct_cells(cols, sketch.table_.shape[1])
@@ -243,6 +263,13 @@ class UseAndForget(Release):
 
         return self.spend(row_max), bind
 
+    def row_noise_variance(self, sketch, cols, var_of_scale):
+        # the table is exact: a query now adds one fresh draw of 1/ε'_{u+1} to each cell (u: its uses so far)
+        uses = np.take_along_axis(sketch.uses_, cols, axis=1)
+        d, eta = self.depth, float(self.decay)
+        scale = np.exp(-(math.log(self.eps0 / d) + math.log1p(-eta) + uses * math.log(eta)))
+        return np.vectorize(var_of_scale, otypes=[float])(scale)
+
     def released_noise(self, sketch, cols):
         # after bind the cell's use count is u: its released value held one fresh draw of 1/ε'_u
         uses = np.take_along_axis(sketch.uses_, cols, axis=1)
@@ -299,6 +326,19 @@ class MedianPerturbation(Release):
             return est
 
         return eps0 * -math.expm1((k + 1) * math.log(eta)), bind
+
+    def row_noise_variance(self, sketch, cols, var_of_scale):
+        return np.zeros(cols.shape)  # the rows are exact; the noise goes on the answers
+
+    def answer_noise_scale(self, sketch, cols):
+        """The next query set's (``k = n_query_sets_``) noise on the answers, for the items at ``cols`` as the set."""
+        d, w = sketch.table_.shape
+        eta, k = float(self.decay), sketch.n_query_sets_
+        m_q = max(_median_sensitivity_bound(cols, w), 1)
+        half = sketch._fp("noise") == "discrete_laplace" and sketch._fp("kind") == "count" and d % 2 == 0
+        scale = math.exp(math.log((2.0 if half else 1.0) * m_q) - (math.log(self.eps0) + math.log1p(-eta)
+                                                                    + k * math.log(eta)))
+        return scale, (0.5 if half else 1.0)
 
 
 #: The release classes by ``mechanism`` name (in the byte format's order).
