@@ -16,6 +16,7 @@ add/remove pair is ``(ε₀, δ₀)``-indistinguishable in both directions, ever
 ``(2ε₀, (1 + e^{ε₀}) δ₀)``-indistinguishable (:func:`_replace_one_pair_budget`).
 """
 
+import functools
 import math
 import numbers
 import threading
@@ -29,7 +30,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from sklearn_bayes._glm._base import LinearPredictorMixin, validate_regression_data
 from sklearn_bayes.privacy._core import PrivacyLedger, clip_rows, clip_values, log1p_exp, ops_ridge_epsilon
-from sklearn_bayes.utils import RealInterval, check_epsilon
+from sklearn_bayes.exceptions import BudgetExceededError, DetachedLedgerError
+from sklearn_bayes.utils import RealInterval, check_epsilon, instance_lock
 
 __all__ = ["draw_ridge_posterior", "ops_epsilon", "ops_tempering"]
 
@@ -148,8 +150,42 @@ _RESERVED = weakref.WeakKeyDictionary()
 _RESERVED_LOCK = threading.Lock()
 
 
+def _refusal_changes_nothing(fit):
+    """Wrap ``fit`` so that a refusal of the ledger (budget, detached copy) leaves ``__dict__`` as it was.
+
+    Validation sets attributes such as ``n_features_in_`` before the budget is checked;
+    on :class:`~sklearn_bayes.exceptions.BudgetExceededError` or
+    :class:`~sklearn_bayes.exceptions.DetachedLedgerError` they are put back, so the
+    refused estimator is byte-identical to what it was.  The generator is *not* rewound:
+    a reserved release is refused before any noise is drawn, and an unreserved one after
+    its draw must not replay that noise.  Holds the instance's (re-entrant) lock, so a
+    concurrent fit of the same object cannot interleave with the restore.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        with instance_lock(self):
+            saved = dict(self.__dict__)
+            try:
+                return fit(self, *args, **kwargs)
+            except (BudgetExceededError, DetachedLedgerError):
+                self.__dict__.clear()
+                self.__dict__.update(saved)
+                raise
+
+    wrapper._refusal_changes_nothing = True
+    return wrapper
+
+
 class _PrivateLinearBase(BaseEstimator):
     """Validation, public-bound scaling, ledger and prediction shared by the estimators."""
+
+    def __init_subclass__(cls, **kwargs):
+        # every private linear model's fit restores its state when the ledger refuses
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "_refusal_changes_nothing", False):
+            cls.fit = _refusal_changes_nothing(fit)
 
     #: errors about the inputs never print a data value (see ``utils._validation.naming``)
     _private_inputs = True
