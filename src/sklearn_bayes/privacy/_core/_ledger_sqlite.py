@@ -73,6 +73,14 @@ class SQLiteStore:
         return _Transaction(self, immediate)
 
     def _open(self, budget):
+        try:
+            return self._open_checked(budget)
+        except sqlite3.OperationalError as exc:
+            raise OSError(f"cannot open the ledger file path={self.path!r}: {exc}") from None
+        except sqlite3.DatabaseError as exc:  # e.g. "file is not a database"
+            raise ValueError(f"path={self.path!r} is not a PrivacyLedger file: {exc}.") from None
+
+    def _open_checked(self, budget):
         with self.transaction() as con:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if tables and "meta" not in tables:
