@@ -104,10 +104,16 @@ class _ForkedStream:
         """Record a release: this fork's increment of the amplified ε of its history.
 
         The first release after a copy starts a new fork: its history is charged afresh.
-        Everything is computed and checked first; the shared ledger (whose record may warn,
-        hence raise under ``-W error``) is written before ``ledger_``, and this object's
-        attributes are bound only after both records are made, so a failure records
-        nothing here and changes nothing (the caller binds its release after this).
+        Everything is computed and checked first.  The shared ledger is written before
+        ``ledger_``, in one atomic check-and-record (its lock, or one transaction of its
+        file): it refuses a release that would exceed its budget
+        (:class:`~sklearn_bayes.exceptions.BudgetExceededError`) or that would land in a
+        copy of an in-memory ledger that cannot reach the caller's
+        (:class:`~sklearn_bayes.exceptions.DetachedLedgerError`, e.g. in a process
+        worker).  This object's attributes are bound only after both records are made, so
+        a refusal records nothing here and changes nothing: the caller binds its noise
+        after this call, and the transactional query rewinds a generator whose draws
+        were never released.
         """
         fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
         total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
