@@ -16,6 +16,10 @@ numpy having no vectorised string hash).  Our query times include the privacy no
 (one discrete Laplace draw per touched cell); the peers add none.
 Targets (issue 3): >= 5x the numpy baseline and >= 20x datasketches on int items.
 
+``--bounds`` (issue 32) runs only the intervals section: coverage and width of
+``lower_bound`` / ``upper_bound`` at 0.95 on Zipf streams, on development cells (the method was
+chosen on them) and held-out cells (see :func:`bounds`); about two minutes.
+
 ``--scale-out [--items 1e8]`` (issue 16) runs only the scale-out section: one sketch of a
 stream of Zipf ints built by ``PrivateCountSketch.from_dask`` from a Dask array persisted on
 a 2-worker ``LocalCluster`` (processes, one thread each) against one process consuming the
@@ -257,16 +261,73 @@ def serialization(depth, width, n_items, n_peer, repeat):
     return rows
 
 
+#: The cells of ``--bounds``: developed on DEV (the method was chosen looking at these), reported on HELD_OUT.
+BOUNDS_DEV = dict(alphas=(1.1, 1.5), shapes=((5, 2048), (3, 256), (7, 1024)), epsilons=(0.1, 1.0, 10.0))
+BOUNDS_HELD_OUT = dict(alphas=(0.9, 1.3, 2.0), shapes=((4, 512), (9, 4096)), epsilons=(0.5, 5.0))
+
+
+def bounds(cells, kinds=("count", "count_min"), reps=3, n_items=200_000, n_q=2000):
+    """Coverage and width of ``lower_bound`` / ``upper_bound`` at 0.95 (issue 32) on Zipf streams.
+
+    Per cell: ``reps`` sketches (hash seed and noise ``r``) of one stream of ``n_items`` Zipf(alpha)
+    draws on ``{1..10^6}``; one query set of the ``n_q`` most probable items; ``coverage`` is the
+    fraction of the ``reps * n_q`` intervals holding the true count and ``width / p95`` the mean
+    largest side ``max(upper - answer, answer - lower)`` over the empirical 95th percentile of
+    ``|answer - count|`` (goal: coverage >= 0.95 and width / p95 <= 2).  Next to them, the
+    guaranteed ``error_bound`` (public ``f2``; Count Sketch only) in the same unit.
+    """
+    from sklearn_bayes.datasets import make_zipf_stream
+
+    rows = []
+    for alpha in cells["alphas"]:
+        stream = make_zipf_stream(n_items, alpha=alpha, n_values=10**6, random_state=1)
+        f = np.bincount(stream, minlength=n_q + 1)
+        f2 = float(np.sum(np.bincount(stream).astype(float) ** 2))
+        q = np.arange(1, n_q + 1)
+        for kind in kinds:
+            for depth, width in cells["shapes"]:
+                for eps in cells["epsilons"]:
+                    err, side, cov, eb = [], [], [], []
+                    for r in range(reps):
+                        sk = PrivateCountSketch(epsilon=eps, depth=depth, width=width, kind=kind, hash_seed=r,
+                                                random_state=r).fit(stream)
+                        if kind == "count":
+                            eb.append(sk.error_bound(q, f2=f2))
+                        ans = sk.query(q)
+                        lo, hi = sk.lower_bound(q), sk.upper_bound(q)
+                        err.append(np.abs(ans - f[q]))
+                        side.append(np.maximum(hi - ans, ans - lo))
+                        cov.append((lo <= f[q]) & (f[q] <= hi))
+                    p95 = float(np.quantile(np.concatenate(err), 0.95))
+                    rows.append({
+                        "kind": kind, "alpha": alpha, "d x w": f"{depth} x {width}", "eps": eps,
+                        "p95 |error|": f"{p95:.1f}", "coverage": f"{np.mean(np.concatenate(cov)):.3f}",
+                        "width / p95": f"{np.mean(np.concatenate(side)) / p95:.2f}",
+                        "error_bound / p95": f"{np.mean(np.concatenate(eb)) / p95:.1f}" if eb else "-",
+                    })
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller streams (smoke test)")
     parser.add_argument("--scale-out", action="store_true",
                         help="only the scale-out section: Dask LocalCluster vs one process, and serialization")
+    parser.add_argument("--bounds", action="store_true",
+                        help="only the intervals section: coverage and width of lower_bound / upper_bound")
     parser.add_argument("--items", type=float, default=1e7,
                         help="stream length of --scale-out (default 1e7; the issue's figure is 1e8)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     from sklearn_bayes.experiments._report import format_table
+
+    if args.bounds:
+        columns = ["kind", "alpha", "d x w", "eps", "p95 |error|", "coverage", "width / p95", "error_bound / p95"]
+        for name, cells in (("development cells", BOUNDS_DEV), ("held-out cells", BOUNDS_HELD_OUT)):
+            print(name)
+            print(format_table(bounds(cells, reps=1 if args.quick else 3), columns))
+            print()
+        return
 
     if args.scale_out:
         n = int(args.items)
