@@ -80,6 +80,26 @@ def test_median_row_tail_solves_the_symmetric_binomial(d):
     assert 2 * stats.binom.sf(t - 1, d, p / 2) == pytest.approx(0.04, rel=1e-9)
 
 
+def test_even_depth_level_matches_the_median_law_of_the_pool():
+    """For an even ``d`` the level is the pool's own: |median of d rows| exceeds its quantile w.p. delta."""
+    m = 20_000
+    pool = stats.halfnorm.ppf((np.arange(m) + 0.5) / m)  # |N(0, 1)|, deterministic
+    delta = 0.04
+    for d in (2, 4):
+        level = _bounds.even_depth_level(pool, d, delta)
+        assert level == _bounds.even_depth_level(pool, d, delta)  # fixed seed: post-processing, reproducible
+        kappa0 = stats.halfnorm.ppf(level)
+        n = 200_000
+        med = np.median(np.random.default_rng(5).standard_normal((n, d)), axis=1)
+        miss = np.mean(np.abs(med) > kappa0)
+        # the level's own Monte Carlo (20,000 draws) and this check's, 4 standard errors each
+        tol = 4 * math.sqrt(delta * (1 - delta) / _bounds.EVEN_DEPTH_DRAWS) + 4 * math.sqrt(delta * (1 - delta) / n)
+        assert abs(miss - delta) < tol
+        # far less conservative than the binomial step for d = 4 (which would give 0.0045 here)
+        if d == 4:
+            assert level < 1 - _bounds.median_row_tail(d, delta)
+
+
 def test_gaussian_median_variance():
     assert _bounds.gaussian_median_variance(1) == 1.0
     assert _bounds.gaussian_median_variance(2) == pytest.approx(0.5, rel=1e-8)  # the mean of two
@@ -130,6 +150,7 @@ def _coverage_runs(kind, depth, width, epsilon, runs, alpha=1.1, n=20_000, n_q=4
 @pytest.mark.parametrize("kind, depth, width, epsilon", [
     ("count", 5, 256, 1.0),
     ("count", 3, 128, 0.3),
+    ("count", 4, 256, 1.0),
     ("count_min", 5, 256, 1.0),
 ])
 def test_intervals_cover_at_the_nominal_level_and_are_not_too_wide(kind, depth, width, epsilon):

@@ -862,8 +862,10 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         stand in for draws of ``Y`` and the pool mixes items whose rows carry different numbers
         of noise draws: the interval is a calibrated estimate, not a guarantee (its measured
         coverage is in the user guide, :ref:`uncertainty`).  For an even ``d`` the binomial step
-        is loose (the mean of the two middle rows needs only ``d/2`` rows beyond ``κ``): the
-        interval is conservative.  With too few residuals to certify the quantile (a first query
+        is loose (the mean of the two middle rows rarely exceeds ``κ`` when ``d/2`` rows do), so
+        the level ``1 - p`` is found instead by drawing ``d`` rows from the pool (random signs,
+        20,000 times, a fixed seed) and taking the pool's fraction below the ``1 - 0.8 δ``
+        quantile of their ``|median|``: a plug-in of the rows' law.  With too few residuals to certify the quantile (a first query
         set of one or two items at ``depth=5``; ``depth=1``) it is infinite.
 
         **Count-Min** (``answer = min_i v_i``, ``Y_i = C_i + N_i`` with collisions ``C_i >= 0``):
