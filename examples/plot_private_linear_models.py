@@ -5,9 +5,10 @@ Private linear regression: noisy statistics and posterior draws (diamonds)
 
 By default :class:`~sklearn_bayes.AdaOPSRegressor` (``calibration="ssp_posterior"``)
 does **not** draw from a posterior: it releases :math:`X^\\top X`, :math:`X^\\top y`
-and :math:`y^\\top y` with Gaussian noise (sufficient-statistics perturbation, one
-Gaussian mechanism) and returns the mean of the posterior of the coefficients given
-the *noisy* statistics and the known noise law.  With ``calibration="released_norm"``
+and :math:`y^\\top y` with exact discrete Gaussian noise on a fine grid (no low bits
+to leak; sufficient-statistics perturbation, one Gaussian mechanism) and returns the
+mean of the posterior of the coefficients given the *noisy* statistics and the known
+noise law.  With ``calibration="released_norm"``
 it is AdaOPS: one draw from a ridge posterior whose regularisation and temperature
 are chosen from differentially private estimates of the smallest eigenvalue of
 :math:`X^\\top X` and of the norm of the ridge solution.  Both are

@@ -223,3 +223,30 @@ def test_adaops_small_data_shrinks_instead_of_drowning_in_noise():
         est = AdaOPSRegressor(epsilon=1.0, calibration=cal, random_state=_gen(0), **bounds).fit(X[tr], y[tr])
         mse = np.mean((est.predict(X[te]) - y[te]) ** 2)
         assert mse < 2.0 * np.mean(y[te] ** 2)
+
+
+@pytest.mark.parametrize("calibration", ["ssp_posterior", "released_norm", "thesis"])
+def test_budget_refusal_before_any_noise_leaves_the_estimator_and_generator_unchanged(calibration):
+    """A shared ledger whose budget the fit would exceed refuses before the release: no attribute is set,
+    the generator has not moved and the ledger records nothing; within the budget the fit records."""
+    import pickle
+
+    from sklearn_bayes.exceptions import BudgetExceededError
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(3000, 3))
+    y = X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.standard_normal(3000)
+    ledger = PrivacyLedger(budget=(1.5, 1e-5))
+    gen = np.random.default_rng(5)
+    est = AdaOPSRegressor(epsilon=1.0, x_bound=2.0, y_bound=2.0, calibration=calibration, random_state=gen,
+                          ledger=ledger)
+    est.fit(X, y)
+    spent = ledger.epsilon_spent
+    assert spent == pytest.approx(1.0)
+    before = pickle.dumps(est)
+    state = gen.bit_generator.state
+    with pytest.raises(BudgetExceededError):
+        est.fit(X, y)  # a second epsilon = 1 would make 2 > 1.5
+    assert pickle.dumps(est) == before
+    assert gen.bit_generator.state == state
+    assert ledger.epsilon_spent == spent

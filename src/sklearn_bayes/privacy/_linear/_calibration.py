@@ -149,10 +149,14 @@ class Calibration:
         """The :class:`LedgerEntry` records of one release; they compose to ``(epsilon, delta)``."""
         raise NotImplementedError
 
-    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept):
+    def fit_budget(self, epsilon, delta, n, p):
+        """The budget of a fit on ``n`` rows and ``p`` design columns, checked before any noise (public inputs)."""
+        return self.budget(epsilon, delta)
+
+    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept, budget=None):
         """Release on the clipped, scaled design ``Xs`` (rows in the unit ball) and ``ys`` (in [-1, 1]).
 
-        Returns a :class:`Release`.
+        ``budget``: the :meth:`fit_budget` of the fit (computed here if ``None``).  Returns a :class:`Release`.
         """
         raise NotImplementedError
 
@@ -193,16 +197,20 @@ class SSPPosteriorCalibration(Calibration):
             ),
         )
 
-    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept):
+    def fit_budget(self, epsilon, delta, n, p):
+        """The grid of the exact discrete Gaussian; refuses an epsilon it cannot hold (public inputs only)."""
+        return check_grid_range(epsilon, delta, n, p)
+
+    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept, budget=None):
         n = Xs.shape[0]
-        # the grid of the exact discrete Gaussian (refuses, before any noise, an epsilon it cannot hold)
-        b = check_grid_range(epsilon, delta, n, Xs.shape[1])
+        b = budget if budget is not None else self.fit_budget(epsilon, delta, n, Xs.shape[1])
         A, xty, q = release_sufficient_statistics(Xs, ys, b, rng)
         # everything below is post-processing of (A, xty, q) and public constants
         # prior N(0, τ² diag(1, …, 1, share/(1 - share))): the same scale for the intercept and for
         # a slope per unit of x_bound, in units of y, as an isotropic prior on [x/x_bound, 1]/√2
         ratio = _SSP_X_SHARE / (1.0 - _SSP_X_SHARE) if fit_intercept else None
-        mean, cov, tau2, s2 = noise_aware_posterior(A, xty, q, n, b["sigma_gram"], b["sigma_xty"], intercept_ratio=ratio)
+        mean, cov, tau2, s2 = noise_aware_posterior(A, xty, q, n, b["sigma_gram"], b["sigma_xty"], intercept_ratio=ratio,
+                                                  integrate_prior_scale=True)
         attributes = {
             "noise_scale_gram_": b["sigma_gram"],
             "noise_scale_xty_": b["sigma_xty"],
@@ -251,9 +259,9 @@ class ReleasedNormCalibration(Calibration):
             ),
         )
 
-    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept):
+    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept, budget=None):
         n, p = Xs.shape
-        b = self.budget(epsilon, delta)
+        b = budget if budget is not None else self.budget(epsilon, delta)
         # 1. release lambda_min (sensitivity 1)
         sigma1 = 1.0 / b["mu_lambda"]
         gram = Xs.T @ Xs
@@ -344,9 +352,9 @@ class ThesisCalibration(Calibration):
             ),
         )
 
-    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept):
+    def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept, budget=None):
         n, p = Xs.shape
-        b = self.budget(epsilon, delta)
+        b = budget if budget is not None else self.budget(epsilon, delta)
         # 1. release lambda_min (sensitivity 1 for rows in the unit ball)
         sigma1 = analytic_gaussian_sigma(b["eps_lambda"], b["delta_lambda"], 1.0)
         gram = Xs.T @ Xs

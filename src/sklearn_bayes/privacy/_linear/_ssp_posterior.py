@@ -96,6 +96,8 @@ _GRAM_TO_XTY = math.sqrt(2.0)
 _TAU2_GRID = np.geomspace(1e-4, 1e4, 161)
 #: fixed-point passes for ||θ||² and the residual variance in the noise model
 _N_PASSES = 5
+#: the prior scales τ² whose log marginal likelihood is within this of the maximum (χ²₁ 95 % / 2)
+_PLAUSIBLE_DROP = 1.92
 #: share of ε (and of μ) given up to the grid of the discrete Gaussian release
 _GRID_KAPPA = 1e-3
 #: smallest discrete Gaussian parameter (grid units): the coupling's failure e^{-2π²s²} is nil
@@ -283,7 +285,7 @@ def release_sufficient_statistics(Xs, ys, budget, rng):
     return A, b, q
 
 
-def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=None):
+def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=None, integrate_prior_scale=False):
     """Gaussian posterior of θ given the noisy statistics (post-processing of the release).
 
     Model (scaled units): ``y = Xθ + ε``, ``ε ~ N(0, s²)``, so ``Xᵀy ~ N(Gθ, s² G)`` given
@@ -299,6 +301,11 @@ def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=Non
     ``a_i²/v_i + 1/τ²``, mean ``(a_i β_i / v_i)/precision``, a Tikhonov solve of ``Ãθ = b̃``
     that stays well defined when the noise makes ``Ã`` indefinite -- and the intercept's
     prior ratio is a rank-one update (Sherman-Morrison): ``O(p³)`` in all.
+
+    With ``integrate_prior_scale=True`` (the estimator's) ``cov`` is instead the covariance about
+    ``mean`` of the posteriors at every τ² of the grid whose log marginal likelihood is within
+    1.92 (χ²₁ 95 %/2) of the maximum, equally weighted (:func:`_prior_scale_mixture_cov`):
+    the plug-in one where τ² is pinned down, wider where the release cannot exclude larger τ².
 
     Returns
     -------
@@ -336,4 +343,33 @@ def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=Non
         theta_sq = float(m_eig @ m_eig) + float(np.sum(1.0 / pi)) - rho * float(ud @ ud) / g
         s2 = min(max((q - 2.0 * float(b @ mean) + float(mean @ A @ mean)) / n, 0.0), 1.0)
     cov = (V / pi) @ V.T - (rho / g) * np.outer(V @ ud, V @ ud)
+    if integrate_prior_scale:
+        cov = _prior_scale_mixture_cov(mean, loglik, a2, a, beta, noise, k, u, V)
     return mean, cov, tau2, s2
+
+
+def _prior_scale_mixture_cov(mean, loglik, a2, a, beta, noise, k, u, V):
+    """Covariance about ``mean`` of the posteriors of θ over the plausible prior scales τ².
+
+    ``Σ_k w_k (Σ_k + (m_k - mean)(m_k - mean)ᵀ)``, ``w_k`` equal on the grid's τ²_k whose log
+    marginal likelihood is within ``_PLAUSIBLE_DROP`` of the maximum (a 95 % likelihood set):
+    where the data pin τ² down this is the plug-in covariance; where they do not (a noise-dominated
+    Gram, whose marginal likelihood is flat or maximal at the grid's smallest τ²) the larger prior
+    scales the data cannot exclude widen the intervals instead of collapsing them onto the prior.
+    """
+    w = (loglik >= loglik.max() - _PLAUSIBLE_DROP).astype(float)
+    w /= w.sum()
+    p = len(a)
+    cov = np.zeros((p, p))
+    r = a * beta / noise
+    for wk, t2 in zip(w, _TAU2_GRID):
+        if wk < 1e-12:
+            continue
+        pi = a2 / noise + 1.0 / t2
+        rho = (1.0 / k - 1.0) / t2
+        ud = u / pi
+        g = 1.0 + rho * float(u @ ud)
+        m_k = V @ (r / pi - rho * ud * float(u @ (r / pi)) / g)
+        d = m_k - mean
+        cov += wk * ((V / pi) @ V.T - (rho / g) * np.outer(V @ ud, V @ ud) + np.outer(d, d))
+    return cov
