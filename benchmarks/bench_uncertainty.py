@@ -26,8 +26,8 @@ as a sketch's items are); ``mean_width`` (upper - lower, in the units of the coe
 probability / count).  A 95 % interval is on target when ``coverage`` is within 0.93 .. 0.97
 (issue 32); ``flag`` marks the rows outside that band by more than 2 ``rep_se``.
 
-``--quick`` runs about a tenth of the replications (a smoke test, about one minute).  The full run
-takes about 8 minutes on one core.
+``--quick`` runs about a tenth of the replications (a smoke test, under a minute).  The full run
+takes about 2 minutes of CPU (7 minutes of wall time on the shared two-core machine).
 """
 
 import argparse
