@@ -3,14 +3,16 @@
 Matrix ridge penalties and linear SVMs tuned by subsampling
 =====================================================================
 
-:class:`sklearn_bayes.SubsampledPriorRidge` estimates a full (or diagonal) ridge penalty
-from unregularised fits on random subsamples; :class:`sklearn_bayes.ClosedFormRidge` sets
+:class:`sklearn_bayes.SubsampledPriorRidge` chooses a ridge penalty -- its scale, and a
+full (or diagonal) shape and a mean learnt from fits on random subsamples when those
+are a small share of the rows -- by the exact leave-one-out risk; :class:`sklearn_bayes.ClosedFormRidge` sets
 a scalar penalty by the closed-form, approximately MSE-optimal formula of the
 dissertation's Appendix A.1; :class:`sklearn_bayes.SubsampledPriorLinearSVC` does for the
 squared-hinge linear SVM what the first does for ridge.  On the Boston housing data
 (``MASS::Boston``) and the Pima diabetes data (``MASS::Pima.tr/te``) we compare them with
 10-fold cross-validated grid searches over random 75/25 splits, and look at the
-per-feature penalties that the diagonal variant learns.
+per-feature penalties that the diagonal variant of the dissertation's Algorithm 1
+(``prior_scale='paper'``) learns.
 """
 
 import time
@@ -76,13 +78,15 @@ for title, res in results.items():
 # %%
 # The learned per-feature penalties
 # ---------------------------------
-# With ``covariance='diag'`` the prior is :math:`N(\beta_0, \mathrm{diag}(s^2))`: each
-# coefficient is shrunk towards its subsample mean with its own penalty :math:`1/s_j^2`.
+# With ``covariance='diag'`` and ``prior_scale='paper'`` the prior is
+# :math:`N(\beta_0, \mathrm{diag}(s^2))`: each coefficient is shrunk towards its subsample
+# mean with its own penalty :math:`1/s_j^2` (the default, ``prior_scale='loo'``, would also
+# choose the scale of these variances, or the identity and mean 0 instead).
 # Below, on all of the Boston data (standardised features), the prior mean with one prior
 # standard deviation either side, and the MAP coefficients.
 
 Xs = StandardScaler().fit_transform(Xb)
-diag = SubsampledPriorRidge(covariance="diag", random_state=0).fit(Xs, yb)
+diag = SubsampledPriorRidge(covariance="diag", prior_scale="paper", random_state=0).fit(Xs, yb)
 sd = np.sqrt(np.diag(diag.prior_covariance_))
 closed = ClosedFormRidge().fit(Xs, yb)
 print(f"ClosedFormRidge alpha_ = {closed.alpha_:.3f} (one penalty for all features)")

@@ -40,8 +40,8 @@ from sklearn_bayes.linear_model._subsampled_prior._tuning import select_glm, sel
 #: decorators (transactional, _fit_context)
 _STACKLEVEL = 7
 #: prior_scale='loo': largest share n / N of the rows in one subsample at which the subsample
-#: covariance is a candidate prior shape
-_SHAPE_MAX_SHARE = 0.25
+#: covariance and mean are candidates for the prior's shape and mean
+_SUBSAMPLE_MAX_SHARE = 0.25
 
 
 class _PosteriorMixin:
@@ -275,12 +275,13 @@ class _BaseSubsampledPrior(BaseEstimator):
         _, cov0, _, used = _subsample_prior(coefs, covariance=self.covariance, scaling=None,
                                             shrinkage=self.shrinkage, n=n, n_rows=n_rows)
         start = None
-        # the subsample covariance as a shape candidate only when the subsamples are at most a
-        # quarter of the rows: fitted on most rows, it follows their noise and its leave-one-out
-        # risk is optimistic (measured: wide ridge, n/N = 0.68, 1.5x the test error of the identity)
-        use_shape = n <= _SHAPE_MAX_SHARE * n_rows
+        # the subsample covariance and mean are candidates only when a subsample holds at most a
+        # quarter of the rows: fitted on most rows, they follow those rows' noise and their
+        # leave-one-out risk is optimistic (measured, n/N = 0.68-0.98: the subsample covariance
+        # 1.5x and the subsample mean up to 2x the test error of the identity and 0)
+        use_subsamples = n <= _SUBSAMPLE_MAX_SHARE * n_rows
         if isinstance(loss, SquaredLoss):
-            sel = select_ridge(X, y, sample_weight, self.fit_intercept, coefs, indices, cov0, use_shape)
+            sel = select_ridge(X, y, sample_weight, self.fit_intercept, coefs, indices, cov0, use_subsamples)
             sigma2 = penalty_scale if getattr(self, "noise_variance", "auto") != "auto" else sel["noise_variance"]
             # objective sum_i w_i r_i^2 / 2 + lam / 2 (b - c)^T Sigma^-1 (b - c), times sigma^2 / weight_unit
             # the negative log posterior: prior precision weight_unit * lam / sigma^2 * Sigma^-1
@@ -288,7 +289,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             penalty_scale = sigma2
         else:
             sel = select_glm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
-                             self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_shape)
+                             self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples)
             scale = sel["tau"] / weight_unit
             start = (sel["coef"], sel["intercept"])
         S = sel["shape"]

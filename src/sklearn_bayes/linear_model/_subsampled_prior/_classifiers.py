@@ -174,9 +174,9 @@ _doc(
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> clf = make_pipeline(StandardScaler(), SubsampledPriorLogisticRegression(random_state=0)).fit(X, y)
     >>> # wdbc is separable, but every subsample fit is penalised (no fit is replaced, no warning);
-    >>> # the leave-one-out risk chose the prior's shape, mean and scale
+    >>> # the leave-one-out risk chose the prior (n = 284 of N = 569 rows: no subsample candidates)
     >>> clf[-1].prior_choice_["shape"], clf[-1].prior_choice_["mean"]
-    ('identity', 'subsample')
+    ('identity', 'zero')
     >>> clf[-1].prior_covariance_.shape
     (30, 30)
     >>> bool(clf.score(X, y) > 0.95)

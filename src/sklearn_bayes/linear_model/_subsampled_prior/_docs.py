@@ -34,10 +34,10 @@ _PARAMETERS = """
         How the prior is set from the subsample fits.  ``'loo'``: every subsample fit is
         penalised by the unit prior :math:`N(0, I)` on the standardised coefficients (so it exists
         and is unique whatever the subsample's size, rank or separation: no fit is replaced), and
-        the prior is :math:`N(c, \tau\Sigma)` with the shape :math:`\Sigma` (the subsample
-        covariance, normalised, or the identity; the subsample covariance is a candidate only
-        when ``n <= N / 4``), the mean :math:`c` (the subsample mean or 0) and the scale
-        :math:`\tau` that minimise the leave-one-out risk (see *Tuning* in the Notes); the
+        the prior is :math:`N(c, \\tau\\Sigma)` with the shape :math:`\\Sigma` (the subsample
+        covariance, normalised, or the identity), the mean :math:`c` (the subsample mean or 0;
+        the subsample candidates only when ``n <= N / 4``) and the scale
+        :math:`\\tau` that minimise the leave-one-out risk (see *Tuning* in the Notes); the
         chosen candidate is ``prior_choice_``.  ``'paper'``: Algorithm 1 as published -- the
         unregularised subsample fits (with the separation fallback) and their covariance at scale
         1, after ``covariance_scaling`` and ``penalty``; ``python -m sklearn_bayes reproduce
@@ -173,19 +173,21 @@ _NOTES = """
     subsample fits nearly interpolate (``n`` close to the number of parameters: small or wide
     data) and it is centred on their noisy mean, so Algorithm 1 barely regularises exactly where
     regularisation matters.  The default keeps the subsamples as a source of candidate priors
-    and chooses among :math:`N(c, \tau\Sigma)`, :math:`\Sigma` in {{the subsample covariance
-    (normalised to mean variance 1; only when ``n <= N / 4``, since a covariance fitted on most
-    rows follows their noise and flatters its own risk), the identity}}, :math:`c` in {{the
-    subsample mean, 0}}, :math:`\tau > 0`, the one with the smallest leave-one-out risk
-    :math:`\sum_i w_i L(y_i, \eta_{{-i}})`.  Squared loss: the exact leave-one-out residuals of the
+    and chooses among :math:`N(c, \\tau\\Sigma)`, :math:`\\Sigma` in {{the subsample covariance
+    (normalised to mean variance 1), the identity}}, :math:`c` in {{the subsample mean, 0}},
+    :math:`\\tau > 0` -- the subsample candidates only when ``n <= N / 4``, since moments fitted
+    on most rows follow their noise and flatter their own risk -- the one with the smallest
+    leave-one-out risk
+    :math:`\\sum_i w_i L(y_i, \\eta_{{-i}})`.  Squared loss: the exact leave-one-out residuals of the
     linear smoother, from one eigendecomposition per shape, over 56 penalties (generalised
     cross-validation above 20 000 rows).  Other losses: the approximate leave-one-out predictor
-    :math:`\eta_{{-i}} = \eta_i + J_i (I - W_i J_i)^{{-1}} g_i`, :math:`J_i = \tilde x_i^\top H^{{-1}}
-    \tilde x_i` (one Newton step of the objective without row :math:`i` from the full fit; Rad and
-    Maleki, 2020), along :math:`\log_{{10}}\tau \in [-4, 3]` (a grid of decades, then a bounded
-    search).  The subsample mean depends on the rows it was fitted on, so row :math:`i`'s
+    :math:`\\eta_{{-i}} = \\eta_i + J_i (I - W_i J_i)^{{-1}} g_i`, :math:`J_i = \\tilde x_i^\\top H^{{-1}}
+    \\tilde x_i` (one Newton step of the objective without row :math:`i` from the full fit; Rad and
+    Maleki, 2020), along :math:`\\log_{{10}}\\tau \\in [-4, 3]` (a grid of decades, then a bounded
+    search); for the SVMs the criterion is the number of leave-one-out misclassifications, the
+    squared hinge risk breaking ties.  The subsample mean depends on the rows it was fitted on, so row :math:`i`'s
     leave-one-out prediction uses the mean of the subsample fits without row :math:`i` (first
-    order: :math:`x_i^\top H^{{-1}} P (c_{{-i}} - c)`).  The subsample fits are penalised by
+    order: :math:`x_i^\\top H^{{-1}} P (c_{{-i}} - c)`).  The subsample fits are penalised by
     :math:`N(0, I)` on the standardised coefficients, so they exist for any subsample.
 
     **Sample weights** multiply the losses, in the subsample fits and the MAP fit; rows with

@@ -9,13 +9,20 @@ and centred on a noisy mean.  Here the prior is ``N(c, tau * Sigma)`` with
 * ``c`` in {the subsample mean, 0},
 * ``tau > 0``,
 
+the subsample candidates only when a subsample holds at most a quarter of the rows (fitted on
+most rows, they follow those rows' noise, and their leave-one-out risk is optimistic: the
+cross-fitted mean below needs subsamples that leave each row out),
+
 and the candidate with the smallest leave-one-out risk (the sum of the losses of every row
 predicted by the fit without it) is kept.  Squared loss: the exact leave-one-out residuals
 of the linear smoother from one eigendecomposition per shape, over a grid of penalties (GCV
 above :data:`_EXACT_LOO_MAX_ROWS` rows).  Other losses: the approximate leave-one-out (ALO)
 predictor of Rad and Maleki (2020), one Newton step from the full fit,
 ``eta_{-i} = eta_i + J_i (I - W_i J_i)^{-1} g_i`` with ``J_i = x_i^T H^{-1} x_i``, over a
-bounded one-dimensional search in ``log tau``.
+bounded one-dimensional search in ``log tau`` (the SVMs: the number of leave-one-out
+misclassifications, the squared hinge risk breaking ties -- the error rate is what their
+users score; measured on the dev cells, wdbc and digits 3-vs-8 at 150 rows: mean error
+6.3 % summed before, 6.0 % after).
 
 The subsample mean depends on every row it was fitted on, which would flatter the mean
 candidate; the leave-one-out prediction of row ``i`` therefore uses the mean of the
@@ -23,12 +30,10 @@ subsample fits that did *not* contain row ``i`` (cross-fitting), through the fir
 change of the MAP fit with its prior mean, ``d eta_i = x_i^T H^{-1} P (c_{-i} - c)``.
 """
 
-import math
-
 import numpy as np
 from scipy import linalg, optimize
 
-from sklearn_bayes._glm import fit_map, posterior_hessian
+from sklearn_bayes._glm import HingeLoss, SquaredHingeLoss, fit_map, posterior_hessian
 
 #: rows above which the squared loss uses generalised cross-validation instead of exact LOO
 _EXACT_LOO_MAX_ROWS = 20000
@@ -134,7 +139,7 @@ def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D):
     return risk, lambdas, dict(s2=s2, c=c, r=r)
 
 
-def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_shape=True):
+def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_subsamples=True):
     """The squared-loss prior by exact LOO.  ``X``, ``y`` standardised (centred with an
     intercept), ``w`` the (normalised) weights.  Returns a dict with ``mean``, ``shape``
     (``Sigma``), ``lam`` (the penalty ``sigma^2 / tau`` in the objective with weights ``w``),
@@ -142,9 +147,9 @@ def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_shape=True):
     N = X.shape[0]
     D = _loo_means(coefs, indices, N)
     means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
-             if c[0] in _CANDIDATES["mean"]]
+             if c[0] in _CANDIDATES["mean"] and (use_subsamples or c[0] == "zero")]
     best = None
-    for sname, S, chol in _shapes(cov, use_shape):
+    for sname, S, chol in _shapes(cov, use_subsamples):
         for mname, mean, Dm in means:
             risk, lambdas, st = _ridge_candidates(X, y, w, fit_intercept, mean, chol, Dm)
             t = int(np.argmin(risk))
@@ -176,11 +181,13 @@ def _design_rows(X, q, fit_intercept):
     return blocks
 
 
-def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None):
+def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, errors=False):
     """Approximate leave-one-out risk ``sum_i w_i L(y_i, eta_{-i})`` of a MAP fit.
 
     ``precision`` is the prior precision of the objective (matrix), ``D`` the optional
-    cross-fitted shifts of the prior mean (rows x coefficients).
+    cross-fitted shifts of the prior mean (rows x coefficients).  ``errors=True`` (a
+    classifier with labels in {-1, +1}): the weighted number of leave-one-out misclassifications
+    plus ``r / (1 + r)`` (``r`` the risk, a tie-break below one error).
     """
     N, d = X.shape
     q = loss.n_outputs
@@ -209,7 +216,10 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None):
         W = h[:, 0]
         denom = np.maximum(1.0 - W * J, 1e-12)
         eta_loo = eta[:, 0] + J * g[:, 0] / denom + shift[:, 0]
-        return loss.value(y, eta_loo[:, None], w)
+        r = loss.value(y, eta_loo[:, None], w)
+        if errors:
+            return float(w @ (y * eta_loo <= 0)) + r / (1.0 + r)
+        return r
     J = np.empty((N, q, q))
     for a, ca in enumerate(blocks):
         Z = Xa @ Hinv[np.ix_(ca, np.concatenate(blocks))]
@@ -222,7 +232,8 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None):
     return loss.value(y, eta_loo, w)
 
 
-def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init, use_shape=True):
+def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init,
+               use_subsamples=True):
     """The prior of a GLM (logistic, multinomial, Poisson, squared hinge) by ALO along ``log tau``.
 
     Returns a dict with ``mean``, ``shape``, ``tau``, ``risk`` and the names of the chosen
@@ -230,9 +241,9 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
     N = X.shape[0]
     D = _loo_means(coefs, indices, N)
     means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
-             if c[0] in _CANDIDATES["mean"]]
+             if c[0] in _CANDIDATES["mean"] and (use_subsamples or c[0] == "zero")]
     best = None
-    for sname, S, _ in _shapes(cov, use_shape):
+    for sname, S, _ in _shapes(cov, use_subsamples):
         Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
         Sinv = 0.5 * (Sinv + Sinv.T)
         for mname, mean, Dm in means:
@@ -245,7 +256,9 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
                               fit_intercept=fit_intercept, coef_init=state["coef"],
                               intercept_init=state["intercept"], tol=tol, max_iter=max_iter)
                 state["coef"], state["intercept"] = res.coef, res.intercept
-                val = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm)
+                # the SVMs: leave-one-out misclassifications, the squared hinge risk as tie-break
+                val = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm,
+                               errors=isinstance(loss, (SquaredHingeLoss, HingeLoss)))
                 if not np.isfinite(val):
                     val = np.inf
                 cache[log10_tau] = (val, res)

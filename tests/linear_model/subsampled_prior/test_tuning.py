@@ -1,0 +1,205 @@
+"""prior_scale='loo' (issue 29): the leave-one-out risks behind the default's choice of prior.
+
+Exact identities only: the squared-loss path is the exact leave-one-out risk (checked against N
+refits), the approximate leave-one-out (ALO) risk is one Newton step of each leave-one-out
+objective from the full fit (checked against those steps computed one by one), the two agree
+for the squared loss (where one Newton step is exact), and the cross-fitted prior means are the
+means of the subsample fits without each row.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import linalg
+from sklearn.linear_model import RidgeCV
+
+from sklearn_bayes import (
+    SubsampledPriorLinearSVC,
+    SubsampledPriorLogisticRegression,
+    SubsampledPriorPoissonRegressor,
+    SubsampledPriorRidge,
+    SubsampleFitWarning,
+)
+from sklearn_bayes._glm import LogisticLoss, MultinomialLoss, PoissonLoss, SquaredHingeLoss, SquaredLoss, fit_map
+from sklearn_bayes.linear_model._subsampled_prior._tuning import (
+    _RIDGE_GRID,
+    _loo_means,
+    _ridge_candidates,
+    alo_risk,
+)
+
+
+def _centred(X, y, w):
+    return X - w @ X / w.sum(), y - w @ y / w.sum()
+
+
+def _spd(k, rng):
+    A = rng.normal(size=(k, k))
+    return A @ A.T / k + 0.5 * np.eye(k)
+
+
+@pytest.mark.parametrize("n", [40, 5])  # N > p (Gram eigendecomposition) and N <= p (kernel one)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ridge_path_is_the_exact_leave_one_out_risk(n, weighted):
+    rng = np.random.default_rng(0)
+    p = 6
+    X = rng.normal(size=(n, p))
+    y = X @ rng.normal(size=p) + rng.normal(size=n)
+    w = rng.uniform(0.5, 2.0, size=n) if weighted else np.ones(n)
+    Xc, yc = _centred(X, y, w)
+    S, mean = _spd(p, rng), rng.normal(size=p)
+    risk, lambdas, _ = _ridge_candidates(Xc, yc, w, True, mean, linalg.cholesky(S, lower=True), None)
+    Sinv = np.linalg.inv(S)
+    for t in (5, 20, 40):
+        lam, total = lambdas[t], 0.0
+        for i in range(n):
+            keep = np.arange(n) != i
+            Xk, yk, wk = Xc[keep], yc[keep], w[keep]
+            xm, ym = wk @ Xk / wk.sum(), wk @ yk / wk.sum()  # the intercept refitted without row i
+            A = (Xk - xm).T @ (wk[:, None] * (Xk - xm)) + lam * Sinv
+            beta = np.linalg.solve(A, (Xk - xm).T @ (wk * (yk - ym)) + lam * Sinv @ mean)
+            total += w[i] * (yc[i] - ym - (Xc[i] - xm) @ beta) ** 2
+        assert_allclose(risk[t], total, rtol=1e-8)
+
+
+def _one_step_loo(X, y, w, loss, coef, intercept, P):
+    """Row by row: one Newton step of the objective without row i, from the full fit."""
+    n, d = X.shape
+    q = loss.n_outputs
+    theta = np.r_[np.ravel(coef), intercept]
+    Xt = np.hstack([X, np.ones((n, 1))])
+    eta = X @ np.reshape(coef, (q, d)).T + intercept
+    g, h = loss.derivatives(y, eta, w)
+    H = np.zeros((theta.size, theta.size))
+    blocks = [np.r_[np.arange(k * d, (k + 1) * d), q * d + k] for k in range(q)]
+    rows = []
+    for i in range(n):
+        Z = np.zeros((q, theta.size))
+        for k, cols in enumerate(blocks):
+            Z[k, cols] = Xt[i]
+        Wi = np.diag(h[i]) if h.ndim == 2 else h[i]
+        rows.append((Z, Wi))
+        H += Z.T @ Wi @ Z
+    H[: q * d, : q * d] += P
+    total = 0.0
+    for i, (Z, Wi) in enumerate(rows):
+        step = np.linalg.solve(H - Z.T @ Wi @ Z, Z.T @ g[i])
+        eta_i = Z @ (theta + step)
+        total += loss.value(y[i:i + 1], eta_i[None, :], w[i:i + 1])
+    return total
+
+
+@pytest.mark.parametrize("kind", ["logistic", "poisson", "multinomial", "squared_hinge"])
+def test_alo_is_one_newton_step_of_each_leave_one_out_objective(kind):
+    rng = np.random.default_rng(1)
+    n, d = 60, 3
+    X = rng.normal(size=(n, d))
+    w = rng.uniform(0.5, 2.0, size=n)
+    if kind == "logistic":
+        loss, y = LogisticLoss(), (rng.random(n) < 0.5).astype(float)
+    elif kind == "poisson":
+        loss, y = PoissonLoss(), rng.poisson(np.exp(0.3 * X[:, 0])).astype(float)
+    elif kind == "multinomial":
+        loss, y = MultinomialLoss(3), rng.integers(0, 3, size=n).astype(float)
+    else:
+        loss, y = SquaredHingeLoss(), np.where(X[:, 0] + rng.normal(size=n) > 0, 1.0, -1.0)
+    k = loss.n_outputs * d
+    P = _spd(k, rng) * 2.0
+    res = fit_map(X, y, loss, prior_mean=np.zeros(k), prior_precision=P, sample_weight=w, tol=1e-12)
+    got = alo_risk(X, y, w, loss, res.coef, res.intercept, P, True)
+    assert_allclose(got, _one_step_loo(X, y, w, loss, res.coef, res.intercept, P), rtol=1e-8)
+
+
+def test_alo_error_count_breaks_ties_by_the_risk():
+    """errors=True: the weighted count of leave-one-out misclassifications, plus r / (1 + r) < 1."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 2))
+    y = np.where(X[:, 0] + rng.normal(size=80) > 0, 1.0, -1.0)
+    w, P = np.ones(80), np.eye(2)
+    res = fit_map(X, y, SquaredHingeLoss(), prior_precision=P, tol=1e-12)
+    r = alo_risk(X, y, w, SquaredHingeLoss(), res.coef, res.intercept, P, True)
+    e = alo_risk(X, y, w, SquaredHingeLoss(), res.coef, res.intercept, P, True, errors=True)
+    count = np.floor(e)
+    assert 0 < count < 40 and count == int(count)
+    assert_allclose(e - count, r / (1.0 + r), rtol=1e-12)
+
+
+def test_alo_of_the_squared_loss_is_the_exact_leave_one_out_risk():
+    """One Newton step is exact for a quadratic objective: the two paths agree."""
+    rng = np.random.default_rng(2)
+    n, p = 50, 4
+    X = rng.normal(size=(n, p))
+    y = X @ rng.normal(size=p) + rng.normal(size=n)
+    w = np.ones(n)
+    Xc, yc = _centred(X, y, w)
+    risk, lambdas, _ = _ridge_candidates(Xc, yc, w, True, np.zeros(p), np.eye(p), None)
+    lam = lambdas[30]
+    res = fit_map(Xc, yc, SquaredLoss(), prior_mean=np.zeros(p), prior_precision=lam, tol=1e-12)
+    # the squared loss is (y - eta)^2 / 2: the ALO risk is half the sum of squared LOO residuals
+    got = alo_risk(Xc, yc, w, SquaredLoss(), res.coef, res.intercept, lam * np.eye(p), True)
+    assert_allclose(2.0 * got, risk[30], rtol=1e-8)
+
+
+def test_cross_fitted_means_leave_each_row_out():
+    rng = np.random.default_rng(3)
+    n, m, k = 30, 6, 2
+    indices = [np.sort(rng.choice(n, size=8, replace=False)) for _ in range(m)]
+    coefs = rng.normal(size=(m, k))
+    D = _loo_means(coefs, indices, n)
+    for i in range(n):
+        without = [c for c, idx in zip(coefs, indices) if i not in idx]
+        expected = np.mean(without, axis=0) - coefs.mean(axis=0) if 0 < len(without) < m else np.zeros(k)
+        assert_allclose(D[i], expected, atol=1e-14)
+
+
+def test_wide_ridge_default_is_ridge_with_the_leave_one_out_penalty():
+    """Subsamples of more than a quarter of the rows: the candidates are the identity shape and
+    mean 0 only, so the default is ridge on the standardised features with the penalty of the
+    grid that minimises the exact leave-one-out risk -- RidgeCV's choice on the same grid."""
+    rng = np.random.default_rng(4)
+    n, p = 60, 40
+    X = rng.normal(size=(n, p)) * rng.uniform(0.5, 3.0, size=p) + 1.0
+    y = X @ rng.normal(size=p) + 5.0 * rng.normal(size=n)
+    reg = SubsampledPriorRidge(random_state=0).fit(X, y)
+    assert reg.subsample_size_ > n / 4
+    assert (reg.prior_choice_["shape"], reg.prior_choice_["mean"]) == ("identity", "zero")
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)
+    grid = _RIDGE_GRID * float(np.sum(Xs * Xs)) / p
+    ref = RidgeCV(alphas=grid).fit(Xs, y)
+    assert_allclose(reg.coef_, ref.coef_ / X.std(axis=0), rtol=1e-7)
+    assert_allclose(reg.intercept_, ref.intercept_ - (ref.coef_ / X.std(axis=0)) @ X.mean(axis=0), rtol=1e-7)
+
+
+@pytest.mark.parametrize("Est", [SubsampledPriorLogisticRegression, SubsampledPriorLinearSVC])
+def test_separable_data_need_no_fallback_by_default(Est):
+    """Every subsample fit is penalised: none is replaced and nothing is warned about."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)  # separable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SubsampleFitWarning)
+        clf = Est(subsample_size=30, n_subsamples=10, random_state=0).fit(X, y)
+    assert clf.n_separated_subsamples_ == 0
+    assert np.all(np.isfinite(clf.coef_)) and clf.score(X, y) > 0.95
+    assert set(clf.prior_choice_) == {"shape", "mean", "scale", "loo_risk", "at_grid_boundary"}
+
+
+def test_poisson_zero_counts_need_no_fallback_by_default():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = np.zeros(300, dtype=int)
+    y[:6] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SubsampleFitWarning)
+        reg = SubsampledPriorPoissonRegressor(subsample_size=20, n_subsamples=10, random_state=0).fit(X, y)
+    assert reg.n_separated_subsamples_ == 0 and np.all(reg.predict(X) < 1.0)
+
+
+def test_paper_variant_has_no_choice_and_prior_scale_is_validated():
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    y = X[:, 0] + 0.1
+    assert SubsampledPriorRidge(prior_scale="paper", random_state=0).fit(X, y).prior_choice_ is None
+    with pytest.raises(ValueError, match="prior_scale"):
+        SubsampledPriorRidge(prior_scale="evidence").fit(X, y)
