@@ -130,3 +130,9 @@ def test_too_large_epsilon_is_refused_before_any_noise_with_a_working_limit():
         warnings.simplefilter("ignore", SeededNoiseWarning)
         est = AdaOPSRegressor(epsilon=largest, x_bound=1.0, y_bound=1.0, random_state=0).fit(X, X[:, 0])
     assert np.all(np.isfinite(est.coef_))
+
+
+def test_too_small_epsilon_and_delta_are_refused_naming_them():
+    with pytest.raises(ValueError, match=r"epsilon=1e-08 with delta=1e-14 is too small"):
+        check_grid_range(1e-8, 1e-14, 1000, 4)
+    assert check_grid_range(1e-8, 1e-6, 1000, 4)["grid_sigma_gram"] < 2**40

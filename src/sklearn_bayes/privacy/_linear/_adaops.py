@@ -78,7 +78,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     ----------
     epsilon : float, default=1.0
         Total privacy budget ε (> 0, finite), replace-one neighbours.  ``"ssp_posterior"``
-        supports every ε; ``fit`` refuses, naming the largest supported value, an ε beyond
+        supports every ε up to where its exact grid leaves float64's integers (about 4e22 at
+        n = 300; the message names the largest); ``fit`` refuses, naming the largest supported value, an ε beyond
         the accounting of ``"thesis"`` (2751 at δ = 1e-6) or of ``"released_norm"`` (whose
         privacy-loss distributions certify δ down to about 1e-15: 38.09 at δ = 1e-6), and an
         ε below about 1e-5 for ``"released_norm"`` (User Guide, *Limits*).

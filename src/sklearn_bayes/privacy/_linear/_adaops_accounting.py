@@ -253,7 +253,7 @@ def released_norm_budget(epsilon, delta):
         raise ValueError(
             f"epsilon={epsilon!r} is too small for {what} at delta={delta!r}: the two Gaussian releases "
             "alone use the whole composed delta, leaving nothing for the posterior draw. Use a larger "
-            "epsilon, or calibration='ssp_posterior' (which supports every epsilon > 0)."
+            "epsilon, or calibration='ssp_posterior' (which supports every epsilon >= 1e-4)."
         )
     b["interval"] = interval
     return b

@@ -225,6 +225,12 @@ def check_grid_range(epsilon, delta, n, p):
     b = ssp_posterior_budget(epsilon, delta, p=p)
     if _grid_fits(b, n):
         return b
+    if any(b[f"grid_sigma_{k}"] >= 2**40 for k in ("gram", "xty", "yty")):
+        raise ValueError(
+            f"epsilon={epsilon!r} with delta={delta!r} is too small for the exact discrete Gaussian release of "
+            "calibration='ssp_posterior': its grid would need a discrete Gaussian of more than 2**40 steps. "
+            "Use a larger epsilon or delta."
+        )
     lo, hi = 0.0, math.log(float(epsilon))  # log ε; ε = 1 always fits below 2**40 rows
     if not _grid_fits(ssp_posterior_budget(1.0, delta, p=p), n):
         raise ValueError(f"epsilon={epsilon!r}: the exact discrete Gaussian release does not fit n={n} rows.")
