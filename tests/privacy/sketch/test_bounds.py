@@ -167,6 +167,36 @@ def test_intervals_cover_at_the_nominal_level_and_are_not_too_wide(kind, depth, 
     assert np.mean(err > half / 3) > 0.05 + 3 * se
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["use_and_forget", "use_and_keep"])
+def test_items_with_noisier_rows_get_their_own_pool(mechanism):
+    """Items queried before carry more noise (use-and-forget: a geometric schedule; use-and-keep:
+    kept draws); their intervals come from the pool of their noise class.  Was (one pool for all):
+    0.908 coverage under use-and-forget with five query sets."""
+    stream = make_zipf_stream(20_000, alpha=1.1, n_values=10**5, random_state=6)
+    f = np.bincount(stream, minlength=401)
+    queries = np.arange(1, 401)
+    rng = np.random.default_rng(7)
+    runs = 300
+    miss = np.empty(runs, dtype=bool)
+    widths = np.empty((runs, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in range(runs):
+            sk = PrivateCountSketch(epsilon=1.0, width=256, mechanism=mechanism, hash_seed=20_000 + r,
+                                    random_state=rng).fit(stream)
+            for _ in range(4):
+                sk.query(queries[:100])  # the first 100 items: four earlier uses of their cells
+            sk.query(queries)
+            j = r % 100  # an item of the noisy class
+            lo, hi = sk.lower_bound(queries[j:j + 1])[0], sk.upper_bound(queries[j:j + 1])[0]
+            miss[r] = not lo <= f[queries[j]] <= hi
+            widths[r] = hi - lo, sk.upper_bound(queries[-1:])[0] - sk.lower_bound(queries[-1:])[0]
+    se = math.sqrt(0.05 * 0.95 / runs)
+    assert miss.mean() <= 0.05 + 3 * se
+    assert np.mean(widths[:, 0] > widths[:, 1]) > 0.5  # the noisy class's intervals are the wider ones
+
+
 # ------------------------------------------------------------------ API
 
 

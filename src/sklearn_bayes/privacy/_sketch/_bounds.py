@@ -72,6 +72,10 @@ ESTIMATION_SHARE = 0.2
 #: Largest number of released values kept to estimate the row-error distribution (the newest).
 POOL_SIZE = 2**15
 
+#: A query set with at least this many released values is its own pool (the earlier query sets'
+#: values are dropped: under use-and-forget and use-and-keep the noise grows with the uses).
+OWN_POOL_SIZE = 500
+
 
 def quantile_upper(sorted_pool, level, delta):
     """Distribution-free upper confidence bound, at ``1 - delta``, of the ``level``-quantile.

@@ -25,6 +25,7 @@ from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _i
 from sklearn_bayes.privacy._sketch._format import _BytesMixin
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS, _ForkedStream
 from sklearn_bayes.privacy._sketch._bounds import (
+    OWN_POOL_SIZE,
     POOL_SIZE,
     count_kappa,
     count_min_collision,
@@ -589,9 +590,10 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         """Keep what ``lower_bound`` / ``upper_bound`` need of the query set just released (post-processing).
 
         The answers, the noise law of each item's rows (largest scale and number of draws over its
-        rows: public functions of the hashes and the query sets) and, in a pool of the newest
-        ``POOL_SIZE`` values, the released row values' residuals (Count Sketch) or the values
-        themselves (Count-Min).  Nothing here reads unreleased state: the row values are the
+        rows: public functions of the hashes and the query sets), its noise class and, in a pool
+        (this query set's values, or the newest ``POOL_SIZE`` of the query sets while this one has
+        fewer than ``OWN_POOL_SIZE``) and in per-class pools, the released row values' residuals
+        (Count Sketch) or the values themselves (Count-Min).  Nothing here reads unreleased state: the row values are the
         noisy cells of this release (``releases_rows``), each a differentially private output.
         """
         if not release.releases_rows:
@@ -604,10 +606,27 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         else:
             new = rows.ravel()
         pool = getattr(self, "_bound_pool", None)
-        pool = new if pool is None else np.concatenate([pool, new])
+        if pool is None or new.shape[0] >= OWN_POOL_SIZE:
+            pool = new  # a large query set is its own pool: earlier ones may carry another noise level
+        else:
+            pool = np.concatenate([pool, new])
         self._bound_pool = pool[-POOL_SIZE:]
+        scale, ndraws = scales.max(axis=0), draws.max(axis=0)
+        # items whose rows carry another noise law (use-and-forget's schedule, use-and-keep's kept
+        # draws) get the pool of their own noise class when it is large enough
+        # class: the item's mean noise variance over its rows, in half-octave bins
+        mean_var = np.mean(scales.astype(np.float64) ** 2 * draws, axis=0)
+        _, cls = np.unique(np.round(2.0 * np.log2(np.maximum(mean_var, 1e-300))), return_inverse=True)
+        cls = cls.ravel()
+        class_pools = {}
+        if cls.max(initial=0) > 0:
+            per_item = new.reshape(rows.shape[0], -1) if new.shape[0] else new.reshape(0, rows.shape[1])
+            for c in range(int(cls.max()) + 1):
+                vals = per_item[:, cls == c].ravel()
+                if vals.shape[0] >= OWN_POOL_SIZE:
+                    class_pools[c] = np.sort(vals)
         self._last_release = {
-            "keys": keys, "answers": raw, "scale": scales.max(axis=0), "draws": draws.max(axis=0),
+            "keys": keys, "answers": raw, "scale": scale, "draws": ndraws, "cls": cls, "class_pools": class_pools,
         }
 
     @transactional
@@ -853,7 +872,11 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         solve ``2 P(Binomial(d, p/2) >= t) = 0.8 δ`` for ``p`` and take ``κ`` as a
         distribution-free upper confidence bound, at ``1 - 0.2 δ``, of the ``1 - p`` quantile of
         ``|Y|``: an order statistic of the pool of released residuals ``|v_i(y) - answer_y|``
-        over the rows and items ``y`` of the query sets (the newest 32 768), each divided by
+        over the rows and items ``y`` of the last query set (with the earlier ones, newest
+        first up to 32 768 values, only while it has fewer than 500: the noise grows with the
+        uses), an item whose rows carry another noise level (mean noise variance over its rows,
+        in half-octave classes: use-and-forget's schedule, use-and-keep's kept draws) using the
+        residuals of its own class when they are at least 500, each residual divided by
         ``sqrt(1 - 2/d + v_d)`` (``v_d`` the variance of the median of ``d`` standard normals):
         for i.i.d. Gaussian rows ``Var(v_i - answer) = σ²(1 - 2/d + v_d)``, so the calibrated
         residuals have the rows' variance, while a row hit by a heavy item keeps its (large)
@@ -939,12 +962,16 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         delta = 1.0 - float(confidence)
         d = self.table_.shape[0]
         pool = np.sort(self._bound_pool)
-        if self._fp("kind") == "count":
-            kappa = count_kappa(pool, d, delta)
-            return answers - kappa, answers + kappa
-        q = count_min_collision(pool, d, delta / 2)
+        count = self._fp("kind") == "count"
+        part = np.empty(answers.shape[0])  # κ (Count Sketch) or q (Count-Min) per item, by noise class
+        cls = last["cls"][pos]
+        for c in np.unique(cls):
+            own = last["class_pools"].get(int(c), pool)
+            part[cls == c] = count_kappa(own, d, delta) if count else count_min_collision(own, d, delta / 2)
+        if count:
+            return answers - part, answers + part
         a = count_min_noise(self._fp("noise"), last["scale"][pos], last["draws"][pos], d, delta / 2)
-        return answers - q, answers + a
+        return answers - part, answers + a
 
     @serialized
     def error_bound(self, items, confidence=0.95, f2=None, method="auto"):
