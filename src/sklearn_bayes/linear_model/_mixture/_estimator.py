@@ -31,6 +31,7 @@ __all__ = ["MixtureMEstimatorRegressor"]
 _MAD_TO_SD = _min_variance._MAD_TO_SD  # 1 / Phi^{-1}(3/4), one definition
 _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
 _SCALE_FLOOR = 1e-9  # scales stay above this fraction of the robust scale of y (exact fits)
+_POLISH_TOL = 1e-6  # IRLS tolerance of the all-rows polish after a subsample fit (standardised units)
 
 
 # --------------------------------------------------------------------------------------
@@ -645,7 +646,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         if full is not None:  # describe on the subsample first: the all-rows EM is then a short polish
             warm = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, None)
             a0, scales0 = warm.a, warm.scales
-            theta, _ = _min_variance.irls(*full, theta, scale, norm, wls)
+            # from the subsample's fit, whose error is ~1 / sqrt(10^4) in these units: stopping at moves of
+            # 1e-6 (1 + max |theta|), far inside the all-rows standard error (n > 2 x 10^4), saves half the
+            # all-rows IRLS steps of the default 1e-8 (the largest cost of a fit at 10^5 x 20)
+            theta, _ = _min_variance.irls(*full, theta, scale, norm, wls, tol=_POLISH_TOL)
             prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
                             prior_strength=prob.prior_strength)  # fmt: skip
         W = norm.weights((prob.y - prob.Xa @ theta) / scale) / (scale * scale)

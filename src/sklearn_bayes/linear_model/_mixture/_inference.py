@@ -78,10 +78,10 @@ def leverages(Xa, r, sw, scale, norm):
     dpsi = norm.psi_terms(r / scale)[2]
     A = Xa.T @ (Xa * (sw * dpsi)[:, None])
     try:
-        G = np.linalg.solve(A, Xa.T)
+        Ai = np.linalg.inv(A)  # p x p; then one n x p product (a solve with n right-hand sides is 4x slower)
     except np.linalg.LinAlgError:
         return np.zeros(len(r))
-    return np.clip(sw * dpsi * np.einsum("ij,ji->i", Xa, G), 0.0, 0.99)
+    return np.clip(sw * dpsi * np.einsum("ij,ij->i", Xa @ Ai, Xa), 0.0, 0.99)
 
 
 LEVERAGE_POWER = 2.0
@@ -111,9 +111,10 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     power = LEVERAGE_POWER if power is None else power
     if flagged is not None and np.any(flagged):
         norm = FlaggedCurvatureClipped(norm, np.asarray(flagged, dtype=bool))
+    Xk = Xa if p == Xa.shape[1] else Xa[:, keep]  # no copy when every column is identified
     if power:
-        norm = LeverageAdjusted(norm, leverages(Xa[:, keep], r, sw, scale, norm), power)
-    V = sandwich_core(Xa[:, keep], r, sw, scale, norm)
+        norm = LeverageAdjusted(norm, leverages(Xk, r, sw, scale, norm), power)
+    V = sandwich_core(Xk, r, sw, scale, norm)
     if V is None:
         return out, dof
     small = 1.0 if power else m / dof  # small-sample factor: the leverages, else m / (m - p)
