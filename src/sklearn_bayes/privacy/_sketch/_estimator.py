@@ -60,6 +60,12 @@ def _same_stream_value(name, fitted, new):
     return isinstance(new, (bool, np.bool_)) == isinstance(fitted, (bool, np.bool_)) and not bool(new != fitted)
 
 
+def _thinned(values):
+    """At most ``POOL_SIZE`` of ``values``, evenly spaced (all rows and items keep their share)."""
+    n = values.shape[0]
+    return values if n <= POOL_SIZE else values[:: -(-n // POOL_SIZE)]
+
+
 class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _BytesMixin, _ForkedStream, BaseEstimator):
     """Differentially private Count / Count-Min sketch answering intermittent frequency queries.
 
@@ -607,10 +613,10 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
             new = rows.ravel()
         pool = getattr(self, "_bound_pool", None)
         if pool is None or new.shape[0] >= OWN_POOL_SIZE:
-            pool = new  # a large query set is its own pool: earlier ones may carry another noise level
+            pool = _thinned(new)  # a large query set is its own pool: earlier ones may carry another noise level
         else:
-            pool = np.concatenate([pool, new])
-        self._bound_pool = pool[-POOL_SIZE:]
+            pool = np.concatenate([pool, new])[-POOL_SIZE:]
+        self._bound_pool = pool
         scale, ndraws = scales.max(axis=0), draws.max(axis=0)
         # items whose rows carry another noise law (use-and-forget's schedule, use-and-keep's kept
         # draws) get the pool of their own noise class when it is large enough
@@ -624,7 +630,7 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
             for c in range(int(cls.max()) + 1):
                 vals = per_item[:, cls == c].ravel()
                 if vals.shape[0] >= OWN_POOL_SIZE:
-                    class_pools[c] = np.sort(vals)
+                    class_pools[c] = np.sort(_thinned(vals))
         self._last_release = {
             "keys": keys, "answers": raw, "scale": scale, "draws": ndraws, "cls": cls, "class_pools": class_pools,
         }
