@@ -640,7 +640,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         slopes = np.arange(prob.Xa.shape[1] - int(self.fit_intercept))
         flag_fit = self._mm_for_flags(prob, theta0, tiny)
         sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
-                                   slopes)  # fmt: skip
+                                   slopes, mm=flag_fit)  # fmt: skip
         theta, norm, scale = sel["theta"], sel["loss"], sel["scale"]
         a0 = None
         if full is not None:  # describe on the subsample first: the all-rows EM is then a short polish
