@@ -18,8 +18,10 @@ The estimator is thin: parameters, the fitting and reading methods.  The work is
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -35,7 +37,15 @@ from sklearn_bayes.utils import (
 from sklearn_bayes.utils._streaming import state_digest
 import sklearn_bayes.privacy._ldp._input as inp
 from sklearn_bayes.privacy._ldp._chain import ChainState
+from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
 from sklearn_bayes.privacy._ldp._driver import process_users, step_sizes
+from sklearn_bayes.privacy._ldp._empirical_bayes import (
+    AUTO_EB_MIN_CATEGORIES,
+    binomial_intervals,
+    eb_estimate,
+    support_counts,
+    support_probabilities,
+)
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
 from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
 from sklearn_bayes.privacy._ldp._rrrr import _rrrr_constants
@@ -391,6 +401,7 @@ class AdaptiveLDPFrequencyEstimator(ServingMixin, FrozenParamsMixin, ClassNamePr
         "step_size": [StrOptions({"auto", "0.5/t"}), RealInterval(0, np.inf, closed="neither"), callable],
         "n_final_steps": [IntegerInterval(0, None, closed="left")],
         "final_estimate": [StrOptions({"mala", "gibbs", "sgld"})],
+        "decoder": [StrOptions({"auto", "posterior", "eb"})],
         "random_state": ["random_state", np.random.Generator],
     }
 
@@ -411,6 +422,7 @@ class AdaptiveLDPFrequencyEstimator(ServingMixin, FrozenParamsMixin, ClassNamePr
         random_state=None,
         mechanism="auto",
         point_estimate="tv",
+        decoder="auto",
     ):
         self.n_categories = n_categories
         self.epsilon = epsilon
@@ -427,6 +439,7 @@ class AdaptiveLDPFrequencyEstimator(ServingMixin, FrozenParamsMixin, ClassNamePr
         self.random_state = random_state
         self.mechanism = mechanism
         self.point_estimate = point_estimate
+        self.decoder = decoder
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -586,32 +599,69 @@ class AdaptiveLDPFrequencyEstimator(ServingMixin, FrozenParamsMixin, ClassNamePr
             # computed with the current compute knobs (they may change after fitting);
             # the cache remembers them, so a changed knob is never answered from it
             self._validate_params()
-            self._theta_cache = cache = (knobs, self._final_theta(self._read_rng(0)))
+            self._check_params()
+            theta, conv = self._final_theta(self._read_rng(0))
+            self._theta_cache = cache = (knobs, theta, conv)
+            if conv["method"] == "mcmc" and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
+                warnings.warn(
+                    f"The posterior draws behind theta_ may not have converged: split R-hat {conv['rhat']:.3g} "
+                    f"(want <= {RHAT_MAX}), effective sample size {conv['ess']:.1f} (want >= {ESS_MIN:g}). "
+                    "Increase n_final_steps.", ConvergenceWarning, stacklevel=2)
         return cache[1].copy()
+
+    @property
+    def convergence_(self):
+        """Diagnostics of the computation behind ``theta_`` (a dict, computed with ``theta_``).
+
+        ``method``: ``'mcmc'`` (the exact posterior's draws: ``rhat``, the largest split R-hat over
+        the categories with 4 segments of the kept draws, ``ess``, the smallest effective sample
+        size, ``n_draws``, ``n_segments``; a ``ConvergenceWarning`` is emitted when
+        ``rhat > 1.05`` or ``ess < 100``), ``'eb'`` (the empirical-Bayes decoder: ``n_iter`` and
+        ``converged`` of its EM, ``n_atoms``), or ``final_estimate``'s name for the RRRR chains
+        (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
+        """
+        self.theta_
+        return dict(self._theta_cache[2])
 
     def _read_rng(self, stream):
         """Generator for read-only computations (``stream`` 0: theta_, 1: posterior samples)."""
         return np.random.default_rng([self._read_seed, stream])
 
+    def _uses_eb(self):
+        """theta_ and the intervals from the empirical-Bayes decoder (static mechanisms only)."""
+        if self._client is None:
+            return False
+        return self.decoder == "eb" or (self.decoder == "auto" and self.n_categories_ >= AUTO_EB_MIN_CATEGORIES)
+
+    def _support_counts(self):
+        """``(counts, n, p, q)``: support counts of the stored responses and the mechanism's ``p, q``."""
+        counts = self._chain.store.cached("support_counts", lambda: (support_counts(self._chain.store),))[0]
+        return (counts, self.n_responses_) + support_probabilities(self._client)
+
     def _final_theta(self, rng):
+        """``(theta, diagnostics)`` (see ``convergence_``)."""
+        unmeasured = dict(method=self.final_estimate, rhat=float("nan"), ess=float("nan"))
+        if self._uses_eb():
+            theta, info = eb_estimate(*self._support_counts())
+            return theta, dict(method="eb", **info)
         if self.n_final_steps == 0 or self.n_responses_ == 0:
-            return self._chain.theta
+            return self._chain.theta, unmeasured
         burn = self.n_final_steps - self.n_final_steps // 2
         keep = self.n_final_steps // 2
         if keep == 0:
-            return self._chain.theta
+            return self._chain.theta, unmeasured
         if self._uses_exact_gibbs():
             # at most MAX_DRAW_VALUES values held (K > 67,108 at the default: the kept
             # iterations are thinned evenly)
-            return point_estimate(self._exact_draws(burn, keep, rng, max_values=MAX_DRAW_VALUES),
-                                  self.point_estimate)
+            draws = self._exact_draws(burn, keep, rng, max_values=MAX_DRAW_VALUES)
+            return point_estimate(draws, self.point_estimate), chain_diagnostics(draws)
         if self.final_estimate == "gibbs":
-            return self._chain.gibbs_grouped(burn, keep, rng)[0]
+            return self._chain.gibbs_grouped(burn, keep, rng)[0], unmeasured
         if self.final_estimate == "mala":
-            return self._chain.mala(burn, keep, rng)[0]
+            return self._chain.mala(burn, keep, rng)[0], unmeasured
         # burn-in iterations are discarded: run them on the same copied chain
         samples = self._sgld_draws(burn + keep, 1, rng)
-        return samples[burn:].mean(axis=0)
+        return samples[burn:].mean(axis=0), unmeasured
 
     # ------------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
@@ -823,6 +873,8 @@ class AdaptiveLDPFrequencyEstimator(ServingMixin, FrozenParamsMixin, ClassNamePr
             raise ValueError(f"level must be in (0, 1), got {level!r}.")
         check_is_fitted(self)
         self._check_frozen()
+        if self._uses_eb():
+            return binomial_intervals(*self._support_counts(), float(level))
         if self._uses_exact_gibbs():
             # quantiles from at most MAX_DRAW_VALUES values: the draws are thinned evenly above
             n_samples = check_count(n_samples, "n_samples", 1, "posterior draws")

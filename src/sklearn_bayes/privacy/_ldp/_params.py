@@ -24,9 +24,9 @@ __all__ = ["FINAL_KNOBS", "FROZEN_PARAMS", "MAX_RETURNED_CELLS", "PARAM_NAMES", 
 # are compute knobs of the MCMC and may change between calls.
 FROZEN_PARAMS = ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha", "prior", "random_state")
 # Knobs the final estimate ``theta_`` depends on (its cache is keyed by them).
-FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size", "point_estimate")
+FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size", "point_estimate", "decoder")
 PARAM_NAMES = FROZEN_PARAMS + (
-    "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate", "point_estimate",
+    "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate", "point_estimate", "decoder",
 )
 
 #: Largest ``count * n_categories`` of an array a reading method returns (2^27: 128 MiB of
@@ -69,9 +69,13 @@ class FrozenParamsMixin:
     """
 
     def _check_params(self):
-        """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'."""
+        """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'; the
+        empirical-Bayes decoder needs a static mechanism."""
         if self.utility == "semi_adaptive" and self.alpha is None:
             raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
+        if getattr(self, "decoder", "auto") == "eb" and self.mechanism == "rrrr":
+            raise ValueError("decoder='eb' needs a static mechanism (its responses' support counts are binomial); "
+                             "mechanism='rrrr' uses decoder='posterior' (or 'auto').")
 
     def _check_frozen(self):
         """A fitted estimator continues only with the parameters it was built with.

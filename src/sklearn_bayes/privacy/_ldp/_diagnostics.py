@@ -1,0 +1,58 @@
+"""Convergence diagnostics of the posterior draws behind ``theta_`` (``convergence_``).
+
+:func:`chain_diagnostics` splits the kept draws of one chain into ``n_segments`` consecutive
+segments and treats them as chains: the split potential scale reduction factor R-hat
+(Gelman et al., Bayesian Data Analysis, 3rd ed., eq. 11.4) and the effective sample size of
+every category from the autocorrelations of the whole chain (Geyer's initial positive
+sequence, summed in pairs until the first non-positive pair).  ``convergence_`` reports the
+worst category (largest R-hat, smallest ESS); :data:`RHAT_MAX` and :data:`ESS_MIN` are the
+thresholds of the ``ConvergenceWarning``.
+"""
+
+import numpy as np
+
+__all__ = ["ESS_MIN", "RHAT_MAX", "chain_diagnostics"]
+
+#: ``ConvergenceWarning`` when the worst category's split R-hat exceeds this ...
+RHAT_MAX = 1.05
+#: ... or its effective sample size is below this.
+ESS_MIN = 100.0
+
+
+def _ess(x):
+    """Effective sample size of every column of ``x`` (draws x categories)."""
+    n, K = x.shape
+    x = x - x.mean(axis=0)
+    var = (x * x).mean(axis=0)
+    out = np.full(K, float(n))
+    live = var > 0
+    if n < 4 or not np.any(live):
+        return out
+    m = 1 << int(np.ceil(np.log2(2 * n)))
+    f = np.fft.rfft(x[:, live], n=m, axis=0)
+    acov = np.fft.irfft(f * np.conj(f), n=m, axis=0)[:n] / n
+    rho = acov / acov[0]
+    n_pairs = (n - 1) // 2
+    pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]  # Gamma_0, Gamma_1, ...
+    positive = np.cumprod(pairs > 0, axis=0).astype(bool)
+    tau = -1.0 + 2.0 * np.where(positive, pairs, 0.0).sum(axis=0)
+    out[live] = n / np.maximum(tau, 1.0 / np.log10(max(n, 10)))
+    return out
+
+
+def chain_diagnostics(draws, n_segments=4):
+    """``{'rhat': worst split R-hat, 'ess': smallest ESS, 'n_draws', 'n_segments', 'method'}`` of ``draws``."""
+    draws = np.asarray(draws, dtype=float)
+    n, K = draws.shape
+    seg = n // n_segments
+    rhat = float("nan")
+    if seg >= 2:
+        chains = draws[: seg * n_segments].reshape(n_segments, seg, K)
+        W = chains.var(axis=1, ddof=1).mean(axis=0)
+        B = seg * chains.mean(axis=1).var(axis=0, ddof=1)
+        live = W > 0
+        if np.any(live):
+            var = (seg - 1) / seg * W[live] + B[live] / seg
+            rhat = float(np.sqrt(var / W[live]).max())
+    ess = float(_ess(draws).min()) if n else 0.0
+    return dict(method="mcmc", rhat=rhat, ess=ess, n_draws=int(n), n_segments=int(n_segments))

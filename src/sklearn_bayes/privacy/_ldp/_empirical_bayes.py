@@ -1,0 +1,135 @@
+"""The empirical-Bayes decoder of the static mechanisms (``decoder='eb'``, and ``'auto'`` for ``K >= 64``).
+
+Every static mechanism here (subset selection SS(k), GRR = SS(1), OUE) reports a set, and a
+user supports category ``v`` with probability ``pi_v = q + (p - q) theta_v`` whatever the
+other categories (``p``: when ``x = v``; ``q``: otherwise).  The users are independent, so the
+support count ``c_v`` is exactly ``Binomial(n, pi_v)``: an exact marginal likelihood of every
+``theta_v``.  The decoder
+
+1. estimates the distribution ``G`` of the values ``theta_v`` across categories by its
+   nonparametric maximum likelihood (Kiefer-Wolfowitz NPMLE: EM for the weights of a grid
+   of atoms, :func:`npmle_weights`),
+2. returns the normalised posterior means ``E[theta_v | c_v]`` under ``G``
+   (:func:`eb_estimate`),
+3. and gives every category the Wilson score interval of ``pi_v`` mapped to ``theta_v``
+   (:func:`binomial_intervals`): a confidence interval with the binomial's coverage (95 %
+   up to the normal approximation; about 97.5 % for a category of probability exactly 0,
+   whose clipped interval misses only when the raw lower bound is above 0).
+
+Why: on multi-modal and long-tailed ``theta`` with many categories the symmetric Dirichlet
+prior of the exact posterior is misspecified and its estimate follows the noise (issue 28:
+median TV 1.11-1.40x the best static decoder); ``G`` estimated from ``K`` categories adapts to
+the shape.  With few categories (``K < 64``) ``G`` is poorly estimated and the hierarchical
+Dirichlet posterior wins (the paper grid), so ``decoder='auto'`` keeps the posterior there.
+"""
+
+import numpy as np
+
+__all__ = ["AUTO_EB_MIN_CATEGORIES", "binomial_intervals", "eb_estimate", "npmle_weights", "support_counts",
+           "support_probabilities"]
+
+#: ``decoder='auto'`` uses the empirical-Bayes decoder from this many categories on.
+AUTO_EB_MIN_CATEGORIES = 64
+#: EM of the NPMLE: at most this many iterations, stopped when the log-likelihood rises by less than the tolerance.
+NPMLE_MAX_ITER = 2000
+NPMLE_TOL = 1e-4
+#: Grid of atoms: at most this many points spaced evenly in the arcsine scale of ``pi`` (a quarter
+#: of the binomial's standard deviation apart when that fits), plus the clipped unbiased estimates
+#: and a geometric grid near 0.
+MAX_GRID = 400
+
+
+def support_probabilities(client):
+    """``(p, q)`` of a static mechanism (:class:`~._mechanisms.SetResponseMechanism`)."""
+    K, e = client.n_categories, float(np.exp(min(client.epsilon, 700.0)))
+    if client.kind == "oue":
+        return 0.5, 1.0 / (e + 1.0)
+    k = client.subset_size
+    p = k * e / (k * e + K - k)
+    q = ((k - 1) * p + k * (1 - p)) / (K - 1)
+    return p, q
+
+
+def support_counts(store):
+    """How many stored responses support each category (the packed sets, unpacked by chunks)."""
+    packed, counts = store.set_counts()
+    K = store.n_categories
+    out = np.zeros(K)
+    step = max(1, (1 << 22) // max(K, 1))
+    for lo in range(0, counts.size, step):
+        bits = np.unpackbits(packed[lo : lo + step], axis=1, count=K)
+        out += counts[lo : lo + step].astype(float) @ bits
+    return out
+
+
+def _grid(f, n, p, q):
+    lo, hi = np.arcsin(np.sqrt(q)), np.arcsin(np.sqrt(p))
+    m = int(min(MAX_GRID, max(50, np.ceil((hi - lo) * 8 * np.sqrt(n)))))
+    g = (np.sin(np.linspace(lo, hi, m + 1)) ** 2 - q) / (p - q)
+    return np.unique(np.clip(np.concatenate([[0.0, 1.0], f, g, np.geomspace(1e-6, 1, 40)]), 0.0, 1.0))
+
+
+def _likelihood(c, n, p, q, u):
+    """``L[v, j] = P(c_v | theta_v = u_j) / max_j`` (binomial, scaled per row)."""
+    pi = q + (p - q) * u
+    ll = c[:, None] * np.log(pi)[None, :] + (n - c)[:, None] * np.log1p(-pi)[None, :]
+    ll -= ll.max(axis=1, keepdims=True)
+    return np.exp(ll)
+
+
+def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL):
+    """EM for the NPMLE weights of the atoms: ``w <- w * mean_v(L[v] / (L[v] . w))``.
+
+    EM never decreases the log-likelihood ``sum_v ln(L[v] . w)``; it stops when one iteration
+    raises it by less than ``tol`` (the NPMLE's EM is slow near the optimum, where the posterior
+    means no longer move).  Returns ``(w, n_iter, converged)``.
+    """
+    K, G = L.shape
+    w = np.full(G, 1.0 / G)
+    m = L @ w
+    ll = np.log(m).sum()
+    for it in range(1, int(max_iter) + 1):
+        w = w * (L.T @ (1.0 / m)) / K
+        m = L @ w
+        new = np.log(m).sum()
+        if new - ll < tol:
+            return w, it, True
+        ll = new
+    return w, int(max_iter), False
+
+
+def eb_estimate(c, n, p, q):
+    """The empirical-Bayes estimate from the support counts ``c`` of ``n`` responses.
+
+    Returns ``(theta, info)``: ``theta`` the normalised posterior means under the NPMLE ``G``;
+    ``info`` a dict with ``n_iter``, ``converged`` (the EM's) and ``n_atoms``.
+    """
+    c = np.asarray(c, dtype=float)
+    K = c.size
+    if n == 0:
+        return np.full(K, 1.0 / K), dict(n_iter=0, converged=True, n_atoms=0)
+    f = (c / n - q) / (p - q)
+    u = _grid(f, n, p, q)
+    L = _likelihood(c, n, p, q, u)
+    w, n_iter, converged = npmle_weights(L)
+    post = L * w[None, :]
+    mean = (post @ u) / post.sum(axis=1)
+    s = mean.sum()
+    theta = mean / s if s > 0 else np.full(K, 1.0 / K)
+    return theta, dict(n_iter=n_iter, converged=converged, n_atoms=int(u.size))
+
+
+def binomial_intervals(c, n, p, q, level):
+    """Wilson score interval of every ``pi_v`` at ``level``, mapped to ``theta_v`` and clipped to [0, 1]."""
+    from scipy.stats import norm
+
+    c = np.asarray(c, dtype=float)
+    if n == 0:
+        return np.column_stack([np.zeros(c.size), np.ones(c.size)])
+    z = float(norm.ppf(0.5 + level / 2))
+    ph = c / n
+    centre = (ph + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n))
+    lo = np.clip((centre - half - q) / (p - q), 0.0, 1.0)
+    hi = np.clip((centre + half - q) / (p - q), 0.0, 1.0)
+    return np.column_stack([lo, hi])
