@@ -1,9 +1,15 @@
-"""The error bars of :meth:`PrivateCountSketch.error_bound` (Theorem 5, corrected, and a binomial bound).
+"""The error bars of :class:`PrivateCountSketch`.
 
-With ``σ_i²`` the error variance of a Count Sketch row at the queried item (hashing plus noise),
-the median of ``d`` independent rows is off by more than ``κ`` only if at least ``ceil(d/2)``
-rows are; :func:`_kappa_from_variances` finds the smallest ``κ`` that either bound certifies.
-The validity argument is in the Notes of ``error_bound``.
+``error_bound`` (a query made now; Theorem 5, corrected, and a binomial bound): with ``σ_i²``
+the error variance of a Count Sketch row at the queried item (hashing plus noise), the median
+of ``d`` independent rows is off by more than ``κ`` only if at least ``ceil(d/2)`` rows are;
+:func:`_kappa_from_variances` finds the smallest ``κ`` that either bound certifies.  The
+validity argument is in the Notes of ``error_bound``.
+
+``lower_bound`` / ``upper_bound`` (the answers of the last query set, post-processing): the
+pieces below the second banner -- exact noise tails and quantiles, the order-statistic upper
+confidence bound of a quantile, the median's row tail, the Gaussian-calibrated residuals.  The
+maths is in the Notes of ``lower_bound``.
 """
 
 import functools

@@ -588,7 +588,10 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=k + 1)
         self.n_query_sets_ = k + 1
         raw = bind()
-        self._record_release(release, uniq, cols, raw)
+        try:  # after the release: must not fail it (bounds are then unavailable until the next query set)
+            self._record_release(release, uniq, cols, raw)
+        except Exception:  # pragma: no cover - defensive
+            self._last_release = None
         est = raw / float(self._fp("sampling_rate"))
         return est[inverse]
 
@@ -599,8 +602,9 @@ class PrivateCountSketch(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _Byt
         rows: public functions of the hashes and the query sets), its noise class and, in a pool
         (this query set's values, or the newest ``POOL_SIZE`` of the query sets while this one has
         fewer than ``OWN_POOL_SIZE``) and in per-class pools, the released row values' residuals
-        (Count Sketch) or the values themselves (Count-Min).  Nothing here reads unreleased state: the row values are the
-        noisy cells of this release (``releases_rows``), each a differentially private output.
+        (Count Sketch) or the values themselves (Count-Min).  Nothing here reads unreleased
+        state: the row values are the noisy cells of this release (``releases_rows``), each a
+        differentially private output.
         """
         if not release.releases_rows:
             self._last_release = None
