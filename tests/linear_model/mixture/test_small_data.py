@@ -119,3 +119,21 @@ def test_stars_cyg_slope_standard_error_is_not_inflated_by_the_giants():
     assert 0.44 <= se <= 0.99, se
     lo, hi = reg.conf_int()[0]
     assert lo < 2.25 < hi and lo > -0.41
+
+
+def test_guard_rejects_a_huber_start_captured_by_a_bad_leverage_point(monkeypatch):
+    """13 rows, one predictor (6.5 rows per coefficient: the small-sample path, guarded): one bad
+    leverage point captures the Huber start; the guard sees that the MM fit flags it and the
+    small-sample fit does not, and the variance rule from the S start keeps the slope."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 2, 13)
+    y = 1.0 + 2.0 * x + 0.1 * rng.normal(size=13)
+    x[0], y[0] = 12.0, -10.0  # bad leverage point
+    X = x[:, None]
+    reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert abs(reg.coef_[0] - 2.0) < 0.2 and reg.outlier_mask_[0]
+    # without the guard the small-sample fit is kept and is captured
+    monkeypatch.setattr(mv, "GUARD_ROWS_PER_COEF", np.inf)
+    unguarded = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert unguarded.selected_loss_ == "tukey(c=4.685)"
+    assert abs(unguarded.coef_[0] - 2.0) > 1.0

@@ -113,7 +113,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         coefficient the variances are too noisy to choose by and the 50 %
         start interpolates half the rows: the fit is then a Tukey (4.685)
         M-estimate started from a Huber (1.345) fit, both with their scales
-        re-estimated from their own residuals (see Notes, *Small samples*).
+        re-estimated from their own residuals, unless (from 4 rows per
+        coefficient on) it misses an outlier the MM fit flags (see Notes,
+        *Small samples*).
     init : {"s", "lts", "ols"}, default="s"
         Starting fit.  ``"s"``: an S-estimate (the smallest 50 %-breakdown
         Tukey-biweight M-scale of the residuals), computed by Fast-S I-steps
@@ -369,10 +371,11 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     exactly, trapping every redescending loss fitted from it.  The default then
     fits Huber (1.345) with its own scale (a convex loss: the start does not
     matter) and from it Tukey (4.685) with its own scale (``selected_loss_``
-    ``"tukey(c=4.685)"``).  On seven small robustbase sets (n 18-50) this cut
-    the worst held-out median absolute error, relative to the best of eight
-    peers, from 2.73 (coleman, where MM is at 2.84) to 1.36 (aircraft, 1.08
-    times MM); see the user guide for the held-out sets.
+    ``"tukey(c=4.685)"``).  A Huber start has no resistance to bad leverage
+    points, so from 4 rows per coefficient on (where the start's half sample
+    is no longer an interpolation) this fit is kept only if it flags every row
+    the MM fit flags; otherwise the variance rule decides.  See the user
+    guide, *Small real data*, for the held-out comparison with eight peers.
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
