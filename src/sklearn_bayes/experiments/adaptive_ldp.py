@@ -125,7 +125,8 @@ def fit_adaptive_rule(X, n_categories, epsilon, rng, n_batches=RULE_BATCHES, n_d
     choose_mechanism`).  All these mechanisms have the likelihood ``∝ e^eps`` if ``x`` is in the
     response set, else 1, so the exact posterior is the same whatever the mix; the responses are
     recorded through the public API (``partial_fit_responses(masks)`` of an estimator whose
-    ``mechanism='oue'`` accepts any response set).  Each user faces one static
+    ``mechanism='oue'`` accepts any response set; ``decoder='posterior'``: the empirical-Bayes
+    decoder needs one mechanism's support probabilities).  Each user faces one static
     ``epsilon``-LDP mechanism chosen from past responses only.
 
     Returns ``(estimator, seconds, choices)``; the seconds cover the whole loop and the first
@@ -138,7 +139,7 @@ def fit_adaptive_rule(X, n_categories, epsilon, rng, n_batches=RULE_BATCHES, n_d
     K, T = int(n_categories), x.size
     est_rng, dev_rng = rng.spawn(2)
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=epsilon, mechanism="oue", n_final_steps=200,
-                                        random_state=est_rng)
+                                        decoder="posterior", random_state=est_rng)
     final_steps = AdaptiveLDPFrequencyEstimator().n_final_steps
     cuts = np.linspace(0, T, n_batches + 1).astype(int)
     choices = []
