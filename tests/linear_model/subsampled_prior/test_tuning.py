@@ -203,3 +203,27 @@ def test_paper_variant_has_no_choice_and_prior_scale_is_validated():
     assert SubsampledPriorRidge(prior_scale="paper", random_state=0).fit(X, y).prior_choice_ is None
     with pytest.raises(ValueError, match="prior_scale"):
         SubsampledPriorRidge(prior_scale="evidence").fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [SubsampledPriorRidge, SubsampledPriorLogisticRegression, SubsampledPriorLinearSVC,
+                                 SubsampledPriorPoissonRegressor])
+def test_default_does_not_depend_on_the_scale_of_the_weights(Est):
+    """Weights c w give the fit of weights w: the subsample fits' unit prior and the searched prior
+    scale are per mean unit of weight, and the weights are normalised by a power of two (exact),
+    so only the rounding of the Newton iterations differs (1e3 eps of the coefficients' size is
+    a margin of hundreds of ulps).  Weights 1e308 on half the rows: the fit of those rows."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 3))
+    eta = X @ np.array([1.0, -0.5, 0.2])
+    y = {SubsampledPriorRidge: eta + rng.normal(size=300),
+         SubsampledPriorPoissonRegressor: rng.poisson(np.exp(0.4 * eta))}.get(
+        Est, (rng.random(300) < 1 / (1 + np.exp(-eta))).astype(int))
+    a = Est(random_state=0).fit(X, y)
+    tol = 1e3 * np.finfo(float).eps * np.abs(a.coef_).max()
+    for c in (1e-300, 3.0, 1e300):
+        b = Est(random_state=0).fit(X, y, sample_weight=np.full(300, c))
+        assert_allclose(np.ravel(b.coef_), np.ravel(a.coef_), rtol=0, atol=tol)
+        assert_allclose(b.intercept_, a.intercept_, rtol=0, atol=tol)
+    w = np.r_[np.full(150, 1e308), np.ones(150)]
+    heavy = Est(random_state=0).fit(X, y, sample_weight=w)
+    assert np.all(np.isfinite(heavy.coef_)) and np.all(np.isfinite(heavy.intercept_))

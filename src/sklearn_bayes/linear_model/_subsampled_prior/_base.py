@@ -24,6 +24,7 @@ from sklearn_bayes._glm import (
     PoissonLoss,
     SquaredLoss,
     fit_map,
+    rescale,
     inverse_spd,
     mle_exists,
     normalise_weights,
@@ -237,7 +238,9 @@ class _BaseSubsampledPrior(BaseEstimator):
             sample_weight = None  # unit weights: the solver's faster unweighted path
         n_jobs = effective_n_jobs(self.n_jobs)
         start = fallback_start = None
-        penalised = self.prior_scale != "paper"
+        # 'loo': the unit prior N(0, I) per mean unit of weight (a weight scale changes nothing)
+        penalised = False if self.prior_scale == "paper" else float(
+            np.mean(sample_weight) if sample_weight is not None else 1.0)
         if not loss.constant_hessian:
             # pilot: the first subsample's fit, computed here so that every subsample (in any
             # worker) starts from the same point whatever n_jobs is
@@ -280,32 +283,40 @@ class _BaseSubsampledPrior(BaseEstimator):
         # leave-one-out risk is optimistic (measured, n/N = 0.68-0.98: the subsample covariance
         # 1.5x and the subsample mean up to 2x the test error of the identity and 0)
         use_subsamples = n <= _SUBSAMPLE_MAX_SHARE * n_rows
+        # the prior's scale is searched relative to the mean weight, so multiplying every weight
+        # by a constant changes nothing (the objective carries the weights divided by weight_unit)
+        wbar = float(np.mean(sample_weight))
         if isinstance(loss, SquaredLoss):
             sel = select_ridge(X, y, sample_weight, self.fit_intercept, coefs, indices, cov0, use_subsamples)
             sigma2 = penalty_scale if getattr(self, "noise_variance", "auto") != "auto" else sel["noise_variance"]
-            # objective sum_i w_i r_i^2 / 2 + lam / 2 (b - c)^T Sigma^-1 (b - c), times sigma^2 / weight_unit
-            # the negative log posterior: prior precision weight_unit * lam / sigma^2 * Sigma^-1
-            scale = sigma2 / (weight_unit * sel["lam"])
+            # objective sum_i w_i r_i^2 / 2 + lam / 2 (b - c)^T Sigma^-1 (b - c); times weight_unit / sigma^2
+            # it is the negative log posterior: prior covariance sigma^2 / (weight_unit * lam) * Sigma
+            num, den, obj = (sigma2,), (weight_unit, sel["lam"]), sel["lam"]
             penalty_scale = sigma2
         else:
             sel = select_glm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
-                             self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples)
-            scale = sel["tau"] / weight_unit
+                             self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
+                             wbar)
+            # objective sum_i w_i L_i + wbar / (2 tau) (b - c)^T Sigma^-1 (b - c), times weight_unit
+            num, den, obj = (sel["tau"],), (weight_unit, wbar), wbar / sel["tau"]
             start = (sel["coef"], sel["intercept"])
         S = sel["shape"]
-        cov = scale * S
-        precision = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0])) / scale
-        precision = 0.5 * (precision + precision.T)
-        choice = dict(shape=sel["shape_name"], mean=sel["mean_name"], scale=float(scale),
+        Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
+        Sinv = 0.5 * (Sinv + Sinv.T)
+        # in the units of the prior (extreme weights may put them beyond float64: inf / 0 there only)
+        cov = rescale(S, num=num, den=den)
+        precision = rescale(Sinv, num=den, den=num)
+        scale = float(rescale(1.0, num=num, den=den))
+        choice = dict(shape=sel["shape_name"], mean=sel["mean_name"], scale=scale,
                       loo_risk=float(sel["risk"]) * weight_unit, at_grid_boundary=bool(sel["boundary"]))
-        return sel["mean"], cov, precision, used, penalty_scale, choice, start
+        return sel["mean"], cov, precision, used, penalty_scale, choice, start, obj * Sinv
 
     def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0, weight_unit=1.0,
                        indices=None):
         """Prior from the subsample fits, then the MAP fit on all rows."""
         coefs = np.vstack([r[0] for r in results])
         intercepts = np.vstack([r[1] for r in results])
-        choice = start = None
+        choice = start = objective_precision = None
         if self.prior_scale == "paper":
             mean, cov, precision, used = _subsample_prior(
                 coefs, covariance=self.covariance, scaling=self.covariance_scaling, shrinkage=self.shrinkage,
@@ -313,11 +324,12 @@ class _BaseSubsampledPrior(BaseEstimator):
             )
             factor = 2.0 if self.penalty == "full" else 1.0
         else:
-            mean, cov, precision, used, penalty_scale, choice, start = self._select_prior(
+            mean, cov, precision, used, penalty_scale, choice, start, objective_precision = self._select_prior(
                 X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale, weight_unit)
             factor = 1.0  # the scale is chosen: 'penalty' and 'covariance_scaling' would only be undone
         # the data term carries the weights divided by weight_unit (normalise_weights): so does the prior
         weight = penalty_scale * factor / weight_unit
+        P_obj = weight * precision if objective_precision is None else objective_precision
         kw = dict(sample_weight=None if np.all(sample_weight == 1.0) else sample_weight,
                   fit_intercept=self.fit_intercept,
                   intercept_init=intercepts.mean(axis=0) if self.fit_intercept else None,
@@ -331,7 +343,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             d = X.shape[1]
             Xa = np.hstack([X, (X @ mean)[:, None]])
             P = np.zeros((d + 1, d + 1))
-            P[:d, :d] = precision
+            P[:d, :d] = precision if objective_precision is None else P_obj / weight
             P[d, d] = 1.0
             res = fit_map(Xa, y, loss, prior_mean=np.zeros(d + 1), prior_precision=weight * P,
                           coef_init=np.append(np.zeros(d), 1.0), **kw)
@@ -348,11 +360,11 @@ class _BaseSubsampledPrior(BaseEstimator):
                 theta_cov = J @ inverse_spd(H) @ J.T
             res.coef = res.coef[:, :d] + extra * mean[None, :]
         else:
-            res = fit_map(X, y, loss, prior_mean=mean, prior_precision=weight * precision,
+            res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P_obj,
                           coef_init=mean if start is None else start[0], **kw)
             if self._laplace:
                 H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
-                                      prior_precision=weight * precision, fit_intercept=self.fit_intercept)
+                                      prior_precision=P_obj, fit_intercept=self.fit_intercept)
                 theta_cov = inverse_spd(H)
         if self._laplace:
             # the objective is (sum_i w_i L_i / sigma^2 + prior) * sigma^2 / weight_unit: the negative

@@ -55,21 +55,22 @@ def _fit_one_subsample(X, y, w, loss, fit_intercept, tol, max_iter, null_interce
     return res.coef.ravel(), res.intercept, status
 
 
-def _fit_one_penalised(X, y, w, loss, fit_intercept, tol, max_iter, start=None):
-    """The fit of one subsample under the unit Gaussian prior ``N(0, I)`` on the coefficients
-    (standardised features; the intercept unpenalised): it exists and is unique for every
+def _fit_one_penalised(X, y, w, loss, fit_intercept, tol, max_iter, start=None, precision=1.0):
+    """The fit of one subsample under the Gaussian prior ``N(0, I / precision)`` on the coefficients
+    (standardised features; the intercept unpenalised; ``precision`` is the mean weight, so that
+    the prior is the unit prior per unit of weight): it exists and is unique for every
     subsample -- whatever its size, separation or rank -- so no fit is replaced.  Returns
     ``(coef (q*d,), intercept (q,), status)`` with status ``'ok'`` or ``'not_converged'``."""
-    kw = dict(sample_weight=w, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter, prior_precision=1.0)
+    kw = dict(sample_weight=w, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter, prior_precision=precision)
     if start is not None:
         kw.update(coef_init=start[0], intercept_init=start[1])
     res = fit_map(X, y, loss, **kw)
     return res.coef.ravel(), res.intercept, "ok" if res.converged else "not_converged"
 
 
-def _ridge_batch(X, y, w, index_batch, fit_intercept):
+def _ridge_batch(X, y, w, index_batch, fit_intercept, precision=1.0):
     """The unit-prior squared-loss fits of equal-sized subsamples at once: on each subsample,
-    ``(X_c^T W X_c + I) b = X_c^T W y_c`` (columns and target centred at their weighted means
+    ``(X_c^T W X_c + precision I) b = X_c^T W y_c`` (columns and target centred at their weighted means
     with an intercept), solved in stacked blocks -- the minimiser :func:`_fit_one_penalised`
     finds by Newton's method (one step, the closed form), without a Python loop per subsample."""
     idx = np.asarray(index_batch)
@@ -89,7 +90,7 @@ def _ridge_batch(X, y, w, index_batch, fit_intercept):
             ys = ys - ym[:, None]
         Xw = Xs * ws[:, :, None]
         G = np.matmul(Xs.transpose(0, 2, 1), Xw)
-        G[:, np.arange(d), np.arange(d)] += 1.0
+        G[:, np.arange(d), np.arange(d)] += precision
         b = np.einsum("knd,kn->kd", Xw, ys)
         coef = np.linalg.solve(G, b[:, :, None])[:, :, 0]
         intercept = ym - np.einsum("kd,kd->k", xm, coef) if fit_intercept else np.zeros(len(rows))
@@ -99,13 +100,15 @@ def _ridge_batch(X, y, w, index_batch, fit_intercept):
 
 def _fit_subsample_batch(X, y, w, index_batch, loss, fit_intercept, tol, max_iter, null_intercept, start=None,
                          fallback_start=None, penalised=False):
+    """Fits of the subsamples ``index_batch``: unregularised with the fallback, or (``penalised``:
+    the prior precision, a float) under the prior ``N(0, I / penalised)``."""
     if penalised and isinstance(loss, SquaredLoss) and len(index_batch) and X.shape[1]:
-        return _ridge_batch(X, y, w, index_batch, fit_intercept)
+        return _ridge_batch(X, y, w, index_batch, fit_intercept, penalised)
     out = []
     for idx in index_batch:
         if penalised:
             out.append(_fit_one_penalised(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
-                                          max_iter, start))
+                                          max_iter, start, penalised))
         else:
             out.append(_fit_one_subsample(X[idx], y[idx], None if w is None else w[idx], loss, fit_intercept, tol,
                                           max_iter, null_intercept, start, fallback_start))

@@ -233,11 +233,13 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
 
 
 def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init,
-               use_subsamples=True):
+               use_subsamples=True, wbar=1.0):
     """The prior of a GLM (logistic, multinomial, Poisson, squared hinge) by ALO along ``log tau``.
 
-    Returns a dict with ``mean``, ``shape``, ``tau``, ``risk`` and the names of the chosen
-    candidates, plus the MAP fit at the chosen prior (``coef``, ``intercept``)."""
+    The prior precision in the objective (whose data term carries the weights ``w``) is
+    ``wbar Sigma^-1 / tau``, ``wbar`` the mean weight, so a constant factor on the weights
+    changes nothing.  Returns a dict with ``mean``, ``shape``, ``tau``, ``risk`` and the names
+    of the chosen candidates, plus the MAP fit at the chosen prior (``coef``, ``intercept``)."""
     N = X.shape[0]
     D = _loo_means(coefs, indices, N)
     means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
@@ -251,7 +253,7 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
             cache = {}
 
             def risk(log10_tau):
-                P = Sinv / 10.0 ** log10_tau
+                P = wbar * Sinv / 10.0 ** log10_tau  # tau per mean unit of weight
                 res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
                               fit_intercept=fit_intercept, coef_init=state["coef"],
                               intercept_init=state["intercept"], tol=tol, max_iter=max_iter)
