@@ -122,3 +122,62 @@ def test_bad_shapes_name_the_argument(cls):
     est.fit(X, y)
     with pytest.raises(ValueError, match=r"\bX\b"):
         est.predict(X[:, :, None])
+
+
+# --------------------------------------------------------------------------------------
+# _check_budget / _record: the reservation protocol with the shared ledger
+# --------------------------------------------------------------------------------------
+
+
+def _fresh_ops(ledger):
+    return OnePosteriorSampleRidge(ridge_lambda=500.0, x_bound=1.5, y_bound=1.5, random_state=0, ledger=ledger)
+
+
+def test_check_budget_reserves_atomically_and_record_settles_with_one_id():
+    from sklearn_bayes.exceptions import BudgetExceededError
+    from sklearn_bayes.privacy import PrivacyLedger
+    from sklearn_bayes.privacy._core._accounting import PrivacyLedger as _L
+
+    ledger = PrivacyLedger(budget=(1.0, 1e-5))
+    est = _fresh_ops(ledger)
+    before = pickle.dumps(est)
+    with pytest.raises(BudgetExceededError, match=r"asks epsilon=1\.1"):  # all or nothing
+        est._check_budget([("a", 0.6, 0.0), ("b", 0.5, 1e-6)])
+    assert ledger.n_releases == 0 and pickle.dumps(est) == before
+    keys = set(vars(est))
+    est._check_budget([("a", 0.6, 0.0), ("b", 0.3, 1e-6)])
+    assert set(vars(est)) == keys  # the reservation is kept outside the estimator
+    assert [r["note"] for r in ledger.records] == ["reserved before the release was drawn"] * 2
+    own = _L()
+    est._record(own, "b", 0.25, 5e-7, note="actual")  # a smaller actual spend lowers the reservation
+    est._record(own, "a", 0.6, 0.0, note="as reserved")
+    assert [(r["mechanism"], r["epsilon"], r["delta"], r["note"]) for r in ledger.records] == [
+        ("OnePosteriorSampleRidge/a", 0.6, 0.0, "as reserved"),
+        ("OnePosteriorSampleRidge/b", 0.25, 5e-7, "actual"),
+    ]
+    assert [r["id"] for r in ledger.records] == [r["id"] for r in own.records[::-1]]
+    # a release that was not reserved (or exceeds its reservation) is checked and recorded when it is made
+    with pytest.raises(BudgetExceededError):
+        est._record(own, "c", 0.2, 0.0)
+    est._record(own, "c", 0.15, 0.0)
+    assert ledger.epsilon_spent == 1.0 and own.n_releases == 3
+    with pytest.raises(ValueError, match="invalid budget"):
+        est._check_budget([("a", math.nan, 0.0)])
+    _fresh_ops(None)._check_budget([("a", 5.0, 0.5)])  # without a ledger: validation only
+
+
+def test_a_fit_that_fails_after_its_reservation_stays_recorded():
+    """Conservative: a failure after the reservation may follow a draw, so the spend stays counted."""
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    ledger = PrivacyLedger(budget=(3.0, 1e-5))
+    X, y = _unit_ball_data(300, 2, 0)
+    est = _fresh_ops(ledger)
+    est._draw = staticmethod(lambda *a: (_ for _ in ()).throw(np.linalg.LinAlgError("simulated")))
+    with pytest.warns(SeededNoiseWarning), pytest.raises(np.linalg.LinAlgError):
+        est.fit(X, y)
+    assert ledger.epsilon_spent == 1.0 and not hasattr(est, "coef_")
+    del est._draw
+    with pytest.warns(SeededNoiseWarning):
+        est.fit(X, y)
+    assert ledger.epsilon_spent == 2.0 and ledger.records[-1]["id"] == est.ledger_.records[0]["id"]
