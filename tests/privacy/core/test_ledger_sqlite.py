@@ -84,6 +84,13 @@ def test_files_that_are_not_ledgers_are_refused(tmp_path):
         PrivacyLedger(path=3)
     with pytest.raises(OSError, match="cannot open the ledger file"):
         PrivacyLedger(path=tmp_path / "missing_dir" / "x.sqlite")
+    # a ledger file deleted under a running ledger is an error, never recreated empty
+    gone = PrivacyLedger(budget=(1.0, 0.0), path=tmp_path / "gone.sqlite")
+    gone.record("q", 0.9)
+    (tmp_path / "gone.sqlite").unlink()
+    with pytest.raises(OSError, match="cannot open the ledger file"):
+        gone.record("q", 0.5)
+    assert not (tmp_path / "gone.sqlite").exists()
 
 
 def test_pickling_a_file_ledger_pickles_its_path(tmp_path):

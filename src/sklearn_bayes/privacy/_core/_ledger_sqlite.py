@@ -20,6 +20,7 @@ threads and processes (joblib workers, separate Python sessions).  Design:
 
 import json
 import os
+import pathlib
 import sqlite3
 import time
 
@@ -60,17 +61,20 @@ class SQLiteStore:
         self.budget = self._open(budget)
 
     # ------------------------------------------------------------------ plumbing
-    def _connect(self):
+    def _connect(self, create=False):
+        # after the file was created, "rw": a ledger file deleted under a running ledger is an
+        # error, never silently recreated empty (with its budget forgotten)
+        uri = pathlib.Path(self.path).as_uri() + ("?mode=rwc" if create else "?mode=rw")
         try:
-            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            con = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise OSError(f"cannot open the ledger file path={self.path!r}: {exc}") from None
         con.execute("PRAGMA synchronous=FULL")
         return con
 
-    def transaction(self, immediate=True):
+    def transaction(self, immediate=True, create=False):
         """A context manager: one connection, one transaction (``BEGIN IMMEDIATE`` to write)."""
-        return _Transaction(self, immediate)
+        return _Transaction(self, immediate, create)
 
     def _open(self, budget):
         try:
@@ -81,7 +85,7 @@ class SQLiteStore:
             raise ValueError(f"path={self.path!r} is not a PrivacyLedger file: {exc}.") from None
 
     def _open_checked(self, budget):
-        with self.transaction() as con:
+        with self.transaction(create=True) as con:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if tables and "meta" not in tables:
                 raise ValueError(
@@ -173,11 +177,11 @@ class SQLiteStore:
 
 
 class _Transaction:
-    def __init__(self, store, immediate):
-        self.store, self.immediate = store, immediate
+    def __init__(self, store, immediate, create):
+        self.store, self.immediate, self.create = store, immediate, create
 
     def __enter__(self):
-        self.con = self.store._connect()
+        self.con = self.store._connect(self.create)
         try:
             self.con.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
         except sqlite3.OperationalError as exc:
