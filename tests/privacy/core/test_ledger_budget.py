@@ -110,8 +110,8 @@ def test_dpsgld_reserves_both_releases_at_once():
     X = rng.normal(size=(300, 2))
     y = (X[:, 0] > 0).astype(int)
     ledger = PrivacyLedger(budget=(0.5, 1e-5))
-    est = DPSGLDLogisticRegression(epsilon=1.0, x_bound=3.0, n_iter=40, n_draws=10, random_state=np.random.default_rng(2),
-                                   ledger=ledger)
+    est = DPSGLDLogisticRegression(epsilon=1.0, x_bound=3.0, n_iter=40, n_draws=10,
+                                   random_state=np.random.default_rng(2), ledger=ledger)
     _assert_refused_unchanged(est, X, y, ledger)  # ops_start alone would fit: nothing is recorded (all or nothing)
     assert ledger.n_releases == 0
     est.set_params(epsilon=0.5).fit(X, y)
