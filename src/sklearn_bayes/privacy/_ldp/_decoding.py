@@ -1,0 +1,87 @@
+"""How ``theta_`` is decoded from the recorded responses, and its diagnostics (issue 28).
+
+:class:`DecoderMixin` gives :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator` the choice of
+decoder (``decoder``: the exact posterior's draws, or the empirical-Bayes decoder of
+:mod:`._empirical_bayes` for the static mechanisms), the final estimate with its diagnostics
+(``_final_theta``) and ``convergence_``; :func:`warn_if_unconverged` emits the
+``ConvergenceWarning``.
+"""
+
+import warnings
+
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
+from sklearn_bayes.privacy._ldp._empirical_bayes import (
+    AUTO_EB_MIN_CATEGORIES,
+    eb_estimate,
+    support_counts,
+    support_probabilities,
+)
+from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, point_estimate
+
+__all__ = ["DecoderMixin", "warn_if_unconverged"]
+
+
+def warn_if_unconverged(conv):
+    """``ConvergenceWarning`` when the exact posterior's draws fail R-hat <= 1.05 or ESS >= 100."""
+    if conv["method"] == "mcmc" and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
+        warnings.warn(
+            f"The posterior draws behind theta_ may not have converged: split R-hat {conv['rhat']:.3g} "
+            f"(want <= {RHAT_MAX}), effective sample size {conv['ess']:.1f} (want >= {ESS_MIN:g}). "
+            "Increase n_final_steps.", ConvergenceWarning, stacklevel=3)
+
+
+class DecoderMixin:
+    """The decoder of ``theta_`` and its diagnostics (reads the estimator's fitted state)."""
+
+    @property
+    def convergence_(self):
+        """Diagnostics of the computation behind ``theta_`` (a dict, computed with ``theta_``).
+
+        ``method``: ``'mcmc'`` (the exact posterior's draws: ``rhat``, the largest split R-hat over
+        the categories with 4 segments of the kept draws, ``ess``, the smallest effective sample
+        size, ``n_draws``, ``n_segments``; a ``ConvergenceWarning`` is emitted when
+        ``rhat > 1.05`` or ``ess < 100``), ``'eb'`` (the empirical-Bayes decoder: ``n_iter`` and
+        ``converged`` of its EM, ``n_atoms``), or ``final_estimate``'s name for the RRRR chains
+        (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
+        """
+        self.theta_
+        return dict(self._theta_cache[2])
+
+    def _uses_eb(self):
+        """theta_ and the intervals from the empirical-Bayes decoder (static mechanisms only)."""
+        if self._client is None:
+            return False
+        return self.decoder == "eb" or (self.decoder == "auto" and self.n_categories_ >= AUTO_EB_MIN_CATEGORIES)
+
+    def _support_counts(self):
+        """``(counts, n, p, q)``: support counts of the stored responses and the mechanism's ``p, q``."""
+        counts = self._chain.store.cached("support_counts", lambda: (support_counts(self._chain.store),))[0]
+        return (counts, self.n_responses_) + support_probabilities(self._client)
+
+    def _final_theta(self, rng):
+        """``(theta, diagnostics)`` (see ``convergence_``)."""
+        unmeasured = dict(method=self.final_estimate, rhat=float("nan"), ess=float("nan"))
+        if self._uses_eb():
+            theta, info = eb_estimate(*self._support_counts())
+            return theta, dict(method="eb", **info)
+        if self.n_final_steps == 0 or self.n_responses_ == 0:
+            return self._chain.theta, unmeasured
+        burn = self.n_final_steps - self.n_final_steps // 2
+        keep = self.n_final_steps // 2
+        if keep == 0:
+            return self._chain.theta, unmeasured
+        if self._uses_exact_gibbs():
+            # at most MAX_DRAW_VALUES values held (K > 67,108 at the default: the kept
+            # iterations are thinned evenly)
+            draws = self._exact_draws(burn, keep, rng, max_values=MAX_DRAW_VALUES)
+            return point_estimate(draws, self.point_estimate), chain_diagnostics(draws)
+        if self.final_estimate == "gibbs":
+            return self._chain.gibbs_grouped(burn, keep, rng)[0], unmeasured
+        if self.final_estimate == "mala":
+            return self._chain.mala(burn, keep, rng)[0], unmeasured
+        # burn-in iterations are discarded: run them on the same copied chain
+        samples = self._sgld_draws(burn + keep, 1, rng)
+        return samples[burn:].mean(axis=0), unmeasured
+
