@@ -538,6 +538,7 @@ class PrivacyLedger:
         if not self._snapshot and self._finalizer is None:
             # remember what this ledger holds when it dies: a snapshot of it may take its place
             self._finalizer = weakref.finalize(self, _note_dead, self._uid, self._pid, self._records)
+            self._finalizer.atexit = False  # nothing to remember when the interpreter exits
         return {
             "records": [dict(r) for r in self._snapshot_records()],
             "budget": self._budget,
