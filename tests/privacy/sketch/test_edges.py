@@ -167,27 +167,34 @@ def test_merge_reads_the_other_sketch_under_its_lock(monkeypatch):
     assert sorted(outcomes) == ["merged", "refused"]
 
 
-def test_a_failed_record_binds_no_noise_and_rewinds_no_released_generator(noise_states):
-    """A query whose shared-ledger record fails (a warning turned into an error) releases nothing.
+def test_a_failed_record_binds_no_noise_and_rewinds_no_released_generator(noise_states, monkeypatch):
+    """A query whose shared-ledger record fails (here: the ledger refuses once) releases nothing.
 
     Was: the noise was added to the table and the use counts in place before the record, so
     the rollback kept a noisy table, counted uses and a ledger_ record while the generator was
     rewound: the retry added the same noise a second time.
     """
-    shared = pickle.loads(pickle.dumps(PrivacyLedger()))  # a detached copy: recording in it warns
+    from sklearn_bayes.exceptions import BudgetExceededError
+
+    shared = PrivacyLedger()
     est = _sketch(width=64, ledger=shared).fit(np.arange(50))
     table, uses, n_records = est.table_.copy(), est.uses_.copy(), est.ledger_.n_releases
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(Warning):
-            est.query([1, 2, 3])
+    real, refused = PrivacyLedger._append, []
+
+    def refuse_once(self, records, owner=None):
+        if self is shared and not refused:
+            refused.append(records)
+            raise BudgetExceededError("refused once")
+        return real(self, records, owner)
+
+    monkeypatch.setattr(PrivacyLedger, "_append", refuse_once)
+    with pytest.raises(BudgetExceededError):
+        est.query([1, 2, 3])
     np.testing.assert_array_equal(est.table_, table)
     np.testing.assert_array_equal(est.uses_, uses)
-    assert est.ledger_.n_releases == n_records and est.n_query_sets_ == 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.query([1, 2, 3])
-    assert int(est.uses_.max()) == 1 and est.ledger_.n_releases == 1
+    assert est.ledger_.n_releases == n_records and est.n_query_sets_ == 0 and shared.n_releases == 0
+    est.query([1, 2, 3])
+    assert int(est.uses_.max()) == 1 and est.ledger_.n_releases == 1 and shared.n_releases == 1
 
 
 # ------------------------------------------------------------------ item 4: keys collide

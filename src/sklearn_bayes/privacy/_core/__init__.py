@@ -3,7 +3,7 @@
 The façade of the sub-package (see the layout in doc/user_guide/conventions.rst); the other
 privacy families import these names from here:
 
-* ``_noise``: (discrete) Laplace samplers, their laws and the check of a noise scale;
+* ``_noise``: (discrete) Laplace and discrete Gaussian samplers, their laws and the check of a noise scale;
 * ``_accounting``: :class:`PrivacyLedger` and amplification by subsampling;
 * ``_pld``: exact privacy-loss distributions (analytic Gaussian mechanism, ridge posterior);
 * ``_clipping``: per-record clipping to a public bound and :class:`RowNormClipper`.
@@ -16,7 +16,13 @@ from sklearn_bayes.privacy._core._accounting import (
     subsampled_base_epsilon,
 )
 from sklearn_bayes.privacy._core._clipping import RowNormClipper, clip_rows, clip_values
-from sklearn_bayes.privacy._core._noise import check_noise_scale, noise_variance, sample_noise
+from sklearn_bayes.privacy._core._noise import (
+    check_noise_scale,
+    discrete_gaussian_pmf,
+    noise_variance,
+    sample_discrete_gaussian,
+    sample_noise,
+)
 from sklearn_bayes.privacy._core._pld import (
     analytic_gaussian_sigma,
     ops_ridge_composed_delta,
@@ -34,6 +40,7 @@ __all__ = [
     "check_noise_scale",
     "clip_rows",
     "clip_values",
+    "discrete_gaussian_pmf",
     "log1p_exp",
     "noise_variance",
     "ops_ridge_composed_delta",
@@ -41,6 +48,7 @@ __all__ = [
     "ops_ridge_delta",
     "ops_ridge_epsilon",
     "ops_ridge_max_c",
+    "sample_discrete_gaussian",
     "sample_noise",
     "subsampled_base_epsilon",
 ]
