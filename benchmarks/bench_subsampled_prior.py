@@ -27,6 +27,7 @@ Usage::
 
     python benchmarks/bench_subsampled_prior.py                 # 8 splits, about 5 minutes
     python benchmarks/bench_subsampled_prior.py --splits 3 --tasks ridge
+    python benchmarks/bench_subsampled_prior.py --tasks none --large   # only the large ridge fits
     python benchmarks/bench_subsampled_prior.py --dask-only   # Dask LocalCluster speed-up
 """
 
@@ -254,11 +255,30 @@ def dask_speedup(n, d, repeats):
     return rows, est.n_subsamples_, est.subsample_size_
 
 
+def large_ridge(sizes=((5000, 50), (50000, 50), (200000, 100))):
+    """Ridge on large synthetic data (one fit each, 5000 test rows): ours against ``RidgeCV``'s
+    efficient leave-one-out (above 20 000 rows ours uses generalised cross-validation)."""
+    rng = np.random.default_rng(0)
+    print("\nlarge ridge (one fit each): N, p, our time / RidgeCV(loo) time, test MSE ours / RidgeCV(loo)")
+    for n, p in sizes:
+        X = rng.normal(size=(n + 5000, p))
+        y = X @ rng.normal(size=p) + 10.0 * rng.normal(size=n + 5000)
+        times, mses = [], []
+        for est in (SubsampledPriorRidge(random_state=0), RidgeCV(alphas=RIDGE_ALPHAS)):
+            t0 = time.perf_counter()
+            est.fit(X[:n], y[:n])
+            times.append(time.perf_counter() - t0)
+            mses.append(mean_squared_error(y[n:], est.predict(X[n:])))
+        print(f"  N = {n:6d}, p = {p:3d}: time {times[0]:.3f} s / {times[1]:.3f} s = {times[0] / times[1]:.2f}x, "
+              f"MSE {mses[0]:.3f} / {mses[1]:.3f} = {mses[0] / mses[1]:.4f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--splits", type=int, default=8)
     ap.add_argument("--tasks", nargs="+", default=["ridge", "logistic", "poisson", "svm"])
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--large", action="store_true", help="also time ridge at N = 5000 to 200 000 (about 1 minute)")
     ap.add_argument("--dask-only", action="store_true",
                     help="only time the subsample fits on a 2-worker Dask LocalCluster (logistic, N x 50)")
     ap.add_argument("--dask-n", type=int, default=1_000_000, help="rows of the Dask problem")
@@ -302,6 +322,9 @@ def main(argv=None):
             print(f"\n{half}: loss goal met in {met}/{len(sel)} cells, time goal in {fast}/{len(sel)}; "
                   f"median ratio {np.median([o['subs.loo_ratio'] for o in sel]):.3f} "
                   f"(paper variant {np.median([o['subs.paper_ratio'] for o in sel]):.3f})")
+    if args.large:
+        with threadpool_limits(args.threads):
+            large_ridge()
     print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
     return out
 
