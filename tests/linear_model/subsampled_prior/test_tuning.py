@@ -113,7 +113,8 @@ def test_alo_is_one_newton_step_of_each_leave_one_out_objective(kind):
 
 
 def test_alo_error_count_breaks_ties_by_the_risk():
-    """errors=True: the weighted count of leave-one-out misclassifications, plus r / (1 + r) < 1."""
+    """errors=True: the count of leave-one-out misclassifications (in units of the mean weight),
+    plus r / (1 + r) < 1 with r the risk per unit weight."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(80, 2))
     y = np.where(X[:, 0] + rng.normal(size=80) > 0, 1.0, -1.0)
@@ -123,7 +124,7 @@ def test_alo_error_count_breaks_ties_by_the_risk():
     e = alo_risk(X, y, w, SquaredHingeLoss(), res.coef, res.intercept, P, True, errors=True)
     count = np.floor(e)
     assert 0 < count < 40 and count == int(count)
-    assert_allclose(e - count, r / (1.0 + r), rtol=1e-12)
+    assert_allclose(e - count, (r / 80) / (1.0 + r / 80), rtol=1e-12)
 
 
 def test_alo_of_the_squared_loss_is_the_exact_leave_one_out_risk():

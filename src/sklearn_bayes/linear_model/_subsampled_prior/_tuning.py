@@ -187,7 +187,8 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
     ``precision`` is the prior precision of the objective (matrix), ``D`` the optional
     cross-fitted shifts of the prior mean (rows x coefficients).  ``errors=True`` (a
     classifier with labels in {-1, +1}): the weighted number of leave-one-out misclassifications
-    plus ``r / (1 + r)`` (``r`` the risk, a tie-break below one error).
+    divided by the mean weight, plus ``r / (1 + r)`` with ``r`` the risk per unit weight (a
+    tie-break below one error).
     """
     N, d = X.shape
     q = loss.n_outputs
@@ -217,8 +218,9 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
         denom = np.maximum(1.0 - W * J, 1e-12)
         eta_loo = eta[:, 0] + J * g[:, 0] / denom + shift[:, 0]
         r = loss.value(y, eta_loo[:, None], w)
-        if errors:
-            return float(w @ (y * eta_loo <= 0)) + r / (1.0 + r)
+        if errors:  # in units of the mean weight, so that a weights' scale changes nothing
+            rbar = r / float(w.sum())
+            return float(w @ (y * eta_loo <= 0)) / float(np.mean(w)) + rbar / (1.0 + rbar)
         return r
     J = np.empty((N, q, q))
     for a, ca in enumerate(blocks):
