@@ -53,6 +53,25 @@ def test_totals_remaining_and_the_boundary():
     assert PrivacyLedger().remaining() == (math.inf, math.inf) and PrivacyLedger().delta_spent == 0.0
 
 
+def test_amounts_add_as_the_decimals_they_print_as():
+    """Was: three releases of 0.4 against a budget of 1.2 refused the third (binary sum 1.2000000000000002).
+
+    Totals, ``remaining()`` and the refusal share one rule (exact sums of the amounts' shortest
+    decimals), so what the ledger reports spent is what it compared with the budget.
+    """
+    ledger = PrivacyLedger(budget=(1.2, 3e-6))
+    for _ in range(3):
+        ledger.record("q", 0.4, delta=1e-6)
+    assert ledger.epsilon_spent == 1.2 and ledger.delta_spent == 3e-6
+    assert ledger.remaining() == (0.0, 0.0)
+    with pytest.raises(BudgetExceededError, match=r"spent epsilon=1.2, delta=3e-06 .*remaining epsilon=0.0"):
+        ledger.record("q", 5e-324)  # the smallest positive amount is still refused
+    assert ledger.n_releases == 3
+    odd = PrivacyLedger(budget=(1.0, 1.0))
+    odd.record("q", 0.3)
+    assert odd.remaining()[0] == 0.7  # not 0.7000000000000001 or 0.69999...
+
+
 @pytest.mark.parametrize("budget, error, pattern", [
     (1.0, TypeError, "budget must be None or a pair"),
     ((1.0,), TypeError, "budget must be None or a pair"),

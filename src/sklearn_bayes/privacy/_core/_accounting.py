@@ -66,6 +66,7 @@ counting each record (hence the common history) once.
 """
 
 import collections
+import fractions
 import hashlib
 import math
 import os
@@ -204,6 +205,31 @@ def _make_record(mechanism, epsilon, n_items, note, extra):
     return {"mechanism": mechanism, "epsilon": epsilon, "n_items": n_items, "note": note, **extra}
 
 
+def _decimal_sum(values):
+    """The exact sum of ``values`` read as the shortest decimals that print them (``repr``).
+
+    The one rule by which the ledger adds amounts and compares them with its budget (its totals,
+    ``remaining()`` and the refusal share it): ten releases of ``0.1`` spend exactly ``1.0`` and
+    three of ``0.4`` exactly ``1.2``, as the user wrote them.  Each amount differs from its binary
+    value by less than half an ulp, so a total differs from the binary sum by less than
+    ``n * 2**-53`` relatively (immaterial for privacy; a binary sum would refuse the third 0.4
+    release against a budget of 1.2 by 2e-16).
+    """
+    total = fractions.Fraction(0)
+    for v in values:
+        v = float(v)
+        if math.isinf(v):  # a budget of inf (amounts are finite)
+            return math.inf
+        total += fractions.Fraction(repr(v))  # exact: no rounding to a context precision
+    return total
+
+
+def _left(budget, spent):
+    """``budget - spent`` under the same decimal rule, never below 0."""
+    b = _decimal_sum([budget])
+    return math.inf if b == math.inf else max(float(b - _decimal_sum([spent])), 0.0)
+
+
 class PrivacyLedger:
     """A record of the releases made about one data set, of the privacy they spent, and its budget.
 
@@ -339,8 +365,8 @@ class PrivacyLedger:
     def _totals(self):
         recs = self._snapshot_records()
         return (
-            float(math.fsum(r["epsilon"] for r in recs)),
-            float(math.fsum(r.get("delta", 0.0) or 0.0 for r in recs)),
+            float(_decimal_sum(r["epsilon"] for r in recs)),
+            float(_decimal_sum(r.get("delta", 0.0) or 0.0 for r in recs)),
         )
 
     @property
@@ -358,10 +384,12 @@ class PrivacyLedger:
 
         ``(inf, inf)`` without a budget.  Both from one consistent read of the records.
         """
-        eps, delta = self._totals()
+        recs = self._snapshot_records()
         if self._budget is None:
             return (math.inf, math.inf)
-        return (max(self._budget[0] - eps, 0.0), max(self._budget[1] - delta, 0.0))
+        eps = float(_decimal_sum(r["epsilon"] for r in recs))
+        delta = float(_decimal_sum(r.get("delta", 0.0) or 0.0 for r in recs))
+        return (_left(self._budget[0], eps), _left(self._budget[1], delta))
 
     @property
     def n_releases(self):
@@ -372,16 +400,16 @@ class PrivacyLedger:
 
     # ------------------------------------------------------------------ recording
     def _refusal(self, owner, records, eps_spent, delta_spent):
-        eps = math.fsum(r["epsilon"] for r in records)
-        delta = math.fsum(r.get("delta", 0.0) or 0.0 for r in records)
+        eps = float(_decimal_sum(r["epsilon"] for r in records))
+        delta = float(_decimal_sum(r.get("delta", 0.0) or 0.0 for r in records))
         where = f"the ledger file path={self.path!r}" if self._store is not None else "this PrivacyLedger"
         what = owner or ", ".join(sorted({str(r["mechanism"]) for r in records}))
         b_eps, b_delta = self._budget
         return BudgetExceededError(
             f"{what} would exceed the budget of {where}: it asks epsilon={eps!r}, delta={delta!r}; "
             f"spent epsilon={eps_spent!r}, delta={delta_spent!r} of the budget (epsilon={b_eps!r}, "
-            f"delta={b_delta!r}); remaining epsilon={max(b_eps - eps_spent, 0.0)!r}, "
-            f"delta={max(b_delta - delta_spent, 0.0)!r}. Nothing was released or recorded."
+            f"delta={b_delta!r}); remaining epsilon={_left(b_eps, eps_spent)!r}, "
+            f"delta={_left(b_delta, delta_spent)!r}. Nothing was released or recorded."
         )
 
     def _check(self, owner, records, eps_list, delta_list):
@@ -390,9 +418,9 @@ class PrivacyLedger:
             return
         new_eps = [r["epsilon"] for r in records]
         new_delta = [r.get("delta", 0.0) or 0.0 for r in records]
-        if (math.fsum(eps_list + new_eps) > self._budget[0]
-                or math.fsum(delta_list + new_delta) > self._budget[1]):
-            raise self._refusal(owner, records, float(math.fsum(eps_list)), float(math.fsum(delta_list)))
+        if (_decimal_sum(eps_list + new_eps) > _decimal_sum([self._budget[0]])
+                or _decimal_sum(delta_list + new_delta) > _decimal_sum([self._budget[1]])):
+            raise self._refusal(owner, records, float(_decimal_sum(eps_list)), float(_decimal_sum(delta_list)))
 
     def _append(self, records, owner=None):
         """Check the budget and append ``records``, atomically (all or nothing)."""
