@@ -198,6 +198,16 @@ def test_poisson_zero_counts_need_no_fallback_by_default():
     assert reg.n_separated_subsamples_ == 0 and np.all(reg.predict(X) < 1.0)
 
 
+def test_default_warns_only_about_what_max_iter_can_fix():
+    """The default's penalised subsample fits always exist; the one thing that can go wrong with
+    them is the iteration limit, and the warning names it (not the subsample size)."""
+    X, y = np.random.default_rng(0).normal(size=(300, 3)), np.r_[np.zeros(150), np.ones(150)]
+    X[:, 0] += 3 * y
+    with pytest.warns(SubsampleFitWarning, match=r"did not converge within max_iter=1\b.*Increase max_iter") as rec:
+        SubsampledPriorLogisticRegression(max_iter=1, random_state=0).fit(X, y)
+    assert not any("subsample_size" in str(w.message) for w in rec)
+
+
 def test_paper_variant_has_no_choice_and_prior_scale_is_validated():
     X = np.random.default_rng(0).normal(size=(100, 3))
     y = X[:, 0] + 0.1

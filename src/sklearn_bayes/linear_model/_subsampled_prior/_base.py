@@ -447,7 +447,10 @@ class _BaseSubsampledPrior(BaseEstimator):
         if n_nc:
             parts.append(f"{n_nc} subsample fits did not converge within max_iter={self.max_iter}")
         if parts:
-            if plan["degraded"]:
+            if self.prior_scale != "paper":
+                # the penalised fits always exist: only the iteration limit can stop them
+                hint = f" Increase max_iter (now {self.max_iter})"
+            elif plan["degraded"]:
                 hint = " The data have too few rows for subsamples larger than the number of parameters"
             elif plan.get("full_separated"):
                 hint = f" All the rows show {what} too, so no subsample size avoids it"
