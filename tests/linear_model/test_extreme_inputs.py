@@ -144,11 +144,26 @@ def test_tiny_weights_keep_the_subsample_prior(name, make, kind, has_units):
     is then 1e-300 of the prior's, is the prior mean to rounding.  It used to be 0 (the
     solver's absolute stopping floor ended every fit at its starting point)."""
     X, y = _data(kind)
-    a = make().fit(X, y)
-    b = make().fit(X, y, sample_weight=np.full(N, 1e-300))
+    a = make().set_params(prior_scale="paper").fit(X, y)
+    b = make().set_params(prior_scale="paper").fit(X, y, sample_weight=np.full(N, 1e-300))
     scale = np.abs(a.subsample_coefs_).max()
     assert_allclose(b.subsample_coefs_, a.subsample_coefs_, rtol=0, atol=1e-6 * scale)
     assert_allclose(np.ravel(b.coef_), np.ravel(b.prior_mean_), rtol=0, atol=1e-9 * np.abs(b.prior_mean_).max())
+
+
+@pytest.mark.parametrize("name, make, kind, has_units", SUBSAMPLED, ids=[s[0] for s in SUBSAMPLED])
+@pytest.mark.parametrize("weight", [1e-300, 1e308])
+def test_default_prior_is_free_of_the_weights_scale_at_the_float_edges(name, make, kind, has_units, weight):
+    """The default (``prior_scale='loo'``) at uniform weights 1e-300 and 1e308: no warning, and the
+    same fit as unit weights (its criterion is in units of the mean weight), to the solvers'
+    tolerance relative to the coefficients' size."""
+    X, y = _data(kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = make().fit(X, y)
+        b = make().fit(X, y, sample_weight=np.full(N, weight))
+    scale = np.abs(np.ravel(a.coef_)).max()
+    assert_allclose(np.ravel(b.coef_), np.ravel(a.coef_), rtol=0, atol=1e-5 * scale)
 
 
 def _lstsq(X, y):
@@ -166,7 +181,10 @@ def test_huge_weights_do_not_overflow(name, make, kind, has_units):
     ``IndexError`` (mixture) or silently return ``coef_ = 0`` (ClosedFormRidge)."""
     X, y = _data(kind)
     w = np.r_[np.full(N // 2, 1e308), np.ones(N - N // 2)]
-    est = make().fit(X, y, sample_weight=w)
+    est = make()
+    if "prior_scale" in est.get_params():  # Algorithm 1's prior does not scale with the weights
+        est.set_params(prior_scale="paper")
+    est = est.fit(X, y, sample_weight=w)
     assert np.all(np.isfinite(est.coef_)) and np.all(np.isfinite(est.intercept_))
     h = N // 2
     if name in ("ridge", "closed-form-ridge"):
