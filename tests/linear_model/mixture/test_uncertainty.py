@@ -30,7 +30,7 @@ def _coverage(law, n, R, variant="min_variance"):
 
 @pytest.mark.parametrize("law", ["normal", "t3"])
 def test_coverage_near_nominal(law):
-    """n = 200, p = 3: measured 0.937 (normal) and 0.942 (t3) over 600 fits; band 93-97 % widened by 3 binomial se."""
+    """n = 200, p = 3: measured 0.937 (normal) and 0.941 (t3) over 600 fits; band 93-97 % widened by 3 binomial se."""
     cov, r_eff = _coverage(law, 200, 150)
     tol = 0.02 + 3 * np.sqrt(0.95 * 0.05 / r_eff)
     assert abs(cov - 0.95) <= tol, cov

@@ -38,8 +38,9 @@ import math
 import numpy as np
 from scipy import optimize, special, stats
 
-from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD
-from sklearn_bayes.linear_model._mixture._lts_start import lts_candidates, wls
+from sklearn_bayes.linear_model._mixture._lts_start import lts_candidates, weighted_median, wls
+from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
+from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD, irls, residual_scale
 
 __all__ = ["deterministic_starts", "m_scale", "s_starts", "x_central_rows"]
 
@@ -263,3 +264,17 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
         rows = x_central_rows(Xp, wp) if len(out) > 1 else np.arange(len(pos))  # one fit: nothing to sort
         out = sorted(((criterion(th, Xp, yp, wp, rows), th) for th in out), key=lambda t: t[0])
     return [th for _, th in out], [c for c, _ in out]
+
+
+def mm_for_flags(Xa, y, sw, theta0, floor):
+    """The MM-estimate whose residuals ``flag_outliers`` reads (robustbase's ``lmrob`` rule).
+
+    Tukey (4.685) IRLS from the high-breakdown start ``theta0`` at the start's 50 %-breakdown
+    M-scale ``s_S`` (:func:`m_scale`, the S-estimate's scale); the flagging scale is ``max(s_S,
+    residual_scale(r_MM))`` (the corrected MAD of the MM residuals), never below ``floor``.
+    Returns ``(theta, scale)`` in the units of ``Xa`` and ``y``.
+    """
+    s_S = max(m_scale(y - Xa @ theta0, sw), floor)
+    theta, _ = irls(Xa, y, sw, theta0, s_S, TukeyBiweight(4.685), wls)
+    scale = max(s_S, residual_scale(y - Xa @ theta, sw, Xa.shape[1], weighted_median), floor)
+    return theta, scale
