@@ -211,3 +211,19 @@ def test_threaded_fits_share_one_budget():
     fitted = [e for e in ests if hasattr(e, "coef_")]
     assert len(fitted) == 2 and len(errors) == 3 and ledger.epsilon_spent == 2.0
     assert sorted(r["id"] for r in ledger.records) == sorted(e.ledger_.records[0]["id"] for e in fitted)
+
+
+def test_the_records_a_reader_gets_cannot_rewrite_the_budget():
+    """Was: ``ledger.records`` was the ledger's own list of dicts: clearing it, or setting a
+    record's epsilon to 0, gave the budget back."""
+    ledger = PrivacyLedger(budget=(1.0, 0.0))
+    ledger.record("q", 1.0)
+    ledger.records.clear()
+    ledger.records[:] = []
+    for r in ledger.records:
+        r["epsilon"] = 0.0
+    assert ledger.epsilon_spent == 1.0 and ledger.n_releases == 1
+    with pytest.raises(AttributeError, match="budget cannot be replaced"):
+        ledger.records = []
+    with pytest.raises(BudgetExceededError):
+        ledger.record("q", 0.1)

@@ -344,16 +344,18 @@ class PrivacyLedger:
 
     @property
     def records(self):
-        """The records, oldest first (the list itself for an in-memory ledger, a fresh read for a file)."""
-        if self._store is not None:
-            return self._store.records()
-        return self._records
+        """The records, oldest first: a copy (changing it changes nothing in the ledger)."""
+        return [dict(r) for r in self._snapshot_records()]
 
     @records.setter
     def records(self, value):
+        # used to restore the per-stream ledger of a loaded sketch; a budget's records are not replaceable
         if self._store is not None:
             raise AttributeError("the records of a ledger file cannot be replaced.")
-        self._records = value
+        if self._budget is not None:
+            raise AttributeError("the records of a ledger with a budget cannot be replaced.")
+        with self._lock:
+            self._records = list(value)
 
     def _snapshot_records(self):
         """The records as they are now (a copy taken under the lock: threads may be recording)."""
