@@ -184,8 +184,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         confidence intervals.  ``'auto'``: ``'eb'`` when ``n_categories_ >= 64``, else
         ``'posterior'`` (with few categories the value distribution is poorly estimated and
         the hierarchical Dirichlet posterior is better; measured in the user guide).
-        ``mechanism='rrrr'`` always uses the posterior (``'eb'`` is refused).  A compute knob:
-        it may change after fitting.
+        ``mechanism='rrrr'`` always uses the posterior (``'eb'`` is refused);
+        :meth:`sample_posterior` always draws from the exact posterior.  A compute knob: it
+        may change after fitting.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the simulated privacy noise and of the MCMC.  An int emits
         :class:`sklearn_bayes.utils.SeededNoiseWarning` (reproducible noise is for
