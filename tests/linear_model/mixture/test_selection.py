@@ -227,3 +227,43 @@ def test_boston_with_shifted_targets_keeps_huber():
     ytr, _ = robust.contaminate(ytr, 0.10, robust.SETTINGS["[2,4]sd"], rng, "symmetric")
     reg = _reg().fit(Xtr, ytr)
     assert reg.selected_loss_ == "huber(c=1.345)"
+
+
+# --------------------------------------------------------------------------------------
+# the all-rows polish by Newton steps with the subsample's matrix (issue 30, speed)
+# --------------------------------------------------------------------------------------
+
+
+def _tukey_problem(n=4000, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X @ [1.0, -2.0, 0.5] + rng.normal(size=n)
+    y[: n // 10] += 15.0  # 10 % gross outliers, rejected by Tukey (4.685) at scale 1
+    return np.column_stack([X, np.ones(n)]), y, np.ones(n)
+
+
+@pytest.mark.parametrize("norm", [TukeyBiweight(4.685), Cauchy(1.5), HuberT(1.345), LeastSquares()])
+def test_newton_polish_with_a_subsample_matrix_finds_the_irls_root(norm):
+    """From a 10 % subsample's fit, Newton steps with that subsample's psi'-weighted Gram (scaled to all
+    rows) reach the root IRLS reaches on all rows.  Each accepted step contracts the error by at most
+    1/2, so stopping at a step <= tol (1 + max |theta|) leaves an error below that bound; the IRLS
+    reference is run to tol 1e-13."""
+    Xa, y, sw = _tukey_problem()
+    sub = np.arange(0, len(y), 10)
+    th_sub, _ = mv.irls(Xa[sub], y[sub], sw[sub], np.zeros(4), 1.0, norm, _wls, tol=1e-10)
+    A = mv.psi_curvature(Xa[sub], y[sub] - Xa[sub] @ th_sub, sw[sub], 1.0, norm) * (len(y) / len(sub))
+    th_ref, _ = mv.irls(Xa, y, sw, th_sub, 1.0, norm, _wls, tol=1e-13, max_iter=5000)
+    th, n_iter = mv.newton_polish(Xa, y, sw, th_sub, 1.0, norm, A, _wls, tol=1e-10)
+    tol = 1e-10 * (1 + np.max(np.abs(th))) + 1e-13 * (1 + np.max(np.abs(th_ref)))
+    assert np.max(np.abs(th - th_ref)) <= tol
+    assert n_iter < 50
+
+
+def test_newton_polish_falls_back_to_irls_without_a_positive_definite_matrix():
+    """A matrix that is not positive definite (no Newton direction): the answer is IRLS's, exactly."""
+    Xa, y, sw = _tukey_problem(n=500)
+    norm = TukeyBiweight(4.685)
+    th0 = np.linalg.lstsq(Xa[50:], y[50:], rcond=None)[0]
+    expected = mv.irls(Xa, y, sw, th0, 1.0, norm, _wls, tol=1e-8)[0]
+    got = mv.newton_polish(Xa, y, sw, th0, 1.0, norm, -np.eye(4), _wls, tol=1e-8)[0]
+    np.testing.assert_array_equal(got, expected)

@@ -629,10 +629,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             self.objective_history_ = weight_unit * (best.history + obj_shift)
         self.n_iter_ = best.n_iter
         self.converged_ = bool(best.converged)
-        # robust residual scale, never below the rounding level of the residuals
-        r = best.residuals * st.y_scale
-        rounding = _rounding_level(X, y, self.coef_, self.intercept_)
-        self.residual_scale_ = max(_MAD_TO_SD * weighted_median(np.abs(r), sw), weighted_median(rounding, sw))
+        if loss is None:  # "paper": robust residual scale, never below the rounding level of the residuals
+            r = best.residuals * st.y_scale  # ("min_variance": the MM fit's, in _store_uncertainty)
+            rounding = _rounding_level(X, y, self.coef_, self.intercept_)
+            self.residual_scale_ = max(_MAD_TO_SD * weighted_median(np.abs(r), sw), weighted_median(rounding, sw))
 
     def _fit_min_variance(self, prob, theta0, mad, tiny, scales0, full):
         """``variant="min_variance"``: the M-estimator of least estimated variance, then the
@@ -654,7 +654,11 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             # from the subsample's fit, whose error is ~1 / sqrt(10^4) in these units: stopping at moves of
             # 1e-6 (1 + max |theta|), far inside the all-rows standard error (n > 2 x 10^4), saves half the
             # all-rows IRLS steps of the default 1e-8 (the largest cost of a fit at 10^5 x 20)
-            theta, _ = _min_variance.irls(*full, theta, scale, norm, wls, tol=_POLISH_TOL)
+            # Newton steps with the subsample's psi'-weighted Gram scaled to all rows (no all-rows Gram
+            # matrix: each step costs two products with the design; same root as IRLS, within the tolerance)
+            A = _min_variance.psi_curvature(prob.Xa, prob.y - prob.Xa @ theta, prob.sw, scale, norm)
+            A *= float(full[2].sum()) / float(prob.sw.sum())
+            theta, _ = _min_variance.newton_polish(*full, theta, scale, norm, A, wls, tol=_POLISH_TOL)
             prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
                             prior_strength=prob.prior_strength)  # fmt: skip
         W = norm.weights((prob.y - prob.Xa @ theta) / scale) / (scale * scale)
@@ -681,8 +685,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             self.residual_scale_ = max(float(scale * st.y_scale), weighted_median(rounding, sw))
         coef, icpt = self._flag_params()
         r = y - X @ coef - icpt
-        self.outlier_mask_ = np.abs(r) > np.maximum(2.5 * self.residual_scale_,
-                                                    _rounding_level(X, y, coef, icpt))  # fmt: skip
+        if flag_fit is None:
+            rounding = _rounding_level(X, y, coef, icpt)
+        self.outlier_mask_ = np.abs(r) > np.maximum(2.5 * self.residual_scale_, rounding)
         if loss is None:
             norm, scale, flagged = _inference.MixtureScore(best.W), 1.0, None
         else:

@@ -73,15 +73,19 @@ class FlaggedCurvatureClipped:
         return w, psi, np.where(self.flagged, np.maximum(dpsi, 0.0), dpsi)
 
 
-def leverages(Xa, r, sw, scale, norm):
-    """``h_i = w_i psi'(u_i) x_i^T A^-1 x_i`` clipped to ``[0, 0.99]`` (zeros if ``A`` is singular)."""
+def leverages(Xa, r, sw, scale, norm, return_A=False):
+    """``h_i = w_i psi'(u_i) x_i^T A^-1 x_i`` clipped to ``[0, 0.99]`` (zeros if ``A`` is singular).
+
+    ``return_A``: also return ``A = sum_i w_i psi'(u_i) x_i x_i^T`` (for the sandwich)."""
     dpsi = norm.psi_terms(r / scale)[2]
     A = Xa.T @ (Xa * (sw * dpsi)[:, None])
     try:
         Ai = np.linalg.inv(A)  # p x p; then one n x p product (a solve with n right-hand sides is 4x slower)
     except np.linalg.LinAlgError:
-        return np.zeros(len(r))
-    return np.clip(sw * dpsi * np.einsum("ij,ij->i", Xa @ Ai, Xa), 0.0, 0.99)
+        h = np.zeros(len(r))
+    else:
+        h = np.clip(sw * dpsi * np.einsum("ij,ij->i", Xa @ Ai, Xa), 0.0, 0.99)
+    return (h, A) if return_A else h
 
 
 LEVERAGE_POWER = 2.0
@@ -102,7 +106,7 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     pos = sw > 0
     m = int(pos.sum())
     d = Xa.shape[1] - int(fit_intercept)
-    keep = np.flatnonzero(np.any(Xa[pos] != 0, axis=0))
+    keep = np.flatnonzero(np.any((Xa if m == len(sw) else Xa[pos]) != 0, axis=0))  # no row copy if all rows count
     p = len(keep)
     dof = max(m - p, 1)
     out = np.full((d + 1, d + 1), np.nan)
@@ -112,9 +116,11 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     if flagged is not None and np.any(flagged):
         norm = FlaggedCurvatureClipped(norm, np.asarray(flagged, dtype=bool))
     Xk = Xa if p == Xa.shape[1] else Xa[:, keep]  # no copy when every column is identified
+    A = None
     if power:
-        norm = LeverageAdjusted(norm, leverages(Xk, r, sw, scale, norm), power)
-    V = sandwich_core(Xk, r, sw, scale, norm)
+        h, A = leverages(Xk, r, sw, scale, norm, return_A=True)
+        norm = LeverageAdjusted(norm, h, power)  # the same psi', so the same A
+    V = sandwich_core(Xk, r, sw, scale, norm, A=A)
     if V is None:
         return out, dof
     small = 1.0 if power else m / dof  # small-sample factor: the leverages, else m / (m - p)
