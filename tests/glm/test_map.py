@@ -245,3 +245,20 @@ def test_hinge_smoothing_bounds():
         assert np.all(np.maximum(0, r) <= h + mu / 2 + 1e-15)
     with pytest.raises(ValueError, match="smoothing"):
         HingeLoss(0.0)
+
+
+@pytest.mark.parametrize("loss_name", LOSSES + ["hinge"])
+def test_values_are_the_weighted_losses_of_each_row(loss_name):
+    from sklearn_bayes._glm._map import HingeLoss
+
+    X, y, loss = _data("squared_hinge" if loss_name == "hinge" else loss_name)
+    if loss_name == "hinge":
+        loss = HingeLoss(smoothing=0.5)  # rows on every piece of the smoothed hinge
+    rng = np.random.default_rng(3)
+    eta = rng.normal(scale=2.0, size=(N, loss.n_outputs))
+    w = rng.uniform(0.2, 3.0, size=N)
+    v = loss.values(y, eta, w)
+    assert v.shape == (N,)
+    assert np.isclose(v.sum(), loss.value(y, eta, w), rtol=1e-12, atol=0)
+    for i in (0, 7, N - 1):  # row i's loss is the value of row i alone
+        assert np.isclose(v[i], loss.value(y[i:i + 1], eta[i:i + 1], w[i:i + 1]), rtol=1e-14, atol=0)

@@ -81,6 +81,10 @@ class _Loss:
     def value(self, y, eta, w):
         raise NotImplementedError
 
+    def values(self, y, eta, w):
+        """The weighted loss of every sample, ``w_i L(y_i, eta_i)`` (shape (n,)); sums to :meth:`value`."""
+        raise NotImplementedError
+
     def derivatives(self, y, eta, w):
         """Return ``(g, h)``: ``g`` of shape (n, q), ``h`` of shape (n, q) or (n, q, q)."""
         raise NotImplementedError
@@ -120,6 +124,10 @@ class SquaredLoss(_Loss):
         r = y - eta[:, 0]
         return 0.5 * float(np.dot(w, r * r))
 
+    def values(self, y, eta, w):
+        r = y - eta[:, 0]
+        return 0.5 * w * r * r
+
     def derivatives(self, y, eta, w):
         return (w * (eta[:, 0] - y))[:, None], w[:, None]
 
@@ -135,6 +143,10 @@ class LogisticLoss(_Loss):
     def value(self, y, eta, w):
         e = eta[:, 0]
         return float(np.dot(w, np.logaddexp(0.0, e) - y * e))
+
+    def values(self, y, eta, w):
+        e = eta[:, 0]
+        return w * (np.logaddexp(0.0, e) - y * e)
 
     def derivatives(self, y, eta, w):
         p = expit(eta[:, 0])
@@ -176,6 +188,11 @@ class MultinomialLoss(_Loss):
         full = self._full(eta)
         yi = y.astype(np.intp)
         return float(np.dot(w, logsumexp(full, axis=1) - full[np.arange(len(yi)), yi]))
+
+    def values(self, y, eta, w):
+        full = self._full(eta)
+        yi = y.astype(np.intp)
+        return w * (logsumexp(full, axis=1) - full[np.arange(len(yi)), yi])
 
     def derivatives(self, y, eta, w):
         p = softmax(self._full(eta), axis=1)[:, 1:]
@@ -226,6 +243,10 @@ class SquaredHingeLoss(_Loss):
         r = np.maximum(0.0, 1.0 - y * eta[:, 0])
         return float(np.dot(w, r * r))
 
+    def values(self, y, eta, w):
+        r = np.maximum(0.0, 1.0 - y * eta[:, 0])
+        return w * r * r
+
     def derivatives(self, y, eta, w):
         r = np.maximum(0.0, 1.0 - y * eta[:, 0])
         return (-2.0 * w * y * r)[:, None], (2.0 * w * (r > 0))[:, None]
@@ -267,6 +288,11 @@ class HingeLoss(_Loss):
         h = np.where(r <= 0.0, 0.0, np.where(r >= mu, r - 0.5 * mu, r * r / (2.0 * mu)))
         return float(np.dot(w, h))
 
+    def values(self, y, eta, w):
+        r = 1.0 - y * eta[:, 0]
+        mu = self.smoothing
+        return w * np.where(r <= 0.0, 0.0, np.where(r >= mu, r - 0.5 * mu, r * r / (2.0 * mu)))
+
     def derivatives(self, y, eta, w):
         r = 1.0 - y * eta[:, 0]
         mu = self.smoothing
@@ -304,6 +330,12 @@ class PoissonLoss(_Loss):
         with np.errstate(over="ignore"):
             v = float(np.dot(w, np.exp(e) - y * e))
         return v if np.isfinite(v) else np.inf
+
+    def values(self, y, eta, w):
+        e = eta[:, 0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = w * (np.exp(e) - y * e)
+        return np.where(np.isnan(v), np.inf, v)
 
     def derivatives(self, y, eta, w):
         with np.errstate(over="ignore"):

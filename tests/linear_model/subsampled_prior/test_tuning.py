@@ -28,6 +28,7 @@ from sklearn_bayes.linear_model._subsampled_prior._tuning import (
     _loo_means,
     _ridge_candidates,
     alo_risk,
+    select_glm,
 )
 
 
@@ -238,3 +239,54 @@ def test_default_does_not_depend_on_the_scale_of_the_weights(Est):
     w = np.r_[np.full(150, 1e308), np.ones(150)]
     heavy = Est(random_state=0).fit(X, y, sample_weight=w)
     assert np.all(np.isfinite(heavy.coef_)) and np.all(np.isfinite(heavy.intercept_))
+
+
+# ---- issue 29, round 2: the standard-error rule of the GLMs ----------------------------------
+
+
+def _heavy_poisson(seed=0, n=120, p=5):
+    """Counts with a heavy-tailed covariate (Student t, 2 degrees of freedom)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(2, size=(n, p))
+    X = (X - X.mean(0)) / X.std(0)
+    y = rng.poisson(np.exp(0.5 + X @ (0.3 * rng.normal(size=p)))).astype(float)
+    return X, y
+
+
+@pytest.mark.parametrize("k", [0.5, 1.0])
+def test_se_rule_picks_a_stronger_prior_within_k_standard_errors(k):
+    X, y = _heavy_poisson()
+    n, p = X.shape
+    w = np.ones(n)
+    coefs, idx = np.zeros((2, p)), [np.arange(10), np.arange(10, 20)]
+    args = (X, y, w, PoissonLoss(), True, coefs, idx, np.eye(p), 1e-10, 100, np.zeros(1))
+    plain = select_glm(*args, use_subsamples=False, se_rule=0.0)
+    rule = select_glm(*args, use_subsamples=False, se_rule=k)
+    assert plain["tau"] == plain["loo_min_tau"]  # se_rule=0: the minimiser itself
+    assert rule["loo_min_tau"] == plain["loo_min_tau"]  # the same search before the rule
+    assert rule["tau"] < rule["loo_min_tau"]  # on these heavy-tailed rows the rule moves (seeded data)
+
+    def rows(tau):  # the ALO row losses at tau, from a fresh fit (not the search's warm starts)
+        P = np.eye(p) / tau
+        res = fit_map(X, y, PoissonLoss(), prior_mean=np.zeros(p), prior_precision=P, fit_intercept=True, tol=1e-12)
+        return alo_risk(X, y, w, PoissonLoss(), res.coef, res.intercept, P, True, rows=True)
+
+    (r_min, l_min), (r, l) = rows(plain["tau"]), rows(rule["tau"])
+    assert_allclose(r, l.sum(), rtol=1e-12)
+    se = np.sqrt(n) * np.std(l - l_min, ddof=1)
+    # within k standard errors (the fits agree to the solver's tolerance, far below the margin)
+    assert r - r_min <= k * se + 1e-6 * abs(r_min)
+    # and the boundary is located to 1/8 decade: 1/8 decade stronger is outside, unless on the grid's end
+    if rule["tau"] < plain["tau"] and np.log10(rule["tau"]) - 0.125 > -4.0:
+        r2, l2 = rows(rule["tau"] / 10 ** 0.125)
+        assert r2 - r_min > k * np.sqrt(n) * np.std(l2 - l_min, ddof=1) - 1e-6 * abs(r_min)
+
+
+def test_se_rule_is_not_applied_to_the_svm_error_count():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 4))
+    y = np.where(X[:, 0] + rng.normal(size=80) > 0, 1.0, -1.0)
+    args = (X, y, np.ones(80), SquaredHingeLoss(), True, np.zeros((2, 4)), [np.arange(10), np.arange(10, 20)],
+            np.eye(4), 1e-10, 100, np.zeros(1))
+    sel = select_glm(*args, use_subsamples=False)
+    assert sel["tau"] == sel["loo_min_tau"]

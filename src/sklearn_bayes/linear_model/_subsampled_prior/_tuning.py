@@ -24,6 +24,19 @@ misclassifications, the squared hinge risk breaking ties -- the error rate is wh
 users score; measured on the dev cells, wdbc and digits 3-vs-8 at 150 rows: mean error
 6.3 % summed before, 6.0 % after).
 
+The GLMs (logistic, multinomial, Poisson) then move to the strongest prior of the chosen
+candidate whose leave-one-out risk is within :data:`_SE_RULE` (half) a standard error of the
+minimum (:func:`_one_se`).  Measured first (issue 29, round 2): on RecreationDemand at 150 rows
+the ALO risk has the same minimiser as the exact leave-one-out risk by refits (3 of 3 splits
+checked, within 5 % near the minimum), so the one Newton step is not what fails; the
+leave-one-out minimum itself rests on a few rows (large counts, near-separated classes) and
+the weak priors it picks extrapolate badly to new rows (in 3 of 8 splits a test deviance
+3-9x the grid search's).  Of the rule's multipliers tried on the dev cells (1 standard error,
+0.5, half-way in ``log tau``), half a standard error kept every one within 1.01x the best
+CV-tuned peer (RecreationDemand 0.86, NMES1988 0.18, biopsy 1.00, CreditCard 0.98, Pima 1.01,
+DoctorVisits 0.98; one standard error: 1.02-1.03 on the benign ones).  The SVMs' error count
+does not use it (measured: no better on their cells).
+
 The subsample mean depends on every row it was fitted on, which would flatter the mean
 candidate; the leave-one-out prediction of row ``i`` therefore uses the mean of the
 subsample fits that did *not* contain row ``i`` (cross-fitting), through the first-order
@@ -42,6 +55,14 @@ _RIDGE_GRID = np.logspace(-7, 4, 56)
 #: log10 range of tau searched for the other losses (prior variances of standardised coefficients)
 _LOG10_TAU = (-4.0, 3.0)
 
+
+#: the standard-error rule of the GLMs (logistic, multinomial, Poisson): the strongest prior
+#: whose leave-one-out risk is within this many standard errors of the minimum (see select_glm)
+_SE_RULE = 0.5
+#: the same for the SVMs, and their criterion ("errors": leave-one-out misclassifications with the
+#: squared hinge risk as tie-break; "hinge": the leave-one-out (squared) hinge risk)
+_SE_RULE_SVM = 0.0
+_SVM_CRITERION = "errors"
 
 #: the candidates tried (experiments may restrict them)
 _CANDIDATES = {"shape": ("subsample", "identity"), "mean": ("subsample", "zero")}
@@ -181,14 +202,16 @@ def _design_rows(X, q, fit_intercept):
     return blocks
 
 
-def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, errors=False):
+def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, errors=False, rows=False):
     """Approximate leave-one-out risk ``sum_i w_i L(y_i, eta_{-i})`` of a MAP fit.
 
     ``precision`` is the prior precision of the objective (matrix), ``D`` the optional
     cross-fitted shifts of the prior mean (rows x coefficients).  ``errors=True`` (a
     classifier with labels in {-1, +1}): the weighted number of leave-one-out misclassifications
     divided by the mean weight, plus ``r / (1 + r)`` with ``r`` the risk per unit weight (a
-    tie-break below one error).
+    tie-break below one error).  ``rows=True`` also the loss of every
+    row, ``(risk, w_i L(y_i, eta_{-i}))`` (with ``errors``: the weighted misclassification
+    indicators in units of the mean weight).
     """
     N, d = X.shape
     q = loss.n_outputs
@@ -217,10 +240,14 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
         W = h[:, 0]
         denom = np.maximum(1.0 - W * J, 1e-12)
         eta_loo = eta[:, 0] + J * g[:, 0] / denom + shift[:, 0]
+        if rows and not errors:
+            v = loss.values(y, eta_loo[:, None], w)
+            return float(np.sum(v)), v
         r = loss.value(y, eta_loo[:, None], w)
         if errors:  # in units of the mean weight, so that a weights' scale changes nothing
             rbar = r / float(w.sum())
-            return float(w @ (y * eta_loo <= 0)) / float(np.mean(w)) + rbar / (1.0 + rbar)
+            val = float(w @ (y * eta_loo <= 0)) / float(np.mean(w)) + rbar / (1.0 + rbar)
+            return (val, w * (y * eta_loo <= 0) / float(np.mean(w))) if rows else val
         return r
     J = np.empty((N, q, q))
     for a, ca in enumerate(blocks):
@@ -231,18 +258,58 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
     M = np.eye(q)[None, :, :] - Wm @ J
     u = np.linalg.solve(M, g[:, :, None])[:, :, 0]
     eta_loo = eta + np.einsum("iab,ib->ia", J, u) + shift
+    if rows:
+        v = loss.values(y, eta_loo, w)
+        return float(np.sum(v)), v
     return loss.value(y, eta_loo, w)
 
 
+def _one_se(risk, cache, state, t_min, k):
+    """The strongest prior (smallest ``log10 tau``) whose leave-one-out risk is within ``k``
+    standard errors of the minimum's, the standard error that of the sum of the paired row
+    differences, ``sqrt(N) sd_i(L_i(tau) - L_i(tau_min))``; the boundary located to 1/8 decade
+    by bisection between the cached points.  Returns its ``log10 tau`` (a key of ``cache``)."""
+    v0, _, r0 = cache[t_min]
+    n = r0.size
+
+    def within(t):
+        v, _, r = cache[t]
+        if not np.isfinite(v):
+            return False
+        d = r - r0
+        return v - v0 <= k * np.sqrt(n) * float(np.std(d, ddof=1)) if n > 1 else v <= v0
+
+    below = sorted(t for t in cache if t < t_min)
+    ok = [t for t in below if within(t)]
+    pick = min(ok) if ok else t_min
+    # bisect between the strongest point within and the nearest stronger point outside
+    outside = [t for t in below if t < pick]
+    if outside:
+        a, b = max(outside), pick
+        state["coef"], state["intercept"] = cache[b][1].coef, cache[b][1].intercept
+        for _ in range(3):
+            mid = 0.5 * (a + b)
+            risk(mid)
+            a, b = (a, mid) if within(mid) else (mid, b)
+        pick = b
+    return pick
+
+
 def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init,
-               use_subsamples=True, wbar=1.0):
+               use_subsamples=True, wbar=1.0, se_rule=None):
     """The prior of a GLM (logistic, multinomial, Poisson, squared hinge) by ALO along ``log tau``.
 
     The prior precision in the objective (whose data term carries the weights ``w``) is
     ``wbar Sigma^-1 / tau``, ``wbar`` the mean weight, so a constant factor on the weights
-    changes nothing.  Returns a dict with ``mean``, ``shape``, ``tau``, ``risk`` and the names
-    of the chosen candidates, plus the MAP fit at the chosen prior (``coef``, ``intercept``)."""
+    changes nothing.  The candidate (shape, mean) with the smallest leave-one-out risk is kept;
+    its ``tau`` is then the strongest prior within ``se_rule`` standard errors of the minimum
+    (default :data:`_SE_RULE`; 0 keeps the minimiser; not for the SVMs, whose criterion is an
+    error count).  Returns a dict with ``mean``, ``shape``, ``tau``, ``risk`` (at ``tau``),
+    ``loo_min_tau`` (the minimiser) and the names of the chosen candidates, plus the MAP fit at
+    the chosen prior (``coef``, ``intercept``)."""
     N = X.shape[0]
+    svm = isinstance(loss, (SquaredHingeLoss, HingeLoss))
+    se_rule = (_SE_RULE_SVM if svm else _SE_RULE) if se_rule is None else float(se_rule)
     D = _loo_means(coefs, indices, N)
     means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
              if c[0] in _CANDIDATES["mean"] and (use_subsamples or c[0] == "zero")]
@@ -254,18 +321,21 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
             state = {"coef": mean, "intercept": intercept_init}
             cache = {}
 
-            def risk(log10_tau):
+            def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv):
                 P = wbar * Sinv / 10.0 ** log10_tau  # tau per mean unit of weight
                 res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
                               fit_intercept=fit_intercept, coef_init=state["coef"],
                               intercept_init=state["intercept"], tol=tol, max_iter=max_iter)
                 state["coef"], state["intercept"] = res.coef, res.intercept
-                # the SVMs: leave-one-out misclassifications, the squared hinge risk as tie-break
-                val = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm,
-                               errors=isinstance(loss, (SquaredHingeLoss, HingeLoss)))
+                if svm and _SVM_CRITERION == "errors":
+                    # leave-one-out misclassifications, the squared hinge risk as tie-break
+                    val, rows = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm,
+                                         errors=True, rows=True)
+                else:
+                    val, rows = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm, rows=True)
                 if not np.isfinite(val):
                     val = np.inf
-                cache[log10_tau] = (val, res)
+                cache[log10_tau] = (val, res, rows)
                 return val
 
             # coarse grid from strong to weak prior (warm starts), then a local bounded search
@@ -277,8 +347,15 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
             state["coef"], state["intercept"] = cache[grid[j]][1].coef, cache[grid[j]][1].intercept
             optimize.minimize_scalar(risk, bounds=(a, b), method="bounded", options=dict(xatol=0.15))
             t = min(cache, key=lambda key: cache[key][0])
-            val, res = cache[t]
+            val, res, _ = cache[t]
             if best is None or val < best["risk"]:
                 best = dict(risk=float(val), tau=10.0 ** t, shape=S, mean=mean, shape_name=sname, mean_name=mname,
-                            coef=res.coef, intercept=res.intercept, boundary=t in (lo, hi))
+                            coef=res.coef, intercept=res.intercept, boundary=t in (lo, hi), loo_min_tau=10.0 ** t,
+                            _search=(risk, cache, state, t))
+    risk, cache, state, t = best.pop("_search")
+    if se_rule > 0:
+        t = _one_se(risk, cache, state, t, se_rule)
+        val, res, _ = cache[t]
+        best.update(risk=float(val), tau=10.0 ** t, coef=res.coef, intercept=res.intercept,
+                    boundary=t in _LOG10_TAU)
     return best
