@@ -147,3 +147,72 @@ def test_coverage_small_n(law, n):
     """n = 100: measured 0.929 (normal, below the band: the loss's choice is noise here) and 0.940 (t3), 600 fits."""
     cov, r_eff = _coverage(law, n, 300)
     assert abs(cov - 0.94) <= 0.02 + 3 * np.sqrt(0.95 * 0.05 / r_eff), cov
+
+
+class _Identity:  # identity units for parameter_covariance
+    y_scale, x_scale, x_offset = 1.0, np.ones(3), np.zeros(3)
+
+
+def test_subsample_covariance_with_all_rows_is_the_all_row_covariance():
+    """``rows`` listing every row reproduces the all-row sandwich exactly (the scaling factor is 1)."""
+    X, y = _data(200, "t3", 3)
+    Xa = np.column_stack([X, np.ones(len(y))])
+    r = y - Xa @ np.linalg.lstsq(Xa, y, rcond=None)[0]
+    full, dof = parameter_covariance(Xa, r, np.ones(len(y)), 1.0, LeastSquares(), _Identity, True)
+    sub, dof_sub = parameter_covariance(Xa, r, np.ones(len(y)), 1.0, LeastSquares(), _Identity, True,
+                                        rows=np.arange(len(y)))  # fmt: skip
+    np.testing.assert_allclose(sub, full, rtol=1e-12)
+    assert dof_sub == dof
+
+
+def test_subsample_covariance_estimates_the_all_row_covariance():
+    """Above 20000 rows the sandwich is averaged over a 10^4-row subsample and scaled to all rows.
+
+    Least squares, x ~ N(0, 1), e ~ N(0, 1) (leverages ~ 2e-4, negligible): a diagonal entry of B is
+    a sum of e^2 x^2, of relative sd sqrt(E e^4 E x^4 - 1) / sqrt(m) = sqrt(8 / m).  The half
+    subsample (10^4 of 2 x 10^4 rows, nested) differs from all rows by sd sqrt(8) sqrt(1/10^4 -
+    1/(2 x 10^4)) = 0.020; 5 sd = 0.1 bounds the ratio of the slopes' variances, where a missing
+    or doubled row factor gives 2 or 0.5.
+    """
+    rng = np.random.default_rng(11)
+    n = 20000
+    X = rng.normal(size=(n, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.normal(size=n)
+    Xa = np.column_stack([X, np.ones(n)])
+    r = y - Xa @ np.linalg.lstsq(Xa, y, rcond=None)[0]
+    full, dof = parameter_covariance(Xa, r, np.ones(n), 1.0, LeastSquares(), _Identity, True)
+    rows = np.sort(rng.choice(n, n // 2, replace=False))
+    sub, dof_sub = parameter_covariance(Xa, r, np.ones(n), 1.0, LeastSquares(), _Identity, True, rows=rows)
+    np.testing.assert_allclose(np.diag(sub)[:3] / np.diag(full)[:3], 1.0, atol=0.1)
+    assert dof_sub == dof == n - 4
+
+
+def test_large_n_covariance_from_the_subsample_matches_the_all_row_sandwich():
+    """The estimator above 20000 rows: ``coef_covariance_`` (sandwich averaged over the 10^4-row subsample)
+    against the all-row sandwich of the same loss at the same residuals.  A diagonal entry of ``B``
+    (``A``) averaged over ``m`` of ``n`` rows has relative sd ``cv sqrt(1/m - 1/n)``, ``cv`` the
+    coefficient of variation of ``psi^2 x_j^2`` (``psi' x_j^2``), measured here on all rows; the
+    variance ``A^-1 B A^-1`` moves by at most ``sd_B + 2 sd_A`` to first order; 5 times that bounds it."""
+    from sklearn_bayes.linear_model._mixture._norms import Cauchy, HuberT, TukeyBiweight
+
+    rng = np.random.default_rng(5)
+    n, m = 25000, 10000
+    X = rng.normal(size=(n, 2))
+    y = 1 + X @ [1.0, 2.0] + rng.standard_t(3, size=n)
+    reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    name, c = reg.selected_loss_.split("(c=")  # t3 at 25000 rows: a robust loss with a constant
+    norm = {"huber": HuberT, "tukey": TukeyBiweight, "cauchy": Cauchy}[name](float(c.rstrip(")")))
+    Xa = np.column_stack([X, np.ones(n)])
+    r = y - Xa @ np.append(reg.coef_, reg.intercept_)
+
+    class St:
+        y_scale, x_scale, x_offset = 1.0, np.ones(2), np.zeros(2)
+
+    full, _ = parameter_covariance(Xa, r, np.ones(n), reg.selected_scale_, norm, St, True,
+                                   flagged=reg.outlier_mask_)  # fmt: skip
+    _, psi, dpsi = norm.psi_terms(r / reg.selected_scale_)
+    f = np.sqrt(1 / m - 1 / n)
+    for j in range(2):
+        b, a = psi**2 * Xa[:, j] ** 2, dpsi * Xa[:, j] ** 2
+        bound = 5 * f * (b.std() / b.mean() + 2 * a.std() / a.mean())
+        assert abs(reg.coef_covariance_[j, j] / full[j, j] - 1) <= bound

@@ -30,7 +30,7 @@ __all__ = ["MixtureMEstimatorRegressor"]
 _MAD_TO_SD = _min_variance._MAD_TO_SD  # 1 / Phi^{-1}(3/4), one definition
 _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsample of this size
 _SCALE_FLOOR = 1e-9  # scales stay above this fraction of the robust scale of y (exact fits)
-_POLISH_TOL = 1e-6  # IRLS tolerance of the all-rows polish after a subsample fit (standardised units)
+_POLISH_TOL = 1e-6  # tolerance of the all-rows polish (Newton steps) after a subsample fit (standardised units)
 
 
 # --------------------------------------------------------------------------------------
@@ -342,8 +342,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     with the leverages :math:`h_i = w_i \\psi'(u_i) x_i^\\top A^{-1} x_i` (HC3 of
     MacKinnon and White; for least squares exactly the textbook HC3), the weights rescaled
     to mean one (multiplying them all by a constant changes nothing; integer weights are
-    not read as repeated rows).  ``variant="paper"``: the inverse outer product of the
-    mixture likelihood's scores, :math:`(\\sum_i w_i \\psi(r_i)^2 x_i x_i^\\top)^{-1}`,
+    not read as repeated rows); above 20000 rows summed over the fit's 10^4-row subsample,
+    scaled to all rows (1 % relative error).  ``variant="paper"``: the inverse outer product
+    of the mixture likelihood's scores, :math:`(\\sum_i w_i \\psi(r_i)^2 x_i x_i^\\top)^{-1}`,
     :math:`\\psi = -(\\log p)'` at the fitted weights and scales (held fixed; the Laplace
     score's derivative is a spike at 0, so the sandwich's ``A`` is not usable there).
     :meth:`conf_int` is Wald with Student-t quantiles on ``df_resid_`` degrees of freedom.
@@ -520,7 +521,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                 ConvergenceWarning,
             )
         self._store(best, loss, prob, st, comps, X, y, sw, tiny, W)
-        self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit)
+        self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit, sub)
         return self
 
     def _check_rows(self, y, pos, p):
@@ -651,26 +652,21 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         if full is not None:  # describe on the subsample first: the all-rows EM is then a short polish
             warm = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, None)
             a0, scales0 = warm.a, warm.scales
-            # from the subsample's fit, whose error is ~1 / sqrt(10^4) in these units: stopping at moves of
-            # 1e-6 (1 + max |theta|), far inside the all-rows standard error (n > 2 x 10^4), saves half the
-            # all-rows IRLS steps of the default 1e-8 (the largest cost of a fit at 10^5 x 20)
-            # Newton steps with the subsample's psi'-weighted Gram scaled to all rows (no all-rows Gram
-            # matrix: each step costs two products with the design; same root as IRLS, within the tolerance)
-            A = _min_variance.psi_curvature(prob.Xa, prob.y - prob.Xa @ theta, prob.sw, scale, norm)
-            A *= float(full[2].sum()) / float(prob.sw.sum())
-            theta, _ = _min_variance.newton_polish(*full, theta, scale, norm, A, wls, tol=_POLISH_TOL)
+            # Newton steps from the subsample's fit to moves of 1e-6 (1 + max |theta|), inside the all-row SE
+            theta = _min_variance.polish_from_subsample(prob, full, theta, scale, norm, wls, _POLISH_TOL)
             prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
                             prior_strength=prob.prior_strength)  # fmt: skip
         W = norm.weights((prob.y - prob.Xa @ theta) / scale) / (scale * scale)
         best = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, a=a0)
         return best, norm, prob, scale, flag_fit
 
-    def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y, flag_fit=None):
+    def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y, flag_fit=None, sub=None):
         """``coef_covariance_`` (and the intercept's row), ``selected_scale_`` and ``outlier_mask_``.
 
         The sandwich of the fitted estimating equation at the final residuals of the rows fitted
         (all rows): the selected loss at its fixed scale (``"min_variance"``), or the inverse
         outer product of the mixture likelihood's scores (``"paper"``, :class:`MixtureScore`).
+        ``sub``: the subsample (above 20000 rows) the ``"min_variance"`` sandwich is summed over.
         """
         d = X.shape[1]
         self.selected_scale_ = None if loss is None else float(loss_scale * st.y_scale)
@@ -694,7 +690,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             norm, scale = loss, loss_scale
             flagged = self.outlier_mask_ if len(self.outlier_mask_) == len(best.residuals) else None
         cov, self.df_resid_ = _inference.parameter_covariance(prob.Xa, best.residuals, prob.sw, scale, norm, st,
-                                                              self.fit_intercept, flagged=flagged)  # fmt: skip
+                                                              self.fit_intercept, flagged=flagged,
+                                                              rows=None if loss is None else sub)  # fmt: skip
         self.coef_covariance_ = cov[:d, :d]
         self._params_covariance = cov
 

@@ -91,7 +91,7 @@ def leverages(Xa, r, sw, scale, norm, return_A=False):
 LEVERAGE_POWER = 2.0
 
 
-def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None):
+def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None):
     """Sandwich covariance of ``(coef, intercept)`` in the data's units, shape ``(d + 1, d + 1)`` (intercept last).
 
     ``Xa``, ``r``, ``scale`` are in standardised units (``r = y - Xa @ theta``); the weights
@@ -102,6 +102,13 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     are 0.  Returns ``(cov, dof)`` with ``dof = m - p``; ``cov`` is all NaN if ``A`` is not
     positive definite.  ``flagged``: rows whose negative ``psi'`` is clipped at 0
     (:class:`FlaggedCurvatureClipped`).
+
+    ``rows``: indices of a uniform random subsample of the positive-weight rows standing for all of
+    them (above 20000 rows: the estimator's 10^4-row subsample).  ``A``, ``B`` and the leverages are
+    then averaged over these rows and scaled to all ``m`` (``A`` and ``B`` grow in proportion to the
+    rows, the leverages shrink: the covariance of ``m_sub`` rows times ``m_sub / m``); their
+    relative sampling error, about ``1 / sqrt(m_sub)`` (1 % at 10^4 rows), is the price of a
+    third of the all-row products.  ``dof`` and the identified columns are those of all rows.
     """
     pos = sw > 0
     m = int(pos.sum())
@@ -109,6 +116,13 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     keep = np.flatnonzero(np.any((Xa if m == len(sw) else Xa[pos]) != 0, axis=0))  # no row copy if all rows count
     p = len(keep)
     dof = max(m - p, 1)
+    small = m / dof  # without leverages: the small-sample factor m / (m - p) of all rows
+    factor = 1.0
+    if rows is not None:  # the sandwich of the subsample, scaled to all rows
+        Xa, r, sw = Xa[rows], r[rows], sw[rows]
+        flagged = None if flagged is None else np.asarray(flagged)[rows]
+        m_all, m = m, int(np.count_nonzero(sw > 0))
+        factor = m / m_all
     out = np.full((d + 1, d + 1), np.nan)
     if not fit_intercept:
         out[d, :] = out[:, d] = 0.0
@@ -119,12 +133,12 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     A = None
     if power:
         h, A = leverages(Xk, r, sw, scale, norm, return_A=True)
-        norm = LeverageAdjusted(norm, h, power)  # the same psi', so the same A
+        norm = LeverageAdjusted(norm, h * factor, power)  # the same psi', so the same A
     V = sandwich_core(Xk, r, sw, scale, norm, A=A)
     if V is None:
         return out, dof
-    small = 1.0 if power else m / dof  # small-sample factor: the leverages, else m / (m - p)
-    V = V * (scale * scale * float(sw.sum()) / m * small)  # weights of mean 1
+    small = 1.0 if power else small  # small-sample factor: the leverages, else m / (m - p)
+    V = V * (scale * scale * float(sw.sum()) / m * small * factor)  # weights of mean 1
     # Jacobian of (coef, intercept) in the data's units with respect to the kept standardised parameters
     kept_x = keep[keep < d]
     J = np.zeros((d + 1, p))

@@ -40,7 +40,7 @@ from scipy import optimize, special, stats
 
 from sklearn_bayes.linear_model._mixture._lts_start import lts_candidates, weighted_median, wls
 from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
-from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD, irls, residual_scale
+from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD, _ranks, irls, residual_scale
 
 __all__ = ["deterministic_starts", "m_scale", "s_starts", "x_central_rows"]
 
@@ -129,18 +129,6 @@ def _i_steps(Xa, y, sw, theta, scale, n_steps, tol=_S_TOL):
         if done:
             break
     return theta, m_scale(y - Xa @ theta, sw)
-
-
-def _ranks(Z):
-    """Column ranks 1..n (average ranks of ties, as ``scipy.stats.rankdata``), by one argsort."""
-    n = Z.shape[0]
-    order = np.argsort(Z, axis=0, kind="stable")
-    R = np.empty(Z.shape)
-    np.put_along_axis(R, order, np.arange(1.0, n + 1.0)[:, None], axis=0)
-    srt = np.take_along_axis(Z, order, axis=0)
-    for j in np.flatnonzero(np.any(srt[1:] == srt[:-1], axis=0)):  # columns with ties
-        R[:, j] = stats.rankdata(Z[:, j])
-    return R
 
 
 def deterministic_starts(Xa, y, sw):

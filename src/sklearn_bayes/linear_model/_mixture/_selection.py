@@ -88,6 +88,17 @@ def newton_polish(Xa, y, sw, theta, scale, norm, A, wls, tol=1e-8, max_iter=50):
     return theta, max_iter
 
 
+def polish_from_subsample(sub, full, theta, scale, norm, wls, tol):
+    """The all-row root of the ``norm`` M-estimate near ``theta``, its fit on the subsample ``sub``.
+
+    ``sub`` has ``Xa``, ``y``, ``sw`` of the subsample; ``full`` is ``(Xa, y, sw)`` of all rows.
+    :func:`newton_polish` with the subsample's ``psi'``-weighted Gram at ``theta`` scaled by
+    the ratio of the total weights (no all-row Gram matrix)."""
+    A = psi_curvature(sub.Xa, sub.y - sub.Xa @ theta, sub.sw, scale, norm)
+    A *= float(full[2].sum()) / float(sub.sw.sum())
+    return newton_polish(*full, theta, scale, norm, A, wls, tol=tol)[0]
+
+
 def psi_curvature(Xa, r, sw, scale, norm):
     """``A = sum_i w_i psi'(r_i / s) x_i x_i^T``."""
     dpsi = norm.psi_terms(r / scale)[2]
@@ -142,6 +153,18 @@ def residual_scale(r, sw, p, weighted_median):
     return _MAD_TO_SD * weighted_median(np.abs(r), sw) * math.sqrt(n_eff / max(n_eff - p, 1.0))
 
 
+def _ranks(Z):
+    """Column ranks 1..n (average ranks of ties, as ``scipy.stats.rankdata``), by one argsort."""
+    n = Z.shape[0]
+    order = np.argsort(Z, axis=0, kind="stable")
+    R = np.empty(Z.shape)
+    np.put_along_axis(R, order, np.arange(1.0, n + 1.0)[:, None], axis=0)
+    srt = np.take_along_axis(Z, order, axis=0)
+    for j in np.flatnonzero(np.any(srt[1:] == srt[:-1], axis=0)):  # columns with ties
+        R[:, j] = stats.rankdata(Z[:, j])
+    return R
+
+
 def _centred_ranks(v):
     """Average ranks of ``v`` minus their mean (ties share a rank)."""
     rk = stats.rankdata(v)
@@ -171,7 +194,8 @@ def mean_misspecification(Xa, y, r, sw, scale, slopes, cutoff=4.685, max_rows=20
         return 0.0, 0, 1.0
     yhat = y[keep] - r[keep]
     cols = [(yhat - np.median(yhat)) ** 2] + [(Xa[keep, j] - np.median(Xa[keep, j])) ** 2 for j in slopes]
-    G = np.column_stack([_centred_ranks(g) for g in cols])
+    G = _ranks(np.column_stack(cols))  # the columns' average ranks in one argsort
+    G -= G.mean(axis=0)
     norms = np.sqrt(np.einsum("ij,ij->j", G, G))
     G = G[:, norms > 0] / norms[norms > 0]
     if G.shape[1] == 0:
