@@ -176,17 +176,17 @@ def cauchy_root(const double[::1] r, const double[::1] c, double u0, double prio
     cdef Py_ssize_t n = r.shape[0], i, it
     cdef double k2 = 2.0 * strength, s02 = prior_scale * prior_scale if strength > 0 else 0.0
     cdef double lo, hi, lim, u, g, dg, step, unew, r2min = INFINITY, r2max = 0.0, wz = 0.0, wnz = 0.0
-    for i in range(n):
-        if c[i] > 0.0:
-            if r[i] == 0.0:
-                wz += c[i]
-            else:
-                wnz += c[i]
-                if r[i] * r[i] < r2min:
-                    r2min = r[i] * r[i]
-                if r[i] * r[i] > r2max:
-                    r2max = r[i] * r[i]
-    if strength == 0.0:
+    if strength == 0.0:  # (with a prior the root always exists: no pass needed)
+        for i in range(n):
+            if c[i] > 0.0:
+                if r[i] == 0.0:
+                    wz += c[i]
+                else:
+                    wnz += c[i]
+                    if r[i] * r[i] < r2min:
+                        r2min = r[i] * r[i]
+                    if r[i] * r[i] > r2max:
+                        r2max = r[i] * r[i]
         if wnz <= wz:
             return 0.0
         if r2min == r2max and wz == 0.0:
