@@ -7,7 +7,8 @@ Tuning GLM penalties by subsampling instead of cross-validation
 :class:`sklearn_bayes.SubsampledPriorPoissonRegressor` fit the model on small random
 subsamples, take the mean and covariance of those fits as candidate prior mean and shape
 (next to 0 and the identity), choose the prior -- and its scale -- by an approximate
-leave-one-out risk, and return the MAP fit on all the data: no grid of refits.
+leave-one-out risk (the strongest prior within half a standard error of its minimum), and
+return the MAP fit on all the data: no grid of refits.
 ``prior_scale='paper'`` is the dissertation's Algorithm 1 (unregularised subsample fits,
 their covariance as the prior at scale 1).  Here they are compared with 10-fold
 cross-validated grid searches
