@@ -49,8 +49,8 @@ NOISED = {
     "row_norm_clipper": set(),
     "sketch_pan_private": {"table_"},  # the counts plus the pan-private start noise of scale d/eps
     "sketch": set(),  # table_ holds the exact counts: not noised (see XFAIL)
-    "ldp": {"theta_", "subset_sizes_"},  # functions of the users' eps-LDP responses
-    "ldp_categories_from_data": {"theta_", "subset_sizes_"},
+    "ldp": {"theta_", "subset_sizes_", "convergence_"},  # functions of the users' eps-LDP responses
+    "ldp_categories_from_data": {"theta_", "subset_sizes_", "convergence_"},
 }
 #: random ids drawn by fit (uuid4): independent of the data, different at every fit
 IDS = {
