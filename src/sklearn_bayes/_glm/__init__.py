@@ -1,7 +1,7 @@
 """The GLM kernel shared by both wings (a private sub-package with this façade).
 
-``_map`` holds the loss objects (one small class per loss: squared, logistic, multinomial,
-squared hinge, hinge, Poisson), the Gaussian prior and the damped-Newton MAP solver
+``_losses`` holds the loss objects (one small class per loss: squared, logistic, multinomial,
+squared hinge, hinge, Poisson); ``_map`` the Gaussian prior and the damped-Newton MAP solver
 :func:`fit_map`; ``_base`` the data validation, the standardisation of columns and the
 :class:`LinearPredictorMixin` of the linear estimators.  Used by ``linear_model`` and
 ``privacy._linear``; it imports neither.  See the layout in doc/user_guide/conventions.rst.
