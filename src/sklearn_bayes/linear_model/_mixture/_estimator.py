@@ -97,9 +97,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         maximum likelihood (EM).  ``"min_variance"``: an adaptive
         M-estimator -- least squares, Huber (c = 1, 1.345, 2, 3), Tukey
         biweight (c = 3.44, 4.685, 6) and Cauchy (c = 1, 1.5) losses, all
-        with one fixed robust scale ``s`` (of the MM fit from the high-breakdown
-        start, Tukey 4.685 at the S-scale: the larger of that M-scale and 1.4826 MAD
-        of its residuals times ``sqrt(n / (n - p))``); the loss with the smallest estimated slope
+        with one fixed robust scale ``s`` (1.4826 MAD of the residuals of a
+        Tukey (4.685) MM step from the high-breakdown start, times
+        ``sqrt(n / (n - p))``); the loss with the smallest estimated slope
         variance (trace of the sandwich ``s^2 A^-1 B A^-1``, ``A = sum
         psi'(u_i) x_i x_i^T``, ``B = sum psi(u_i)^2 x_i x_i^T``, at the MM
         residuals ``u = r / s``) is fitted by IRLS from the MM fit
@@ -250,7 +250,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     Notes
     -----
     Default (``variant="min_variance"``): an adaptive M-estimator.  From the
-    high-breakdown start (``init``), the MM fit of ``lmrob`` (``mm_coef_``) gives common
+    high-breakdown start (``init``), one Tukey (4.685) IRLS step at the start's scale gives common
     residuals ``r`` and the scale ``s``; each loss of the family (least squares,
     Huber, Tukey, Cauchy with several constants) gets its slope sandwich
     covariance ``s^2 A^-1 B A^-1`` estimated at ``r``, and the loss with the
