@@ -267,3 +267,24 @@ def test_newton_polish_falls_back_to_irls_without_a_positive_definite_matrix():
     expected = mv.irls(Xa, y, sw, th0, 1.0, norm, _wls, tol=1e-8)[0]
     got = mv.newton_polish(Xa, y, sw, th0, 1.0, norm, -np.eye(4), _wls, tol=1e-8)[0]
     np.testing.assert_array_equal(got, expected)
+
+
+def test_lmrob_common_fit_option_takes_the_variances_at_the_given_mm_fit(monkeypatch):
+    """``COMMON_FIT = "lmrob"`` (round 2's option, not the default): the variances are those of the given
+    MM fit's residuals at its scale, and the selected loss is fitted from it."""
+    from sklearn_bayes.linear_model._mixture._lts_start import weighted_median
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 2))
+    y = X @ [1.0, -1.0] + rng.standard_t(3, size=200)
+    Xa, sw = np.column_stack([X, np.ones(200)]), np.ones(200)
+    theta_mm = mv.irls(Xa, y, sw, np.zeros(3), 1.3, TukeyBiweight(4.685), _wls)[0]
+    monkeypatch.setattr(mv, "COMMON_FIT", "lmrob")
+    out = mv.select(Xa, y, sw, np.zeros(3), 1.0, _wls, weighted_median, 1e-12, np.arange(2), mm=(theta_mm, 1.3))
+    assert np.array_equal(out["theta_mm"], theta_mm)
+    r = y - Xa @ theta_mm
+    for norm, v in out["variances"].items():
+        assert v == mv.sandwich_variance(Xa, r, sw, 1.3, norm, np.arange(2))
+    monkeypatch.setattr(mv, "COMMON_FIT", "mad")
+    old = mv.select(Xa, y, sw, np.zeros(3), 1.0, _wls, weighted_median, 1e-12, np.arange(2), mm=(theta_mm, 1.3))
+    assert not np.array_equal(old["theta_mm"], theta_mm)  # the default fits its own MM step at scale0 = 1
