@@ -90,18 +90,7 @@ def m_scale(r, sw):
         if _mean_rho(a, sw, wt, lo) > B_HALF:
             break
     hi = lo * 2.0  # the last value with mean rho <= b
-    # the same function as _mean_rho(a, sw, wt, s) - b with (a / c)^2 computed once: rho = 1 - (1 - t)^3,
-    # t = min((a / c)^2 / s^2, 1), so mean rho - b = (1 - b) - sum_i sw_i (1 - t_i)^3 / wt
-    a2 = (a / C_BISQUARE) ** 2
-    buf = np.empty_like(a2)
-
-    def excess(s):
-        np.multiply(a2, 1.0 / (s * s), out=buf)
-        np.minimum(buf, 1.0, out=buf)
-        np.subtract(1.0, buf, out=buf)
-        return (1.0 - B_HALF) - float(sw @ (buf * buf * buf)) / wt
-
-    return optimize.brentq(excess, lo, hi, xtol=1e-300, rtol=1e-12)
+    return optimize.brentq(lambda s: _mean_rho(a, sw, wt, s) - B_HALF, lo, hi, xtol=1e-300, rtol=1e-12)
 
 
 def _i_steps(Xa, y, sw, theta, scale, n_steps, tol=_S_TOL):
