@@ -6,6 +6,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
+from sklearn_bayes.privacy._ldp._posterior import hybrid_chain, hybrid_draws
+from sklearn_bayes.privacy._ldp._samplers import ADAPT_BURN, ADAPT_ESS_TARGET, ADAPT_MIN_KEEP, adaptive_exact_draws
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning")
 
@@ -48,14 +50,125 @@ def test_constant_columns_are_ignored():
 
 def test_fitted_estimator_reports_and_warns():
     X = np.random.default_rng(4).choice(5, size=3000, p=[0.5, 0.2, 0.15, 0.1, 0.05]).reshape(-1, 1)
-    short = AdaptiveLDPFrequencyEstimator(n_categories=5, epsilon=0.5, n_final_steps=16,
+    short = AdaptiveLDPFrequencyEstimator(n_categories=5, epsilon=0.5, n_final_steps=8,
                                           random_state=np.random.default_rng(5)).fit(X)
     with pytest.warns(ConvergenceWarning, match="n_final_steps"):
         short.theta_
     d = short.convergence_
-    assert d["n_draws"] == 8 and not (d["rhat"] <= RHAT_MAX and d["ess"] >= ESS_MIN)
+    # at most 4 * 8 iterations: 16 burn-in, 16 kept
+    assert d["n_draws"] == 16 and not (d["rhat"] <= RHAT_MAX and d["ess"] >= ESS_MIN)
     long = AdaptiveLDPFrequencyEstimator(n_categories=5, epsilon=2.0, n_final_steps=4000,
                                          random_state=np.random.default_rng(5)).fit(X)
     long.theta_
     d = long.convergence_
-    assert d["n_draws"] == 2000 and d["rhat"] <= RHAT_MAX and d["ess"] >= ESS_MIN
+    assert ADAPT_MIN_KEEP <= d["n_draws"] <= 4 * 4000 - ADAPT_BURN
+    assert d["rhat"] <= RHAT_MAX and d["ess"] >= ESS_MIN
+
+
+def _groups(K=5, eps=2.0, n=3000, seed=4):
+    X = np.random.default_rng(seed).choice(K, size=n, p=np.arange(1, K + 1) / (K * (K + 1) / 2)).reshape(-1, 1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=np.random.default_rng(seed + 1))
+    return est.fit(X)._chain.exact_groups(eps)
+
+
+def test_the_chain_generator_is_the_fixed_length_sampler():
+    """hybrid_chain yields, iteration by iteration, the draws of hybrid_draws (same random numbers)."""
+    g = _groups()
+    fixed, rhos = hybrid_draws(g, 30, 20, np.random.default_rng(1))
+    chain = hybrid_chain(g, 20, np.random.default_rng(1))
+    steps = [next(chain) for _ in range(50)][20:]
+    np.testing.assert_array_equal(fixed, np.array([t for t, _ in steps]))
+    np.testing.assert_array_equal(rhos, np.array([r for _, r in steps]))
+
+
+def test_adaptive_draws_stop_at_the_first_passing_check():
+    """The chain stops at the first check (200, 300, 400, 500, 625, ... draws) whose diagnostics
+    pass (R-hat <= 1.05, ESS >= 200); the diagnostics returned are those of the draws returned."""
+    draws, diag = adaptive_exact_draws(_groups(eps=4.0), "hierarchical", 8000, np.random.default_rng(2))
+    n = draws.shape[0]
+    assert diag == chain_diagnostics(draws) and diag["n_draws"] == n
+    assert diag["rhat"] <= RHAT_MAX and diag["ess"] >= ADAPT_ESS_TARGET
+    checks = [ADAPT_MIN_KEEP]
+    while checks[-1] < n:
+        checks.append(checks[-1] + max(100, checks[-1] // 4))
+    assert checks[-1] == n
+    for c in checks[:-1]:  # the earlier checks, on the same chain's prefixes, failed
+        d = chain_diagnostics(draws[:c])
+        assert not (d["rhat"] <= RHAT_MAX and d["ess"] >= ADAPT_ESS_TARGET)
+
+
+def test_adaptive_draws_extend_until_the_checks_pass_or_stop_at_the_bound(monkeypatch):
+    """With diagnostics that fail until 500 draws the chain is extended (200, 300, 400, 500 draws);
+    when they always fail it stops at the bound, or earlier when the ESS extrapolated to the bound
+    stays below the target."""
+    from sklearn_bayes.privacy._ldp import _samplers
+
+    g = _groups()
+    seen = []
+
+    def fake(draws, n_segments=4):
+        n = len(draws)
+        seen.append(n)
+        ess = ADAPT_ESS_TARGET if n >= 500 else ADAPT_ESS_TARGET - 1
+        return dict(method="mcmc", rhat=1.0, ess=ess, n_draws=n, n_segments=4)
+
+    monkeypatch.setattr(_samplers, "chain_diagnostics", fake)
+    draws, _ = adaptive_exact_draws(g, "hierarchical", 8000, np.random.default_rng(2))
+    assert seen == [200, 300, 400, 500] and draws.shape[0] == 500
+    # always failing, ESS growing with n: extended to the bound (600 iterations: 200 burn-in, 400 kept)
+    monkeypatch.setattr(_samplers, "chain_diagnostics",
+                        lambda d, n_segments=4: dict(method="mcmc", rhat=1.2, ess=1.0 * len(d), n_draws=len(d)))
+    assert adaptive_exact_draws(g, "hierarchical", 600, np.random.default_rng(2))[0].shape[0] == 400
+    # ESS fixed at 4 (20) whatever n: 4 * 7800 / 400 = 78 < 200 stops at the first chance, 400 draws;
+    # 20 * 7800 / n < 200 first at n = 781 (checks 200, 300, 400, 500, 625, 781)
+    for ess, stop in ((4.0, 400), (20.0, 781)):
+        monkeypatch.setattr(_samplers, "chain_diagnostics",
+                            lambda d, n_segments=4, e=ess: dict(method="mcmc", rhat=1.2, ess=e, n_draws=len(d)))
+        assert adaptive_exact_draws(g, "hierarchical", 8000, np.random.default_rng(2))[0].shape[0] == stop
+
+
+def test_coordinate_jumps_leave_the_posterior_invariant():
+    """Only the coordinate jumps (independence proposals from the prior), K = 3, Dir(1) prior: the
+    posterior mean by quadrature on a fine simplex grid, within 5 Monte Carlo standard errors (ESS
+    from the chain's own autocorrelations)."""
+    from sklearn_bayes.privacy._ldp._posterior import _coordinate_jumps, _mala_form
+    from sklearn_bayes._fast._ldp_mala import mala_logpost
+
+    g = _groups(K=3, eps=1.0, n=40, seed=8)
+    L = g.likelihood_rows()
+    m = 400
+    a, b = np.meshgrid((np.arange(m) + 0.5) / m, (np.arange(m) + 0.5) / m, indexing="ij")
+    keep = a + b < 1
+    T = np.stack([a[keep], b[keep], 1 - a[keep] - b[keep]], axis=1)
+    logw = np.log(T @ L.T) @ g.count
+    w = np.exp(logw - logw.max())
+    mean = (w[:, None] * T).sum(axis=0) / w.sum()
+    form, prior, rng = _mala_form(g), np.ones(3), np.random.default_rng(9)
+    z = np.zeros(3)
+    lp = mala_logpost(z, *form, prior)[0]
+    draws = np.empty((20_000, 3))
+    for i in range(draws.shape[0]):
+        lp = _coordinate_jumps(rng, z, lp, form, prior)
+        draws[i] = np.exp(z - np.logaddexp.reduce(z))
+    draws = draws[500:]
+    se = draws.std(axis=0) / np.sqrt(chain_diagnostics(draws)["ess"])
+    assert np.all(np.abs(draws.mean(axis=0) - mean) <= 5 * se)
+    assert lp == pytest.approx(mala_logpost(z, *form, prior)[0], rel=1e-12)
+
+
+def test_default_fits_on_sparse_theta_do_not_warn():
+    """Regression (issue 28, round 2): on sparse theta (Dir(0.05), K = 10, eps = 1, 3000 users) the
+    fixed-length chain had a worst-category ESS of 6-80 and warned on ordinary fits; the coordinate
+    jumps and the adaptive length pass the checks."""
+    import warnings
+
+    for seed in (10, 20, 30):
+        rng = np.random.default_rng(seed)
+        theta = rng.dirichlet(np.full(10, 0.05))
+        X = rng.choice(10, 3000, p=theta).reshape(-1, 1)
+        est = AdaptiveLDPFrequencyEstimator(n_categories=10, epsilon=1.0, random_state=np.random.default_rng(seed + 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            est.fit(X).theta_
+        d = est.convergence_
+        assert d["rhat"] <= RHAT_MAX and d["ess"] >= ESS_MIN

@@ -11,25 +11,28 @@ import warnings
 
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
+from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX
 from sklearn_bayes.privacy._ldp._empirical_bayes import (
     AUTO_EB_MIN_CATEGORIES,
     eb_estimate,
     support_counts,
     support_probabilities,
 )
-from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, point_estimate
+from sklearn_bayes.privacy._ldp._samplers import ADAPT_MAX_FACTOR, MAX_DRAW_VALUES, point_estimate
 
 __all__ = ["DecoderMixin", "warn_if_unconverged"]
 
 
 def warn_if_unconverged(conv):
-    """``ConvergenceWarning`` when the exact posterior's draws fail R-hat <= 1.05 or ESS >= 100."""
+    """``ConvergenceWarning`` when the exact posterior's draws fail R-hat <= 1.05 or ESS >= 100
+    (the adaptive chain reached its bound first)."""
     if conv["method"] == "mcmc" and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
         warnings.warn(
             f"The posterior draws behind theta_ may not have converged: split R-hat {conv['rhat']:.3g} "
             f"(want <= {RHAT_MAX}), effective sample size {conv['ess']:.1f} (want >= {ESS_MIN:g}). "
-            "Increase n_final_steps.", ConvergenceWarning, stacklevel=3)
+            f"The chain stopped with {conv['n_draws']} draws at its bound of 4 * n_final_steps iterations, "
+            "or earlier when the ESS extrapolated to that bound stayed below 100: increase n_final_steps.",
+            ConvergenceWarning, stacklevel=3)
 
 
 class DecoderMixin:
@@ -41,8 +44,10 @@ class DecoderMixin:
 
         ``method``: ``'mcmc'`` (the exact posterior's draws: ``rhat``, the largest split R-hat over
         the categories with 4 segments of the kept draws, ``ess``, the smallest effective sample
-        size, ``n_draws``, ``n_segments``; a ``ConvergenceWarning`` is emitted when
-        ``rhat > 1.05`` or ``ess < 100``), ``'eb'`` (the empirical-Bayes decoder: ``n_iter`` and
+        size, ``n_draws``, ``n_segments``; the chain is extended until ``rhat <= 1.05`` and
+        ``ess >= 100``, at most ``4 n_final_steps`` iterations, see
+        :func:`~._samplers.adaptive_exact_draws`; a ``ConvergenceWarning`` is emitted when the
+        bound stopped it first), ``'eb'`` (the empirical-Bayes decoder: ``n_iter`` and
         ``converged`` of its EM, ``n_atoms``), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
         """
@@ -73,10 +78,11 @@ class DecoderMixin:
         if keep == 0:
             return self._chain.theta, unmeasured
         if self._uses_exact_gibbs():
-            # at most MAX_DRAW_VALUES values held (K > 67,108 at the default: the kept
-            # iterations are thinned evenly)
-            draws = self._exact_draws(burn, keep, rng, max_values=MAX_DRAW_VALUES)
-            return point_estimate(draws, self.point_estimate), chain_diagnostics(draws)
+            # extended until R-hat and ESS pass, at most 4 n_final_steps iterations; at most
+            # MAX_DRAW_VALUES values held (above, the fixed-length chain, thinned evenly)
+            draws, diag = self._adaptive_draws(ADAPT_MAX_FACTOR * self.n_final_steps, rng,
+                                               max_values=MAX_DRAW_VALUES)
+            return point_estimate(draws, self.point_estimate), diag
         if self.final_estimate == "gibbs":
             return self._chain.gibbs_grouped(burn, keep, rng)[0], unmeasured
         if self.final_estimate == "mala":

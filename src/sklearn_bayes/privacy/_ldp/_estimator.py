@@ -41,7 +41,7 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
 from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
 from sklearn_bayes.privacy._ldp._rrrr import _rrrr_constants
-from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS, exact_draws
+from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS, adaptive_exact_draws, exact_draws
 from sklearn_bayes.privacy._ldp._serving import ServingMixin
 from sklearn_bayes.privacy._ldp._utilities import UTILITIES
 
@@ -131,7 +131,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         ``theta_`` is the average over the second half of ``n_final_steps`` extra
         iterations of the final phase (see ``final_estimate``), run from a copy of
         the current sample (the first half is burn-in); ``0`` makes ``theta_`` the
-        current sample.  With ``'mala'`` these are iterations of each of 8 chains.
+        current sample.  With ``'mala'`` these are iterations of each of 8 chains.  For the
+        exact posterior (static mechanisms, ``prior='hierarchical'``) it bounds an adaptive
+        chain instead: draws until R-hat and ESS pass, at most ``4 n_final_steps`` iterations.
     final_estimate : {'mala', 'gibbs', 'sgld'}, default='mala'
         How ``theta_`` estimates the posterior mean after the online pass.
         ``'mala'``: ``n_final_steps`` iterations of 8 preconditioned
@@ -215,8 +217,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     convergence_ : dict
         Diagnostics of the computation behind ``theta_`` (computed with it): for the exact
         posterior, the largest split R-hat and the smallest effective sample size over the
-        categories (``'rhat'``, ``'ess'``; a :class:`~sklearn.exceptions.ConvergenceWarning`
-        when ``rhat > 1.05`` or ``ess < 100``); for ``decoder='eb'`` the EM's ``n_iter`` and
+        categories (``'rhat'``, ``'ess'``, ``'n_draws'``; the chain is extended until they
+        pass, and a :class:`~sklearn.exceptions.ConvergenceWarning` says when the bound
+        ``4 n_final_steps`` stopped it first); for ``decoder='eb'`` the EM's ``n_iter`` and
         ``converged``.
     n_features_in_ : int
         Always 1.
@@ -244,8 +247,11 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     is followed by 5 preconditioned MALA steps on ``ln(S theta)`` given ``rho`` (a
     fresh ``S ~ Gamma(K rho)``; preconditioner from the observed information at the
     end of the first half of the burn-in, step size adapted in the burn-in only).  The
-    chain starts at 200 IBU (EM) iterations; ``theta_`` uses ``n_final_steps // 2``
-    draws after as many burn-in iterations.  When ``theta* ~ Dir(rho)`` the
+    chain starts at 200 IBU (EM) iterations.  ``theta_`` (issue 28): 200 burn-in iterations
+    (fewer if ``n_final_steps < 400``), then draws, checked after 200 and every ``max(100,
+    n/4)`` more, until the worst category has split R-hat ``<= 1.05`` and ESS ``>= 100``; at
+    most ``4 n_final_steps`` iterations, and it stops (and warns) from 400 draws on once
+    the ESS extrapolated to that bound stays below 100.  When ``theta* ~ Dir(rho)`` the
     hierarchical prior is the true generative model, which is what makes the
     credible intervals calibrated.
 
@@ -601,6 +607,13 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         groups = self._chain.exact_groups(None if self._client is None else self._fitted_params["epsilon"])
         return exact_draws(groups, "hierarchical" if isinstance(prior, str) else self._chain.prior,
                            burn, keep, rng, max_values=max_values)
+
+    def _adaptive_draws(self, max_iter, rng, max_values=None):
+        """``(draws, diagnostics)`` of :func:`~._samplers.adaptive_exact_draws` (at most ``max_iter`` iterations)."""
+        prior = self._fitted_params["prior"]
+        groups = self._chain.exact_groups(None if self._client is None else self._fitted_params["epsilon"])
+        return adaptive_exact_draws(groups, "hierarchical" if isinstance(prior, str) else self._chain.prior,
+                                    max_iter, rng, max_values=max_values)
 
     def _sgld_draws(self, n_iter, thin, rng):
         """The online chain continued from a copy of the current sample (``final_estimate='sgld'``)."""

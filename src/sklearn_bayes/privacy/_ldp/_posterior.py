@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-__all__ = ["Groups", "gibbs_draws", "hybrid_draws", "ibu", "rrrr_groups", "tv_point_estimate", "RHO_GRID"]
+__all__ = ["Groups", "gibbs_draws", "hybrid_chain", "hybrid_draws", "ibu", "rrrr_groups", "tv_point_estimate", "RHO_GRID"]
 
 #: Grid of the Dirichlet concentration under the hierarchical prior (log-uniform on [1e-3, 10]).
 #: The upper end is 10, not 100: when the responses carry little information
@@ -281,7 +281,7 @@ def _preconditioner(groups, theta, rho):
 
 
 def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5,
-                 max_dense=4_000_000, thin=1):
+                 max_dense=4_000_000, thin=1, jumps="auto"):
     """Gibbs sweeps alternated with ``mala_steps`` Metropolis-adjusted Langevin steps on ``theta | rho``.
 
     Each iteration is (i) one sweep of :func:`gibbs_draws` (latent categories, ``rho``,
@@ -301,6 +301,34 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     ``thin``-th of the ``n_draws`` iterations after the burn-in is kept (``ceil(n_draws /
     thin)`` draws; the chain and its random numbers are the same).
     """
+    K = groups.n_categories
+    thin = max(int(thin), 1)
+    n_out = -(-n_draws // thin)
+    out = np.empty((n_out, K))
+    rhos = np.full(n_out, np.nan)
+    chain = hybrid_chain(groups, burn, rng, prior=prior, theta0=theta0, mala_steps=mala_steps,
+                         max_dense=max_dense, jumps=jumps)
+    for it in range(burn + n_draws):
+        theta, rho = next(chain)
+        if it >= burn and (it - burn) % thin == 0:
+            out[(it - burn) // thin] = theta
+            rhos[(it - burn) // thin] = rho
+    return out, rhos
+
+
+#: Largest ``G K`` for which the hybrid chain adds the coordinate jumps (``K`` evaluations of the
+#: grouped log posterior per iteration, each ``O(G + sum |A_g|)``).
+JUMP_MAX_WORK = 1 << 16
+
+
+def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5, max_dense=4_000_000,
+                 jumps="auto"):
+    """The chain of :func:`hybrid_draws` as an endless generator of ``(theta, rho)``, one per iteration.
+
+    ``burn`` only sets the adaptation (the preconditioner at iteration ``burn // 2``, the step
+    size adapted before iteration ``burn``); the caller discards the burn-in.  ``rho`` is
+    ``nan`` for a fixed prior.  Lets a caller extend the chain until its diagnostics pass.
+    """
     from sklearn_bayes._fast._ldp_mala import mala_chains, mala_logpost
     from sklearn_bayes._fast._ldp_gibbs import latent_counts
 
@@ -310,15 +338,14 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     # the preconditioner needs the dense K x K information matrix: MALA only up to 128 categories
     use_mala = mala_steps > 0 and K <= 128 and G * K <= max_dense and G > 0 and not groups.members_in_bits
     form = _mala_form(groups) if use_mala else None
+    if jumps == "auto":
+        jumps = G * K <= JUMP_MAX_WORK
+    jumps = bool(jumps) and use_mala
     lt = np.log(np.maximum(np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float), 1e-300))
     lt -= np.logaddexp.reduce(lt)
     counts = np.zeros(K, dtype=np.int64)
     stamp = np.full(K, -1, dtype=np.int32)
     bits = _set_bits(groups)
-    thin = max(int(thin), 1)
-    n_out = -(-n_draws // thin)
-    out = np.empty((n_out, K))
-    rhos = np.full(n_out, np.nan)
     rho = 1.0
     pre = None
     log_h = np.log(1.0 / K ** (1.0 / 3.0))
@@ -326,7 +353,9 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     acc = np.zeros(K)
     none = np.zeros((0, K))
     half = burn // 2
-    for it in range(burn + n_draws):
+    it = -1
+    while True:
+        it += 1
         latent_counts(rng, np.exp(lt), groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
                       groups.f_out, groups.count, counts, stamp, bits)
         if hier:
@@ -353,12 +382,35 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
                 log_h = mala_chains(rng, Z, lp, grad, *form, pvec, C, R, Mx, float(log_h), it_mala,
                                     int(mala_steps), it < burn, acc, 0, none, 0, none, -1, diag)[0]
                 it_mala += mala_steps
+                if jumps:
+                    _coordinate_jumps(rng, Z[0], float(lp[0]), form, pvec)
                 lt = Z[0] - np.logaddexp.reduce(Z[0])
-        if it >= burn and (it - burn) % thin == 0:
-            out[(it - burn) // thin] = np.exp(lt)
-            if hier:
-                rhos[(it - burn) // thin] = rho
-    return out, rhos
+        yield np.exp(lt), (rho if hier else np.nan)
+
+
+def _coordinate_jumps(rng, z, lp, form, pvec):
+    """One independence Metropolis-Hastings step per coordinate of ``z = ln phi`` (in place).
+
+    The proposal for ``z_k`` is its prior, ``ln Gamma(pvec_k, 1)`` (drawn without underflow,
+    :func:`_log_gamma`), so the acceptance ratio is the likelihood ratio
+    ``exp(ln pi(z') - ln pi(z) - (prior_k(z'_k) - prior_k(z_k)))`` with ``prior_k(u) = pvec_k u
+    - e^u``; ``ln pi`` is the MALA target (kernel ``mala_logpost``).  It lets a category jump
+    between "nearly empty" and "present", the move that the Gibbs sweep and the Langevin steps
+    make slowly (the sparse-theta chains of issue 28).  Leaves ``pi(z | rho)`` invariant.
+    """
+    from sklearn_bayes._fast._ldp_mala import mala_logpost
+
+    for k in range(z.size):
+        old = z[k]
+        a = float(pvec[k])
+        z[k] = _log_gamma(rng, a)
+        new_lp = mala_logpost(z, *form, pvec)[0]
+        log_a = new_lp - lp - (a * z[k] - np.exp(z[k])) + (a * old - np.exp(old))
+        if np.isfinite(new_lp) and np.log(rng.random()) < log_a:
+            lp = new_lp
+        else:
+            z[k] = old
+    return lp
 
 
 def tv_point_estimate(draws, tol=1e-12):
