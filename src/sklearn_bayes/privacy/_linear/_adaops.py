@@ -434,8 +434,12 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         every cell of ε ∈ {0.1, 1, 10} × n ∈ {10³, 10⁴, 10⁵} (95.0-95.8 %) except ε = 0.1, n = 10³
         (75.6 %), where the privacy noise dominates the released Gram (``gram_signal_to_noise_ < 2``:
         a ``UserWarning``; measured over 600 fits at n = 10³, ε ∈ {0.1, 0.3, 1} and n = 3000,
-        ε = 0.1: 66-75 % below 1, 97 % between 1 and 3).  The covariance is integrated over the
-        prior scales the release cannot exclude (see the class Notes).
+        ε = 0.1: 66-75 % below 1, 97 % between 1 and 3).  With five features
+        (``benchmarks/bench_uncertainty.py``: uniform features, 1000 intervals per cell) the
+        noise-dominated cells are wider: 83.1 % at ε = 0.1, n = 10³ and 90.4 % at ε = 1, n = 10³
+        (both warn: ``gram_signal_to_noise_`` median -0.5 and 0.8), 93.7-96.4 % in the other seven
+        cells.  The covariance is integrated over the prior scales the release cannot exclude
+        (see the class Notes).
 
         Examples
         --------
