@@ -328,7 +328,10 @@ def _general_run(cell, run, interval_timing):
     tv = {m: 0.5 * float(np.abs(v - theta).sum()) for m, v in pe.items()}
     tv["ours"] = 0.5 * float(np.abs(th - theta).sum())
     covered = int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))
-    return dict(tv=tv, covered=covered, K=K, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu, method=est.convergence_["method"])
+    conv = est.convergence_
+    warned = conv["method"] == "mcmc" and not (conv["rhat"] <= 1.05 and conv["ess"] >= 100)
+    return dict(tv=tv, covered=covered, K=K, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu, method=conv["method"],
+                warned=bool(warned))
 
 
 def general(runs, n_jobs, only=None):
@@ -350,14 +353,16 @@ def general(runs, n_jobs, only=None):
                          ratio=meds["ours"] / meds[best], paired=f"{gm:.3f} +- {se:.3f}",
                          coverage=sum(r["covered"] for r in rs) / (cell[2] * runs),
                          fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
-                         ci_over_fit=float(np.median([r["t_ci"] / r["t_fit"] for r in rs]))))
+                         ci_over_fit=float(np.median([r["t_ci"] / r["t_fit"] for r in rs])),
+                         warned=f"{sum(r['warned'] for r in rs)}/{runs}"))
     print(f"== general part (issue 28): median TV over {runs} runs, the same users for every method; peers = "
           "GRR/OUE/OLH/SS x IBU/NS/MI (12); ratio = median ours / median of the best peer; paired = geometric "
           "mean over runs of TV(ours)/TV(best peer) +- SE; coverage = 95 % intervals holding theta*_k over "
           "(category, run) pairs; fit_over_ibu = (fit + theta_) / (SS client + counts + IBU to convergence); "
-          "ci_over_fit = credible_interval / (fit + theta_) ==")
+          "ci_over_fit = credible_interval / (fit + theta_); warned = runs whose theta_ raised the "
+          "ConvergenceWarning ==")
     print(format_table(rows, ["cell", "split", "decoder", "ours", "best_peer", "best_tv", "ratio", "paired",
-                              "coverage", "fit_over_ibu", "ci_over_fit"]))
+                              "coverage", "fit_over_ibu", "ci_over_fit", "warned"]))
     ok = sum(r["ratio"] <= 1.05 for r in rows)
     print(f"ratio <= 1.05 in {ok}/{len(rows)} cells (worst {max(r['ratio'] for r in rows):.3f}); coverage in "
           f"[0.93, 0.97] in {sum(0.93 <= r['coverage'] <= 0.97 for r in rows)}/{len(rows)}; "

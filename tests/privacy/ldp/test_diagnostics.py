@@ -119,12 +119,13 @@ def test_adaptive_draws_extend_until_the_checks_pass_or_stop_at_the_bound(monkey
     monkeypatch.setattr(_samplers, "chain_diagnostics",
                         lambda d, n_segments=4: dict(method="mcmc", rhat=1.2, ess=1.0 * len(d), n_draws=len(d)))
     assert adaptive_exact_draws(g, "hierarchical", 600, np.random.default_rng(2))[0].shape[0] == 400
-    # ESS fixed at 4 (20) whatever n: 4 * 7800 / 400 = 78 < 200 stops at the first chance, 400 draws;
-    # 20 * 7800 / n < 200 first at n = 781 (checks 200, 300, 400, 500, 625, 781)
-    for ess, stop in ((4.0, 400), (20.0, 781)):
+    # ESS fixed at 4 (40) whatever n: never before 8000 / 8 = 1000 draws (checks 200, 300, 400, 500,
+    # 625, 781, 976, 1220, 1525, 1906): 4 * 7800 / 1220 < 200 stops at 1220; 40 * 7800 / n < 200 first
+    # at n = 1906; at max_iter = 2000 (1800 kept) the first chance is 400 draws: 4 * 1800 / 400 < 200
+    for ess, stop, max_iter in ((4.0, 1220, 8000), (40.0, 1906, 8000), (4.0, 400, 2000)):
         monkeypatch.setattr(_samplers, "chain_diagnostics",
                             lambda d, n_segments=4, e=ess: dict(method="mcmc", rhat=1.2, ess=e, n_draws=len(d)))
-        assert adaptive_exact_draws(g, "hierarchical", 8000, np.random.default_rng(2))[0].shape[0] == stop
+        assert adaptive_exact_draws(g, "hierarchical", max_iter, np.random.default_rng(2))[0].shape[0] == stop
 
 
 def test_coordinate_jumps_leave_the_posterior_invariant():

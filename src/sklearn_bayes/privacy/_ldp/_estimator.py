@@ -246,13 +246,15 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     Because it mixes slowly when the noise hides most of the information, each sweep
     is followed by 5 preconditioned MALA steps on ``ln(S theta)`` given ``rho`` (a
     fresh ``S ~ Gamma(K rho)``; preconditioner from the observed information at the
-    end of the first half of the burn-in, step size adapted in the burn-in only).  The
+    end of the first half of the burn-in, step size adapted in the burn-in only), then,
+    when ``G K <= 2^16`` (``G`` distinct responses), one independence Metropolis-Hastings
+    jump per category from its prior ``Gamma(rho)`` (near-empty categories move).  The
     chain starts at 200 IBU (EM) iterations.  ``theta_`` (issue 28): 200 burn-in iterations
     (fewer if ``n_final_steps < 400``), then draws, checked after 200 and every ``max(100,
-    n/4)`` more, until the worst category has split R-hat ``<= 1.05`` and ESS ``>= 100``; at
-    most ``4 n_final_steps`` iterations, and it stops (and warns) from 400 draws on once
-    the ESS extrapolated to that bound stays below 100.  When ``theta* ~ Dir(rho)`` the
-    hierarchical prior is the true generative model, which is what makes the
+    n/4)`` more, until the worst category has split R-hat ``<= 1.05`` and ESS ``>= 200``;
+    at most ``4 n_final_steps`` iterations (earlier from 400 draws on when the ESS
+    extrapolated to that bound stays below 200); the warning needs ESS ``< 100`` or R-hat
+    ``> 1.05``.  When ``theta* ~ Dir(rho)`` the hierarchical prior is the true model, which makes the
     credible intervals calibrated.
 
     Empirical-Bayes decoder (``decoder='eb'``, issue 28).  Under SS(k), GRR and OUE a user

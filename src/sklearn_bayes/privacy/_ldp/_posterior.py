@@ -295,7 +295,12 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     adapted during the burn-in only), which move the well-informed directions fast.
     Both steps leave the posterior of ``(theta, rho)`` invariant.  The MALA step is
     skipped above 128 categories or when the dense likelihood rows would exceed
-    ``max_dense`` entries (the preconditioner needs them): pure Gibbs then.
+    ``max_dense`` entries (the preconditioner needs them): pure Gibbs then.  (iii) With
+    ``jumps`` (``'auto'``: when ``G K <= JUMP_MAX_WORK`` and MALA runs) one independence
+    Metropolis-Hastings jump per category from its prior (:func:`_coordinate_jumps`): the
+    Gibbs and Langevin steps move a category between "nearly empty" and "present" slowly
+    (on sparse theta, K = 10, eps = 1, 3000 users: worst-category ESS per 2000 draws 14-47
+    without, 133-366 with, at 1.7 times the cost per iteration).
 
     Returns ``(theta draws, rho draws)`` as :func:`gibbs_draws`; with ``thin > 1`` only every
     ``thin``-th of the ``n_draws`` iterations after the burn-in is kept (``ceil(n_draws /

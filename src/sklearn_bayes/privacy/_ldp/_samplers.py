@@ -260,8 +260,10 @@ def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None):
     extension by ``max(100, n / 4)`` draws, :func:`~._diagnostics.chain_diagnostics` of all the
     kept draws is computed and the chain stops once the worst category has split R-hat
     ``<= 1.05`` and ESS ``>= 200`` (:data:`ADAPT_ESS_TARGET`); or when burn-in plus draws reach
-    ``max_iter``; or, from 400 draws on, when the ESS extrapolated linearly to ``max_iter``
-    iterations stays below 200 (the target would not be reached: the draws so far are used).
+    ``max_iter``; or, from ``max(400, max_iter / 8)`` draws on (``n_final_steps / 2`` at the
+    estimator's bound, the draws of the fixed-length chain before issue 28's round 2), when the
+    ESS extrapolated linearly to ``max_iter`` iterations stays below 200 (the target would not
+    be reached: the draws so far are used).
     The ``ConvergenceWarning`` of the estimator fires when the returned draws fail R-hat
     ``<= 1.05`` or ESS ``>= 100``.  When ``max_iter`` draws of ``K`` values would
     exceed ``max_values`` the fixed-length :func:`exact_draws` (second half of ``max_iter``
@@ -287,7 +289,7 @@ def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None):
         diag = chain_diagnostics(out[:n])
         if n >= max_keep or (diag["rhat"] <= RHAT_MAX and diag["ess"] >= ADAPT_ESS_TARGET):
             return out[:n], diag
-        if n >= 2 * ADAPT_MIN_KEEP and diag["ess"] * max_keep / n < ADAPT_ESS_TARGET:
+        if n >= max(2 * ADAPT_MIN_KEEP, max_iter // 8) and diag["ess"] * max_keep / n < ADAPT_ESS_TARGET:
             return out[:n], diag
         check = min(max_keep, n + max(ADAPT_BLOCK, n // 4))
 
