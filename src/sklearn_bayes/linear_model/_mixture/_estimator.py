@@ -354,8 +354,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     n = 30 (the small-sample path; before the flagged-row clipping below, without the
     leverage factor, with ``n / (n - p)`` instead: 0.926 and 0.938 at n = 100).  Student-t
     rather than normal quantiles and HC3 rather than ``n / (n - p)`` are already the wider
-    choices; the shortfall for
-    Gaussian errors at n = 100 is the selection: on the draws where it chose Huber
+    choices; the shortfall for Gaussian errors at n = 100 is the selection: on the draws where it chose Huber
     (c = 1), the sample looking heavy-tailed, coverage was 0.89 (without the leverage
     factor; 50 of 400 fits).  A row flagged as an outlier contributes no
     negative ``psi'`` to ``A`` (clipped at 0): a gross outlier just inside a
@@ -365,10 +364,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     fixed, 150 refits, gives slopes with interquartile range / 1.349 = 0.44
     about the main mode and a standard deviation of 0.99 including the 5-10 %
     of refits captured by the giants; statsmodels' MM reports 0.22).  ``"paper"``
-    measured 0.960 (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5
-    (``benchmarks/bench_uncertainty.py``, 100 fits, 500 intervals per cell): 0.930 and 0.950
-    (Gaussian, n = 200 and 1000), 0.938 and 0.922 (t3, n = 200 and 1000; the last is below
-    the 0.93-0.97 band by 0.7 standard errors of its replications).
+    measured 0.960 (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5 (bench_uncertainty.py,
+    500 intervals a cell): 0.930, 0.950 (Gaussian, n = 200, 1000), 0.938, 0.922 (t3, n = 200, 1000).
 
     Small samples (issue 30): below 8 effective rows per coefficient (Kish's
     ``(sum w)^2 / sum w^2`` against ``n_features + fit_intercept``) the
