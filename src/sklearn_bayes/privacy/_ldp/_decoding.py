@@ -31,7 +31,7 @@ def warn_if_unconverged(conv):
             f"The posterior draws behind theta_ may not have converged: split R-hat {conv['rhat']:.3g} "
             f"(want <= {RHAT_MAX}), effective sample size {conv['ess']:.1f} (want >= {ESS_MIN:g}). "
             f"The chain stopped with {conv['n_draws']} draws at its bound of 4 * n_final_steps iterations, "
-            "or earlier when the ESS extrapolated to that bound stayed below 100: increase n_final_steps.",
+            "or earlier when the ESS extrapolated to that bound stayed below 200: increase n_final_steps.",
             ConvergenceWarning, stacklevel=3)
 
 
