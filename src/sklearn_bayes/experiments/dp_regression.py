@@ -243,15 +243,20 @@ def ssp(Z, t, eps, delta, rng):
     return _solve(A, b)
 
 
-def adassp(Z, t, eps, delta, rng, rho=0.05):
+def _adassp_release(Z, t, s_l, s_a, s_b, rng, rho):
+    """AdaSSP (Wang 2018) with noise sds ``s_l`` (λ_min), ``s_a`` (ZᵀZ) and ``s_b`` (Zᵀt)."""
     p = Z.shape[1]
-    s_l, s_a, s_b = _gm(eps / 3, delta / 3, 1.0), _gm(eps / 3, delta / 3, SQRT2), _gm(eps / 3, delta / 3, 2.0)
     G = Z.T @ Z
     lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0])
     lam_tilde = max(lam_min + s_l * rng.standard_normal() - s_l * special.ndtri(1 - rho), 0.0)
     lam = max(0.0, s_a * math.sqrt(p * math.log(2 * p * p / rho)) - lam_tilde)
     A = G + _sym_noise(rng, p, s_a) + lam * np.eye(p)
     return _solve(A, Z.T @ t + rng.normal(scale=s_b, size=p))
+
+
+def adassp(Z, t, eps, delta, rng, rho=0.05):
+    s_l, s_a, s_b = _gm(eps / 3, delta / 3, 1.0), _gm(eps / 3, delta / 3, SQRT2), _gm(eps / 3, delta / 3, 2.0)
+    return _adassp_release(Z, t, s_l, s_a, s_b, rng, rho)
 
 
 def adassp_composed(Z, t, eps, delta, rng, rho=0.05):
@@ -261,16 +266,9 @@ def adassp_composed(Z, t, eps, delta, rng, rho=0.05):
     of squares of theirs (μ-GDP, exact): each release gets ``μ/√3`` of the analytic Gaussian
     mechanism's ``μ`` at ``(ε, δ)`` -- a larger share than ``(ε/3, δ/3)`` each.
     """
-    p = Z.shape[1]
     mu = 1.0 / _gm(eps, delta, 1.0)
     scale = math.sqrt(3.0) / mu  # σ of a sensitivity-1 release at ratio μ/√3
-    s_l, s_a, s_b = scale, SQRT2 * scale, 2.0 * scale
-    G = Z.T @ Z
-    lam_min = float(linalg.eigvalsh(G, subset_by_index=[0, 0])[0])
-    lam_tilde = max(lam_min + s_l * rng.standard_normal() - s_l * special.ndtri(1 - rho), 0.0)
-    lam = max(0.0, s_a * math.sqrt(p * math.log(2 * p * p / rho)) - lam_tilde)
-    A = G + _sym_noise(rng, p, s_a) + lam * np.eye(p)
-    return _solve(A, Z.T @ t + rng.normal(scale=s_b, size=p))
+    return _adassp_release(Z, t, scale, SQRT2 * scale, 2.0 * scale, rng, rho)
 
 
 def _ridge_on_ball(G, g, lam, radius):
