@@ -68,3 +68,24 @@ def test_batch_fits_each_index_set_in_order(weighted):
         np.testing.assert_array_equal(coef, one[0])
         np.testing.assert_array_equal(intercept, one[1])
         assert status == one[2]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_penalised_ridge_batch_dual_form_is_the_newton_fit(weighted, fit_intercept):
+    """Fewer subsample rows than columns: the n x n dual system (its kernel read off the Gram
+    matrix of all rows, centred in kernel form) has the minimiser of the penalised Newton fit."""
+    rng = np.random.default_rng(2)
+    N, d = 40, 25
+    X = rng.normal(size=(N, d)) + 0.5
+    y = X @ rng.normal(size=d) + 1.0 + rng.normal(size=N)
+    w = rng.uniform(0.5, 2.0, size=N) if weighted else None
+    idx = [np.sort(rng.choice(N, size=15, replace=False)) for _ in range(4)]
+    out = _fit_subsample_batch(X, y, w, idx, SquaredLoss(), fit_intercept, 1e-12, 100, np.zeros(1), penalised=0.7)
+    for rows, (coef, intercept, status) in zip(idx, out):
+        ref = fit_map(X[rows], y[rows], SquaredLoss(), sample_weight=None if w is None else w[rows],
+                      fit_intercept=fit_intercept, prior_precision=0.7, tol=1e-12)
+        # two exact solutions of one well-conditioned linear system (condition number below 1e3 here)
+        np.testing.assert_allclose(coef, ref.coef[0], rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(intercept, ref.intercept, rtol=1e-9, atol=1e-11)
+        assert status == "ok"

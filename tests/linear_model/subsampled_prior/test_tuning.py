@@ -290,3 +290,38 @@ def test_se_rule_is_not_applied_to_the_svm_error_count():
             np.eye(4), 1e-10, 100, np.zeros(1))
     sel = select_glm(*args, use_subsamples=False)
     assert sel["tau"] == sel["loo_min_tau"]
+
+
+@pytest.mark.parametrize("shape", ["identity", "spd"])
+@pytest.mark.parametrize("n", [40, 8])  # full rank and rank-deficient X (fewer rows than columns)
+def test_ridge_map_is_the_newton_fit_and_its_inverse_hessians(shape, n):
+    """The closed-form MAP fit of the squared loss from the eigendecomposition that chose the
+    prior equals the solver's fit, and its inverse Hessians (with and without the prior) those
+    of posterior_hessian (the pseudo-inverse for the rank-deficient data term)."""
+    from sklearn_bayes._glm import inverse_spd, posterior_hessian
+    from sklearn_bayes.linear_model._subsampled_prior._tuning import _ridge_eig, ridge_map
+
+    rng = np.random.default_rng(6)
+    p = 10
+    X = rng.normal(size=(n, p))
+    y = X @ rng.normal(size=p) + rng.normal(size=n)
+    w = rng.uniform(0.5, 2.0, size=n)
+    Xc, yc = _centred(X, y, w)
+    S = np.eye(p) if shape == "identity" else _spd(p, rng)
+    L = linalg.cholesky(S, lower=True)
+    mean = rng.normal(size=p)
+    eig = _ridge_eig(Xc, w, L)
+    _, lambdas, st = _ridge_candidates(Xc, yc, w, True, mean, L, None, eig)
+    st.update(mean=mean, lam=float(lambdas[30]), identity=shape == "identity")
+    coef, intercept, post, data = ridge_map(Xc, yc, w, True, st)
+    P = st["lam"] * np.linalg.inv(S)
+    res = fit_map(Xc, yc, SquaredLoss(), prior_mean=mean, prior_precision=P, sample_weight=w, tol=1e-13)
+    assert_allclose(coef, res.coef[0], rtol=1e-8, atol=1e-10)
+    assert_allclose(intercept, res.intercept, atol=1e-10)
+    H = posterior_hessian(Xc, yc, SquaredLoss(), res.coef, res.intercept, sample_weight=w, prior_precision=P)
+    assert_allclose(post, inverse_spd(H), rtol=1e-8, atol=1e-10)
+    if n < p and shape != "identity":
+        assert data is None  # the caller falls back to inverse_spd
+    else:
+        H0 = posterior_hessian(Xc, yc, SquaredLoss(), res.coef, res.intercept, sample_weight=w)
+        assert_allclose(data, inverse_spd(H0), rtol=1e-7, atol=1e-9)

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_bayes.exceptions import SubsampleFitWarning
 from sklearn_bayes.utils import IntegerInterval, check_generator
 from sklearn_bayes._glm import (
+    MAPResult,
     PoissonLoss,
     SquaredLoss,
     fit_map,
@@ -35,7 +36,7 @@ from sklearn_bayes._glm import (
 from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_subsample_batch
 from sklearn_bayes.linear_model._subsampled_prior._plan import _rare_level_rows, _resolve_sizes
 from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units
-from sklearn_bayes.linear_model._subsampled_prior._tuning import select_glm, select_ridge
+from sklearn_bayes.linear_model._subsampled_prior._tuning import ridge_map, select_glm, select_ridge
 
 #: warnings of fit point at the caller: _report, _fit_problems, _fit_single, fit and its two
 #: decorators (transactional, _fit_context)
@@ -275,14 +276,17 @@ class _BaseSubsampledPrior(BaseEstimator):
         (see ``_tuning``).  Returns ``(mean, cov, precision, shrinkage, penalty_scale, choice, start)``
         in the units of the prior (the data term's weights are ``sample_weight``, divided by
         ``weight_unit``)."""
-        _, cov0, _, used = _subsample_prior(coefs, covariance=self.covariance, scaling=None,
-                                            shrinkage=self.shrinkage, n=n, n_rows=n_rows)
-        start = None
+        start = closed = None
         # the subsample covariance and mean are candidates only when a subsample holds at most a
         # quarter of the rows: fitted on most rows, they follow those rows' noise and their
         # leave-one-out risk is optimistic (measured, n/N = 0.68-0.98: the subsample covariance
         # 1.5x and the subsample mean up to 2x the test error of the identity and 0)
         use_subsamples = n <= _SUBSAMPLE_MAX_SHARE * n_rows
+        if use_subsamples:
+            _, cov0, _, used = _subsample_prior(coefs, covariance=self.covariance, scaling=None,
+                                                shrinkage=self.shrinkage, n=n, n_rows=n_rows)
+        else:  # the subsample covariance is no candidate: not estimated, nothing shrunk
+            cov0, used = np.eye(coefs.shape[1]), 0.0
         # the prior's scale is searched relative to the mean weight, so multiplying every weight
         # by a constant changes nothing (the objective carries the weights divided by weight_unit)
         wbar = float(np.mean(sample_weight))
@@ -293,6 +297,10 @@ class _BaseSubsampledPrior(BaseEstimator):
             # it is the negative log posterior: prior covariance sigma^2 / (weight_unit * lam) * Sigma
             num, den, obj = (sigma2,), (weight_unit, sel["lam"]), sel["lam"]
             penalty_scale = sigma2
+            if self.prior_mean_method == "offset":
+                # the MAP fit and its inverse Hessians from the eigendecomposition that chose the
+                # prior (no Newton fit, no further matrix inversion)
+                closed = ridge_map(X, y, sample_weight, self.fit_intercept, sel["st"])
         else:
             sel = select_glm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
                              self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
@@ -301,22 +309,25 @@ class _BaseSubsampledPrior(BaseEstimator):
             num, den, obj = (sel["tau"],), (weight_unit, wbar), wbar / sel["tau"]
             start = (sel["coef"], sel["intercept"])
         S = sel["shape"]
-        Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
-        Sinv = 0.5 * (Sinv + Sinv.T)
+        if sel["shape_name"] == "identity":
+            Sinv = np.eye(S.shape[0])
+        else:
+            Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
+            Sinv = 0.5 * (Sinv + Sinv.T)
         # in the units of the prior (extreme weights may put them beyond float64: inf / 0 there only)
         cov = rescale(S, num=num, den=den)
         precision = rescale(Sinv, num=den, den=num)
         scale = float(rescale(1.0, num=num, den=den))
         choice = dict(shape=sel["shape_name"], mean=sel["mean_name"], scale=scale,
                       loo_risk=float(sel["risk"]) * weight_unit, at_grid_boundary=bool(sel["boundary"]))
-        return sel["mean"], cov, precision, used, penalty_scale, choice, start, obj * Sinv
+        return sel["mean"], cov, precision, used, penalty_scale, choice, start, obj * Sinv, closed
 
     def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0, weight_unit=1.0,
                        indices=None):
         """Prior from the subsample fits, then the MAP fit on all rows."""
         coefs = np.vstack([r[0] for r in results])
         intercepts = np.vstack([r[1] for r in results])
-        choice = start = objective_precision = None
+        choice = start = objective_precision = closed = None
         if self.prior_scale == "paper":
             mean, cov, precision, used = _subsample_prior(
                 coefs, covariance=self.covariance, scaling=self.covariance_scaling, shrinkage=self.shrinkage,
@@ -324,7 +335,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             )
             factor = 2.0 if self.penalty == "full" else 1.0
         else:
-            mean, cov, precision, used, penalty_scale, choice, start, objective_precision = self._select_prior(
+            mean, cov, precision, used, penalty_scale, choice, start, objective_precision, closed = self._select_prior(
                 X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale, weight_unit)
             factor = 1.0  # the scale is chosen: 'penalty' and 'covariance_scaling' would only be undone
         # the data term carries the weights divided by weight_unit (normalise_weights): so does the prior
@@ -359,6 +370,10 @@ class _BaseSubsampledPrior(BaseEstimator):
                     J[d, d + 1] = 1.0
                 theta_cov = J @ inverse_spd(H) @ J.T
             res.coef = res.coef[:, :d] + extra * mean[None, :]
+        elif closed is not None:  # the squared loss: the MAP fit in closed form (_tuning.ridge_map)
+            coef, intercept, theta_cov, data_inv = closed
+            res = MAPResult(coef=coef[None, :], intercept=intercept if self.fit_intercept else np.zeros(1),
+                            n_iter=1, converged=True, objective=float("nan"))
         else:
             res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P_obj,
                           coef_init=mean if start is None else start[0], **kw)
@@ -366,7 +381,14 @@ class _BaseSubsampledPrior(BaseEstimator):
                 H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
                                       prior_precision=P_obj, fit_intercept=self.fit_intercept)
                 theta_cov = inverse_spd(H)
-        if self._laplace:
+        if self._laplace and closed is not None:
+            theta_cov = theta_cov * (penalty_scale / weight_unit)
+            if data_inv is None:  # a rank-deficient design under a non-identity shape
+                data_inv = inverse_spd(posterior_hessian(X, y, loss, res.coef, res.intercept,
+                                                         sample_weight=kw["sample_weight"],
+                                                         fit_intercept=self.fit_intercept))
+            sampling_cov = data_inv * (penalty_scale / weight_unit)
+        elif self._laplace:
             # the objective is (sum_i w_i L_i / sigma^2 + prior) * sigma^2 / weight_unit: the negative
             # log posterior is the objective times weight_unit / penalty_scale
             theta_cov = theta_cov * (penalty_scale / weight_unit)

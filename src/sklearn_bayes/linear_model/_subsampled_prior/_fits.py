@@ -72,27 +72,49 @@ def _ridge_batch(X, y, w, index_batch, fit_intercept, precision=1.0):
     """The unit-prior squared-loss fits of equal-sized subsamples at once: on each subsample,
     ``(X_c^T W X_c + precision I) b = X_c^T W y_c`` (columns and target centred at their weighted means
     with an intercept), solved in stacked blocks -- the minimiser :func:`_fit_one_penalised`
-    finds by Newton's method (one step, the closed form), without a Python loop per subsample."""
+    finds by Newton's method (one step, the closed form), without a Python loop per subsample.
+
+    With fewer rows ``n`` than columns the n x n dual system is solved instead, ``b = X_c^T W^1/2 a``
+    with ``(W^1/2 X_c X_c^T W^1/2 + precision I) a = W^1/2 y_c`` (the same minimiser), its kernel
+    ``X_c X_c^T`` read off the Gram matrix of all rows (``K_S - 1 u^T - u 1^T + t``, ``u = K_S w /
+    sum(w)``, ``t = w^T K_S w / sum(w)^2``: the centring in kernel form)."""
     idx = np.asarray(index_batch)
     m, n = idx.shape
     d = X.shape[1]
-    per = max(1, _BLOCK_ELEMENTS // max(n * d, 1))
+    dual = n < d
+    K_all = X @ X.T if dual else None
+    per = max(1, _BLOCK_ELEMENTS // max(n * (n if dual else d), 1))
     out = []
     for s in range(0, m, per):
         rows = idx[s:s + per]
         Xs, ys = X[rows], y[rows]
         ws = np.ones(rows.shape) if w is None else w[rows]
+        tot = ws.sum(axis=1)
         if fit_intercept:
-            tot = ws.sum(axis=1)
-            xm = np.einsum("kn,knd->kd", ws, Xs) / tot[:, None]
+            xm = np.matmul(ws[:, None, :], Xs)[:, 0, :] / tot[:, None]
             ym = np.einsum("kn,kn->k", ws, ys) / tot
-            Xs = Xs - xm[:, None, :]
             ys = ys - ym[:, None]
-        Xw = Xs * ws[:, :, None]
-        G = np.matmul(Xs.transpose(0, 2, 1), Xw)
-        G[:, np.arange(d), np.arange(d)] += precision
-        b = np.einsum("knd,kn->kd", Xw, ys)
-        coef = np.linalg.solve(G, b[:, :, None])[:, :, 0]
+        if dual:
+            K = K_all[rows[:, :, None], rows[:, None, :]]
+            if fit_intercept:
+                u = np.matmul(K, ws[:, :, None])[:, :, 0] / tot[:, None]
+                t = np.einsum("kn,kn->k", u, ws) / tot
+                K = K - u[:, :, None] - u[:, None, :] + t[:, None, None]
+            sws = np.sqrt(ws)
+            K = K * sws[:, :, None] * sws[:, None, :]
+            K[:, np.arange(n), np.arange(n)] += precision
+            a = np.linalg.solve(K, (sws * ys)[:, :, None])[:, :, 0] * sws
+            coef = np.matmul(a[:, None, :], Xs)[:, 0, :]
+            if fit_intercept:
+                coef = coef - xm * a.sum(axis=1)[:, None]
+        else:
+            if fit_intercept:
+                Xs = Xs - xm[:, None, :]
+            Xw = Xs * ws[:, :, None]
+            G = np.matmul(Xs.transpose(0, 2, 1), Xw)
+            G[:, np.arange(d), np.arange(d)] += precision
+            b = np.einsum("knd,kn->kd", Xw, ys)
+            coef = np.linalg.solve(G, b[:, :, None])[:, :, 0]
         intercept = ym - np.einsum("kd,kd->k", xm, coef) if fit_intercept else np.zeros(len(rows))
         out.extend((coef[k], np.array([intercept[k]]), "ok") for k in range(len(rows)))
     return out

@@ -54,6 +54,10 @@ def _subsample_prior(coefs, *, covariance, scaling, shrinkage, n, n_rows):
     elif scaling == "jackknife":
         factor = n * (m - 1) / ((n_rows - n) * m)
     try:
+        if covariance != "diag" and used == 0.0 and m - 1 < k:
+            # m vectors span at most m - 1 directions about their mean: singular whatever the
+            # rounding (Cholesky may pass on a rounded rank-deficient matrix)
+            raise linalg.LinAlgError
         cR = linalg.cho_factor(R, lower=True)
     except linalg.LinAlgError:
         raise ValueError(

@@ -56,6 +56,8 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
         the unregularised subsample fits, or the given ``noise_variance`` divided by ``y_scale**2``."""
         if self.noise_variance != "auto":
             return float(self.noise_variance) / y_scale**2
+        if self.prior_scale != "paper":
+            return 1.0  # unused: 'loo' estimates the noise variance with the prior (_tuning.select_ridge)
         w = sample_weight / sample_weight[sample_weight > 0].mean()
         n_params = X.shape[1] + int(self.fit_intercept)
         rss = dof = 0.0

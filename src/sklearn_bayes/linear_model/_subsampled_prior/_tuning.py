@@ -107,13 +107,12 @@ def _loo_means(coefs, indices, n_rows):
 # ---- squared loss: exact LOO (or GCV) from one eigendecomposition per shape -----------------
 
 
-def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D):
-    """LOO risk over the penalty grid for the prior ``N(mean, Sigma)``, ``Sigma = chol chol^T``
-    (D: cross-fitted mean shifts, or None).  Returns ``(risk, lambdas, state)``."""
+def _ridge_eig(X, w, chol):
+    """The eigendecomposition of the weighted design ``A = W^1/2 X chol`` shared by every
+    prior mean of one shape: ``A = U diag(s) V^T`` (thin; ``U`` only for exact leave-one-out)."""
     N = X.shape[0]
     sw = np.sqrt(w)
     A = (X @ chol) * sw[:, None]
-    r = (y - X @ mean) * sw
     k = A.shape[1]
     exact = N <= _EXACT_LOO_MAX_ROWS
     if N <= k:
@@ -128,51 +127,59 @@ def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D):
         s2, V = s2[keep], V[:, keep]
         s = np.sqrt(s2)
         U = (A @ V) / s if exact else None
+    return dict(s2=s2, s=s, U=U, V=V, A=A, sw=sw, chol=chol, k=k, exact=exact)
+
+
+def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D, eig=None):
+    """LOO risk over the penalty grid for the prior ``N(mean, Sigma)``, ``Sigma = chol chol^T``
+    (D: cross-fitted mean shifts, or None; ``eig``: :func:`_ridge_eig` of this shape, computed
+    if None).  All penalties at once (matrix products over the grid).  Returns
+    ``(risk, lambdas, state)``."""
+    N = X.shape[0]
+    if eig is None:
+        eig = _ridge_eig(X, w, chol)
+    s2, s, U, V, A, sw, k = (eig[key] for key in ("s2", "s", "U", "V", "A", "sw", "k"))
+    r = (y - X @ mean) * sw
     c = (V.T @ (A.T @ r)) / s  # U^T r
     lambdas = _RIDGE_GRID * (float(s2.sum()) / k if s2.size else 1.0)
-    base = w / w.sum() if fit_intercept else np.zeros(N)
-    if exact:
-        U2 = U * U
-        E = None
+    F = s2[:, None] / (s2[:, None] + lambdas[None, :])  # (r, L) shrinkage factors
+    if eig["exact"]:
+        base = w / w.sum() if fit_intercept else np.zeros(N)
+        E = r[:, None] - U @ (F * c[:, None])  # residuals, (N, L)
+        h = base[:, None] + (U * U) @ F  # leverages
+        loo = E / np.maximum(1.0 - h, 1e-12)
         if D is not None:
             # first-order shift of row i's prediction when the prior mean is c_{-i}:
             # x_i^T D_i - (1/sw_i) sum_j U_ij s_j f_j (V^T chol^-1 D_i)_j
             xd = np.einsum("ij,ij->i", X, D)
-            E = linalg.solve_triangular(chol, D.T, lower=True).T @ V  # (N, r)
-        risk = np.empty(lambdas.size)
-        for t, lam in enumerate(lambdas):
-            f = s2 / (s2 + lam)
-            e = r - U @ (f * c)
-            h = base + U2 @ f
-            loo = e / np.maximum(1.0 - h, 1e-12)
-            if E is not None:
-                shift = xd - ((U * (s * f)) * E).sum(axis=1) / sw
-                loo = loo - sw * shift
-            risk[t] = float(loo @ loo)
+            Ed = linalg.solve_triangular(chol, D.T, lower=True).T @ V  # (N, r)
+            shift = xd[:, None] - ((U * Ed) * s) @ F / sw[:, None]
+            loo = loo - sw[:, None] * shift
+        risk = np.einsum("il,il->l", loo, loo)
     else:
         rr = float(r @ r) - float(c @ c)
-        risk = np.empty(lambdas.size)
-        for t, lam in enumerate(lambdas):
-            f = s2 / (s2 + lam)
-            df = float(f.sum()) + fit_intercept
-            rss = rr + float(((1.0 - f) * c) @ ((1.0 - f) * c))
-            risk[t] = rss / max(1.0 - df / N, 1e-12) ** 2
-    return risk, lambdas, dict(s2=s2, c=c, r=r)
+        G = (1.0 - F) * c[:, None]
+        df = F.sum(axis=0) + fit_intercept
+        rss = rr + np.einsum("jl,jl->l", G, G)
+        risk = rss / np.maximum(1.0 - df / N, 1e-12) ** 2
+    return risk, lambdas, dict(s2=s2, c=c, r=r, s=s, V=V, chol=chol)
 
 
 def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_subsamples=True):
     """The squared-loss prior by exact LOO.  ``X``, ``y`` standardised (centred with an
     intercept), ``w`` the (normalised) weights.  Returns a dict with ``mean``, ``shape``
     (``Sigma``), ``lam`` (the penalty ``sigma^2 / tau`` in the objective with weights ``w``),
-    ``noise_variance``, ``risk`` and the chosen candidate's names."""
+    ``noise_variance``, ``risk``, the chosen candidate's names and ``map``: the MAP fit and the
+    inverse Hessians of the objective from the same eigendecomposition (:func:`ridge_map`)."""
     N = X.shape[0]
-    D = _loo_means(coefs, indices, N)
+    D = _loo_means(coefs, indices, N) if use_subsamples else None
     means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
              if c[0] in _CANDIDATES["mean"] and (use_subsamples or c[0] == "zero")]
     best = None
     for sname, S, chol in _shapes(cov, use_subsamples):
+        eig = _ridge_eig(X, w, chol)  # one eigendecomposition per shape, shared by the means
         for mname, mean, Dm in means:
-            risk, lambdas, st = _ridge_candidates(X, y, w, fit_intercept, mean, chol, Dm)
+            risk, lambdas, st = _ridge_candidates(X, y, w, fit_intercept, mean, chol, Dm, eig)
             t = int(np.argmin(risk))
             if best is None or risk[t] < best["risk"]:
                 best = dict(risk=float(risk[t]), lam=float(lambdas[t]), shape=S, mean=mean, shape_name=sname,
@@ -183,8 +190,44 @@ def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_subsamples=Tru
     dof = N - int(fit_intercept) - float(f.sum())
     # weights as precision weights: RSS_w / (N - df) with the weights divided by their mean
     best["noise_variance"] = max(rss / float(np.mean(w)) / max(dof, 1.0), 1e-300)
-    del best["st"]
+    best["st"].update(mean=best["mean"], lam=best["lam"], identity=best["shape_name"] == "identity")
     return best
+
+
+def ridge_map(X, y, w, fit_intercept, st):
+    """The MAP fit of the squared loss under the chosen prior, from :func:`select_ridge`'s
+    eigendecomposition (``st``), and the inverse Hessians of the objective
+    ``sum_i w_i (y_i - x_i b - b_0)^2 / 2 + lam (b - c)^T Sigma^-1 (b - c) / 2`` with and without
+    the prior (``X`` centred at its weighted mean when ``fit_intercept``, so the intercept's
+    block is ``1 / sum(w)`` and its cross terms vanish).
+
+    With ``A = W^1/2 X L = U diag(s) V^T`` (``Sigma = L L^T``): ``b = c + L V diag(s / (s^2 +
+    lam)) U^T r``, ``(X^T W X + lam Sigma^-1)^-1 = L [V diag(1 / (s^2 + lam) - 1 / lam) V^T + I /
+    lam] L^T`` and ``(X^T W X)^-1 = L V diag(1 / s^2) V^T L^T`` (the pseudo-inverse when the
+    shape is the identity and ``X`` has rank < its columns; ``None`` when neither applies).
+    Returns ``(coef, intercept, posterior inverse Hessian, data-only inverse Hessian)``."""
+    s2, s, c, V, L, lam, mean = (st[key] for key in ("s2", "s", "c", "V", "chol", "lam", "mean"))
+    k = L.shape[0]
+    identity = st.get("identity", bool(np.array_equal(L, np.eye(k))))
+    LV = V if identity else L @ V
+    coef = mean + LV @ (s * c / (s2 + lam))
+    intercept = float(w @ (y - X @ coef)) / float(w.sum()) if fit_intercept else 0.0
+    q = k + int(fit_intercept)
+    post = np.zeros((q, q))
+    inner = (LV * (1.0 / (s2 + lam) - 1.0 / lam)) @ LV.T
+    post[:k, :k] = inner + ((np.eye(k) if identity else L @ L.T) / lam)
+    data = None
+    if s2.size == k or identity:
+        data = np.zeros((q, q))
+        data[:k, :k] = (LV / s2) @ LV.T
+    if fit_intercept:
+        post[k, k] = 1.0 / float(w.sum())
+        if data is not None:
+            data[k, k] = post[k, k]
+    post = 0.5 * (post + post.T)
+    if data is not None:
+        data = 0.5 * (data + data.T)
+    return coef, np.array([intercept]), post, data
 
 
 # ---- other losses: approximate LOO along log tau --------------------------------------------
