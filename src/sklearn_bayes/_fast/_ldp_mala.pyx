@@ -216,3 +216,54 @@ def mala_chains(object generator, double[:, ::1] Z, double[::1] lp, double[:, ::
                         for i in range(K):
                             record[j + c, i] = Z[c, i]
     return log_h, row
+
+
+# --------------------------------------------------------------------------------------
+# Coordinate jumps: independence Metropolis-Hastings from the prior, one per coordinate
+# --------------------------------------------------------------------------------------
+
+def coordinate_jumps(double[::1] z, double lp, const double[::1] props, const double[::1] log_u,
+                     const int32_t[::1] gy, const int32_t[::1] gs, const double[::1] ga, const double[::1] gb,
+                     const double[::1] gd, const double[::1] gc, const int32_t[::1] s_ptr,
+                     const int32_t[::1] s_idx, const double[::1] prior):
+    """One independence MH step per coordinate of ``z = ln phi``, in order ``k = 0 .. K-1`` (in place).
+
+    ``props[k]`` is the proposal for ``z_k``, a draw of ``ln Gamma(prior_k, 1)`` (its prior,
+    independent of the state, so the caller draws all ``K`` in advance), ``log_u[k]`` the log of
+    the uniform of its acceptance test; ``lp = ln pi(z)`` on entry (the MALA target,
+    ``_mala_logpost``).  Accepted when ``ln pi(z') - ln pi(z) - (prior_k(z'_k) - prior_k(z_k))
+    > log_u[k]`` with ``prior_k(u) = prior_k u - e^u`` (the likelihood ratio) and ``ln pi(z')``
+    finite.  Returns ``ln pi`` of the final ``z``.  ``O(K (K + G + sum |S|))``.
+    """
+    cdef int K = z.shape[0]
+    cdef int n_sub = s_ptr.shape[0] - 1
+    cdef Py_ssize_t G = gy.shape[0]
+    cdef int k
+    cdef double old, new_lp, log_a, a
+    cdef double[::1] theta = np.zeros(K), v = np.zeros(K), grad = np.zeros(K)
+    cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
+    cdef int32_t[::1] dummy = np.zeros(1, dtype=np.int32)
+    cdef double[::1] dd = np.zeros(1)
+    cdef const int32_t* pgy = &gy[0] if G else &dummy[0]
+    cdef const int32_t* pgs = &gs[0] if G else &dummy[0]
+    cdef const double* pga = &ga[0] if G else &dd[0]
+    cdef const double* pgb = &gb[0] if G else &dd[0]
+    cdef const double* pgd = &gd[0] if G else &dd[0]
+    cdef const double* pgc = &gc[0] if G else &dd[0]
+    cdef const int32_t* psi = &s_idx[0] if s_idx.shape[0] else &dummy[0]
+    if props.shape[0] != K or log_u.shape[0] != K or prior.shape[0] != K:
+        raise ValueError("props, log_u and prior must have one entry per coordinate of z.")
+    with nogil:
+        for k in range(K):
+            old = z[k]
+            a = prior[k]
+            z[k] = props[k]
+            new_lp = _mala_logpost(&z[0], K, G, pgy, pgs, pga, pgb, pgd, pgc, n_sub, &s_ptr[0], psi,
+                                   &prior[0], &theta[0], &ths[0], &v[0], &vs[0], &grad[0])
+            if new_lp > -INFINITY and new_lp < INFINITY:
+                log_a = new_lp - lp - (a * z[k] - exp(z[k])) + (a * old - exp(old))
+                if log_u[k] < log_a:
+                    lp = new_lp
+                    continue
+            z[k] = old
+    return lp

@@ -403,3 +403,51 @@ def test_static_store_keeps_no_member_lists():
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, random_state=_gen(0))
     est.partial_fit_responses(est.client_mechanism().privatize(_gen(1).integers(0, K, n), _gen(2)))
     assert len(pickle.dumps(est)) < 1.5 * K * n
+
+
+def test_dense_latent_counts_follow_the_exact_conditional():
+    """The per-group multinomial path of the hybrid chain (few distinct responses, issue 28 round 3):
+    the mean latent counts are ``sum_g c_g p(. | y_g, theta)``, within 5 standard errors."""
+    from sklearn_bayes.privacy._ldp._posterior import _dense_latent, _dense_latent_counts
+
+    g = _dense_groups(seed=2, K=5, n=2000, eps=1.0)
+    assert _dense_latent(g)  # G = 10 subsets of 2, 4 G K = 200 <= 2000 responses
+    theta = np.array([0.05, 0.1, 0.15, 0.3, 0.4])
+    p = g.likelihood_rows() * theta
+    p /= p.sum(axis=1, keepdims=True)
+    expected = g.count @ p
+    var = g.count @ (p * (1 - p))
+    rng, n_rep = _gen(3), 4000
+    total = sum(_dense_latent_counts(rng, g.likelihood_rows(), theta, g.count) for _ in range(n_rep))
+    assert np.all(np.abs(total / n_rep - expected) <= 5 * np.sqrt(var / n_rep))
+    assert total.sum() == n_rep * g.n_responses
+
+
+def test_compiled_coordinate_jumps_match_the_python_steps():
+    """The kernel ``coordinate_jumps`` takes the same decisions as the K Metropolis-Hastings steps
+    written out in Python with the same proposals and uniforms (the arithmetic is the same
+    ``_mala_logpost``: the log posteriors agree to rounding)."""
+    from sklearn_bayes._fast._ldp_mala import coordinate_jumps, mala_logpost
+    from sklearn_bayes.privacy._ldp._posterior import _mala_form
+
+    g = _dense_groups(seed=6, K=6, n=500, eps=1.0)
+    form, prior = _mala_form(g), np.full(6, 0.3)
+    rng = _gen(7)
+    z = np.log(rng.dirichlet(np.ones(6)))
+    accepted = 0
+    for _ in range(50):
+        props = np.log(rng.gamma(prior + 1.0)) + np.log(rng.random(6)) / prior
+        log_u = np.log(rng.random(6))
+        ref, lp = z.copy(), mala_logpost(z, *form, prior)[0]
+        for k in range(6):
+            old, ref[k] = ref[k], props[k]
+            new = mala_logpost(ref, *form, prior)[0]
+            if np.isfinite(new) and log_u[k] < new - lp - (prior[k] * ref[k] - np.exp(ref[k])) + (
+                    prior[k] * old - np.exp(old)):
+                lp, accepted = new, accepted + 1
+            else:
+                ref[k] = old
+        out = coordinate_jumps(z, mala_logpost(z, *form, prior)[0], props, log_u, *form, prior)
+        np.testing.assert_array_equal(z, ref)
+        assert out == pytest.approx(lp, rel=1e-12)
+    assert 0 < accepted < 300  # both branches taken

@@ -351,6 +351,8 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     counts = np.zeros(K, dtype=np.int64)
     stamp = np.full(K, -1, dtype=np.int32)
     bits = _set_bits(groups)
+    # few distinct responses per user: latent counts per group from dense likelihood rows
+    dense_rows = groups.likelihood_rows() if _dense_latent(groups) else None
     rho = 1.0
     pre = None
     log_h = np.log(1.0 / K ** (1.0 / 3.0))
@@ -361,8 +363,11 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     it = -1
     while True:
         it += 1
-        latent_counts(rng, np.exp(lt), groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
-                      groups.f_out, groups.count, counts, stamp, bits)
+        if dense_rows is None:
+            latent_counts(rng, np.exp(lt), groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
+                          groups.f_out, groups.count, counts, stamp, bits)
+        else:
+            counts = _dense_latent_counts(rng, dense_rows, np.exp(lt), groups.count)
         if hier:
             rho = _draw_rho(rng, counts, RHO_GRID)
             a = rho + counts
@@ -393,29 +398,54 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
         yield np.exp(lt), (rho if hier else np.nan)
 
 
+#: Largest ``G K`` for which the hybrid chain draws the latent counts per group from dense
+#: likelihood rows (:func:`_dense_latent_counts`) instead of per response.
+DENSE_LATENT_MAX_CELLS = 1 << 16
+
+
+def _dense_latent(groups):
+    """Draw the latent counts per group (``O(G K)``) rather than per response (``O(n)``)?
+
+    When ``4 G K <= n`` and ``G K <= DENSE_LATENT_MAX_CELLS`` (measured: a multinomial cell costs
+    about 60 ns, a response in the kernel ``latent_counts`` about 17 ns).
+    """
+    G, K = groups.count.size, groups.n_categories
+    return G * K <= DENSE_LATENT_MAX_CELLS and 4 * G * K <= groups.n_responses
+
+
+def _dense_latent_counts(rng, L, theta, count):
+    """The latent category counts: ``sum_g Multinomial(c_g, L[g] theta / (L[g] . theta))``.
+
+    The same conditional distribution as the kernel ``latent_counts`` (the users of a group share
+    ``p(x | y_g, theta)``), drawn with one vectorised multinomial per group.
+    """
+    P = L * theta
+    P /= P.sum(axis=1, keepdims=True)
+    return rng.multinomial(count, P).sum(axis=0)
+
+
 def _coordinate_jumps(rng, z, lp, form, pvec):
     """One independence Metropolis-Hastings step per coordinate of ``z = ln phi`` (in place).
 
-    The proposal for ``z_k`` is its prior, ``ln Gamma(pvec_k, 1)`` (drawn without underflow,
+    The proposal for ``z_k`` is its prior, ``ln Gamma(pvec_k, 1)`` (drawn without underflow as in
     :func:`_log_gamma`), so the acceptance ratio is the likelihood ratio
     ``exp(ln pi(z') - ln pi(z) - (prior_k(z'_k) - prior_k(z_k)))`` with ``prior_k(u) = pvec_k u
     - e^u``; ``ln pi`` is the MALA target (kernel ``mala_logpost``).  It lets a category jump
     between "nearly empty" and "present", the move that the Gibbs sweep and the Langevin steps
-    make slowly (the sparse-theta chains of issue 28).  Leaves ``pi(z | rho)`` invariant.
+    make slowly (the sparse-theta chains of issue 28).  Leaves ``pi(z | rho)`` invariant.  The
+    proposals do not depend on the state, so all ``K`` of them (and the acceptance uniforms) are
+    drawn first and the ``K`` steps run in the compiled kernel ``coordinate_jumps`` (issue 28,
+    round 3: the Python loop of ``K`` kernel calls was a third of the chain's time at ``K = 50``).
+    Returns ``ln pi`` of the final ``z``.
     """
-    from sklearn_bayes._fast._ldp_mala import mala_logpost
+    from sklearn_bayes._fast._ldp_mala import coordinate_jumps
 
-    for k in range(z.size):
-        old = z[k]
-        a = float(pvec[k])
-        z[k] = _log_gamma(rng, a)
-        new_lp = mala_logpost(z, *form, pvec)[0]
-        log_a = new_lp - lp - (a * z[k] - np.exp(z[k])) + (a * old - np.exp(old))
-        if np.isfinite(new_lp) and np.log(rng.random()) < log_a:
-            lp = new_lp
-        else:
-            z[k] = old
-    return lp
+    a = np.ascontiguousarray(pvec, dtype=float)
+    g = rng.gamma(a + 1.0)
+    with np.errstate(divide="ignore"):
+        props = np.log(g) + np.log(rng.random(a.size)) / a
+        log_u = np.log(rng.random(a.size))
+    return coordinate_jumps(z, float(lp), props, log_u, *form, a)
 
 
 def tv_point_estimate(draws, tol=1e-12):
