@@ -55,3 +55,19 @@ def test_em_weights_are_the_irls_weights_at_the_fit_and_describe_keeps_its_own()
     desc = describe_residuals(prob, res.theta, res.scales, 50, 1e-10, W, a=res.a)
     assert desc.W is W
     np.testing.assert_array_equal(desc.theta, res.theta)
+
+
+def test_describe_with_given_residuals_is_the_same_run():
+    """``r`` (the residuals already computed by the caller) replaces only the first E-step's product:
+    the same residuals give the same run, bit for bit; ``max_iter=0`` is that E-step alone."""
+    prob, theta0, s0 = _problem()
+    W = np.ones(len(prob.y))
+    a = describe_residuals(prob, theta0, s0, 200, 1e-10, W)
+    b = describe_residuals(prob, theta0, s0, 200, 1e-10, W, r=prob.y - prob.Xa @ theta0)
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    e = describe_residuals(prob, theta0, a.scales, 0, 1e-10, W, a=a.a, r=a.residuals)
+    assert e.n_iter == 0 and not e.converged
+    _, z, obj, _ = prob.e_step(theta0, a.a, a.scales)
+    np.testing.assert_array_equal(e.z, z)
+    assert e.objective == obj and list(e.history) == [obj]

@@ -288,3 +288,42 @@ def test_lmrob_common_fit_option_takes_the_variances_at_the_given_mm_fit(monkeyp
     monkeypatch.setattr(mv, "COMMON_FIT", "mad")
     old = mv.select(Xa, y, sw, np.zeros(3), 1.0, _wls, weighted_median, 1e-12, np.arange(2), mm=(theta_mm, 1.3))
     assert not np.array_equal(old["theta_mm"], theta_mm)  # the default fits its own MM step at scale0 = 1
+
+
+def test_large_n_polish_reaches_the_all_row_root_and_the_mixture_describes_the_subsample(monkeypatch):
+    """Above 20000 rows: the subsample's fit of the kept loss (to 1e-4) is polished on all rows to within
+    1e-6 (1 + max |theta|) (standardised units) of the all-row root, so IRLS on all rows from ``coef_``
+    at the selected loss and scale moves no coefficient by more than that (1e-5 in these units, where a
+    standard error is 6e-3); the mixture is fitted by EM on the 10^4-row subsample at those coefficients
+    and the responsibilities and log-likelihood are one E-step on all rows at its weights and scales."""
+    import sklearn_bayes.linear_model._mixture._estimator as E
+    from sklearn_bayes.linear_model._mixture._norms import Cauchy, HuberT, TukeyBiweight
+
+    calls = []
+
+    def spy(prob, theta, scales, max_iter, tol, W, a=None, r=None):
+        res = describe(prob, theta, scales, max_iter, tol, W, a=a, r=r)
+        calls.append((len(prob.y), max_iter, None if a is None else a.copy(), np.array(scales), res))
+        return res
+
+    describe = E.describe_residuals
+    monkeypatch.setattr(E, "describe_residuals", spy)
+    rng = np.random.default_rng(7)
+    n = 25000
+    X = rng.normal(size=(n, 2))
+    y = 1 + X @ [1.0, 2.0] + rng.standard_t(3, size=n)
+    reg = _reg().fit(X, y)
+    (n_sub, it_sub, _, _, sub), (n_all, it_all, a_all, s_all, _) = calls
+    assert (n_sub, n_all, it_all) == (10000, n, 0) and it_sub > 0
+    np.testing.assert_array_equal(a_all, sub.a)
+    np.testing.assert_array_equal(s_all, sub.scales)
+    np.testing.assert_array_equal(reg.mixture_weights_, sub.a)
+    assert reg.n_iter_ == sub.n_iter and reg.converged_ == sub.converged
+    np.testing.assert_allclose(reg.responsibilities_, reg.predict_proba_components(X, y), rtol=1e-9, atol=1e-12)
+    assert reg.log_likelihood_ == pytest.approx(reg.score_samples(X, y).sum(), rel=1e-10)
+    name, c = reg.selected_loss_.split("(c=")
+    norm = {"huber": HuberT, "tukey": TukeyBiweight, "cauchy": Cauchy}[name](float(c.rstrip(")")))
+    Xa = np.column_stack([X, np.ones(n)])
+    theta = np.append(reg.coef_, reg.intercept_)
+    root, _ = mv.irls(Xa, y, np.ones(n), theta, reg.selected_scale_, norm, _wls, tol=1e-12, max_iter=1000)
+    assert np.max(np.abs(root - theta)) <= 1e-5

@@ -285,7 +285,7 @@ def em(prob, theta, scales, max_iter, tol, accelerate=True, a=None):
                     converged=converged, residuals=r)
 
 
-def describe_residuals(prob, theta, scales, max_iter, tol, W, a=None):
+def describe_residuals(prob, theta, scales, max_iter, tol, W, a=None, r=None):
     """EM for the mixture weights and scales only, at fixed coefficients ``theta``.
 
     Used by ``variant="min_variance"``: the coefficients come from the selected
@@ -293,13 +293,18 @@ def describe_residuals(prob, theta, scales, max_iter, tol, W, a=None):
     weights, scales keep their meaning).  ``W`` are the selected loss's IRLS weights.
     The EM maps of ``(log a, log scales)`` are combined by SQUAREM with the same
     monotonicity safeguard as :func:`em` (an extrapolated point is kept only if its
-    objective is at least that of the plain double step); ``max_iter`` counts EM maps.
-    Returns an :class:`EMResult` like :func:`em`.
+    objective is at least that of the plain double step); ``max_iter`` counts EM maps
+    (0: only the E-step at ``a`` and ``scales``).  ``r``: the residuals ``prob.y - prob.Xa @
+    theta`` if already computed.  Returns an :class:`EMResult` like :func:`em`.
     """
     J = len(prob.comps)
     a = np.full(J, 1.0 / J) if a is None else np.asarray(a, dtype=float).copy()
     scales = np.asarray(scales, dtype=float).copy()
-    r, z, ll, stats = prob.e_step(theta, a, scales)  # the residuals are fixed from here on
+    if r is None:
+        r, z, ll, stats = prob.e_step(theta, a, scales)  # the residuals are fixed from here on
+    else:  # the E-step of prob.e_step at the given residuals
+        z, ll, stats = prob.responsibilities(r, a, scales)
+        ll += prob.log_prior(scales)
 
     def em_map(a, scales, z, stats):
         a, scales = prob.m_mix(r, z, scales, stats)

@@ -14,7 +14,7 @@ from scipy import stats
 
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 
-__all__ = ["MixtureScore", "MixtureSummary", "parameter_covariance", "validate_alpha", "wald_intervals"]
+__all__ = ["MixtureScore", "MixtureSummary", "parameter_covariance", "rounding_level", "validate_alpha", "wald_intervals"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,43 @@ def leverages(Xa, r, sw, scale, norm, return_A=False):
     return (h, A) if return_A else h
 
 
+_BLOCK = 8192  # rows per block of the all-row rounding levels
+
+
+def rounding_level(X, y, coef, intercept):
+    """Per-row bound on the rounding error of a residual ``y_i - x_i @ coef - intercept``.
+
+    Evaluating the ``d + 2`` terms costs at most ``(d + 2) eps`` times the sum of their
+    magnitudes (the dot-product error bound), and the data themselves are rounded to a
+    relative ``eps / 2``; residuals below this are rounding, not signal.
+    """
+    n, ac = len(y), np.abs(coef)
+    if n <= _BLOCK or not X.flags.c_contiguous:
+        xc = np.abs(X) @ ac
+    else:  # blocks of rows through one buffer (no n x d temporary; the same row sums)
+        xc, buf = np.empty(n), np.empty((_BLOCK, X.shape[1]))
+        for s in range(0, n, _BLOCK):
+            e = min(n, s + _BLOCK)
+            np.matmul(np.abs(X[s:e], out=buf[: e - s]), ac, out=xc[s:e])
+    return (X.shape[1] + 2) * np.finfo(float).eps * (np.abs(y) + xc + abs(intercept))
+
+
 LEVERAGE_POWER = 2.0
+
+
+def _identified_columns(Xa, pos, m):
+    """Indices of the columns of ``Xa`` that are non-zero on some row of ``pos`` (``m`` of them).
+
+    A column non-zero on one of the first 64 positive-weight rows is identified; only the others
+    (typically none) are checked on all rows: the set of ``np.any(Xa[pos] != 0, axis=0)``
+    without an ``n x p`` pass."""
+    head = np.flatnonzero(pos)[:64] if m < len(pos) else slice(0, 64)
+    seen = np.any(Xa[head] != 0, axis=0)
+    rest = np.flatnonzero(~seen)
+    if len(rest):
+        rows = Xa[:, rest] if m == len(pos) else Xa[np.ix_(np.flatnonzero(pos), rest)]
+        seen[rest] = np.any(rows != 0, axis=0)
+    return np.flatnonzero(seen)
 
 
 def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None):
@@ -113,7 +149,7 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     pos = sw > 0
     m = int(pos.sum())
     d = Xa.shape[1] - int(fit_intercept)
-    keep = np.flatnonzero(np.any((Xa if m == len(sw) else Xa[pos]) != 0, axis=0))  # no row copy if all rows count
+    keep = _identified_columns(Xa, pos, m)
     p = len(keep)
     dof = max(m - p, 1)
     small = m / dof  # without leverages: the small-sample factor m / (m - p) of all rows

@@ -62,10 +62,14 @@ def newton_polish(Xa, y, sw, theta, scale, norm, A, wls, tol=1e-8, max_iter=50):
     ``A`` approximates ``sum_i w_i psi'(u_i) x_i x_i^T`` at the root (the estimating equation's
     Jacobian times ``-s``), e.g. from a subsample fit scaled to the total weight.  Each step,
     ``theta += s A^-1 sum_i w_i psi(u_i) x_i``, costs two products with ``Xa`` (no Gram
-    matrix); the error contracts by about ``||I - A^-1 A_true||`` per step.  The root is the
-    one IRLS converges to (IRLS solves the same equation, ``psi(u) = w(u) u``).  Same stopping
-    rule as :func:`irls`.  Falls back to :func:`irls` from the current point if ``A`` is not
-    positive definite or a step does not shrink (a contraction factor above 1/2).  Returns
+    matrix); the error contracts by about ``q = ||I - A^-1 A_true||`` per step.  The root is the
+    one IRLS converges to (IRLS solves the same equation, ``psi(u) = w(u) u``).  Stops when a
+    step moves no coefficient by more than ``tol (1 + max |theta|)`` (the rule of :func:`irls`)
+    or, from the second step on, when the distance left to the root after the step, at most
+    ``q / (1 - q)`` times the step with ``q`` estimated by the ratio of the last two steps (the
+    a-posteriori bound of a contraction), is below that: one gradient fewer (two products with
+    ``Xa``) for the same accuracy.  Falls back to :func:`irls` from the current point if ``A`` is
+    not positive definite or a step does not shrink (a contraction factor above 1/2).  Returns
     ``(theta, n_iter)``.
     """
     try:
@@ -82,7 +86,9 @@ def newton_polish(Xa, y, sw, theta, scale, norm, A, wls, tol=1e-8, max_iter=50):
             th, n = irls(Xa, y, sw, theta, scale, norm, wls, tol=tol)
             return th, it + n
         theta = theta + step
-        if size <= tol * (1.0 + np.max(np.abs(theta))):
+        q = size / prev  # < 1/2 here; no estimate at the first step (prev = inf)
+        left = size * q / (1.0 - q) if it > 1 else size  # bound on the distance left to the root (< size)
+        if left <= tol * (1.0 + np.max(np.abs(theta))):
             return theta, it
         prev = size
     return theta, max_iter
@@ -287,7 +293,7 @@ COMMON_FIT = "mad"
 
 
 def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, family=FAMILY,
-           level=MISSPECIFICATION_LEVEL, small=None, mm=None):  # fmt: skip
+           level=MISSPECIFICATION_LEVEL, small=None, mm=None, tol=1e-8):  # fmt: skip
     """Choose the member of ``family`` with the smallest estimated slope variance and fit it.
 
     From the high-breakdown start ``theta0`` one Tukey (4.685) IRLS fit at the start's scale
@@ -318,6 +324,9 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     ``scale``, ``variances`` of every member, ``misspecification`` (``(T, df, p_value)`` or
     ``None``), ``small`` (whether the small-sample path was taken), ``n_iter`` (IRLS
     iterations) and ``theta_mm`` (the MM step's fit, from which the outliers are flagged).
+    ``tol``: stopping rule of the variance rule's fit (:func:`irls` at the fixed scale ``s``); the
+    estimator passes a looser one when that fit only starts a polish on all rows (above 20000 rows:
+    the polish solves the same equation; the other fits re-estimate a scale and keep ``1e-8``).
     """
     p = Xa.shape[1]
     scale0 = max(scale0, floor)
@@ -348,7 +357,7 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
         n_iter += n_more
     else:
         norm = min(family, key=lambda n: variances[n])  # first of equals: family order
-        theta, n_more = irls(Xa, y, sw, theta_mm, scale, norm, wls)
+        theta, n_more = irls(Xa, y, sw, theta_mm, scale, norm, wls, tol=tol)
         n_iter += n_more
     return {"theta": theta, "loss": norm, "scale": scale, "variances": variances,
             "misspecification": test, "small": small, "n_iter": n_mm + n_iter, "theta_mm": theta_mm}  # fmt: skip
