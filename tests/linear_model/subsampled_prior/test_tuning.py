@@ -24,11 +24,14 @@ from sklearn_bayes import (
 )
 from sklearn_bayes._glm import LogisticLoss, MultinomialLoss, PoissonLoss, SquaredHingeLoss, SquaredLoss, fit_map
 from sklearn_bayes.linear_model._subsampled_prior._tuning import (
+    _LOG10_TAU,
     _RIDGE_GRID,
+    _SVM_STEP,
     _loo_means,
     _ridge_candidates,
     alo_risk,
     select_glm,
+    select_svm,
 )
 
 
@@ -185,7 +188,8 @@ def test_separable_data_need_no_fallback_by_default(Est):
         clf = Est(subsample_size=30, n_subsamples=10, random_state=0).fit(X, y)
     assert clf.n_separated_subsamples_ == 0
     assert np.all(np.isfinite(clf.coef_)) and clf.score(X, y) > 0.95
-    assert set(clf.prior_choice_) == {"shape", "mean", "scale", "loo_risk", "at_grid_boundary"}
+    keys = {"shape", "mean", "scale", "loo_risk", "at_grid_boundary"}
+    assert set(clf.prior_choice_) == (keys | {"intercept"} if Est is SubsampledPriorLinearSVC else keys)
 
 
 def test_poisson_zero_counts_need_no_fallback_by_default():
@@ -282,14 +286,57 @@ def test_se_rule_picks_a_stronger_prior_within_k_standard_errors(k):
         assert r2 - r_min > k * np.sqrt(n) * np.std(l2 - l_min, ddof=1) - 1e-6 * abs(r_min)
 
 
-def test_se_rule_is_not_applied_to_the_svm_error_count():
-    rng = np.random.default_rng(1)
+def _svm_counts(X, y, pen, grid):
+    """Leave-one-out misclassification counts of the squared hinge SVM along ``grid`` (log10 tau),
+    by ALO (checked against exact refits in test_alo_is_one_newton_step_of_each_leave_one_out_objective)."""
+    n, d = X.shape
+    out = []
+    for t in grid:
+        if pen:
+            Xa, P = np.hstack([X, np.ones((n, 1))]), np.eye(d + 1) / 10.0 ** t
+            r = fit_map(Xa, y, SquaredHingeLoss(), prior_precision=P, fit_intercept=False, tol=1e-10)
+            e = alo_risk(Xa, y, np.ones(n), SquaredHingeLoss(), r.coef, r.intercept, P, False, errors=True)
+        else:
+            P = np.eye(d) / 10.0 ** t
+            r = fit_map(X, y, SquaredHingeLoss(), prior_precision=P, tol=1e-10)
+            e = alo_risk(X, y, np.ones(n), SquaredHingeLoss(), r.coef, r.intercept, P, True, errors=True)
+        out.append(np.floor(e))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_svm_keeps_the_fewest_loo_errors_and_the_strongest_prior_among_ties(seed):
+    """select_svm: over both intercept candidates and the grid, the fewest leave-one-out
+    misclassifications; among equal counts the smallest tau, then the penalised intercept; the
+    returned fit is the MAP fit of the chosen prior (intercept as a penalised column or free)."""
+    rng = np.random.default_rng(seed)
     X = rng.normal(size=(80, 4))
-    y = np.where(X[:, 0] + rng.normal(size=80) > 0, 1.0, -1.0)
+    y = np.where(X[:, 0] + 0.5 + rng.normal(size=80) > 0, 1.0, -1.0)
     args = (X, y, np.ones(80), SquaredHingeLoss(), True, np.zeros((2, 4)), [np.arange(10), np.arange(10, 20)],
             np.eye(4), 1e-10, 100, np.zeros(1))
-    sel = select_glm(*args, use_subsamples=False)
-    assert sel["tau"] == sel["loo_min_tau"]
+    sel = select_svm(*args, use_subsamples=False)
+    lo, hi = _LOG10_TAU
+    grid = np.arange(lo, hi + 1e-9, _SVM_STEP)
+    free, pen = _svm_counts(X, y, False, grid), _svm_counts(X, y, True, grid)
+    best = min(free.min(), pen.min())
+    t = grid[min(np.flatnonzero(free == best).min(initial=99), np.flatnonzero(pen == best).min(initial=99))]
+    assert sel["risk"] == best
+    assert_allclose(np.log10(sel["tau"]), t)
+    j = int(np.flatnonzero(grid == t)[0])
+    assert sel["intercept_penalised"] == (pen[j] == best)
+    P = np.eye(5 if sel["intercept_penalised"] else 4) / sel["tau"]
+    if sel["intercept_penalised"]:
+        r = fit_map(np.hstack([X, np.ones((80, 1))]), y, SquaredHingeLoss(), prior_precision=P, fit_intercept=False,
+                    tol=1e-12)
+        ref_coef, ref_b = r.coef[:, :4], r.coef[:, 4]
+    else:
+        r = fit_map(X, y, SquaredHingeLoss(), prior_precision=P, tol=1e-12)
+        ref_coef, ref_b = r.coef, r.intercept
+    # two Newton solutions of one strictly convex problem, both to tolerances below 1e-10
+    assert_allclose(sel["coef"], ref_coef, rtol=1e-6, atol=1e-8)
+    assert_allclose(sel["intercept"], ref_b, rtol=1e-6, atol=1e-8)
+    with pytest.raises(TypeError, match="select_svm"):
+        select_glm(*args)
 
 
 @pytest.mark.parametrize("shape", ["identity", "spd"])

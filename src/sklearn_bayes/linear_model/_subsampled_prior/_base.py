@@ -21,7 +21,9 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_bayes.exceptions import SubsampleFitWarning
 from sklearn_bayes.utils import IntegerInterval, check_generator
 from sklearn_bayes._glm import (
+    HingeLoss,
     MAPResult,
+    SquaredHingeLoss,
     PoissonLoss,
     SquaredLoss,
     fit_map,
@@ -36,7 +38,7 @@ from sklearn_bayes._glm import (
 from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_subsample_batch
 from sklearn_bayes.linear_model._subsampled_prior._plan import _rare_level_rows, _resolve_sizes
 from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units
-from sklearn_bayes.linear_model._subsampled_prior._tuning import ridge_map, select_glm, select_ridge
+from sklearn_bayes.linear_model._subsampled_prior._tuning import ridge_map, select_glm, select_ridge, select_svm
 
 #: warnings of fit point at the caller: _report, _fit_problems, _fit_single, fit and its two
 #: decorators (transactional, _fit_context)
@@ -300,7 +302,16 @@ class _BaseSubsampledPrior(BaseEstimator):
             if self.prior_mean_method == "offset":
                 # the MAP fit and its inverse Hessians from the eigendecomposition that chose the
                 # prior (no Newton fit, no further matrix inversion)
-                closed = ridge_map(X, y, sample_weight, self.fit_intercept, sel["st"])
+                closed = ridge_map(X, y, sample_weight, self.fit_intercept, sel["st"]) + (1, True)
+        elif isinstance(loss, (SquaredHingeLoss, HingeLoss)):
+            offset = self.prior_mean_method == "offset"
+            sel = select_svm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
+                             self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
+                             wbar, penalise_intercept=offset)
+            num, den, obj = (sel["tau"],), (weight_unit, wbar), wbar / sel["tau"]
+            start = (sel["coef"], sel["intercept"])
+            if offset:  # the fit at the chosen prior is the MAP fit (the intercept possibly penalised)
+                closed = (np.ravel(sel["coef"]), np.ravel(sel["intercept"]), None, None, sel["n_iter"], sel["converged"])
         else:
             sel = select_glm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
                              self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
@@ -320,6 +331,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         scale = float(rescale(1.0, num=num, den=den))
         choice = dict(shape=sel["shape_name"], mean=sel["mean_name"], scale=scale,
                       loo_risk=float(sel["risk"]) * weight_unit, at_grid_boundary=bool(sel["boundary"]))
+        if "intercept_penalised" in sel:
+            choice["intercept"] = "penalised" if sel["intercept_penalised"] else "free"
         return sel["mean"], cov, precision, used, penalty_scale, choice, start, obj * Sinv, closed
 
     def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0, weight_unit=1.0,
@@ -370,10 +383,12 @@ class _BaseSubsampledPrior(BaseEstimator):
                     J[d, d + 1] = 1.0
                 theta_cov = J @ inverse_spd(H) @ J.T
             res.coef = res.coef[:, :d] + extra * mean[None, :]
-        elif closed is not None:  # the squared loss: the MAP fit in closed form (_tuning.ridge_map)
-            coef, intercept, theta_cov, data_inv = closed
+        elif closed is not None:
+            # the squared loss: the MAP fit in closed form (_tuning.ridge_map); the SVMs: the fit at the
+            # chosen prior from the search (_tuning.select_svm)
+            coef, intercept, theta_cov, data_inv, n_iter, converged = closed
             res = MAPResult(coef=coef[None, :], intercept=intercept if self.fit_intercept else np.zeros(1),
-                            n_iter=1, converged=True, objective=float("nan"))
+                            n_iter=n_iter, converged=converged, objective=float("nan"))
         else:
             res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P_obj,
                           coef_init=mean if start is None else start[0], **kw)
