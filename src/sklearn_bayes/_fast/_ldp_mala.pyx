@@ -225,20 +225,20 @@ def mala_chains(object generator, double[:, ::1] Z, double[::1] lp, double[:, ::
 def coordinate_jumps(double[::1] z, double lp, const double[::1] props, const double[::1] log_u,
                      const int32_t[::1] gy, const int32_t[::1] gs, const double[::1] ga, const double[::1] gb,
                      const double[::1] gd, const double[::1] gc, const int32_t[::1] s_ptr,
-                     const int32_t[::1] s_idx, const double[::1] prior):
-    """One independence MH step per coordinate of ``z = ln phi``, in order ``k = 0 .. K-1`` (in place).
+                     const int32_t[::1] s_idx, const double[::1] prior, const int32_t[::1] order):
+    """One independence MH step per coordinate ``k = order[j]`` of ``z = ln phi``, in turn (in place).
 
-    ``props[k]`` is the proposal for ``z_k``, a draw of ``ln Gamma(prior_k, 1)`` (its prior,
-    independent of the state, so the caller draws all ``K`` in advance), ``log_u[k]`` the log of
+    ``props[j]`` is the proposal for ``z_k``, a draw of ``ln Gamma(prior_k, 1)`` (its prior,
+    independent of the state, so the caller draws them in advance), ``log_u[j]`` the log of
     the uniform of its acceptance test; ``lp = ln pi(z)`` on entry (the MALA target,
     ``_mala_logpost``).  Accepted when ``ln pi(z') - ln pi(z) - (prior_k(z'_k) - prior_k(z_k))
     > log_u[k]`` with ``prior_k(u) = prior_k u - e^u`` (the likelihood ratio) and ``ln pi(z')``
-    finite.  Returns ``ln pi`` of the final ``z``.  ``O(K (K + G + sum |S|))``.
+    finite.  Returns ``ln pi`` of the final ``z``.  ``O(len(order) (K + G + sum |S|))``.
     """
     cdef int K = z.shape[0]
     cdef int n_sub = s_ptr.shape[0] - 1
     cdef Py_ssize_t G = gy.shape[0]
-    cdef int k
+    cdef int k, j, m = order.shape[0]
     cdef double old, new_lp, log_a, a
     cdef double[::1] theta = np.zeros(K), v = np.zeros(K), grad = np.zeros(K)
     cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
@@ -251,19 +251,89 @@ def coordinate_jumps(double[::1] z, double lp, const double[::1] props, const do
     cdef const double* pgd = &gd[0] if G else &dd[0]
     cdef const double* pgc = &gc[0] if G else &dd[0]
     cdef const int32_t* psi = &s_idx[0] if s_idx.shape[0] else &dummy[0]
-    if props.shape[0] != K or log_u.shape[0] != K or prior.shape[0] != K:
-        raise ValueError("props, log_u and prior must have one entry per coordinate of z.")
+    if props.shape[0] != m or log_u.shape[0] != m or prior.shape[0] != K:
+        raise ValueError("props and log_u need one entry per step (order), prior one per coordinate of z.")
+    for j in range(m):
+        if not 0 <= order[j] < K:
+            raise ValueError("order must hold coordinates of z.")
     with nogil:
-        for k in range(K):
+        for j in range(m):
+            k = order[j]
             old = z[k]
             a = prior[k]
-            z[k] = props[k]
+            z[k] = props[j]
             new_lp = _mala_logpost(&z[0], K, G, pgy, pgs, pga, pgb, pgd, pgc, n_sub, &s_ptr[0], psi,
                                    &prior[0], &theta[0], &ths[0], &v[0], &vs[0], &grad[0])
             if new_lp > -INFINITY and new_lp < INFINITY:
                 log_a = new_lp - lp - (a * z[k] - exp(z[k])) + (a * old - exp(old))
-                if log_u[k] < log_a:
+                if log_u[j] < log_a:
                     lp = new_lp
                     continue
             z[k] = old
+    return lp
+
+
+def coordinate_jumps_incremental(double[::1] z, double lp, const double[::1] props, const double[::1] log_u,
+                                 const int32_t[::1] order, const double[::1] ga, const double[::1] gc,
+                                 const double[::1] u0, const int32_t[::1] t_ptr, const int32_t[::1] t_grp,
+                                 const double[::1] t_w, const double[::1] prior, double[::1] h_scratch,
+                                 double[::1] w_scratch):
+    """The steps of :func:`coordinate_jumps` with ``O(G + deg_k)`` work per step instead of a full evaluation.
+
+    With ``phi = e^z`` and ``Phi = sum(phi)`` the likelihood term of the MALA target is
+    ``sum_g c_g ln(a_g Phi + u_g) - N ln Phi`` (``u_g = b_g phi[y_g] + d_g phi(S_g)``, ``N =
+    sum_g c_g``).  ``u0`` holds ``u_g`` at the entry ``z``; category ``k`` enters ``u_g`` with
+    weight ``t_w[j]`` for the groups ``t_grp[j]``, ``t_ptr[k] <= j < t_ptr[k + 1]`` (the transposed
+    membership lists).  A step on ``k`` changes ``Phi`` by ``delta = e^{z'_k} - e^{z_k}`` and ``u_g``
+    by ``delta t_w`` on those groups only.  The acceptance test is the likelihood ratio (the
+    proposal is the prior), as in :func:`coordinate_jumps`.  ``h_scratch`` and ``w_scratch`` are
+    work arrays of ``G`` values (``w_scratch`` all zero on entry and on return).  Returns ``lp``
+    (the full target of the entry ``z``) updated by the accepted steps.
+    """
+    cdef int K = z.shape[0]
+    cdef Py_ssize_t G = ga.shape[0], g
+    cdef int j, k, i, m = order.shape[0]
+    cdef double Phi = 0.0, N = 0.0, lik = 0.0, new_lik, delta, Phi_new, h, a, old
+    cdef double[::1] u = np.array(u0, dtype=np.float64)
+    if props.shape[0] != m or log_u.shape[0] != m or prior.shape[0] != K or t_ptr.shape[0] != K + 1:
+        raise ValueError("props and log_u need one entry per step, prior one per coordinate, t_ptr K + 1.")
+    if gc.shape[0] != G or u0.shape[0] != G or h_scratch.shape[0] < G or w_scratch.shape[0] < G:
+        raise ValueError("ga, gc, u0 and the scratch arrays need one entry per group.")
+    for j in range(m):
+        if not 0 <= order[j] < K:
+            raise ValueError("order must hold coordinates of z.")
+    with nogil:
+        for k in range(K):
+            Phi += exp(z[k])
+        for g in range(G):
+            N += gc[g]
+            lik += gc[g] * log(ga[g] * Phi + u[g])
+        lik -= N * log(Phi)
+        for j in range(m):
+            k = order[j]
+            old = z[k]
+            a = prior[k]
+            if not (props[j] > -INFINITY and props[j] < INFINITY):
+                continue  # ln pi(z') = -inf: rejected, as in coordinate_jumps
+            delta = exp(props[j]) - exp(old)
+            Phi_new = Phi + delta
+            if not Phi_new > 0.0:
+                continue
+            for i in range(t_ptr[k], t_ptr[k + 1]):
+                w_scratch[t_grp[i]] += t_w[i]
+            new_lik = 0.0
+            for g in range(G):
+                h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
+                h_scratch[g] = h
+                new_lik += gc[g] * log(h)
+            new_lik -= N * log(Phi_new)
+            if new_lik > -INFINITY and new_lik < INFINITY and log_u[j] < new_lik - lik:
+                for i in range(t_ptr[k], t_ptr[k + 1]):
+                    u[t_grp[i]] += delta * t_w[i]
+                lp += new_lik - lik + (a * props[j] - exp(props[j])) - (a * old - exp(old))
+                lik = new_lik
+                Phi = Phi_new
+                z[k] = props[j]
+            for i in range(t_ptr[k], t_ptr[k + 1]):
+                w_scratch[t_grp[i]] = 0.0
     return lp

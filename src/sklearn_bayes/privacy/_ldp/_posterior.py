@@ -296,8 +296,9 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     Both steps leave the posterior of ``(theta, rho)`` invariant.  The MALA step is
     skipped above 128 categories or when the dense likelihood rows would exceed
     ``max_dense`` entries (the preconditioner needs them): pure Gibbs then.  (iii) With
-    ``jumps`` (``'auto'``: when ``G K <= JUMP_MAX_WORK`` and MALA runs) one independence
-    Metropolis-Hastings jump per category from its prior (:func:`_coordinate_jumps`): the
+    ``jumps`` (``'auto'``: whenever MALA runs) one independence Metropolis-Hastings jump per
+    category from its prior (:func:`_coordinate_jumps`; a random scan of fewer categories when
+    ``K`` jumps would exceed :data:`JUMP_WORK`): the
     Gibbs and Langevin steps move a category between "nearly empty" and "present" slowly
     (on sparse theta, K = 10, eps = 1, 3000 users: worst-category ESS per 2000 draws 14-47
     without, 133-366 with, at 1.7 times the cost per iteration).
@@ -321,9 +322,10 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     return out, rhos
 
 
-#: Largest ``G K`` for which the hybrid chain adds the coordinate jumps (``K`` evaluations of the
-#: grouped log posterior per iteration, each ``O(G + sum |A_g|)``).
-JUMP_MAX_WORK = 1 << 16
+#: Work budget of the coordinate jumps per iteration of the hybrid chain, in visits of groups: a
+#: jump on category ``k`` costs ``O(G + deg_k)`` (kernel ``coordinate_jumps_incremental``); when
+#: ``K`` jumps would exceed it, a random scan of ``JUMP_WORK // (G + sum |A_g| / K)`` categories.
+JUMP_WORK = 1 << 18
 
 
 def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5, max_dense=4_000_000,
@@ -343,9 +345,15 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     # the preconditioner needs the dense K x K information matrix: MALA only up to 128 categories
     use_mala = mala_steps > 0 and K <= 128 and G * K <= max_dense and G > 0 and not groups.members_in_bits
     form = _mala_form(groups) if use_mala else None
+    n_jumps = None  # one jump per category, in order
     if jumps == "auto":
-        jumps = G * K <= JUMP_MAX_WORK
+        jumps = True
+        per_jump = G + int(groups.a_ptr[-1]) // max(K, 1) + 1
+        if K * per_jump > JUMP_WORK:
+            # random scan: as many jumps as JUMP_WORK visits of groups allow (at least one)
+            n_jumps = max(1, JUMP_WORK // per_jump)
     jumps = bool(jumps) and use_mala
+    lists = jump_lists(form, K) if jumps else None
     lt = np.log(np.maximum(np.full(K, 1.0 / K) if theta0 is None else np.asarray(theta0, dtype=float), 1e-300))
     lt -= np.logaddexp.reduce(lt)
     counts = np.zeros(K, dtype=np.int64)
@@ -393,7 +401,7 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
                                     int(mala_steps), it < burn, acc, 0, none, 0, none, -1, diag)[0]
                 it_mala += mala_steps
                 if jumps:
-                    _coordinate_jumps(rng, Z[0], float(lp[0]), form, pvec)
+                    _coordinate_jumps(rng, Z[0], float(lp[0]), form, pvec, n_jumps, lists)
                 lt = Z[0] - np.logaddexp.reduce(Z[0])
         yield np.exp(lt), (rho if hier else np.nan)
 
@@ -424,28 +432,67 @@ def _dense_latent_counts(rng, L, theta, count):
     return rng.multinomial(count, P).sum(axis=0)
 
 
-def _coordinate_jumps(rng, z, lp, form, pvec):
-    """One independence Metropolis-Hastings step per coordinate of ``z = ln phi`` (in place).
+def jump_lists(form, K):
+    """The transposed membership lists of :func:`_mala_form`'s groups, for the incremental jumps.
+
+    Returns ``(t_ptr, t_grp, t_w, h_scratch, w_scratch)``: category ``k`` enters ``u_g = b_g
+    phi[y_g] + d_g phi(S_g)`` with weight ``t_w[j]`` in the groups ``t_grp[j]``, ``t_ptr[k] <= j <
+    t_ptr[k + 1]``, and two work arrays of ``G`` zeros (see :func:`_coordinate_jumps`).  (In
+    :func:`_mala_form` group ``g`` has its own set, ``S_g = s_idx[s_ptr[g]:s_ptr[g + 1]]``.)
+    """
+    gy, gs, ga, gb, gd, gc, s_ptr, s_idx = form
+    G = ga.size
+    rows = np.repeat(np.arange(G), np.diff(s_ptr))
+    has_y = gb != 0
+    cats = np.concatenate([s_idx.astype(np.int64), gy[has_y].astype(np.int64)])
+    rows = np.concatenate([rows, np.flatnonzero(has_y)])
+    w = np.concatenate([gd[rows[: rows.size - int(has_y.sum())]], gb[has_y]])
+    order = np.argsort(cats, kind="stable")
+    t_ptr = np.zeros(K + 1, dtype=np.int32)
+    np.cumsum(np.bincount(cats, minlength=K), out=t_ptr[1:])
+    return (t_ptr, rows[order].astype(np.int32), np.ascontiguousarray(w[order], dtype=float), np.zeros(G),
+            np.zeros(G))
+
+
+def _coordinate_jumps(rng, z, lp, form, pvec, n_jumps=None, lists=None):
+    """Independence Metropolis-Hastings steps on coordinates of ``z = ln phi`` (in place).
 
     The proposal for ``z_k`` is its prior, ``ln Gamma(pvec_k, 1)`` (drawn without underflow as in
     :func:`_log_gamma`), so the acceptance ratio is the likelihood ratio
     ``exp(ln pi(z') - ln pi(z) - (prior_k(z'_k) - prior_k(z_k)))`` with ``prior_k(u) = pvec_k u
     - e^u``; ``ln pi`` is the MALA target (kernel ``mala_logpost``).  It lets a category jump
     between "nearly empty" and "present", the move that the Gibbs sweep and the Langevin steps
-    make slowly (the sparse-theta chains of issue 28).  Leaves ``pi(z | rho)`` invariant.  The
-    proposals do not depend on the state, so all ``K`` of them (and the acceptance uniforms) are
-    drawn first and the ``K`` steps run in the compiled kernel ``coordinate_jumps`` (issue 28,
-    round 3: the Python loop of ``K`` kernel calls was a third of the chain's time at ``K = 50``).
-    Returns ``ln pi`` of the final ``z``.
+    make slowly (the sparse-theta chains of issue 28).  Each step leaves ``pi(z | rho)``
+    invariant.  ``n_jumps=None``: one step per coordinate in order; otherwise steps on
+    ``n_jumps`` distinct coordinates drawn uniformly at random (random scan, independent of the
+    state).  The proposals do not depend on the state, so they (and the acceptance uniforms) are
+    drawn first and the steps run in a compiled kernel (issue 28, round 3: the Python loop of
+    ``K`` kernel calls was a third of the chain's time at ``K = 50``): ``coordinate_jumps`` (a
+    full evaluation of the target per step), or, with ``lists`` (:func:`jump_lists`), ``coordinate_jumps_incremental`` (``O(G + deg_k)`` per step: only the
+    groups that hold ``k`` change besides the normaliser).  Returns ``ln pi`` of the final ``z``.
     """
-    from sklearn_bayes._fast._ldp_mala import coordinate_jumps
+    from sklearn_bayes._fast._ldp_mala import coordinate_jumps, coordinate_jumps_incremental
 
-    a = np.ascontiguousarray(pvec, dtype=float)
+    a_all = np.ascontiguousarray(pvec, dtype=float)
+    K = a_all.size
+    if n_jumps is None or n_jumps >= K:
+        order = np.arange(K, dtype=np.int32)
+    else:
+        order = rng.choice(K, size=int(n_jumps), replace=False).astype(np.int32)
+    a = a_all[order]
     g = rng.gamma(a + 1.0)
     with np.errstate(divide="ignore"):
         props = np.log(g) + np.log(rng.random(a.size)) / a
         log_u = np.log(rng.random(a.size))
-    return coordinate_jumps(z, float(lp), props, log_u, *form, a)
+    if lists is None:
+        return coordinate_jumps(z, float(lp), props, log_u, *form, a_all, order)
+    t_ptr, t_grp, t_w, h_scratch, w_scratch = lists
+    gy, gs, ga, gb, gd, gc, s_ptr, s_idx = form
+    phi = np.exp(z)
+    u = np.bincount(t_grp, weights=t_w * phi[np.repeat(np.arange(K), np.diff(t_ptr))],
+                    minlength=ga.size).astype(float)  # (bincount of nothing is int64)
+    return coordinate_jumps_incremental(z, float(lp), props, log_u, order, ga, gc, u, t_ptr, t_grp, t_w, a_all,
+                                        h_scratch, w_scratch)
 
 
 def tv_point_estimate(draws, tol=1e-12):
