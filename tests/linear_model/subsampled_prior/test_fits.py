@@ -89,3 +89,28 @@ def test_penalised_ridge_batch_dual_form_is_the_newton_fit(weighted, fit_interce
         np.testing.assert_allclose(coef, ref.coef[0], rtol=1e-9, atol=1e-11)
         np.testing.assert_allclose(intercept, ref.intercept, rtol=1e-9, atol=1e-11)
         assert status == "ok"
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_penalised_ridge_batch_downdate_is_the_newton_fit(weighted, fit_intercept):
+    """Subsamples leaving out few rows (k = N - n <= n/4) of a wide design: their dual systems are
+    principal blocks of one bordered system, solved from its inverse by a k x k downdate -- the
+    minimiser of the penalised Newton fit of each subsample."""
+    rng = np.random.default_rng(3)
+    N, d = 40, 60
+    X = rng.normal(size=(N, d)) + 0.5
+    y = X @ rng.normal(size=d) / 5 + 1.0 + rng.normal(size=N)
+    w = rng.uniform(0.5, 2.0, size=N) if weighted else None
+    idx = [np.sort(rng.choice(N, size=n, replace=False)) for n in (36, 36, 36)]
+    idx.append(np.arange(1, N))  # one row left out
+    for batch in (idx[:3], idx[3:]):
+        out = _fit_subsample_batch(X, y, w, batch, SquaredLoss(), fit_intercept, 1e-12, 100, np.zeros(1),
+                                   penalised=0.7)
+        for rows, (coef, intercept, status) in zip(batch, out):
+            ref = fit_map(X[rows], y[rows], SquaredLoss(), sample_weight=None if w is None else w[rows],
+                          fit_intercept=fit_intercept, prior_precision=0.7, tol=1e-12)
+            # two exact solutions of one linear system (the bordered matrix is well conditioned here)
+            np.testing.assert_allclose(coef, ref.coef[0], rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(intercept, ref.intercept, rtol=1e-8, atol=1e-10)
+            assert status == "ok"

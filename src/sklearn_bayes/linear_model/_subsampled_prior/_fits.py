@@ -80,8 +80,10 @@ def _ridge_batch(X, y, w, index_batch, fit_intercept, precision=1.0):
     sum(w)``, ``t = w^T K_S w / sum(w)^2``: the centring in kernel form)."""
     idx = np.asarray(index_batch)
     m, n = idx.shape
-    d = X.shape[1]
+    N, d = X.shape
     dual = n < d
+    if dual and 0 < N - n <= n // 4:
+        return _ridge_downdate(X, y, w, idx, fit_intercept, precision)
     K_all = X @ X.T if dual else None
     per = max(1, _BLOCK_ELEMENTS // max(n * (n if dual else d), 1))
     out = []
@@ -118,6 +120,47 @@ def _ridge_batch(X, y, w, index_batch, fit_intercept, precision=1.0):
         intercept = ym - np.einsum("kd,kd->k", xm, coef) if fit_intercept else np.zeros(len(rows))
         out.extend((coef[k], np.array([intercept[k]]), "ok") for k in range(len(rows)))
     return out
+
+
+def _ridge_downdate(X, y, w, idx, fit_intercept, precision):
+    """:func:`_ridge_batch` for subsamples that leave out only a few of the rows (``k = N - n <= n/4``)
+    and have fewer rows than columns: every subsample's dual system is a principal block of one
+    system on all rows, so one inverse serves them all.
+
+    The dual of ``min_b,b0 sum_i w_i (y_i - x_i b - b0)^2 + precision |b|^2`` on the rows ``S`` is
+    ``[[K_SS + precision W_S^-1, 1], [1^T, 0]] [a; b0] = [y_S; 0]`` with ``b = X_S^T a`` (``K = X
+    X^T``; without an intercept the bordered row and column are dropped).  With ``B`` that matrix
+    on all rows, ``M = B^-1`` and ``E`` the ``k`` rows left out, the inverse of the block on the
+    kept rows is ``M_SS - M_SE M_EE^-1 M_ES``, so ``z = M v - M_.E M_EE^-1 (M v)_E`` (``v`` = the
+    right-hand side with zeros on ``E``) solves every subsample's system at the cost of a
+    ``k x k`` solve."""
+    m, n = idx.shape
+    N = X.shape[0]
+    wv = np.ones(N) if w is None else w
+    K = X @ X.T
+    K[np.arange(N), np.arange(N)] += precision / wv
+    if fit_intercept:
+        B = np.zeros((N + 1, N + 1))
+        B[:N, :N] = K
+        B[:N, N] = B[N, :N] = 1.0
+    else:
+        B = K
+    M = np.linalg.inv(B)
+    M = 0.5 * (M + M.T)
+    keep = np.zeros((m, N), dtype=bool)
+    keep[np.arange(m)[:, None], idx] = True
+    E = np.nonzero(~keep)[1].reshape(m, N - n)  # the rows each subsample leaves out, in order
+    V = np.zeros((m, B.shape[0]))
+    V[:, :N] = np.where(keep, y[None, :], 0.0)
+    U = V @ M
+    ME = M[E]  # (m, k, N[+1]): the rows E of M (= its columns, M symmetric)
+    MEE = np.take_along_axis(ME, E[:, None, :], axis=2)
+    t = np.linalg.solve(MEE, np.take_along_axis(U, E, axis=1)[:, :, None])[:, :, 0]
+    Z = U - np.einsum("mkj,mk->mj", ME, t)
+    alpha = np.where(keep, Z[:, :N], 0.0)
+    coef = alpha @ X
+    intercept = Z[:, N] if fit_intercept else np.zeros(m)
+    return [(coef[k], np.array([intercept[k]]), "ok") for k in range(m)]
 
 
 def _fit_subsample_batch(X, y, w, index_batch, loss, fit_intercept, tol, max_iter, null_intercept, start=None,
