@@ -372,3 +372,32 @@ def test_ridge_map_is_the_newton_fit_and_its_inverse_hessians(shape, n):
     else:
         H0 = posterior_hessian(Xc, yc, SquaredLoss(), res.coef, res.intercept, sample_weight=w)
         assert_allclose(data, inverse_spd(H0), rtol=1e-7, atol=1e-9)
+
+
+def test_one_vs_rest_svms_share_the_prior_with_the_fewest_loo_errors_of_the_prediction():
+    """select_svm_ovr: one candidate for every class, the one whose leave-one-out one-vs-rest
+    prediction (the class of the largest leave-one-out decision value) errs least, the strongest
+    among equal counts; the estimator reports it for every class."""
+    from sklearn_bayes.linear_model._subsampled_prior._tuning import select_svm_ovr, svm_path
+
+    rng = np.random.default_rng(7)
+    centres = np.array([[0.0, 0.0], [1.5, 0.0], [0.0, 1.5]])
+    labels = np.repeat(np.arange(3), 30)
+    X = centres[labels] + rng.normal(size=(90, 2))
+    w = np.ones(90)
+    paths = [svm_path(X, np.where(labels == k, 1.0, -1.0), w, SquaredHingeLoss(), True, np.zeros((2, 2)),
+                      [np.arange(10), np.arange(10, 20)], np.eye(2), 1e-10, 100, np.zeros(1), use_subsamples=False)
+             for k in range(3)]
+    chosen = select_svm_ovr(paths, labels, w)
+    counts = {}
+    for c0, c1, c2 in zip(*paths):
+        assert c0["name"] == c1["name"] == c2["name"]
+        eta = np.stack([c0["eta_loo"], c1["eta_loo"], c2["eta_loo"]], axis=1)
+        counts[c0["key"]] = (int(np.sum(np.argmax(eta, axis=1) != labels)), c0["sel"])
+    best_key = min(counts, key=lambda k: (counts[k][0], k))
+    assert all(c["risk"] == counts[best_key][0] for c in chosen)
+    assert len({(c["tau"], c["intercept_penalised"]) for c in chosen}) == 1
+    assert chosen[0]["tau"] == counts[best_key][1]["tau"]
+    assert chosen[0]["intercept_penalised"] == counts[best_key][1]["intercept_penalised"]
+    clf = SubsampledPriorLinearSVC(random_state=0).fit(X, labels)
+    assert len({(c["scale"], c["intercept"]) for c in clf.prior_choice_}) == 1

@@ -38,7 +38,14 @@ from sklearn_bayes._glm import (
 from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_subsample_batch
 from sklearn_bayes.linear_model._subsampled_prior._plan import _rare_level_rows, _resolve_sizes
 from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units
-from sklearn_bayes.linear_model._subsampled_prior._tuning import ridge_map, select_glm, select_ridge, select_svm
+from sklearn_bayes.linear_model._subsampled_prior._tuning import (
+    ridge_map,
+    select_glm,
+    select_ridge,
+    select_svm,
+    select_svm_ovr,
+    svm_path,
+)
 
 #: warnings of fit point at the caller: _report, _fit_problems, _fit_single, fit and its two
 #: decorators (transactional, _fit_context)
@@ -272,8 +279,17 @@ class _BaseSubsampledPrior(BaseEstimator):
         """
         return 1.0
 
+    def _svm_candidates(self, X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows):
+        """``prior_scale='loo'``, linear SVM: the candidate path of one problem (``_tuning.svm_path``)."""
+        use_subsamples = n <= _SUBSAMPLE_MAX_SHARE * n_rows
+        cov0 = _subsample_prior(coefs, covariance=self.covariance, scaling=None, shrinkage=self.shrinkage, n=n,
+                                n_rows=n_rows)[1] if use_subsamples else np.eye(coefs.shape[1])
+        return svm_path(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
+                        self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
+                        float(np.mean(sample_weight)), penalise_intercept=self.prior_mean_method == "offset")
+
     def _select_prior(self, X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale,
-                      weight_unit):
+                      weight_unit, forced=None):
         """``prior_scale='loo'``: the prior ``N(c, tau Sigma)`` with the smallest leave-one-out risk
         (see ``_tuning``).  Returns ``(mean, cov, precision, shrinkage, penalty_scale, choice, start)``
         in the units of the prior (the data term's weights are ``sample_weight``, divided by
@@ -305,9 +321,10 @@ class _BaseSubsampledPrior(BaseEstimator):
                 closed = ridge_map(X, y, sample_weight, self.fit_intercept, sel["st"]) + (1, True)
         elif isinstance(loss, (SquaredHingeLoss, HingeLoss)):
             offset = self.prior_mean_method == "offset"
-            sel = select_svm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
-                             self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
-                             wbar, penalise_intercept=offset)
+            sel = forced if forced is not None else select_svm(
+                X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol, self.max_iter,
+                intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples, wbar,
+                penalise_intercept=offset)
             num, den, obj = (sel["tau"],), (weight_unit, wbar), wbar / sel["tau"]
             start = (sel["coef"], sel["intercept"])
             if offset:  # the fit at the chosen prior is the MAP fit (the intercept possibly penalised)
@@ -332,11 +349,12 @@ class _BaseSubsampledPrior(BaseEstimator):
         choice = dict(shape=sel["shape_name"], mean=sel["mean_name"], scale=scale,
                       loo_risk=float(sel["risk"]) * weight_unit, at_grid_boundary=bool(sel["boundary"]))
         if "intercept_penalised" in sel:
-            choice["intercept"] = "penalised" if sel["intercept_penalised"] else "free"
+            choice["intercept"] = ("penalised" if sel["intercept_penalised"] else "free") if self.fit_intercept \
+                else "none"
         return sel["mean"], cov, precision, used, penalty_scale, choice, start, obj * Sinv, closed
 
     def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0, weight_unit=1.0,
-                       indices=None):
+                       indices=None, forced=None):
         """Prior from the subsample fits, then the MAP fit on all rows."""
         coefs = np.vstack([r[0] for r in results])
         intercepts = np.vstack([r[1] for r in results])
@@ -349,7 +367,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             factor = 2.0 if self.penalty == "full" else 1.0
         else:
             mean, cov, precision, used, penalty_scale, choice, start, objective_precision, closed = self._select_prior(
-                X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale, weight_unit)
+                X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale, weight_unit, forced)
             factor = 1.0  # the scale is chosen: 'penalty' and 'covariance_scaling' would only be undone
         # the data term carries the weights divided by weight_unit (normalise_weights): so does the prior
         weight = penalty_scale * factor / weight_unit
@@ -455,10 +473,17 @@ class _BaseSubsampledPrior(BaseEstimator):
             results = [self._subsample_fits(Xs, t, sample_weight, loss, indices) for t in targets]
             if not self._grow(plan, results, Xs, targets, loss):
                 break
+        forced = [None] * len(targets)
+        if self.prior_scale != "paper" and isinstance(loss, (SquaredHingeLoss, HingeLoss)) and len(targets) > 1:
+            # one-vs-rest SVMs: one prior for all classes, by the leave-one-out error of the prediction
+            paths = [self._svm_candidates(Xs, t, sample_weight, loss, np.vstack([f[0] for f in r]),
+                                          np.vstack([f[1] for f in r]), indices, plan["n"], plan["n_rows"])
+                     for t, r in zip(targets, results)]
+            forced = select_svm_ovr(paths, np.argmax(np.stack(targets, axis=1), axis=1), sample_weight)
         outs = [self._prior_and_map(Xs, t, sample_weight, loss, r, plan["n"], plan["n_rows"],
                                     self._penalty_scale(Xs, t, sample_weight, indices, r, st.y_scale), weight_unit,
-                                    indices)
-                for t, r in zip(targets, results)]
+                                    indices, f)
+                for t, r, f in zip(targets, results, forced)]
         self._report([s for o in outs for s in o["statuses"]], plan, all(o["converged"] for o in outs),
                      "a zero-count pattern" if isinstance(loss, PoissonLoss) else "separation",
                      stacklevel=stacklevel)

@@ -94,7 +94,7 @@ _ATTRIBUTES = """
         units), 'loo_risk': the leave-one-out risk at that scale (the GLMs: the strongest prior
         within half a standard error of the minimum; the SVMs: the number of leave-one-out
         misclassifications), 'at_grid_boundary': bool}}``, for the SVMs also ``'intercept':
-        'free' or 'penalised'`` (the intercept under the same prior :math:`N(0, \tau)`, with
+        'free', 'penalised'`` or ``'none'`` (without ``fit_intercept``; penalised: the intercept under the same prior :math:`N(0, \tau)`, with
         ``prior_mean_`` and ``prior_covariance_`` those of the coefficients); None with
         ``'paper'``.
     n_iter_ : int
@@ -198,7 +198,8 @@ _NOTES = """
     *and* the intercept (``LinearSVC``'s model on standardised features), and keep the fewest
     errors, among equal counts the strongest prior (then the penalised intercept): the count
     is flat over a decade or two and the test error lowest at the plateau's strong end
-    (measured in issue 29, round 3).  The GLMs (logistic, multinomial, Poisson) then take the
+    (measured in issue 29, round 3); one-vs-rest problems share one prior, the one whose
+    leave-one-out multi-class prediction errs least.  The GLMs (logistic, multinomial, Poisson) then take the
     strongest prior, of the chosen shape and mean, whose leave-one-out risk is within half a
     standard error of the minimum (the standard error of the sum of the paired row differences,
     :math:`\\sqrt N \\,\\mathrm{{sd}}_i(L_i(\\tau) - L_i(\\hat\\tau))`, located to 1/8 decade): on
