@@ -171,6 +171,19 @@ def _mixture_pre30(X, y):
         mv.select = select
 
 
+def _mixture_round2(X, y):
+    """The default of issue 30's round 2: the small-sample path always ends in the Tukey step, and its guard
+    asks about every row the MM fit flags (2.5 scales) instead of the rows it rejects (4.685)."""
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    saved = mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION
+    mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION = None, 2.5
+    try:
+        return _mixture()(X, y)
+    finally:
+        mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION = saved
+
+
 def _mixture_lmrob_common(X, y):
     """The default with the variances at lmrob's MM fit (``_selection.COMMON_FIT = "lmrob"``; issue 30's
     round 2, not adopted) instead of a Tukey fit at the MAD of the start's residuals."""
@@ -665,10 +678,11 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (pre-30)": _mixture_pre30})
+            emeths = dict(meths, **{"mixture (round 2)": _mixture_round2, "mixture (pre-30)": _mixture_pre30})
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (round 2)"] = _mixture_round2
             rmeths["mixture (pre-30)"] = _mixture_pre30
             res = real_data(args.real_splits, rmeths, [s for s in args.sets.split(",") if s] or None)
             for metric in ("medae", "tmse"):

@@ -137,3 +137,66 @@ def test_guard_rejects_a_huber_start_captured_by_a_bad_leverage_point(monkeypatc
     unguarded = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     assert unguarded.selected_loss_ == "tukey(c=4.685)"
     assert abs(unguarded.coef_[0] - 2.0) > 1.0
+
+
+def test_spread_statistic_has_its_permutation_mean_for_iid_errors():
+    """Errors independent of x: the ranks of |e| are a uniform permutation given x, so ``E T = df``
+    exactly; over 400 draws (n = 30, three slopes, Cauchy errors) the mean of T is within 4 standard
+    errors (``sd T ~ sqrt(2 df)``) of df = 3."""
+    rng = np.random.default_rng(21)
+    Ts, dfs = [], []
+    for _ in range(400):
+        Xa = np.column_stack([rng.normal(size=(30, 3)), np.ones(30)])
+        T, df, _ = mv.spread_dependence(Xa, rng.standard_cauchy(30), np.ones(30), np.arange(3))
+        Ts.append(T)
+        dfs.append(df)
+    assert set(dfs) == {3}
+    assert abs(np.mean(Ts) - 3) < 4 * np.sqrt(2 * 3 / 400)
+
+
+def test_spread_dependence_sees_errors_growing_with_x_and_ignores_zero_weight_rows():
+    rng = np.random.default_rng(22)
+    x = rng.normal(size=(60, 2))
+    Xa = np.column_stack([x, np.ones(60)])
+    e = rng.normal(size=60) * x[:, 0] ** 2  # sd proportional to x_1^2
+    T, df, p = mv.spread_dependence(Xa, e, np.ones(60), np.arange(2))
+    assert df == 2 and p < 1e-3
+    # zero-weight rows are not ranked: the test of the 40 weighted rows alone
+    sw = np.r_[np.ones(40), np.zeros(20)]
+    np.testing.assert_array_equal(mv.spread_dependence(Xa, e, sw, np.arange(2)),
+                                  mv.spread_dependence(Xa[:40], e[:40], np.ones(40), np.arange(2)))  # fmt: skip
+    assert mv.spread_dependence(Xa[:9], e[:9], np.ones(9), np.arange(2)) == (0.0, 0, 1.0)
+
+
+def test_small_sample_fit_keeps_huber_when_the_errors_grow_with_x(monkeypatch):
+    """30 rows, 3 slopes, errors with sd proportional to x_1^2: the Huber fit's |residuals| rank-correlate
+    with x_1^2 (p < 0.05), so the redescending step (which would reject the rows far out in x_1) is skipped
+    and the fit is the Huber fit; with the test off (round 2) the same sample ends in the Tukey step."""
+    from sklearn_bayes.linear_model._mixture._lts_start import weighted_median, wls
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 3))
+    y = X @ [1.0, 0.0, -1.0] + rng.normal(size=30) * X[:, 0] ** 2
+    Xa, sw, slopes = np.column_stack([X, np.ones(30)]), np.ones(30), np.arange(3)
+    args = (Xa, y, sw, np.zeros(4), 1.0, wls, weighted_median, 1e-12, slopes)
+    th, sc, _, norm = mv.small_sample_fit(*args)
+    assert norm == mv.HuberT(1.345)
+    huber, s_h, _ = mv.huber_with_own_scale(Xa, y, sw, np.zeros(4), 1.0, mv.HuberT(1.345), wls, weighted_median, 1e-12)
+    np.testing.assert_array_equal(th, huber)
+    assert sc == s_h and mv.spread_dependence(Xa, y - Xa @ th, sw, slopes)[2] < 0.05
+    monkeypatch.setattr(mv, "HETEROSCEDASTICITY_LEVEL", None)
+    assert mv.small_sample_fit(*args)[3] == mv.SMALL_N_LOSS
+
+
+def test_guard_asks_only_about_the_rows_the_mm_fit_rejects():
+    """The guard fails the small-sample fit only for a row beyond the MM fit's rejection point (4.685 of its
+    scales) that the fit does not flag (2.5 of its own scale); a row the MM fit merely flags does not count."""
+    Xa = np.column_stack([np.arange(10.0), np.ones(10)])
+    theta = np.array([1.0, 0.0])
+    y = Xa @ theta
+    y[3] += 3.0  # 3 MM scales: flagged by the MM fit, kept with positive weight
+    assert mv._sees_the_mm_outliers(Xa, y, theta, 2.0, theta, 1.0)  # own scale 2: |r| = 1.5 scales, unflagged
+    assert not mv._sees_the_mm_outliers(Xa, y, theta, 2.0, theta, 1.0, reject=2.5)  # round 2's guard
+    y[5] += 6.0  # 6 MM scales: rejected; 3 own scales: flagged
+    assert mv._sees_the_mm_outliers(Xa, y, theta, 2.0, theta, 1.0)
+    assert not mv._sees_the_mm_outliers(Xa, y, theta, 3.0, theta, 1.0)  # own scale 3: 2 scales, unflagged

@@ -104,9 +104,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         coefficient the variances are too noisy to choose by and the 50 %
         start interpolates half the rows: the fit is then a Tukey (4.685)
         M-estimate started from a Huber (1.345) fit, both with their scales
-        re-estimated from their own residuals, unless (from 4 rows per
-        coefficient on) it misses an outlier the MM fit flags (see Notes,
-        *Small samples*).
+        re-estimated from their own residuals (the Huber fit alone when its
+        residuals are heteroscedastic), unless (from 4 rows per coefficient on)
+        it misses an outlier the MM fit rejects (see Notes, *Small samples*).
     init : {"s", "lts", "ols"}, default="s"
         Starting fit.  ``"s"``: an S-estimate (the smallest 50 %-breakdown
         Tukey-biweight M-scale of the residuals), computed by Fast-S I-steps
@@ -369,11 +369,15 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     exactly, trapping every redescending loss fitted from it.  The default then
     fits Huber (1.345) with its own scale (a convex loss: the start does not
     matter) and from it Tukey (4.685) with its own scale (``selected_loss_``
-    ``"tukey(c=4.685)"``).  A Huber start has no resistance to bad leverage
-    points, so from 4 rows per coefficient on (where the start's half sample
-    is no longer an interpolation) this fit is kept only if it flags every row
-    the MM fit flags; otherwise the variance rule decides.  See the user
-    guide, *Small real data*, for the held-out comparison with eight peers.
+    ``"tukey(c=4.685)"``), unless the Huber residuals' magnitudes rank-correlate
+    with the squared centred columns (a Koenker-type test in ranks at level
+    0.05): under such heteroscedasticity the large residuals sit at the rows far
+    out in ``x`` and the redescending step would reject the rows that carry the
+    slopes, so the Huber fit is kept (``"huber(c=1.345)"``).  A Huber start has
+    no resistance to bad leverage points, so from 4 rows per coefficient on
+    (where the start's half sample is no longer an interpolation) this fit is
+    kept only if it flags (2.5) every row the MM fit rejects (beyond 4.685 of its
+    scales); otherwise the variance rule decides.  See the user guide.
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
@@ -631,33 +635,28 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             self.residual_scale_ = max(_MAD_TO_SD * weighted_median(np.abs(r), sw), weighted_median(rounding, sw))
 
     def _fit_min_variance(self, prob, theta0, mad, tiny, scales0, full):
-        """``variant="min_variance"``: the M-estimator of least estimated variance, then the
-        error mixture of its residuals (weights and scales by EM at fixed coefficients).
-
-        ``full``: ``(Xa, y, sw)`` of all rows when the selection ran on a subsample; the kept
-        loss is then refitted on all rows from its subsample fit and the mixture is fitted to the
-        subsample's residuals at that fit (responsibilities: one E-step on all rows).  Returns
-        ``(result, norm, problem, scale, flag_fit)``: the :class:`EMResult`, the kept norm, the
-        :class:`EMProblem` of all rows, the loss's fixed scale (standardised units) and the MM fit."""
+        """``variant="min_variance"``: the M-estimator of least estimated variance, then the error mixture of
+        its residuals (EM at fixed coefficients).  ``full``: ``(Xa, y, sw)`` of all rows when the selection ran
+        on a subsample (the kept loss is then polished on all rows and the mixture fitted to the subsample's
+        residuals at that fit).  Returns ``(EMResult, norm, EMProblem of all rows, scale, MM fit)``."""
         slopes = np.arange(prob.Xa.shape[1] - int(self.fit_intercept))
         flag_fit = mm_for_flags(prob.Xa, prob.y, prob.sw, theta0, tiny)
         sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
                                    slopes, mm=flag_fit, tol=1e-8 if full is None else _SUB_IRLS_TOL)  # fmt: skip
         theta, norm, scale = sel["theta"], sel["loss"], sel["scale"]
-        if full is None:
-            r = prob.y - prob.Xa @ theta
-            W = norm.weights(r / scale) / (scale * scale)
-            return describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, r=r), norm, prob, scale, flag_fit
-        # Newton steps from the subsample's fit to within 1e-6 (1 + max |theta|) of the root, inside the all-row SE
-        theta = _min_variance.polish_from_subsample(prob, full, theta, scale, norm, wls, _POLISH_TOL)
-        desc = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, None)  # the subsample's residuals
-        prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
-                         prior_strength=prob.prior_strength)  # fmt: skip
+        if full is not None:  # Newton steps to within 1e-6 (1 + max |theta|) of the all-row root (inside its SE)
+            theta = _min_variance.polish_from_subsample(prob, full, theta, scale, norm, wls, _POLISH_TOL)
+            desc = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, None)  # the subsample's residuals
+            prob = EMProblem(*full, prob.comps, prob.fit_scales, prob.floors, prior_scales=prob.prior_scales,
+                             prior_strength=prob.prior_strength)  # fmt: skip
         r = prob.y - prob.Xa @ theta
         W = norm.weights(r / scale) / (scale * scale)
-        best = describe_residuals(prob, theta, desc.scales, 0, self.tol, W, a=desc.a, r=r)  # E-step on all rows
-        best = dataclasses.replace(best, history=desc.history, ll_history=desc.ll_history, n_iter=desc.n_iter,
-                                   converged=desc.converged)  # fmt: skip
+        if full is None:
+            best = describe_residuals(prob, theta, scales0, self.max_iter, self.tol, W, r=r)
+        else:  # one E-step on all rows at the subsample's weights and scales
+            best = describe_residuals(prob, theta, desc.scales, 0, self.tol, W, a=desc.a, r=r)
+            best = dataclasses.replace(best, history=desc.history, ll_history=desc.ll_history, n_iter=desc.n_iter,
+                                       converged=desc.converged)  # fmt: skip
         return best, norm, prob, scale, flag_fit
 
     def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y, flag_fit=None, sub=None):

@@ -14,7 +14,8 @@ from scipy import stats
 
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 
-__all__ = ["MixtureScore", "MixtureSummary", "parameter_covariance", "rounding_level", "validate_alpha", "wald_intervals"]
+__all__ = ["MixtureScore", "MixtureSummary", "parameter_covariance", "rounding_level", "validate_alpha",
+           "wald_intervals"]
 
 
 @dataclass(frozen=True)
