@@ -247,8 +247,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     is followed by 5 preconditioned MALA steps on ``ln(S theta)`` given ``rho`` (a
     fresh ``S ~ Gamma(K rho)``; preconditioner from the observed information at the
     end of the first half of the burn-in, step size adapted in the burn-in only), then,
-    when ``G K <= 2^16`` (``G`` distinct responses), one independence Metropolis-Hastings
-    jump per category from its prior ``Gamma(rho)`` (near-empty categories move).  The
+    independence Metropolis-Hastings jumps from the prior ``Gamma(rho)`` (one per category;
+    a random scan of fewer with many distinct responses; near-empty categories move).  The
     chain starts at 200 IBU (EM) iterations.  ``theta_`` (issue 28): 200 burn-in iterations
     (fewer if ``n_final_steps < 400``), then draws, checked after 200 and every ``max(100,
     n/4)`` more, until the worst category has split R-hat ``<= 1.05`` and ESS ``>= 200``;
