@@ -245,9 +245,10 @@ def _tukey_problem(n=4000, seed=3):
 @pytest.mark.parametrize("norm", [TukeyBiweight(4.685), Cauchy(1.5), HuberT(1.345), LeastSquares()])
 def test_newton_polish_with_a_subsample_matrix_finds_the_irls_root(norm):
     """From a 10 % subsample's fit, Newton steps with that subsample's psi'-weighted Gram (scaled to all
-    rows) reach the root IRLS reaches on all rows.  Each accepted step contracts the error by at most
-    1/2, so stopping at a step <= tol (1 + max |theta|) leaves an error below that bound; the IRLS
-    reference is run to tol 1e-13."""
+    rows) reach the root IRLS reaches on all rows.  Each accepted step contracts the error by q <= 1/2,
+    so the error left after a step is at most q / (1 - q) <= 1 times it: stopping when that bound (q
+    estimated from the last two steps) or the step is <= tol (1 + max |theta|) leaves an error below
+    that bound; the IRLS reference is run to tol 1e-13."""
     Xa, y, sw = _tukey_problem()
     sub = np.arange(0, len(y), 10)
     th_sub, _ = mv.irls(Xa[sub], y[sub], sw[sub], np.zeros(4), 1.0, norm, _wls, tol=1e-10)

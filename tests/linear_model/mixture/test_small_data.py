@@ -123,7 +123,7 @@ def test_stars_cyg_slope_standard_error_is_not_inflated_by_the_giants():
 
 def test_guard_rejects_a_huber_start_captured_by_a_bad_leverage_point(monkeypatch):
     """13 rows, one predictor (6.5 rows per coefficient: the small-sample path, guarded): one bad
-    leverage point captures the Huber start; the guard sees that the MM fit flags it and the
+    leverage point captures the Huber start; the guard sees that the MM fit rejects it and the
     small-sample fit does not, and the variance rule from the S start keeps the slope."""
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 2, 13)
