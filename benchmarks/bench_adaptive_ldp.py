@@ -38,6 +38,19 @@ gives to each of those peers, next to IBU and NS on them.  The mechanism's noise
 common, so the paired ratio measures the estimator alone (the main comparison's medians move
 by several per cent with the noise streams).
 
+``--shared-responses`` (the paper grid and the K = 100 part, same seeds as without it): common
+random numbers where the mechanisms coincide.  The default (static subset selection SS(k*))
+decodes exactly the responses the SS peers decode (``partial_fit_responses`` on the SS peer's
+reports, ``experiments.adaptive_ldp.fit_default_on_reports``) instead of privatising the users
+itself, and where SS has k = 1 (eps = 5 on the paper grid) it reuses GRR's responses (the same
+mechanism: ``_ldp_peers.same_mechanism`` checks that the transition matrices are equal before
+sharing).  GRR, OUE and OLH keep their noise.  Extra columns ``default/SS+IBU``, ``default/SS+NS``,
+``default/SS+MI``: the paired ratio (geometric mean over runs of the TV ratio, same run) +- SE,
+printed with and without the option (without it they pair independent noise streams).  The
+issue's metric (``ratio``, best of 12 peers, independent streams) is the run without the option.
+``--default-only`` skips the RRRR columns ('non_adaptive', 'honest'; their seeds are by index,
+so the default's numbers do not change).
+
 ``--serving`` (only this part): serving many clients (issue 16).  Ingestion of 10^6
 responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
 proposal throughput of ``propose_subsets``, the per-call cost of recording one response
@@ -48,7 +61,7 @@ over ``--runs`` runs) at K = 20, eps = 1, kappa = 0.9, rho in ``--rho``, T = 500
 papers' online SGLD sample proposing for a batch of 100), against non-adaptive SRR.
 
 Run: ``nice -n 10 python benchmarks/bench_adaptive_ldp.py [--runs R | --full] [--n-jobs J] [--quick]
-[--skip-cost] [--skip-accuracy] [--serving] [--same-responses]``.
+[--skip-cost] [--skip-accuracy] [--serving] [--same-responses] [--shared-responses] [--default-only]``.
 """
 
 import argparse
@@ -369,11 +382,27 @@ def general(runs, n_jobs, only=None):
           f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
 
 
-def accuracy(settings, runs, n_jobs, coverage=True, estimators=PEER_ESTIMATORS, rule=False):
+#: The paired columns: the default against each decoder of the SS peer (under --shared-responses
+#: the very same responses).
+PAIRED = ("SS+IBU", "SS+NS", "SS+MI")
+
+
+def accuracy(settings, runs, n_jobs, coverage=True, estimators=PEER_ESTIMATORS, rule=False, ours=OURS, shared=False):
     t0 = time.perf_counter()
-    rows = compare_grid(settings, runs, coverage=coverage, n_jobs=n_jobs, estimators=estimators, rule=rule)
-    table, stats = compare_table(rows)
+    rows = compare_grid(settings, runs, ours=ours, coverage=coverage, n_jobs=n_jobs, estimators=estimators, rule=rule,
+                        shared=shared)
+    table, stats = compare_table(rows, ours=ours, paired=PAIRED)
     return table, stats, time.perf_counter() - t0
+
+
+def _paired_summary(stats):
+    parts = []
+    for P, cells in stats["paired"].items():
+        worst = max(cells, key=lambda c: c[1])
+        parts.append(f"default/{P} below 1 in {sum(gm < 1 for _, gm, _ in cells)}/{len(cells)} settings, above 1 by "
+                     f"more than 2 SE in {sum(gm - 2 * se > 1 for _, gm, se in cells)} (largest {worst[1]:.3f} +- "
+                     f"{worst[2]:.3f})")
+    return "paired (same run): " + "; ".join(parts)
 
 
 def main():
@@ -395,6 +424,10 @@ def main():
     ap.add_argument("--serving", action="store_true", help="only the serving part (issue 16)")
     ap.add_argument("--same-responses", action="store_true",
                     help="only: ours vs IBU / NS decoding the same GRR, SS and OUE responses (paper grid)")
+    ap.add_argument("--shared-responses", action="store_true",
+                    help="paper grid / K = 100: the default decodes the SS peer's responses and SS(k=1) reuses GRR's "
+                         "(common random numbers where the mechanisms coincide)")
+    ap.add_argument("--default-only", action="store_true", help="no RRRR columns ('non_adaptive', 'honest')")
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 13 cells)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
     ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
@@ -438,20 +471,24 @@ def main():
     if args.skip_accuracy:
         return
     estimators = ALL_PEER_ESTIMATORS if args.mle else PEER_ESTIMATORS
-    cols = compare_columns(estimators=estimators)
+    ours = OURS[:1] if args.default_only else OURS
+    cols = compare_columns(ours=ours, estimators=estimators, paired=PAIRED)
     paper = [s for s in PAPER_SETTINGS if not args.quick or s["K"] == 10]
     if args.paper_rho:
         paper = [s for s in paper if s["theta"][1] in args.paper_rho]
     if args.skip_paper:
         paper = []
     if paper:
-        _paper_part(paper, runs, args, estimators, cols)
+        _paper_part(paper, runs, args, estimators, cols, ours)
     if args.skip_beyond:
         return
-    print(f"\n== beyond the paper: K = 100, T = 20,000, median TV over {runs} runs ==")
-    table, stats, secs = accuracy(BEYOND_SETTINGS, runs, args.n_jobs, not args.no_coverage, estimators)
+    print(f"\n== beyond the paper: K = 100, T = 20,000, median TV over {runs} runs"
+          + (", SHARED responses (default = the SS peer's responses)" if args.shared_responses else "") + " ==")
+    table, stats, secs = accuracy(BEYOND_SETTINGS, runs, args.n_jobs, not args.no_coverage, estimators, ours=ours,
+                                  shared=args.shared_responses)
     print(format_table(table, cols))
     print(compare_summary(stats))
+    print(_paired_summary(stats))
     print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
 
 
@@ -473,18 +510,24 @@ def same_responses(runs, n_jobs, rho=None):
     print(f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
 
 
-def _paper_part(paper, runs, args, estimators, cols):
+def _paper_part(paper, runs, args, estimators, cols, ours=OURS):
     rule = not args.no_rule
     if rule:
-        cols = compare_columns(estimators=estimators, rule=True)
+        cols = compare_columns(ours=ours, estimators=estimators, rule=True, paired=PAIRED)
     print(f"\n== the paper's grid: median TV over {runs} runs, T = 500 K, theta* ~ Dir(rho); IBU = iterative "
           "Bayesian update, NS = unbiased + norm-sub; ratio = default / best peer; coverage = 95 % credible "
           "intervals of the default holding theta*_k"
           + ("; adaptive_rule = posterior-adaptive mechanism choice, rule/default = paired TV ratio +- SE" if rule
-             else "") + " ==")
-    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage, estimators, rule)
+             else "")
+          + "; default/SS+X = paired ratio (geometric mean over runs of TV(default) / TV(SS+X), same run) +- SE"
+          + ("; SHARED responses: the default decodes exactly the SS peer's responses, and SS(k = 1) = GRR reuses "
+             "GRR's (transition matrices checked equal); GRR/OUE/OLH keep their noise" if args.shared_responses
+             else "; independent noise streams (the issue's metric)") + " ==")
+    table, stats, secs = accuracy(paper, runs, args.n_jobs, not args.no_coverage, estimators, rule, ours=ours,
+                                  shared=args.shared_responses)
     print(format_table(table, cols))
     print(compare_summary(stats, target_wins=int(np.ceil(15 / 18 * len(paper)))))
+    print(_paired_summary(stats))
     print(f"({secs:.0f} s, {runs} runs per setting, n_jobs={args.n_jobs})")
 
 

@@ -147,3 +147,53 @@ def test_same_responses_decodes_exactly_the_peers_responses():
         wins += med["ours"] < med[best]
     assert stats["wins"] == wins
     assert stats["columns"][:4] == ["K", "eps", "theta", "runs"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [1.0, 5.0])
+def test_shared_responses_feed_the_default_exactly_the_ss_peers_reports(monkeypatch, epsilon):
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+    from sklearn_bayes.experiments._ldp_peers import peer_estimates, ss_subset_size, support_matrix
+    from sklearn_bayes.experiments.adaptive_ldp import (
+        OURS,
+        _setting_seed,
+        compare_columns,
+        compare_one_run,
+        compare_table,
+        paired_ratio,
+        simulate_users,
+    )
+
+    seen = []
+    record = AdaptiveLDPFrequencyEstimator.partial_fit_responses
+
+    def spy(self, y, *args, **kwargs):
+        seen.append(np.array(y, copy=True))
+        return record(self, y, *args, **kwargs)
+
+    monkeypatch.setattr(AdaptiveLDPFrequencyEstimator, "partial_fit_responses", spy)
+    setting = dict(K=6, epsilon=epsilon, theta=("Dir", 0.5), T=400)
+    K = setting["K"]
+    rows = {run: compare_one_run(setting, run, ours=OURS[:1], coverage=False, shared=True) for run in (0, 1, 2)}
+    plain = {run: compare_one_run(setting, run, ours=OURS[:1], coverage=False) for run in (0, 1, 2)}
+    assert len(seen) == 3  # one recording per run, none without the option
+    for run in (0, 1, 2):
+        X, _ = simulate_users(setting, run)
+        _, _, reports = peer_estimates(X[:, 0], K, epsilon, np.random.default_rng(_setting_seed(setting, run).spawn(
+            3 + len(OURS))[1]), share=True, return_reports=True)
+        # the estimator's input is the SS peer's reports, which at k = 1 are GRR's
+        assert np.array_equal(seen[run], support_matrix("SS", reports["SS"], K, epsilon))
+        if ss_subset_size(K, epsilon) == 1:
+            assert np.array_equal(reports["SS"][:, 0], reports["GRR"])
+        shared = {r["method"]: r["tv"] for r in rows[run]}
+        alone = {r["method"]: r["tv"] for r in plain[run]}
+        assert all(shared[m] == alone[m] for m in alone if m[:3] in ("GRR", "OUE", "OLH"))
+        assert shared["default"] != alone["default"]
+    # the paired columns: geometric mean over runs of TV(default) / TV(SS+X) on the same run
+    all_rows = [r for rs in rows.values() for r in rs]
+    table, stats = compare_table(all_rows, ours=OURS[:1], paired=("SS+IBU", "SS+MI"))
+    for P in ("SS+IBU", "SS+MI"):
+        gm, se = paired_ratio({run: next(r["tv"] for r in rs if r["method"] == "default") for run, rs in rows.items()},
+                              {run: next(r["tv"] for r in rs if r["method"] == P) for run, rs in rows.items()})
+        assert table[0][f"default/{P}"] == f"{gm:.3f}+-{se:.3f}" and stats["paired"][P][0][1:] == (gm, se)
+    assert set(table[0]) <= set(compare_columns(ours=OURS[:1], paired=("SS+IBU", "SS+MI")))

@@ -12,6 +12,7 @@ from scipy.stats import norm
 from sklearn_bayes.experiments._ldp_peers import (
     ALL_PEER_ESTIMATORS,
     ALL_PEERS,
+    PEER_ESTIMATORS,
     PEERS,
     PROTOCOLS,
     ibu,
@@ -246,3 +247,61 @@ def test_peer_estimates_with_mle():
     assert set(est) == set(ALL_PEERS)
     base, _ = peer_estimates(x, 10, 1.0, np.random.default_rng(1))
     assert all(np.array_equal(est[k], base[k]) for k in PEERS)  # adding MLE changes no other peer
+
+
+@pytest.mark.parametrize(("protocol", "K", "epsilon"), [("GRR", 5, 0.5), ("SS", 5, 0.5), ("SS", 6, 1.0)])
+def test_transition_matrix_is_the_clients_law(protocol, K, epsilon):
+    from math import comb
+    from itertools import combinations
+
+    from sklearn_bayes.experiments._ldp_peers import transition_matrix
+
+    P = transition_matrix(protocol, K, epsilon)
+    k = 1 if protocol == "GRR" else ss_subset_size(K, epsilon)
+    assert P.shape == (K, comb(K, k)) and (protocol == "GRR" or k > 1)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-14)
+    # exactly epsilon-LDP: every column's largest / smallest entry is e^eps
+    np.testing.assert_allclose(P.max(axis=0) / P.min(axis=0), np.exp(epsilon), rtol=1e-14)
+    # the client's frequencies of each report for x = 1: within 4.5 binomial SEs of the matrix's row
+    n = 60_000
+    reports = privatize_peer(protocol, np.ones(n, dtype=int), K, epsilon, np.random.default_rng(7))
+    index = {Y: j for j, Y in enumerate(combinations(range(K), k))}
+    rows = np.sort(np.asarray(reports).reshape(n, -1), axis=1)
+    freq = np.bincount([index[tuple(r)] for r in rows], minlength=P.shape[1]) / n
+    assert np.all(np.abs(freq - P[1]) <= 4.5 * np.sqrt(P[1] * (1 - P[1]) / n))
+
+
+def test_reports_are_shared_only_between_equal_transition_matrices(monkeypatch):
+    from sklearn_bayes.experiments import _ldp_peers
+    from sklearn_bayes.experiments._ldp_peers import same_mechanism, share_reports
+
+    y = privatize_peer("GRR", np.arange(10) % 4, 10, 5.0, np.random.default_rng(0))
+    assert ss_subset_size(10, 5.0) == 1 and same_mechanism("GRR", "SS", 10, 5.0)
+    assert np.array_equal(share_reports("GRR", "SS", y, 10, 5.0), y[:, None])
+    assert np.array_equal(share_reports("SS", "GRR", y[:, None], 10, 5.0), y)
+    # SS(3) at eps = 1: other report space; OUE / OLH: not set-of-one-category mechanisms
+    for source, target, eps in (("GRR", "SS", 1.0), ("GRR", "OUE", 5.0), ("OLH", "GRR", 5.0)):
+        assert not same_mechanism(source, target, 10, eps)
+        with pytest.raises(ValueError, match="transition matrices differ"):
+            share_reports(source, target, y, 10, eps)
+    # same report-space size, different law: SS(K - 1) at K = 4 has 4 reports, as GRR has
+    monkeypatch.setattr(_ldp_peers, "ss_subset_size", lambda K, eps: K - 1)
+    assert not same_mechanism("GRR", "SS", 4, 5.0)
+    with pytest.raises(ValueError, match="transition matrices differ"):
+        share_reports("GRR", "SS", y % 4, 4, 5.0)
+
+
+@pytest.mark.parametrize("epsilon", [5.0, 1.0])
+def test_peer_estimates_share_reports_where_the_mechanisms_coincide(epsilon):
+    x = np.random.default_rng(0).choice(10, size=3000, p=THETA)
+    plain, _, r0 = peer_estimates(x, 10, epsilon, np.random.default_rng(1), return_reports=True)
+    shared, _, r1 = peer_estimates(x, 10, epsilon, np.random.default_rng(1), share=True, return_reports=True)
+    for p in ("GRR", "OUE", "OLH"):  # their noise does not change
+        assert all(np.array_equal(a, b) for a, b in zip(np.atleast_1d(r0[p]), np.atleast_1d(r1[p])))
+        assert all(np.array_equal(plain[f"{p}+{e}"], shared[f"{p}+{e}"]) for e in PEER_ESTIMATORS)
+    if epsilon == 5.0:  # SS(1) = GRR: SS decodes GRR's reports (its own were another stream)
+        assert np.array_equal(r1["SS"], r1["GRR"][:, None]) and not np.array_equal(r0["SS"], r0["GRR"][:, None])
+        for e in PEER_ESTIMATORS:
+            np.testing.assert_allclose(shared[f"SS+{e}"], shared[f"GRR+{e}"], rtol=1e-9, atol=1e-12)
+    else:  # SS(3) is not GRR: nothing is shared
+        assert np.array_equal(r0["SS"], r1["SS"])

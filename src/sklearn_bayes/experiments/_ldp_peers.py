@@ -245,6 +245,90 @@ def ibu(counts, p, q, max_iter=IBU_MAX_ITER, tol=IBU_TOL):
     return theta
 
 
+#: Report spaces larger than this are not enumerated by :func:`transition_matrix`.
+MAX_REPORTS = 200_000
+
+
+def _n_reports(protocol, n_categories, epsilon):
+    from math import comb
+
+    K = int(n_categories)
+    if protocol == "GRR":
+        return K
+    if protocol == "SS":
+        return comb(K, ss_subset_size(K, epsilon))
+    raise ValueError(f"transition_matrix covers 'GRR' and 'SS' (reports that are sets of categories), "
+                     f"got protocol={protocol!r}.")
+
+
+def transition_matrix(protocol, n_categories, epsilon):
+    """Exact ``P(report | x)``: one row per true category, one column per possible report.
+
+    GRR (:func:`_grr`): the report is one category ``y``, ``P(y | x) = e^eps / (e^eps + K - 1)``
+    if ``y = x``, else ``1 / (e^eps + K - 1)``.  SS(``k``) (``privatize_peer``): the report is a
+    ``k``-subset ``Y`` (columns in :func:`itertools.combinations` order), ``P(Y | x) = e^eps / D``
+    if ``x`` is in ``Y``, else ``1 / D``, with ``D = C(K-1, k-1) e^eps + C(K-1, k)`` (the subset
+    holds ``x`` with probability ``k e^eps / (k e^eps + K - k)``, the other members uniform).
+    A GRR report ``y`` and the SS(1) report ``{y}`` share a column index.  Report spaces above
+    :data:`MAX_REPORTS` are refused (``ValueError``).
+    """
+    from itertools import combinations
+    from math import comb
+
+    K, e = int(n_categories), float(np.exp(epsilon))
+    n = _n_reports(protocol, K, epsilon)
+    if n > MAX_REPORTS:
+        raise ValueError(f"{protocol} has {n} possible reports at K={K}, epsilon={epsilon}: more than "
+                         f"MAX_REPORTS={MAX_REPORTS}.")
+    if protocol == "GRR":
+        P = np.full((K, K), 1.0 / (e + K - 1))
+        np.fill_diagonal(P, e / (e + K - 1))
+        return P
+    k = ss_subset_size(K, epsilon)
+    D = comb(K - 1, k - 1) * e + comb(K - 1, k)
+    member = np.zeros((K, n), dtype=bool)
+    for j, Y in enumerate(combinations(range(K), k)):
+        member[list(Y), j] = True
+    return np.where(member, e / D, 1.0 / D)
+
+
+def same_mechanism(source, target, n_categories, epsilon):
+    """Whether two protocols are one mechanism: equal report spaces and transition matrices.
+
+    The matrices of :func:`transition_matrix` are compared entry by entry within 16 units in the
+    last place (each entry is two or three rounded operations apart).  Protocols it does not
+    cover (OUE, OLH) are never the same mechanism as another.
+    """
+    try:
+        shapes = [_n_reports(p, n_categories, epsilon) for p in (source, target)]
+    except ValueError:
+        return False
+    if shapes[0] != shapes[1] or shapes[0] > MAX_REPORTS:
+        return False
+    a, b = (transition_matrix(p, n_categories, epsilon) for p in (source, target))
+    return bool(np.allclose(a, b, rtol=16 * np.finfo(float).eps, atol=0.0))
+
+
+def share_reports(source, target, reports, n_categories, epsilon):
+    """``source``'s reports in the form of ``target``'s (common random numbers), if they are one mechanism.
+
+    Raises ``ValueError`` unless :func:`same_mechanism` (equal transition matrices).  Only GRR
+    and SS(``k = 1``) are ever the same here: a GRR report ``y`` becomes the subset ``[y]``.
+    """
+    if not same_mechanism(source, target, n_categories, epsilon):
+        raise ValueError(f"{source} and {target} are different mechanisms at K={n_categories}, "
+                         f"epsilon={epsilon} (their transition matrices differ): their reports are not shared.")
+    r = np.asarray(reports)
+    if source == target:
+        return r.copy()
+    return r.reshape(-1, 1).copy() if target == "SS" else r[:, 0].copy()
+
+
+#: Common random numbers among the peers: ``(source, target)``, the target reuses the source's reports
+#: when :func:`same_mechanism` (``peer_estimates(share=True)``); SS at ``k = 1`` is GRR.
+SHARED_PEERS = (("GRR", "SS"),)
+
+
 def peer_responses(protocol, x, n_categories, epsilon, rng):
     """One static protocol on the users ``x``: ``(p, q, reports, support counts)``."""
     p, q = support_probabilities(protocol, n_categories, epsilon)
@@ -252,19 +336,31 @@ def peer_responses(protocol, x, n_categories, epsilon, rng):
     return p, q, reports, support_counts(protocol, reports, n_categories, epsilon)
 
 
-def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS):
+def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS, share=False,
+                   return_reports=False):
     """Every protocol in ``protocols`` on the users ``x`` with every estimator in ``estimators``.
 
     ``estimators`` from ``('IBU', 'NS', 'MI', 'MLE')``.  Returns a dict ``{"GRR+IBU": theta_hat,
-    "GRR+NS": theta_hat, ...}`` and the seconds each protocol took (client + its estimators).
-    Each protocol draws its noise from its own child of ``rng`` (the same users, independent
-    mechanisms).
+    "GRR+NS": theta_hat, ...}`` and the seconds each protocol took (client + its estimators);
+    with ``return_reports=True`` also ``{protocol: reports}``.  Each protocol draws its noise
+    from its own child of ``rng`` (the same users, independent mechanisms).  ``share=True``:
+    a protocol that is the same mechanism as an earlier one (:data:`SHARED_PEERS`, checked by
+    :func:`same_mechanism`) decodes that protocol's reports instead (its own child is spawned
+    and unused, so the other protocols' reports do not change).
     """
     x = np.asarray(x, dtype=np.int64).ravel()
-    out, secs = {}, {}
+    out, secs, all_reports = {}, {}, {}
     for protocol, child in zip(protocols, rng.spawn(len(protocols))):
         t0 = time.perf_counter()
-        p, q, reports, counts = peer_responses(protocol, x, n_categories, epsilon, child)
+        source = next((s for s, t in SHARED_PEERS if share and t == protocol and s in all_reports
+                       and same_mechanism(s, t, n_categories, epsilon)), None)
+        if source is None:
+            p, q, reports, counts = peer_responses(protocol, x, n_categories, epsilon, child)
+        else:
+            p, q = support_probabilities(protocol, n_categories, epsilon)
+            reports = share_reports(source, protocol, all_reports[source], n_categories, epsilon)
+            counts = support_counts(protocol, reports, n_categories, epsilon)
+        all_reports[protocol] = reports
         if "IBU" in estimators:
             out[f"{protocol}+IBU"] = ibu(counts, p, q)
         if "NS" in estimators:
@@ -274,4 +370,4 @@ def peer_estimates(x, n_categories, epsilon, rng, protocols=PROTOCOLS, estimator
         if "MLE" in estimators:
             out[f"{protocol}+MLE"] = mle_em(support_matrix(protocol, reports, n_categories, epsilon), epsilon)
         secs[protocol] = time.perf_counter() - t0
-    return out, secs
+    return (out, secs, all_reports) if return_reports else (out, secs)

@@ -210,14 +210,46 @@ def fit_ours(params, X, n_categories, epsilon, rng):
     return est, time.perf_counter() - t0
 
 
+#: The protocol whose reports the default decodes under ``shared=True`` (``mechanism='auto'`` is SS(k*)).
+SHARED_PROTOCOL = "SS"
+
+
+def fit_default_on_reports(reports, n_categories, epsilon, rng, protocol=SHARED_PROTOCOL):
+    """The default estimator decoding a peer's reports (public API: ``partial_fit_responses``).
+
+    The reports of ``protocol`` (:func:`~._ldp_peers.privatize_peer`) are recorded as response
+    masks (:func:`~._ldp_peers.support_matrix`); the estimator's own mechanism must be that
+    protocol (its client's subset size is checked against the peer's).  Returns
+    ``(estimator, seconds)``, the seconds covering the recording and the first read of ``theta_``.
+    """
+    from sklearn_bayes.experiments._ldp_peers import ss_subset_size
+
+    est = AdaptiveLDPFrequencyEstimator(n_categories=n_categories, epsilon=epsilon, random_state=rng)
+    client = est.client_mechanism()
+    if protocol != "SS" or client.kind != "subset_selection" or client.subset_size != ss_subset_size(
+            n_categories, epsilon):
+        raise ValueError(f"the default's mechanism {client!r} is not the peer protocol {protocol!r}.")
+    t0 = time.perf_counter()
+    est.partial_fit_responses(support_matrix(protocol, reports, n_categories, epsilon))
+    est.theta_
+    return est, time.perf_counter() - t0
+
+
 def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True, estimators=PEER_ESTIMATORS,
-                    rule=False):
+                    rule=False, shared=False):
     """One run of one setting: every method of ``ours`` and every peer on the same users.
 
     Returns a list of rows ``{setting keys, run, method, tv, covered, n_categories, time_s}``;
     ``covered`` counts the categories whose equal-tailed 95 % credible interval holds
     ``theta*_k`` (NaN for the peers).  ``rule=True`` adds the row :data:`RULE`
     (:func:`fit_adaptive_rule`; its ``choices`` are the mechanisms of its batches).
+
+    ``shared=True`` (common random numbers where mechanisms coincide): the peers share reports
+    where they are one mechanism (``peer_estimates(share=True)``: SS at ``k = 1`` decodes GRR's
+    reports) and the default (``ours`` entry ``'default'``) decodes exactly the SS peer's
+    reports (:func:`fit_default_on_reports`) instead of privatising the users itself.  GRR, OUE
+    and OLH, the other entries of ``ours`` and the rule see the same noise as with
+    ``shared=False``.
     """
     X, theta = simulate_users(setting, run)
     K, eps = setting["K"], setting["epsilon"]
@@ -226,10 +258,20 @@ def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True,
     seeds = all_seeds[1 : 2 + len(ours)]
     base = dict(K=K, epsilon=eps, theta=theta_label(setting["theta"]), T=setting["T"], run=run)
     rows = []
+    est, secs, reports = peer_estimates(X[:, 0], K, eps, np.random.default_rng(seeds[0]), protocols, estimators,
+                                        share=shared, return_reports=True)
+    peer_rows = [dict(base, method=name, tv=tv_distance(th, theta), covered=float("nan"),
+                      time_s=secs[name.split("+")[0]]) for name, th in est.items()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededNoiseWarning)
         for (name, params), s in zip(ours, seeds[1:]):
-            est, dt = fit_ours(params, X, K, eps, np.random.default_rng(s))
+            if shared and name == "default":
+                if params:
+                    raise ValueError(f"shared=True decodes the peer's reports with the defaults; 'default' has "
+                                     f"parameters {params}.")
+                est, dt = fit_default_on_reports(reports[SHARED_PROTOCOL], K, eps, np.random.default_rng(s))
+            else:
+                est, dt = fit_ours(params, X, K, eps, np.random.default_rng(s))
             covered = float("nan")
             if coverage:
                 ci = est.credible_interval(COVERAGE_LEVEL, random_state=np.random.default_rng(s.spawn(1)[0]))
@@ -239,21 +281,17 @@ def compare_one_run(setting, run, ours=OURS, protocols=PROTOCOLS, coverage=True,
             est, dt, choices = fit_adaptive_rule(X, K, eps, np.random.default_rng(all_seeds[-1]))
             rows.append(dict(base, method=RULE, tv=tv_distance(est.theta_, theta), covered=float("nan"), time_s=dt,
                              choices=choices))
-    est, secs = peer_estimates(X[:, 0], K, eps, np.random.default_rng(seeds[0]), protocols, estimators)
-    for name, th in est.items():
-        rows.append(dict(base, method=name, tv=tv_distance(th, theta), covered=float("nan"),
-                         time_s=secs[name.split("+")[0]]))
-    return rows
+    return rows + peer_rows
 
 
 def compare_grid(settings, runs, ours=OURS, protocols=PROTOCOLS, coverage=True, n_jobs=1, progress=None,
-                 estimators=PEER_ESTIMATORS, rule=False):
+                 estimators=PEER_ESTIMATORS, rule=False, shared=False):
     """:func:`compare_one_run` for every setting and run, in parallel with joblib."""
     from joblib import Parallel, delayed
 
     tasks = [(s, r) for s in settings for r in range(runs)]
     gen = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-        delayed(compare_one_run)(s, r, ours, protocols, coverage, estimators, rule) for s, r in tasks)
+        delayed(compare_one_run)(s, r, ours, protocols, coverage, estimators, rule, shared) for s, r in tasks)
     if progress is not None:
         gen = progress.iter(gen, "LDP comparison runs", total=len(tasks))
     rows = [row for rs in gen for row in rs]
@@ -332,12 +370,26 @@ def same_responses_table(rows):
     return table, dict(pairs=pairs, wins=wins, sure_wins=sure_wins, sure_losses=sure_losses, columns=cols)
 
 
-def compare_table(rows, ours=OURS):
+def paired_ratio(tv_a, tv_b):
+    """Geometric mean over runs of ``tv_a[run] / tv_b[run]`` and its standard error (delta method).
+
+    ``tv_a``, ``tv_b``: dicts run -> TV (the runs of ``tv_a``); a TV of 0 (a point-mass
+    ``theta*`` recovered to rounding) counts as the smallest positive float.
+    """
+    tiny = np.finfo(float).tiny
+    lr = np.log([max(tv_a[r], tiny) / max(tv_b[r], tiny) for r in tv_a])
+    m = float(np.exp(lr.mean()))
+    return m, (m * float(lr.std(ddof=1)) / np.sqrt(lr.size) if lr.size > 1 else float("nan"))
+
+
+def compare_table(rows, ours=OURS, paired=()):
     """Median TV per setting for ours and each peer, the best peer, the ratio default / best peer and coverage.
 
     Returns ``(table, stats)``; ``stats`` holds the number of settings where the default beats
     the best peer, the worst ratio, the settings, and the coverage over all (category, run)
-    pairs of the default.
+    pairs of the default.  ``paired``: peer names ``P`` whose column ``default/P`` holds the
+    paired ratio (:func:`paired_ratio`, same run) ``'gm+-se'``; ``stats['paired']`` maps each
+    ``P`` to the list of ``(setting, gm, se)``.
     """
     from collections import defaultdict
 
@@ -349,6 +401,7 @@ def compare_table(rows, ours=OURS):
     cov_hit = cov_all = 0
     small_rho_wins = small_rho_n = honest_wins = 0
     rule_cells = []
+    paired_cells = {P: [] for P in paired}
     for key in sorted(groups):
         g = groups[key]
         med = {m: float(np.median([r["tv"] for r in rs])) for m, rs in g.items()}
@@ -371,6 +424,10 @@ def compare_table(rows, ours=OURS):
         row.update({p: med[p] for p in peers})
         row["best_peer"] = best
         row["ratio"] = med[names[0]] / med[best]
+        for P in paired:
+            gm, se = paired_ratio({r["run"]: r["tv"] for r in g[names[0]]}, {r["run"]: r["tv"] for r in g[P]})
+            row[f"{names[0]}/{P}"] = f"{gm:.3f}+-{se:.3f}"
+            paired_cells[P].append((key, gm, se))
         ratios.append(row["ratio"])
         cov = [r["covered"] for r in g[names[0]]]
         if all(np.isfinite(cov)):
@@ -384,7 +441,8 @@ def compare_table(rows, ours=OURS):
         table.append(row)
     stats = dict(n_settings=len(table), beats_best_peer=int(sum(r < 1 for r in ratios)),
                  worst_ratio=float(max(ratios)), coverage=cov_hit / cov_all if cov_all else float("nan"),
-                 beats_non_adaptive=small_rho_wins, honest_beats_non_adaptive=honest_wins, n_sparse=small_rho_n)
+                 beats_non_adaptive=small_rho_wins, honest_beats_non_adaptive=honest_wins, n_sparse=small_rho_n,
+                 paired=paired_cells)
     if rule_cells:
         sparse = [c for c in rule_cells if c[0][2].startswith("Dir") and float(c[0][2][4:-1]) <= 0.1]
         stats.update(rule_n=len(rule_cells), rule_sparse_n=len(sparse),
@@ -395,12 +453,14 @@ def compare_table(rows, ours=OURS):
     return table, stats
 
 
-def compare_columns(ours=OURS, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS, rule=False):
+def compare_columns(ours=OURS, protocols=PROTOCOLS, estimators=PEER_ESTIMATORS, rule=False, paired=()):
     """Column order of :func:`compare_table`."""
     names = [n for n, _ in ours]
-    names = names[:1] + ([RULE, "rule/default", "rule_picks"] if rule else []) + names[1:]
+    first = names[:1]
+    names = first + ([RULE, "rule/default", "rule_picks"] if rule else []) + names[1:]
     return (["K", "eps", "theta", "runs"] + names
-            + [f"{p}+{e}" for p in protocols for e in estimators] + ["best_peer", "ratio", "coverage"])
+            + [f"{p}+{e}" for p in protocols for e in estimators] + ["best_peer", "ratio", "coverage"]
+            + [f"{first[0]}/{P}" for P in paired])
 
 
 def compare_summary(stats, target_wins=None, target_ratio=1.10):
