@@ -485,3 +485,66 @@ def test_incremental_coordinate_jumps_match_the_full_kernel(K, eps, mechanism):
     assert moved > 0
     assert lp2 == pytest.approx(mala_logpost(z2, *form, prior)[0], rel=1e-9)
     assert not np.any(lists[4])  # the scratch weights are left at zero
+
+
+def test_cached_rho_draws_are_the_uncached_draws():
+    """``_draw_rho`` with a ``_RhoTerms`` cache (issue 28, round 4) draws the same grid points and leaves
+    the generator in the same state as without (same log-probabilities, numpy's ``choice`` rule);
+    both branches of the distinct-count step (bincount and ``np.unique``) and reused cache rows."""
+    from sklearn_bayes.privacy._ldp._posterior import RHO_GRID, _draw_rho, _RhoTerms
+
+    rs = _gen(11)
+    cache = _RhoTerms(RHO_GRID)
+    branches = set()
+    for t in range(600):
+        K = int(rs.integers(2, 200))
+        n = int(rs.integers(1, 10) if t % 3 == 0 else rs.integers(1, 150_000))
+        counts = rs.multinomial(n, rs.dirichlet(np.full(K, rs.uniform(0.02, 5.0))))
+        branches.add(bool(counts.max() <= 4 * K + (1 << 14)))
+        seed = int(rs.integers(1 << 40))
+        g1, g2 = _gen(seed), _gen(seed)
+        assert _draw_rho(g1, counts, RHO_GRID) == _draw_rho(g2, counts, RHO_GRID, cache)
+        assert g1.random() == g2.random()
+    assert branches == {True, False}
+
+
+@pytest.mark.parametrize("kind", ["grr", "subset_selection", "three-level"])
+def test_mixture_latent_counts_follow_the_exact_conditional(kind):
+    """The mixture draw of the latent counts (issue 28, round 4) has the law of ``sum_g
+    Multinomial(c_g, p(. | y_g, theta))``: mean and variance of every category's count within 5
+    standard errors (the variance's SE from the normal approximation, ``sqrt(2 / (R - 1))``
+    relative); GRR groups (no sets), SS groups (sets) and groups with both a set and a special
+    category."""
+    from sklearn_bayes.privacy._ldp._posterior import _mixture_latent_counts, _mixture_parts
+
+    K = 6
+    theta = np.array([0.02, 0.08, 0.1, 0.2, 0.25, 0.35])
+    if kind == "three-level":
+        g = Groups(K, np.array([0, 2, 2, 5], dtype=np.int32), np.array([0, 4, 1, 2, 5], dtype=np.int32),
+                   np.array([3, 1, -1], dtype=np.int32), np.array([2.0, 1.0, 3.0]), np.array([5.0, 4.0, 0.0]),
+                   np.array([1.0, 1.0, 0.5]), np.array([7, 3, 11], dtype=np.int64))
+    else:
+        rng = _gen(12)
+        k = 1 if kind == "grr" else 2
+        masks = SetResponseMechanism(K, 1.0, "subset_selection", k).privatize(rng.integers(0, K, 60), rng)
+        g = groups_from_masks(masks, 1.0)
+    parts = _mixture_parts(g)
+    assert (parts[3] is None) == (kind == "grr")
+    p = g.likelihood_rows() * theta
+    p /= p.sum(axis=1, keepdims=True)
+    mean, var = g.count @ p, g.count @ (p * (1 - p))
+    rng, R = _gen(13), 20_000
+    N = np.array([_mixture_latent_counts(rng, parts, theta, g.count) for _ in range(R)])
+    assert np.all(N.sum(axis=1) == g.n_responses)
+    assert np.all(np.abs(N.mean(axis=0) - mean) <= 5 * np.sqrt(var / R))
+    assert np.all(np.abs(N.var(axis=0, ddof=1) / var - 1) <= 5 * np.sqrt(2 / (R - 1)))
+
+
+def test_mixture_is_not_used_when_a_weight_would_be_negative():
+    # f_in < f_out: the mixture form has a negative weight; the chain keeps the per-row draw
+    from sklearn_bayes.privacy._ldp._posterior import _mixture_parts
+
+    g = Groups(4, np.array([0, 2, 3], dtype=np.int32), np.array([0, 1, 3], dtype=np.int32),
+               np.array([2, -1], dtype=np.int32), np.array([0.5, 3.0]), np.array([4.0, 0.0]),
+               np.array([1.0, 1.0]), np.array([1, 1], dtype=np.int64))
+    assert _mixture_parts(g) is None

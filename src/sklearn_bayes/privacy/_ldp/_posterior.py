@@ -142,10 +142,17 @@ def _log_gamma(rng, a):
     return float(np.log(rng.gamma(a + 1.0)) + np.log(rng.random()) / a)
 
 
-def _draw_rho(rng, counts, grid):
+def _draw_rho(rng, counts, grid, cache=None):
+    """``rho`` from its collapsed posterior on ``grid`` given the latent ``counts`` (module docstring).
+
+    ``cache``: a :class:`_RhoTerms` of ``grid``, which keeps the terms that do not change between
+    the iterations of a chain; the log-probabilities are the same floating-point numbers either way
+    and the grid point is drawn as :meth:`numpy.random.Generator.choice` draws it (one uniform, the
+    normalised cumulative sum, ``searchsorted(side='right')``), so the draws are the same.
+    """
     K = counts.size
     N = counts.sum()
-    if counts.size and 0 <= counts.min() and counts.max() <= 4 * K + 1024:
+    if counts.size and 0 <= counts.min() and counts.max() <= 4 * K + (1 << 14):
         # the distinct counts and their multiplicities as np.unique gives them (ascending), in
         # O(K) instead of a sort of K values (most counts are 0 at large K)
         bc = np.bincount(counts)
@@ -153,10 +160,63 @@ def _draw_rho(rng, counts, grid):
         mult = bc[vals]
     else:
         vals, mult = np.unique(counts, return_counts=True)
-    lp = (gammaln(K * grid) - gammaln(K * grid + N)
-          + (mult[:, None] * (gammaln(grid[None, :] + vals[:, None]) - gammaln(grid)[None, :])).sum(axis=0))
+    if cache is None:
+        lp = (gammaln(K * grid) - gammaln(K * grid + N)
+              + (mult[:, None] * (gammaln(grid[None, :] + vals[:, None]) - gammaln(grid)[None, :])).sum(axis=0))
+        p = np.exp(lp - lp.max())
+        return grid[rng.choice(grid.size, p=p / p.sum())]
+    lp = cache.head(K, N) + (mult[:, None] * cache.rows(vals)).sum(axis=0)
     p = np.exp(lp - lp.max())
-    return grid[rng.choice(grid.size, p=p / p.sum())]
+    cdf = (p / p.sum()).cumsum()
+    cdf /= cdf[-1]
+    return grid[int(cdf.searchsorted(rng.random(), side="right"))]
+
+
+class _RhoTerms:
+    """The terms of :func:`_draw_rho` that a chain recomputed every iteration, memoised.
+
+    ``head(K, N) = gammaln(K grid) - gammaln(K grid + N)`` (``N``, the number of responses, is
+    fixed along a chain) and the rows ``gammaln(grid + v) - gammaln(grid)`` of the distinct
+    counts ``v`` seen so far (the counts of a chain wander in a narrow range).  Each is computed
+    by the same numpy operations as in :func:`_draw_rho` without a cache, so the values are
+    identical (issue 28, round 4: the hyperparameter draw was a quarter of the iteration's time
+    at K = 10-50).
+    """
+
+    _MAX_ROWS = 1 << 16  # memoised rows at most (97 floats each); counts beyond are computed afresh
+
+    def __init__(self, grid):
+        self.grid = grid
+        self._lg = gammaln(grid)
+        self._head = {}
+        self._table = np.empty((0, grid.size))  # row v: gammaln(grid + v) - gammaln(grid) once known
+        self._known = np.zeros(0, dtype=bool)
+
+    def head(self, K, N):
+        key = (int(K), int(N))
+        h = self._head.get(key)
+        if h is None:
+            h = self._head[key] = gammaln(K * self.grid) - gammaln(K * self.grid + N)
+        return h
+
+    def rows(self, vals):
+        """``gammaln(grid + v) - gammaln(grid)`` for the distinct non-negative counts ``vals``, one row each."""
+        grid = self.grid
+        top = int(vals[-1]) + 1 if vals.size else 0  # vals ascending
+        if top > self._MAX_ROWS:
+            return gammaln(grid[None, :] + vals[:, None]) - self._lg[None, :]
+        if top > self._known.size:
+            cap = min(max(top, 2 * self._known.size), self._MAX_ROWS)
+            table = np.empty((cap, grid.size))
+            table[: self._known.size] = self._table
+            known = np.zeros(cap, dtype=bool)
+            known[: self._known.size] = self._known
+            self._table, self._known = table, known
+        new = vals[~self._known[vals]]
+        if new.size:
+            self._table[new] = gammaln(grid[None, :] + new[:, None]) - self._lg[None, :]
+            self._known[new] = True
+        return self._table[vals]
 
 
 def gibbs_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None):
@@ -190,11 +250,12 @@ def gibbs_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None
     out = np.empty((n_draws, K))
     rhos = np.full(n_draws, np.nan)
     rho = 1.0
+    rho_terms = _RhoTerms(RHO_GRID)
     for it in range(burn + n_draws):
         latent_counts(rng, theta, groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
                       groups.f_out, groups.count, counts, stamp, bits)
         if hier:
-            rho = _draw_rho(rng, counts, RHO_GRID)
+            rho = _draw_rho(rng, counts, RHO_GRID, rho_terms)
             a = rho + counts
         else:
             a = prior + counts
@@ -329,12 +390,17 @@ JUMP_WORK = 1 << 18
 
 
 def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5, max_dense=4_000_000,
-                 jumps="auto"):
+                 jumps="auto", latent="mixture"):
     """The chain of :func:`hybrid_draws` as an endless generator of ``(theta, rho)``, one per iteration.
 
     ``burn`` only sets the adaptation (the preconditioner at iteration ``burn // 2``, the step
     size adapted before iteration ``burn``); the caller discards the burn-in.  ``rho`` is
     ``nan`` for a fixed prior.  Lets a caller extend the chain until its diagnostics pass.
+
+    ``latent``: how the latent counts are drawn when there are few distinct responses
+    (:func:`_dense_latent`): ``'mixture'`` (:func:`_mixture_latent_counts`, when its weights are
+    non-negative) or ``'rows'`` (:func:`_dense_latent_counts`, round 3's draw); the same
+    conditional law, different random numbers.
     """
     from sklearn_bayes._fast._ldp_mala import mala_chains, mala_logpost
     from sklearn_bayes._fast._ldp_gibbs import latent_counts
@@ -360,8 +426,13 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     stamp = np.full(K, -1, dtype=np.int32)
     bits = _set_bits(groups)
     # few distinct responses per user: latent counts per group from dense likelihood rows
-    dense_rows = groups.likelihood_rows() if _dense_latent(groups) else None
+    dense_rows = mixture = None
+    if _dense_latent(groups):
+        mixture = _mixture_parts(groups) if latent == "mixture" else None
+        if mixture is None:
+            dense_rows = groups.likelihood_rows()
     rho = 1.0
+    rho_terms = _RhoTerms(RHO_GRID)
     pre = None
     log_h = np.log(1.0 / K ** (1.0 / 3.0))
     it_mala = 0
@@ -371,13 +442,15 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     it = -1
     while True:
         it += 1
-        if dense_rows is None:
+        if mixture is not None:
+            counts = _mixture_latent_counts(rng, mixture, np.exp(lt), groups.count)
+        elif dense_rows is None:
             latent_counts(rng, np.exp(lt), groups.a_ptr, groups.a_idx, groups.y, groups.f_in, groups.f_y,
                           groups.f_out, groups.count, counts, stamp, bits)
         else:
             counts = _dense_latent_counts(rng, dense_rows, np.exp(lt), groups.count)
         if hier:
-            rho = _draw_rho(rng, counts, RHO_GRID)
+            rho = _draw_rho(rng, counts, RHO_GRID, rho_terms)
             a = rho + counts
             pvec = np.full(K, rho)
         else:
@@ -432,12 +505,83 @@ def _dense_latent_counts(rng, L, theta, count):
     return rng.multinomial(count, P).sum(axis=0)
 
 
+def _mixture_parts(groups):
+    """What :func:`_mixture_latent_counts` reads, or ``None`` when a mixture weight could be negative.
+
+    ``(f_out, f_in - f_out, f_y - f_out, inside, y, has_y)``: ``inside`` the sets as a dense
+    ``G x K`` 0/1 matrix (``None`` when no set is left, e.g. GRR), ``y`` the special categories
+    with ``-1`` replaced by 0 and ``has_y`` where they exist.  A set of one member in a group
+    without a special category (SS(1), i.e. GRR) becomes that group's special category
+    (``[x in {j}] = [x = j]``), so GRR needs no ``G x K`` draw.
+    """
+    f0 = np.asarray(groups.f_out, dtype=float)
+    sizes = np.diff(groups.a_ptr)
+    has_y = groups.y >= 0
+    d_y = np.where(has_y, groups.f_y - f0, 0.0)
+    d_in = np.where(sizes > 0, groups.f_in - f0, 0.0)
+    if np.any(f0 < 0) or np.any(d_y < 0) or np.any(d_in < 0):
+        return None
+    y = np.where(has_y, groups.y, 0)
+    if not groups.members_in_bits:
+        single = (sizes == 1) & ~has_y
+        if np.any(single):
+            y = np.where(single, groups.a_idx[np.minimum(groups.a_ptr[:-1], max(groups.a_idx.size - 1, 0))], y)
+            d_y = np.where(single, d_in, d_y)
+            d_in = np.where(single, 0.0, d_in)
+            has_y = has_y | single
+            sizes = np.where(single, 0, sizes)
+    inside = None
+    if np.any(sizes > 0):
+        inside = np.zeros((sizes.size, groups.n_categories))
+        if groups.members_in_bits:
+            inside[:] = np.unpackbits(groups.bits, axis=1, count=groups.n_categories, bitorder="little")
+        else:
+            full = np.diff(groups.a_ptr)
+            rows = np.repeat(np.arange(full.size), full)
+            keep = np.repeat(sizes > 0, full)
+            inside[rows[keep], groups.a_idx[keep]] = 1.0
+    return f0, d_in, d_y, inside, y.astype(np.intp), has_y
+
+
+def _mixture_latent_counts(rng, parts, theta, count):
+    """The latent counts of :func:`_dense_latent_counts` drawn through the mixture form of ``p(x | y_g, theta)``.
+
+    ``L_g(x) theta_x = f_out theta_x + (f_in - f_out) [x in A_g] theta_x + (f_y - f_out) [x = y_g]
+    theta_x``: a user of group ``g`` has her category drawn from ``theta`` (weight ``f_out``), from
+    ``theta`` restricted to ``A_g`` (weight ``(f_in - f_out) theta(A_g)``) or equal to ``y_g``
+    (weight ``(f_y - f_out) theta_{y_g}``), the weights normalised by ``h_g = L_g . theta``.  So the
+    counts are: ``(m0_g, m1_g, m2_g) ~ Multinomial(c_g, weights_g)`` per group, then one
+    ``Multinomial(sum_g m0_g, theta)``, ``Multinomial(m1_g, theta | A_g)`` for the groups with
+    ``m1_g > 0``, and ``m2_g`` at ``y_g``: the same conditional law as the per-group multinomials
+    over the ``K`` categories, in ``O(G + K)`` for sets that are empty (GRR) instead of
+    ``O(G K)`` (issue 28, round 4: the latent step was 60 % of the iteration at K = 50, GRR).
+    """
+    f0, d_in, d_y, inside, y, has_y = parts
+    G = f0.size
+    W = np.empty((G, 3))
+    W[:, 0] = f0
+    W[:, 1] = 0.0 if inside is None else d_in * (inside @ theta)
+    W[:, 2] = d_y * theta[y]
+    W /= W.sum(axis=1, keepdims=True)
+    m = rng.multinomial(count, W)
+    N = rng.multinomial(int(m[:, 0].sum()), theta / theta.sum())
+    if inside is not None:
+        rows = np.flatnonzero(m[:, 1])
+        if rows.size:
+            P = inside[rows] * theta
+            P /= P.sum(axis=1, keepdims=True)
+            N += rng.multinomial(m[rows, 1], P).sum(axis=0)
+    N += np.bincount(y[has_y], weights=m[has_y, 2], minlength=theta.size).astype(np.int64)
+    return N
+
+
 def jump_lists(form, K):
     """The transposed membership lists of :func:`_mala_form`'s groups, for the incremental jumps.
 
-    Returns ``(t_ptr, t_grp, t_w, h_scratch, w_scratch)``: category ``k`` enters ``u_g = b_g
+    Returns ``(t_ptr, t_grp, t_w, h_scratch, w_scratch, t_cat)``: category ``k`` enters ``u_g = b_g
     phi[y_g] + d_g phi(S_g)`` with weight ``t_w[j]`` in the groups ``t_grp[j]``, ``t_ptr[k] <= j <
-    t_ptr[k + 1]``, and two work arrays of ``G`` zeros (see :func:`_coordinate_jumps`).  (In
+    t_ptr[k + 1]``, two work arrays of ``G`` zeros (see :func:`_coordinate_jumps`) and ``t_cat[j]
+    = k`` (the category of entry ``j``).  (In
     :func:`_mala_form` group ``g`` has its own set, ``S_g = s_idx[s_ptr[g]:s_ptr[g + 1]]``.)
     """
     gy, gs, ga, gb, gd, gc, s_ptr, s_idx = form
@@ -451,7 +595,7 @@ def jump_lists(form, K):
     t_ptr = np.zeros(K + 1, dtype=np.int32)
     np.cumsum(np.bincount(cats, minlength=K), out=t_ptr[1:])
     return (t_ptr, rows[order].astype(np.int32), np.ascontiguousarray(w[order], dtype=float), np.zeros(G),
-            np.zeros(G))
+            np.zeros(G), np.repeat(np.arange(K), np.diff(t_ptr)))
 
 
 def _coordinate_jumps(rng, z, lp, form, pvec, n_jumps=None, lists=None):
@@ -486,10 +630,10 @@ def _coordinate_jumps(rng, z, lp, form, pvec, n_jumps=None, lists=None):
         log_u = np.log(rng.random(a.size))
     if lists is None:
         return coordinate_jumps(z, float(lp), props, log_u, *form, a_all, order)
-    t_ptr, t_grp, t_w, h_scratch, w_scratch = lists
+    t_ptr, t_grp, t_w, h_scratch, w_scratch, t_cat = lists
     gy, gs, ga, gb, gd, gc, s_ptr, s_idx = form
     phi = np.exp(z)
-    u = np.bincount(t_grp, weights=t_w * phi[np.repeat(np.arange(K), np.diff(t_ptr))],
+    u = np.bincount(t_grp, weights=t_w * phi[t_cat],
                     minlength=ga.size).astype(float)  # (bincount of nothing is int64)
     return coordinate_jumps_incremental(z, float(lp), props, log_u, order, ga, gc, u, t_ptr, t_grp, t_w, a_all,
                                         h_scratch, w_scratch)
