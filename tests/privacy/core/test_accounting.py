@@ -214,7 +214,8 @@ def test_a_snapshot_takes_the_place_of_its_dead_original_only_if_it_holds_all_it
     first, second = pickle.loads(data), pickle.loads(data)
     first.record_shared("Est", "Est/q", 0.5)  # the original held exactly these records: takes its place
     second.record_shared("Est", "Est/q", 0.5)  # ... and the second copy forwards to it
-    assert first.epsilon_spent == 1.5 and second.epsilon_spent == 0.5 and first.budget == (2.0, 0.0)
+    # the second copy keeps what it forwarded (0.5 pickled + 0.5 through it)
+    assert first.epsilon_spent == 1.5 and second.epsilon_spent == 1.0 and first.budget == (2.0, 0.0)
     # an original that recorded after it was pickled: its snapshot would miss that record, so it refuses
     other = PrivacyLedger()
     data = pickle.dumps(other)
@@ -227,6 +228,41 @@ def test_a_snapshot_takes_the_place_of_its_dead_original_only_if_it_holds_all_it
     assert late.n_releases == 0
 
 
+def test_a_pickle_of_a_forwarding_snapshot_can_take_the_place_of_the_dead_original():
+    """A snapshot forwards its records to its live original *and keeps them*: a pickle of it made
+    before the original died holds exactly the original's records at death and takes its place.
+
+    (Without the kept records this depended on when the collector ran: the original dying after
+    the forwarded release made the later copy refuse -- a flaky property test on the sketch.)"""
+    import gc
+
+    original = PrivacyLedger()
+    first = pickle.loads(pickle.dumps(original))
+    target, (rid,) = first._reserve("Est", [("Est/fit", 1.0, 0.0)])
+    assert target is original  # forwarded while the original lives ...
+    target._settle(rid, 0.5, 0.0, "settled")
+    assert [r["epsilon"] for r in first.records] == [0.5]  # ... kept by the snapshot, settled in both
+    assert [r["epsilon"] for r in original.records] == [0.5]
+    second = pickle.loads(pickle.dumps(first))  # a copy of the copy carries that record
+    assert [r["id"] for r in second.records] == [rid]
+    del original, target
+    gc.collect()
+    second.record_shared("Est", "Est/q", 0.25)  # takes the dead original's place
+    assert second.epsilon_spent == 0.75 and second.n_releases == 2
+    first.record_shared("Est", "Est/q", 0.25)  # ... and the first copy now forwards to it
+    assert second.epsilon_spent == 1.0 and first.epsilon_spent == 0.75
+
+
+def test_a_snapshot_keeps_nothing_of_a_refused_record():
+    from sklearn_bayes.exceptions import BudgetExceededError
+
+    original = PrivacyLedger(budget=(1.0, 0.0))
+    snap = pickle.loads(pickle.dumps(original))
+    with pytest.raises(BudgetExceededError):
+        snap.record_shared("Est", "Est/q", 1.5)
+    assert snap.n_releases == 0 and original.n_releases == 0
+
+
 def test_copies_of_a_ledger_are_the_ledger_and_pickles_keep_its_budget():
     ledger = PrivacyLedger(budget=(1.0, 1e-6))
     assert copy.copy(ledger) is ledger and copy.deepcopy(ledger) is ledger
@@ -235,7 +271,9 @@ def test_copies_of_a_ledger_are_the_ledger_and_pickles_keep_its_budget():
     assert snap is not ledger and snap.budget == (1.0, 1e-6) and snap.records == ledger.records
     # the snapshot's shared records go to the original (alive in this process), checked against its budget
     snap.record_shared("Est", "Est/q", 0.25, delta=1e-7)
-    assert ledger.epsilon_spent == 0.75 and snap.epsilon_spent == 0.5
+    # ... and the snapshot keeps the record it forwarded (the same record: one id)
+    assert ledger.epsilon_spent == 0.75 and snap.epsilon_spent == 0.75
+    assert snap.records[-1]["id"] == ledger.records[-1]["id"]
     from sklearn_bayes.exceptions import BudgetExceededError
 
     with pytest.raises(BudgetExceededError):

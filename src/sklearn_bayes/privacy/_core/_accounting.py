@@ -39,7 +39,8 @@ An estimator records into its *shared* ledger through :meth:`PrivacyLedger.recor
 (and the estimators' reservations), which follow this rule:
 
 * a snapshot unpickled in the process where its original is still alive forwards the
-  record to the original (a pickle round trip in one process loses nothing);
+  record to the original (a pickle round trip in one process loses nothing) and keeps it
+  too (it shows, and a pickle of it carries, what was released through it);
 * a snapshot unpickled in the process where its original *died* holding exactly the
   snapshot's records (compared by their ids) takes the original's place, once: nothing
   was recorded that it does not hold (a pickle round trip that drops the original);
@@ -355,7 +356,7 @@ class PrivacyLedger:
         if self._budget is not None:
             raise AttributeError("the records of a ledger with a budget cannot be replaced.")
         with self._lock:
-            self._records = list(value)
+            self._records[:] = list(value)  # in place: a pickled ledger's finalizer holds this list
 
     def _snapshot_records(self):
         """The records as they are now (a copy taken under the lock: threads may be recording)."""
@@ -491,7 +492,22 @@ class PrivacyLedger:
         (naming ``path=``) when the record could not reach the caller's ledger.
         """
         rec = _make_record(mechanism, epsilon, n_items, note, extra)
-        self._shared_target(owner)._append([rec], owner)
+        self._append_shared([rec], owner)
+
+    def _append_shared(self, records, owner):
+        """Append ``records`` to the ledger this one stands for; a snapshot keeps them too.
+
+        A snapshot that forwarded a record to its original holds the same record (the same
+        dict: settling it settles both), so it shows what was released through it, a pickle
+        of it carries that history, and -- should the original die having recorded only
+        through it -- it still holds exactly the original's records and can take its place.
+        """
+        target = self._shared_target(owner)
+        target._append(records, owner)
+        if target is not self:
+            with self._lock:
+                self._records.extend(records)
+        return target
 
     def _reserve(self, owner, entries):
         """Check and record the releases ``entries`` = [(mechanism, ε, δ)] before they are drawn.
@@ -499,12 +515,11 @@ class PrivacyLedger:
         Atomic (all or nothing).  Returns ``(ledger, ids)``: the ledger that holds the
         records (see :meth:`record_shared`) and their ids, for :meth:`_settle`.
         """
-        target = self._shared_target(owner)
         records = [
             _make_record(m, eps, None, "reserved before the release was drawn", {"delta": delta})
             for m, eps, delta in entries
         ]
-        target._append(records, owner)
+        target = self._append_shared(records, owner)
         return target, [r["id"] for r in records]
 
     def _settle(self, rid, epsilon, delta, note):
