@@ -183,7 +183,7 @@ class _RhoTerms:
     at K = 10-50).
     """
 
-    _MAX_ROWS = 1 << 16  # memoised rows at most (97 floats each); counts beyond are computed afresh
+    _MAX_ROWS = 1 << 12  # counts below are memoised (at most 3 MiB); the rare larger ones computed afresh
 
     def __init__(self, grid):
         self.grid = grid
@@ -201,10 +201,16 @@ class _RhoTerms:
 
     def rows(self, vals):
         """``gammaln(grid + v) - gammaln(grid)`` for the distinct non-negative counts ``vals``, one row each."""
-        grid = self.grid
-        top = int(vals[-1]) + 1 if vals.size else 0  # vals ascending
-        if top > self._MAX_ROWS:
-            return gammaln(grid[None, :] + vals[:, None]) - self._lg[None, :]
+        grid, lg = self.grid, self._lg
+        small = vals < self._MAX_ROWS
+        if not small.all():
+            out = np.empty((vals.size, grid.size))
+            big = vals[~small]
+            out[~small] = gammaln(grid[None, :] + big[:, None]) - lg[None, :]
+            if small.any():
+                out[small] = self.rows(vals[small])
+            return out
+        top = int(vals.max()) + 1 if vals.size else 0
         if top > self._known.size:
             cap = min(max(top, 2 * self._known.size), self._MAX_ROWS)
             table = np.empty((cap, grid.size))
@@ -214,7 +220,7 @@ class _RhoTerms:
             self._table, self._known = table, known
         new = vals[~self._known[vals]]
         if new.size:
-            self._table[new] = gammaln(grid[None, :] + new[:, None]) - self._lg[None, :]
+            self._table[new] = gammaln(grid[None, :] + new[:, None]) - lg[None, :]
             self._known[new] = True
         return self._table[vals]
 
