@@ -21,9 +21,43 @@ cnp.import_array()
 # Final estimate: preconditioned MALA chains on the grouped likelihood
 # --------------------------------------------------------------------------------------
 
-cdef double _mala_logpost(const double* z, int K, Py_ssize_t G, const int32_t* gy, const int32_t* gs,
-                          const double* ga, const double* gb, const double* gd, const double* gc,
-                          int n_sub, const int32_t* s_ptr, const int32_t* s_idx, const double* prior,
+cdef int32_t _NO_INT[1]  # what an empty array's pointer points to (never read: its loops are empty)
+cdef double _NO_DBL[1]
+
+
+cdef struct _Grouped:
+    # the grouped likelihood: G groups (y_g, s_g, a_g, b_g, d_g, c_g) and n_sub subsets in CSR form
+    Py_ssize_t G
+    const int32_t* gy
+    const int32_t* gs
+    const double* ga
+    const double* gb
+    const double* gd
+    const double* gc
+    int n_sub
+    const int32_t* s_ptr
+    const int32_t* s_idx
+
+
+cdef _Grouped _grouped(const int32_t[::1] gy, const int32_t[::1] gs, const double[::1] ga, const double[::1] gb,
+                       const double[::1] gd, const double[::1] gc, const int32_t[::1] s_ptr,
+                       const int32_t[::1] s_idx):
+    """Pointers into the caller's arrays (which keep them alive for the call)."""
+    cdef _Grouped gr
+    gr.G = gy.shape[0]
+    gr.gy = &gy[0] if gr.G else _NO_INT
+    gr.gs = &gs[0] if gr.G else _NO_INT
+    gr.ga = &ga[0] if gr.G else _NO_DBL
+    gr.gb = &gb[0] if gr.G else _NO_DBL
+    gr.gd = &gd[0] if gr.G else _NO_DBL
+    gr.gc = &gc[0] if gr.G else _NO_DBL
+    gr.n_sub = s_ptr.shape[0] - 1
+    gr.s_ptr = &s_ptr[0]
+    gr.s_idx = &s_idx[0] if s_idx.shape[0] else _NO_INT
+    return gr
+
+
+cdef double _mala_logpost(const double* z, int K, const _Grouped* gr, const double* prior,
                           double* theta, double* ths, double* v, double* vs, double* grad) noexcept nogil:
     """Log posterior of ``z = ln phi`` and its gradient (into ``grad``); ``theta`` = softmax(z).
 
@@ -32,7 +66,16 @@ cdef double _mala_logpost(const double* z, int K, Py_ssize_t G, const int32_t* g
     Returns ``-inf`` if some ``h_g <= 0`` (impossible for valid input).
     """
     cdef int k, j
-    cdef Py_ssize_t g
+    cdef Py_ssize_t g, G = gr.G
+    cdef int n_sub = gr.n_sub
+    cdef const int32_t* gy = gr.gy
+    cdef const int32_t* gs = gr.gs
+    cdef const double* ga = gr.ga
+    cdef const double* gb = gr.gb
+    cdef const double* gd = gr.gd
+    cdef const double* gc = gr.gc
+    cdef const int32_t* s_ptr = gr.s_ptr
+    cdef const int32_t* s_idx = gr.s_idx
     cdef double s = 0.0, lp = 0.0, h, w, tv = 0.0, phi
     for k in range(K):
         phi = exp(z[k])
@@ -77,14 +120,9 @@ def mala_logpost(const double[::1] z, const int32_t[::1] gy, const int32_t[::1] 
     cdef int n_sub = s_ptr.shape[0] - 1
     cdef double[::1] theta = np.zeros(K), v = np.zeros(K), grad = np.zeros(K)
     cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
-    cdef int32_t[::1] dummy = np.zeros(1, dtype=np.int32)
+    cdef _Grouped gr = _grouped(gy, gs, ga, gb, gd, gc, s_ptr, s_idx)
     cdef double lp
-    lp = _mala_logpost(&z[0], K, gy.shape[0], &gy[0] if gy.shape[0] else &dummy[0],
-                       &gs[0] if gs.shape[0] else &dummy[0], &ga[0] if ga.shape[0] else NULL,
-                       &gb[0] if gb.shape[0] else NULL, &gd[0] if gd.shape[0] else NULL,
-                       &gc[0] if gc.shape[0] else NULL, n_sub, &s_ptr[0],
-                       &s_idx[0] if s_idx.shape[0] else &dummy[0], &prior[0],
-                       &theta[0], &ths[0], &v[0], &vs[0], &grad[0])
+    lp = _mala_logpost(&z[0], K, &gr, &prior[0], &theta[0], &ths[0], &v[0], &vs[0], &grad[0])
     return lp, np.asarray(grad)
 
 
@@ -110,7 +148,6 @@ def mala_chains(object generator, double[:, ::1] Z, double[::1] lp, double[:, ::
     """
     cdef int nc = Z.shape[0], K = Z.shape[1]
     cdef int n_sub = s_ptr.shape[0] - 1
-    cdef Py_ssize_t G = gy.shape[0]
     cdef int it, c, i, j, row = draw0
     cdef double hh, sq, lp_new, log_a, a, a_sum, lq_f, lq_b, t
     cdef double[::1] theta = np.zeros(K), v = np.zeros(K), g_new = np.zeros(K)
@@ -118,15 +155,7 @@ def mala_chains(object generator, double[:, ::1] Z, double[::1] lp, double[:, ::
     cdef double[::1] d = np.zeros(K), theta_new = np.zeros(K)
     cdef double[:, ::1] T = np.zeros((nc, K))
     cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
-    cdef int32_t[::1] dummy = np.zeros(1, dtype=np.int32)
-    cdef double[::1] dd = np.zeros(1)
-    cdef const int32_t* pgy = &gy[0] if G else &dummy[0]
-    cdef const int32_t* pgs = &gs[0] if G else &dummy[0]
-    cdef const double* pga = &ga[0] if G else &dd[0]
-    cdef const double* pgb = &gb[0] if G else &dd[0]
-    cdef const double* pgd = &gd[0] if G else &dd[0]
-    cdef const double* pgc = &gc[0] if G else &dd[0]
-    cdef const int32_t* psi = &s_idx[0] if s_idx.shape[0] else &dummy[0]
+    cdef _Grouped gr = _grouped(gy, gs, ga, gb, gd, gc, s_ptr, s_idx)
     cdef _Rng r
     r.bg = _bitgen(generator)
     r.has_spare = 0
@@ -164,8 +193,7 @@ def mala_chains(object generator, double[:, ::1] Z, double[::1] lp, double[:, ::
                     z_new[i] = mu[i] + sq * t
                     lq_f += xi[i] * xi[i]
                 lq_f *= -0.5  # (sqrt(h) R xi)^T M (sqrt(h) R xi) / h = |xi|^2
-                lp_new = _mala_logpost(&z_new[0], K, G, pgy, pgs, pga, pgb, pgd, pgc, n_sub, &s_ptr[0], psi,
-                                       &prior[0], &theta_new[0], &ths[0], &v[0], &vs[0], &g_new[0])
+                lp_new = _mala_logpost(&z_new[0], K, &gr, &prior[0], &theta_new[0], &ths[0], &v[0], &vs[0], &g_new[0])
                 if lp_new == -INFINITY:
                     a = 0.0
                 else:
@@ -237,20 +265,11 @@ def coordinate_jumps(double[::1] z, double lp, const double[::1] props, const do
     """
     cdef int K = z.shape[0]
     cdef int n_sub = s_ptr.shape[0] - 1
-    cdef Py_ssize_t G = gy.shape[0]
     cdef int k, j, m = order.shape[0]
     cdef double old, new_lp, log_a, a
     cdef double[::1] theta = np.zeros(K), v = np.zeros(K), grad = np.zeros(K)
     cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
-    cdef int32_t[::1] dummy = np.zeros(1, dtype=np.int32)
-    cdef double[::1] dd = np.zeros(1)
-    cdef const int32_t* pgy = &gy[0] if G else &dummy[0]
-    cdef const int32_t* pgs = &gs[0] if G else &dummy[0]
-    cdef const double* pga = &ga[0] if G else &dd[0]
-    cdef const double* pgb = &gb[0] if G else &dd[0]
-    cdef const double* pgd = &gd[0] if G else &dd[0]
-    cdef const double* pgc = &gc[0] if G else &dd[0]
-    cdef const int32_t* psi = &s_idx[0] if s_idx.shape[0] else &dummy[0]
+    cdef _Grouped gr = _grouped(gy, gs, ga, gb, gd, gc, s_ptr, s_idx)
     if props.shape[0] != m or log_u.shape[0] != m or prior.shape[0] != K:
         raise ValueError("props and log_u need one entry per step (order), prior one per coordinate of z.")
     for j in range(m):
@@ -262,8 +281,7 @@ def coordinate_jumps(double[::1] z, double lp, const double[::1] props, const do
             old = z[k]
             a = prior[k]
             z[k] = props[j]
-            new_lp = _mala_logpost(&z[0], K, G, pgy, pgs, pga, pgb, pgd, pgc, n_sub, &s_ptr[0], psi,
-                                   &prior[0], &theta[0], &ths[0], &v[0], &vs[0], &grad[0])
+            new_lp = _mala_logpost(&z[0], K, &gr, &prior[0], &theta[0], &ths[0], &v[0], &vs[0], &grad[0])
             if new_lp > -INFINITY and new_lp < INFINITY:
                 log_a = new_lp - lp - (a * z[k] - exp(z[k])) + (a * old - exp(old))
                 if log_u[j] < log_a:
