@@ -1,7 +1,9 @@
 """Build the Cython kernels in ``src/sklearn_bayes/_fast``.
 
 Every ``src/sklearn_bayes/_fast/*.pyx`` file becomes the extension module
-``sklearn_bayes._fast.<name>``.  Metadata lives in ``pyproject.toml``.
+``sklearn_bayes._fast.<name>``.  A kernel that cimports numpy's C samplers
+(``numpy.random.c_distributions``) is linked against the static ``npyrandom``
+library numpy ships for that purpose.  Metadata lives in ``pyproject.toml``.
 """
 
 from pathlib import Path
@@ -12,6 +14,12 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 FAST = HERE / "src" / "sklearn_bayes" / "_fast"
+NPYRANDOM = str((Path(np.get_include()).parent.parent / "random" / "lib").resolve())
+
+
+def _links_npyrandom(pyx):
+    return "c_distributions" in pyx.read_text(encoding="utf-8")
+
 
 extensions = [
     Extension(
@@ -20,6 +28,7 @@ extensions = [
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=["-O3"],
+        **({"library_dirs": [NPYRANDOM], "libraries": ["npyrandom"]} if _links_npyrandom(pyx) else {}),
     )
     for pyx in sorted(FAST.glob("*.pyx"))
 ]
