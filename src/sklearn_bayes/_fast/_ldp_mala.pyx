@@ -24,19 +24,7 @@ cnp.import_array()
 cdef int32_t _NO_INT[1]  # what an empty array's pointer points to (never read: its loops are empty)
 cdef double _NO_DBL[1]
 
-
-cdef struct _Grouped:
-    # the grouped likelihood: G groups (y_g, s_g, a_g, b_g, d_g, c_g) and n_sub subsets in CSR form
-    Py_ssize_t G
-    const int32_t* gy
-    const int32_t* gs
-    const double* ga
-    const double* gb
-    const double* gd
-    const double* gc
-    int n_sub
-    const int32_t* s_ptr
-    const int32_t* s_idx
+# the grouped likelihood's pointers (struct _Grouped) are declared in _ldp_mala.pxd
 
 
 cdef _Grouped _grouped(const int32_t[::1] gy, const int32_t[::1] gs, const double[::1] ga, const double[::1] gb,
@@ -309,9 +297,8 @@ def coordinate_jumps_incremental(double[::1] z, double lp, const double[::1] pro
     (the full target of the entry ``z``) updated by the accepted steps.
     """
     cdef int K = z.shape[0]
-    cdef Py_ssize_t G = ga.shape[0], g
-    cdef int j, k, i, m = order.shape[0]
-    cdef double Phi = 0.0, N = 0.0, lik = 0.0, new_lik, delta, Phi_new, h, a, old
+    cdef Py_ssize_t G = ga.shape[0]
+    cdef int j, m = order.shape[0]
     cdef double[::1] u = np.array(u0, dtype=np.float64)
     if props.shape[0] != m or log_u.shape[0] != m or prior.shape[0] != K or t_ptr.shape[0] != K + 1:
         raise ValueError("props and log_u need one entry per step, prior one per coordinate, t_ptr K + 1.")
@@ -321,37 +308,53 @@ def coordinate_jumps_incremental(double[::1] z, double lp, const double[::1] pro
         if not 0 <= order[j] < K:
             raise ValueError("order must hold coordinates of z.")
     with nogil:
-        for k in range(K):
-            Phi += exp(z[k])
+        lp = _jumps_incremental(&z[0], K, lp, &props[0] if m else _NO_DBL, &log_u[0] if m else _NO_DBL,
+                                &order[0] if m else _NO_INT, m, G, &ga[0] if G else _NO_DBL, &gc[0] if G else _NO_DBL,
+                                &u[0] if G else _NO_DBL, &t_ptr[0], &t_grp[0] if t_grp.shape[0] else _NO_INT,
+                                &t_w[0] if t_w.shape[0] else _NO_DBL, &prior[0], &h_scratch[0] if G else _NO_DBL,
+                                &w_scratch[0] if G else _NO_DBL)
+    return lp
+
+
+cdef double _jumps_incremental(double* z, int K, double lp, const double* props, const double* log_u,
+                               const int32_t* order, int m, Py_ssize_t G, const double* ga, const double* gc,
+                               double* u, const int32_t* t_ptr, const int32_t* t_grp, const double* t_w,
+                               const double* prior, double* h_scratch, double* w_scratch) noexcept nogil:
+    """The steps of :func:`coordinate_jumps_incremental` on raw pointers (``u`` updated in place)."""
+    cdef Py_ssize_t g
+    cdef int j, k, i
+    cdef double Phi = 0.0, N = 0.0, lik = 0.0, new_lik, delta, Phi_new, h, a, old
+    for k in range(K):
+        Phi += exp(z[k])
+    for g in range(G):
+        N += gc[g]
+        lik += gc[g] * log(ga[g] * Phi + u[g])
+    lik -= N * log(Phi)
+    for j in range(m):
+        k = order[j]
+        old = z[k]
+        a = prior[k]
+        if not (props[j] > -INFINITY and props[j] < INFINITY):
+            continue  # ln pi(z') = -inf: rejected, as in coordinate_jumps
+        delta = exp(props[j]) - exp(old)
+        Phi_new = Phi + delta
+        if not Phi_new > 0.0:
+            continue
+        for i in range(t_ptr[k], t_ptr[k + 1]):
+            w_scratch[t_grp[i]] += t_w[i]
+        new_lik = 0.0
         for g in range(G):
-            N += gc[g]
-            lik += gc[g] * log(ga[g] * Phi + u[g])
-        lik -= N * log(Phi)
-        for j in range(m):
-            k = order[j]
-            old = z[k]
-            a = prior[k]
-            if not (props[j] > -INFINITY and props[j] < INFINITY):
-                continue  # ln pi(z') = -inf: rejected, as in coordinate_jumps
-            delta = exp(props[j]) - exp(old)
-            Phi_new = Phi + delta
-            if not Phi_new > 0.0:
-                continue
+            h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
+            h_scratch[g] = h
+            new_lik += gc[g] * log(h)
+        new_lik -= N * log(Phi_new)
+        if new_lik > -INFINITY and new_lik < INFINITY and log_u[j] < new_lik - lik:
             for i in range(t_ptr[k], t_ptr[k + 1]):
-                w_scratch[t_grp[i]] += t_w[i]
-            new_lik = 0.0
-            for g in range(G):
-                h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
-                h_scratch[g] = h
-                new_lik += gc[g] * log(h)
-            new_lik -= N * log(Phi_new)
-            if new_lik > -INFINITY and new_lik < INFINITY and log_u[j] < new_lik - lik:
-                for i in range(t_ptr[k], t_ptr[k + 1]):
-                    u[t_grp[i]] += delta * t_w[i]
-                lp += new_lik - lik + (a * props[j] - exp(props[j])) - (a * old - exp(old))
-                lik = new_lik
-                Phi = Phi_new
-                z[k] = props[j]
-            for i in range(t_ptr[k], t_ptr[k + 1]):
-                w_scratch[t_grp[i]] = 0.0
+                u[t_grp[i]] += delta * t_w[i]
+            lp += new_lik - lik + (a * props[j] - exp(props[j])) - (a * old - exp(old))
+            lik = new_lik
+            Phi = Phi_new
+            z[k] = props[j]
+        for i in range(t_ptr[k], t_ptr[k + 1]):
+            w_scratch[t_grp[i]] = 0.0
     return lp

@@ -72,9 +72,10 @@ def _groups(K=5, eps=2.0, n=3000, seed=4):
 
 
 def test_the_chain_generator_is_the_fixed_length_sampler():
-    """hybrid_chain yields, iteration by iteration, the draws of hybrid_draws (same random numbers)."""
+    """hybrid_chain yields, iteration by iteration, the draws of hybrid_draws on its Python path (same
+    random numbers; the compiled blocks are compared with it in test_hybrid.py)."""
     g = _groups()
-    fixed, rhos = hybrid_draws(g, 30, 20, np.random.default_rng(1))
+    fixed, rhos = hybrid_draws(g, 30, 20, np.random.default_rng(1), compiled=False)
     chain = hybrid_chain(g, 20, np.random.default_rng(1))
     steps = [next(chain) for _ in range(50)][20:]
     np.testing.assert_array_equal(fixed, np.array([t for t, _ in steps]))

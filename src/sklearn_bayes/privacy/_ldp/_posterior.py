@@ -348,7 +348,7 @@ def _preconditioner(groups, theta, rho):
 
 
 def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5,
-                 max_dense=4_000_000, thin=1, jumps="auto"):
+                 max_dense=4_000_000, thin=1, jumps="auto", compiled=True):
     """Gibbs sweeps alternated with ``mala_steps`` Metropolis-adjusted Langevin steps on ``theta | rho``.
 
     Each iteration is (i) one sweep of :func:`gibbs_draws` (latent categories, ``rho``,
@@ -372,20 +372,29 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
 
     Returns ``(theta draws, rho draws)`` as :func:`gibbs_draws`; with ``thin > 1`` only every
     ``thin``-th of the ``n_draws`` iterations after the burn-in is kept (``ceil(n_draws /
-    thin)`` draws; the chain and its random numbers are the same).
+    thin)`` draws; the chain and its random numbers are the same).  The chain runs in blocks
+    (:class:`~._hybrid.HybridChain`, compiled where it can be; ``compiled=False``, a private switch:
+    :func:`hybrid_chain`, the Python generator, whose draws the compiled blocks reproduce up to
+    floating-point rounding).
     """
+    from sklearn_bayes.privacy._ldp._hybrid import MAX_BLOCK, HybridChain
+
     K = groups.n_categories
     thin = max(int(thin), 1)
     n_out = -(-n_draws // thin)
     out = np.empty((n_out, K))
     rhos = np.full(n_out, np.nan)
-    chain = hybrid_chain(groups, burn, rng, prior=prior, theta0=theta0, mala_steps=mala_steps,
-                         max_dense=max_dense, jumps=jumps)
-    for it in range(burn + n_draws):
-        theta, rho = next(chain)
-        if it >= burn and (it - burn) % thin == 0:
-            out[(it - burn) // thin] = theta
-            rhos[(it - burn) // thin] = rho
+    chain = HybridChain(groups, burn, rng, prior=prior, theta0=theta0, mala_steps=mala_steps,
+                        max_dense=max_dense, jumps=jumps, compiled=compiled)
+    it = 0
+    while it < burn + n_draws:
+        m = min(MAX_BLOCK, burn + n_draws - it)
+        theta, rho = chain.draw(m)
+        idx = np.arange(it, it + m)
+        keep = (idx >= burn) & ((idx - burn) % thin == 0)
+        out[(idx[keep] - burn) // thin] = theta[keep]
+        rhos[(idx[keep] - burn) // thin] = rho[keep]
+        it += m
     return out, rhos
 
 

@@ -19,7 +19,8 @@ starting point and a :class:`numpy.random.Generator`) and returns its draws; non
 import numpy as np
 
 from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
-from sklearn_bayes.privacy._ldp._posterior import hybrid_chain, hybrid_draws, ibu, tv_point_estimate
+from sklearn_bayes.privacy._ldp._hybrid import MAX_BLOCK, HybridChain
+from sklearn_bayes.privacy._ldp._posterior import hybrid_draws, ibu, tv_point_estimate
 
 __all__ = ["ADAPT_ESS_TARGET", "ADAPT_MAX_FACTOR", "MAX_DRAW_VALUES", "N_CHAINS", "adaptive_exact_draws", "exact_draws", "gibbs_grouped", "gibbs_sweep", "mala", "point_estimate", "sgld_chain"]
 
@@ -209,7 +210,7 @@ MAX_DRAW_VALUES = 1 << 26
 _IBU_WORK = 1 << 30
 
 
-def exact_draws(groups, prior, burn, keep, rng, max_values=None):
+def exact_draws(groups, prior, burn, keep, rng, max_values=None, compiled=True):
     """``keep`` draws of the exact (hierarchical or fixed-prior) posterior after ``burn`` iterations.
 
     :func:`~._posterior.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
@@ -225,13 +226,16 @@ def exact_draws(groups, prior, burn, keep, rng, max_values=None):
     max_values : int, optional
         Hold at most this many values: the ``keep`` iterations are thinned evenly to
         ``ceil(keep / thin)`` draws with ``thin = ceil(keep K / max_values)``.
+    compiled : bool, default=True
+        Private switch: ``False`` runs the Python generator of the chain (the reference of the
+        compiled blocks, :class:`~._hybrid.HybridChain`).
     """
     K = groups.n_categories
     theta0 = _ibu_start(groups)
     thin = 1
     if max_values is not None and keep * K > max_values:
         thin = -(-keep // max(1, max_values // K))
-    return hybrid_draws(groups, keep, burn, rng, prior=prior, theta0=theta0, thin=thin)[0]
+    return hybrid_draws(groups, keep, burn, rng, prior=prior, theta0=theta0, thin=thin, compiled=compiled)[0]
 
 
 def _ibu_start(groups):
@@ -252,7 +256,7 @@ ADAPT_MAX_FACTOR = 4
 ADAPT_ESS_TARGET = 200.0
 
 
-def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None):
+def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None, compiled=True):
     """Draws of the exact posterior, extended until they pass the convergence checks.
 
     The chain of :func:`exact_draws` (IBU start) runs a burn-in of ``min(200, max_iter -
@@ -269,23 +273,28 @@ def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None):
     exceed ``max_values`` the fixed-length :func:`exact_draws` (second half of ``max_iter``
     kept, thinned) is used instead.
 
+    The chain runs in blocks between two checks (:class:`~._hybrid.HybridChain`: one kernel call
+    per block where it is compiled; ``compiled=False``, a private switch, runs the Python generator).
+
     Returns ``(draws, diagnostics)``; ``diagnostics['n_draws']`` is the number of kept draws.
     """
     K = groups.n_categories
     burn = min(ADAPT_BURN, max_iter - max_iter // 2)
     max_keep = max_iter - burn
     if max_values is not None and max_keep * K > max_values:
-        draws = exact_draws(groups, prior, max_iter - max_iter // 2, max_iter // 2, rng, max_values=max_values)
+        draws = exact_draws(groups, prior, max_iter - max_iter // 2, max_iter // 2, rng, max_values=max_values,
+                            compiled=compiled)
         return draws, chain_diagnostics(draws)
-    chain = hybrid_chain(groups, burn, rng, prior=prior, theta0=_ibu_start(groups))
-    for _ in range(burn):
-        next(chain)
+    chain = HybridChain(groups, burn, rng, prior=prior, theta0=_ibu_start(groups), compiled=compiled)
+    for done in range(0, burn, MAX_BLOCK):
+        chain.draw(min(MAX_BLOCK, burn - done))
     out = np.empty((max_keep, K))
     n, check = 0, min(ADAPT_MIN_KEEP, max_keep)
     while True:
         while n < check:
-            out[n] = next(chain)[0]
-            n += 1
+            m = min(check - n, MAX_BLOCK)
+            out[n : n + m] = chain.draw(m)[0]
+            n += m
         diag = chain_diagnostics(out[:n])
         if n >= max_keep or (diag["rhat"] <= RHAT_MAX and diag["ess"] >= ADAPT_ESS_TARGET):
             return out[:n], diag
