@@ -21,6 +21,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.string cimport memset
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport binomial_t, random_multinomial, random_standard_gamma
+from scipy.linalg.cython_blas cimport dgemv, dtrmv
 
 from sklearn_bayes._fast._ldp_mala cimport _Grouped, _grouped, _jumps_incremental, _mala_logpost
 from sklearn_bayes._fast._ldp_rng cimport _Rng, _bitgen, _normal
@@ -55,6 +56,31 @@ cdef void _log_normalise(double* lt, int K) noexcept nogil:
         s = _logaddexp(s, lt[k])
     for k in range(K):
         lt[k] -= s
+
+
+cdef inline void _matvec(const double* A, const double* x, double* y, int K, bint diag) noexcept nogil:
+    """``y = A x`` for a symmetric row-major ``K x K`` matrix (BLAS ``dgemv``), or its diagonal only."""
+    cdef int i, one = 1
+    cdef double alpha = 1.0, beta = 0.0
+    cdef char trans = b'T'
+    if diag:
+        for i in range(K):
+            y[i] = A[i * K + i] * x[i]
+    else:
+        # row-major A is A^T in Fortran order; A^T^T x = A x
+        dgemv(&trans, &K, &K, &alpha, <double*> A, &K, <double*> x, &one, &beta, y, &one)
+
+
+cdef inline void _lower_matvec(const double* R, double* x, int K, bint diag) noexcept nogil:
+    """``x <- R x`` in place for a lower-triangular row-major ``R`` (BLAS ``dtrmv``), or its diagonal only."""
+    cdef int i, one = 1
+    cdef char uplo = b'U', trans = b'T', unit = b'N'
+    if diag:
+        for i in range(K):
+            x[i] *= R[i * K + i]
+    else:
+        # row-major lower R is an upper matrix R^T in Fortran order; (R^T)^T x = R x
+        dtrmv(&uplo, &trans, &unit, &K, <double*> R, &K, x, &one)
 
 
 cdef double _rho_draw(bitgen_t* bg, const int64_t* counts, int K, const double* grid, const double* head,
@@ -146,7 +172,8 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
     cdef double[::1] lpg = np.zeros(n_grid)
     cdef double[::1] z = np.zeros(K), grad = np.zeros(K), th = np.zeros(K), v = np.zeros(K)
     cdef double[::1] z_new = np.zeros(K), g_new = np.zeros(K), mu = np.zeros(K), mu_new = np.zeros(K)
-    cdef double[::1] xi = np.zeros(K), d = np.zeros(K)
+    cdef double[::1] xi = np.zeros(K), d = np.zeros(K), cg = np.zeros(K), cg_new = np.zeros(K)
+    cdef double[::1] rxi = np.zeros(K), md = np.zeros(K)
     cdef double[::1] ths = np.zeros(max(n_sub, 1)), vs = np.zeros(max(n_sub, 1))
     cdef double[::1] props = np.zeros(K), log_u = np.zeros(K), u = np.zeros(max(ga.shape[0], 1))
     cdef double[::1] h_scr = np.zeros(max(ga.shape[0], 1)), w_scr = np.zeros(max(ga.shape[0], 1))
@@ -156,6 +183,9 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
     cdef bitgen_t* bg = _bitgen(generator)
     if mala:
         gr = _grouped(gy, gs, ga, gb, gd, gc, s_ptr, s_idx)
+        if C.shape[0] != K or C.shape[1] != K or R.shape[0] != K or R.shape[1] != K or M.shape[0] != K \
+                or M.shape[1] != K:
+            raise ValueError("C, R and M must be K x K.")
     if out.shape[1] != K or out.shape[0] < row0 + n_iter or rho_out.shape[0] < row0 + n_iter:
         raise ValueError("out and rho_out need n_iter rows from row0 and one column per category.")
     if prior.shape[0] != K or head.shape[0] != n_grid or table.shape[1] != n_grid or known.shape[0] < n_rows:
@@ -259,51 +289,33 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                 for k in range(K):
                     z[k] = lt[k] + t
                 lp_c = _mala_logpost(&z[0], K, &gr, &pvec[0], &th[0], &ths[0], &v[0], &vs[0], &grad[0])
+                _matvec(&C[0, 0], &grad[0], &cg[0], K, diag)  # C grad at the current state, kept
                 for step in range(mala_steps):
                     hh = exp(log_h)
                     sq = sqrt(hh)
                     for i in range(K):
-                        if diag:
-                            t = C[i, i] * grad[i]
-                        else:
-                            t = 0.0
-                            for j in range(K):
-                                t += C[i, j] * grad[j]
-                        mu[i] = z[i] + 0.5 * hh * t
+                        mu[i] = z[i] + 0.5 * hh * cg[i]
                         xi[i] = _normal(&r)
                     lq_f = 0.0
                     for i in range(K):
-                        if diag:
-                            t = R[i, i] * xi[i]
-                        else:
-                            t = 0.0
-                            for j in range(i + 1):
-                                t += R[i, j] * xi[j]
-                        z_new[i] = mu[i] + sq * t
+                        rxi[i] = xi[i]
                         lq_f += xi[i] * xi[i]
+                    _lower_matvec(&R[0, 0], &rxi[0], K, diag)
+                    for i in range(K):
+                        z_new[i] = mu[i] + sq * rxi[i]
                     lq_f *= -0.5
                     lp_new = _mala_logpost(&z_new[0], K, &gr, &pvec[0], &th[0], &ths[0], &v[0], &vs[0], &g_new[0])
                     if lp_new == -INFINITY:
                         a = 0.0
                     else:
+                        _matvec(&C[0, 0], &g_new[0], &cg_new[0], K, diag)
                         for i in range(K):
-                            if diag:
-                                t = C[i, i] * g_new[i]
-                            else:
-                                t = 0.0
-                                for j in range(K):
-                                    t += C[i, j] * g_new[j]
-                            mu_new[i] = z_new[i] + 0.5 * hh * t
+                            mu_new[i] = z_new[i] + 0.5 * hh * cg_new[i]
                             d[i] = z[i] - mu_new[i]
+                        _matvec(&M[0, 0], &d[0], &md[0], K, diag)
                         lq_b = 0.0
                         for i in range(K):
-                            if diag:
-                                t = M[i, i] * d[i]
-                            else:
-                                t = 0.0
-                                for j in range(K):
-                                    t += M[i, j] * d[j]
-                            lq_b += d[i] * t
+                            lq_b += d[i] * md[i]
                         lq_b *= -0.5 / hh
                         log_a = lp_new - lp_c + lq_b - lq_f
                         a = 1.0 if log_a >= 0.0 else exp(log_a)
@@ -312,6 +324,7 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                             for i in range(K):
                                 z[i] = z_new[i]
                                 grad[i] = g_new[i]
+                                cg[i] = cg_new[i]
                     if it < burn:
                         log_h += (a - 0.574) / sqrt(it_mala + step + 1.0)
                 it_mala += mala_steps

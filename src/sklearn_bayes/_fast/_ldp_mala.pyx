@@ -10,7 +10,8 @@ the caller's generator as in ``_ldp.pyx`` (helpers in ``_ldp_rng.pxd``).
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport INFINITY, exp, log, sqrt
+from libc.math cimport INFINITY, exp, fabs, log, sqrt
+from libc.stdlib cimport free, malloc
 from libc.stdint cimport int32_t
 
 from sklearn_bayes._fast._ldp_rng cimport _Rng, _bitgen, _normal, _unif
@@ -316,19 +317,42 @@ def coordinate_jumps_incremental(double[::1] z, double lp, const double[::1] pro
     return lp
 
 
+cdef inline double _cubic(double x) noexcept nogil:
+    """``x - x^2 / 2 + x^3 / 3 >= ln(1 + x)`` for every ``x > -1`` (the Taylor remainder is ``<= 0``)."""
+    return x * (1.0 - x * (0.5 - x / 3.0))
+
+
 cdef double _jumps_incremental(double* z, int K, double lp, const double* props, const double* log_u,
                                const int32_t* order, int m, Py_ssize_t G, const double* ga, const double* gc,
                                double* u, const int32_t* t_ptr, const int32_t* t_grp, const double* t_w,
                                const double* prior, double* h_scratch, double* w_scratch) noexcept nogil:
-    """The steps of :func:`coordinate_jumps_incremental` on raw pointers (``u`` updated in place)."""
+    """The steps of :func:`coordinate_jumps_incremental` on raw pointers (``u`` updated in place).
+
+    Early rejection (issue 28, round 5): a step on ``k`` changes ``h_g`` by the factor ``1 + x_g``,
+    ``x_g = delta (a_g + w_g) / h_g`` (``w_g`` the weight of ``k`` in group ``g``, 0 for most), and
+    ``ln(1 + x) <= x - x^2 / 2 + x^3 / 3``; so the log-likelihood ratio is at most
+    ``sum_p (-1)^(p+1) delta^p S_p / p + sum_{g holds k} c_g [f(x_g) - f(delta a_g / h_g)] - N ln(Phi' / Phi)``
+    with ``S_p = sum_g c_g (a_g / h_g)^p`` (recomputed after an accepted step) and ``f`` the cubic:
+    ``O(deg_k)`` work.  When this bound is below ``ln u`` by more than ``1e-9`` times the magnitude
+    of the terms (far above the rounding of the exact evaluation, relative ``2 G 2^-53``), the exact
+    ratio is below ``ln u`` too and the step is rejected without the ``G`` logarithms of the exact
+    evaluation.  The decisions, and so the chain, are the same.
+    """
     cdef Py_ssize_t g
     cdef int j, k, i
     cdef double Phi = 0.0, N = 0.0, lik = 0.0, new_lik, delta, Phi_new, h, a, old
+    cdef double S1 = 0.0, S2 = 0.0, S3 = 0.0, A1 = 0.0, A3 = 0.0, abs_l = 0.0, new_abs, upper, scale
+    cdef double l, r, xb, xf, corr, corr_abs, lP, lPn
+    cdef double* inv_h = <double*> malloc(max(G, 1) * sizeof(double))
+    cdef bint bound = inv_h != NULL
     for k in range(K):
         Phi += exp(z[k])
     for g in range(G):
         N += gc[g]
-        lik += gc[g] * log(ga[g] * Phi + u[g])
+        h = ga[g] * Phi + u[g]
+        l = gc[g] * log(h)
+        lik += l
+        abs_l += fabs(l)
     lik -= N * log(Phi)
     for j in range(m):
         k = order[j]
@@ -342,11 +366,48 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
             continue
         for i in range(t_ptr[k], t_ptr[k + 1]):
             w_scratch[t_grp[i]] += t_w[i]
+        if bound:
+            if S1 == 0.0 and S2 == 0.0 and A1 == 0.0:
+                # the sums S_p at the current state (after the start or an accepted step)
+                for g in range(G):
+                    inv_h[g] = 1.0 / (ga[g] * Phi + u[g])
+                    r = ga[g] * inv_h[g]
+                    S1 += gc[g] * r
+                    S2 += gc[g] * r * r
+                    S3 += gc[g] * r * r * r
+                    A1 += fabs(gc[g] * r)
+                    A3 += fabs(gc[g] * r * r * r)
+                if A1 == 0.0:
+                    A1 = 1e-300  # (all a_g = 0: the sums are 0; mark them as computed)
+            corr = 0.0
+            corr_abs = 0.0
+            for i in range(t_ptr[k], t_ptr[k + 1]):
+                g = t_grp[i]
+                if h_scratch[g] != -1.0:  # each group once (h_scratch is free until the exact evaluation)
+                    h_scratch[g] = -1.0
+                    xb = delta * ga[g] * inv_h[g]
+                    xf = delta * (ga[g] + w_scratch[g]) * inv_h[g]
+                    corr += gc[g] * (_cubic(xf) - _cubic(xb))
+                    corr_abs += fabs(gc[g] * _cubic(xf)) + fabs(gc[g] * _cubic(xb))
+            for i in range(t_ptr[k], t_ptr[k + 1]):
+                h_scratch[t_grp[i]] = 0.0
+            lP = log(Phi)
+            lPn = log(Phi_new)
+            upper = delta * S1 - 0.5 * delta * delta * S2 + delta * delta * delta * S3 / 3.0 + corr - N * (lPn - lP)
+            scale = (abs_l + N * (fabs(lP) + fabs(lPn)) + fabs(delta) * A1 + 0.5 * delta * delta * S2
+                     + fabs(delta * delta * delta) * A3 / 3.0 + corr_abs + 1.0)
+            if upper < log_u[j] - 1e-9 * scale:
+                for i in range(t_ptr[k], t_ptr[k + 1]):
+                    w_scratch[t_grp[i]] = 0.0
+                continue
         new_lik = 0.0
+        new_abs = 0.0
         for g in range(G):
             h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
             h_scratch[g] = h
-            new_lik += gc[g] * log(h)
+            l = gc[g] * log(h)
+            new_lik += l
+            new_abs += fabs(l)
         new_lik -= N * log(Phi_new)
         if new_lik > -INFINITY and new_lik < INFINITY and log_u[j] < new_lik - lik:
             for i in range(t_ptr[k], t_ptr[k + 1]):
@@ -355,6 +416,9 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
             lik = new_lik
             Phi = Phi_new
             z[k] = props[j]
+            abs_l = new_abs
+            S1 = S2 = S3 = A1 = A3 = 0.0  # recomputed at the next step
         for i in range(t_ptr[k], t_ptr[k + 1]):
             w_scratch[t_grp[i]] = 0.0
+    free(inv_h)
     return lp

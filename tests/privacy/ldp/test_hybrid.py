@@ -125,3 +125,32 @@ def test_compiled_chain_targets_the_exact_posterior():
     draws = chain.draw(40_000)[0]
     se = draws.std(axis=0) / np.sqrt(chain_diagnostics(draws)["ess"])
     assert np.all(np.abs(draws.mean(axis=0) - mean) <= 5 * se)
+
+
+@pytest.mark.parametrize("kind", ["grr", "subset_selection"])
+def test_early_rejected_jumps_are_the_full_evaluations_decisions(kind):
+    """At states of the chain (where most jumps are rejected, many by the cubic bound of
+    ``_jumps_incremental`` without the exact evaluation) the incremental jumps take the decisions of
+    the full evaluation of the target for the same proposals, and their running ``ln pi`` is exact
+    within rounding."""
+    from sklearn_bayes._fast._ldp_mala import mala_logpost
+    from sklearn_bayes.privacy._ldp._posterior import _coordinate_jumps, _mala_form, jump_lists
+
+    g = CASES[kind]()
+    K = g.n_categories
+    theta, rho = HybridChain(g, 100, np.random.default_rng(12)).draw(300)
+    form, lists = _mala_form(g), jump_lists(_mala_form(g), K)
+    moved = stayed = 0
+    for it in range(100, 300, 4):
+        prior = np.full(K, rho[it])
+        z1 = np.log(theta[it] * np.random.default_rng(it).gamma(K * rho[it]))
+        z2 = z1.copy()
+        lp1 = lp2 = mala_logpost(z1, *form, prior)[0]
+        before = z1.copy()
+        lp1 = _coordinate_jumps(np.random.default_rng(it), z1, lp1, form, prior)
+        lp2 = _coordinate_jumps(np.random.default_rng(it), z2, lp2, form, prior, None, lists)
+        np.testing.assert_array_equal(z1, z2)
+        moved += int(np.sum(z1 != before))
+        stayed += int(np.sum(z1 == before))
+        assert lp2 == pytest.approx(mala_logpost(z2, *form, prior)[0], rel=1e-9)
+    assert moved > 0 and stayed > moved
