@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy import linalg
+from scipy.stats import norm
 from sklearn.linear_model import RidgeCV
 
 from sklearn_bayes import (
@@ -286,29 +287,51 @@ def test_se_rule_picks_a_stronger_prior_within_k_standard_errors(k):
         assert r2 - r_min > k * np.sqrt(n) * np.std(l2 - l_min, ddof=1) - 1e-6 * abs(r_min)
 
 
+def _loo_wrong_probability(Xa, y, theta, P):
+    """``sum_i Phi(-y_i eta_{-i} / sd_i)`` of the squared hinge SVM whose parameters ``theta``
+    (columns of ``Xa``) have the prior precision ``P`` on every column but a free intercept's (its
+    row and column of ``P`` zero), computed row by row: ``H_{-i}`` the Hessian without row ``i``,
+    ``eta_{-i} = eta_i + g_i x_i^T H_{-i}^{-1} x_i`` (one Newton step from the full fit) and
+    ``sd_i^2 = x_i^T H_{-i}^{-1} x_i``."""
+    eta = Xa @ theta
+    g, h = SquaredHingeLoss().derivatives(y, eta[:, None], np.ones(len(y)))
+    H = Xa.T @ (h[:, 0][:, None] * Xa) + P
+    total = 0.0
+    for i in range(len(y)):
+        v = float(Xa[i] @ np.linalg.solve(H - h[i, 0] * np.outer(Xa[i], Xa[i]), Xa[i]))
+        total += float(norm.cdf(-y[i] * (eta[i] + g[i, 0] * v) / np.sqrt(v)))
+    return total
+
+
 def _svm_counts(X, y, pen, grid):
     """Leave-one-out misclassification counts of the squared hinge SVM along ``grid`` (log10 tau),
-    by ALO (checked against exact refits in test_alo_is_one_newton_step_of_each_leave_one_out_objective)."""
+    by ALO (checked against exact refits in test_alo_is_one_newton_step_of_each_leave_one_out_objective),
+    and the summed leave-one-out misclassification probabilities (_loo_wrong_probability)."""
     n, d = X.shape
-    out = []
+    out, probs = [], []
+    Xa = np.hstack([X, np.ones((n, 1))])
     for t in grid:
+        P = np.eye(d + 1) / 10.0 ** t
         if pen:
-            Xa, P = np.hstack([X, np.ones((n, 1))]), np.eye(d + 1) / 10.0 ** t
             r = fit_map(Xa, y, SquaredHingeLoss(), prior_precision=P, fit_intercept=False, tol=1e-10)
             e = alo_risk(Xa, y, np.ones(n), SquaredHingeLoss(), r.coef, r.intercept, P, False, errors=True)
+            theta = r.coef[0]
         else:
-            P = np.eye(d) / 10.0 ** t
-            r = fit_map(X, y, SquaredHingeLoss(), prior_precision=P, tol=1e-10)
-            e = alo_risk(X, y, np.ones(n), SquaredHingeLoss(), r.coef, r.intercept, P, True, errors=True)
+            r = fit_map(X, y, SquaredHingeLoss(), prior_precision=P[:d, :d], tol=1e-10)
+            e = alo_risk(X, y, np.ones(n), SquaredHingeLoss(), r.coef, r.intercept, P[:d, :d], True, errors=True)
+            theta, P[d, d] = np.append(r.coef[0], r.intercept), 0.0
         out.append(np.floor(e))
-    return np.array(out)
+        probs.append(_loo_wrong_probability(Xa, y, theta, P))
+    return np.array(out), np.array(probs)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_svm_keeps_the_fewest_loo_errors_and_the_strongest_prior_among_ties(seed):
+def test_svm_keeps_the_fewest_loo_errors_and_among_ties_the_smallest_error_probability(seed):
     """select_svm: over both intercept candidates and the grid, the fewest leave-one-out
-    misclassifications; among equal counts the smallest tau, then the penalised intercept; the
-    returned fit is the MAP fit of the chosen prior (intercept as a penalised column or free)."""
+    misclassifications; among equal counts the smallest summed probability of a wrong
+    leave-one-out sign under the posterior without the row (computed here row by row from the
+    Hessian without it); the returned fit is the MAP fit of the chosen prior (intercept as a
+    penalised column or free)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(80, 4))
     y = np.where(X[:, 0] + 0.5 + rng.normal(size=80) > 0, 1.0, -1.0)
@@ -317,13 +340,18 @@ def test_svm_keeps_the_fewest_loo_errors_and_the_strongest_prior_among_ties(seed
     sel = select_svm(*args, use_subsamples=False)
     lo, hi = _LOG10_TAU
     grid = np.arange(lo, hi + 1e-9, _SVM_STEP)
-    free, pen = _svm_counts(X, y, False, grid), _svm_counts(X, y, True, grid)
+    (free, pfree), (pen, ppen) = _svm_counts(X, y, False, grid), _svm_counts(X, y, True, grid)
     best = min(free.min(), pen.min())
-    t = grid[min(np.flatnonzero(free == best).min(initial=99), np.flatnonzero(pen == best).min(initial=99))]
+    ties = [(p, t, not is_pen) for cnt, prob, is_pen in ((free, pfree, False), (pen, ppen, True))
+            for c, p, t in zip(cnt, prob, grid) if c == best]
+    ties.sort()
+    # the two computations of the probabilities agree to ~1e-9; the winner must be clear of that
+    assert len(ties) == 1 or ties[1][0] - ties[0][0] > 1e-6
+    _, t, free_wins = ties[0]
     assert sel["risk"] == best
     assert_allclose(np.log10(sel["tau"]), t)
-    j = int(np.flatnonzero(grid == t)[0])
-    assert sel["intercept_penalised"] == (pen[j] == best)
+    assert sel["intercept_penalised"] == (not free_wins)
+    assert_allclose(sel["loo_misclassification_probability"], ties[0][0], rtol=1e-6)
     P = np.eye(5 if sel["intercept_penalised"] else 4) / sel["tau"]
     if sel["intercept_penalised"]:
         r = fit_map(np.hstack([X, np.ones((80, 1))]), y, SquaredHingeLoss(), prior_precision=P, fit_intercept=False,
@@ -376,8 +404,9 @@ def test_ridge_map_is_the_newton_fit_and_its_inverse_hessians(shape, n):
 
 def test_one_vs_rest_svms_share_the_prior_with_the_fewest_loo_errors_of_the_prediction():
     """select_svm_ovr: one candidate for every class, the one whose leave-one-out one-vs-rest
-    prediction (the class of the largest leave-one-out decision value) errs least, the strongest
-    among equal counts; the estimator reports it for every class."""
+    prediction (the class of the largest leave-one-out decision value) errs least, among equal
+    counts the smallest leave-one-out misclassification probability summed over the classes'
+    problems; the estimator reports it for every class."""
     from sklearn_bayes.linear_model._subsampled_prior._tuning import select_svm_ovr, svm_path
 
     rng = np.random.default_rng(7)
@@ -393,8 +422,19 @@ def test_one_vs_rest_svms_share_the_prior_with_the_fewest_loo_errors_of_the_pred
     for c0, c1, c2 in zip(*paths):
         assert c0["name"] == c1["name"] == c2["name"]
         eta = np.stack([c0["eta_loo"], c1["eta_loo"], c2["eta_loo"]], axis=1)
-        counts[c0["key"]] = (int(np.sum(np.argmax(eta, axis=1) != labels)), c0["sel"])
-    best_key = min(counts, key=lambda k: (counts[k][0], k))
+        prob = 0.0
+        for k, c in enumerate((c0, c1, c2)):
+            s = c["sel"]
+            theta = np.append(s["coef"], s["intercept"])
+            P = np.eye(3) / s["tau"]
+            if not s["intercept_penalised"]:
+                P[2, 2] = 0.0
+            prob += _loo_wrong_probability(np.hstack([X, np.ones((90, 1))]), np.where(labels == k, 1.0, -1.0),
+                                           theta, P)
+        counts[c0["key"]] = (int(np.sum(np.argmax(eta, axis=1) != labels)), c0["sel"], prob)
+    best_key = min(counts, key=lambda k: (counts[k][0], counts[k][2], k))
+    tied = sorted(v[2] for v in counts.values() if v[0] == counts[best_key][0])
+    assert len(tied) == 1 or tied[1] - tied[0] > 1e-6  # a clear winner (the two computations agree to ~1e-9)
     assert all(c["risk"] == counts[best_key][0] for c in chosen)
     assert len({(c["tau"], c["intercept_penalised"]) for c in chosen}) == 1
     assert chosen[0]["tau"] == counts[best_key][1]["tau"]

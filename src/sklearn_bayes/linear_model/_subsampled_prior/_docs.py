@@ -196,10 +196,14 @@ _NOTES = """
     search).  The linear SVMs count the leave-one-out misclassifications along a grid of decades
     of :math:`\tau`, with one more candidate, the prior :math:`N(0, \tau I)` on the coefficients
     *and* the intercept (``LinearSVC``'s model on standardised features), and keep the fewest
-    errors, among equal counts the strongest prior (then the penalised intercept): the count
-    is flat over a decade or two and the test error lowest at the plateau's strong end
-    (measured in issue 29, round 3); one-vs-rest problems share one prior, the one whose
-    leave-one-out multi-class prediction errs least.  The GLMs (logistic, multinomial, Poisson) then take the
+    errors; the count is flat over a decade or two, and among equal counts they keep the
+    smallest summed probability of a wrong leave-one-out sign,
+    :math:`\\sum_i w_i \\Phi(-y_i\\eta_{{-i}} / s_i)`, :math:`s_i^2 = J_i / (1 - W_i J_i)` the
+    variance of :math:`\\eta_{{-i}}` under the Laplace posterior without row :math:`i` (issue 29,
+    round 4: on 50 splits of five dev cells it lowered the mean ratio to the grid search's test
+    error from 0.97 to 0.94, wine 0.96 to 0.79, Pima 1.01 to 0.98, breast cancer 0.94 to 0.98
+    (the strongest prior of the tie, round 3's rule, before)); one-vs-rest
+    problems share one prior, the one whose leave-one-out multi-class prediction errs least.  The GLMs (logistic, multinomial, Poisson) then take the
     strongest prior, of the chosen shape and mean, whose leave-one-out risk is within half a
     standard error of the minimum (the standard error of the sum of the paired row differences,
     :math:`\\sqrt N \\,\\mathrm{{sd}}_i(L_i(\\tau) - L_i(\\hat\\tau))`, located to 1/8 decade): on
