@@ -411,6 +411,8 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     ``burn`` only sets the adaptation (the preconditioner at iteration ``burn // 2``, the step
     size adapted before iteration ``burn``); the caller discards the burn-in.  ``rho`` is
     ``nan`` for a fixed prior.  Lets a caller extend the chain until its diagnostics pass.
+    This generator is the reference of the compiled blocks of :class:`~._hybrid.HybridChain`
+    (which the samplers use) and runs them where the kernel does not apply.
 
     ``latent``: how the latent counts are drawn when there are few distinct responses
     (:func:`_dense_latent`): ``'mixture'`` (:func:`_mixture_latent_counts`, when its weights are
