@@ -338,8 +338,10 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                         log_u[k] = log(_next_double(bg))
                     for g in range(ga.shape[0]):
                         u[g] = 0.0
+                    for k in range(K):
+                        th[k] = exp(z[k])
                     for j in range(t_grp.shape[0]):
-                        u[t_grp[j]] += t_w[j] * exp(z[t_cat[j]])
+                        u[t_grp[j]] += t_w[j] * th[t_cat[j]]
                     _jumps_incremental(&z[0], K, lp_c, &props[0], &log_u[0], &order[0], K, ga.shape[0],
                                        &ga[0], &gc[0], &u[0], &t_ptr[0], &t_grp[0] if t_grp.shape[0] else NULL,
                                        &t_w[0] if t_w.shape[0] else NULL, &pvec[0], &h_scr[0], &w_scr[0])

@@ -284,7 +284,7 @@ def coordinate_jumps_incremental(double[::1] z, double lp, const double[::1] pro
                                  const int32_t[::1] order, const double[::1] ga, const double[::1] gc,
                                  const double[::1] u0, const int32_t[::1] t_ptr, const int32_t[::1] t_grp,
                                  const double[::1] t_w, const double[::1] prior, double[::1] h_scratch,
-                                 double[::1] w_scratch):
+                                 double[::1] w_scratch, const int32_t[::1] t_cat=None):
     """The steps of :func:`coordinate_jumps` with ``O(G + deg_k)`` work per step instead of a full evaluation.
 
     With ``phi = e^z`` and ``Phi = sum(phi)`` the likelihood term of the MALA target is
@@ -295,15 +295,32 @@ def coordinate_jumps_incremental(double[::1] z, double lp, const double[::1] pro
     by ``delta t_w`` on those groups only.  The acceptance test is the likelihood ratio (the
     proposal is the prior), as in :func:`coordinate_jumps`.  ``h_scratch`` and ``w_scratch`` are
     work arrays of ``G`` values (``w_scratch`` all zero on entry and on return).  Returns ``lp``
-    (the full target of the entry ``z``) updated by the accepted steps.
+    (the full target of the entry ``z``) updated by the accepted steps.  ``u0=None``: ``u_g`` is
+    computed here from ``z`` and ``t_cat`` (``t_cat[j]``: the category of entry ``j``), the sum
+    ``np.bincount(t_grp, weights=t_w * exp(z)[t_cat])`` takes, in the same order.
     """
     cdef int K = z.shape[0]
     cdef Py_ssize_t G = ga.shape[0]
     cdef int j, m = order.shape[0]
-    cdef double[::1] u = np.array(u0, dtype=np.float64)
+    cdef double[::1] u, phi
+    if u0 is None:
+        if t_cat is None or t_cat.shape[0] != t_grp.shape[0] or t_w.shape[0] != t_grp.shape[0]:
+            raise ValueError("without u0, t_cat and t_w need one entry per entry of t_grp.")
+        u = np.zeros(G)
+        phi = np.empty(K)
+        for j in range(t_grp.shape[0]):
+            if not (0 <= t_cat[j] < K and 0 <= t_grp[j] < G):
+                raise ValueError("t_cat must hold coordinates of z and t_grp groups.")
+        with nogil:
+            for j in range(K):
+                phi[j] = exp(z[j])
+            for j in range(t_grp.shape[0]):
+                u[t_grp[j]] += t_w[j] * phi[t_cat[j]]
+    else:
+        u = np.array(u0, dtype=np.float64)
     if props.shape[0] != m or log_u.shape[0] != m or prior.shape[0] != K or t_ptr.shape[0] != K + 1:
         raise ValueError("props and log_u need one entry per step, prior one per coordinate, t_ptr K + 1.")
-    if gc.shape[0] != G or u0.shape[0] != G or h_scratch.shape[0] < G or w_scratch.shape[0] < G:
+    if gc.shape[0] != G or u.shape[0] != G or h_scratch.shape[0] < G or w_scratch.shape[0] < G:
         raise ValueError("ga, gc, u0 and the scratch arrays need one entry per group.")
     for j in range(m):
         if not 0 <= order[j] < K:
@@ -322,38 +339,56 @@ cdef inline double _cubic(double x) noexcept nogil:
     return x * (1.0 - x * (0.5 - x / 3.0))
 
 
+cdef inline double _quartic_gap(double x) noexcept nogil:
+    """``x^4 / (4 (1 + min(x, 0))^4)``: ``_cubic(x) - _quartic_gap(x) <= ln(1 + x)`` for every ``x > -1``
+    (the Lagrange remainder ``-x^4 / (4 (1 + xi)^4)``, ``xi`` between 0 and ``x``)."""
+    cdef double q = 1.0 + (x if x < 0.0 else 0.0)
+    return 0.25 * (x * x) * (x * x) / ((q * q) * (q * q))
+
+
+cdef double _loglik(int K, Py_ssize_t G, double Phi, const double* ga, const double* gc, const double* u,
+                    double N, double* abs_l) noexcept nogil:
+    """``sum_g c_g ln(a_g Phi + u_g) - N ln Phi`` and (into ``abs_l``) ``sum_g |c_g ln h_g|``."""
+    cdef Py_ssize_t g
+    cdef double lik = 0.0, a = 0.0, l
+    for g in range(G):
+        l = gc[g] * log(ga[g] * Phi + u[g])
+        lik += l
+        a += fabs(l)
+    abs_l[0] = a
+    return lik - N * log(Phi)
+
+
 cdef double _jumps_incremental(double* z, int K, double lp, const double* props, const double* log_u,
                                const int32_t* order, int m, Py_ssize_t G, const double* ga, const double* gc,
                                double* u, const int32_t* t_ptr, const int32_t* t_grp, const double* t_w,
                                const double* prior, double* h_scratch, double* w_scratch) noexcept nogil:
     """The steps of :func:`coordinate_jumps_incremental` on raw pointers (``u`` updated in place).
 
-    Early rejection (issue 28, round 5): a step on ``k`` changes ``h_g`` by the factor ``1 + x_g``,
+    Bounds first (issue 28, round 5): a step on ``k`` changes ``h_g`` by the factor ``1 + x_g``,
     ``x_g = delta (a_g + w_g) / h_g`` (``w_g`` the weight of ``k`` in group ``g``, 0 for most), and
-    ``ln(1 + x) <= x - x^2 / 2 + x^3 / 3``; so the log-likelihood ratio is at most
-    ``sum_p (-1)^(p+1) delta^p S_p / p + sum_{g holds k} c_g [f(x_g) - f(delta a_g / h_g)] - N ln(Phi' / Phi)``
-    with ``S_p = sum_g c_g (a_g / h_g)^p`` (recomputed after an accepted step) and ``f`` the cubic:
-    ``O(deg_k)`` work.  When this bound is below ``ln u`` by more than ``1e-9`` times the magnitude
-    of the terms (far above the rounding of the exact evaluation, relative ``2 G 2^-53``), the exact
-    ratio is below ``ln u`` too and the step is rejected without the ``G`` logarithms of the exact
-    evaluation.  The decisions, and so the chain, are the same.
+    ``l(x) = x - x^2/2 + x^3/3 - x^4 / (4 (1 + min(x, 0))^4) <= ln(1 + x) <= x - x^2/2 + x^3/3``.
+    Summed, with ``S_p = sum_g c_g (a_g / h_g)^p`` (refreshed after an accepted step) and the exact
+    terms of the ``deg_k`` groups that hold ``k``, they bound the log-likelihood ratio from above
+    and below in ``O(deg_k)``.  When the upper bound is below ``ln u`` (the lower one above it) by
+    more than ``1e-9`` times the magnitude of the terms -- far above the rounding of the exact
+    evaluation, relative ``2 G 2^-53`` -- the step is rejected (accepted) as the exact evaluation
+    would decide it, without its ``G`` logarithms.  The log-likelihood of the current state is then
+    computed only when a step needs the exact evaluation and once at the end for ``lp`` (when a
+    step was accepted).  The decisions, and so the chain, are those of the exact evaluation.
     """
     cdef Py_ssize_t g
     cdef int j, k, i
-    cdef double Phi = 0.0, N = 0.0, lik = 0.0, new_lik, delta, Phi_new, h, a, old
-    cdef double S1 = 0.0, S2 = 0.0, S3 = 0.0, A1 = 0.0, A3 = 0.0, abs_l = 0.0, new_abs, upper, scale
-    cdef double l, r, xb, xf, corr, corr_abs, lP, lPn
+    cdef double Phi = 0.0, N = 0.0, lik = 0.0, lik0 = 0.0, new_lik, delta, Phi_new, h, a, old
+    cdef double S1 = 0.0, S2 = 0.0, S3 = 0.0, S4 = 0.0, A1 = 0.0, A3 = 0.0, rmax = 0.0, abs_l = 0.0
+    cdef double upper, lower, scale, l, r, xb, xf, corr, corr_lo, corr_abs, lP, lPn, q, prior_sum = 0.0
+    cdef bint lik_known = False, lik0_known = False, sums_known = False, moved = False, feasible, take, decided
     cdef double* inv_h = <double*> malloc(max(G, 1) * sizeof(double))
     cdef bint bound = inv_h != NULL
     for k in range(K):
         Phi += exp(z[k])
     for g in range(G):
         N += gc[g]
-        h = ga[g] * Phi + u[g]
-        l = gc[g] * log(h)
-        lik += l
-        abs_l += fabs(l)
-    lik -= N * log(Phi)
     for j in range(m):
         k = order[j]
         old = z[k]
@@ -366,59 +401,94 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
             continue
         for i in range(t_ptr[k], t_ptr[k + 1]):
             w_scratch[t_grp[i]] += t_w[i]
+        take = False
+        decided = False
         if bound:
-            if S1 == 0.0 and S2 == 0.0 and A1 == 0.0:
-                # the sums S_p at the current state (after the start or an accepted step)
+            if not sums_known:
+                S1 = S2 = S3 = S4 = A1 = A3 = rmax = 0.0
+                abs_l = 0.0
                 for g in range(G):
-                    inv_h[g] = 1.0 / (ga[g] * Phi + u[g])
+                    h = ga[g] * Phi + u[g]
+                    inv_h[g] = 1.0 / h
                     r = ga[g] * inv_h[g]
                     S1 += gc[g] * r
                     S2 += gc[g] * r * r
                     S3 += gc[g] * r * r * r
+                    S4 += gc[g] * (r * r) * (r * r)
                     A1 += fabs(gc[g] * r)
                     A3 += fabs(gc[g] * r * r * r)
-                if A1 == 0.0:
-                    A1 = 1e-300  # (all a_g = 0: the sums are 0; mark them as computed)
+                    if r > rmax:
+                        rmax = r
+                    abs_l += fabs(gc[g]) * (h - 1.0 if h >= 1.0 else 1.0 / h - 1.0)  # >= |ln h|
+                sums_known = True
             corr = 0.0
+            corr_lo = 0.0
             corr_abs = 0.0
+            feasible = True
             for i in range(t_ptr[k], t_ptr[k + 1]):
                 g = t_grp[i]
                 if h_scratch[g] != -1.0:  # each group once (h_scratch is free until the exact evaluation)
                     h_scratch[g] = -1.0
                     xb = delta * ga[g] * inv_h[g]
                     xf = delta * (ga[g] + w_scratch[g]) * inv_h[g]
+                    if not xf > -1.0:
+                        feasible = False
                     corr += gc[g] * (_cubic(xf) - _cubic(xb))
-                    corr_abs += fabs(gc[g] * _cubic(xf)) + fabs(gc[g] * _cubic(xb))
+                    corr_lo += gc[g] * (_cubic(xf) - _quartic_gap(xf) - _cubic(xb))
+                    corr_abs += fabs(gc[g] * _cubic(xf)) + fabs(gc[g] * _quartic_gap(xf)) + fabs(gc[g] * _cubic(xb))
             for i in range(t_ptr[k], t_ptr[k + 1]):
                 h_scratch[t_grp[i]] = 0.0
             lP = log(Phi)
             lPn = log(Phi_new)
-            upper = delta * S1 - 0.5 * delta * delta * S2 + delta * delta * delta * S3 / 3.0 + corr - N * (lPn - lP)
+            upper = delta * S1 - 0.5 * delta * delta * S2 + delta * delta * delta * S3 / 3.0 - N * (lPn - lP)
+            q = 1.0 + (delta * rmax if delta < 0.0 else 0.0)
             scale = (abs_l + N * (fabs(lP) + fabs(lPn)) + fabs(delta) * A1 + 0.5 * delta * delta * S2
                      + fabs(delta * delta * delta) * A3 / 3.0 + corr_abs + 1.0)
-            if upper < log_u[j] - 1e-9 * scale:
-                for i in range(t_ptr[k], t_ptr[k + 1]):
-                    w_scratch[t_grp[i]] = 0.0
-                continue
-        new_lik = 0.0
-        new_abs = 0.0
-        for g in range(G):
-            h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
-            h_scratch[g] = h
-            l = gc[g] * log(h)
-            new_lik += l
-            new_abs += fabs(l)
-        new_lik -= N * log(Phi_new)
-        if new_lik > -INFINITY and new_lik < INFINITY and log_u[j] < new_lik - lik:
+            if upper + corr < log_u[j] - 1e-9 * scale:
+                decided = True  # rejected
+            elif feasible and q > 0.0:
+                l = 0.25 * delta * delta * delta * delta * S4 / ((q * q) * (q * q))
+                lower = upper - l + corr_lo
+                scale += l
+                if lower > log_u[j] + 1e-9 * scale:
+                    decided = True
+                    take = True
+        if not decided:
+            # the exact evaluation
+            if not lik_known:
+                lik = _loglik(K, G, Phi, ga, gc, u, N, &abs_l)
+                lik_known = True
+            if not lik0_known:
+                lik0 = lik  # nothing accepted yet: the entry state
+                lik0_known = True
+            new_lik = 0.0
+            for g in range(G):
+                h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
+                h_scratch[g] = h
+                new_lik += gc[g] * log(h)
+            new_lik -= N * log(Phi_new)
+            if new_lik > -INFINITY and new_lik < INFINITY and log_u[j] < new_lik - lik:
+                take = True
+                lik = new_lik
+                lik_known = True
+        if take:
+            if not lik0_known:
+                lik0 = _loglik(K, G, Phi, ga, gc, u, N, &abs_l)  # the entry state (nothing accepted yet)
+                lik0_known = True
+            if decided:
+                lik_known = False  # accepted by the bound: the new state's log-likelihood is not computed
             for i in range(t_ptr[k], t_ptr[k + 1]):
                 u[t_grp[i]] += delta * t_w[i]
-            lp += new_lik - lik + (a * props[j] - exp(props[j])) - (a * old - exp(old))
-            lik = new_lik
+            prior_sum += (a * props[j] - exp(props[j])) - (a * old - exp(old))
             Phi = Phi_new
             z[k] = props[j]
-            abs_l = new_abs
-            S1 = S2 = S3 = A1 = A3 = 0.0  # recomputed at the next step
+            sums_known = False
+            moved = True
         for i in range(t_ptr[k], t_ptr[k + 1]):
             w_scratch[t_grp[i]] = 0.0
+    if moved:
+        if not lik_known:
+            lik = _loglik(K, G, Phi, ga, gc, u, N, &abs_l)
+        lp += lik - lik0 + prior_sum
     free(inv_h)
     return lp

@@ -129,10 +129,12 @@ def test_compiled_chain_targets_the_exact_posterior():
 
 @pytest.mark.parametrize("kind", ["grr", "subset_selection"])
 def test_early_rejected_jumps_are_the_full_evaluations_decisions(kind):
-    """At states of the chain (where most jumps are rejected, many by the cubic bound of
-    ``_jumps_incremental`` without the exact evaluation) the incremental jumps take the decisions of
-    the full evaluation of the target for the same proposals, and their running ``ln pi`` is exact
-    within rounding."""
+    """At states of the chain (where most jumps are decided by the bounds of ``_jumps_incremental``
+    without the exact evaluation: rejected by the cubic upper bound, accepted by the quartic lower
+    one) the incremental jumps take the decisions of the full evaluation of the target for the same
+    proposals, and their ``ln pi`` (computed lazily) is exact within rounding.  (Loosening either
+    bound's margin by 0.5 makes this test and the incremental-versus-full test of test_posterior.py
+    fail.)"""
     from sklearn_bayes._fast._ldp_mala import mala_logpost
     from sklearn_bayes.privacy._ldp._posterior import _coordinate_jumps, _mala_form, jump_lists
 

@@ -612,7 +612,7 @@ def jump_lists(form, K):
     t_ptr = np.zeros(K + 1, dtype=np.int32)
     np.cumsum(np.bincount(cats, minlength=K), out=t_ptr[1:])
     return (t_ptr, rows[order].astype(np.int32), np.ascontiguousarray(w[order], dtype=float), np.zeros(G),
-            np.zeros(G), np.repeat(np.arange(K), np.diff(t_ptr)))
+            np.zeros(G), np.repeat(np.arange(K, dtype=np.int32), np.diff(t_ptr)))
 
 
 def _coordinate_jumps(rng, z, lp, form, pvec, n_jumps=None, lists=None):
@@ -649,11 +649,9 @@ def _coordinate_jumps(rng, z, lp, form, pvec, n_jumps=None, lists=None):
         return coordinate_jumps(z, float(lp), props, log_u, *form, a_all, order)
     t_ptr, t_grp, t_w, h_scratch, w_scratch, t_cat = lists
     gy, gs, ga, gb, gd, gc, s_ptr, s_idx = form
-    phi = np.exp(z)
-    u = np.bincount(t_grp, weights=t_w * phi[t_cat],
-                    minlength=ga.size).astype(float)  # (bincount of nothing is int64)
-    return coordinate_jumps_incremental(z, float(lp), props, log_u, order, ga, gc, u, t_ptr, t_grp, t_w, a_all,
-                                        h_scratch, w_scratch)
+    # u_g = sum of t_w exp(z_k) over the group's entries, computed in the kernel (u0=None)
+    return coordinate_jumps_incremental(z, float(lp), props, log_u, order, ga, gc, None, t_ptr, t_grp, t_w, a_all,
+                                        h_scratch, w_scratch, t_cat)
 
 
 def tv_point_estimate(draws, tol=1e-12):
