@@ -132,8 +132,11 @@ def test_guard_rejects_a_huber_start_captured_by_a_bad_leverage_point(monkeypatc
     X = x[:, None]
     reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     assert abs(reg.coef_[0] - 2.0) < 0.2 and reg.outlier_mask_[0]
-    # without the guard the small-sample fit is kept and is captured
+    # the cross-validated comparison with Huber's fit (round 4) keeps the variance rule's fit
+    assert reg.selected_loss_ != "huber(c=1.345)"
+    # without the guard (and without that comparison, round 3's path) the small-sample fit is kept and is captured
     monkeypatch.setattr(mv, "GUARD_ROWS_PER_COEF", np.inf)
+    monkeypatch.setattr(mv, "CV_ROWS_PER_COEF", None)
     unguarded = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     assert unguarded.selected_loss_ == "tukey(c=4.685)"
     assert abs(unguarded.coef_[0] - 2.0) > 1.0
@@ -200,3 +203,75 @@ def test_guard_asks_only_about_the_rows_the_mm_fit_rejects():
     y[5] += 6.0  # 6 MM scales: rejected; 3 own scales: flagged
     assert mv._sees_the_mm_outliers(Xa, y, theta, 2.0, theta, 1.0)
     assert not mv._sees_the_mm_outliers(Xa, y, theta, 3.0, theta, 1.0)  # own scale 3: 2 scales, unflagged
+
+
+def test_cv_risk_of_least_squares_is_the_leave_one_out_error():
+    """With one row per fold a least-squares refit is the leave-one-out fit, whose error is
+    ``r_i / (1 - h_ii)`` (exact); ``keep`` averages the smallest squared errors; three folds deal
+    the rows in turn (row ``i`` to fold ``i mod 3``)."""
+    from sklearn_bayes.linear_model._mixture._lts_start import wls
+    from sklearn_bayes.linear_model._mixture._norms import LeastSquares
+
+    rng = np.random.default_rng(0)
+    n = 15
+    Xa = np.column_stack([rng.normal(size=(n, 2)), np.ones(n)])
+    y = Xa @ np.array([1.0, -2.0, 0.5]) + rng.standard_t(2, size=n)
+    sw = np.ones(n)
+    theta = np.linalg.lstsq(Xa, y, rcond=None)[0]
+    h = np.einsum("ij,jk,ik->i", Xa, np.linalg.inv(Xa.T @ Xa), Xa)
+    loo = ((y - Xa @ theta) / (1 - h)) ** 2
+    ls = LeastSquares()
+    assert mv.cv_risk(Xa, y, sw, theta, 1.0, ls, wls, folds=n, keep=1.0) == pytest.approx(loo.mean(), rel=1e-9)
+    assert mv.cv_risk(Xa, y, sw, theta, 1.0, ls, wls, folds=n, keep=0.8) == pytest.approx(
+        np.sort(loo)[:12].mean(), rel=1e-9)  # fmt: skip
+    e = np.empty(n)
+    for f in range(3):
+        out = np.arange(f, n, 3)
+        rest = np.setdiff1d(np.arange(n), out)
+        e[out] = y[out] - Xa[out] @ np.linalg.lstsq(Xa[rest], y[rest], rcond=None)[0]
+    assert mv.cv_risk(Xa, y, sw, theta, 1.0, ls, wls, folds=3, keep=1.0) == pytest.approx(np.mean(e**2), rel=1e-9)
+    # rows of weight 0 are neither fitted nor predicted
+    sw0 = np.r_[sw, 0.0]
+    Xa0, y0 = np.vstack([Xa, [[50.0, 50.0, 1.0]]]), np.r_[y, 1e6]
+    assert mv.cv_risk(Xa0, y0, sw0, theta, 1.0, ls, wls, folds=n, keep=1.0) == pytest.approx(loo.mean(), rel=1e-9)
+
+
+def _selections(monkeypatch):
+    out = []
+    select = mv.select
+
+    def logged(*a, **k):
+        out.append(select(*a, **k))
+        return out[-1]
+
+    monkeypatch.setattr(mv, "select", logged)
+    return out
+
+
+def test_below_twelve_rows_per_coefficient_the_fit_with_the_smaller_cv_risk_is_kept(monkeypatch):
+    """Round 4: below CV_ROWS_PER_COEF rows per coefficient the kept fit and Huber's (1.345, own scale)
+    are compared by cv_risk and the smaller risk wins; from 12 rows per coefficient on (the error-law
+    grid) nothing is compared, and CV_ROWS_PER_COEF = None gives round 3's fit."""
+    assert mv.CV_ROWS_PER_COEF == 12
+    sels = _selections(monkeypatch)
+    rng = np.random.default_rng(5)
+    kept = set()
+    for rep in range(12):
+        n = 22  # 11 rows per coefficient: the variance rule, then the comparison
+        X = rng.normal(size=(n, 1))
+        y = 2.0 * X[:, 0] + rng.standard_t(2, size=n)
+        reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        risk_kept, risk_huber = sels[-1]["cross_validation"]
+        if risk_huber < risk_kept:
+            assert reg.selected_loss_ == "huber(c=1.345)"
+        kept.add(risk_huber < risk_kept)
+        monkeypatch.setattr(mv, "CV_ROWS_PER_COEF", None)
+        old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        monkeypatch.setattr(mv, "CV_ROWS_PER_COEF", 12.0)
+        assert sels[-1]["cross_validation"] is None
+        if risk_huber >= risk_kept:
+            np.testing.assert_array_equal(reg.coef_, old.coef_)
+    assert kept == {True, False}  # both outcomes occur on these draws
+    X = rng.normal(size=(24, 1))
+    MixtureMEstimatorRegressor(random_state=0).fit(X, X[:, 0] + rng.normal(size=24))
+    assert sels[-1]["cross_validation"] is None  # 12 rows per coefficient

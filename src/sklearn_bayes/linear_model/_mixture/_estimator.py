@@ -100,13 +100,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ``scales_`` and ``responsibilities_`` describe the residual law.  It
         chooses the loss by how precisely it estimates the coefficients, not
         by how well a density fits the residuals; see the user guide for the
-        measured comparison.  With fewer than 8 (effective) rows per
-        coefficient the variances are too noisy to choose by and the 50 %
-        start interpolates half the rows: the fit is then a Tukey (4.685)
-        M-estimate started from a Huber (1.345) fit, both with their scales
-        re-estimated from their own residuals (the Huber fit alone when its
-        residuals are heteroscedastic), unless (from 4 rows per coefficient on)
-        it misses an outlier the MM fit rejects (see Notes, *Small samples*).
+        measured comparison.  Below 8 (effective) rows per coefficient the fit
+        is Tukey (4.685) from a Huber (1.345) fit, each with its own scale, and
+        below 12 it is compared with the Huber fit by cross-validation (see
+        Notes, *Small samples*).
     init : {"s", "lts", "ols"}, default="s"
         Starting fit.  ``"s"``: an S-estimate (the smallest 50 %-breakdown
         Tukey-biweight M-scale of the residuals), computed by Fast-S I-steps
@@ -377,7 +374,11 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     no resistance to bad leverage points, so from 4 rows per coefficient on
     (where the start's half sample is no longer an interpolation) this fit is
     kept only if it flags (2.5) every row the MM fit rejects (beyond 4.685 of its
-    scales); otherwise the variance rule decides.  See the user guide.
+    scales); otherwise the variance rule decides.  Below 12 rows per coefficient
+    the fit so chosen is then replaced by the Huber (1.345) fit with its own scale
+    if that has the smaller 10-fold cross-validated prediction risk (the mean of
+    the smallest 80 % of the squared errors; rock: the variance rule's Tukey fit
+    rejects a quarter of the rows, at 1.8 times the best peer's held-out error).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
