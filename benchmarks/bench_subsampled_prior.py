@@ -15,7 +15,8 @@ the rest, capped at 2000 rows), every method fitted on the same split inside a
 Test loss: MSE (ridge), log-loss (logistic), mean Poisson deviance (Poisson), error % (SVM).
 Printed per cell: the mean test loss of ours and of the best CV-tuned peer (lowest mean loss),
 the ratio of the mean test losses ours / best peer with its paired standard error (delta
-method over the splits), the paper variant's ratio, and the time ratio ours / 10-fold CV peer (ridge: also / RidgeCV LOO).
+method over the splits), the paper variant's ratio, and the time ratio ours / 10-fold CV peer (ridge: also / RidgeCV LOO),
+a ratio of the median fit times over the splits.
 The issue's goals per cell: ratio <= 1.02, and < 1 where p/n >= 0.3; time <= 0.25x the 10-fold
 peer; ridge within 2x RidgeCV's leave-one-out.  Every method gets one untimed warm-up fit per
 cell; fits faster than 50 ms are timed as the fastest of 3 (every method alike).
@@ -29,14 +30,20 @@ tuning (round 2: the remaining logistic and Poisson cells were seen once, in a r
 standard error instead of the half finally chosen).  Round 3 (the SVM criterion, select_svm)
 was chosen on the five round-2 SVM cells (24 splits) and checked on five new held-out SVM
 cells (synthetic p/n = 0.3 and 0.7, HMDA, spam7, crabs); the three new held-out logistic cells
-(HMDA, spam7, crabs) checked the GLMs' standard-error rule, which round 3 kept.
+(HMDA, spam7, crabs) checked the GLMs' standard-error rule, which round 3 kept.  Round 4 (the
+SVM's tie-break among equal leave-one-out error counts) was chosen on the five dev SVM cells
+on 50 splits (``--tasks svm --splits 50``) and checked on the five held-out SVM cells.
+
+The SVM cells' test loss is the misclassification rate, and the grid search chooses ``C`` by
+10-fold accuracy (``LinearSVC.score``): no hinge loss enters the comparison.
 
 Usage::
 
     python benchmarks/bench_subsampled_prior.py                 # 16 splits, about 8 minutes
     python benchmarks/bench_subsampled_prior.py --splits 3 --tasks ridge
     python benchmarks/bench_subsampled_prior.py --tasks none --large   # only the large ridge fits
-    python benchmarks/bench_subsampled_prior.py --tasks svm --splits 50   # the SVM cells on 50 splits
+    python benchmarks/bench_subsampled_prior.py --tasks svm --splits 50 --no-paper   # SVM cells, 50 splits
+    python benchmarks/bench_subsampled_prior.py --tasks svm --cells biopsy Pima --splits 50
     python benchmarks/bench_subsampled_prior.py --dask-only   # Dask LocalCluster speed-up
 """
 
@@ -230,8 +237,11 @@ def summarise(task, name, dev, n_train, p, res):
         # splits, sd(a_i - ratio * b_i) / (sqrt(R) * mean(b))
         out[m + "_se"] = (np.std(a - ratio * b, ddof=1) / (np.sqrt(a.size) * b.mean())) if a.size > 1 else np.nan
     out["peer"] = res[best][:, 0].mean()
-    out["time_vs_cv10"] = res["subs.loo"][:, 1].mean() / res[cv10][:, 1].mean()
-    out["time_vs_loo"] = (res["subs.loo"][:, 1].mean() / res["RidgeCV(loo)"][:, 1].mean()
+    # ratios of the median fit times over the splits: on a shared machine one preempted
+    # millisecond fit dominates a mean (one run: 4.0x RidgeCV's mean time on the p/n = 1.5 cell,
+    # 1.5x in the next)
+    out["time_vs_cv10"] = np.median(res["subs.loo"][:, 1]) / np.median(res[cv10][:, 1])
+    out["time_vs_loo"] = (np.median(res["subs.loo"][:, 1]) / np.median(res["RidgeCV(loo)"][:, 1])
                           if task == "ridge" else np.nan)
     ok_loss = out["subs.loo_ratio"] <= 1.02 and (out["p_over_n"] < 0.3 or out["subs.loo_ratio"] < 1.0)
     ok_time = out["time_vs_cv10"] <= 0.25 and (task != "ridge" or out["time_vs_loo"] <= 2.0)
@@ -342,7 +352,8 @@ def main(argv=None):
     for o in out:
         print(f"{o['task']:8s} {o['cell']:34s} {o['half']:8s} {o['p_over_n']:5.2f} {o['best_peer']:23s} "
               f"{o['peer']:8.4g} {o['subs.loo']:8.4g} {o['subs.loo_ratio']:6.3f} ± {o['subs.loo_se']:.3f} "
-              f"{o['subs.paper_ratio']:6.3f} ± {o['subs.paper_se']:.3f} {o['time_vs_cv10']:6.3f} "
+              + (f"{o['subs.paper_ratio']:6.3f} ± {o['subs.paper_se']:.3f}" if np.isfinite(o['subs.paper_ratio'])
+                 else f"{'-':>13s}") + f" {o['time_vs_cv10']:6.3f} "
               + (f"{o['time_vs_loo']:6.2f}" if np.isfinite(o['time_vs_loo']) else "     -") + f"  {o['goals']}")
     for half in ("dev", "held-out"):
         sel = [o for o in out if o["half"] == half]
@@ -351,7 +362,8 @@ def main(argv=None):
             fast = sum(o["goals"].endswith("time ok") for o in sel)
             print(f"\n{half}: loss goal met in {met}/{len(sel)} cells, time goal in {fast}/{len(sel)}; "
                   f"median ratio {np.median([o['subs.loo_ratio'] for o in sel]):.3f} "
-                  f"(paper variant {np.median([o['subs.paper_ratio'] for o in sel]):.3f})")
+                  + (f"(paper variant {np.median([o['subs.paper_ratio'] for o in sel]):.3f})" if not args.no_paper
+                     else ""))
             if args.splits >= 2:  # the per-cell ratios' pooled evidence: how many misses exceed 2 SE
                 far = [o["cell"] for o in sel if o["subs.loo_ratio"] - 2 * o["subs.loo_se"] > 1.02]
                 print(f"  ratio > 1.02 by more than 2 paired SEs: {', '.join(far) if far else 'none'}")
