@@ -399,9 +399,12 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
 
 
 #: Work budget of the coordinate jumps per iteration of the hybrid chain, in visits of groups: a
-#: jump on category ``k`` costs ``O(G + deg_k)`` (kernel ``coordinate_jumps_incremental``); when
+#: jump on category ``k`` costs at most ``O(G + deg_k)`` (kernel ``coordinate_jumps_incremental``); when
 #: ``K`` jumps would exceed it, a random scan of ``JUMP_WORK // (G + sum |A_g| / K)`` categories.
-JUMP_WORK = 1 << 18
+#: ``2^20`` since issue 28's round 5 (``2^18`` before): most jumps are now decided by bounds in
+#: ``O(deg_k)``, and on three dev cells with 10,000-20,000 distinct subsets (geometric theta, K = 40-50,
+#: eps = 1) the larger scan raised the worst category's ESS per CPU second by 2 %, 17 % and 43 %.
+JUMP_WORK = 1 << 20
 
 
 def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5, max_dense=4_000_000,
