@@ -160,17 +160,30 @@ def _rejection_rate():
 
 
 def _mixture_pre30(X, y):
-    """The default before issue 30: the variance rule at every n (no small-sample path)."""
+    """The default before issue 30: the variance rule at every n (no small-sample path, no comparison by
+    cross-validation)."""
     import functools
 
     import sklearn_bayes.linear_model._mixture._selection as mv
 
-    select = mv.select
-    mv.select = functools.partial(select, small=False)
+    select, cv = mv.select, mv.CV_ROWS_PER_COEF
+    mv.select, mv.CV_ROWS_PER_COEF = functools.partial(select, small=False), None
     try:
         return _mixture()(X, y)
     finally:
-        mv.select = select
+        mv.select, mv.CV_ROWS_PER_COEF = select, cv
+
+
+def _mixture_round3(X, y):
+    """The default of issue 30's round 3: no cross-validated comparison with Huber's fit below 12 rows per
+    coefficient (``_selection.CV_ROWS_PER_COEF = None``)."""
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    saved, mv.CV_ROWS_PER_COEF = mv.CV_ROWS_PER_COEF, None
+    try:
+        return _mixture()(X, y)
+    finally:
+        mv.CV_ROWS_PER_COEF = saved
 
 
 def _mixture_round2(X, y):
@@ -178,12 +191,12 @@ def _mixture_round2(X, y):
     asks about every row the MM fit flags (2.5 scales) instead of the rows it rejects (4.685)."""
     import sklearn_bayes.linear_model._mixture._selection as mv
 
-    saved = mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION
-    mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION = None, 2.5
+    saved = mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION, mv.CV_ROWS_PER_COEF
+    mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION, mv.CV_ROWS_PER_COEF = None, 2.5, None
     try:
         return _mixture()(X, y)
     finally:
-        mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION = saved
+        mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION, mv.CV_ROWS_PER_COEF = saved
 
 
 def _mixture_lmrob_common(X, y):
@@ -695,11 +708,12 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (round 2)": _mixture_round2, "mixture (pre-30)": _mixture_pre30})
+            emeths = dict(meths, **{"mixture (round 3)": _mixture_round3, "mixture (round 2)": _mixture_round2,
+                                    "mixture (pre-30)": _mixture_pre30})  # fmt: skip
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
-            rmeths["mixture (round 2)"] = _mixture_round2
+            rmeths["mixture (round 3)"] = _mixture_round3
             rmeths["mixture (pre-30)"] = _mixture_pre30
             sets = [s for s in args.sets.split(",") if s]
             if sets == ["dev4"]:  # round 4's development sets: all but its held-out ones
