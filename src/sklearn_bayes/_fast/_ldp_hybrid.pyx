@@ -93,7 +93,7 @@ cdef double _rho_draw(bitgen_t* bg, const int64_t* counts, int K, const double* 
     """
     cdef int j, k
     cdef int64_t v
-    cdef double m = -INFINITY, s = 0.0, u, c, last
+    cdef double m = -INFINITY, u, c, last
     cdef double* row
     for j in range(n_grid):
         lp[j] = head[j]
@@ -115,17 +115,16 @@ cdef double _rho_draw(bitgen_t* bg, const int64_t* counts, int K, const double* 
     for j in range(n_grid):
         if lp[j] > m:
             m = lp[j]
-    for j in range(n_grid):
-        lp[j] = exp(lp[j] - m)
-        s += lp[j]
+    # the cumulative sum of exp(lp - max); the first point whose share of the total exceeds u
+    # (numpy's normalised cumsum and searchsorted(side='right'), without the divisions)
     c = 0.0
     for j in range(n_grid):
-        c += lp[j] / s
+        c += exp(lp[j] - m)
         lp[j] = c
     last = lp[n_grid - 1]
-    u = _next_double(bg)
+    u = _next_double(bg) * last
     for j in range(n_grid):
-        if lp[j] / last > u:
+        if lp[j] > u:
             return grid[j]
     return grid[n_grid - 1]
 
