@@ -46,6 +46,8 @@ def _three_level(seed, K=6, G=9):
 
 CASES = {
     "grr": lambda: _set_groups(8, 1, 2.0, 3000, 1),
+    "grr-diagonal-preconditioner": lambda: _set_groups(80, 1, 3.0, 40_000, 5),  # K > 64
+    "grr-no-mala": lambda: _set_groups(130, 1, 3.0, 70_000, 6),  # K > 128: Gibbs only
     "subset_selection": lambda: _set_groups(6, 2, 1.0, 3000, 2),
     "three-level": lambda: _three_level(3),
 }
