@@ -48,14 +48,13 @@ class HybridChain:
 
     def __init__(self, groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5,
                  max_dense=4_000_000, jumps="auto", latent="mixture", compiled=True):
-        self.K = K = groups.n_categories
+        self._K = groups.n_categories
         self._rng = rng
         self.compiled = bool(compiled) and self._setup(groups, burn, prior, theta0, mala_steps, max_dense, jumps,
                                                        latent)
         if not self.compiled:
             self._gen = hybrid_chain(groups, burn, rng, prior=prior, theta0=theta0, mala_steps=mala_steps,
                                      max_dense=max_dense, jumps=jumps, latent=latent)
-        self._K = K
 
     # ------------------------------------------------------------------ set-up (as hybrid_chain's)
     def _setup(self, groups, burn, prior, theta0, mala_steps, max_dense, jumps, latent):
