@@ -39,7 +39,7 @@ The SVM cells' test loss is the misclassification rate, and the grid search choo
 
 Usage::
 
-    python benchmarks/bench_subsampled_prior.py                 # 16 splits, about 8 minutes
+    python benchmarks/bench_subsampled_prior.py --large         # 16 splits, about 7 minutes (run it alone)
     python benchmarks/bench_subsampled_prior.py --splits 3 --tasks ridge
     python benchmarks/bench_subsampled_prior.py --tasks none --large   # only the large ridge fits
     python benchmarks/bench_subsampled_prior.py --tasks svm --splits 50 --no-paper   # SVM cells, 50 splits
@@ -237,9 +237,9 @@ def summarise(task, name, dev, n_train, p, res):
         # splits, sd(a_i - ratio * b_i) / (sqrt(R) * mean(b))
         out[m + "_se"] = (np.std(a - ratio * b, ddof=1) / (np.sqrt(a.size) * b.mean())) if a.size > 1 else np.nan
     out["peer"] = res[best][:, 0].mean()
-    # ratios of the median fit times over the splits: on a shared machine one preempted
-    # millisecond fit dominates a mean (one run: 4.0x RidgeCV's mean time on the p/n = 1.5 cell,
-    # 1.5x in the next)
+    # ratios of the median fit times over the splits: one preempted millisecond fit cannot move
+    # them (run the benchmark alone: with a second benchmark process on two cores the ridge
+    # cells' ratios rose to 4x, means and medians alike)
     out["time_vs_cv10"] = np.median(res["subs.loo"][:, 1]) / np.median(res[cv10][:, 1])
     out["time_vs_loo"] = (np.median(res["subs.loo"][:, 1]) / np.median(res["RidgeCV(loo)"][:, 1])
                           if task == "ridge" else np.nan)
