@@ -186,6 +186,18 @@ def _mixture_round3(X, y):
         mv.CV_ROWS_PER_COEF = saved
 
 
+def _mixture_round4(X, y):
+    """The default of issue 30's round 4: the S search without the small-sample starts (LAD, equal-tail
+    trimming) and with two finalists (``_s_start.SMALL_N_STARTS_ROWS_PER_COEF = None``)."""
+    import sklearn_bayes.linear_model._mixture._s_start as ss
+
+    saved, ss.SMALL_N_STARTS_ROWS_PER_COEF = ss.SMALL_N_STARTS_ROWS_PER_COEF, None
+    try:
+        return _mixture()(X, y)
+    finally:
+        ss.SMALL_N_STARTS_ROWS_PER_COEF = saved
+
+
 def _mixture_round2(X, y):
     """The default of issue 30's round 2: the small-sample path always ends in the Tukey step, and its guard
     asks about every row the MM fit flags (2.5 scales) instead of the rows it rejects (4.685)."""
@@ -708,11 +720,13 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (round 3)": _mixture_round3, "mixture (round 2)": _mixture_round2,
+            emeths = dict(meths, **{"mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
+                                    "mixture (round 2)": _mixture_round2,
                                     "mixture (pre-30)": _mixture_pre30})  # fmt: skip
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (round 4)"] = _mixture_round4
             rmeths["mixture (round 3)"] = _mixture_round3
             rmeths["mixture (pre-30)"] = _mixture_pre30
             sets = [s for s in args.sets.split(",") if s]

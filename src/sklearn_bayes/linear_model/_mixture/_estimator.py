@@ -315,14 +315,14 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     Tukey-biweight M-scale (``c = 1.5476``, ``b = 1/2``) among Fast-S
     refinements of the five best distinct LTS fits and of five deterministic
     starts (least squares on the half of the rows nearest the centre of ``x``
-    under robust correlations: tanh, Spearman, normal scores, spatial sign, and
-    the half-sample nearest the median), all on at most 1500 rows (a random
-    subsample above that), the winner polished by three I-steps on all rows of
-    the fit.  A trimmed sum of squares sees only the best half of the
-    residuals: when about 20 % of the rows are leverage points lying exactly on
-    one hyperplane their residuals are 0 and LTS can prefer the fit through
-    them (the user guide has the case); the M-scale sees every residual and
-    the deterministic starts never contain such a cluster.
+    under robust correlations: tanh, Spearman, normal scores, spatial sign, the
+    half-sample nearest the median; below 12 rows per coefficient also LAD and,
+    with one column, the middle half in ``x``), on at most 1500 rows (a random
+    subsample above that), the winner polished by three I-steps on all rows.  A
+    trimmed sum of squares sees only the best half of the residuals: when 20 %
+    of the rows are leverage points exactly on one hyperplane LTS can prefer
+    the fit through them (user guide); the M-scale sees every residual and the
+    deterministic starts never contain such a cluster.
 
     Uncertainty: ``coef_covariance_`` is the sandwich of the fitted estimating
     equation :math:`\\sum_i w_i \\psi(r_i / s) x_i = 0` at the final residuals

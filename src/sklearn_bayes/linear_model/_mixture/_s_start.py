@@ -15,15 +15,19 @@ S-regression estimates", 2006), from two kinds of starting fits:
   orthogonalised with robust scales of its principal components; least squares on the
   half of the rows with the smallest robust distances in ``x`` is one start each.  These
   starts look at the design only, so a cluster of leverage points -- however well the
-  targets of its rows line up -- is never in them.
+  targets of its rows line up -- is never in them;
+* below 12 rows per coefficient (:data:`SMALL_N_STARTS_ROWS_PER_COEF`), also the
+  least-absolute-deviations fit and, with one usable column, least squares on the middle half
+  of the rows in that column's order (:func:`small_n_starts`); there every start is iterated
+  to convergence, so the criterion reached is never above the search without them.
 
 Every start is refined by I-steps (weighted least squares with biweight weights at the
-current scale, then one fixed-point update of the scale); the two best after two steps are
-iterated to convergence and the fit with the smallest M-scale of the rows that are not
-outlying in ``x`` is kept (:func:`x_central_rows`).  A trimmed sum of squares alone can
-prefer a fit through an exact-fit cluster of leverage points (about 20 % of the rows lying
-exactly on one hyperplane): it only sees the best half of the residuals, of which the
-cluster's are 0.  The M-scale of all rows can prefer it too once the cluster holds 20-40 %
+current scale, then one fixed-point update of the scale); the two best after two steps (all
+of them below 12 rows per coefficient) are iterated to convergence and the fit with the
+smallest M-scale of the rows that are not outlying in ``x`` is kept (:func:`x_central_rows`).
+A trimmed sum of squares alone can prefer a fit through an exact-fit cluster of leverage
+points (about 20 % of the rows lying exactly on one hyperplane): it only sees the best half
+of the residuals, of which the cluster's are 0.  The M-scale of all rows can prefer it too once the cluster holds 20-40 %
 of the rows (it did for 20 % of the rows at ``x_1 ~ 10`` on ``y = 2 x_1``): the cluster's
 zero residuals outweigh the moderate residuals the cluster fit leaves on the good rows.
 Rows far out in ``x`` do not enter the comparison, so a fit is judged by how it fits the
@@ -36,13 +40,13 @@ Inputs are the standardised augmented design ``Xa``, the targets ``y``, the samp
 import math
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, sparse, special, stats
 
 from sklearn_bayes.linear_model._mixture._lts_start import lts_candidates, weighted_median, wls
 from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
-from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD, _ranks, irls, residual_scale
+from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD, _ranks, irls, is_small, residual_scale
 
-__all__ = ["deterministic_starts", "m_scale", "s_starts", "x_central_rows"]
+__all__ = ["deterministic_starts", "lad_fit", "m_scale", "s_starts", "small_n_starts", "x_central_rows"]
 
 C_BISQUARE = 1.5476450  # Tukey biweight constant of the 50 %-breakdown, normal-consistent M-scale
 B_HALF = 0.5  # mean rho at the scale: breakdown point min(b, 1 - b) = 1/2
@@ -52,6 +56,13 @@ _S_FINAL = 2  # the best after screening are iterated to convergence
 _S_MAX_STEPS = 60  # I-steps of a finalist at most (on the searched rows)
 _S_POLISH_STEPS = 3  # I-steps on all rows when the search ran on a subsample
 _S_TOL = 1e-5  # stop when no coefficient moves more than this (relative, standardised units)
+#: below this many (effective) rows per coefficient the S search also starts from the least-absolute-deviations
+#: fit and, with one usable design column, from least squares on the central half of the rows in that column's
+#: order, and iterates every start to convergence (issue 30, round 5: there these reach smaller S criteria
+#: than every elemental and DetS start in a few samples, at the cost of a few milliseconds; the threshold
+#: is round 4's small-sample one, so fits from 12 rows per coefficient on are unchanged); ``None``: never
+#: (round 4's search: the LTS candidates and :func:`deterministic_starts`, two finalists)
+SMALL_N_STARTS_ROWS_PER_COEF = 12.0
 
 
 def _rho(u):
@@ -172,6 +183,55 @@ def deterministic_starts(Xa, y, sw):
     return out
 
 
+def lad_fit(Xa, y, sw):
+    """Weighted least-absolute-deviations fit ``argmin_theta sum_i sw_i |y_i - Xa_i @ theta|`` (HiGHS LP).
+
+    The linear programme ``min sw @ (u + v)`` subject to ``Xa theta + u - v = y``, ``u, v >= 0``
+    (``theta`` free), on the positive-weight rows.  Returns the parameter vector, or ``None`` if the
+    solver fails.
+    """
+    pos = np.flatnonzero(sw > 0)
+    A, b, w = Xa[pos], y[pos], sw[pos]
+    m, p = A.shape
+    eye = sparse.identity(m, format="csr")
+    A_eq = sparse.hstack([sparse.csr_matrix(A), eye, -eye], format="csr")
+    c = np.concatenate([np.zeros(p), w, w])
+    bounds = [(None, None)] * p + [(0.0, None)] * (2 * m)
+    res = optimize.linprog(c, A_eq=A_eq, b_eq=b, bounds=bounds, method="highs")
+    if res.status != 0 or not np.all(np.isfinite(res.x[:p])):
+        return None
+    return res.x[:p]
+
+
+def small_n_starts(Xa, y, sw):
+    """The extra starts of small samples (:data:`SMALL_N_STARTS_ROWS_PER_COEF`).
+
+    The least-absolute-deviations fit (:func:`lad_fit`: its breakdown point in ``y`` is 1/2, so
+    it is a start of the right kind in samples too small for many distinct elemental subsets),
+    and, when exactly one column of ``Xa`` has a positive MAD, least squares on the ``h = n // 2
+    + 1`` rows (at least one more than the parameters) in the middle of that column's order
+    (equal-tail trimming: the second one-variable start of statsmodels' DetS, where
+    :func:`deterministic_starts` has one distinct start only).  Returns a list of parameter
+    vectors.
+    """
+    out = []
+    theta = lad_fit(Xa, y, sw)
+    if theta is not None:
+        out.append(theta)
+    pos = np.flatnonzero(sw > 0)
+    Z = Xa[pos]
+    mad = np.median(np.abs(Z - np.median(Z, axis=0)), axis=0)
+    if int((mad > 0).sum()) == 1:
+        n = len(pos)
+        h = min(n, max(n // 2 + 1, Xa.shape[1] + 1))
+        order = np.argsort(Z[:, np.flatnonzero(mad > 0)[0]], kind="stable")
+        idx = pos[order[(n - h) // 2 : (n - h) // 2 + h]]
+        theta = wls(Xa[idx], y[idx], sw[idx])
+        if np.all(np.isfinite(theta)):
+            out.append(theta)
+    return out
+
+
 def x_central_rows(Xa, sw, level=0.975):
     """Positive-weight rows that are not outlying in the design: robust distance below a quantile.
 
@@ -208,8 +268,10 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
 
     The LTS search (:func:`~._mixture_start.lts_candidates`, its ``max(n_keep, 5)`` best
     distinct fits) and :func:`deterministic_starts` run on the same rows (at most 1500,
-    randomly subsampled above that); every start gets two I-steps there (on all these rows),
-    the best ``max(n_keep, 2)`` by the criterion are iterated to convergence, and the
+    randomly subsampled above that), below :data:`SMALL_N_STARTS_ROWS_PER_COEF` rows per
+    coefficient with :func:`small_n_starts`; every start gets two I-steps there (on all these
+    rows), the best ``max(n_keep, 2)`` by the criterion (all of them, below that threshold) are
+    iterated to convergence, and the
     ``n_keep`` distinct fits with the smallest criterion are returned (when the search ran on
     a subsample, after at most three I-steps on all rows, re-sorted there).  The criterion is
     the M-scale of the residuals of the rows that are not outlying in ``x``
@@ -228,13 +290,17 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
         return m_scale(y[rows] - Xa[rows] @ theta, sw[rows])
 
     starts = list(lts) + deterministic_starts(Xs, ys, ws)
+    n_final = max(n_keep, _S_FINAL)
+    if SMALL_N_STARTS_ROWS_PER_COEF is not None and is_small(ws, Xs.shape[1], SMALL_N_STARTS_ROWS_PER_COEF):
+        starts += small_n_starts(Xs, ys, ws)
+        n_final = len(starts)  # every start iterated to convergence: the extra ones never displace a finalist
     screened = []
     for theta in starts:
         theta, _ = _i_steps(Xs, ys, ws, theta, m_scale(ys - Xs @ theta, ws), _S_SCREEN_STEPS)
         screened.append((criterion(theta), theta))
     screened.sort(key=lambda t: t[0])
     final = []
-    for _, th in screened[: max(n_keep, _S_FINAL)]:
+    for _, th in screened[:n_final]:
         th = _i_steps(Xs, ys, ws, th, m_scale(ys - Xs @ th, ws), _S_MAX_STEPS)[0]
         final.append((criterion(th), th))
     final.sort(key=lambda t: t[0])
