@@ -548,3 +548,19 @@ def test_mixture_is_not_used_when_a_weight_would_be_negative():
                np.array([2, -1], dtype=np.int32), np.array([0.5, 3.0]), np.array([4.0, 0.0]),
                np.array([1.0, 1.0]), np.array([1, 1], dtype=np.int64))
     assert _mixture_parts(g) is None
+
+
+def test_mala_steps_auto_depends_on_the_latent_step():
+    """``mala_steps='auto'`` (issue 28, round 5): 5 Langevin steps per iteration with few distinct
+    responses (latent counts per group), 10 with a latent category per user."""
+    from sklearn_bayes.privacy._ldp._posterior import _dense_latent, resolve_mala_steps
+
+    few = _dense_groups(seed=1, K=4, n=2000, eps=1.0)
+    rng = _gen(3)
+    masks = SetResponseMechanism(12, 1.0, "subset_selection", 4).privatize(rng.integers(0, 12, 300), rng)
+    many = groups_from_masks(masks, 1.0)
+    assert _dense_latent(few) and not _dense_latent(many)
+    assert resolve_mala_steps("auto", few) == 5 and resolve_mala_steps("auto", many) == 10
+    assert resolve_mala_steps(3, many) == 3
+    with pytest.raises(ValueError, match="mala_steps"):
+        resolve_mala_steps("fast", few)

@@ -29,6 +29,7 @@ from sklearn_bayes.privacy._ldp._posterior import (
     _preconditioner,
     hybrid_chain,
     jump_lists,
+    resolve_mala_steps,
 )
 
 __all__ = ["HybridChain", "MAX_BLOCK"]
@@ -46,10 +47,11 @@ class HybridChain:
     shapes ``(n, K)`` and ``(n,)`` (``rho`` is ``nan`` for a fixed prior).
     """
 
-    def __init__(self, groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5,
+    def __init__(self, groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps="auto",
                  max_dense=4_000_000, jumps="auto", latent="mixture", compiled=True):
         self._K = groups.n_categories
         self._rng = rng
+        mala_steps = resolve_mala_steps(mala_steps, groups)
         self.compiled = bool(compiled) and self._setup(groups, burn, prior, theta0, mala_steps, max_dense, jumps,
                                                        latent)
         if not self.compiled:

@@ -347,7 +347,7 @@ def _preconditioner(groups, theta, rho):
     return Mx, C, np.linalg.cholesky(C), False
 
 
-def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5,
+def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps="auto",
                  max_dense=4_000_000, thin=1, jumps="auto", compiled=True):
     """Gibbs sweeps alternated with ``mala_steps`` Metropolis-adjusted Langevin steps on ``theta | rho``.
 
@@ -369,6 +369,8 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     Gibbs and Langevin steps move a category between "nearly empty" and "present" slowly
     (on sparse theta, K = 10, eps = 1, 3000 users: worst-category ESS per 2000 draws 14-47
     without, 133-366 with, at 1.7 times the cost per iteration).
+
+    ``mala_steps='auto'``: 5 with few distinct responses, 10 with many (:func:`resolve_mala_steps`).
 
     Returns ``(theta draws, rho draws)`` as :func:`gibbs_draws`; with ``thin > 1`` only every
     ``thin``-th of the ``n_draws`` iterations after the burn-in is kept (``ceil(n_draws /
@@ -398,6 +400,25 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     return out, rhos
 
 
+#: MALA steps per iteration of the hybrid chain (``mala_steps='auto'``): ``MALA_STEPS_FEW`` with few
+#: distinct responses (:func:`_dense_latent`: the latent step is cheap and the chain already stops at
+#: its floor of 200 kept draws), ``MALA_STEPS_MANY`` with a latent category per user (many distinct
+#: responses: the latent step and the jumps cost a pass over the users, and more Langevin moves per
+#: pass pay; issue 28, round 5: on three dev cells, geometric theta, K = 40-50, eps = 1,
+#: 10,000-20,000 distinct subsets, 10 steps instead of 5 raised the worst category's ESS per CPU
+#: second by 20-31 %).
+MALA_STEPS_FEW, MALA_STEPS_MANY = 5, 10
+
+
+def resolve_mala_steps(mala_steps, groups):
+    """``mala_steps``, with ``'auto'`` resolved by :data:`MALA_STEPS_FEW` / :data:`MALA_STEPS_MANY`."""
+    if isinstance(mala_steps, str):
+        if mala_steps != "auto":
+            raise ValueError("mala_steps must be an int or 'auto'.")
+        return MALA_STEPS_FEW if _dense_latent(groups) else MALA_STEPS_MANY
+    return int(mala_steps)
+
+
 #: Work budget of the coordinate jumps per iteration of the hybrid chain, in visits of groups: a
 #: jump on category ``k`` costs at most ``O(G + deg_k)`` (kernel ``coordinate_jumps_incremental``); when
 #: ``K`` jumps would exceed it, a random scan of ``JUMP_WORK // (G + sum |A_g| / K)`` categories.
@@ -407,7 +428,7 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
 JUMP_WORK = 1 << 20
 
 
-def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps=5, max_dense=4_000_000,
+def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_steps="auto", max_dense=4_000_000,
                  jumps="auto", latent="mixture"):
     """The chain of :func:`hybrid_draws` as an endless generator of ``(theta, rho)``, one per iteration.
 
@@ -428,6 +449,7 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     K = groups.n_categories
     G = groups.count.size
     hier = isinstance(prior, str)
+    mala_steps = resolve_mala_steps(mala_steps, groups)
     # the preconditioner needs the dense K x K information matrix: MALA only up to 128 categories
     use_mala = mala_steps > 0 and K <= 128 and G * K <= max_dense and G > 0 and not groups.members_in_bits
     form = _mala_form(groups) if use_mala else None
