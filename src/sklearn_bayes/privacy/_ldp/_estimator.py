@@ -243,8 +243,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     each, exact after 8 rejections), then ``rho | counts`` from the collapsed Dirichlet-multinomial
     likelihood on the grid, then ``theta ~ Dir(rho + counts)`` drawn in log space
     (``ln G(a) = ln G(a + 1) + ln(U)/a``, no underflow when ``rho + n_j << 1``).
-    Because it mixes slowly when the noise hides most of the information, each sweep
-    is followed by 5 preconditioned MALA steps on ``ln(S theta)`` given ``rho`` (a
+    Because it mixes slowly when the noise hides most of the information, each sweep is followed
+    by 5 preconditioned MALA steps (10 with many distinct responses) on ``ln(S theta)`` given ``rho`` (a
     fresh ``S ~ Gamma(K rho)``; preconditioner from the observed information at the
     end of the first half of the burn-in, step size adapted in the burn-in only), then,
     independence Metropolis-Hastings jumps from the prior ``Gamma(rho)`` (one per category;
