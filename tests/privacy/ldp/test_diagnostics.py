@@ -6,7 +6,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
-from sklearn_bayes.privacy._ldp._posterior import hybrid_chain, hybrid_draws
+from sklearn_bayes.privacy._ldp._hybrid import hybrid_draws
+from sklearn_bayes.privacy._ldp._posterior import hybrid_chain
 from sklearn_bayes.privacy._ldp._samplers import ADAPT_BURN, ADAPT_ESS_TARGET, ADAPT_MIN_KEEP, adaptive_exact_draws
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning")

@@ -11,9 +11,9 @@ is the order of floating-point sums of at most ``K`` or ``G`` terms, relative ``
 import numpy as np
 import pytest
 
-from sklearn_bayes.privacy._ldp._hybrid import HybridChain
+from sklearn_bayes.privacy._ldp._hybrid import HybridChain, hybrid_draws
 from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism, groups_from_masks
-from sklearn_bayes.privacy._ldp._posterior import Groups, hybrid_chain, hybrid_draws
+from sklearn_bayes.privacy._ldp._posterior import Groups, hybrid_chain
 from sklearn_bayes.privacy._ldp._samplers import adaptive_exact_draws
 
 BLOCKS = (7, 13, 1, 2, 40, 1, 97, 139)  # uneven blocks: boundaries before, at and after burn // 2

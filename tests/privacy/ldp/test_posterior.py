@@ -18,7 +18,8 @@ from sklearn_bayes.privacy._ldp._mechanisms import (
     ss_privatize,
     ss_variance,
 )
-from sklearn_bayes.privacy._ldp._posterior import Groups, _log_dirichlet, gibbs_draws, hybrid_draws, ibu
+from sklearn_bayes.privacy._ldp._hybrid import hybrid_draws
+from sklearn_bayes.privacy._ldp._posterior import Groups, _log_dirichlet, gibbs_draws, ibu
 
 
 def _gen(seed):

@@ -15,7 +15,8 @@ import pytest
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 import sklearn_bayes.privacy._ldp._mechanisms as mech
-from sklearn_bayes.privacy._ldp._posterior import gibbs_draws, hybrid_draws, ibu
+from sklearn_bayes.privacy._ldp._hybrid import hybrid_draws
+from sklearn_bayes.privacy._ldp._posterior import gibbs_draws, ibu
 from sklearn_bayes.privacy._ldp._samplers import exact_draws
 
 

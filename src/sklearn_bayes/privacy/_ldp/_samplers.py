@@ -19,8 +19,8 @@ starting point and a :class:`numpy.random.Generator`) and returns its draws; non
 import numpy as np
 
 from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
-from sklearn_bayes.privacy._ldp._hybrid import MAX_BLOCK, HybridChain
-from sklearn_bayes.privacy._ldp._posterior import hybrid_draws, ibu, tv_point_estimate
+from sklearn_bayes.privacy._ldp._hybrid import MAX_BLOCK, HybridChain, hybrid_draws
+from sklearn_bayes.privacy._ldp._posterior import ibu, tv_point_estimate
 
 __all__ = ["ADAPT_ESS_TARGET", "ADAPT_MAX_FACTOR", "MAX_DRAW_VALUES", "N_CHAINS", "adaptive_exact_draws", "exact_draws", "gibbs_grouped", "gibbs_sweep", "mala", "point_estimate", "sgld_chain"]
 
@@ -213,7 +213,7 @@ _IBU_WORK = 1 << 30
 def exact_draws(groups, prior, burn, keep, rng, max_values=None, compiled=True):
     """``keep`` draws of the exact (hierarchical or fixed-prior) posterior after ``burn`` iterations.
 
-    :func:`~._posterior.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
+    :func:`~._hybrid.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
     iterations, shrunk by 1 % towards uniform: 200 of them, fewer when the sets are so
     large that 200 would cost more than ``2^30`` member visits (at least 2).
 
