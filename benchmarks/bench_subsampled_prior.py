@@ -44,6 +44,7 @@ Usage::
     python benchmarks/bench_subsampled_prior.py --tasks none --large   # only the large ridge fits
     python benchmarks/bench_subsampled_prior.py --tasks svm --splits 50 --no-paper   # SVM cells, 50 splits
     python benchmarks/bench_subsampled_prior.py --tasks svm --cells biopsy Pima --splits 50
+    python benchmarks/bench_subsampled_prior.py --tasks ridge --splits 50 --no-paper --loo-rule   # round 5
     python benchmarks/bench_subsampled_prior.py --dask-only   # Dask LocalCluster speed-up
 """
 
@@ -190,7 +191,7 @@ def split(X, y, n_train, seed, task):
     raise RuntimeError("no split with enough rows of every class")
 
 
-def run_cell(task, name, loader, n_train, n_splits, paper=True):
+def run_cell(task, name, loader, n_train, n_splits, paper=True, loo_rule=False):
     rows = {}
     for s in range(n_splits):
         X, y = loader(s)
@@ -202,6 +203,8 @@ def run_cell(task, name, loader, n_train, n_splits, paper=True):
         ests["subs.loo"] = OURS[task](random_state=s)
         if paper:
             ests["subs.paper"] = OURS[task](random_state=s, prior_scale="paper")
+        if loo_rule and task == "ridge":  # round 5: the ridge's previous default, the scale by LOO
+            ests["subs.loo_rule"] = OURS[task](random_state=s, prior_scale="loo")
         for m, est in ests.items():
             model = make_pipeline(StandardScaler(), est)
             if s == 0:  # one untimed warm-up fit per method and cell (first-call costs, caches)
@@ -225,8 +228,8 @@ def summarise(task, name, dev, n_train, p, res):
     out = dict(task=task, cell=name, half="dev" if dev else "held-out", n=n_train, p=p, p_over_n=p / n_train,
                best_peer=best)
     b = res[best][:, 0]
-    for m in ("subs.loo", "subs.paper"):
-        if m not in res:  # --no-paper
+    for m in ("subs.loo", "subs.paper", "subs.loo_rule"):
+        if m not in res:  # --no-paper, or no --loo-rule
             out[m], out[m + "_ratio"], out[m + "_se"] = np.nan, np.nan, np.nan
             continue
         a = res[m][:, 0]
@@ -315,6 +318,8 @@ def main(argv=None):
     ap.add_argument("--cells", nargs="+", default=None,
                     help="only the cells whose name contains one of these strings (case-insensitive)")
     ap.add_argument("--no-paper", action="store_true", help="skip prior_scale='paper' (its ratio prints nan)")
+    ap.add_argument("--loo-rule", action="store_true",
+                    help="ridge cells: also prior_scale='loo' (the scale by leave-one-out, the default before round 5)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--large", action="store_true", help="also time ridge at N = 5000 to 200 000 (about 1 minute)")
     ap.add_argument("--dask-only", action="store_true",
@@ -340,13 +345,15 @@ def main(argv=None):
                 continue
             if args.cells is not None and not any(c.lower() in name.lower() for c in args.cells):
                 continue
-            res, p = run_cell(task, name, loader, n_train, args.splits, paper=not args.no_paper)
+            res, p = run_cell(task, name, loader, n_train, args.splits, paper=not args.no_paper,
+                              loo_rule=args.loo_rule)
             out.append(summarise(task, name, dev, n_train, p, res))
             print(f"  done {task} {name} ({time.perf_counter() - t_start:.0f} s)", file=sys.stderr)
     print(f"\nSubsampled-prior GLMs vs the best CV-tuned peer: {args.splits} splits per cell, "
           f"{args.threads} BLAS thread(s); ratio = mean test loss of ours / best peer's (+- paired SE)\n")
     head = (f"{'task':8s} {'cell':34s} {'half':8s} {'p/n':>5s} {'best peer':23s} {'peer':>8s} {'subs.loo':>8s} "
-            f"{'ratio':>13s} {'paper ratio':>13s} {'t/cv10':>6s} {'t/loo':>6s}  goals")
+            f"{'ratio':>13s} {'paper ratio':>13s} {'t/cv10':>6s} {'t/loo':>6s}  goals"
+            + (f"   {'loo-rule ratio':>14s}" if args.loo_rule else ""))
     print(head)
     print("-" * len(head))
     for o in out:
@@ -354,7 +361,9 @@ def main(argv=None):
               f"{o['peer']:8.4g} {o['subs.loo']:8.4g} {o['subs.loo_ratio']:6.3f} ± {o['subs.loo_se']:.3f} "
               + (f"{o['subs.paper_ratio']:6.3f} ± {o['subs.paper_se']:.3f}" if np.isfinite(o['subs.paper_ratio'])
                  else f"{'-':>13s}") + f" {o['time_vs_cv10']:6.3f} "
-              + (f"{o['time_vs_loo']:6.2f}" if np.isfinite(o['time_vs_loo']) else "     -") + f"  {o['goals']}")
+              + (f"{o['time_vs_loo']:6.2f}" if np.isfinite(o['time_vs_loo']) else "     -") + f"  {o['goals']}"
+              + ((f"   {o['subs.loo_rule_ratio']:6.3f} ± {o['subs.loo_rule_se']:.3f}"
+                  if np.isfinite(o['subs.loo_rule_ratio']) else "   -") if args.loo_rule else ""))
     for half in ("dev", "held-out"):
         sel = [o for o in out if o["half"] == half]
         if sel:

@@ -25,12 +25,16 @@ from sklearn_bayes import (
 )
 from sklearn_bayes._glm import LogisticLoss, MultinomialLoss, PoissonLoss, SquaredHingeLoss, SquaredLoss, fit_map
 from sklearn_bayes.linear_model._subsampled_prior._tuning import (
+    _EVIDENCE_LR,
     _LOG10_TAU,
     _RIDGE_GRID,
     _SVM_STEP,
     _loo_means,
     _ridge_candidates,
+    _ridge_eig,
     alo_risk,
+    ridge_neg_log_evidence,
+    select_ridge,
     select_glm,
     select_svm,
 )
@@ -160,15 +164,15 @@ def test_cross_fitted_means_leave_each_row_out():
         assert_allclose(D[i], expected, atol=1e-14)
 
 
-def test_wide_ridge_default_is_ridge_with_the_leave_one_out_penalty():
+def test_wide_ridge_loo_is_ridge_with_the_leave_one_out_penalty():
     """Subsamples of more than a quarter of the rows: the candidates are the identity shape and
-    mean 0 only, so the default is ridge on the standardised features with the penalty of the
-    grid that minimises the exact leave-one-out risk -- RidgeCV's choice on the same grid."""
+    mean 0 only, so ``prior_scale='loo'`` is ridge on the standardised features with the penalty
+    of the grid that minimises the exact leave-one-out risk -- RidgeCV's choice on the same grid."""
     rng = np.random.default_rng(4)
     n, p = 60, 40
     X = rng.normal(size=(n, p)) * rng.uniform(0.5, 3.0, size=p) + 1.0
     y = X @ rng.normal(size=p) + 5.0 * rng.normal(size=n)
-    reg = SubsampledPriorRidge(random_state=0).fit(X, y)
+    reg = SubsampledPriorRidge(prior_scale="loo", random_state=0).fit(X, y)
     assert reg.subsample_size_ > n / 4
     assert (reg.prior_choice_["shape"], reg.prior_choice_["mean"]) == ("identity", "zero")
     Xs = (X - X.mean(axis=0)) / X.std(axis=0)
@@ -219,7 +223,132 @@ def test_paper_variant_has_no_choice_and_prior_scale_is_validated():
     y = X[:, 0] + 0.1
     assert SubsampledPriorRidge(prior_scale="paper", random_state=0).fit(X, y).prior_choice_ is None
     with pytest.raises(ValueError, match="prior_scale"):
-        SubsampledPriorRidge(prior_scale="evidence").fit(X, y)
+        SubsampledPriorRidge(prior_scale="bayes").fit(X, y)
+    with pytest.raises(ValueError, match="prior_scale"):  # the ridge's only
+        SubsampledPriorLogisticRegression(prior_scale="evidence").fit(X, y > 0)
+
+
+def _brute_neg_log_evidence(A, r, lam, fit_intercept, sw):
+    """``-2 log`` marginal likelihood of ``r ~ N(0, sigma^2 (I + A A^T / lam))``, ``sigma^2``
+    profiled out, by a log-determinant and a solve in ``N`` dimensions (with an intercept: in the
+    ``N - 1`` coordinates orthogonal to ``sw``, where the centred residuals live)."""
+    N = A.shape[0]
+    C = np.eye(N) + A @ A.T / lam
+    if fit_intercept:
+        Q, _ = np.linalg.qr(np.column_stack([sw, np.eye(N)[:, : N - 1]]))
+        B = Q[:, 1:]  # orthonormal basis of the complement of sw
+        C, r = B.T @ C @ B, B.T @ r
+    n = r.size
+    quad = float(r @ np.linalg.solve(C, r))
+    return n * np.log(quad / n) + np.linalg.slogdet(C)[1]
+
+
+@pytest.mark.parametrize("N, k, fit_intercept", [(40, 8, True), (25, 40, True), (30, 6, False)])
+def test_ridge_evidence_equals_a_brute_force_log_determinant(N, k, fit_intercept):
+    """The closed form from the thin eigendecomposition (sums over the singular values) equals
+    ``n' log(r^T C^-1 r / n') + log det C`` computed on the N x N covariance, with weights, a
+    non-identity shape and a non-zero prior mean; difference of the two at two penalties too
+    (the constant dropped is the same)."""
+    rng = np.random.default_rng(N + k)
+    X = rng.normal(size=(N, k)) * rng.uniform(0.5, 2.0, size=k)
+    y = X @ rng.normal(size=k) + rng.normal(size=N)
+    w = rng.uniform(0.5, 2.0, size=N)
+    if fit_intercept:
+        X, y = _centred(X, y, w)
+    L = np.linalg.cholesky(np.cov(rng.normal(size=(3 * k, k)), rowvar=False) + 0.5 * np.eye(k))
+    mean = 0.1 * rng.normal(size=k)
+    eig = _ridge_eig(X, w, L)
+    r = (y - X @ mean) * eig["sw"]
+    c = (eig["V"].T @ (eig["A"].T @ r)) / eig["s"]
+    rr = float(r @ r) - float(c @ c)
+    n_eff = N - int(fit_intercept)
+    for lam in (0.03, 1.0, 40.0):
+        got = ridge_neg_log_evidence(np.log(lam), eig["s2"], c, rr, n_eff)
+        want = _brute_neg_log_evidence(eig["A"], r, lam, fit_intercept, eig["sw"])
+        # both are sums of N logs of O(1..1e3) numbers: agreement to rounding of the
+        # decompositions (condition number of C below 1e5 here)
+        assert_allclose(got, want, rtol=1e-9, atol=1e-9 * N)
+
+
+def _fisher_sd_log_lam(s2, n_eff, sigma2, tau):
+    """Asymptotic sd of the maximum-likelihood ``log(sigma^2 / tau)`` given the design: the
+    residuals have independent coordinates of variances ``sigma^2 + tau s_j^2`` (``j <= r``) and
+    ``sigma^2`` (the other ``n_eff - r``); Fisher information of ``(log sigma^2, log tau)`` is
+    ``1/2 sum_j g_j g_j^T`` with ``g_j`` the derivatives of the log variances."""
+    v = np.concatenate([sigma2 + tau * s2, np.full(n_eff - s2.size, sigma2)])
+    g = np.column_stack([sigma2 / v, np.concatenate([tau * s2, np.zeros(n_eff - s2.size)]) / v])
+    cov = np.linalg.inv(0.5 * g.T @ g)
+    d = np.array([1.0, -1.0])
+    return float(np.sqrt(d @ cov @ d))
+
+
+@pytest.mark.parametrize("N, p, seed", [(400, 60, 0), (120, 90, 1), (150, 100, 2)])
+def test_ridge_evidence_recovers_the_scale_of_data_drawn_from_the_prior(N, p, seed):
+    """y = X b + e, b ~ N(0, tau I), e ~ N(0, sigma^2): the evidence's penalty estimates
+    lam = sigma^2 / tau within 4 asymptotic standard errors (Fisher information of the
+    marginal likelihood given X; a false failure has probability about 6e-5)."""
+    rng = np.random.default_rng(seed)
+    tau, sigma2 = 0.3, 4.0
+    X = rng.normal(size=(N, p))
+    y = X @ (np.sqrt(tau) * rng.normal(size=p)) + np.sqrt(sigma2) * rng.normal(size=N)
+    w = np.ones(N)
+    Xc, yc = _centred(X, y, w)
+    coefs = np.zeros((3, p))
+    sel = select_ridge(Xc, yc, w, True, coefs, [np.arange(5)] * 3, np.eye(p), use_subsamples=False,
+                       rule="evidence")
+    assert (sel["shape_name"], sel["mean_name"], sel["boundary"]) == ("identity", "zero", False)
+    s2 = _ridge_eig(Xc, w, np.eye(p))["s2"]
+    sd = _fisher_sd_log_lam(s2, N - 1, sigma2, tau)
+    assert abs(np.log(sel["lam"]) - np.log(sigma2 / tau)) <= 4.0 * sd
+    # and it is the maximiser of the brute-force evidence (to the search's 1e-3 in log lam)
+    A = _ridge_eig(Xc, w, np.eye(p))["A"]
+    f = [_brute_neg_log_evidence(A, yc, sel["lam"] * np.exp(d), True, np.ones(N)) for d in (-0.02, 0.0, 0.02)]
+    assert f[1] <= min(f[0], f[2])
+
+
+def test_ridge_evidence_without_a_noise_estimate_falls_back_to_loo():
+    """p >= N - 1: the design spans the centred residuals and the marginal likelihood can rise
+    all the way to sigma^2 = 0 (here it is flat there: a high signal-to-noise ratio, p = 2N);
+    when the likelihood-ratio test does not reject sigma^2 = 0 the penalty is the leave-one-out
+    one, not the evidence's (which the rounding puts anywhere on the flat stretch)."""
+    rng = np.random.default_rng(2)
+    N, p = 80, 160
+    X = rng.normal(size=(N, p))
+    y = X @ (np.sqrt(0.3) * rng.normal(size=p)) + 2.0 * rng.normal(size=N)
+    w = np.ones(N)
+    Xc, yc = _centred(X, y, w)
+    eig = _ridge_eig(Xc, w, np.eye(p))
+    c = (eig["V"].T @ (eig["A"].T @ yc)) / eig["s"]
+    rr = float(yc @ yc) - float(c @ c)
+    f = [ridge_neg_log_evidence(np.log(lam), eig["s2"], c, rr, N - 1) for lam in np.logspace(-6, 2, 9)]
+    # the evidence is flat towards lam = sigma^2 / tau -> 0: sigma^2 = 0 is not rejected
+    assert rr < 1e-9 * float(yc @ yc) and f[0] - min(f) < _EVIDENCE_LR and f[-1] - min(f) > 5.0
+    args = (Xc, yc, w, True, np.zeros((2, p)), [np.arange(5)] * 2, np.eye(p))
+    ev = select_ridge(*args, use_subsamples=False, rule="evidence")
+    loo = select_ridge(*args, use_subsamples=False, rule="loo")
+    assert ev["lam"] == loo["lam"] and ev["risk"] == loo["risk"]
+
+
+def test_ridge_default_is_ridge_at_the_evidence_penalty():
+    """Wide data (identity shape, mean 0 only): the default ``prior_scale='evidence'`` is ridge
+    on the standardised features at the penalty that maximises the marginal likelihood."""
+    rng = np.random.default_rng(4)
+    n, p = 60, 40
+    X = rng.normal(size=(n, p)) * rng.uniform(0.5, 3.0, size=p) + 1.0
+    y = X @ rng.normal(size=p) + 5.0 * rng.normal(size=n)
+    reg = SubsampledPriorRidge(random_state=0).fit(X, y)
+    assert (reg.prior_choice_["shape"], reg.prior_choice_["mean"]) == ("identity", "zero")
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)
+    ys = (y - y.mean()) / y.std()
+    w = np.ones(n)
+    sel = select_ridge(Xs, ys, w, True, np.zeros((2, p)), [np.arange(5)] * 2, np.eye(p), use_subsamples=False,
+                       rule="evidence")
+    from sklearn.linear_model import Ridge
+
+    ref = Ridge(alpha=sel["lam"]).fit(Xs, y)
+    assert_allclose(reg.coef_, ref.coef_ / X.std(axis=0), rtol=1e-7)
+    loo = SubsampledPriorRidge(prior_scale="loo", random_state=0).fit(X, y)
+    assert not np.allclose(reg.coef_, loo.coef_)  # the two rules differ here
 
 
 @pytest.mark.parametrize("Est", [SubsampledPriorRidge, SubsampledPriorLogisticRegression, SubsampledPriorLinearSVC,

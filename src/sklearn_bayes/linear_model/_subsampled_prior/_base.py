@@ -309,7 +309,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         # by a constant changes nothing (the objective carries the weights divided by weight_unit)
         wbar = float(np.mean(sample_weight))
         if isinstance(loss, SquaredLoss):
-            sel = select_ridge(X, y, sample_weight, self.fit_intercept, coefs, indices, cov0, use_subsamples)
+            sel = select_ridge(X, y, sample_weight, self.fit_intercept, coefs, indices, cov0, use_subsamples,
+                               rule="evidence" if self.prior_scale == "evidence" else "loo")
             sigma2 = penalty_scale if getattr(self, "noise_variance", "auto") != "auto" else sel["noise_variance"]
             # objective sum_i w_i r_i^2 / 2 + lam / 2 (b - c)^T Sigma^-1 (b - c); times weight_unit / sigma^2
             # it is the negative log posterior: prior covariance sigma^2 / (weight_unit * lam) * Sigma

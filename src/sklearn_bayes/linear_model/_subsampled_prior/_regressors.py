@@ -21,6 +21,7 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
     _parameter_constraints = {
         **_BaseSubsampledPrior._parameter_constraints,
         "noise_variance": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "prior_scale": [StrOptions({"evidence", "loo", "paper"})],
     }
 
     def __init__(
@@ -31,7 +32,7 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
         covariance="full",
         covariance_scaling=None,
         shrinkage="auto",
-        prior_scale="loo",
+        prior_scale="evidence",
         noise_variance="auto",
         penalty="half",
         prior_mean_method="offset",
@@ -50,6 +51,7 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
         self.noise_variance = noise_variance
 
     _scale_target = True
+    _evidence = True  # prior_scale='evidence' (the default here; the docstring template's flag)
 
     def _penalty_scale(self, X, y, sample_weight, indices, results, y_scale):
         """The noise variance (in the standardised units of ``y``): pooled residual variance of

@@ -56,6 +56,9 @@ from sklearn_bayes._glm import HingeLoss, SquaredHingeLoss, fit_map, posterior_h
 _EXACT_LOO_MAX_ROWS = 20000
 #: penalties of the squared-loss grid, relative to the mean eigenvalue of the Gram matrix
 _RIDGE_GRID = np.logspace(-7, 4, 56)
+#: the likelihood-ratio test of sigma^2 = 0 (a boundary value: the 50:50 mixture of chi2_0 and
+#: chi2_1, whose 5 % critical value is chi2_1's 90 % quantile) below which the evidence gives no scale
+_EVIDENCE_LR = 2.706
 #: log10 range of tau searched for the other losses (prior variances of standardised coefficients)
 _LOG10_TAU = (-4.0, 3.0)
 
@@ -132,18 +135,23 @@ def _ridge_eig(X, w, chol):
     return dict(s2=s2, s=s, U=U, V=V, A=A, sw=sw, chol=chol, k=k, exact=exact)
 
 
-def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D, eig=None):
-    """LOO risk over the penalty grid for the prior ``N(mean, Sigma)``, ``Sigma = chol chol^T``
-    (D: cross-fitted mean shifts, or None; ``eig``: :func:`_ridge_eig` of this shape, computed
-    if None).  All penalties at once (matrix products over the grid).  Returns
-    ``(risk, lambdas, state)``."""
+def _ridge_lambdas(eig):
+    """The penalty grid: :data:`_RIDGE_GRID` times the mean eigenvalue of the Gram matrix."""
+    return _RIDGE_GRID * (float(eig["s2"].sum()) / eig["k"] if eig["s2"].size else 1.0)
+
+
+def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D, eig=None, lam=None):
+    """LOO risk over the penalty grid (or at the one penalty ``lam``) for the prior
+    ``N(mean, Sigma)``, ``Sigma = chol chol^T`` (D: cross-fitted mean shifts, or None; ``eig``:
+    :func:`_ridge_eig` of this shape, computed if None).  All penalties at once (matrix products
+    over the grid).  Returns ``(risk, lambdas, state)``."""
     N = X.shape[0]
     if eig is None:
         eig = _ridge_eig(X, w, chol)
     s2, s, U, V, A, sw, k = (eig[key] for key in ("s2", "s", "U", "V", "A", "sw", "k"))
     r = (y - X @ mean) * sw
     c = (V.T @ (A.T @ r)) / s  # U^T r
-    lambdas = _RIDGE_GRID * (float(s2.sum()) / k if s2.size else 1.0)
+    lambdas = _ridge_lambdas(eig) if lam is None else np.array([float(lam)])
     F = s2[:, None] / (s2[:, None] + lambdas[None, :])  # (r, L) shrinkage factors
     if eig["exact"]:
         base = w / w.sum() if fit_intercept else np.zeros(N)
@@ -167,9 +175,58 @@ def _ridge_candidates(X, y, w, fit_intercept, mean, chol, D, eig=None):
     return risk, lambdas, dict(s2=s2, c=c, r=r, s=s, V=V, chol=chol)
 
 
-def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_subsamples=True):
-    """The squared-loss prior by exact LOO.  ``X``, ``y`` standardised (centred with an
-    intercept), ``w`` the (normalised) weights.  Returns a dict with ``mean``, ``shape``
+def ridge_neg_log_evidence(log_lam, s2, c, rr, n_eff):
+    """``-2 log`` of the marginal likelihood of the residuals ``r = W^1/2 (y - X c0)`` under the
+    prior ``b ~ N(c0, tau Sigma)`` and the noise ``N(0, sigma^2 / w_i)``, with ``sigma^2``
+    profiled out (its maximiser ``Q / n_eff``), as a function of ``log lam``, ``lam = sigma^2 /
+    tau`` (a scalar or an array), up to a constant.  With ``A = W^1/2 X L = U diag(s) V^T``,
+    ``c = U^T r`` and ``rr = |r|^2 - |c|^2``: ``r ~ N(0, sigma^2 (I + A A^T / lam))``, whose
+    log-determinant is ``n_eff log sigma^2 + sum_j log(1 + s_j^2 / lam)`` and whose quadratic
+    form is ``Q / sigma^2``, ``Q = rr + sum_j c_j^2 lam / (s_j^2 + lam)``.  ``n_eff = N - 1`` with
+    an intercept (the residuals are centred: the likelihood of the ``N - 1`` contrasts, REML for
+    the intercept)."""
+    lam = np.exp(np.asarray(log_lam, dtype=float))[..., None]
+    Q = rr + np.sum(c * c * lam / (s2 + lam), axis=-1)
+    return n_eff * np.log(np.maximum(Q, 1e-300) / n_eff) + np.sum(np.log1p(s2 / lam), axis=-1)
+
+
+def _ridge_evidence_lam(s2, c, r, lambdas, n_eff):
+    """The penalty ``lam = sigma^2 / tau`` maximising the (profiled) marginal likelihood
+    (:func:`ridge_neg_log_evidence`): the best of ``lambdas``, then the best of 81 points between
+    its neighbours, refined by the parabola through that point and its two neighbours (all
+    vectorised).  ``None`` when the smallest penalty of the grid (the limit ``sigma^2 -> 0``) is
+    not rejected by the likelihood-ratio test at 5 % (:data:`_EVIDENCE_LR`): possible only when
+    the design spans the centred residuals (``p >= N - 1``; otherwise ``-2 log L`` grows without
+    bound as ``lam -> 0``), where the likelihood can rise all the way to ``sigma^2 = 0`` -- no
+    estimate of the scale."""
+    rr = max(float(r @ r) - float(c @ c), 0.0)
+    grid = np.log(lambdas)
+    vals = ridge_neg_log_evidence(grid, s2, c, rr, n_eff)
+    t = int(np.argmin(vals))
+    if vals[0] - vals[t] <= _EVIDENCE_LR:
+        return None
+    fine = np.linspace(grid[max(t - 1, 0)], grid[min(t + 1, grid.size - 1)], 81)
+    fv = ridge_neg_log_evidence(fine, s2, c, rr, n_eff)
+    j = int(np.argmin(fv))
+    x = fine[j]
+    if 0 < j < fine.size - 1:  # the vertex of the parabola through the three points
+        h = fine[1] - fine[0]
+        den = fv[j - 1] - 2.0 * fv[j] + fv[j + 1]
+        if den > 0:
+            x = x + 0.5 * h * (fv[j - 1] - fv[j + 1]) / den
+    return float(np.exp(x))
+
+
+def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_subsamples=True, rule="loo"):
+    """The squared-loss prior.  ``X``, ``y`` standardised (centred with an intercept), ``w`` the
+    (normalised) weights.  ``rule='loo'``: the candidate (shape, mean) and penalty with the
+    smallest exact LOO risk over the penalty grid.  ``rule='evidence'``: within each candidate
+    the penalty that maximises the marginal likelihood (:func:`ridge_neg_log_evidence`), across
+    candidates the smallest exact (cross-fitted) LOO risk at those penalties -- the evidence is
+    not compared across candidates, whose shape and mean were fitted on the same rows; where
+    the evidence does not reject the smallest penalty (noise variance 0, possible when ``p >=
+    N - 1``: :func:`_ridge_evidence_lam`) that candidate's penalty is LOO's.
+    Returns a dict with ``mean``, ``shape``
     (``Sigma``), ``lam`` (the penalty ``sigma^2 / tau`` in the objective with weights ``w``),
     ``noise_variance``, ``risk``, the chosen candidate's names and ``map``: the MAP fit and the
     inverse Hessians of the objective from the same eigendecomposition (:func:`ridge_map`)."""
@@ -181,11 +238,20 @@ def select_ridge(X, y, w, fit_intercept, coefs, indices, cov, use_subsamples=Tru
     for sname, S, chol in _shapes(cov, use_subsamples):
         eig = _ridge_eig(X, w, chol)  # one eigendecomposition per shape, shared by the means
         for mname, mean, Dm in means:
-            risk, lambdas, st = _ridge_candidates(X, y, w, fit_intercept, mean, chol, Dm, eig)
-            t = int(np.argmin(risk))
+            lam_ev = None
+            if rule == "evidence":
+                r = (y - X @ mean) * eig["sw"]
+                c = (eig["V"].T @ (eig["A"].T @ r)) / eig["s"]
+                grid = _ridge_lambdas(eig)
+                # None (sigma^2 -> 0, no estimate): this candidate's penalty by LOO on the grid
+                lam_ev = _ridge_evidence_lam(eig["s2"], c, r, grid, N - int(fit_intercept))
+            risk, lambdas, st = _ridge_candidates(X, y, w, fit_intercept, mean, chol, Dm, eig, lam_ev)
+            t = 0 if lam_ev is not None else int(np.argmin(risk))  # evidence (or LOO: see above)
             if best is None or risk[t] < best["risk"]:
                 best = dict(risk=float(risk[t]), lam=float(lambdas[t]), shape=S, mean=mean, shape_name=sname,
-                            mean_name=mname, st=st, boundary=t in (0, lambdas.size - 1))
+                            mean_name=mname, st=st,
+                            boundary=(t in (0, lambdas.size - 1)) if lam_ev is None else bool(
+                                lam_ev >= grid[-1] * (1 - 1e-9)))
     st = best["st"]
     f = st["s2"] / (st["s2"] + best["lam"])
     rss = float(st["r"] @ st["r"]) - float(st["c"] @ st["c"]) + float(((1.0 - f) * st["c"]) @ ((1.0 - f) * st["c"]))
