@@ -3,9 +3,10 @@
 Matrix ridge penalties and linear SVMs tuned by subsampling
 =====================================================================
 
-:class:`sklearn_bayes.SubsampledPriorRidge` chooses a ridge penalty -- its scale, and a
-full (or diagonal) shape and a mean learnt from fits on random subsamples when those
-are a small share of the rows -- by the exact leave-one-out risk; :class:`sklearn_bayes.ClosedFormRidge` sets
+:class:`sklearn_bayes.SubsampledPriorRidge` chooses a ridge penalty -- its scale by the
+marginal likelihood, and among a full (or diagonal) shape and a mean learnt from fits on
+random subsamples when those are a small share of the rows and the identity and zero by the
+exact leave-one-out risk; :class:`sklearn_bayes.ClosedFormRidge` sets
 a scalar penalty by the closed-form, approximately MSE-optimal formula of the
 dissertation's Appendix A.1; :class:`sklearn_bayes.SubsampledPriorLinearSVC` does for the
 squared-hinge linear SVM what the first does for ridge.  On the Boston housing data
