@@ -1,4 +1,6 @@
-"""``prior_scale='loo'``: the prior's scale, shape and mean chosen by a leave-one-out risk.
+"""``prior_scale='loo'``: the prior's scale, shape and mean chosen by a leave-one-out risk
+(and the ridge's ``prior_scale='evidence'``: the scale by the marginal likelihood, the shape and
+mean by leave-one-out; :func:`select_ridge`).
 
 The subsample fits give a prior *shape* (the covariance of their coefficients, normalised to
 mean variance 1) and a prior *mean* (their mean).  On small or wide data those fits are noisy
