@@ -78,3 +78,24 @@ def test_compute_knobs_are_not_frozen():
     est.set_params(n_steps=3, batch_size=7, sampler="gibbs", final_estimate="sgld")
     est.partial_fit(np.array([[0], [1], [2]]))
     assert est.n_responses_ == 63
+
+
+def test_theta_revalidates_only_changed_parameters():
+    # theta_ skips the parameter validation when every parameter is the object fit validated
+    # (issue 28 round 6), and validates again when one was set since: a bad knob still raises
+    est = AdaptiveLDPFrequencyEstimator(n_categories=4, epsilon=1.0, random_state=np.random.default_rng(0))
+    est.fit(np.array([[0], [1], [2]] * 20))
+    calls = []
+    original = est._validate_params
+    est._validate_params = lambda: (calls.append(1), original())[1]
+    est.theta_
+    assert calls == []
+    est.set_params(point_estimate="mean")
+    est.theta_
+    assert calls == [1]
+    est.set_params(point_estimate="bad")
+    with pytest.raises(ValueError, match="point_estimate"):
+        est.theta_
+    est.set_params(n_final_steps=-1, point_estimate="tv")
+    with pytest.raises(ValueError, match="n_final_steps"):
+        est.theta_

@@ -118,3 +118,21 @@ def test_a_rejected_call_that_interned_subsets_leaves_the_estimator_byte_identic
     np.testing.assert_array_equal(a.subset_sizes_, b.subset_sizes_)
     np.testing.assert_array_equal(a.sample_posterior(5), b.sample_posterior(5))
     assert a._chain.store.n_sids == b._chain.store.n_sids
+
+
+@pytest.mark.parametrize("nb", [1, 2, 3, 8, 9])
+def test_distinct_packed_matches_unique_rows(nb):
+    # the sorted-key path (nb <= 8, round 6) and the byte-row path give np.unique's rows and inverse
+    from sklearn_bayes.privacy._ldp._store import distinct_packed
+
+    rng = np.random.default_rng(nb)
+    for high in (2, 5, 256):
+        packed = rng.integers(0, high, size=(3000, nb)).astype(np.uint8)
+        packed[:, 0] |= 128  # keys with the top bit set (unsigned order)
+        packed[::7, 0] = 0
+        rows, inv = distinct_packed(packed)
+        ref, ref_inv = np.unique(packed, axis=0, return_inverse=True)
+        assert rows.dtype == np.uint8 and rows.flags.c_contiguous
+        np.testing.assert_array_equal(rows, ref)
+        np.testing.assert_array_equal(inv, ref_inv.ravel())
+        np.testing.assert_array_equal(rows[inv], packed)

@@ -639,10 +639,11 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         knobs = tuple(getattr(self, name) for name in FINAL_KNOBS)
         cache = self._theta_cache
         if cache is None or not all(same_value(a, b) for a, b in zip(cache[0], knobs)):
-            # computed with the current compute knobs (they may change after fitting);
-            # the cache remembers them, so a changed knob is never answered from it
-            self._validate_params()
-            self._check_params()
+            # computed with the current knobs (the cache remembers them); parameters re-validated
+            # only if one is not the very object the fitting call validated
+            if any(a is not b for a, b in zip(self._params_now(), self._validated_params)):
+                self._validate_params()
+                self._check_params()
             theta, conv = self._final_theta(self._read_rng(0))
             self._theta_cache = cache = (knobs, theta, conv)
             warn_if_unconverged(conv)

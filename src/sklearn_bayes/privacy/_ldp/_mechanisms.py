@@ -105,6 +105,11 @@ def ss_privatize_packed(x, K, epsilon, k, rng):
         keys = rng.random((m, K))
         rows = np.arange(m)
         keys[rows, x[lo:hi]] = np.where(keep[lo:hi], -1.0, 2.0)  # first when kept, never otherwise
+        if k == 1:  # the smallest key (argpartition's choice but for exact ties of two uniforms)
+            idx = np.argmin(keys, axis=1)
+            del keys
+            out[lo + rows, idx >> 3] = np.left_shift(1, 7 - (idx & 7)).astype(np.uint8)
+            continue
         idx = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < K else np.tile(np.arange(K), (m, 1))
         del keys
         mask = np.zeros((m, K), dtype=bool)

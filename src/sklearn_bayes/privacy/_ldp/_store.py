@@ -45,8 +45,11 @@ def distinct_packed(packed):
         keys = np.zeros((n, 8), dtype=np.uint8)
         keys[:, :nb] = packed
         keys = keys.view(">u8").ravel()
-    else:
-        keys = packed.view(np.dtype((np.void, nb))).ravel()
+        # the distinct rows read back from the sorted keys: no return_index (its stable sort costs
+        # 3-4 times the rest at n = 5000)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        return np.ascontiguousarray(uniq.astype(">u8").view(np.uint8).reshape(-1, 8)[:, :nb]), inv.ravel()
+    keys = packed.view(np.dtype((np.void, nb))).ravel()
     _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     return np.ascontiguousarray(packed[first]), inv.ravel()
 
