@@ -99,34 +99,46 @@ def test_adaptive_draws_stop_at_the_first_passing_check():
         assert not (d["rhat"] <= RHAT_MAX and d["ess"] >= ADAPT_ESS_TARGET)
 
 
+def _fake_checks(monkeypatch, rule):
+    """Replace the chain's checks by ``rule(n) -> (rhat, ess)``; returns the list of checked ``n``
+    (``min_ess`` runs at every check, ``chain_diagnostics`` when R-hat can matter)."""
+    from sklearn_bayes.privacy._ldp import _samplers
+
+    seen = []
+
+    def diag(draws, n_segments=4, ess=None):
+        rhat, e = rule(len(draws))
+        return dict(method="mcmc", rhat=rhat, ess=e, n_draws=len(draws), n_segments=4)
+
+    def min_ess(draws):
+        seen.append(len(draws))
+        return rule(len(draws))[1]
+
+    monkeypatch.setattr(_samplers, "chain_diagnostics", diag)
+    monkeypatch.setattr(_samplers, "min_ess", min_ess)
+    return seen
+
+
 def test_adaptive_draws_extend_until_the_checks_pass_or_stop_at_the_bound(monkeypatch):
     """With diagnostics that fail until 500 draws the chain is extended (200, 300, 400, 500 draws);
     when they always fail it stops at the bound, or earlier when the ESS extrapolated to the bound
     stays below the target."""
-    from sklearn_bayes.privacy._ldp import _samplers
-
     g = _groups()
-    seen = []
-
-    def fake(draws, n_segments=4):
-        n = len(draws)
-        seen.append(n)
-        ess = ADAPT_ESS_TARGET if n >= 500 else ADAPT_ESS_TARGET - 1
-        return dict(method="mcmc", rhat=1.0, ess=ess, n_draws=n, n_segments=4)
-
-    monkeypatch.setattr(_samplers, "chain_diagnostics", fake)
+    seen = _fake_checks(monkeypatch, lambda n: (1.0, ADAPT_ESS_TARGET if n >= 500 else ADAPT_ESS_TARGET - 1))
     draws, _ = adaptive_exact_draws(g, "hierarchical", 8000, np.random.default_rng(2))
     assert seen == [200, 300, 400, 500] and draws.shape[0] == 500
+    # the ESS passes from 300 draws on, R-hat only from 400: R-hat is read, and holds the chain
+    seen = _fake_checks(monkeypatch, lambda n: (1.0 if n >= 400 else 1.2, ADAPT_ESS_TARGET * (n >= 300)))
+    assert adaptive_exact_draws(g, "hierarchical", 8000, np.random.default_rng(2))[0].shape[0] == 400
+    assert seen == [200, 300, 400]
     # always failing, ESS growing with n: extended to the bound (600 iterations: 200 burn-in, 400 kept)
-    monkeypatch.setattr(_samplers, "chain_diagnostics",
-                        lambda d, n_segments=4: dict(method="mcmc", rhat=1.2, ess=1.0 * len(d), n_draws=len(d)))
+    _fake_checks(monkeypatch, lambda n: (1.2, 1.0 * n))
     assert adaptive_exact_draws(g, "hierarchical", 600, np.random.default_rng(2))[0].shape[0] == 400
     # ESS fixed at 4 (40) whatever n: never before 8000 / 8 = 1000 draws (checks 200, 300, 400, 500,
     # 625, 781, 976, 1220, 1525, 1906): 4 * 7800 / 1220 < 200 stops at 1220; 40 * 7800 / n < 200 first
     # at n = 1906; at max_iter = 2000 (1800 kept) the first chance is 400 draws: 4 * 1800 / 400 < 200
     for ess, stop, max_iter in ((4.0, 1220, 8000), (40.0, 1906, 8000), (4.0, 400, 2000)):
-        monkeypatch.setattr(_samplers, "chain_diagnostics",
-                            lambda d, n_segments=4, e=ess: dict(method="mcmc", rhat=1.2, ess=e, n_draws=len(d)))
+        _fake_checks(monkeypatch, lambda n, e=ess: (1.2, e))
         assert adaptive_exact_draws(g, "hierarchical", max_iter, np.random.default_rng(2))[0].shape[0] == stop
 
 
@@ -197,3 +209,25 @@ def test_default_fits_with_many_distinct_subsets_do_not_warn():
         assert est._chain.exact_groups(1.0).count.size * K > 1 << 16
         d = est.convergence_
         assert d["rhat"] <= RHAT_MAX and d["ess"] >= ESS_MIN
+
+
+@pytest.mark.parametrize("n, K", [(200, 5), (300, 10), (451, 16), (2000, 50)])
+def test_ess_transforms_along_rows_equal_those_along_columns(n, K):
+    # round 6 transforms each category along a contiguous row: the same 1-d transforms of the same
+    # numbers as numpy's FFT along axis 0 of the draws, so the autocovariances are equal bit for bit
+    # (the chain's stopping decisions and seeded theta_ unchanged)
+    from sklearn_bayes.privacy._ldp._diagnostics import _ess
+
+    x = _ar1(0.7, n, K, n + K)
+    x[:, 0] = 0.25  # a constant column (left at ESS n)
+    c = x - x.mean(axis=0)
+    m = 1 << int(np.ceil(np.log2(2 * n)))
+    f = np.fft.rfft(c[:, 1:], n=m, axis=0)
+    acov = np.fft.irfft(f * np.conj(f), n=m, axis=0)[:n] / n
+    rho = acov / acov[0]
+    pairs = rho[0 : 2 * ((n - 1) // 2) : 2] + rho[1 : 2 * ((n - 1) // 2) : 2]
+    tau = -1.0 + 2.0 * np.where(np.cumprod(pairs > 0, axis=0).astype(bool), pairs, 0.0).sum(axis=0)
+    expected = np.concatenate([[float(n)], n / np.maximum(tau, 1.0 / np.log10(max(n, 10)))])
+    np.testing.assert_array_equal(_ess(x), expected)
+    d = chain_diagnostics(x)
+    assert d["ess"] == expected.min() and chain_diagnostics(x, ess=d["ess"]) == d

@@ -11,7 +11,7 @@ thresholds of the ``ConvergenceWarning``.
 
 import numpy as np
 
-__all__ = ["ESS_MIN", "RHAT_MAX", "chain_diagnostics"]
+__all__ = ["ESS_MIN", "RHAT_MAX", "chain_diagnostics", "min_ess"]
 
 #: ``ConvergenceWarning`` when the worst category's split R-hat exceeds this ...
 RHAT_MAX = 1.05
@@ -29,8 +29,10 @@ def _ess(x):
     if n < 4 or not np.any(live):
         return out
     m = 1 << int(np.ceil(np.log2(2 * n)))
-    f = np.fft.rfft(x[:, live], n=m, axis=0)
-    acov = np.fft.irfft(f * np.conj(f), n=m, axis=0)[:n] / n
+    # one transform per category along contiguous rows (the same 1-d transforms as along axis 0
+    # of the draws, at half the cost), back in the draws' layout (C order: the sums below unchanged)
+    f = np.fft.rfft(np.ascontiguousarray(x[:, live].T), n=m, axis=1)
+    acov = np.ascontiguousarray(np.fft.irfft(f * np.conj(f), n=m, axis=1)[:, :n].T) / n
     rho = acov / acov[0]
     n_pairs = (n - 1) // 2
     pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]  # Gamma_0, Gamma_1, ...
@@ -40,8 +42,15 @@ def _ess(x):
     return out
 
 
-def chain_diagnostics(draws, n_segments=4):
-    """``{'rhat': worst split R-hat, 'ess': smallest ESS, 'n_draws', 'n_segments', 'method'}`` of ``draws``."""
+def min_ess(draws):
+    """The smallest ESS over the columns of ``draws`` (the ``'ess'`` of :func:`chain_diagnostics`)."""
+    draws = np.asarray(draws, dtype=float)
+    return float(_ess(draws).min()) if draws.shape[0] else 0.0
+
+
+def chain_diagnostics(draws, n_segments=4, ess=None):
+    """``{'rhat': worst split R-hat, 'ess': smallest ESS, 'n_draws', 'n_segments', 'method'}`` of ``draws``
+    (``ess``: :func:`min_ess` of these draws if already computed)."""
     draws = np.asarray(draws, dtype=float)
     n, K = draws.shape
     seg = n // n_segments
@@ -54,5 +63,6 @@ def chain_diagnostics(draws, n_segments=4):
         if np.any(live):
             var = (seg - 1) / seg * W[live] + B[live] / seg
             rhat = float(np.sqrt(var / W[live]).max())
-    ess = float(_ess(draws).min()) if n else 0.0
+    if ess is None:
+        ess = min_ess(draws)
     return dict(method="mcmc", rhat=rhat, ess=ess, n_draws=int(n), n_segments=int(n_segments))

@@ -18,7 +18,7 @@ starting point and a :class:`numpy.random.Generator`) and returns its draws; non
 
 import numpy as np
 
-from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics
+from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX, chain_diagnostics, min_ess
 from sklearn_bayes.privacy._ldp._hybrid import MAX_BLOCK, HybridChain, hybrid_draws
 from sklearn_bayes.privacy._ldp._posterior import ibu, tv_point_estimate
 
@@ -295,11 +295,13 @@ def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None, compiled
             m = min(check - n, MAX_BLOCK)
             out[n : n + m] = chain.draw(m)[0]
             n += m
-        diag = chain_diagnostics(out[:n])
-        if n >= max_keep or (diag["rhat"] <= RHAT_MAX and diag["ess"] >= ADAPT_ESS_TARGET):
-            return out[:n], diag
-        if n >= max(2 * ADAPT_MIN_KEEP, max_iter // 8) and diag["ess"] * max_keep / n < ADAPT_ESS_TARGET:
-            return out[:n], diag
+        # the ESS first: R-hat only matters once the ESS passes, or for the returned diagnostics
+        ess = min_ess(out[:n])
+        short = n >= max(2 * ADAPT_MIN_KEEP, max_iter // 8) and ess * max_keep / n < ADAPT_ESS_TARGET
+        if n >= max_keep or ess >= ADAPT_ESS_TARGET or short:
+            diag = chain_diagnostics(out[:n], ess=ess)
+            if n >= max_keep or (diag["rhat"] <= RHAT_MAX and ess >= ADAPT_ESS_TARGET) or short:
+                return out[:n], diag
         check = min(max_keep, n + max(ADAPT_BLOCK, n // 4))
 
 
