@@ -159,3 +159,19 @@ def test_a_list_of_python_sets_is_one_subset_per_response():
                                                                   [False, False, True, True]])
     est = _fitted().partial_fit_responses([0, 3, 1], {1, 2}, update="defer")  # one set for all
     np.testing.assert_array_equal(est._chain.store.responses()[1][-3:], [[False, True, True, False]] * 3)
+
+
+def test_encode_positions_of_zero_to_k_minus_one_are_the_values():
+    # categories 0..K-1 (round 6: no search) give what the searched labels give, errors included
+    from sklearn_bayes.privacy._ldp._input import encode
+
+    col = np.array([3, 0, 9, 4, 4, 1], dtype=np.int64)
+    np.testing.assert_array_equal(encode(col, np.arange(10)), col.astype(np.int32))
+    assert encode(col, np.arange(10)).dtype == np.int32
+    np.testing.assert_array_equal(encode(col.astype(float), np.arange(10)), col)
+    np.testing.assert_array_equal(encode(col, np.array([0, 1, 3, 4, 9])), [2, 0, 4, 3, 3, 1])  # searched
+    for bad, where in ((np.array([1, 10, 2, -1]), "2 values, first at row 1"), (np.array([0, 5, 12]), "2 values")):
+        with pytest.raises(ValueError, match=f"outside the known ones \\(5 categories\\): {where}"):
+            encode(bad, np.arange(5))
+        with pytest.raises(ValueError, match=f"outside the known ones \\(5 categories\\): {where}"):
+            encode(bad, np.arange(5.0))  # float labels: the searched path, the same message

@@ -142,8 +142,13 @@ def encode(col, categories):
     else:
         colv = col
     try:
-        idx = np.clip(np.searchsorted(categories, colv), 0, categories.size - 1)
-        ok = categories[idx] == colv
+        if categories.dtype.kind in "iu" and categories.size and categories[0] == 0 and categories[-1] == categories.size - 1:
+            # sorted distinct integers from 0 to K - 1: each value is its own position (no search)
+            ok = (colv >= 0) & (colv < categories.size)
+            idx = colv
+        else:
+            idx = np.clip(np.searchsorted(categories, colv), 0, categories.size - 1)
+            ok = categories[idx] == colv
     except TypeError:  # values that do not compare with the labels (3 among strings)
         lookup = {v: i for i, v in enumerate(categories.tolist())}
         pos = [lookup.get(v, -1) if isinstance(v, (str, numbers.Number)) else -1 for v in colv.tolist()]
