@@ -104,12 +104,17 @@ def ss_privatize_packed(x, K, epsilon, k, rng):
         m = hi - lo
         keys = rng.random((m, K))
         rows = np.arange(m)
-        keys[rows, x[lo:hi]] = np.where(keep[lo:hi], -1.0, 2.0)  # first when kept, never otherwise
-        if k == 1:  # the smallest key (argpartition's choice but for exact ties of two uniforms)
-            idx = np.argmin(keys, axis=1)
+        if k == 1:  # the smallest key (argpartition's choice but for exact ties of two uniforms): x
+            # when kept (key -1), else the smallest of the other keys (x's key 2), searched only there
+            idx = x[lo:hi].copy()
+            left = np.flatnonzero(~keep[lo:hi])
+            sub = keys[left]
+            sub[np.arange(left.size), idx[left]] = 2.0
+            idx[left] = np.argmin(sub, axis=1)
             del keys
             out[lo + rows, idx >> 3] = np.left_shift(1, 7 - (idx & 7)).astype(np.uint8)
             continue
+        keys[rows, x[lo:hi]] = np.where(keep[lo:hi], -1.0, 2.0)  # first when kept, never otherwise
         idx = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < K else np.tile(np.arange(K), (m, 1))
         del keys
         mask = np.zeros((m, K), dtype=bool)
