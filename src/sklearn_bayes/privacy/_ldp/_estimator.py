@@ -639,8 +639,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         knobs = tuple(getattr(self, name) for name in FINAL_KNOBS)
         cache = self._theta_cache
         if cache is None or not all(same_value(a, b) for a, b in zip(cache[0], knobs)):
-            # computed with the current knobs (the cache remembers them); parameters re-validated
-            # only if one is not the very object the fitting call validated
+            # with the current knobs (cached with them); re-validated only if a parameter was set since
             if any(a is not b for a, b in zip(self._params_now(), self._validated_params)):
                 self._validate_params()
                 self._check_params()
