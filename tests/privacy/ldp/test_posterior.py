@@ -200,18 +200,10 @@ def test_log_dirichlet_does_not_underflow():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler", [gibbs_draws, hybrid_draws])
-def test_samplers_target_the_exact_posterior(sampler):
+def test_samplers_target_the_exact_posterior(sampler, k3_posterior_moments):
     # K = 3, fixed Dir(1) prior: the posterior mean by quadrature on a fine simplex grid
     g = _dense_groups(seed=4, K=3, n=40, eps=1.0)
-    L = g.likelihood_rows()
-    m = 400
-    a, b = np.meshgrid((np.arange(m) + 0.5) / m, (np.arange(m) + 0.5) / m, indexing="ij")
-    keep = a + b < 1
-    T = np.stack([a[keep], b[keep], 1 - a[keep] - b[keep]], axis=1)
-    logw = np.log(T @ L.T) @ g.count
-    w = np.exp(logw - logw.max())
-    mean = (w[:, None] * T).sum(axis=0) / w.sum()
-    sd = np.sqrt((w[:, None] * (T - mean) ** 2).sum(axis=0) / w.sum())
+    mean, sd = k3_posterior_moments(g)
     draws, _ = sampler(g, 20_000, 500, _gen(5), prior=np.ones(3))
     # Monte Carlo error with autocorrelated draws: effective size >= 20000 / 50
     assert np.all(np.abs(draws.mean(axis=0) - mean) <= 5 * sd / np.sqrt(20_000 / 50))
