@@ -367,6 +367,44 @@ def test_tv_point_estimate_is_the_constrained_l1_optimum():
     assert tv_point_estimate(sparse).sum() == pytest.approx(1.0)
 
 
+def _tv_by_bisection(draws, tol=1e-12):
+    # the 'tv' summary before issue 28's round 7: the common level tau by bisection to tol
+    S = np.sort(draws, axis=0)
+    n = S.shape[0]
+
+    def q(tau):
+        pos = tau * (n - 1)
+        i = min(int(np.floor(pos)), n - 2)
+        return (1 - (pos - i)) * S[i] + (pos - i) * S[i + 1]
+
+    lo, hi = 0.0, 1.0
+    while hi - lo >= tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if q(mid).sum() < 1.0 else (lo, mid)
+    t = q(0.5 * (lo + hi))
+    return t / t.sum()
+
+
+@pytest.mark.parametrize("K, n, alpha", [(2, 2, 1.0), (5, 201, 0.05), (10, 300, 50.0), (50, 451, 0.02),
+                                         (200, 40, 2.0)])
+def test_tv_crossing_segment_equals_the_bisection_within_its_tolerance(K, n, alpha):
+    # round 7: the level tau is read off the sorted rows' sums (the crossing segment) instead of
+    # bisected to 1e-12: tau within 1e-12, so every coordinate within 1e-12 (n - 1) times the largest
+    # gap between consecutive sorted draws (the slope of Q_k in tau), plus rounding
+    from sklearn_bayes.privacy._ldp._posterior import tv_point_estimate
+
+    draws = _gen(K * n).dirichlet(np.full(K, alpha), size=n)
+    gap = np.diff(np.sort(draws, axis=0), axis=0).max()
+    t = tv_point_estimate(draws)
+    assert np.abs(t - _tv_by_bisection(draws)).max() <= 1e-12 * (n - 1) * gap + 1e-15
+    assert abs(t.sum() - 1.0) <= K * 1e-16 and np.all(t >= 0)
+    # the ends: a level of 0 when the smallest draws already sum to 1, 1 when no row reaches 1
+    one = np.array([[0.2, 0.8], [0.3, 0.9]])
+    np.testing.assert_array_equal(tv_point_estimate(one), one[0])
+    top = np.array([0.3, 0.4])
+    np.testing.assert_array_equal(tv_point_estimate(np.array([[0.1, 0.2], top])), top / top.sum())
+
+
 def test_rrrr_with_the_hierarchical_prior_uses_the_exact_sampler():
     est, theta = _fit_default(T=1500, mechanism="rrrr", n_final_steps=400)
     assert est.mechanism_ == "rrrr"
