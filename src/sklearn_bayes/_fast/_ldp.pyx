@@ -822,3 +822,58 @@ def gibbs_counts(object generator, const double[::1] theta, const int32_t[::1] y
             while x < K - 1 and w[x] <= u:
                 x += 1
             counts[x] += 1
+
+
+def ess_centre(const double[:, ::1] x):
+    """``(xc, var)`` of the draws ``x`` (``n x K``) for :func:`privacy._ldp._diagnostics._ess`:
+    ``xc[k] = x[:, k] - mean_k`` (one contiguous row per category) and ``var[k] = mean(xc[k]^2)``.
+
+    The same arithmetic as numpy's ``x - x.mean(axis=0)`` and ``(c * c).mean(axis=0)`` on a
+    C-ordered ``x`` (sums over the rows in order, then one division by ``n``): equal bit for bit.
+    """
+    cdef Py_ssize_t n = x.shape[0], K = x.shape[1], i, k
+    xc_arr = np.empty((K, n))
+    var_arr = np.zeros(K)
+    mean_arr = np.zeros(K)
+    cdef double[:, ::1] xc = xc_arr
+    cdef double[::1] var = var_arr, mean = mean_arr
+    cdef double c
+    with nogil:
+        for i in range(n):
+            for k in range(K):
+                mean[k] += x[i, k]
+        for k in range(K):
+            mean[k] = mean[k] / n
+        for i in range(n):
+            for k in range(K):
+                c = x[i, k] - mean[k]
+                xc[k, i] = c
+                var[k] += c * c
+        for k in range(K):
+            var[k] = var[k] / n
+    return xc_arr, var_arr
+
+
+def geyer_tau(const double[:, ::1] a, Py_ssize_t n):
+    """Integrated autocorrelation time of every row of ``a`` (the unnormalised autocovariances
+    ``irfft(|rfft(x)|^2)`` of one category per row, lags ``0 .. n - 1`` used): ``acov = a / n``,
+    ``rho = acov / acov_0``, Geyer's pairs ``rho_{2i} + rho_{2i+1}`` (``i < (n - 1) // 2``) summed
+    in order until the first non-positive one, ``tau = -1 + 2 sum``.  The same operations in the
+    same order as the numpy expressions they replace (equal bit for bit); it stops at the first
+    non-positive pair instead of summing the zeros after it.
+    """
+    cdef Py_ssize_t L = a.shape[0], n_pairs = (n - 1) // 2, l, i
+    tau_arr = np.empty(L)
+    cdef double[::1] tau = tau_arr
+    cdef double a0, p, s
+    with nogil:
+        for l in range(L):
+            a0 = a[l, 0] / n
+            s = 0.0
+            for i in range(n_pairs):
+                p = (a[l, 2 * i] / n) / a0 + (a[l, 2 * i + 1] / n) / a0
+                if not p > 0:
+                    break
+                s = s + p if i else p
+            tau[l] = -1.0 + 2.0 * s
+    return tau_arr

@@ -204,14 +204,18 @@ def test_default_fits_with_many_distinct_subsets_do_not_warn():
         assert d["rhat"] <= RHAT_MAX and d["ess"] >= ESS_MIN
 
 
-@pytest.mark.parametrize("n, K", [(200, 5), (300, 10), (451, 16), (2000, 50)])
-def test_ess_transforms_along_rows_equal_those_along_columns(n, K):
+@pytest.mark.parametrize("n, K, phi", [(200, 5, 0.7), (300, 10, 0.7), (451, 16, 0.7), (2000, 50, 0.7),
+                                        (300, 3, 0.0), (777, 10, 0.99), (8, 2, 0.5)])
+def test_ess_transforms_along_rows_equal_those_along_columns(n, K, phi):
     # round 6 transforms each category along a contiguous row: the same 1-d transforms of the same
     # numbers as numpy's FFT along axis 0 of the draws, so the autocovariances are equal bit for bit
-    # (the chain's stopping decisions and seeded theta_ unchanged)
+    # (the chain's stopping decisions and seeded theta_ unchanged); round 7 compiles the centring,
+    # the variances and Geyer's sum (ess_centre, geyer_tau: the same operations in the same order
+    # as the numpy expressions below, which sum over the rows in order when two or more columns
+    # vary; phi 0.99 sums many pairs, phi 0 stops early, n = 8 has three pairs)
     from sklearn_bayes.privacy._ldp._diagnostics import _ess
 
-    x = _ar1(0.7, n, K, n + K)
+    x = _ar1(phi, n, K, n + K)
     x[:, 0] = 0.25  # a constant column (left at ESS n)
     c = x - x.mean(axis=0)
     m = 1 << int(np.ceil(np.log2(2 * n)))

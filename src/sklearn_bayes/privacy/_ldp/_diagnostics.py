@@ -11,6 +11,8 @@ thresholds of the ``ConvergenceWarning``.
 
 import numpy as np
 
+from sklearn_bayes._fast._ldp import ess_centre, geyer_tau
+
 __all__ = ["ESS_MIN", "RHAT_MAX", "chain_diagnostics", "min_ess"]
 
 #: ``ConvergenceWarning`` when the worst category's split R-hat exceeds this ...
@@ -22,22 +24,18 @@ ESS_MIN = 100.0
 def _ess(x):
     """Effective sample size of every column of ``x`` (draws x categories)."""
     n, K = x.shape
-    x = x - x.mean(axis=0)
-    var = (x * x).mean(axis=0)
+    # centred, one contiguous row per category (the FFTs run along rows: the same 1-d transforms
+    # as along axis 0 of the draws, at half the cost); the centring, the variances and Geyer's
+    # sum are compiled (the same operations in the same order as numpy's over the rows of two or
+    # more columns: equal bit for bit; numpy sums a lone column pairwise, not so the draws of a chain)
+    xc, var = ess_centre(np.ascontiguousarray(x, dtype=float))
     out = np.full(K, float(n))
     live = var > 0
     if n < 4 or not np.any(live):
         return out
     m = 1 << int(np.ceil(np.log2(2 * n)))
-    # one transform per category along contiguous rows (the same 1-d transforms as along axis 0
-    # of the draws, at half the cost), back in the draws' layout (C order: the sums below unchanged)
-    f = np.fft.rfft(np.ascontiguousarray(x[:, live].T), n=m, axis=1)
-    acov = np.ascontiguousarray(np.fft.irfft(f * np.conj(f), n=m, axis=1)[:, :n].T) / n
-    rho = acov / acov[0]
-    n_pairs = (n - 1) // 2
-    pairs = rho[0 : 2 * n_pairs : 2] + rho[1 : 2 * n_pairs : 2]  # Gamma_0, Gamma_1, ...
-    positive = np.cumprod(pairs > 0, axis=0).astype(bool)
-    tau = -1.0 + 2.0 * np.where(positive, pairs, 0.0).sum(axis=0)
+    f = np.fft.rfft(xc[live] if not live.all() else xc, n=m, axis=1)
+    tau = geyer_tau(np.fft.irfft(f * np.conj(f), n=m, axis=1), n)
     out[live] = n / np.maximum(tau, 1.0 / np.log10(max(n, 10)))
     return out
 
