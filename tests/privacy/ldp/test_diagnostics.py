@@ -228,3 +228,21 @@ def test_ess_transforms_along_rows_equal_those_along_columns(n, K, phi):
     np.testing.assert_array_equal(_ess(x), expected)
     d = chain_diagnostics(x)
     assert d["ess"] == expected.min() and chain_diagnostics(x, ess=d["ess"]) == d
+
+
+@pytest.mark.parametrize("n, K, n_segments, phi", [(200, 10, 4, 0.7), (451, 3, 4, 0.0), (777, 50, 4, 0.99),
+                                                   (9, 2, 4, 0.5), (100, 5, 3, 0.3)])
+def test_compiled_split_rhat_equals_numpys(n, K, n_segments, phi):
+    # round 7 compiles split R-hat (split_rhat: the same operations in the same order as numpy's
+    # var/mean over the segments' rows when K >= 2), so the stopping decisions and convergence_
+    # are unchanged bit for bit; a constant column is left out of the maximum
+    x = _ar1(phi, n, K, 3 * n + K)
+    x[:, 1] = 0.25
+    seg = n // n_segments
+    chains = x[: seg * n_segments].reshape(n_segments, seg, K)
+    W = chains.var(axis=1, ddof=1).mean(axis=0)
+    B = seg * chains.mean(axis=1).var(axis=0, ddof=1)
+    live = W > 0
+    expected = float(np.sqrt(((seg - 1) / seg * W[live] + B[live] / seg) / W[live]).max())
+    assert chain_diagnostics(x, n_segments=n_segments)["rhat"] == expected
+    assert np.isnan(chain_diagnostics(np.full((n, K), 0.25), n_segments=n_segments)["rhat"])

@@ -11,7 +11,7 @@ thresholds of the ``ConvergenceWarning``.
 
 import numpy as np
 
-from sklearn_bayes._fast._ldp import ess_centre, geyer_tau
+from sklearn_bayes._fast._ldp_diag import ess_centre, geyer_tau, split_rhat
 
 __all__ = ["ESS_MIN", "RHAT_MAX", "chain_diagnostics", "min_ess"]
 
@@ -53,7 +53,9 @@ def chain_diagnostics(draws, n_segments=4, ess=None):
     n, K = draws.shape
     seg = n // n_segments
     rhat = float("nan")
-    if seg >= 2:
+    if seg >= 2 and K >= 2:  # compiled: numpy's arithmetic in numpy's order (split_rhat)
+        rhat = float(split_rhat(np.ascontiguousarray(draws), n_segments))
+    elif seg >= 2:
         chains = draws[: seg * n_segments].reshape(n_segments, seg, K)
         W = chains.var(axis=1, ddof=1).mean(axis=0)
         B = seg * chains.mean(axis=1).var(axis=0, ddof=1)
