@@ -84,12 +84,14 @@ cdef inline void _lower_matvec(const double* R, double* x, int K, bint diag) noe
 
 
 cdef double _rho_draw(bitgen_t* bg, const int64_t* counts, int K, const double* grid, const double* head,
-                      int n_grid, double* table, uint8_t* known, int n_rows, double* lp) noexcept nogil:
+                      int n_grid, double* table, uint8_t* known, int n_rows, double* lp, double* lg0,
+                      bint* have_lg0) noexcept nogil:
     """``rho`` on ``grid`` from ``p(rho | n) ∝ exp(head + sum_k [lgamma(rho + n_k) - lgamma(rho)])``.
 
     Rows ``lgamma(grid + v) - lgamma(grid)`` memoised for ``v < n_rows`` in ``table``; the grid
     point drawn as ``_posterior._draw_rho`` draws it (one uniform, the normalised cumulative sum,
-    the first point whose cumulative probability exceeds it).
+    the first point whose cumulative probability exceeds it).  ``lgamma(grid)`` is computed once
+    into ``lg0`` when a row is first needed (``have_lg0``): the same numbers as calling it per row.
     """
     cdef int j, k
     cdef int64_t v
@@ -101,17 +103,21 @@ cdef double _rho_draw(bitgen_t* bg, const int64_t* counts, int K, const double* 
         v = counts[k]
         if v == 0:
             continue
+        if (v >= n_rows or not known[v]) and not have_lg0[0]:
+            for j in range(n_grid):
+                lg0[j] = lgamma(grid[j])
+            have_lg0[0] = 1
         if v < n_rows:
             row = table + v * n_grid
             if not known[v]:
                 for j in range(n_grid):
-                    row[j] = lgamma(grid[j] + v) - lgamma(grid[j])
+                    row[j] = lgamma(grid[j] + v) - lg0[j]
                 known[v] = 1
             for j in range(n_grid):
                 lp[j] += row[j]
         else:
             for j in range(n_grid):
-                lp[j] += lgamma(grid[j] + v) - lgamma(grid[j])
+                lp[j] += lgamma(grid[j] + v) - lg0[j]
     for j in range(n_grid):
         if lp[j] > m:
             m = lp[j]
@@ -168,7 +174,8 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
     cdef int64_t[::1] counts = np.zeros(K, dtype=np.int64), tmp = np.zeros(K, dtype=np.int64)
     cdef int64_t[:, ::1] m = np.zeros((max(G, 1), 3), dtype=np.int64)
     cdef double[::1] theta = np.zeros(K), P = np.zeros(K), pvec = np.zeros(K), gam = np.zeros(K)
-    cdef double[::1] lpg = np.zeros(n_grid)
+    cdef double[::1] lpg = np.zeros(n_grid), lg0 = np.zeros(n_grid)
+    cdef bint have_lg0 = 0
     cdef double[::1] z = np.zeros(K), grad = np.zeros(K), th = np.zeros(K), v = np.zeros(K)
     cdef double[::1] z_new = np.zeros(K), g_new = np.zeros(K), mu = np.zeros(K), mu_new = np.zeros(K)
     cdef double[::1] xi = np.zeros(K), d = np.zeros(K), cg = np.zeros(K), cg_new = np.zeros(K)
@@ -251,7 +258,7 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                 if hier:
                     rho = _rho_draw(bg, &counts[0], K, &grid[0], &head[0], n_grid,
                                     &table[0, 0] if n_rows else NULL, &known[0] if n_rows else NULL, n_rows,
-                                    &lpg[0])
+                                    &lpg[0], &lg0[0], &have_lg0)
                     for k in range(K):
                         pvec[k] = rho
                 else:

@@ -167,3 +167,24 @@ def test_rho_memo_rows_are_read_only_once_computed():
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
     assert np.all(np.isfinite(runs[1][1]))
+
+
+def test_rho_memo_rows_are_c_lgamma_differences():
+    # round 7: lgamma(grid) is computed once per kernel call instead of once per new row; every
+    # memoised row is still C's lgamma(grid + v) - lgamma(grid), bit for bit (the same libm
+    # function, called here through ctypes), so the rho draws and the seeded theta_ are unchanged
+    import ctypes
+    import ctypes.util
+
+    from sklearn_bayes.privacy._ldp._hybrid import RHO_GRID
+
+    lgamma = ctypes.CDLL(ctypes.util.find_library("m")).lgamma
+    lgamma.restype, lgamma.argtypes = ctypes.c_double, [ctypes.c_double]
+    chain = HybridChain(_set_groups(10, 1, 8.0, 5000, 3), 60, np.random.default_rng(4))
+    chain.draw(100)
+    rows = np.flatnonzero(chain.known)
+    assert rows.size >= 10
+    lg0 = np.array([lgamma(g) for g in RHO_GRID])
+    for v in rows[:: max(1, rows.size // 20)]:
+        expected = np.array([lgamma(g + float(v)) for g in RHO_GRID]) - lg0
+        np.testing.assert_array_equal(chain.table[v], expected)
