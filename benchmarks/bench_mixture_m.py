@@ -175,53 +175,46 @@ def _mixture_pre30(X, y):
         mv.select, mv.CV_ROWS_PER_COEF = select, cv
 
 
-def _mixture_round3(X, y):
-    """The default of issue 30's round 3: no cross-validated comparison with Huber's fit below 12 rows per
-    coefficient (``_selection.CV_ROWS_PER_COEF = None``)."""
-    import sklearn_bayes.linear_model._mixture._selection as mv
+def _fit_with_constants(module, X, y, **constants):
+    """The default mixture fitted with the module constants ``constants`` of
+    ``sklearn_bayes.linear_model._mixture.<module>`` replaced, restored afterwards: the earlier rounds'
+    rules stay reachable that way (the constants' comments say which value gives which round)."""
+    import importlib
 
-    saved, mv.CV_ROWS_PER_COEF = mv.CV_ROWS_PER_COEF, None
+    mod = importlib.import_module(f"sklearn_bayes.linear_model._mixture.{module}")
+    saved = {name: getattr(mod, name) for name in constants}
+    for name, value in constants.items():
+        setattr(mod, name, value)
     try:
         return _mixture()(X, y)
     finally:
-        mv.CV_ROWS_PER_COEF = saved
+        for name, value in saved.items():
+            setattr(mod, name, value)
+
+
+def _mixture_round3(X, y):
+    """The default of issue 30's round 3: no cross-validated comparison with Huber's fit below 12 rows per
+    coefficient (``_selection.CV_ROWS_PER_COEF = None``)."""
+    return _fit_with_constants("_selection", X, y, CV_ROWS_PER_COEF=None)
 
 
 def _mixture_round4(X, y):
     """The default of issue 30's round 4: the S search without the small-sample starts (LAD, equal-tail
     trimming) and with two finalists (``_s_start.SMALL_N_STARTS_ROWS_PER_COEF = None``)."""
-    import sklearn_bayes.linear_model._mixture._s_start as ss
-
-    saved, ss.SMALL_N_STARTS_ROWS_PER_COEF = ss.SMALL_N_STARTS_ROWS_PER_COEF, None
-    try:
-        return _mixture()(X, y)
-    finally:
-        ss.SMALL_N_STARTS_ROWS_PER_COEF = saved
+    return _fit_with_constants("_s_start", X, y, SMALL_N_STARTS_ROWS_PER_COEF=None)
 
 
 def _mixture_round2(X, y):
     """The default of issue 30's round 2: the small-sample path always ends in the Tukey step, and its guard
     asks about every row the MM fit flags (2.5 scales) instead of the rows it rejects (4.685)."""
-    import sklearn_bayes.linear_model._mixture._selection as mv
-
-    saved = mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION, mv.CV_ROWS_PER_COEF
-    mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION, mv.CV_ROWS_PER_COEF = None, 2.5, None
-    try:
-        return _mixture()(X, y)
-    finally:
-        mv.HETEROSCEDASTICITY_LEVEL, mv.MM_REJECTION, mv.CV_ROWS_PER_COEF = saved
+    return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_LEVEL=None, MM_REJECTION=2.5,
+                               CV_ROWS_PER_COEF=None)  # fmt: skip
 
 
 def _mixture_lmrob_common(X, y):
     """The default with the variances at lmrob's MM fit (``_selection.COMMON_FIT = "lmrob"``; issue 30's
     round 2, not adopted) instead of a Tukey fit at the MAD of the start's residuals."""
-    import sklearn_bayes.linear_model._mixture._selection as mv
-
-    old, mv.COMMON_FIT = mv.COMMON_FIT, "lmrob"
-    try:
-        return _mixture()(X, y)
-    finally:
-        mv.COMMON_FIT = old
+    return _fit_with_constants("_selection", X, y, COMMON_FIT="lmrob")
 
 
 def methods(variants=(), old_rule=False):
