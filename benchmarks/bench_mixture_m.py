@@ -35,6 +35,9 @@ numbers: every method sees the same data in every cell.
 5. Heteroscedastic and small-n cells (issue 30; ``--parts extra``): slope MSE over
    ``--extra-reps`` draws relative to the best single M-estimator, paired SEs.  Target: <= 1.10.
 6. ``--parts mmscale`` (issue 30, round 6; not in the default parts): :func:`mm_scale_rule`.
+7. ``--parts choosers`` (issue 30, round 7; not in the default parts): :func:`choosers`, the default's candidate
+   fits below 12 rows per coefficient and choosers among them (``--sets`` default: the four sets round 6 looked at;
+   ``--sets dev4``: all dev sets), with the n = 30 cells (``--extra-reps`` draws).
 """
 
 import argparse
@@ -586,12 +589,13 @@ def print_real_table(res, meths, metric="medae", ours="mixture (default)", peers
         ratio = means[ours] / means[mm]
         se = float(np.std(err[ours][ok] - err[mm][ok], ddof=1) / np.sqrt(ok.sum()) / means[mm])
         worst_mm[part] = max(worst_mm[part], ratio)
-        tag = {"dev": "*", "held-out": "+", "fresh": "'", "fresh-2": "", "held-out-4": "!", "held-out-7": "%"}[part] + ("#" if item in ROUND2_DEV else "")
+        marks = {"dev": "*", "held-out": "+", "fresh": "'", "fresh-2": "", "held-out-4": "!", "held-out-7": "%"}
+        tag = marks[part] + ("#" if item in ROUND2_DEV else "")
         print(f"{item + tag:<14}{X.shape[0]:>4}{X.shape[1]:>3}{'':>2}"
               + "".join(f" {means[m] / best:>10.3f}" for m in names)
               + f" {ratio:>7.3f}+-{se:.3f} {r['failed'][mm]:>7}")  # fmt: skip
         del d
-    for part in parts:
+    for part in (q for q in parts if q in {part_of[item] for item in res}):  # the parts with a set in the run
         print(f"{'WORST ' + part:<23}" + "".join(f" {worst[part][m]:>10.3f}" for m in names)
               + f" {worst_mm[part]:>14.3f}")  # fmt: skip
     print("  * dev (issue 30's sets and telef, used while tuning); + held out, looked at once before the threshold"
@@ -772,6 +776,250 @@ def mm_scale_rule(n_splits, sets):
                   f"c {e['c'][i].mean():.3f}")  # fmt: skip
 
 
+# --------------------------------------------------------------------------------------
+# 7. issue 30 round 7: the choice of loss below 12 rows per coefficient (``--parts choosers``)
+# --------------------------------------------------------------------------------------
+
+#: the fits the small-n default has at hand: its own result, Huber (1.345) with its own scale (round 4's
+#: comparison), our MM fit (``mm_coef_``), the small-sample path's fit and the variance rule's fit
+CANDIDATES = ("default", "huber", "mm", "small", "var")
+#: round 7's dev cells (n = 30, p = 3: 7.5 rows per coefficient)
+CHOOSER_CELLS = [("hetero |x1|", 30, 3), ("t3", 30, 3), ("normal", 30, 3)]
+
+
+def _candidate_fits(X, y):
+    """The default fitted once, logging every candidate of :data:`CANDIDATES` with its 10-fold CV errors (the
+    folds, refits and fixed scales of ``_selection.cv_risk``), then refitted once per other candidate with
+    ``select`` returning that candidate (the rest of the fit unchanged).  Returns ``({name: (coef, intercept)},
+    log)``."""
+    import sklearn_bayes.linear_model._mixture._selection as mv
+    from sklearn_bayes.linear_model._mixture._norms import HuberT, TukeyBiweight
+
+    select, state = mv.select, {"force": None}
+
+    def cv_errors(Xa, y, sw, theta, scale, norm, wls, folds=mv.CV_FOLDS):
+        pos = np.flatnonzero(sw > 0)
+        k = min(folds, len(pos))
+        e = np.empty(len(pos))
+        for f in range(k):
+            out = np.arange(f, len(pos), k)
+            w = sw.copy()
+            w[pos[out]] = 0.0
+            e[out] = y[pos[out]] - Xa[pos[out]] @ mv.irls(Xa, y, w, theta, scale, norm, wls, tol=1e-6)[0]
+        return e
+
+    def patched(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, **kw):
+        out = select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, **kw)
+        if state["force"] is not None:
+            th, sc, norm = state["cands"][state["force"]]
+            return dict(out, theta=th, scale=sc, loss=norm)
+        p, huber = Xa.shape[1], HuberT(1.345)
+        theta_mm = mv.irls(Xa, y, sw, theta0, max(scale0, floor), TukeyBiweight(4.685), wls)[0]
+        cscale = max(mv.residual_scale(y - Xa @ theta_mm, sw, p, weighted_median), floor)
+        vnorm = min(mv.FAMILY, key=lambda n: out["variances"][n])
+        th_s, sc_s, _, norm_s = mv.small_sample_fit(Xa, y, sw, theta_mm, cscale, wls, weighted_median, floor, slopes)
+        th_h, sc_h, _ = mv.huber_with_own_scale(Xa, y, sw, theta_mm, sc_s if out["small"] else cscale, huber, wls,
+                                                weighted_median, floor)  # fmt: skip
+        cands = {"default": (out["theta"], out["scale"], out["loss"]), "huber": (th_h, sc_h, huber),
+                 "mm": (kw["mm"][0], kw["mm"][1], TukeyBiweight(4.685)), "small": (th_s, sc_s, norm_s),
+                 "var": (mv.irls(Xa, y, sw, theta_mm, cscale, vnorm, wls)[0], cscale, vnorm)}  # fmt: skip
+        t = out["misspecification"]
+        state["cands"], state["log"] = cands, {
+            "errs": {c: cv_errors(Xa, y, sw, *v, wls) for c, v in cands.items()}, "scale": cscale, "p": p,
+            "n": int((sw > 0).sum()), "own_huber": out["small"] and norm_s == huber,
+            "pre": "small" if out["small"] else ("huber" if t is not None and t[2] < mv.MISSPECIFICATION_LEVEL
+                                                 else "var")}  # fmt: skip
+        return out
+
+    coefs = {}
+    mv.select = patched
+    try:
+        for c in CANDIDATES:
+            state["force"] = None if c == "default" else c
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+            coefs[c] = (m.coef_, m.intercept_)
+    finally:
+        mv.select = select
+    return coefs, state["log"]
+
+
+def _tukey_rho(u, c=4.685):
+    u = np.minimum(np.abs(u) / c, 1.0)
+    return 1.0 - (1.0 - u * u) ** 3
+
+
+def _huber_rho(u, c=1.345):
+    u = np.abs(u)
+    return np.where(u <= c, 0.5 * u * u, c * u - 0.5 * c * c)
+
+
+def _row_losses(log, c, risk, cands):
+    """Per-row CV losses of candidate ``c``: squared errors (``trim``, ``median``: summarised below), squared
+    errors winsorised at the pooled ``q``-quantile of the candidates' (``wins``), Tukey (4.685) or Huber (1.345)
+    rho of the errors over the common scale (M-estimates of the risk)."""
+    e = log["errs"][c]
+    if risk[0] == "wins":
+        cap = np.quantile(np.concatenate([log["errs"][k] ** 2 for k in cands]), risk[1])
+        return np.minimum(e * e, cap)
+    if risk[0] == "tukey":
+        return _tukey_rho(e / log["scale"])
+    if risk[0] == "huber":
+        return _huber_rho(e / log["scale"])
+    return e * e
+
+
+def _risk(log, c, risk, cands):
+    v = _row_losses(log, c, risk, cands)
+    if risk[0] == "trim":  # the mean of the smallest share risk[1] (cv_risk's rule, equal weights)
+        s = np.sort(v)
+        return float(s[: max(1, int(np.searchsorted(np.arange(1, len(s) + 1), risk[1] * len(s), side="right")))].mean())
+    if risk[0] == "median":
+        return float(np.median(v))
+    return float(v.mean())
+
+
+#: round 7's choosers: (candidates in order of preference, risk, rule); "pre" is the fit the default compares
+#: with Huber's (the small-sample path's, else the variance rule's); rule None: the smallest risk; ("paired", k):
+#: the first candidate unless another's mean row loss is smaller by more than k paired standard errors;
+#: ("1se", k): the first candidate whose risk is within k paired SEs of the smallest; "mm>=4": the MM fit is a
+#: candidate only from 4 rows per coefficient on (below, the start interpolates)
+CHOOSERS = {
+    "default (2, trim .8)": (("pre", "huber"), ("trim", 0.8), None),
+    "2, trim .7": (("pre", "huber"), ("trim", 0.7), None),
+    "2, trim .9": (("pre", "huber"), ("trim", 0.9), None),
+    "3, trim .8": (("pre", "huber", "mm"), ("trim", 0.8), None),
+    "3, trim .8, mm>=4": (("pre", "huber", "mm>=4"), ("trim", 0.8), None),
+    "3, trim .5": (("pre", "huber", "mm"), ("trim", 0.5), None),
+    "4, trim .8 (+var)": (("pre", "huber", "mm", "var"), ("trim", 0.8), None),
+    "2, median": (("pre", "huber"), ("median",), None),
+    "2, Tukey rho": (("pre", "huber"), ("tukey",), None),
+    "3, Tukey rho": (("pre", "huber", "mm"), ("tukey",), None),
+    "2, Huber rho": (("pre", "huber"), ("huber",), None),
+    "3, Huber rho, mm>=4": (("pre", "huber", "mm>=4"), ("huber",), None),
+    "2, wins .8, paired 1 SE": (("pre", "huber"), ("wins", 0.8), ("paired", 1.0)),
+    "3, wins .8, paired 1 SE": (("pre", "huber", "mm"), ("wins", 0.8), ("paired", 1.0)),
+    "2, Huber rho, paired 1 SE": (("pre", "huber"), ("huber",), ("paired", 1.0)),
+    "1-SE rule, Huber first, wins .8": (("huber", "pre"), ("wins", 0.8), ("1se", 1.0)),
+}
+
+
+def choose(log, chooser):
+    """The candidate ``chooser`` (a value of :data:`CHOOSERS`) picks from the logged CV errors."""
+    order, risk, rule = chooser
+    cands = []
+    for c in order:
+        if c == "mm>=4":
+            if log["n"] < 4 * log["p"]:
+                continue
+            c = "mm"
+        c = log["pre"] if c == "pre" else c
+        if c not in cands:
+            cands.append(c)
+    if log["own_huber"] and "mm" not in cands:  # the small-sample path kept its Huber fit: nothing to compare
+        return "small"
+    r = {c: _risk(log, c, risk, cands) for c in cands}
+    if rule is None:
+        return min(cands, key=r.get)  # first of equals
+    loss = {c: _row_losses(log, c, risk, cands) for c in cands}
+
+    def z(a, b):  # how many paired SEs b's mean row loss is below a's
+        d = loss[a] - loss[b]
+        se = d.std(ddof=1) / np.sqrt(len(d))
+        return d.mean() / se if se > 0 else (np.inf if d.mean() > 0 else 0.0)
+
+    if rule[0] == "paired":
+        zs = {c: z(cands[0], c) for c in cands[1:]}
+        best = max(zs, key=zs.get, default=None)
+        return best if best is not None and zs[best] > rule[1] else cands[0]
+    b = min(cands, key=r.get)
+    return next(c for c in cands if c == b or z(c, b) <= rule[1])
+
+
+def choosers(n_splits, sets, reps):
+    """Issue 30 round 7 (``--parts choosers``): how much a better choice among the default's own fits could gain.
+
+    Per set (``n_splits`` real-data splits) and per :data:`CHOOSER_CELLS` cell (``reps`` draws): held-out median
+    absolute error (cells: slope MSE) of every candidate over statsmodels' MM's (cells: the best single
+    M-estimator's), the per-split oracle among (kept fit, Huber, our MM), how often round 4's comparison keeps
+    Huber and how often the held-out error agrees with its pick; then every chooser of :data:`CHOOSERS`: its worst
+    ratio to MM over the sets, the cells, and the sets where it loses to the default by more than one paired SE."""
+    from sklearn.model_selection import train_test_split
+
+    recs = {}
+    t0 = time.perf_counter()
+    for item in sets:
+        X, y = load_real(item)
+        rows = []
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            if not len(ytr) < 12 * (X.shape[1] + 1):
+                break  # from 12 rows per coefficient on nothing is chosen by cross-validation
+            coefs, log = _candidate_fits(Xtr, ytr)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    coefs["MM"] = _mm(Xtr, ytr)
+            except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
+                continue
+            rows.append(({c: float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for c, (b, a) in coefs.items()},
+                         log))  # fmt: skip
+        if rows:
+            recs[item] = ("MM", rows)
+        print(f"  [{time.perf_counter() - t0:6.0f}s] {item} done", flush=True)
+    for law, n, p in CHOOSER_CELLS:
+        rows = []
+        for rep in range(reps):
+            X, y = make_cell(law, n, p, rep)
+            coefs, log = _candidate_fits(X, y)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for m in SINGLE_M:
+                    coefs[m] = PEERS[m](X, y)
+            rows.append(({c: float(np.sum(np.asarray(b) ** 2)) for c, (b, a) in coefs.items()}, log))
+        best = min(SINGLE_M, key=lambda m: np.mean([r[0][m] for r in rows]))
+        recs[f"{law} {n}/{p}"] = (best, rows)
+        print(f"  [{time.perf_counter() - t0:6.0f}s] {law} {n}/{p} done", flush=True)
+
+    def ratio(rows, ref, pick):
+        x = np.array([r[0][pick(r)] for r in rows])
+        b = np.array([r[0][ref] for r in rows])
+        d = np.array([r[0]["default"] for r in rows])
+        q = x.mean() / b.mean()
+        return q, np.std(x - q * b, ddof=1) / np.sqrt(len(x)) / b.mean(), (x - d).mean() / b.mean(), \
+            np.std(x - d, ddof=1) / np.sqrt(len(x)) / b.mean()  # fmt: skip
+
+    print(f"\nRound 7: candidates below 12 rows per coefficient, mean held-out median absolute error over statsmodels' "
+          f"MM's ({n_splits} splits; cells: slope MSE over the best M-estimator's, {reps} draws)")  # fmt: skip
+    print(f"{'set':<18}{'splits':>7}{'rows/p':>7}" + "".join(f"{c:>9}" for c in CANDIDATES)
+          + f"{'oracle':>9}{'>Huber':>8}{'CV right':>9}")  # fmt: skip
+    for item, (ref, rows) in recs.items():
+        q = {c: ratio(rows, ref, lambda r, c=c: c)[0] for c in CANDIDATES}
+        orc = ratio(rows, ref, lambda r: min((r[1]["pre"], "huber", "mm"), key=r[0].get))[0]
+        cmp = [r for r in rows if not r[1]["own_huber"]]
+        to_h = sum(_risk(r[1], "huber", ("trim", 0.8), ()) < _risk(r[1], r[1]["pre"], ("trim", 0.8), ()) for r in cmp)
+        right = sum((_risk(r[1], "huber", ("trim", 0.8), ()) < _risk(r[1], r[1]["pre"], ("trim", 0.8), ()))
+                    == (r[0]["huber"] < r[0][r[1]["pre"]]) for r in cmp if r[0]["huber"] != r[0][r[1]["pre"]])
+        differ = sum(r[0]["huber"] != r[0][r[1]["pre"]] for r in cmp)
+        rp = rows[0][1]["n"] / rows[0][1]["p"]
+        print(f"{item:<18}{len(rows):>7}{rp:>7.1f}" + "".join(f"{q[c]:>9.3f}" for c in CANDIDATES)
+              + f"{orc:>9.3f}{f'{to_h}/{len(cmp)}':>8}{f'{right}/{differ}':>9}")  # fmt: skip
+    cells = [k for k in recs if recs[k][0] != "MM"]
+    print(f"\nRound 7 choosers: worst ours/MM over the {len(recs) - len(cells)} sets (ratio of means), the cells "
+          "(SE; change against the default +- paired SE), sets losing to the default by more than one paired SE")
+    for name, ch in CHOOSERS.items():
+        per = {k: ratio(rows, ref, lambda r: choose(r[1], ch)) for k, (ref, rows) in recs.items()}
+        real = [k for k in per if k not in cells]
+        w = max(real, key=lambda k: per[k][0]) if real else None
+        lose = [f"{k} {per[k][0] - per[k][2]:.3f}->{per[k][0]:.3f}" for k in real
+                if per[k][2] > per[k][3] and per[k][2] > 1e-9]  # fmt: skip
+        head = f"{name:<33}" + (f" worst {per[w][0]:.3f} ({w})" if w else "")
+        print(head + "".join(f" | {k}: {per[k][0]:.3f} ({per[k][1]:.3f}; {per[k][2]:+.3f} +- {per[k][3]:.3f})"
+                             for k in cells) + ("\n      loses: " + ", ".join(lose) if lose else ""))  # fmt: skip
+    return recs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20, help="repetitions per error-law cell (default 20)")
@@ -779,11 +1027,12 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="speed: interleaved repeats (median ratio reported)")
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
-                    help="comma-separated subset of laws,boston,speed,real,extra,mmscale")  # fmt: skip
+                    help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
-                    help="real data: comma-separated subset of the sets (default all; 'dev4': all but round 4's held-out)")
+                    help="real data: comma-separated subset of the sets (default all; 'dev4': all but the held-out sets"
+                         " of rounds 4 and 7; 'held7': those)")
     ap.add_argument("--variant", action="append", default=[],
                     help="also run MixtureMEstimatorRegressor(variant=...) (repeatable)")  # fmt: skip
     ap.add_argument("--old-rule", action="store_true",
@@ -827,6 +1076,11 @@ def main(argv=None):
                 print_real_table(res, rmeths, metric)
         if "speed" in parts:
             speed(100_000, 20, args.repeats, variants)
+        if "choosers" in parts:
+            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
+            if sets == ["dev4"]:
+                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+            choosers(args.real_splits, sets, args.extra_reps)
         if "mmscale" in parts:
             mm_scale_rule(args.real_splits, [s for s in args.sets.split(",") if s] or ROUND6_SETS)
 
