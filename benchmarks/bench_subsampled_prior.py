@@ -195,7 +195,7 @@ def split(X, y, n_train, seed, task):
     raise RuntimeError("no split with enough rows of every class")
 
 
-def run_cell(task, name, loader, n_train, n_splits, paper=True, loo_rule=False):
+def run_cell(task, name, loader, n_train, n_splits, paper=True, loo_rule=False, evidence_rule=False):
     rows = {}
     for s in range(n_splits):
         X, y = loader(s)
@@ -209,6 +209,8 @@ def run_cell(task, name, loader, n_train, n_splits, paper=True, loo_rule=False):
             ests["subs.paper"] = OURS[task](random_state=s, prior_scale="paper")
         if loo_rule and task == "ridge":  # round 5: the ridge's previous default, the scale by LOO
             ests["subs.loo_rule"] = OURS[task](random_state=s, prior_scale="loo")
+        if evidence_rule and task == "logistic":  # round 6: the logistic's scale by the Laplace evidence
+            ests["subs.evidence_rule"] = OURS[task](random_state=s, prior_scale="evidence")
         for m, est in ests.items():
             model = make_pipeline(StandardScaler(), est)
             if s == 0:  # one untimed warm-up fit per method and cell (first-call costs, caches)
@@ -232,8 +234,8 @@ def summarise(task, name, dev, n_train, p, res):
     out = dict(task=task, cell=name, half="dev" if dev else "held-out", n=n_train, p=p, p_over_n=p / n_train,
                best_peer=best)
     b = res[best][:, 0]
-    for m in ("subs.loo", "subs.paper", "subs.loo_rule"):
-        if m not in res:  # --no-paper, or no --loo-rule
+    for m in ("subs.loo", "subs.paper", "subs.loo_rule", "subs.evidence_rule"):
+        if m not in res:  # --no-paper, or no --loo-rule / --evidence-rule
             out[m], out[m + "_ratio"], out[m + "_se"] = np.nan, np.nan, np.nan
             continue
         a = res[m][:, 0]
@@ -243,6 +245,10 @@ def summarise(task, name, dev, n_train, p, res):
         # the ratio of the mean losses; its standard error by the delta method on the paired
         # splits, sd(a_i - ratio * b_i) / (sqrt(R) * mean(b))
         out[m + "_se"] = (np.std(a - ratio * b, ddof=1) / (np.sqrt(a.size) * b.mean())) if a.size > 1 else np.nan
+    if "subs.evidence_rule" in res:  # paired difference to the default, relative to the best peer's mean loss
+        d = (res["subs.evidence_rule"][:, 0] - res["subs.loo"][:, 0]) / b.mean()
+        out["evidence_diff"] = d.mean()
+        out["evidence_diff_se"] = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else np.nan
     out["peer"] = res[best][:, 0].mean()
     # ratios of the median fit times over the splits: one preempted millisecond fit cannot move
     # them (run the benchmark alone: with a second benchmark process on two cores the ridge
@@ -324,6 +330,8 @@ def main(argv=None):
     ap.add_argument("--no-paper", action="store_true", help="skip prior_scale='paper' (its ratio prints nan)")
     ap.add_argument("--loo-rule", action="store_true",
                     help="ridge cells: also prior_scale='loo' (the scale by leave-one-out, the default before round 5)")
+    ap.add_argument("--evidence-rule", action="store_true",
+                    help="logistic cells: also prior_scale='evidence' (the scale by the Laplace evidence, round 6)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--large", action="store_true", help="also time ridge at N = 5000 to 200 000 (about 1 minute)")
     ap.add_argument("--dask-only", action="store_true",
@@ -350,14 +358,15 @@ def main(argv=None):
             if args.cells is not None and not any(c.lower() in name.lower() for c in args.cells):
                 continue
             res, p = run_cell(task, name, loader, n_train, args.splits, paper=not args.no_paper,
-                              loo_rule=args.loo_rule)
+                              loo_rule=args.loo_rule, evidence_rule=args.evidence_rule)
             out.append(summarise(task, name, dev, n_train, p, res))
             print(f"  done {task} {name} ({time.perf_counter() - t_start:.0f} s)", file=sys.stderr)
     print(f"\nSubsampled-prior GLMs vs the best CV-tuned peer: {args.splits} splits per cell, "
           f"{args.threads} BLAS thread(s); ratio = mean test loss of ours / best peer's (+- paired SE)\n")
     head = (f"{'task':8s} {'cell':34s} {'half':8s} {'p/n':>5s} {'best peer':23s} {'peer':>8s} {'subs.loo':>8s} "
             f"{'ratio':>13s} {'paper ratio':>13s} {'t/cv10':>6s} {'t/loo':>6s}  goals"
-            + (f"   {'loo-rule ratio':>14s}" if args.loo_rule else ""))
+            + (f"   {'loo-rule ratio':>14s}" if args.loo_rule else "")
+            + (f"   {'evidence ratio':>14s}   {'evid. - default':>16s}" if args.evidence_rule else ""))
     print(head)
     print("-" * len(head))
     for o in out:
@@ -367,7 +376,10 @@ def main(argv=None):
                  else f"{'-':>13s}") + f" {o['time_vs_cv10']:6.3f} "
               + (f"{o['time_vs_loo']:6.2f}" if np.isfinite(o['time_vs_loo']) else "     -") + f"  {o['goals']}"
               + ((f"   {o['subs.loo_rule_ratio']:6.3f} ± {o['subs.loo_rule_se']:.3f}"
-                  if np.isfinite(o['subs.loo_rule_ratio']) else "   -") if args.loo_rule else ""))
+                  if np.isfinite(o['subs.loo_rule_ratio']) else "   -") if args.loo_rule else "")
+              + ((f"   {o['subs.evidence_rule_ratio']:6.3f} ± {o['subs.evidence_rule_se']:.3f}"
+                  f"   {o['evidence_diff']:+7.4f} ± {o['evidence_diff_se']:.4f}"
+                  if np.isfinite(o['subs.evidence_rule_ratio']) else "   -") if args.evidence_rule else ""))
     for half in ("dev", "held-out"):
         sel = [o for o in out if o["half"] == half]
         if sel:

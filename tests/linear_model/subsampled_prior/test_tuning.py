@@ -194,7 +194,10 @@ def test_separable_data_need_no_fallback_by_default(Est):
     assert clf.n_separated_subsamples_ == 0
     assert np.all(np.isfinite(clf.coef_)) and clf.score(X, y) > 0.95
     keys = {"shape", "mean", "scale", "loo_risk", "at_grid_boundary"}
-    assert set(clf.prior_choice_) == (keys | {"intercept"} if Est is SubsampledPriorLinearSVC else keys)
+    extra = {"intercept"} if Est is SubsampledPriorLinearSVC else {"scale_rule"}
+    assert set(clf.prior_choice_) == keys | extra
+    if Est is SubsampledPriorLogisticRegression:  # separated: the evidence is not trusted (issue 29, round 6)
+        assert clf.prior_choice_["scale_rule"] == "loo"
 
 
 def test_poisson_zero_counts_need_no_fallback_by_default():
@@ -224,8 +227,8 @@ def test_paper_variant_has_no_choice_and_prior_scale_is_validated():
     assert SubsampledPriorRidge(prior_scale="paper", random_state=0).fit(X, y).prior_choice_ is None
     with pytest.raises(ValueError, match="prior_scale"):
         SubsampledPriorRidge(prior_scale="bayes").fit(X, y)
-    with pytest.raises(ValueError, match="prior_scale"):  # the ridge's only
-        SubsampledPriorLogisticRegression(prior_scale="evidence").fit(X, y > 0)
+    with pytest.raises(ValueError, match="prior_scale"):  # the ridge's and the logistic's only
+        SubsampledPriorPoissonRegressor(prior_scale="evidence").fit(X, np.abs(np.round(y)))
 
 
 def _brute_neg_log_evidence(A, r, lam, fit_intercept, sw):

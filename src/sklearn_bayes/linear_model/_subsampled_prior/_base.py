@@ -333,7 +333,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         else:
             sel = select_glm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
                              self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
-                             wbar)
+                             wbar, evidence=self.prior_scale == "evidence")
             # objective sum_i w_i L_i + wbar / (2 tau) (b - c)^T Sigma^-1 (b - c), times weight_unit
             num, den, obj = (sel["tau"],), (weight_unit, wbar), wbar / sel["tau"]
             start = (sel["coef"], sel["intercept"])
@@ -349,6 +349,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         scale = float(rescale(1.0, num=num, den=den))
         choice = dict(shape=sel["shape_name"], mean=sel["mean_name"], scale=scale,
                       loo_risk=float(sel["risk"]) * weight_unit, at_grid_boundary=bool(sel["boundary"]))
+        if "scale_rule" in sel and getattr(self, "_evidence", False):
+            choice["scale_rule"] = sel["scale_rule"]
         if "intercept_penalised" in sel:
             choice["intercept"] = ("penalised" if sel["intercept_penalised"] else "free") if self.fit_intercept \
                 else "none"

@@ -52,7 +52,7 @@ change of the MAP fit with its prior mean, ``d eta_i = x_i^T H^{-1} P (c_{-i} - 
 import numpy as np
 from scipy import linalg, optimize, special
 
-from sklearn_bayes._glm import HingeLoss, SquaredHingeLoss, fit_map, posterior_hessian
+from sklearn_bayes._glm import HingeLoss, LogisticLoss, SquaredHingeLoss, fit_map, posterior_hessian
 
 #: rows above which the squared loss uses generalised cross-validation instead of exact LOO
 _EXACT_LOO_MAX_ROWS = 20000
@@ -413,17 +413,85 @@ def _one_se(risk, cache, state, t_min, k):
     return pick
 
 
+def laplace_neg_log_evidence(X, y, w, loss, coef, intercept, mean, precision, fit_intercept, logdet_precision):
+    """``-log`` of the Laplace approximation of the marginal likelihood of a GLM under the prior
+    ``N(mean, precision^-1)`` on the coefficients (the intercept flat), up to a constant that does
+    not depend on the prior, at the MAP fit ``(coef, intercept)``:
+    ``sum_i w_i L_i + (b - c)^T P (b - c) / 2 + log det H / 2 - log det P / 2``, ``H`` the
+    Hessian of that objective (with the intercept's row and column)."""
+    B = np.asarray(coef, dtype=float).reshape(loss.n_outputs, -1)
+    b0 = np.asarray(intercept, dtype=float).reshape(loss.n_outputs)
+    eta = X @ B.T + (b0[None, :] if fit_intercept else 0.0)
+    dv = B.ravel() - mean
+    H = posterior_hessian(X, y, loss, B, b0, sample_weight=w, prior_precision=precision, fit_intercept=fit_intercept)
+    sign, logdet_h = np.linalg.slogdet(H)
+    if sign <= 0:
+        return np.inf
+    return float(loss.value(y, eta, w) + 0.5 * dv @ precision @ dv + 0.5 * logdet_h - 0.5 * logdet_precision)
+
+
+def _evidence_scale(X, y, w, loss, fit_intercept, best, wbar):
+    """``prior_scale='evidence'`` for the binary logistic loss: the ``log10 tau`` of the chosen
+    candidate (``best``, with its ALO search ``_search``) that maximises the Laplace evidence
+    (:func:`laplace_neg_log_evidence`, the weights in units of their mean) -- the best decade of the
+    coarse grid, then a bounded search between its neighbours -- or None where that is not trusted: the evidence's best decade is an
+    end of the grid (:data:`_LOG10_TAU`), or the fit at the weakest prior of the grid classifies
+    every training row correctly (the classes are (quasi-)separated: there the likelihood is flat
+    along the separating direction and the evidence rises towards weak priors, whose fits
+    extrapolate badly -- issue 29, round 6)."""
+    risk, cache, state, _ = best["_search"]
+    lo, hi = _LOG10_TAU
+    grid = [float(t) for t in np.arange(lo, hi + 1e-9, 1.0)]
+    S = best["shape"]
+    k = S.shape[0]
+    if best["shape_name"] == "identity":
+        Sinv, logdet_s = np.eye(k), 0.0
+    else:
+        Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(k))
+        Sinv, logdet_s = 0.5 * (Sinv + Sinv.T), float(np.linalg.slogdet(S)[1])
+    mean = best["mean"]
+    weakest = cache[grid[-1]][1]
+    eta = X @ np.ravel(weakest.coef) + (float(np.ravel(weakest.intercept)[0]) if fit_intercept else 0.0)
+    if np.all((2.0 * y - 1.0)[w > 0] * eta[w > 0] > 0):
+        return None
+    ev = {}
+
+    def neg_ev(t):
+        t = float(t)
+        if t not in ev:
+            if t not in cache:
+                risk(t)
+            res = cache[t][1]
+            # the weights in units of their mean (the objective divided by wbar): a constant factor
+            # on the weights changes nothing
+            ev[t] = laplace_neg_log_evidence(X, y, w / wbar, loss, res.coef, res.intercept, mean, Sinv / 10.0 ** t,
+                                             fit_intercept, -k * np.log(10.0 ** t) - logdet_s)
+        return ev[t]
+
+    vals = [neg_ev(t) for t in grid]
+    j = int(np.argmin(vals))
+    if j in (0, len(grid) - 1) or not np.isfinite(vals[j]):
+        return None
+    state["coef"], state["intercept"] = cache[grid[j]][1].coef, cache[grid[j]][1].intercept
+    optimize.minimize_scalar(neg_ev, bounds=(grid[j - 1], grid[j + 1]), method="bounded", options=dict(xatol=0.05))
+    return min(ev, key=ev.get)
+
+
 def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init,
-               use_subsamples=True, wbar=1.0, se_rule=None):
+               use_subsamples=True, wbar=1.0, se_rule=None, evidence=False):
     """The prior of a GLM (logistic, multinomial, Poisson) by ALO along ``log tau``.
 
     The prior precision in the objective (whose data term carries the weights ``w``) is
     ``wbar Sigma^-1 / tau``, ``wbar`` the mean weight, so a constant factor on the weights
     changes nothing.  The candidate (shape, mean) with the smallest leave-one-out risk is kept;
     its ``tau`` is then the strongest prior within ``se_rule`` standard errors of the minimum
-    (default :data:`_SE_RULE`; 0 keeps the minimiser).  Returns a dict with ``mean``, ``shape``, ``tau``, ``risk`` (at ``tau``),
-    ``loo_min_tau`` (the minimiser) and the names of the chosen candidates, plus the MAP fit at
-    the chosen prior (``coef``, ``intercept``)."""
+    (default :data:`_SE_RULE`; 0 keeps the minimiser).  ``evidence=True`` (``prior_scale='evidence'``;
+    the binary logistic loss only): the chosen candidate's ``tau`` maximises the Laplace evidence
+    instead, unless the classes are (quasi-)separated or the evidence's maximum is at an end of the
+    search (:func:`_evidence_scale`), where the standard-error rule stays.  Returns a dict with
+    ``mean``, ``shape``, ``tau``, ``risk`` (at ``tau``), ``loo_min_tau`` (the minimiser), the names
+    of the chosen candidates, ``scale_rule`` (``'evidence'`` or ``'loo'``: which rule set ``tau``),
+    plus the MAP fit at the chosen prior (``coef``, ``intercept``)."""
     N = X.shape[0]
     if isinstance(loss, (SquaredHingeLoss, HingeLoss)):
         raise TypeError("select_glm: the SVMs choose their prior with select_svm")
@@ -465,8 +533,15 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
                 best = dict(risk=float(val), tau=10.0 ** t, shape=S, mean=mean, shape_name=sname, mean_name=mname,
                             coef=res.coef, intercept=res.intercept, boundary=t in (lo, hi), loo_min_tau=10.0 ** t,
                             _search=(risk, cache, state, t))
+    t_ev = _evidence_scale(X, y, w, loss, fit_intercept, best, wbar) if (
+        evidence and isinstance(loss, LogisticLoss)) else None
     risk, cache, state, t = best.pop("_search")
-    if se_rule > 0:
+    best["scale_rule"] = "evidence" if t_ev is not None else "loo"
+    if t_ev is not None:
+        val, res, _ = cache[t_ev]
+        best.update(risk=float(val), tau=10.0 ** t_ev, coef=res.coef, intercept=res.intercept,
+                    boundary=t_ev in _LOG10_TAU)
+    elif se_rule > 0:
         t = _one_se(risk, cache, state, t, se_rule)
         val, res, _ = cache[t]
         best.update(risk=float(val), tau=10.0 ** t, coef=res.coef, intercept=res.intercept,
