@@ -9,15 +9,20 @@ decoder (``decoder``: the exact posterior's draws, or the empirical-Bayes decode
 
 import warnings
 
+import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX
 from sklearn_bayes.privacy._ldp._empirical_bayes import (
+    AUTO_CV_MARGIN,
+    AUTO_CV_MIN_CATEGORIES,
     AUTO_EB_MIN_CATEGORIES,
+    cv_prior_gain,
     eb_estimate,
     support_counts,
     support_probabilities,
 )
+from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
 from sklearn_bayes.privacy._ldp._samplers import ADAPT_MAX_FACTOR, MAX_DRAW_VALUES, point_estimate
 
 __all__ = ["DecoderMixin", "warn_if_unconverged"]
@@ -50,6 +55,10 @@ class DecoderMixin:
         bound stopped it first), ``'eb'`` (the empirical-Bayes decoder: ``n_iter`` and
         ``converged`` of its EM, ``n_atoms``), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
+        With ``decoder='auto'`` at 32-63 categories (static mechanisms) also ``cv_gain``: the
+        cross-validated log marginal likelihood of the empirical-Bayes prior minus the symmetric
+        Dirichlet's (:func:`~._empirical_bayes.cv_prior_gain`; ``'eb'`` was chosen when it is at
+        least ``AUTO_CV_MARGIN`` = 3 nats).
         """
         self.theta_
         return dict(self._theta_cache[2])
@@ -58,7 +67,24 @@ class DecoderMixin:
         """theta_ and the intervals from the empirical-Bayes decoder (static mechanisms only)."""
         if self._client is None:
             return False
-        return self.decoder == "eb" or (self.decoder == "auto" and self.n_categories_ >= AUTO_EB_MIN_CATEGORIES)
+        if self.decoder != "auto":
+            return self.decoder == "eb"
+        return self.n_categories_ >= AUTO_EB_MIN_CATEGORIES or (
+            self._auto_cv_applies() and self._auto_cv_gain() >= AUTO_CV_MARGIN)
+
+    def _auto_cv_applies(self):
+        """``'auto'`` chooses by :func:`~._empirical_bayes.cv_prior_gain` (static mechanisms, 32-63 categories)."""
+        return (self.decoder == "auto" and self._client is not None
+                and AUTO_CV_MIN_CATEGORIES <= self.n_categories_ < AUTO_EB_MIN_CATEGORIES)
+
+    def _auto_cv_gain(self):
+        """:func:`~._empirical_bayes.cv_prior_gain` of the stored responses against the hierarchical
+        prior's grid of ``rho`` (memoised until the next recording)."""
+        if self.n_responses_ == 0:
+            return -np.inf
+        value = self._chain.store.cached(
+            "auto_cv_gain", lambda: (np.array([cv_prior_gain(*self._support_counts(), RHO_GRID)]),))
+        return float(value[0][0])
 
     def _support_counts(self):
         """``(counts, n, p, q)``: support counts of the stored responses and the mechanism's ``p, q``."""
@@ -67,6 +93,12 @@ class DecoderMixin:
 
     def _final_theta(self, rng):
         """``(theta, diagnostics)`` (see ``convergence_``)."""
+        theta, diag = self._decode(rng)
+        if self._auto_cv_applies():
+            diag = dict(diag, cv_gain=self._auto_cv_gain())
+        return theta, diag
+
+    def _decode(self, rng):
         unmeasured = dict(method=self.final_estimate, rhat=float("nan"), ess=float("nan"))
         if self._uses_eb():
             theta, info = eb_estimate(*self._support_counts())

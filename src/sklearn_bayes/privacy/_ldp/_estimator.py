@@ -61,9 +61,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     server computes the exact posterior of ``theta`` under ``theta ~ Dir(rho 1)`` with
     the concentration ``rho`` learnt from the responses; ``theta_`` is the Bayes
     estimate for the TV loss on the simplex (common-level posterior quantiles).  From
-    ``K >= 64`` categories (``decoder='auto'``) ``theta_`` is instead the empirical-Bayes
-    estimate from the responses' support counts (``decoder='eb'``, see Notes), which does
-    not assume a symmetric Dirichlet shape.  No adaptive rule we measured beat this static
+    ``K >= 64`` categories, and from 32 when it predicts held-out categories better (``decoder='auto'``),
+    ``theta_`` is the empirical-Bayes estimate from the support counts (``decoder='eb'``, see Notes),
+    which does not assume a symmetric Dirichlet shape.  No adaptive rule we measured beat this static
     mechanism (see the user guide); the papers' adaptive RRRR mechanism is ``mechanism='rrrr'``.
 
     AdOBEst-LDP (``mechanism='rrrr'``): users arrive one at a time; for each user the server picks, from a
@@ -183,9 +183,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         support count of every category is exactly binomial, the distribution of the values
         ``theta_k`` across categories is estimated by nonparametric maximum likelihood, and
         ``theta_`` holds the normalised posterior means; the intervals are binomial (Wilson)
-        confidence intervals.  ``'auto'``: ``'eb'`` when ``n_categories_ >= 64``, else
-        ``'posterior'`` (with few categories the value distribution is poorly estimated and
-        the hierarchical Dirichlet posterior is better; measured in the user guide).
+        confidence intervals.  ``'auto'``: ``'eb'`` when ``n_categories_ >= 64``; from 32, ``'eb'`` when
+        its prior's 5-fold cross-validated log marginal likelihood of the support counts beats the
+        symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else ``'posterior'``.
         ``mechanism='rrrr'`` always uses the posterior (``'eb'`` is refused);
         :meth:`sample_posterior` always draws from the exact posterior.  A compute knob: it
         may change after fitting.
@@ -841,7 +841,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     def credible_interval(self, level=0.95, n_samples=2000, random_state=None):
         """Equal-tailed posterior credible interval of every category probability.
 
-        With the empirical-Bayes decoder (``decoder='eb'``, or ``'auto'`` from 64 categories)
+        With the empirical-Bayes decoder (``decoder='eb'``, or ``'auto'`` when it chose it)
         it is the binomial (Wilson) confidence interval of every category (see Notes);
         ``n_samples`` and ``random_state`` are then unused.
 
