@@ -36,7 +36,11 @@ on 50 splits (``--tasks svm --splits 50``) and checked on the five held-out SVM 
 (the ridge's scale by the marginal likelihood, ``prior_scale='evidence'``) had its own split of
 the ridge cells, fixed before measuring: dev synthetic p/n = 0.3 and 0.7, HousePrices,
 diabetes n60; held-out the other five (``--tasks ridge --splits 50 --no-paper --loo-rule``;
-the ``half`` column stays the earlier rounds').
+the ``half`` column stays the earlier rounds').  Round 6 (the logistic scale by the Laplace
+evidence, ``--evidence-rule``; smoother SVM criteria, ``--study svm``) had its own split, fixed
+before measuring (:data:`STUDY_DEV`): logistic dev synthetic p/n = 0.3 and 0.7, digits, breast
+cancer, biopsy, CreditCard, held-out the other five; SVM dev synthetic p/n = 0.3 and 0.7, breast
+cancer, digits, biopsy, Pima.  ``--study`` compares rules on the default's recorded fits.
 
 The SVM cells' test loss is the misclassification rate, and the grid search chooses ``C`` by
 10-fold accuracy (``LinearSVC.score``): no hinge loss enters the comparison.
@@ -49,6 +53,10 @@ Usage::
     python benchmarks/bench_subsampled_prior.py --tasks svm --splits 50 --no-paper   # SVM cells, 50 splits
     python benchmarks/bench_subsampled_prior.py --tasks svm --cells biopsy Pima --splits 50
     python benchmarks/bench_subsampled_prior.py --tasks ridge --splits 50 --no-paper --loo-rule   # round 5
+    python benchmarks/bench_subsampled_prior.py --tasks logistic --splits 50 --no-paper --evidence-rule  # round 6
+    python benchmarks/bench_subsampled_prior.py --study logistic --splits 50   # round 6's logistic rules (dev)
+    python benchmarks/bench_subsampled_prior.py --study svm --splits 50        # round 6's SVM criteria (dev)
+    python benchmarks/bench_subsampled_prior.py --study laplace                # Laplace vs importance sampling
     python benchmarks/bench_subsampled_prior.py --dask-only   # Dask LocalCluster speed-up
 """
 
@@ -321,6 +329,225 @@ def large_ridge(sizes=((5000, 50), (50000, 50), (200000, 100))):
               f"MSE {mses[0]:.3f} / {mses[1]:.3f} = {mses[0] / mses[1]:.4f}")
 
 
+# ---- round 6: the rule studies (--study logistic / svm / laplace) ------------------------------
+# Each fits the default once per split and records, through its selection function, the path of
+# the chosen candidate (logistic: 1/4 decade of tau, with the ALO risk and the Laplace evidence;
+# SVM: every candidate of svm_path on a 1/4-decade grid, with the leave-one-out decision values),
+# scores every recorded fit on the test rows and compares rules on the same fits (paired).
+
+#: round 6's split of the cells, fixed before measuring (the ``half`` column is the earlier rounds')
+STUDY_DEV = {"logistic": ["synthetic p/n=0.3", "synthetic p/n=0.7", "digits", "breast_cancer", "biopsy", "CreditCard"],
+             "svm": ["synthetic p/n=0.3", "synthetic p/n=0.7", "breast_cancer", "digits", "biopsy", "Pima"]}
+
+
+def _ratio(a, b):
+    r = a.mean() / b.mean()
+    return r, np.std(a - r * b, ddof=1) / (np.sqrt(a.size) * b.mean())
+
+
+def _internal(sc, X_train, X_test):
+    """The estimator's own standardisation (unit weights) after the pipeline's StandardScaler."""
+    Xtr = sc.transform(X_train)
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd[sd == 0] = 1.0
+    return (sc.transform(X_test) - mu) / sd
+
+
+def _study_runs(task, cells, n_splits, record):
+    """``record(pipeline, X_test in the estimator's units, y_test, X_test)`` per split; yields
+    ``(cell, peer losses, records)``."""
+    for t, name, loader, n_train, _ in CELLS:
+        if t != task or not any(c.lower() in name.lower() for c in cells):
+            continue
+        peer_loss, recs = [], []
+        for s in range(n_splits):
+            X, y = loader(s)
+            tr, te = (np.arange(n_train), np.arange(n_train, len(y))) if name.startswith("synthetic") \
+                else split(X, y, n_train, s, task)
+            peer = make_pipeline(StandardScaler(), clone(next(iter(peers(task).values())))).fit(X[tr], y[tr])
+            peer_loss.append(test_loss(task, peer, X[te], y[te]))
+            model = make_pipeline(StandardScaler(), OURS[task](random_state=s)).fit(X[tr], y[tr])
+            recs.append(record(model, _internal(model[0], X[tr], X[te]), y[te], X[te]))
+        yield name, np.array(peer_loss), recs
+
+
+def study_logistic(cells, n_splits):
+    """Logistic: the default (ALO, half-SE rule), the round-5 evidence (scale by the Laplace
+    evidence, candidates by ALO), the evidence only where interior and not separated (the option
+    ``prior_scale='evidence'``), ALO across {default scale, evidence scale}, the ALO minimum."""
+    from scipy import linalg
+
+    import sklearn_bayes.linear_model._subsampled_prior._base as base
+    from sklearn_bayes._glm import fit_map
+    from sklearn_bayes.linear_model._subsampled_prior import _tuning as T
+
+    grid = np.arange(-4.0, 3.0 + 1e-9, 0.25)
+    box = {}
+    orig = T.select_glm
+
+    def wrapped(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, b_init, use_sub=True, wbar=1.0,
+                se_rule=None, evidence=False):
+        sel = orig(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, b_init, use_sub, wbar, se_rule)
+        paths = {}
+        for sname, S, _ in T._shapes(cov, use_sub):
+            Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
+            lds = np.linalg.slogdet(S)[1]
+            for mname, mean, Dm in [("subsample", coefs.mean(0), T._loo_means(coefs, indices, X.shape[0])),
+                                    ("zero", np.zeros(coefs.shape[1]), None)]:
+                if mname == "subsample" and not use_sub:
+                    continue
+                coef, b, path = mean, b_init, []
+                for t in grid:
+                    P = wbar * Sinv / 10.0 ** t
+                    res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
+                                  fit_intercept=fit_intercept, coef_init=coef, intercept_init=b, tol=tol,
+                                  max_iter=max_iter)
+                    coef, b = res.coef, res.intercept
+                    eta = X @ coef.ravel() + res.intercept[0]
+                    path.append(dict(coef=coef.ravel().copy(), b=float(res.intercept[0]),
+                                     alo=T.alo_risk(X, y, w, loss, coef, res.intercept, P, fit_intercept, Dm),
+                                     negev=T.laplace_neg_log_evidence(X, y, w / wbar, loss, coef, res.intercept, mean,
+                                                                      Sinv / 10.0 ** t, fit_intercept,
+                                                                      -S.shape[0] * t * np.log(10) - lds),
+                                     separated=bool(np.all((2 * y - 1) * eta > 0))))
+                paths[(sname, mname)] = path
+        box["rec"] = dict(tau=sel["tau"], key=(sel["shape_name"], sel["mean_name"]), paths=paths)
+        return sel
+
+    def record(model, Xte, yte, Xraw):
+        rec = box.pop("rec")
+        ours = test_loss("logistic", model, Xraw, yte)
+        for path in rec["paths"].values():
+            for q in path:
+                pr = 1.0 / (1.0 + np.exp(-(Xte @ q.pop("coef") + q["b"])))
+                q["test"] = log_loss(yte, np.column_stack([1 - pr, pr]), labels=[0, 1])
+        d = rec["paths"][rec["key"]]
+        jd = int(np.argmin(np.abs(grid - np.log10(rec["tau"]))))
+        je = int(np.argmin([q["negev"] for q in d]))
+        ok = 0 < je < grid.size - 1 and not d[-1]["separated"]
+        ev = min(((p[int(np.argmin([q["negev"] for q in p]))]) for p in rec["paths"].values()), key=lambda q: q["alo"])
+        ja = int(np.argmin([q["alo"] for q in d]))
+        return {"default ('loo')": ours, "evidence, round 5": ev["test"],
+                "evidence where interior, not separated ('evidence')": d[je]["test"] if ok else ours,
+                "ALO across {default, evidence} scales": d[je]["test"] if d[je]["alo"] < d[jd]["alo"] else ours,
+                "ALO minimum (no SE rule)": d[ja]["test"], "best of the path in hindsight": min(q["test"] for q in d)}
+
+    base.select_glm = wrapped
+    try:
+        for name, peer_loss, recs in _study_runs("logistic", cells, n_splits, record):
+            _print_study(name, peer_loss, recs)
+    finally:
+        base.select_glm = orig
+
+
+def _print_study(name, peer_loss, recs):
+    base_ = np.array([r[next(iter(recs[0]))] for r in recs])
+    print(f"\n{name} ({len(recs)} splits): ratio to the best peer ± paired SE; "
+          "minus the default, relative to the peer")
+    for rule in recs[0]:
+        a = np.array([r[rule] for r in recs])
+        r, se = _ratio(a, peer_loss)
+        d = (a - base_) / peer_loss.mean()
+        print(f"  {rule:55s} {r:6.3f} ± {se:.3f}   {d.mean():+.4f} ± {d.std(ddof=1) / np.sqrt(d.size):.4f}")
+
+
+def study_svm(cells, n_splits):
+    """Linear SVM: on the recorded candidate paths (1/4-decade grid; the default's rules use its
+    whole decades), the default (fewest ALO errors, then the smallest error probability) against
+    smooth ALO criteria as the main criterion, alone or after the count within k paired SEs."""
+    from sklearn_bayes.linear_model._subsampled_prior import _tuning as T
+
+    box = {}
+    orig, step = T.svm_path, T._SVM_STEP
+
+    def wrapped(*a, **k):
+        path = orig(*a, **k)
+        box["rec"] = (path, np.asarray(a[1]))
+        return path
+
+    def crit(c, y, kind):
+        m = y * c["eta_loo"]
+        return {"sq": np.sum(np.maximum(0, 1 - m) ** 2), "hinge": np.sum(np.maximum(0, 1 - m)),
+                "smooth": np.sum(np.where(m >= 1, 0, np.where(m <= 0, 0.5 - m, 0.5 * (1 - m) ** 2)))}[kind]
+
+    def record(model, Xte, yte, Xraw):
+        path, y = box.pop("rec")
+        ys = np.where(yte == model[-1].classes_[1], 1.0, -1.0)
+        for c in path:
+            eta = Xte @ np.ravel(c["sel"]["coef"]) + float(np.ravel(c["sel"]["intercept"])[0])
+            c["test"] = 100.0 * float(np.mean(np.where(eta > 0, 1.0, -1.0) != ys))
+        dec = [c for c in path if abs(c["key"][0] - round(c["key"][0])) < 1e-9]
+        default = min(dec, key=lambda c: (round(c["count"], 9), c["prob"], c["key"]))
+        out = {"default (count, then P(wrong))": default["test"]}
+        for g, P in (("decades", dec), ("1/4 decade", path)):
+            for kind, label in (("sq", "ALO squared hinge"), ("smooth", "ALO smoothed hinge"), ("hinge", "ALO hinge")):
+                out[f"{label}, {g}"] = min(P, key=lambda c: (crit(c, y, kind), c["key"]))["test"]
+        e0 = (y * default["eta_loo"] <= 0).astype(float)
+        for k in (0.5, 1.0):
+            ok = [c for c in dec if c["count"] - default["count"]
+                  <= k * np.sqrt(y.size) * np.std((y * c["eta_loo"] <= 0) - e0, ddof=1)]
+            pick = min(ok, key=lambda c: (crit(c, y, "sq"), c["key"]))
+            out[f"count within {k} SE, then ALO squared hinge"] = pick["test"]
+        out["best candidate in hindsight"] = min(c["test"] for c in path)
+        return out
+
+    T.svm_path, T._SVM_STEP = wrapped, 0.25
+    try:
+        for name, peer_loss, recs in _study_runs("svm", cells, n_splits, record):
+            _print_study(name, peer_loss, recs)
+    finally:
+        T.svm_path, T._SVM_STEP = orig, step
+
+
+def study_laplace(cells, n_splits=3, draws=40000):
+    """Is the Laplace evidence wrong on near-separated data, or the model?  Per split and decade of
+    tau (identity prior, mean 0, flat intercept): log Z by Laplace and by importance sampling (a
+    multivariate t, 4 degrees of freedom, at the MAP with scale H^-1; its effective sample size),
+    and the test log-loss of the MAP fit and of the posterior mean probability (IS)."""
+    from scipy import special, stats
+
+    from sklearn_bayes._glm import LogisticLoss, fit_map, posterior_hessian
+
+    rng = np.random.default_rng(0)
+    for t_, name, loader, n_train, _ in CELLS:
+        if t_ != "logistic" or not any(c.lower() in name.lower() for c in cells):
+            continue
+        for s in range(n_splits):
+            X, y = loader(s)
+            tr, te = split(X, y, n_train, s, "logistic")
+            mu, sd = X[tr].mean(0), X[tr].std(0)
+            sd[sd == 0] = 1.0
+            Xs, Xte, yt = (X[tr] - mu) / sd, (X[te] - mu) / sd, y[tr].astype(float)
+            k = Xs.shape[1]
+            Xa = np.hstack([Xs, np.ones((len(yt), 1))])
+            print(f"\n{name} split {s}: log10 tau, log Z Laplace, log Z IS, IS ESS, test log-loss MAP, posterior mean")
+            coef, b = np.zeros(k), None
+            for t in np.arange(-2.0, 3.01, 0.5):
+                tau = 10.0 ** t
+                res = fit_map(Xs, yt, LogisticLoss(), prior_mean=np.zeros(k), prior_precision=np.eye(k) / tau,
+                              coef_init=coef, intercept_init=b, max_iter=500)
+                coef, b = res.coef.ravel(), res.intercept
+                th = np.append(coef, b[0])
+                H = posterior_hessian(Xs, yt, LogisticLoss(), res.coef, res.intercept, prior_precision=np.eye(k) / tau)
+                eta = Xa @ th
+                lap = (-(np.sum(np.logaddexp(0, eta) - yt * eta) + 0.5 * coef @ coef / tau)
+                       - 0.5 * k * np.log(2 * np.pi * tau) + 0.5 * (k + 1) * np.log(2 * np.pi)
+                       - 0.5 * np.linalg.slogdet(H)[1])
+                C = np.linalg.inv(H)
+                prop = stats.multivariate_t(loc=th, shape=0.5 * (C + C.T), df=4, seed=rng)
+                Z = prop.rvs(size=draws)
+                E = Z @ Xa.T
+                lw = (-np.sum(np.logaddexp(0, E) - yt * E, axis=1) - 0.5 * np.sum(Z[:, :k] ** 2, 1) / tau
+                      - 0.5 * k * np.log(2 * np.pi * tau) - prop.logpdf(Z))
+                wn = np.exp(lw - lw.max())
+                pm = np.clip((wn / wn.sum()) @ special.expit(Z[:, :k] @ Xte.T + Z[:, k:]), 1e-12, 1 - 1e-12)
+                p_map = np.clip(special.expit(Xte @ coef + b[0]), 1e-12, 1 - 1e-12)
+                ll = [log_loss(y[te], np.column_stack([1 - p, p]), labels=[0, 1]) for p in (p_map, pm)]
+                print(f"  {t:5.1f} {lap:9.3f} {special.logsumexp(lw) - np.log(draws):9.3f} "
+                      f"{wn.sum() ** 2 / (wn ** 2).sum():8.0f} {ll[0]:7.3f} {ll[1]:7.3f}")
+
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--splits", type=int, default=16)
@@ -332,6 +559,8 @@ def main(argv=None):
                     help="ridge cells: also prior_scale='loo' (the scale by leave-one-out, the default before round 5)")
     ap.add_argument("--evidence-rule", action="store_true",
                     help="logistic cells: also prior_scale='evidence' (the scale by the Laplace evidence, round 6)")
+    ap.add_argument("--study", choices=["logistic", "svm", "laplace"], default=None,
+                    help="round 6's rule studies on the recorded paths (cells: --cells, default round 6's dev cells)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--large", action="store_true", help="also time ridge at N = 5000 to 200 000 (about 1 minute)")
     ap.add_argument("--dask-only", action="store_true",
@@ -349,6 +578,14 @@ def main(argv=None):
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", FutureWarning)
     warnings.simplefilter("ignore", UserWarning)
+    if args.study:
+        cells = args.cells or STUDY_DEV.get(args.study, ["breast_cancer", "biopsy"])
+        with threadpool_limits(args.threads):
+            if args.study == "laplace":
+                study_laplace(cells, min(args.splits, 3))
+            else:
+                {"logistic": study_logistic, "svm": study_svm}[args.study](cells, args.splits)
+        return None
     out = []
     t_start = time.perf_counter()
     with threadpool_limits(args.threads):

@@ -68,7 +68,8 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
     _auto_rows_per_param = 5.0
     _auto_min_subsamples = 20
     _auto_events_per_param = 10
-    _evidence = "logistic"  # prior_scale='evidence', an option (the docstring template's flag; prior_choice_['scale_rule'])
+    #: prior_scale='evidence', an option (the docstring template's flag; prior_choice_['scale_rule'])
+    _evidence = "logistic"
 
     _parameter_constraints = {
         **_BaseSubsampledPrior._parameter_constraints,
