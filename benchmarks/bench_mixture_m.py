@@ -781,8 +781,9 @@ def mm_scale_rule(n_splits, sets):
 # --------------------------------------------------------------------------------------
 
 #: the fits the small-n default has at hand: its own result, Huber (1.345) with its own scale (round 4's
-#: comparison), our MM fit (``mm_coef_``), the small-sample path's fit and the variance rule's fit
-CANDIDATES = ("default", "huber", "mm", "small", "var")
+#: comparison), our MM fit (``mm_coef_``), the small-sample path's fit and the variance rule's fit; and one it
+#: does not compute: Huber (1.0) with its own scale (``huber1``)
+CANDIDATES = ("default", "huber", "mm", "small", "var", "huber1")
 #: round 7's dev cells (n = 30, p = 3: 7.5 rows per coefficient)
 CHOOSER_CELLS = [("hetero |x1|", 30, 3), ("t3", 30, 3), ("normal", 30, 3)]
 
@@ -818,11 +819,13 @@ def _candidate_fits(X, y):
         cscale = max(mv.residual_scale(y - Xa @ theta_mm, sw, p, weighted_median), floor)
         vnorm = min(mv.FAMILY, key=lambda n: out["variances"][n])
         th_s, sc_s, _, norm_s = mv.small_sample_fit(Xa, y, sw, theta_mm, cscale, wls, weighted_median, floor, slopes)
-        th_h, sc_h, _ = mv.huber_with_own_scale(Xa, y, sw, theta_mm, sc_s if out["small"] else cscale, huber, wls,
-                                                weighted_median, floor)  # fmt: skip
+        own = [mv.huber_with_own_scale(Xa, y, sw, theta_mm, sc_s if out["small"] else cscale, h, wls,
+                                       weighted_median, floor) for h in (huber, HuberT(1.0))]  # fmt: skip
+        (th_h, sc_h, _), (th_1, sc_1, _) = own
         cands = {"default": (out["theta"], out["scale"], out["loss"]), "huber": (th_h, sc_h, huber),
                  "mm": (kw["mm"][0], kw["mm"][1], TukeyBiweight(4.685)), "small": (th_s, sc_s, norm_s),
-                 "var": (mv.irls(Xa, y, sw, theta_mm, cscale, vnorm, wls)[0], cscale, vnorm)}  # fmt: skip
+                 "var": (mv.irls(Xa, y, sw, theta_mm, cscale, vnorm, wls)[0], cscale, vnorm),
+                 "huber1": (th_1, sc_1, HuberT(1.0))}  # fmt: skip
         t = out["misspecification"]
         state["cands"], state["log"] = cands, {
             "errs": {c: cv_errors(Xa, y, sw, *v, wls) for c, v in cands.items()}, "scale": cscale, "p": p,
@@ -902,6 +905,8 @@ CHOOSERS = {
     "3, wins .8, paired 1 SE": (("pre", "huber", "mm"), ("wins", 0.8), ("paired", 1.0)),
     "2, Huber rho, paired 1 SE": (("pre", "huber"), ("huber",), ("paired", 1.0)),
     "1-SE rule, Huber first, wins .8": (("huber", "pre"), ("wins", 0.8), ("1se", 1.0)),
+    "2, trim .8, Huber 1.0": (("pre", "huber1"), ("trim", 0.8), None),
+    "2, Huber rho, Huber 1.0": (("pre", "huber1"), ("huber",), None),
 }
 
 
@@ -917,7 +922,8 @@ def choose(log, chooser):
         c = log["pre"] if c == "pre" else c
         if c not in cands:
             cands.append(c)
-    if log["own_huber"] and "mm" not in cands:  # the small-sample path kept its Huber fit: nothing to compare
+    if log["own_huber"] and "mm" not in cands and "huber1" not in cands:  # the small-sample path kept its Huber
+        # (1.345) fit: nothing to compare
         return "small"
     r = {c: _risk(log, c, risk, cands) for c in cands}
     if rule is None:
