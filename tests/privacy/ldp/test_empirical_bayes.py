@@ -152,6 +152,7 @@ def test_auto_picks_eb_on_near_uniform_theta_and_the_posterior_on_sparse_theta()
         near = _near_uniform_fit(50, 20_000, 4.0, 0)
         assert near.convergence_["method"] == "eb" and near.convergence_["cv_gain"] >= AUTO_CV_MARGIN
         assert np.array_equal(near.theta_, eb_estimate(*near._support_counts())[0])
+        assert np.array_equal(near.credible_interval(0.95), binomial_intervals(*near._support_counts(), 0.95))
         rng = np.random.default_rng(3)
         X = rng.choice(40, size=8000, p=rng.dirichlet(np.full(40, 0.1))).reshape(-1, 1)
         sparse = AdaptiveLDPFrequencyEstimator(n_categories=40, epsilon=2.0, n_final_steps=200,

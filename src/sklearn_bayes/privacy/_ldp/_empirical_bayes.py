@@ -1,4 +1,4 @@
-"""The empirical-Bayes decoder of the static mechanisms (``decoder='eb'``, and ``'auto'`` for ``K >= 64``).
+"""The empirical-Bayes decoder of the static mechanisms (``decoder='eb'``; ``'auto'`` for ``K >= 64``, or by choice).
 
 Every static mechanism here (subset selection SS(k), GRR = SS(1), OUE) reports a set, and a
 user supports category ``v`` with probability ``pi_v = q + (p - q) theta_v`` whatever the
@@ -28,8 +28,8 @@ the posterior's own prior family by at least ``AUTO_CV_MARGIN`` nats; round 8: n
 
 import numpy as np
 
-__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES", "binomial_intervals", "cv_prior_gain",
-           "dirichlet_marginal_weights", "eb_estimate", "npmle_weights", "support_counts",
+__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES", "binomial_intervals",
+           "cv_prior_gain", "dirichlet_marginal_weights", "eb_estimate", "npmle_weights", "support_counts",
            "support_probabilities"]
 
 #: ``decoder='auto'`` uses the empirical-Bayes decoder from this many categories on.
