@@ -38,9 +38,12 @@ numbers: every method sees the same data in every cell.
 7. ``--parts choosers`` (issue 30, round 7; not in the default parts): :func:`choosers`, the default's candidate
    fits below 12 rows per coefficient and choosers among them (``--sets`` default: the four sets round 6 looked at;
    ``--sets dev4``: all dev sets), with the n = 30 cells (``--extra-reps`` draws).
+8. ``--parts diagnostic`` (issue 30, round 8; not in the default parts): :func:`diagnostic`, how often the rank
+   test of heteroscedasticity fires below 12 rows per coefficient and what Huber (1.0) where it fires would give.
 """
 
 import argparse
+import contextlib
 import time
 import warnings
 
@@ -178,10 +181,10 @@ def _mixture_pre30(X, y):
         mv.select, mv.CV_ROWS_PER_COEF = select, cv
 
 
-def _fit_with_constants(module, X, y, **constants):
-    """The default mixture fitted with the module constants ``constants`` of
-    ``sklearn_bayes.linear_model._mixture.<module>`` replaced, restored afterwards: the earlier rounds'
-    rules stay reachable that way (the constants' comments say which value gives which round)."""
+@contextlib.contextmanager
+def _patched(module, **constants):
+    """The module constants ``constants`` of ``sklearn_bayes.linear_model._mixture.<module>`` replaced, restored
+    afterwards."""
     import importlib
 
     mod = importlib.import_module(f"sklearn_bayes.linear_model._mixture.{module}")
@@ -189,29 +192,49 @@ def _fit_with_constants(module, X, y, **constants):
     for name, value in constants.items():
         setattr(mod, name, value)
     try:
-        return _mixture()(X, y)
+        yield
     finally:
         for name, value in saved.items():
             setattr(mod, name, value)
 
 
+def _fit_with_constants(module, X, y, **constants):
+    """The default mixture fitted with the module constants ``constants`` of
+    ``sklearn_bayes.linear_model._mixture.<module>`` replaced, restored afterwards: the earlier rounds'
+    rules stay reachable that way (the constants' comments say which value gives which round)."""
+    with _patched(module, **constants):
+        return _mixture()(X, y)
+
+
+#: round 8's change undone (Huber 1.345 kept below 8 rows per coefficient, no test from 8 to 12): part of every
+#: earlier round's default
+_PRE8 = {"HETEROSCEDASTIC_LOSS": None}
+
+
+def _mixture_round7(X, y):
+    """The default of issue 30's rounds 5-7: no Huber (1.0) where the residuals grow with ``x``
+    (``_selection.HETEROSCEDASTIC_LOSS = None``)."""
+    return _fit_with_constants("_selection", X, y, **_PRE8)
+
+
 def _mixture_round3(X, y):
     """The default of issue 30's round 3: no cross-validated comparison with Huber's fit below 12 rows per
     coefficient (``_selection.CV_ROWS_PER_COEF = None``)."""
-    return _fit_with_constants("_selection", X, y, CV_ROWS_PER_COEF=None)
+    return _fit_with_constants("_selection", X, y, CV_ROWS_PER_COEF=None, **_PRE8)
 
 
 def _mixture_round4(X, y):
     """The default of issue 30's round 4: the S search without the small-sample starts (LAD, equal-tail
     trimming) and with two finalists (``_s_start.SMALL_N_STARTS_ROWS_PER_COEF = None``)."""
-    return _fit_with_constants("_s_start", X, y, SMALL_N_STARTS_ROWS_PER_COEF=None)
+    with _patched("_selection", **_PRE8):
+        return _fit_with_constants("_s_start", X, y, SMALL_N_STARTS_ROWS_PER_COEF=None)
 
 
 def _mixture_round2(X, y):
     """The default of issue 30's round 2: the small-sample path always ends in the Tukey step, and its guard
     asks about every row the MM fit flags (2.5 scales) instead of the rows it rejects (4.685)."""
     return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_LEVEL=None, MM_REJECTION=2.5,
-                               CV_ROWS_PER_COEF=None)  # fmt: skip
+                               CV_ROWS_PER_COEF=None, **_PRE8)  # fmt: skip
 
 
 def _mixture_lmrob_common(X, y):
@@ -827,7 +850,9 @@ def _candidate_fits(X, y):
                  "var": (mv.irls(Xa, y, sw, theta_mm, cscale, vnorm, wls)[0], cscale, vnorm),
                  "huber1": (th_1, sc_1, HuberT(1.0))}  # fmt: skip
         t = out["misspecification"]
-        state["cands"], state["log"] = cands, {
+        spread = {k: mv.spread_dependence(Xa, y - Xa @ th, sw, slopes)[2]  # round 8: the rank test's p-values
+                  for k, th in (("huber", th_h), ("mm", kw["mm"][0]), ("common", theta_mm))}  # fmt: skip
+        state["cands"], state["log"] = cands, {"spread": spread,
             "errs": {c: cv_errors(Xa, y, sw, *v, wls) for c, v in cands.items()}, "scale": cscale, "p": p,
             "n": int((sw > 0).sum()), "own_huber": out["small"] and norm_s == huber,
             "pre": "small" if out["small"] else ("huber" if t is not None and t[2] < mv.MISSPECIFICATION_LEVEL
@@ -951,6 +976,14 @@ def choosers(n_splits, sets, reps):
     M-estimator's), the per-split oracle among (kept fit, Huber, our MM), how often round 4's comparison keeps
     Huber and how often the held-out error agrees with its pick; then every chooser of :data:`CHOOSERS`: its worst
     ratio to MM over the sets, the cells, and the sets where it loses to the default by more than one paired SE."""
+    recs = _collect_candidates(n_splits, sets, reps, CHOOSER_CELLS)
+    _print_choosers(recs, n_splits, reps)
+    return recs
+
+
+def _collect_candidates(n_splits, sets, reps, cells):
+    """Per set (``n_splits`` splits below 12 rows per coefficient where statsmodels' MM fitted) and per cell of
+    ``cells`` (``reps`` draws): ``{name: (reference, [(held-out error per candidate, log)])}``."""
     from sklearn.model_selection import train_test_split
 
     recs = {}
@@ -974,7 +1007,7 @@ def choosers(n_splits, sets, reps):
         if rows:
             recs[item] = ("MM", rows)
         print(f"  [{time.perf_counter() - t0:6.0f}s] {item} done", flush=True)
-    for law, n, p in CHOOSER_CELLS:
+    for law, n, p in cells:
         rows = []
         for rep in range(reps):
             X, y = make_cell(law, n, p, rep)
@@ -987,14 +1020,22 @@ def choosers(n_splits, sets, reps):
         best = min(SINGLE_M, key=lambda m: np.mean([r[0][m] for r in rows]))
         recs[f"{law} {n}/{p}"] = (best, rows)
         print(f"  [{time.perf_counter() - t0:6.0f}s] {law} {n}/{p} done", flush=True)
+    return recs
 
-    def ratio(rows, ref, pick):
-        x = np.array([r[0][pick(r)] for r in rows])
-        b = np.array([r[0][ref] for r in rows])
-        d = np.array([r[0]["default"] for r in rows])
-        q = x.mean() / b.mean()
-        return q, np.std(x - q * b, ddof=1) / np.sqrt(len(x)) / b.mean(), (x - d).mean() / b.mean(), \
-            np.std(x - d, ddof=1) / np.sqrt(len(x)) / b.mean()  # fmt: skip
+
+def _ratio(rows, ref, pick):
+    """Ratio of means of the picked candidate's error to ``ref``'s, its SE, and the paired change against the
+    default with its SE (all over ``ref``'s mean)."""
+    x = np.array([r[0][pick(r)] for r in rows])
+    b = np.array([r[0][ref] for r in rows])
+    d = np.array([r[0]["default"] for r in rows])
+    q = x.mean() / b.mean()
+    return q, np.std(x - q * b, ddof=1) / np.sqrt(len(x)) / b.mean(), (x - d).mean() / b.mean(), \
+        np.std(x - d, ddof=1) / np.sqrt(len(x)) / b.mean()  # fmt: skip
+
+
+def _print_choosers(recs, n_splits, reps):
+    ratio = _ratio
 
     print(f"\nRound 7: candidates below 12 rows per coefficient, mean held-out median absolute error over statsmodels' "
           f"MM's ({n_splits} splits; cells: slope MSE over the best M-estimator's, {reps} draws)")  # fmt: skip
@@ -1023,6 +1064,79 @@ def choosers(n_splits, sets, reps):
         head = f"{name:<33}" + (f" worst {per[w][0]:.3f} ({w})" if w else "")
         print(head + "".join(f" | {k}: {per[k][0]:.3f} ({per[k][1]:.3f}; {per[k][2]:+.3f} +- {per[k][3]:.3f})"
                              for k in cells) + ("\n      loses: " + ", ".join(lose) if lose else ""))  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------
+# 8. issue 30 round 8: when to fit Huber (1.0) -- a diagnostic, not CV (``--parts diagnostic``)
+# --------------------------------------------------------------------------------------
+
+#: round 8's cells: round 7's three, skewed t5 and one-sided contamination at n = 30, p = 3 (7.5 rows per
+#: coefficient), and the heteroscedastic and normal laws at n = 40, p = 3 (10 rows per coefficient: the band from
+#: 8 to 12 where the small-sample path's rank test is not run)
+DIAGNOSTIC_CELLS = CHOOSER_CELLS + [("skewed t5", 30, 3), ("cnorm(0.1,4,1)", 30, 3), ("hetero |x1|", 40, 3),
+                                    ("normal", 40, 3)]  # fmt: skip
+
+
+def _diag_rule(test, level, lo=0.0, hi=12.0, then="huber1"):
+    """A rule: where the rank test of heteroscedasticity (``_selection.spread_dependence``) on the residuals of
+    ``test`` (``"huber"``: Huber 1.345 with its own scale; ``"mm"``: our MM fit; ``"common"``: the Tukey step
+    whose residuals the variances use) rejects at ``level``, between ``lo`` and ``hi`` rows per coefficient, the
+    fit ``then``; elsewhere the default's."""
+    def pick(log):
+        rp = log["n"] / log["p"]
+        return then if lo <= rp < hi and log["spread"][test] < level else "default"
+    return pick
+
+
+#: round 8's rules; "own Huber -> 1.0": Huber (1.0) where the small-sample path keeps its Huber (1.345) fit
+#: (round 3's test fired and the guard passed), the default's fit elsewhere
+DIAG_RULES = {
+    "default": lambda log: "default",
+    "own Huber -> 1.0": lambda log: "huber1" if log["own_huber"] else "default",
+    "H .05 <12 -> 1.0": _diag_rule("huber", 0.05),
+    "H .01 <12 -> 1.0": _diag_rule("huber", 0.01),
+    "H .001 <12 -> 1.0": _diag_rule("huber", 0.001),
+    "MM .05 <12 -> 1.0": _diag_rule("mm", 0.05),
+    "MM .01 <12 -> 1.0": _diag_rule("mm", 0.01),
+    "common .05 <12 -> 1.0": _diag_rule("common", 0.05),
+    "H .05 8-12 -> 1.345": _diag_rule("huber", 0.05, 8.0, 12.0, "huber"),
+    "H .05 8-12 -> 1.0": _diag_rule("huber", 0.05, 8.0, 12.0),
+}
+
+
+def diagnostic(n_splits, sets, reps):
+    """Issue 30 round 8 (``--parts diagnostic``): how often the rank test of heteroscedasticity fires below 12 rows
+    per coefficient, and what fitting Huber (1.0) with its own scale where it fires would give.
+
+    The candidates and logs of :func:`choosers` (same splits and draws) on the sets and :data:`DIAGNOSTIC_CELLS`;
+    per set/cell: the test's rejection counts at 0.05 on the residuals of Huber (1.345, own scale), our MM fit and
+    the common Tukey step, then every rule of :data:`DIAG_RULES`: ratio to statsmodels' MM (cells: the best single
+    M-estimator), with the worst set, the cells and the sets where it loses to the default by more than one paired
+    SE."""
+    recs = _collect_candidates(n_splits, sets, reps, DIAGNOSTIC_CELLS)
+    print(f"\nRound 8: how often the rank test of heteroscedasticity rejects (level 0.05; {n_splits} splits, cells "
+          f"{reps} draws), and the fixed fits' ratios (held-out MedAE / statsmodels' MM; cells: slope MSE / best "
+          "M-estimator)")  # fmt: skip
+    print(f"{'set':<20}{'splits':>7}{'rows/p':>7}{'own H':>7}{'H':>7}{'MM':>7}{'common':>7}"
+          f"{'default':>9}{'huber':>9}{'huber1':>9}")  # fmt: skip
+    for item, (ref, rows) in recs.items():
+        cnt = {k: sum(r[1]["spread"][k] < 0.05 for r in rows) for k in ("huber", "mm", "common")}
+        q = {c: _ratio(rows, ref, lambda r, c=c: c)[0] for c in ("default", "huber", "huber1")}
+        rp = rows[0][1]["n"] / rows[0][1]["p"]
+        print(f"{item:<20}{len(rows):>7}{rp:>7.1f}{sum(r[1]['own_huber'] for r in rows):>7}"
+              + "".join(f"{cnt[k]:>7}" for k in cnt) + "".join(f"{q[c]:>9.3f}" for c in q))  # fmt: skip
+    cells = [k for k in recs if recs[k][0] != "MM"]
+    print(f"\nRound 8 rules: worst ours/MM over the {len(recs) - len(cells)} sets, the cells (SE; change against "
+          "the default +- paired SE), sets losing to the default by more than one paired SE")  # fmt: skip
+    for name, rule in DIAG_RULES.items():
+        per = {k: _ratio(rows, ref, lambda r: rule(r[1])) for k, (ref, rows) in recs.items()}
+        real = [k for k in per if k not in cells]
+        w = max(real, key=lambda k: per[k][0]) if real else None
+        lose = [f"{k} {per[k][0] - per[k][2]:.3f}->{per[k][0]:.3f}" for k in real
+                if per[k][2] > per[k][3] and per[k][2] > 1e-9]  # fmt: skip
+        head = f"{name:<24}" + (f" worst {per[w][0]:.3f} ({w})" if w else "")
+        print(head + "".join(f" | {k}: {per[k][0]:.3f} ({per[k][1]:.3f}; {per[k][2]:+.3f} +- {per[k][3]:.3f})"
+                             for k in cells) + ("\n      loses: " + ", ".join(lose) if lose else ""), flush=True)  # fmt: skip
     return recs
 
 
@@ -1033,7 +1147,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="speed: interleaved repeats (median ratio reported)")
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
-                    help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers")  # fmt: skip
+                    help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -1063,12 +1177,13 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
+            emeths = dict(meths, **{"mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
                                     "mixture (round 2)": _mixture_round2,
                                     "mixture (pre-30)": _mixture_pre30})  # fmt: skip
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (round 7)"] = _mixture_round7
             rmeths["mixture (round 4)"] = _mixture_round4
             rmeths["mixture (round 3)"] = _mixture_round3
             rmeths["mixture (pre-30)"] = _mixture_pre30
@@ -1087,6 +1202,13 @@ def main(argv=None):
             if sets == ["dev4"]:
                 sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
             choosers(args.real_splits, sets, args.extra_reps)
+        if "diagnostic" in parts:
+            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
+            if sets == ["dev4"]:
+                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+            elif sets == ["held7"]:
+                sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+            diagnostic(args.real_splits, sets, args.extra_reps)
         if "mmscale" in parts:
             mm_scale_rule(args.real_splits, [s for s in args.sets.split(",") if s] or ROUND6_SETS)
 
