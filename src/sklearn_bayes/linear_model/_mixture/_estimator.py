@@ -369,16 +369,16 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     ``"tukey(c=4.685)"``), unless the Huber residuals' magnitudes rank-correlate
     with the squared centred columns (a Koenker-type test in ranks at level
     0.05): under such heteroscedasticity the large residuals sit at the rows far
-    out in ``x`` and the redescending step would reject the rows that carry the
-    slopes, so the Huber fit is kept (``"huber(c=1.345)"``).  A Huber start has
+    out in ``x``, the redescending step would reject the rows that carry the
+    slopes, and Huber (1.0) is fitted from it (``"huber(c=1)"``).  A Huber start has
     no resistance to bad leverage points, so from 4 rows per coefficient on
     (where the start's half sample is no longer an interpolation) this fit is
     kept only if it flags (2.5) every row the MM fit rejects (beyond 4.685 of its
     scales); otherwise the variance rule decides.  Below 12 rows per coefficient
-    the fit so chosen is then replaced by the Huber (1.345) fit with its own scale
-    if that has the smaller 10-fold cross-validated prediction risk (the mean of
-    the smallest 80 % of the squared errors; rock: the variance rule's Tukey fit
-    rejects a quarter of the rows, at 1.8 times the best peer's held-out error).
+    (from 8 on unless that test rejects at 0.001: then Huber 1.0) the fit is
+    replaced by the Huber (1.345) fit with its own scale if its 10-fold
+    cross-validated risk (mean of the smallest 80 % of the squared errors) is
+    smaller (rock: the Tukey fit rejects a quarter of the rows, at 1.8 times).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
