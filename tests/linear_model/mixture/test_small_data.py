@@ -297,7 +297,7 @@ def test_heteroscedastic_band_fits_huber_1_from_8_to_12_rows_per_coefficient(mon
     to x_1^2: the rank test on the Huber (1.345) residuals rejects at 0.001, the fit is Huber (1.0) with its
     own scale from the MM step at the common scale and nothing is cross-validated; i.i.d. normal errors
     (p about 0.17 on this draw): the test does not reject and round 7's comparison decides, as with
-    HETEROSCEDASTIC_LOSS = None (bit-identical coefficients)."""
+    HETEROSCEDASTIC_LOSS = None (bit-identical coefficients).  The flags (from the MM fit) do not change."""
     sels = _selections(monkeypatch)
     X, y = _hetero(40, 8)
     reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
@@ -306,6 +306,8 @@ def test_heteroscedastic_band_fits_huber_1_from_8_to_12_rows_per_coefficient(mon
     monkeypatch.setattr(mv, "HETEROSCEDASTIC_LOSS", None)
     old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     assert sels[-1]["cross_validation"] is not None and old.selected_loss_ != "huber(c=1)"
+    np.testing.assert_array_equal(reg.flag_outliers(X, y), old.flag_outliers(X, y))  # flags read the MM fit
+    np.testing.assert_array_equal(reg.mm_coef_, old.mm_coef_)
     monkeypatch.setattr(mv, "HETEROSCEDASTIC_LOSS", mv.HuberT(1.0))
     X, y = _hetero(40, 8, power=0.0)
     reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
