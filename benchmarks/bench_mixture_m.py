@@ -854,7 +854,7 @@ def _candidate_fits(X, y):
                   for k, th in (("huber", th_h), ("mm", kw["mm"][0]), ("common", theta_mm))}  # fmt: skip
         state["cands"], state["log"] = cands, {"spread": spread,
             "errs": {c: cv_errors(Xa, y, sw, *v, wls) for c, v in cands.items()}, "scale": cscale, "p": p,
-            "n": int((sw > 0).sum()), "own_huber": out["small"] and norm_s == huber,
+            "n": int((sw > 0).sum()), "own_huber": out["small"] and norm_s != mv.SMALL_N_LOSS,
             "pre": "small" if out["small"] else ("huber" if t is not None and t[2] < mv.MISSPECIFICATION_LEVEL
                                                  else "var")}  # fmt: skip
         return out

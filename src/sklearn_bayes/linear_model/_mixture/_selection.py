@@ -434,7 +434,8 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     Huber fit, own scales).  Its Huber start has no resistance to bad leverage points, so
     from :data:`GUARD_ROWS_PER_COEF` rows per coefficient on (where the start's half sample
     has at least two rows per coefficient and is no longer an interpolation) it is kept only
-    if it flags every row that the MM fit ``mm = (theta, scale)`` flags (``None``: no guard);
+    if it flags every row that the MM fit ``mm = (theta, scale)`` flags (``None``: no guard; where the
+    fit is :data:`HETEROSCEDASTIC_LOSS`, the Huber 1.345 fit it started from is asked, as in round 7);
     otherwise the variance rule decides.  Below :data:`CV_ROWS_PER_COEF` rows per coefficient (and with
     ``mm`` given) the fit so chosen is compared with the Huber (1.345) fit with its own scale
     (:func:`huber_with_own_scale` from the MM step) by :func:`cv_risk`, and Huber's replaces it if its
@@ -463,14 +464,17 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     test = None if level is None else mean_misspecification(Xa, y, r, sw, scale, slopes)
     small = is_small(sw, p) if small is None else bool(small)
     n_iter = 0
+    huber = HuberT(1.345)
     if small:
         th_s, sc_s, n_iter, norm_s = small_sample_fit(Xa, y, sw, theta_mm, scale, wls, weighted_median, floor, slopes)
         guarded = mm is not None and not is_small(sw, p, GUARD_ROWS_PER_COEF)
-        if guarded and not _sees_the_mm_outliers(Xa, y, th_s, sc_s, *mm):
+        th_g, sc_g = th_s, sc_s
+        if guarded and norm_s == HETEROSCEDASTIC_LOSS:  # round 7's guard: of the Huber (1.345) fit the test read
+            th_g, sc_g, _ = huber_with_own_scale(Xa, y, sw, theta_mm, scale, huber, wls, weighted_median, floor)
+        if guarded and not _sees_the_mm_outliers(Xa, y, th_g, sc_g, *mm):
             small = False  # the Huber start accommodates an outlier the high-breakdown fit rejects
         else:
             norm, theta, scale = norm_s, th_s, sc_s
-    huber = HuberT(1.345)
     own_huber = small and norm_s != SMALL_N_LOSS  # the small-sample path kept a Huber fit (errors grow with x)
     common_scale = scale
     if small:
