@@ -76,30 +76,6 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         "prior_scale": [StrOptions({"evidence", "loo", "paper"})],
     }
 
-    def __init__(
-        self,
-        *,
-        n_subsamples="auto",
-        subsample_size="auto",
-        covariance="full",
-        covariance_scaling=None,
-        shrinkage="auto",
-        prior_scale="loo",
-        penalty="half",
-        prior_mean_method="offset",
-        fit_intercept=True,
-        tol=1e-8,
-        max_iter=100,
-        n_jobs=None,
-        random_state=None,
-    ):
-        super().__init__(
-            n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
-            covariance_scaling=covariance_scaling, shrinkage=shrinkage, prior_scale=prior_scale, penalty=penalty,
-            prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
-            tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
-        )
-
     @_fit_context(prefer_skip_nested_validation=True)
     @transactional
     def fit(self, X, y, sample_weight=None):
