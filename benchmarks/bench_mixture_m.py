@@ -821,17 +821,6 @@ def _candidate_fits(X, y):
 
     select, state = mv.select, {"force": None}
 
-    def cv_errors(Xa, y, sw, theta, scale, norm, wls, folds=mv.CV_FOLDS):
-        pos = np.flatnonzero(sw > 0)
-        k = min(folds, len(pos))
-        e = np.empty(len(pos))
-        for f in range(k):
-            out = np.arange(f, len(pos), k)
-            w = sw.copy()
-            w[pos[out]] = 0.0
-            e[out] = y[pos[out]] - Xa[pos[out]] @ mv.irls(Xa, y, w, theta, scale, norm, wls, tol=1e-6)[0]
-        return e
-
     def patched(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, **kw):
         out = select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, **kw)
         if state["force"] is not None:
@@ -853,7 +842,7 @@ def _candidate_fits(X, y):
         spread = {k: mv.spread_dependence(Xa, y - Xa @ th, sw, slopes)[2]  # round 8: the rank test's p-values
                   for k, th in (("huber", th_h), ("mm", kw["mm"][0]), ("common", theta_mm))}  # fmt: skip
         state["cands"], state["log"] = cands, {"spread": spread,
-            "errs": {c: cv_errors(Xa, y, sw, *v, wls) for c, v in cands.items()}, "scale": cscale, "p": p,
+            "errs": {c: mv.cv_errors(Xa, y, sw, *v, wls) for c, v in cands.items()}, "scale": cscale, "p": p,
             "n": int((sw > 0).sum()), "own_huber": out["small"] and norm_s != mv.SMALL_N_LOSS,
             "pre": "small" if out["small"] else ("huber" if t is not None and t[2] < mv.MISSPECIFICATION_LEVEL
                                                  else "var")}  # fmt: skip
@@ -1034,6 +1023,24 @@ def _ratio(rows, ref, pick):
         np.std(x - d, ddof=1) / np.sqrt(len(x)) / b.mean()  # fmt: skip
 
 
+def _print_rules(recs, title, rules, width):
+    """One line per rule (``rules``: name -> function of a split's log returning the picked candidate): the
+    worst ours/MM over the real sets (ratio of means), each simulated cell (SE; change against the default
+    +- paired SE), and the sets losing to the default by more than one paired SE."""
+    cells = [k for k in recs if recs[k][0] != "MM"]
+    print(f"\n{title}: worst ours/MM over the {len(recs) - len(cells)} sets (ratio of means), the cells (SE; change "
+          "against the default +- paired SE), sets losing to the default by more than one paired SE")  # fmt: skip
+    for name, rule in rules.items():
+        per = {k: _ratio(rows, ref, lambda r: rule(r[1])) for k, (ref, rows) in recs.items()}
+        real = [k for k in per if k not in cells]
+        w = max(real, key=lambda k: per[k][0]) if real else None
+        lose = [f"{k} {per[k][0] - per[k][2]:.3f}->{per[k][0]:.3f}" for k in real
+                if per[k][2] > per[k][3] and per[k][2] > 1e-9]  # fmt: skip
+        head = f"{name:<{width}}" + (f" worst {per[w][0]:.3f} ({w})" if w else "")
+        print(head + "".join(f" | {k}: {per[k][0]:.3f} ({per[k][1]:.3f}; {per[k][2]:+.3f} +- {per[k][3]:.3f})"
+                             for k in cells) + ("\n      loses: " + ", ".join(lose) if lose else ""), flush=True)  # fmt: skip
+
+
 def _print_choosers(recs, n_splits, reps):
     ratio = _ratio
 
@@ -1052,18 +1059,8 @@ def _print_choosers(recs, n_splits, reps):
         rp = rows[0][1]["n"] / rows[0][1]["p"]
         print(f"{item:<18}{len(rows):>7}{rp:>7.1f}" + "".join(f"{q[c]:>9.3f}" for c in CANDIDATES)
               + f"{orc:>9.3f}{f'{to_h}/{len(cmp)}':>8}{f'{right}/{differ}':>9}")  # fmt: skip
-    cells = [k for k in recs if recs[k][0] != "MM"]
-    print(f"\nRound 7 choosers: worst ours/MM over the {len(recs) - len(cells)} sets (ratio of means), the cells "
-          "(SE; change against the default +- paired SE), sets losing to the default by more than one paired SE")
-    for name, ch in CHOOSERS.items():
-        per = {k: ratio(rows, ref, lambda r: choose(r[1], ch)) for k, (ref, rows) in recs.items()}
-        real = [k for k in per if k not in cells]
-        w = max(real, key=lambda k: per[k][0]) if real else None
-        lose = [f"{k} {per[k][0] - per[k][2]:.3f}->{per[k][0]:.3f}" for k in real
-                if per[k][2] > per[k][3] and per[k][2] > 1e-9]  # fmt: skip
-        head = f"{name:<33}" + (f" worst {per[w][0]:.3f} ({w})" if w else "")
-        print(head + "".join(f" | {k}: {per[k][0]:.3f} ({per[k][1]:.3f}; {per[k][2]:+.3f} +- {per[k][3]:.3f})"
-                             for k in cells) + ("\n      loses: " + ", ".join(lose) if lose else ""))  # fmt: skip
+    _print_rules(recs, "Round 7 choosers", {name: (lambda log, ch=ch: choose(log, ch)) for name, ch in CHOOSERS.items()},
+                 33)
 
 
 # --------------------------------------------------------------------------------------
@@ -1125,18 +1122,7 @@ def diagnostic(n_splits, sets, reps):
         rp = rows[0][1]["n"] / rows[0][1]["p"]
         print(f"{item:<20}{len(rows):>7}{rp:>7.1f}{sum(r[1]['own_huber'] for r in rows):>7}"
               + "".join(f"{cnt[k]:>7}" for k in cnt) + "".join(f"{q[c]:>9.3f}" for c in q))  # fmt: skip
-    cells = [k for k in recs if recs[k][0] != "MM"]
-    print(f"\nRound 8 rules: worst ours/MM over the {len(recs) - len(cells)} sets, the cells (SE; change against "
-          "the default +- paired SE), sets losing to the default by more than one paired SE")  # fmt: skip
-    for name, rule in DIAG_RULES.items():
-        per = {k: _ratio(rows, ref, lambda r: rule(r[1])) for k, (ref, rows) in recs.items()}
-        real = [k for k in per if k not in cells]
-        w = max(real, key=lambda k: per[k][0]) if real else None
-        lose = [f"{k} {per[k][0] - per[k][2]:.3f}->{per[k][0]:.3f}" for k in real
-                if per[k][2] > per[k][3] and per[k][2] > 1e-9]  # fmt: skip
-        head = f"{name:<24}" + (f" worst {per[w][0]:.3f} ({w})" if w else "")
-        print(head + "".join(f" | {k}: {per[k][0]:.3f} ({per[k][1]:.3f}; {per[k][2]:+.3f} +- {per[k][3]:.3f})"
-                             for k in cells) + ("\n      loses: " + ", ".join(lose) if lose else ""), flush=True)  # fmt: skip
+    _print_rules(recs, "Round 8 rules", DIAG_RULES, 24)
     return recs
 
 

@@ -305,6 +305,21 @@ CV_FOLDS = 10
 CV_KEEP = 0.8
 
 
+def cv_errors(Xa, y, sw, theta, scale, norm, wls, folds=CV_FOLDS):
+    """The K-fold cross-validated prediction errors of :func:`cv_risk`, one per row of positive weight
+    (in row order): row ``i`` of them is predicted by the fit without its fold ``i mod K``."""
+    pos = np.flatnonzero(sw > 0)
+    k = min(folds, len(pos))
+    e = np.empty(len(pos))
+    for f in range(k):
+        out = np.arange(f, len(pos), k)
+        w = sw.copy()
+        w[pos[out]] = 0.0
+        th, _ = irls(Xa, y, w, theta, scale, norm, wls, tol=1e-6)
+        e[out] = y[pos[out]] - Xa[pos[out]] @ th
+    return e
+
+
 def cv_risk(Xa, y, sw, theta, scale, norm, wls, folds=CV_FOLDS, keep=CV_KEEP):
     """K-fold cross-validated trimmed squared prediction error of the M-estimate ``(theta, norm, scale)``.
 
@@ -316,14 +331,7 @@ def cv_risk(Xa, y, sw, theta, scale, norm, wls, folds=CV_FOLDS, keep=CV_KEEP):
     a gross outlier among the predicted rows does not dominate.
     """
     pos = np.flatnonzero(sw > 0)
-    k = min(folds, len(pos))
-    e = np.empty(len(pos))
-    for f in range(k):
-        out = np.arange(f, len(pos), k)
-        w = sw.copy()
-        w[pos[out]] = 0.0
-        th, _ = irls(Xa, y, w, theta, scale, norm, wls, tol=1e-6)
-        e[out] = y[pos[out]] - Xa[pos[out]] @ th
+    e = cv_errors(Xa, y, sw, theta, scale, norm, wls, folds)
     order = np.argsort(e * e, kind="stable")
     cum = np.cumsum(sw[pos][order])
     m = max(1, int(np.searchsorted(cum, keep * cum[-1], side="right")))
