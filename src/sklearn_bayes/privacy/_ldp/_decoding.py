@@ -1,10 +1,11 @@
 """How ``theta_`` is decoded from the recorded responses, and its diagnostics (issue 28).
 
 :class:`DecoderMixin` gives :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator` the choice of
-decoder (``decoder``: the exact posterior's draws, or the empirical-Bayes decoder of
-:mod:`._empirical_bayes` for the static mechanisms), the final estimate with its diagnostics
-(``_final_theta``) and ``convergence_``; :func:`warn_if_unconverged` emits the
-``ConvergenceWarning``.
+decoder (``decoder``: the exact posterior's draws, the posterior given the support counts of
+:mod:`._count_posterior`, or the empirical-Bayes decoder of :mod:`._empirical_bayes` for the
+static mechanisms), the posterior draws behind them (``_exact_draws``, ``_adaptive_draws``), the
+final estimate with its diagnostics (``_final_theta``) and ``convergence_``;
+:func:`warn_if_unconverged` emits the ``ConvergenceWarning``.
 """
 
 import warnings
@@ -12,6 +13,13 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from sklearn_bayes.privacy._ldp._count_posterior import (
+    AUTO_COUNTS_MAX_RATIO,
+    COUNTS_MAX_CATEGORIES,
+    count_groups,
+    per_user_latent,
+    plug_in_ratio,
+)
 from sklearn_bayes.privacy._ldp._diagnostics import ESS_MIN, RHAT_MAX
 from sklearn_bayes.privacy._ldp._empirical_bayes import (
     AUTO_CV_MARGIN,
@@ -23,15 +31,21 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
     support_probabilities,
 )
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
-from sklearn_bayes.privacy._ldp._samplers import ADAPT_MAX_FACTOR, MAX_DRAW_VALUES, point_estimate
+from sklearn_bayes.privacy._ldp._samplers import (
+    ADAPT_MAX_FACTOR,
+    MAX_DRAW_VALUES,
+    adaptive_exact_draws,
+    exact_draws,
+    point_estimate,
+)
 
 __all__ = ["DecoderMixin", "warn_if_unconverged"]
 
 
 def warn_if_unconverged(conv):
-    """``ConvergenceWarning`` when the exact posterior's draws fail R-hat <= 1.05 or ESS >= 100
-    (the adaptive chain reached its bound first)."""
-    if conv["method"] == "mcmc" and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
+    """``ConvergenceWarning`` when the exact or the count posterior's draws fail R-hat <= 1.05 or
+    ESS >= 100 (the adaptive chain reached its bound first)."""
+    if conv["method"] in ("mcmc", "counts") and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
         warnings.warn(
             f"The posterior draws behind theta_ may not have converged: split R-hat {conv['rhat']:.3g} "
             f"(want <= {RHAT_MAX}), effective sample size {conv['ess']:.1f} (want >= {ESS_MIN:g}). "
@@ -52,7 +66,9 @@ class DecoderMixin:
         size, ``n_draws``, ``n_segments``; the chain is extended until ``rhat <= 1.05`` and
         ``ess >= 100``, at most ``4 n_final_steps`` iterations, see
         :func:`~._samplers.adaptive_exact_draws`; a ``ConvergenceWarning`` is emitted when the
-        bound stopped it first), ``'eb'`` (the empirical-Bayes decoder: ``n_iter`` and
+        bound stopped it first), ``'counts'`` (the posterior given the support counts,
+        :mod:`~._count_posterior`: the same chain and keys on its ``2 K`` groups), ``'eb'``
+        (the empirical-Bayes decoder: ``n_iter`` and
         ``converged`` of its EM, ``n_atoms``), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
         With ``decoder='auto'`` at 32-63 categories (static mechanisms) also ``cv_gain``: the
@@ -85,6 +101,54 @@ class DecoderMixin:
         value = self._chain.store.cached(
             "auto_cv_gain", lambda: (np.array([cv_prior_gain(*self._support_counts(), RHO_GRID)]),))
         return float(value[0][0])
+
+    def _uses_counts(self):
+        """theta_, the intervals and the posterior draws from the posterior given the support counts
+        (``decoder='counts'``; ``'auto'`` where it does not use ``'eb'``, the mechanism is SS(k) with
+        ``k > 1``, the exact chain would draw a latent category per user and the counts' dependence
+        widens no interval's variance beyond ``AUTO_COUNTS_MAX_RATIO``, :func:`~._count_posterior.plug_in_ratio`)."""
+        if self._client is None or self.decoder not in ("auto", "counts") or self._uses_eb():
+            return False
+        if self.decoder == "counts":
+            return True
+        if self._client.kind == "oue" or self._client.subset_size <= 1 or self.n_responses_ == 0:
+            return False
+        store = self._chain.store
+        n_distinct = store.cached("n_distinct", lambda: (np.array([store.set_counts()[1].size]),))[0][0]
+        if not per_user_latent(n_distinct, self.n_categories_, self.n_responses_):
+            return False
+        ratio = store.cached("counts_ratio", lambda: (np.array([plug_in_ratio(
+            self._support_counts()[0], self.n_responses_, self.n_categories_, self._fitted_params["epsilon"],
+            self._client.subset_size)]),))[0][0]
+        return ratio <= AUTO_COUNTS_MAX_RATIO
+
+    def _posterior_groups(self):
+        """The :class:`~._posterior.Groups` of the posterior behind ``theta_``: the responses' (exact), or
+        the ``2 K`` groups of the support counts' binomial likelihood (:func:`~._count_posterior.count_groups`)."""
+        if not self._uses_counts():
+            return self._chain.exact_groups(None if self._client is None else self._fitted_params["epsilon"])
+        if self.n_categories_ > COUNTS_MAX_CATEGORIES:
+            raise ValueError(f"decoder='counts' runs up to {COUNTS_MAX_CATEGORIES} categories (its chain costs "
+                             f"O(K^2) per iteration), got {self.n_categories_}: use decoder='eb' or 'posterior'.")
+        counts, n, p, q = self._support_counts()
+        return count_groups(counts, n, p, q)
+
+    def _posterior_prior(self):
+        prior = self._fitted_params["prior"]
+        return "hierarchical" if isinstance(prior, str) else self._chain.prior
+
+    def _exact_draws(self, burn, keep, rng, max_values=None):
+        """``keep`` draws of the exact (or count) posterior after ``burn`` sweeps (start: IBU steps).
+
+        ``max_values``: thin the kept draws so that at most this many values are held.
+        """
+        return exact_draws(self._posterior_groups(), self._posterior_prior(), burn, keep, rng, max_values=max_values)
+
+    def _adaptive_draws(self, max_iter, rng, max_values=None):
+        """``(draws, diagnostics)`` of :func:`~._samplers.adaptive_exact_draws` (at most ``max_iter`` iterations)."""
+        draws, diag = adaptive_exact_draws(self._posterior_groups(), self._posterior_prior(), max_iter, rng,
+                                           max_values=max_values)
+        return draws, (dict(diag, method="counts") if self._uses_counts() else diag)
 
     def _support_counts(self):
         """``(counts, n, p, q)``: support counts of the stored responses and the mechanism's ``p, q``."""

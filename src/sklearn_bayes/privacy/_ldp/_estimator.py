@@ -41,7 +41,7 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
 from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
 from sklearn_bayes.privacy._ldp._rrrr import _rrrr_constants
-from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS, adaptive_exact_draws, exact_draws
+from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS
 from sklearn_bayes.privacy._ldp._serving import ServingMixin
 from sklearn_bayes.privacy._ldp._utilities import UTILITIES
 
@@ -176,18 +176,23 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         Zipf(1.1) at K = 100, eps = 1 and 2, 30 runs; 3-10 % higher on sparse
         Dir(0.1) data, where ``'tv'`` is best).  Applies whenever the exact Gibbs
         posterior is used (static mechanisms or ``prior='hierarchical'``).
-    decoder : {'auto', 'posterior', 'eb'}, default='auto'
+    decoder : {'auto', 'posterior', 'counts', 'eb'}, default='auto'
         How ``theta_`` and :meth:`credible_interval` are computed for a static mechanism.
         ``'posterior'``: from the exact posterior's draws (``prior``, ``point_estimate``; the
-        behaviour before issue 28).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
+        behaviour before issue 28).  ``'counts'``: from the draws of the posterior given only the
+        support counts (same prior and summary; each count's exact binomial likelihood, their weak
+        dependence ignored; ``O(K^2)`` per iteration whatever ``n``; at most 128 categories; see Notes).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
         support count of every category is exactly binomial, the distribution of the values
         ``theta_k`` across categories is estimated by nonparametric maximum likelihood, and
         ``theta_`` holds the normalised posterior means; the intervals are binomial (Wilson)
         confidence intervals.  ``'auto'``: ``'eb'`` when ``n_categories_ >= 64``; from 32, ``'eb'`` when
         its prior's 5-fold cross-validated log marginal likelihood of the support counts beats the
-        symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else ``'posterior'``.
-        ``mechanism='rrrr'`` always uses the posterior (``'eb'`` is refused);
-        :meth:`sample_posterior` always draws from the exact posterior.  A compute knob: it
+        symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else ``'counts'`` under
+        SS(k) with ``k > 1`` when the exact chain would draw a latent category per user (``4 G K > n``
+        or ``G K > 2^16`` for ``G`` distinct responses) and the counts' dependence is weak (plug-in
+        sandwich variance ratio ``<= 1.07``), else ``'posterior'``.
+        ``mechanism='rrrr'`` always uses the posterior (``'eb'`` and ``'counts'`` are refused);
+        :meth:`sample_posterior` draws from the count posterior where ``theta_`` does, else from the exact one.  A compute knob: it
         may change after fitting.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the simulated privacy noise and of the MCMC.  An int emits
@@ -219,8 +224,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         posterior, the largest split R-hat and the smallest effective sample size over the
         categories (``'rhat'``, ``'ess'``, ``'n_draws'``; the chain is extended until they
         pass, and a :class:`~sklearn.exceptions.ConvergenceWarning` says when the bound
-        ``4 n_final_steps`` stopped it first); for ``decoder='eb'`` the EM's ``n_iter`` and
-        ``converged``.
+        ``4 n_final_steps`` stopped it first; ``'method'``: ``'mcmc'``, or ``'counts'`` for the
+        count posterior); for ``decoder='eb'`` the EM's ``n_iter`` and ``converged``.
     n_features_in_ : int
         Always 1.
     feature_names_in_ : ndarray of shape (1,)
@@ -271,6 +276,13 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     Wilson score interval of ``pi_v`` mapped linearly and clipped to ``[0, 1]``: a
     frequentist interval with the binomial's coverage (about 97.5 % for a category of
     probability exactly 0).
+
+    Count posterior (``decoder='counts'``, issue 28 round 9): ``p(theta, rho | c) ∝ prod_v
+    Bin(c_v; n, pi_v) Dir(theta; rho 1) p(rho)``, the exact posterior's prior with the product of the
+    counts' exact binomial marginals (a composite likelihood: under SS(k) the counts sum to ``n k``;
+    the variance this ignores is 2-3 % at ``K >= 35``, see the user guide).  Each factor is a group of
+    the three-level likelihood (``pi_v``: special category ``v``; ``1 - pi_v``: the set of all other
+    categories), so the exact chain runs on ``2 K`` groups instead of ``n`` distinct subsets.
 
     Posterior ``pi(theta | y, S) ∝ Dir(theta; rho) prod_t h_t(y_t | theta)`` with
     ``h_t(y | theta) = sum_x g_{S_t}(y | x) theta_x``.  SGLD runs on
@@ -437,7 +449,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         "step_size": [StrOptions({"auto", "0.5/t"}), RealInterval(0, np.inf, closed="neither"), callable],
         "n_final_steps": [IntegerInterval(0, None, closed="left")],
         "final_estimate": [StrOptions({"mala", "gibbs", "sgld"})],
-        "decoder": [StrOptions({"auto", "posterior", "eb"})],
+        "decoder": [StrOptions({"auto", "posterior", "eb", "counts"})],
         "random_state": ["random_state", np.random.Generator],
     }
 
@@ -599,23 +611,6 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     def _uses_exact_gibbs(self):
         """theta_ and posterior samples from the exact Gibbs sampler of ``_posterior``."""
         return self._client is not None or isinstance(self._fitted_params["prior"], str)
-
-    def _exact_draws(self, burn, keep, rng, max_values=None):
-        """``keep`` draws of the exact Gibbs sampler after ``burn`` sweeps (start: IBU steps).
-
-        ``max_values``: thin the kept draws so that at most this many values are held.
-        """
-        prior = self._fitted_params["prior"]
-        groups = self._chain.exact_groups(None if self._client is None else self._fitted_params["epsilon"])
-        return exact_draws(groups, "hierarchical" if isinstance(prior, str) else self._chain.prior,
-                           burn, keep, rng, max_values=max_values)
-
-    def _adaptive_draws(self, max_iter, rng, max_values=None):
-        """``(draws, diagnostics)`` of :func:`~._samplers.adaptive_exact_draws` (at most ``max_iter`` iterations)."""
-        prior = self._fitted_params["prior"]
-        groups = self._chain.exact_groups(None if self._client is None else self._fitted_params["epsilon"])
-        return adaptive_exact_draws(groups, "hierarchical" if isinstance(prior, str) else self._chain.prior,
-                                    max_iter, rng, max_values=max_values)
 
     def _sgld_draws(self, n_iter, thin, rng):
         """The online chain continued from a copy of the current sample (``final_estimate='sgld'``)."""

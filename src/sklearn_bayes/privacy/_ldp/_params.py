@@ -70,12 +70,13 @@ class FrozenParamsMixin:
 
     def _check_params(self):
         """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'; the
-        empirical-Bayes decoder needs a static mechanism."""
+        empirical-Bayes and count decoders need a static mechanism."""
         if self.utility == "semi_adaptive" and self.alpha is None:
             raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
-        if getattr(self, "decoder", "auto") == "eb" and self.mechanism == "rrrr":
-            raise ValueError("decoder='eb' needs a static mechanism (its responses' support counts are binomial); "
-                             "mechanism='rrrr' uses decoder='posterior' (or 'auto').")
+        decoder = getattr(self, "decoder", "auto")
+        if decoder in ("eb", "counts") and self.mechanism == "rrrr":
+            raise ValueError(f"decoder={decoder!r} needs a static mechanism (its responses' support counts are "
+                             "binomial); mechanism='rrrr' uses decoder='posterior' (or 'auto').")
 
     def _check_frozen(self):
         """A fitted estimator continues only with the parameters it was built with.
