@@ -40,6 +40,9 @@ numbers: every method sees the same data in every cell.
    ``--sets dev4``: all dev sets), with the n = 30 cells (``--extra-reps`` draws).
 8. ``--parts diagnostic`` (issue 30, round 8; not in the default parts): :func:`diagnostic`, how often the rank
    test of heteroscedasticity fires below 12 rows per coefficient and what Huber (1.0) where it fires would give.
+9. ``--parts decompose`` and ``--parts hetconst`` (issue 30, round 9; not in the default parts): :func:`decompose`,
+   the default against statsmodels' MM one component at a time, and :func:`het_constants`, Huber (0.75), (0.5)
+   and LAD where round 8 fits Huber (1.0).
 """
 
 import argparse
@@ -1126,6 +1129,274 @@ def diagnostic(n_splits, sets, reps):
     return recs
 
 
+# --------------------------------------------------------------------------------------
+# 9. issue 30 round 9: our MM against statsmodels' piece by piece (``--parts decompose``), and the constant where
+#    the residuals' spread grows with x (``--parts hetconst``)
+# --------------------------------------------------------------------------------------
+
+#: the fits of :func:`decompose`, each one swap away from the one above it (Tukey 4.685 IRLS ``(start, scale)``;
+#: ``sm``: statsmodels' DetS start and its scale, the M-scale times ``sqrt(n / (n - p))``; ``S``: our S start;
+#: ``s_S``: its M-scale; ``lmrob``: the M-scale of robustbase's equation ``sum rho(r / s) / (n - p) = b``)
+DECOMPOSE_FITS = ("sm MM", "(4) ours, sm start+scale", "(1) S start, sm scale", "(2) S, s_S sqrt(n/(n-p))",
+                  "(2') our MM: S, s_S", "(5) default", "S, lmrob scale", "DetS, lmrob scale",
+                  "default, k on MM step", "default, k on flags' MM")  # fmt: skip
+
+
+def _k_factor(sw, p):
+    """``sqrt(n / (n - p))``, ``n`` Kish's effective number of rows (as in ``_selection.residual_scale``)."""
+    wt = float(sw.sum())
+    n = wt * wt / float(sw @ sw)
+    return float(np.sqrt(n / max(n - p, 1.0)))
+
+
+def _default_with_k(X, y, where):
+    """The default with the small-sample factor :func:`_k_factor` below 12 rows per coefficient on the scale of
+    the MM step of ``_selection.select`` (``where="select"``: the start's corrected MAD, from which the variances'
+    common fit and every candidate start) or of the flags' MM fit (``where="flags"``: ``mm_for_flags``'s S
+    scale, which the small-sample guard and round 4's comparison read)."""
+    import sklearn_bayes.linear_model._mixture._estimator as est
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn_bayes.linear_model._mixture._lts_start import weighted_median, wls
+    from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
+    from sklearn_bayes.linear_model._mixture._s_start import m_scale
+
+    select, mm_for_flags = sel.select, est.mm_for_flags
+
+    def select_k(Xa, y, sw, theta0, scale0, *a, **k):
+        if sel.is_small(sw, Xa.shape[1], 12.0):
+            scale0 = scale0 * _k_factor(sw, Xa.shape[1])
+        return select(Xa, y, sw, theta0, scale0, *a, **k)
+
+    def flags_k(Xa, y, sw, theta0, floor):
+        if not sel.is_small(sw, Xa.shape[1], 12.0):
+            return mm_for_flags(Xa, y, sw, theta0, floor)
+        s_S = max(m_scale(y - Xa @ theta0, sw) * _k_factor(sw, Xa.shape[1]), floor)
+        theta = sel.irls(Xa, y, sw, theta0, s_S, TukeyBiweight(4.685), wls)[0]
+        return theta, max(s_S, sel.residual_scale(y - Xa @ theta, sw, Xa.shape[1], weighted_median), floor)
+
+    if where == "select":
+        sel.select = select_k
+    else:
+        est.mm_for_flags = flags_k
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    finally:
+        sel.select, est.mm_for_flags = select, mm_for_flags
+    return np.r_[m.coef_, m.intercept_]
+
+
+def _m_scale_at(r, b):
+    """The biweight (c = 1.5476) M-scale solving ``mean rho(r / s) = b``."""
+    from scipy import optimize
+
+    from sklearn_bayes.linear_model._mixture._s_start import _rho
+
+    a = np.abs(r)
+    f = lambda s: float(np.mean(_rho(a / s))) - b  # noqa: E731
+    lo = hi = float(np.sqrt(3.0 * np.mean(a * a) / b)) / 1.5476450 * 1.01  # mean rho(a / hi) < b
+    while f(lo) <= 0:
+        lo *= 0.5
+    return optimize.brentq(f, lo, 2.0 * lo if f(2.0 * lo) <= 0 else hi, rtol=1e-12)
+
+
+def decompose(n_splits, sets):
+    """Issue 30 round 9 (``--parts decompose``): the default's held-out median absolute error over statsmodels'
+    MM (``RLMDetSMM``, the benchmark's call) taken apart one component at a time, on the splits where that MM
+    fitted.
+
+    In the data's units, every fit but the default is Tukey (4.685) IRLS at a fixed scale (``_selection.irls``)
+    from a start: statsmodels' MM (its own IRLS, at most 50 iterations, and its rule that keeps a re-estimated
+    M-scale when that is smaller); (4) our IRLS from its DetS start at its scale; (1) from our S start (the one
+    ``mm_for_flags`` gets) at its scale; (2) at our S-estimate's M-scale times ``sqrt(n / (n - p))`` (the factor
+    statsmodels' ``RLM`` puts on a callable scale estimate); (2') at the M-scale itself: our MM fit
+    (``mm_coef_``); (5) the default's kept fit.  Two more: both starts at robustbase's ``lmrob`` scale, whose
+    M-equation divides by ``n - p``; and the default with that factor on one of its MM steps' scales
+    (:func:`_default_with_k`).  The psi is Tukey with c = 4.685 in both (statsmodels: 4.685065 for 95 %
+    efficiency): a scale ``k s`` at c is the constant ``k c`` at ``s``, so (3) is (2).  Also: our S scale over
+    DetS's (both by our M-scale; the smaller S objective is the better S-estimate), in how many splits (1) lands
+    on (4)'s fit, and what share of the training rows our MM fit and statsmodels' reject (beyond 4.685 scales)."""
+    import statsmodels.api as sm
+    from sklearn.model_selection import train_test_split
+    from statsmodels.robust.resistant_linear_model import RLMDetSMM
+
+    import sklearn_bayes.linear_model._mixture._estimator as est
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn_bayes.linear_model._mixture._lts_start import wls
+    from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
+    from sklearn_bayes.linear_model._mixture._s_start import B_HALF, m_scale
+
+    tukey, mm_for_flags = TukeyBiweight(4.685), est.mm_for_flags
+    print(f"\nRound 9: held-out median absolute error over statsmodels' MM, one component swapped at a time "
+          f"({n_splits} splits, those where it fitted; paired SE of the difference in brackets)")  # fmt: skip
+    for name in sets:
+        X, y = load_real(name)
+        rows = []
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            n, d = Xtr.shape
+            p = d + 1
+            cap = {}
+
+            def capture(Xa_s, y_s, sw, theta0, floor):
+                cap["theta0"] = theta0.copy()
+                return mm_for_flags(Xa_s, y_s, sw, theta0, floor)
+
+            est.mm_for_flags = capture
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    m = MixtureMEstimatorRegressor(random_state=0).fit(Xtr, ytr)
+            finally:
+                est.mm_for_flags = mm_for_flags
+            cols = [j + 1 for j in range(d) if np.median(np.abs(Xtr[:, j] - np.median(Xtr[:, j]))) > 0]
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = RLMDetSMM(ytr, sm.add_constant(Xtr, has_constant="add"), efficiency=0.95,
+                                    breakdown_point=0.5, col_indices=cols).fit()  # fmt: skip
+            except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
+                continue
+            st = est._standardise_robust(Xtr, ytr, np.ones(n), slice(None), True)  # the fit's units
+            c0 = st.coef(cap["theta0"][:d])
+            th_S = np.r_[c0, st.intercept(cap["theta0"][d], c0)]  # intercept last, as in our design
+            dets = res._results.results_dets
+            th_D, s_sm = np.r_[np.asarray(dets.params)[1:], dets.params[0]], float(dets.scale)
+            Xa, ones = np.column_stack([Xtr, np.ones(n)]), np.ones(n)
+            s_S, s_D = m_scale(ytr - Xa @ th_S, ones), m_scale(ytr - Xa @ th_D, ones)
+            b_np = B_HALF * (n - p) / n
+            irls = lambda th, s: sel.irls(Xa, ytr, ones, th, s, tukey, wls)[0]  # noqa: E731
+            f = [np.r_[np.asarray(res.params)[1:], res.params[0]], irls(th_D, s_sm), irls(th_S, s_sm),
+                 irls(th_S, s_S * np.sqrt(n / (n - p))), irls(th_S, s_S), np.r_[m.coef_, m.intercept_],
+                 irls(th_S, _m_scale_at(ytr - Xa @ th_S, b_np)), irls(th_D, _m_scale_at(ytr - Xa @ th_D, b_np)),
+                 _default_with_k(Xtr, ytr, "select"), _default_with_k(Xtr, ytr, "flags")]
+            Xte_a = np.column_stack([Xte, np.ones(len(yte))])
+            tol = 1e-6 * np.max(np.abs(f[1]))
+            rows.append(([float(np.median(np.abs(yte - Xte_a @ th))) for th in f],
+                         (s_S / s_D, np.allclose(f[2], f[1], rtol=1e-4, atol=tol),
+                          np.mean(np.abs(ytr - Xa @ f[4]) > 4.685 * s_S),
+                          np.mean(np.abs(ytr - Xa @ f[0]) > 4.685 * float(res.scale)))))  # fmt: skip
+        E = np.array([r[0] for r in rows])
+        info = np.array([r[1] for r in rows], dtype=float)
+        ref = E[:, 0].mean()
+        print(f"{name}: {len(rows)} splits, {n} training rows, {p} coefficients; S ours / DetS {info[:, 0].mean():.3f}"
+              f" (smaller in {int((info[:, 0] < 1).sum())}); (1) on (4)'s fit in {int(info[:, 1].sum())}; rejected: "
+              f"our MM {info[:, 2].mean():.3f}, sm {info[:, 3].mean():.3f}")  # fmt: skip
+        for j, lab in enumerate(DECOMPOSE_FITS):
+            se = np.std(E[:, j] - E[:, 0], ddof=1) / np.sqrt(len(E)) / ref
+            print(f"    {lab:<28} {E[:, j].mean() / ref:.3f} ({se:.3f})")
+
+
+def _het_lad(select):
+    """``select`` with the least-absolute-deviations fit (``_s_start.lad_fit``) wherever it returns
+    :data:`~._selection.HETEROSCEDASTIC_LOSS`."""
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn_bayes.linear_model._mixture._s_start import lad_fit
+
+    def patched(Xa, y, sw, *a, **k):
+        out = select(Xa, y, sw, *a, **k)
+        if out["loss"] is sel.HETEROSCEDASTIC_LOSS:
+            th = lad_fit(Xa, y, sw)
+            if th is not None:
+                out = dict(out, theta=th)
+        return out
+
+    return patched
+
+
+#: round 9's constants in place of Huber (1.0) where round 8 fits it (``lad``: the LAD fit there)
+HET_CONSTANTS = (0.75, 0.5, "lad")
+
+
+def het_constants(n_splits, sets, reps):
+    """Issue 30 round 9 (``--parts hetconst``): Huber (c) with its own scale for c in :data:`HET_CONSTANTS`, and
+    LAD, where round 8 fits Huber (1.0) (the rank test of heteroscedasticity fired below 12 rows per coefficient).
+
+    Per set (``n_splits`` splits below 12 rows per coefficient where statsmodels' MM fitted) and per cell of
+    :data:`DIAGNOSTIC_CELLS` (``reps`` draws): the splits where round 8's rule fired (a variant's fit differs from
+    the default's; only where the default's ``selected_loss_`` is ``huber(c=1)`` are the variants refitted:
+    elsewhere each is the default's fit, by construction), the
+    default's ratio to statsmodels' MM (cells: slope MSE over the best single M-estimator's; ``fired/not``: the
+    same over the splits where the rule fired and over the others) and each variant's, with the paired change
+    against the default +- its SE (``!``: a loss beyond one SE)."""
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn.model_selection import train_test_split
+
+    from sklearn_bayes.linear_model._mixture._norms import HuberT
+
+    def fits(X, y):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+            out = {"default": (m.coef_, m.intercept_)}
+            for c in HET_CONSTANTS:
+                if m.selected_loss_ != "huber(c=1)":
+                    out[c] = out["default"]
+                elif c == "lad":
+                    select = sel.select
+                    sel.select = _het_lad(select)
+                    try:
+                        out[c] = _mixture()(X, y)
+                    finally:
+                        sel.select = select
+                else:
+                    out[c] = _fit_with_constants("_selection", X, y, HETEROSCEDASTIC_LOSS=HuberT(c))
+        # fired: round 8's rule gave Huber (1.0) (the variance rule can pick that loss too: then nothing differs)
+        return out, any(not np.array_equal(out[c][0], out["default"][0]) for c in HET_CONSTANTS)
+
+    recs = {}
+    for item in sets:
+        X, y = load_real(item)
+        rows = []
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            if not len(ytr) < 12 * (X.shape[1] + 1):
+                break
+            coefs, fired = fits(Xtr, ytr)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    coefs["ref"] = _mm(Xtr, ytr)
+            except Exception:  # noqa: BLE001
+                continue
+            rows.append(({c: float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for c, (b, a) in coefs.items()},
+                         fired))  # fmt: skip
+        if rows:
+            recs[item] = rows
+    for law, n, p in DIAGNOSTIC_CELLS:
+        rows, single = [], []
+        for rep in range(reps):
+            X, y = make_cell(law, n, p, rep)
+            coefs, fired = fits(X, y)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                single.append({m: float(np.sum(np.asarray(PEERS[m](X, y)[0]) ** 2)) for m in SINGLE_M})
+            rows.append(({c: float(np.sum(np.asarray(b) ** 2)) for c, (b, a) in coefs.items()}, fired))
+        best = min(SINGLE_M, key=lambda m: np.mean([s[m] for s in single]))
+        for (r, _), s in zip(rows, single):
+            r["ref"] = s[best]
+        recs[f"{law} {n}/{p}"] = rows
+    print(f"\nRound 9: the constant where round 8 fits Huber (1.0); held-out MedAE over statsmodels' MM ({n_splits} "
+          f"splits; cells: slope MSE over the best single M-estimator's, {reps} draws); change against the default "
+          "+- paired SE, '!' a loss beyond one SE")  # fmt: skip
+    print(f"{'set / cell':<22}{'fired':>6}{'default':>9}{'fired/not':>15}"
+          + "".join(f"{str(c):>25}" for c in HET_CONSTANTS))  # fmt: skip
+    for item, rows in recs.items():
+        ref = np.array([r[0]["ref"] for r in rows])
+        dflt = np.array([r[0]["default"] for r in rows])
+        fired = np.array([r[1] for r in rows])
+        part = [f"{dflt[i].sum() / ref[i].sum():.3f}" if i.any() else "--" for i in (fired, ~fired)]  # ratio of sums
+        line = f"{item:<22}{fired.sum():>6}{dflt.mean() / ref.mean():>9.3f}{' / '.join(part):>15}"
+        for c in HET_CONSTANTS:
+            x = np.array([r[0][c] for r in rows])
+            ch, se = (x - dflt).mean() / ref.mean(), np.std(x - dflt, ddof=1) / np.sqrt(len(x)) / ref.mean()
+            mark = "!" if ch > se and ch > 1e-12 else " "
+            line += f"{f'{x.mean() / ref.mean():.3f} ({ch:+.3f} +- {se:.3f}){mark}':>25}"
+        print(line, flush=True)
+    return recs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20, help="repetitions per error-law cell (default 20)")
@@ -1133,7 +1404,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="speed: interleaved repeats (median ratio reported)")
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
-                    help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic")  # fmt: skip
+                    help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
+                         "decompose,hetconst")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -1197,6 +1469,15 @@ def main(argv=None):
             diagnostic(args.real_splits, sets, args.extra_reps)
         if "mmscale" in parts:
             mm_scale_rule(args.real_splits, [s for s in args.sets.split(",") if s] or ROUND6_SETS)
+        if "decompose" in parts:
+            decompose(args.real_splits, [s for s in args.sets.split(",") if s] or ROUND6_SETS)
+        if "hetconst" in parts:
+            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
+            if sets == ["dev4"]:
+                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+            elif sets == ["held7"]:
+                sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+            het_constants(args.real_splits, sets, args.extra_reps)
 
 
 if __name__ == "__main__":
