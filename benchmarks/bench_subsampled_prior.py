@@ -45,7 +45,10 @@ cancer, digits, biopsy, Pima.  ``--study`` compares rules on the default's recor
 Round 7 (``--study svm-average``: averaging the SVM candidates whose leave-one-out error count
 is within k paired SEs of the default's) kept round 6's SVM split; one rule of 32 passed the dev
 cells and was neutral on the held-out binary cells (HMDA, spam7, crabs): not adopted (the user
-guide's "Round 7").
+guide's "Round 7").  Round 8 (``--study family``: the cross-fitted oracle over enlarged candidate
+families -- the subsample shape shrunk to the identity, the subsample mean shrunk to 0, the subsample
+size and number, the SVM's prior from logistic fits -- on the four p/n >= 0.3 synthetic SVM and
+logistic cells, with the true prior as the reference): measurement only, nothing adopted.
 
 The SVM cells' test loss is the misclassification rate, and the grid search chooses ``C`` by
 10-fold accuracy (``LinearSVC.score``): no hinge loss enters the comparison.
@@ -65,6 +68,7 @@ Usage::
     python benchmarks/bench_subsampled_prior.py --study svm-average --splits 50 --svm-step 0.25   # 1/4 decade
     python benchmarks/bench_subsampled_prior.py --study svm-average --splits 50 --svm-step 0.25 --cells HMDA spam7 crabs
     python benchmarks/bench_subsampled_prior.py --study laplace                # Laplace vs importance sampling
+    python benchmarks/bench_subsampled_prior.py --study family --splits 50     # round 8 (about 8 minutes)
     python benchmarks/bench_subsampled_prior.py --dask-only   # Dask LocalCluster speed-up
 """
 
@@ -114,16 +118,20 @@ def _synthetic_regression(n, p, seed):
     return X, X @ rng.normal(size=p) + np.sqrt(p) * rng.normal(size=n + 2000)
 
 
-def _synthetic_logistic(n, p, seed):
-    """Correlated features (AR(1), rho 0.5), beta ~ N(0, 1/p) scaled to a signal sd of 2."""
+def _synthetic_logistic(n, p, seed, return_beta=False):
+    """Correlated features (AR(1), rho 0.5), beta ~ N(0, 1/p) scaled to a signal sd of 2
+    (``return_beta``: also the coefficients, the same draws)."""
     rng = np.random.default_rng(seed)
     Z = rng.normal(size=(n + 2000, p))
     X = Z.copy()
     for j in range(1, p):
         X[:, j] = 0.5 * X[:, j - 1] + np.sqrt(0.75) * Z[:, j]
-    eta = X @ rng.normal(size=p)
-    eta *= 2.0 / eta.std()
-    return X, (rng.random(n + 2000) < 1 / (1 + np.exp(-eta))).astype(int)
+    beta = rng.normal(size=p)
+    eta = X @ beta
+    f = 2.0 / eta.std()
+    eta *= f
+    y = (rng.random(n + 2000) < 1 / (1 + np.exp(-eta))).astype(int)
+    return (X, y, f * beta) if return_beta else (X, y)
 
 
 def _digits38():
@@ -632,6 +640,146 @@ def study_laplace(cells, n_splits=3, draws=40000):
                       f"{wn.sum() ** 2 / (wn ** 2).sum():8.0f} {ll[0]:7.3f} {ll[1]:7.3f}")
 
 
+# ---- round 8: the candidate family (--study family) -------------------------------------------
+#: the p/n >= 0.3 synthetic cells of the SVM and the logistic regression: (task, cell, n, p, seed base)
+FAMILY_CELLS = [("svm", "synthetic p/n=0.3", 150, 45, 8000), ("svm", "synthetic p/n=0.7", 100, 70, 9000),
+                ("logistic", "synthetic p/n=0.3", 150, 45, 5000), ("logistic", "synthetic p/n=0.7", 100, 70, 6000)]
+_FAMILY_GRID = np.arange(-4.0, 3.0 + 1e-9, 0.5)  # log10 tau, 1/2 decade
+_FAMILY_W, _FAMILY_S = (0.0, 0.25, 0.5, 0.75, 1.0), (0.0, 0.5, 1.0)
+
+
+def _family_split(task, n, p, seed, s):
+    """One split: test losses of every candidate on the two halves of the test rows (even / odd)."""
+    from sklearn_bayes._glm import LogisticLoss, SquaredHingeLoss, fit_map, posterior_hessian
+    from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_one_penalised
+    from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior
+
+    X, y, beta = _synthetic_logistic(n, p, seed + s, return_beta=True)
+    tr, te = np.arange(n), np.arange(n, len(y))
+    out = {k: test_loss(task, make_pipeline(StandardScaler(), e).fit(X[tr], y[tr]), X[te], y[te]) for k, e in
+           (("peer", clone(next(iter(peers(task).values())))), ("default", OURS[task](random_state=s)))}
+    sc = StandardScaler().fit(X[tr])
+    Xs, Xt, yt, y01 = sc.transform(X[tr]), sc.transform(X[te]), y[te], y[tr].astype(float)
+    half = np.arange(te.size) % 2 == 0
+    ypm, loss = (2.0 * y01 - 1.0, SquaredHingeLoss()) if task == "svm" else (y01, LogisticLoss())
+
+    def halves(eta):
+        L = 100.0 * ((eta > 0) != yt) if task == "svm" else np.logaddexp(0, eta) - yt * eta
+        return np.array([L[half].mean(), L[~half].mean()])
+
+    def path(Xf, yf, lss, mean, Sinv, fit_intercept=True, moderated=False):
+        k, coef, b, L = Xs.shape[1], mean, None, []
+        for t in _FAMILY_GRID:
+            P = Sinv / 10.0 ** t
+            r = fit_map(Xf, yf, lss, prior_mean=mean, prior_precision=P, fit_intercept=fit_intercept, coef_init=coef,
+                        intercept_init=b)
+            coef, b = r.coef, r.intercept
+            c = r.coef.ravel()
+            eta = Xt @ c[:k] + (r.intercept[0] if fit_intercept else c[k])
+            if moderated:  # the Laplace predictive: eta / sqrt(1 + pi v / 8), v = Var(eta) (probit approximation)
+                Xa = np.hstack([Xt, np.ones((Xt.shape[0], 1))])
+                H = posterior_hessian(Xs, yf, lss, r.coef, r.intercept, prior_precision=P)
+                eta = eta / np.sqrt(1 + np.pi * np.einsum("ij,ij->i", Xa @ np.linalg.inv(H), Xa) / 8)
+            L.append(halves(eta))
+        return np.array(L)
+
+    k, eye = p, np.eye(p)
+    paths = {("base", "free"): path(Xs, ypm, loss, np.zeros(k), eye)}
+    if task == "svm":  # LinearSVC's model: N(0, tau I) on the coefficients and the intercept; (e) the logistic fit
+        paths[("base", "pen")] = path(np.hstack([Xs, np.ones((n, 1))]), ypm, loss, np.zeros(k + 1), np.eye(k + 1),
+                                      fit_intercept=False)
+        paths[("e", "logistic fit")] = path(Xs, y01, LogisticLoss(), np.zeros(k), eye)
+    else:  # (f) the moderated predictive along the base path
+        paths[("f", "moderated")] = path(Xs, y01, loss, np.zeros(k), eye, moderated=True)
+    bstd = beta * sc.scale_  # the true coefficients in standardised units: the prior N(0, tau_true I)
+    tau = float(bstd @ bstd) / k
+    r = fit_map(Xs, y01, LogisticLoss(), prior_mean=np.zeros(k), prior_precision=eye / tau)
+    eta = Xt @ r.coef.ravel() + r.intercept[0]
+    H = posterior_hessian(Xs, y01, LogisticLoss(), r.coef, r.intercept, prior_precision=eye / tau)
+    Xa = np.hstack([Xt, np.ones((Xt.shape[0], 1))])
+    true = {"map": halves(eta).mean(),
+            "moderated": halves(eta / np.sqrt(1 + np.pi * np.einsum("ij,ij->i", Xa @ np.linalg.inv(H), Xa) / 8)).mean()}
+    rng, diag = np.random.default_rng(10_000 + s), {}
+    configs = [("N/2,m20", loss, ypm, n // 2, 20), ("N/4,m20", loss, ypm, n // 4, 20),
+               ("N/4,m200", loss, ypm, n // 4, 200)]
+    if task == "svm":  # (d) the prior from logistic subsample fits
+        configs.append(("logistic fits N/4,m200", LogisticLoss(), y01, n // 4, 200))
+    for cname, lss, ys, nsub, m in configs:  # the unit-prior subsample fits of prior_scale='loo'
+        idx = [np.sort(rng.choice(n, size=nsub, replace=False)) for _ in range(m)]
+        coefs = np.array([_fit_one_penalised(Xs[i], ys[i], None, lss, True, 1e-8, 100)[0] for i in idx])
+        _, cov, _, used = _subsample_prior(coefs, covariance="full", scaling=None, shrinkage="auto", n=nsub, n_rows=n)
+        S = cov / (np.trace(cov) / k)
+        diag[cname] = (S, used)
+        for w in _FAMILY_W:
+            Sinv = np.linalg.inv((1 - w) * S + w * eye)
+            for sm in _FAMILY_S:
+                if (w, sm) != (1.0, 0.0):  # that one is the base family
+                    paths[(cname, w, sm)] = path(Xs, ypm, loss, sm * coefs.mean(0), 0.5 * (Sinv + Sinv.T))
+    S20, S200 = diag["N/4,m20"][0], diag["N/4,m200"][0]
+    out.update(paths=paths, true=true, shrink=diag["N/2,m20"][1],
+               noise=np.linalg.norm(S20 - S200) / np.linalg.norm(S200 - eye))
+    return out
+
+
+def _cross_fitted(paths, fams, rows=slice(None)):
+    """The best candidate on one test half scored on the other (both ways; ties: their mean), and the
+    best in hindsight (chosen and scored on all test rows)."""
+    L = np.concatenate([paths[f][rows] for f in fams])
+    v = [L[np.abs(L[:, h] - L[:, h].min()) <= 1e-12, 1 - h].mean() for h in (0, 1)]
+    return np.mean(v), L.mean(1).min()
+
+
+def study_family(n_splits):
+    """Round 8: the cross-fitted oracle (the best candidate on one half of the test rows, scored on the
+    other) over the default's candidate family at p/n >= 0.3 -- the identity and mean 0 at every scale
+    (with the SVM's penalised intercept) -- and over enlarged families: (a) the shape (1 - w) Sigma_sub +
+    w I, (b) the mean s * mean_sub, (c) the subsample size and number behind them, (d) SVM: the prior
+    from logistic subsample fits; (e) SVM: the final fit by the logistic loss; (f) logistic: the Laplace
+    predictive.  References: the true prior (the draw's N(0, tau I), logistic MAP / moderated).  Prints
+    one line per cell (diagnostics), then the ratio to the peer and the paired difference to the base
+    family's oracle (relative to the peer's mean loss) of every rule and cell."""
+    table = {k: {} for k in ("default", "true prior, logistic MAP", "true prior, moderated predictive")}
+    cols = []
+    for task, cell, n, p, seed in FAMILY_CELLS:
+        R = [_family_split(task, n, p, seed, s) for s in range(n_splits)]
+        peer = np.array([r["peer"] for r in R])
+        base = [("base", "free")] + ([("base", "pen")] if task == "svm" else [])
+        cf = lambda fams, rows=slice(None): np.array([_cross_fitted(r["paths"], fams, rows) for r in R])
+        full = lambda c: [(c, w, sm) for w in _FAMILY_W for sm in _FAMILY_S if (w, sm) != (1.0, 0.0)]
+        cfgs = ["N/2,m20", "N/4,m20", "N/4,m200"] + (["logistic fits N/4,m200"] if task == "svm" else [])
+        rules = {"base, whole decades (round 7)": cf(base, np.abs(_FAMILY_GRID % 1) < 1e-9),
+                 "base (identity, 0), 1/2 decade": cf(base),
+                 "(a) + shapes w < 1, mean 0 [N/2,m20]": cf(base + [("N/2,m20", w, 0.0) for w in _FAMILY_W[:-1]]),
+                 "(b) + means s > 0, identity [N/2,m20]": cf(base + [("N/2,m20", 1.0, 0.5), ("N/2,m20", 1.0, 1.0)])}
+        rules.update({f"(a)x(b) [{c}]": cf(base + full(c)) for c in cfgs})
+        fams = base + [f for c in cfgs for f in full(c)]
+        rules["union of (a)-(d)"] = cf(fams)
+        extra = ("(e) + the logistic-loss fit", ("e", "logistic fit")) if task == "svm" else \
+            ("(f) + the moderated predictive", ("f", "moderated"))
+        rules[extra[0]] = cf(base + [extra[1]])
+        cols.append(f"{task} p/n={cell.split('=')[1]}")
+        print(f"{cols[-1]}: {n_splits} splits, peer {peer.mean():.4g}; Ledoit-Wolf shrinkage of Sigma_sub at m = 20 "
+              f"{np.mean([r['shrink'] for r in R]):.2f}; |S_m20 - S_m200| / |S_m200 - I| at N/4 "
+              f"{np.mean([r['noise'] for r in R]):.2f}; union: {len(fams)} families, hindsight (not cross-fitted) "
+              f"{_ratio(rules['union of (a)-(d)'][:, 1], peer)[0]:.3f}; SE of the ratios "
+              f"{min(_ratio(v[:, 0], peer)[1] for v in rules.values()):.3f}-"
+              f"{max(_ratio(v[:, 0], peer)[1] for v in rules.values()):.3f}")
+        refs = {"default": [r["default"] for r in R], "true prior, logistic MAP": [r["true"]["map"] for r in R]}
+        if task == "logistic":
+            refs["true prior, moderated predictive"] = [r["true"]["moderated"] for r in R]
+        for name, a in refs.items():
+            r, se = _ratio(np.array(a), peer)
+            table.setdefault(name, {})[cols[-1]] = f"{r:.3f} ± {se:.3f}"
+        b0 = rules["base (identity, 0), 1/2 decade"][:, 0]
+        for name, v in rules.items():
+            d = (v[:, 0] - b0) / peer.mean()
+            table.setdefault(name, {})[cols[-1]] = f"{_ratio(v[:, 0], peer)[0]:.3f} " + (
+                f"{d.mean():+.4f} ± {d.std(ddof=1) / np.sqrt(d.size):.4f}" if not name.startswith("base (") else "")
+    print(f"\n{'cross-fitted oracle of the family, or rule':42s}" + "".join(f"{c:>25s}" for c in cols))
+    print(f"{'':42s}" + f"{'ratio  minus base':>25s}" * len(cols))
+    for name, row in table.items():
+        print(f"{name:42s}" + "".join(f"{row.get(c, '-'):>25s}" for c in cols))
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -644,7 +792,7 @@ def main(argv=None):
                     help="ridge cells: also prior_scale='loo' (the scale by leave-one-out, the default before round 5)")
     ap.add_argument("--evidence-rule", action="store_true",
                     help="logistic cells: also prior_scale='evidence' (the scale by the Laplace evidence, round 6)")
-    ap.add_argument("--study", choices=["logistic", "svm", "svm-average", "laplace"], default=None,
+    ap.add_argument("--study", choices=["logistic", "svm", "svm-average", "laplace", "family"], default=None,
                     help="round 6's rule studies on the recorded paths (cells: --cells, default round 6's dev cells)")
     ap.add_argument("--svm-step", type=float, default=1.0,
                     help="--study svm-average: the step of the candidate grid of log10 tau (decades; round 7)")
@@ -670,6 +818,8 @@ def main(argv=None):
         with threadpool_limits(args.threads):
             if args.study == "laplace":
                 study_laplace(cells, min(args.splits, 3))
+            elif args.study == "family":
+                study_family(args.splits)
             elif args.study == "svm-average":
                 study_svm_average(cells, args.splits, args.svm_step)
             else:
