@@ -56,7 +56,10 @@ so the default's numbers do not change).
 fit plus ``theta_`` over SS's client, counts and IBU run to convergence; all times are CPU time of
 the process (``time.process_time``) for ours and IBU alike, not wall-clock (which moved the
 K = 10, eps = 8 ratio between 77 and 165 with no code change), and the IBU baseline is the median
-of ``IBU_REPEATS`` repetitions.
+of ``IBU_REPEATS`` repetitions.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
+the count posterior (``convergence_['method'] == 'counts'``), the exact posterior too on the same responses
+(``decoder='posterior'`` after the fit), in a second table: paired TV ratio, both coverages, both costs.
+``--paper-k`` restricts the paper grid to some ``K`` (e.g. ``--paper-k 20``).
 
 ``--serving`` (only this part): serving many clients (issue 16).  Ingestion of 10^6
 responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
@@ -329,7 +332,7 @@ def _geometric(K, r):
 IBU_REPEATS = 5
 
 
-def _general_run(cell, run, interval_timing):
+def _general_run(cell, run, interval_timing, versus_posterior=False):
     from sklearn_bayes.experiments._ldp_peers import peer_estimates
 
     name, split, K, eps, n, make = cell
@@ -342,11 +345,23 @@ def _general_run(cell, run, interval_timing):
         warnings.simplefilter("ignore")
         t0 = time.process_time()
         est.fit(x.reshape(-1, 1))
+        t_only = time.process_time() - t0
         th = est.theta_
         t_fit = time.process_time() - t0
         t0 = time.process_time()
         ci = est.credible_interval(0.95)
         t_ci = time.process_time() - t0
+        conv = est.convergence_
+        post = None
+        if versus_posterior and conv["method"] == "counts":
+            # the exact posterior on the very same responses (decoder is a compute knob: no refit)
+            est.set_params(decoder="posterior")
+            t0 = time.process_time()
+            th_post = est.theta_
+            t_post = t_only + time.process_time() - t0
+            ci_post = est.credible_interval(0.95)
+            post = dict(tv=0.5 * float(np.abs(th_post - theta).sum()), t_fit=t_post,
+                        covered=int(np.sum((ci_post[:, 0] <= theta) & (theta <= ci_post[:, 1]))))
     # IBU to convergence on SS(k*) responses (client + counts + IBU), timed alone: the median of
     # IBU_REPEATS repetitions (one takes about a millisecond at small K, where one timing is noisy)
     p, q = support_probabilities("SS", K, eps)
@@ -364,10 +379,9 @@ def _general_run(cell, run, interval_timing):
     tv = {m: 0.5 * float(np.abs(v - theta).sum()) for m, v in pe.items()}
     tv["ours"] = 0.5 * float(np.abs(th - theta).sum())
     covered = int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))
-    conv = est.convergence_
-    warned = conv["method"] == "mcmc" and not (conv["rhat"] <= 1.05 and conv["ess"] >= 100)
+    warned = conv["method"] in ("mcmc", "counts") and not (conv["rhat"] <= 1.05 and conv["ess"] >= 100)
     return dict(tv=tv, covered=covered, K=K, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu, method=conv["method"],
-                warned=bool(warned))
+                warned=bool(warned), post=post)
 
 
 def _methods(rs):
@@ -378,13 +392,19 @@ def _methods(rs):
     return ", ".join(f"{m} {sum(r['method'] == m for r in rs)}/{len(rs)}" for m in names)
 
 
-def general(runs, n_jobs, only=None):
-    """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell."""
+def general(runs, n_jobs, only=None, versus_posterior=False):
+    """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell.
+
+    ``versus_posterior``: where ``theta_`` came from the count posterior (round 9), also the exact posterior
+    on the same responses (``decoder='posterior'`` after the fit): a second table with the paired TV ratio
+    counts / exact, both coverages and both costs over IBU.
+    """
     from joblib import Parallel, delayed
 
     cells = [c for i, c in enumerate(GENERAL_CELLS) if only is None or i in only]
     t0 = time.perf_counter()
-    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True) for c in cells for r in range(runs))
+    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior) for c in cells
+                                  for r in range(runs))
     rows = []
     for i, cell in enumerate(cells):
         rs = res[i * runs : (i + 1) * runs]
@@ -409,10 +429,38 @@ def general(runs, n_jobs, only=None):
           "ConvergenceWarning ==")
     print(format_table(rows, ["cell", "split", "decoder", "ours", "best_peer", "best_tv", "ratio", "paired",
                               "coverage", "fit_over_ibu", "ci_over_fit", "warned"]))
+    if versus_posterior:
+        _versus_posterior_table(cells, res, runs)
     ok = sum(r["ratio"] <= 1.05 for r in rows)
     print(f"ratio <= 1.05 in {ok}/{len(rows)} cells (worst {max(r['ratio'] for r in rows):.3f}); coverage in "
           f"[0.93, 0.97] in {sum(0.93 <= r['coverage'] <= 0.97 for r in rows)}/{len(rows)}; "
           f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
+
+
+def _versus_posterior_table(cells, res, runs):
+    """The count posterior against the exact posterior on the same responses (runs where 'counts' ran)."""
+    rows = []
+    for i, cell in enumerate(cells):
+        rs = [r for r in res[i * runs : (i + 1) * runs] if r["post"] is not None]
+        if not rs:
+            continue
+        lr = np.log([r["tv"]["ours"] / r["post"]["tv"] for r in rs])
+        gm = float(np.exp(lr.mean()))
+        se = gm * float(lr.std(ddof=1)) / np.sqrt(len(rs)) if len(rs) > 1 else float("nan")
+        K = cell[2]
+        rows.append(dict(cell=f"{cell[0]} K={K} eps={cell[3]:g} n={cell[4]:.0e}", split=cell[1],
+                         runs=len(rs), counts=float(np.median([r["tv"]["ours"] for r in rs])),
+                         posterior=float(np.median([r["post"]["tv"] for r in rs])),
+                         counts_over_posterior=f"{gm:.3f} +- {se:.3f}",
+                         cov_counts=sum(r["covered"] for r in rs) / (K * len(rs)),
+                         cov_posterior=sum(r["post"]["covered"] for r in rs) / (K * len(rs)),
+                         counts_fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
+                         posterior_fit_over_ibu=float(np.median([r["post"]["t_fit"] / r["t_ibu"] for r in rs]))))
+    print("\n== the count posterior (decoder 'counts', chosen by 'auto') against the exact posterior "
+          "(decoder='posterior') on the same responses: median TV, paired = geometric mean over runs of "
+          "TV(counts)/TV(posterior) +- SE, coverage of each one's 95 % intervals, (fit + theta_) / IBU (CPU time) ==")
+    print(format_table(rows, ["cell", "split", "runs", "counts", "posterior", "counts_over_posterior", "cov_counts",
+                              "cov_posterior", "counts_fit_over_ibu", "posterior_fit_over_ibu"]))
 
 
 #: The paired columns: the default against each decoder of the SS peer (under --shared-responses
@@ -463,6 +511,9 @@ def main():
     ap.add_argument("--default-only", action="store_true", help="no RRRR columns ('non_adaptive', 'honest')")
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 16 cells)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
+    ap.add_argument("--versus-posterior", action="store_true",
+                    help="--general: also the exact posterior on the same responses where 'auto' chose the counts")
+    ap.add_argument("--paper-k", type=int, nargs="+", default=None, help="paper grid: only these K")
     ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
     ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
     args = ap.parse_args()
@@ -480,7 +531,7 @@ def main():
         return
 
     if args.general:
-        general(runs, args.n_jobs, args.cells)
+        general(runs, args.n_jobs, args.cells, args.versus_posterior)
         return
 
     if args.same_responses:
@@ -509,6 +560,8 @@ def main():
     paper = [s for s in PAPER_SETTINGS if not args.quick or s["K"] == 10]
     if args.paper_rho:
         paper = [s for s in paper if s["theta"][1] in args.paper_rho]
+    if args.paper_k:
+        paper = [s for s in paper if s["K"] in args.paper_k]
     if args.skip_paper:
         paper = []
     if paper:
