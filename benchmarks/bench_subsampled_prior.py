@@ -48,7 +48,9 @@ cells and was neutral on the held-out binary cells (HMDA, spam7, crabs): not ado
 guide's "Round 7").  Round 8 (``--study family``: the cross-fitted oracle over enlarged candidate
 families -- the subsample shape shrunk to the identity, the subsample mean shrunk to 0, the subsample
 size and number, the SVM's prior from logistic fits -- on the four p/n >= 0.3 synthetic SVM and
-logistic cells, with the true prior as the reference): measurement only, nothing adopted.
+logistic cells, with the true prior as the reference): measurement only, nothing adopted.  Round 9
+(``--study predictive``, benchmarks/_subsampled_prior_predictive.py: the logistic regression's
+Laplace-moderated predictive against the MAP plug-in) has its own split, fixed before measuring.
 
 The SVM cells' test loss is the misclassification rate, and the grid search chooses ``C`` by
 10-fold accuracy (``LinearSVC.score``): no hinge loss enters the comparison.
@@ -66,9 +68,13 @@ Usage::
     python benchmarks/bench_subsampled_prior.py --study svm --splits 50        # round 6's SVM criteria (dev)
     python benchmarks/bench_subsampled_prior.py --study svm-average --splits 50   # round 7 (dev; about 4 minutes)
     python benchmarks/bench_subsampled_prior.py --study svm-average --splits 50 --svm-step 0.25   # 1/4 decade
+    python benchmarks/bench_subsampled_prior.py --study svm-average --splits 50 --svm-step 0.5   # round 9's grid
     python benchmarks/bench_subsampled_prior.py --study svm-average --splits 50 --svm-step 0.25 --cells HMDA spam7 crabs
     python benchmarks/bench_subsampled_prior.py --study laplace                # Laplace vs importance sampling
     python benchmarks/bench_subsampled_prior.py --study family --splits 50     # round 8 (about 8 minutes)
+    python benchmarks/bench_subsampled_prior.py --study predictive --splits 50    # round 9 (dev cells)
+    python benchmarks/bench_subsampled_prior.py --study predictive --splits 50 --cells wine HMDA spam7 crabs p/n=1.5
+    python benchmarks/bench_subsampled_prior.py --study predictive-why --splits 10   # round 9: where it loses
     python benchmarks/bench_subsampled_prior.py --dask-only   # Dask LocalCluster speed-up
 """
 
@@ -554,8 +560,9 @@ def study_svm_average(cells, n_splits, step=1.0):
         dec = [c for c in path if abs(c["key"][0] - round(c["key"][0])) < 1e-9]
         default = min(dec, key=lambda c: (round(c["count"], 9), c["prob"], c["key"]))
         out = {"default (count, then P(wrong))": err(*lin(default))}
-        if step == 1.0:
-            out["default as fitted (check)"] = test_loss("svm", model, Xraw, yte)
+        # as fitted: the default's rule itself on the finer grid when step < 1 (round 9)
+        out["default as fitted (check)" if step == 1.0 else f"default's rule on {step:g}-decade grid"] = test_loss(
+            "svm", model, Xraw, yte)
         e0 = (y * default["eta_loo"] <= 0).astype(float)
         for k in (0.0, 0.5, 1.0, 2.0):
             tied = [c for c in path if c["count"] - default["count"]
@@ -792,7 +799,9 @@ def main(argv=None):
                     help="ridge cells: also prior_scale='loo' (the scale by leave-one-out, the default before round 5)")
     ap.add_argument("--evidence-rule", action="store_true",
                     help="logistic cells: also prior_scale='evidence' (the scale by the Laplace evidence, round 6)")
-    ap.add_argument("--study", choices=["logistic", "svm", "svm-average", "laplace", "family"], default=None,
+    ap.add_argument("--study", choices=["logistic", "svm", "svm-average", "laplace", "family", "predictive",
+                                        "predictive-why"],
+                    default=None,
                     help="round 6's rule studies on the recorded paths (cells: --cells, default round 6's dev cells)")
     ap.add_argument("--svm-step", type=float, default=1.0,
                     help="--study svm-average: the step of the candidate grid of log10 tau (decades; round 7)")
@@ -820,6 +829,15 @@ def main(argv=None):
                 study_laplace(cells, min(args.splits, 3))
             elif args.study == "family":
                 study_family(args.splits)
+            elif args.study == "predictive":  # round 9 (benchmarks/_subsampled_prior_predictive.py)
+                from _subsampled_prior_predictive import PREDICTIVE_DEV, study_predictive
+
+                study_predictive(sys.modules[__name__], args.cells or PREDICTIVE_DEV, args.splits)
+            elif args.study == "predictive-why":
+                from _subsampled_prior_predictive import study_predictive_why
+
+                study_predictive_why(sys.modules[__name__], args.cells or ["digits", "breast", "biopsy", "p/n=0.7"],
+                                     args.splits)
             elif args.study == "svm-average":
                 study_svm_average(cells, args.splits, args.svm_step)
             else:

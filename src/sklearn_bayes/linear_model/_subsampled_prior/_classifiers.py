@@ -21,6 +21,7 @@ from sklearn_bayes._glm import (
 )
 from sklearn_bayes.linear_model._subsampled_prior._base import _STACKLEVEL, _BaseSubsampledPrior, _PosteriorMixin
 from sklearn_bayes.linear_model._subsampled_prior._docs import _doc
+from sklearn_bayes.linear_model._subsampled_prior._predictive import moderated_log_proba, score_covariance
 
 
 class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
@@ -74,7 +75,34 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
     _parameter_constraints = {
         **_BaseSubsampledPrior._parameter_constraints,
         "prior_scale": [StrOptions({"evidence", "loo", "paper"})],
+        "predictive": [StrOptions({"map", "moderated"})],
     }
+
+    def __init__(
+        self,
+        *,
+        n_subsamples="auto",
+        subsample_size="auto",
+        covariance="full",
+        covariance_scaling=None,
+        shrinkage="auto",
+        prior_scale="loo",
+        penalty="half",
+        prior_mean_method="offset",
+        fit_intercept=True,
+        tol=1e-8,
+        max_iter=100,
+        n_jobs=None,
+        random_state=None,
+        predictive="map",
+    ):
+        super().__init__(
+            n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
+            covariance_scaling=covariance_scaling, shrinkage=shrinkage, prior_scale=prior_scale, penalty=penalty,
+            prior_mean_method=prior_mean_method, fit_intercept=fit_intercept,
+            tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
+        )
+        self.predictive = predictive
 
     @_fit_context(prefer_skip_nested_validation=True)
     @transactional
@@ -113,7 +141,8 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         return self
 
     def predict_proba(self, X):
-        """Class probabilities.
+        """Class probabilities (``predictive='map'``: of the MAP fit; ``'moderated'``: the
+        Laplace posterior's predictive, see the Notes).
 
         Parameters
         ----------
@@ -123,6 +152,8 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
+        if self.predictive != "map":
+            return np.exp(self.predict_log_proba(X))
         scores = self.decision_function(X)
         if scores.ndim == 1:
             p = expit(scores)
@@ -130,7 +161,7 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         return softmax(scores, axis=1)
 
     def predict_log_proba(self, X):
-        """Logarithm of the class probabilities.
+        """Logarithm of the class probabilities (those of :meth:`predict_proba`).
 
         Parameters
         ----------
@@ -140,15 +171,37 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         -------
         log_proba : ndarray of shape (n_samples, n_classes)
         """
+        if self.predictive not in ("map", "moderated"):  # set after fit (fit validates it)
+            raise ValueError(f"predictive must be 'map' or 'moderated', got {self.predictive!r}.")
         scores = self.decision_function(X)
         if scores.ndim == 1:
             scores = np.column_stack([np.zeros_like(scores), scores])
-        return log_softmax(scores, axis=1)
+        if self.predictive == "map":
+            return log_softmax(scores, axis=1)
+        return moderated_log_proba(scores - scores[:, :1], self._score_covariance(X))
+
+    def _score_covariance(self, X):
+        """``V[i, k, l]``: the Laplace posterior covariance of the scores of classes ``k + 1`` and
+        ``l + 1`` (the reference class ``classes_[0]`` has score 0) at row ``i`` of ``X``, from
+        ``_theta_covariance`` (the coefficients and intercepts, in the units of ``X``)."""
+        check_is_fitted(self, "coef_covariance_")
+        X = check_features(self, X, reset=False)
+        return score_covariance(X, self._theta_covariance, self.classes_.size - 1, self.fit_intercept)
 
 
 _doc(
     SubsampledPriorLogisticRegression,
     "Logistic regression (binary or multinomial) with a Gaussian prior estimated from subsample fits.",
+    extra_params="""
+    predictive : {'map', 'moderated'}, default='map'
+        What :meth:`predict_proba` and :meth:`predict_log_proba` return.  ``'map'``: the
+        probabilities of the MAP fit (the plug-in).  ``'moderated'``: the predictive of the Laplace
+        posterior, the MAP probability moderated by the posterior variance of the linear
+        predictor (binary: MacKay's probit approximation; see *Predictive* in the Notes).
+        :meth:`predict` and :meth:`decision_function` are the MAP fit's either way, and the option
+        does not enter the fit.  Not the default: at the default's prior it lost to ``'map'`` on
+        five of six development cells (near-separated data most: the Gaussian of the Laplace
+        approximation is symmetric about the MAP where the posterior is skewed away from 0).""",
     attr_fmt=dict(
         mean_shape="(n_features,) or ((n_classes - 1) * n_features,)",
         cov_shape="(k, k) with k the length of prior_mean_",
@@ -202,6 +255,44 @@ _doc(
             "    from 0, also pulls the MAP outwards)."
         ),
     ),
+    extra_notes="""
+
+    **Predictive** (``predictive='moderated'``).  Under the Laplace posterior
+    :math:`N(\\hat\\theta, \\Sigma)` of the coefficients and intercepts (``coef_covariance_`` is its
+    coefficient block; the intercepts are included here, all in the units of ``X``, so the
+    same fit inside a ``StandardScaler`` pipeline gives the same probabilities) the linear
+    predictor of a row :math:`\\tilde x = (x, 1)` is :math:`N(\\mu, s^2)`, :math:`\\mu` the MAP's
+    decision function and :math:`s^2 = \\tilde x^\\top \\Sigma \\tilde x` (for all rows at once,
+    :math:`O(n p^2)`).  Binary: :math:`P(y = 1 \\mid x) = E\\,\\sigma(\\eta) \\approx
+    \\sigma(\\mu / \\sqrt{1 + \\pi s^2 / 8})` (MacKay, 1992: :math:`\\sigma(a) \\approx
+    \\Phi(\\sqrt{\\pi/8}\\, a)` and the Gaussian integral of :math:`\\Phi` is exact), within
+    :math:`2 \\times 0.0177` of the exact expectation.  It has the sign of :math:`\\mu`, so
+    ``predict`` agrees with the argmax of the probabilities.  Multinomial (reference class
+    ``classes_[0]``, score 0): with :math:`m_{kj} = \\mu_k - \\mu_j` and :math:`v_{kj}` the
+    posterior variance of the difference of the scores of classes :math:`k` and :math:`j`,
+    :math:`\\tilde p_k = 1 / \\sum_j \\exp(-m_{kj} / \\sqrt{1 + \\pi v_{kj} / 8})`, renormalised
+    to sum to 1: the softmax written as :math:`1 / (1 + \\sum_{j \\ne k} e^{-(a_k - a_j)})` with
+    each pairwise logistic factor moderated by the binary formula (a mean-field approximation:
+    the factors are treated as independent).  It is deterministic (no Monte Carlo, no
+    ``random_state``), reduces exactly to the binary formula for two classes and to the softmax
+    without variance, and depends on the scores only through their differences, so not on the
+    choice of the reference class -- unlike moderating each score against the reference alone.
+    With more than two classes the argmax of the moderated probabilities can differ from
+    ``predict`` (a class with a higher but more uncertain score can lose).
+
+    The prior's scale is chosen for the MAP plug-in, and the Laplace Gaussian is symmetric about
+    the MAP where the posterior of near-separated data is skewed away from 0; issue 29, round 9
+    (50 paired splits, mean test log-loss over ``LogisticRegressionCV``'s, ``'map'`` /
+    ``'moderated'``): synthetic p/n = 0.7 0.992 / 0.991, p/n = 0.3 0.999 / 1.004, Pima 1.007 /
+    1.013, biopsy 0.964 / 1.140, breast cancer 0.945 / 1.118, digits 3-vs-8 0.978 / 7.67
+    (held-out: HELDOUT).  On breast cancer, biopsy and the synthetic p/n = 0.7 cell the
+    posterior predictive of the same prior by importance sampling *beats* the MAP (0.860,
+    0.971, 0.980 over 10 splits, against 0.910, 0.995, 0.986) while the exact Laplace-Gaussian
+    expectation does not (1.005, 1.063, 0.978): the Gaussian, not the probit approximation, is
+    what loses.  Hence ``'map'`` stays the default.
+
+    D. J. C. MacKay, *The evidence framework applied to classification networks*, Neural
+    Computation 4, 1992.""",
 )
 
 

@@ -285,7 +285,7 @@ _EVIDENCE_NOTES_LOGISTIC = """
 
 
 def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_attrs="", examples="",
-         uncertainty=None):
+         uncertainty=None, extra_notes=""):
     cls.__doc__ = (
         summary
         + "\n\n    Parameters\n    ----------"
@@ -318,6 +318,7 @@ def _doc(cls, summary, extra_params="", attr_fmt=None, notes_fmt=None, extra_att
                                  else " (predictions do not change)"),
         )
         + (_UNCERTAINTY_NOTES.format(**uncertainty) if uncertainty else getattr(cls, "_no_uncertainty", ""))
+        + extra_notes
         + "\n\n    References\n    ----------\n"
         + "    S. Aydın, *Bayesian Methods for Tackling Complex Inferential Problems in Data Science*,\n"
         + "    PhD dissertation, Sabancı University, 2024, Chapter 2.\n\n"
