@@ -374,11 +374,11 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     no resistance to bad leverage points, so from 4 rows per coefficient on
     (where the start's half sample is no longer an interpolation) this fit is
     kept only if it flags (2.5) every row the MM fit rejects (beyond 4.685 of its
-    scales); otherwise the variance rule decides.  Below 12 rows per coefficient
-    (from 8 on unless that test rejects at 0.001: then Huber 1.0) the fit is
-    replaced by the Huber (1.345) fit with its own scale if its 10-fold
-    cross-validated risk (mean of the smallest 80 % of the squared errors) is
-    smaller (rock: the Tukey fit rejects a quarter of the rows, at 1.8 times).
+    scales); otherwise the variance rule decides.  Below 12 rows per coefficient (from
+    8 on unless its one-sided form, the largest normal-score correlation, rejects at
+    0.001: then Huber 1.0) the fit is replaced by the Huber (1.345) fit with its own
+    scale if its 10-fold cross-validated risk (mean of the smallest 80 % of the squared
+    errors) is smaller (rock: the Tukey fit rejects a quarter of the rows, at 1.8 times).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
