@@ -545,6 +545,9 @@ class _BaseSubsampledPrior(BaseEstimator):
         if out.get("coef_covariance") is not None:
             self.coef_covariance_ = out["coef_covariance"]
             self._theta_covariance = out["theta_covariance"]
+            # the same in the standardised units X_s = (X - x_offset) / x_scale (coefficients, then intercepts)
+            self._theta_covariance_std = out["theta_covariance_std"]
+            self._x_standardisation = (out["x_offset"], out["x_scale"])
             self.coef_sampling_covariance_ = out["coef_sampling_covariance"]
         return out
 

@@ -182,11 +182,19 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
 
     def _score_covariance(self, X):
         """``V[i, k, l]``: the Laplace posterior covariance of the scores of classes ``k + 1`` and
-        ``l + 1`` (the reference class ``classes_[0]`` has score 0) at row ``i`` of ``X``, from
-        ``_theta_covariance`` (the coefficients and intercepts, in the units of ``X``)."""
+        ``l + 1`` (the reference class ``classes_[0]`` has score 0) at row ``i`` of ``X``.
+
+        Mathematically :math:`\\tilde x^\\top \\Sigma_{kl} \\tilde x` with ``_theta_covariance``
+        (coefficients and intercepts in the units of ``X``); evaluated in the fit's standardised
+        units, :math:`\\tilde x_s^\\top \\Sigma^{(s)}_{kl} \\tilde x_s` with :math:`x_s = (x -
+        \\text{offset}) / \\text{scale}` -- the same number (the change of units is linear in the
+        parameters and maps :math:`\\tilde x` to :math:`\\tilde x_s`), but one that does not
+        over- or underflow when ``X`` is in extreme units."""
         check_is_fitted(self, "coef_covariance_")
         X = check_features(self, X, reset=False)
-        return score_covariance(X, self._theta_covariance, self.classes_.size - 1, self.fit_intercept)
+        offset, scale = self._x_standardisation
+        return score_covariance((X - offset) / scale, self._theta_covariance_std, self.classes_.size - 1,
+                                self.fit_intercept)
 
 
 _doc(

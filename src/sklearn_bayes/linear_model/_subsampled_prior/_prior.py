@@ -95,6 +95,9 @@ def _to_data_units(out, st, q):
         out["noise_variance"] = float(out["penalty_scale"] * np.square(np.float64(st.y_scale)))
     if out.get("theta_covariance") is not None:
         C = out["theta_covariance"]
+        # also kept in the standardised units, with the change of units: quadratic forms of new rows
+        # (the logistic's moderated predictive) are then computed where no entry over- or underflows
+        out["theta_covariance_std"], out["x_offset"], out["x_scale"] = C, st.x_offset, st.x_scale
         k = x.size
         out["coef_covariance"] = rescale(C[:k, :k], num=(st.y_scale, st.y_scale), den=(xi, xj))
         out["coef_sampling_covariance"] = rescale(out["sampling_covariance"][:k, :k],
