@@ -2,7 +2,8 @@
 
 ``_plan`` resolves the subsample sizes, ``_fits`` runs the unregularised subsample fits,
 ``_prior`` builds the Gaussian prior from them, ``_base`` holds the shared estimator machinery,
-``_docs`` the shared docstring templates, and ``_regressors`` / ``_classifiers`` the four estimators.
+``_docs`` the shared docstring templates, ``_predictive`` the logistic regression's moderated
+predictive, and ``_regressors`` / ``_classifiers`` the four estimators.
 See the layout in doc/user_guide/conventions.rst.
 """
 
