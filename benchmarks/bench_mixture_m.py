@@ -43,6 +43,9 @@ numbers: every method sees the same data in every cell.
 9. ``--parts decompose`` and ``--parts hetconst`` (issue 30, round 9; not in the default parts): :func:`decompose`,
    the default against statsmodels' MM one component at a time, and :func:`het_constants`, Huber (0.75), (0.5)
    and LAD where round 8 fits Huber (1.0).
+10. ``--parts power`` (issue 30, round 10; not in the default parts): :func:`power`, how often the tests of spread
+   fire below 12 rows per coefficient (the statistic, its scores and the residuals it reads) and what each rule
+   gives; ``mixture (round 9)`` (the band's two-sided chi-square) is a column of ``--parts real`` and ``extra``.
 """
 
 import argparse
@@ -212,6 +215,12 @@ def _fit_with_constants(module, X, y, **constants):
 #: round 8's change undone (Huber 1.345 kept below 8 rows per coefficient, no test from 8 to 12): part of every
 #: earlier round's default
 _PRE8 = {"HETEROSCEDASTIC_LOSS": None}
+
+
+def _mixture_round9(X, y):
+    """Round 9's default: from 8 to 12 rows per coefficient the two-sided joint chi-square decides where Huber (1.0)
+    is fitted (round 10: the one-sided normal-score maximum)."""
+    return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_BAND_TEST="chi2")
 
 
 def _mixture_round7(X, y):
@@ -1397,6 +1406,208 @@ def het_constants(n_splits, sets, reps):
     return recs
 
 
+# --------------------------------------------------------------------------------------
+# 10. issue 30 round 10: the power of the rank test of spread (``--parts power``)
+# --------------------------------------------------------------------------------------
+
+
+def _spread_variants(Xa, r, sw, slopes):
+    """p-values of the tests of spread measured in round 10 on the residuals ``r`` (rows with ``sw > 0``; fewer
+    than 10: all 1): ``("chi2", s)`` the joint two-sided chi-square of ``_selection.spread_dependence`` and
+    ``("max", s)`` the one-sided maximum over the columns with its Bonferroni bound (``_selection.spread_growth``),
+    each with the ranks of ``|r|`` scored by ``s``: ``"rank"`` (Spearman), ``"hn"`` (half-normal quantiles, the
+    normal scores of a folded variable) or ``"klotz"`` (their squares: Klotz's scores, locally most powerful
+    among rank tests of scale for normal errors).  ``("chi2", "rank")`` is ``spread_dependence``'s p-value and
+    ``("max", "hn")`` ``spread_growth``'s."""
+    keep = np.flatnonzero(sw > 0)
+    m = len(keep)
+    names = [(t, s) for t in ("chi2", "max") for s in ("rank", "hn", "klotz")]
+    if m < 10:
+        return dict.fromkeys(names, 1.0)
+    G = np.column_stack([stats.rankdata((Xa[keep, j] - np.median(Xa[keep, j])) ** 2) for j in slopes])
+    G = G - G.mean(axis=0)
+    nrm = np.sqrt((G * G).sum(axis=0))
+    G = G[:, nrm > 0] / nrm[nrm > 0]
+    k = G.shape[1]
+    if k == 0:
+        return dict.fromkeys(names, 1.0)
+    w, V = np.linalg.eigh(G.T @ G)
+    pos = w > 1e-8 * w.max()
+    rk = stats.rankdata(np.abs(r[keep]))
+    hn = stats.norm.ppf(0.5 + 0.5 * rk / (m + 1))
+    out = {}
+    for sname, a in (("rank", rk), ("hn", hn), ("klotz", hn**2)):
+        a = a - a.mean()
+        if not a @ a > 0:
+            out[("chi2", sname)] = out[("max", sname)] = 1.0
+            continue
+        rho = G.T @ (a / np.sqrt(a @ a))
+        z = V[:, pos].T @ rho
+        out[("chi2", sname)] = float(stats.chi2.sf((m - 1) * np.sum(z * z / w[pos]), pos.sum()))
+        out[("max", sname)] = float(min(1.0, k * stats.norm.sf(rho.max() * np.sqrt(m - 1))))
+    return out
+
+
+def _power_record(X, y, forced=None):
+    """The default fitted once; with ``forced`` (a p-value) every rank test of spread the fit asks (the
+    small-sample path's ``spread_dependence`` below 8 rows per coefficient, the band's test from 8 to 12) is
+    made to answer it (0: the test fires; 1: it does not).  Returns ``((coef, intercept), record)``, the record
+    (unforced fits only) holding the rows per coefficient and the p-values of :func:`_spread_variants` on the
+    residuals of the Huber (1.345) fit with its own scale that the tests read (``"H"``), of the LAD fit
+    (``"LAD"``) and of our MM fit (``"MM"``), and the number of rows the MM fit rejects (beyond 4.685 scales)."""
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn_bayes.linear_model._mixture._norms import HuberT
+    from sklearn_bayes.linear_model._mixture._s_start import lad_fit
+
+    select, tests, rec = sel.select, (sel.spread_dependence, sel.spread_growth), {}
+
+    def patched(Xa, y, sw, theta0, scale0, wls, wmed, floor, slopes, **kw):
+        out = select(Xa, y, sw, theta0, scale0, wls, wmed, floor, slopes, **kw)
+        if forced is None:
+            p = Xa.shape[1]
+            cs = max(sel.residual_scale(y - Xa @ out["theta_mm"], sw, p, wmed), floor)
+            th_h = sel.huber_with_own_scale(Xa, y, sw, out["theta_mm"], cs, HuberT(1.345), wls, wmed, floor)[0]
+            lad = lad_fit(Xa, y, sw)
+            res = {"H": y - Xa @ th_h, "MM": y - Xa @ kw["mm"][0]}
+            if lad is not None:
+                res["LAD"] = y - Xa @ lad
+            rec.update(rp=float((sw > 0).sum()) / p, pv={k: _spread_variants(Xa, r, sw, slopes) for k, r in res.items()},
+                       mm_rejects=int(np.sum(np.abs(res["MM"]) > 4.685 * kw["mm"][1])))  # fmt: skip
+        return out
+
+    sel.select = patched
+    if forced is not None:
+        sel.spread_dependence = sel.spread_growth = lambda *a: (0.0, 1, forced)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    finally:
+        sel.select, (sel.spread_dependence, sel.spread_growth) = select, tests
+    return (m.coef_, m.intercept_), rec
+
+
+def _level(rec):
+    """The level the default's test has at this size: 0.05 below 8 rows per coefficient, 0.001 from 8 to 12."""
+    return 0.05 if rec["rp"] < 8 else 0.001
+
+
+def _fires(src, test, score):
+    return lambda rec: src in rec["pv"] and rec["pv"][src][(test, score)] < _level(rec)
+
+
+#: round 10's rules: where each fires, the default's fit with every test of spread answering "fires", elsewhere
+#: with every test answering "does not"; ``round 9`` is the joint chi-square on Huber's residuals everywhere,
+#: ``default`` round 10's (below 8 rows per coefficient the chi-square, from 8 to 12 the one-sided maximum)
+POWER_RULES = {
+    "round 9 (H chi2 rank)": _fires("H", "chi2", "rank"),
+    "H chi2 hn": _fires("H", "chi2", "hn"),
+    "H chi2 klotz": _fires("H", "chi2", "klotz"),
+    "H max rank": _fires("H", "max", "rank"),
+    "H max hn": _fires("H", "max", "hn"),
+    "H max klotz": _fires("H", "max", "klotz"),
+    "LAD chi2 rank": _fires("LAD", "chi2", "rank"),
+    "LAD max hn": _fires("LAD", "max", "hn"),
+    "MM chi2 rank": _fires("MM", "chi2", "rank"),
+    "MM max hn": _fires("MM", "max", "hn"),
+    "H max hn <8, MM rejects none": lambda rec: _fires("H", "chi2", "rank")(rec) or (
+        rec["rp"] < 8 and _fires("H", "max", "hn")(rec) and rec["mm_rejects"] == 0),
+    "default (H max hn 8-12)": lambda rec: (_fires("H", "chi2", "rank") if rec["rp"] < 8 else _fires("H", "max", "hn"))(rec),
+}  # fmt: skip
+
+
+def power(n_splits, sets, reps):
+    """Issue 30 round 10 (``--parts power``): how often the tests of spread of :func:`_spread_variants` fire below
+    12 rows per coefficient, on the residuals of Huber (1.345), LAD and our MM fit, and what each rule of
+    :data:`POWER_RULES` gives.
+
+    Per set (``n_splits`` splits below 12 rows per coefficient where statsmodels' MM fitted) and per cell of
+    :data:`DIAGNOSTIC_CELLS` (``reps`` draws; ``oracle``: the chi-square on the true errors): the firing counts at
+    the default's levels (0.05 below 8 rows per coefficient, 0.001 from 8 to 12); then per rule the ratio to
+    statsmodels' MM (cells: the best single M-estimator's slope MSE) and the paired change against round 9's rule
+    +- its SE, the dev sets losing or gaining by at least one SE.  The forced fits are made only where a rule
+    needs them."""
+    from sklearn.model_selection import train_test_split
+
+    recs, t0 = {}, time.perf_counter()
+
+    def row(X, y, score):
+        coef, rec = _power_record(X, y)
+        firing = {name: bool(rule(rec)) for name, rule in POWER_RULES.items()}
+        fits = {True: None, False: None}
+        fits[firing["default (H max hn 8-12)"]] = coef
+        for f in (True, False):
+            if fits[f] is None and f in firing.values():
+                fits[f] = _power_record(X, y, forced=0.0 if f else 1.0)[0]
+        return {name: score(fits[f]) for name, f in firing.items()}, firing, rec
+
+    for item in sets:
+        X, y = load_real(item)
+        rows = []
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            if not len(ytr) < 12 * (X.shape[1] + 1):
+                break
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    ref = _mm(Xtr, ytr)
+            except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
+                continue
+            med = lambda c: float(np.median(np.abs(yte - Xte @ np.asarray(c[0]) - c[1])))  # noqa: E731
+            err, firing, rec = row(Xtr, ytr, med)
+            rows.append((dict(err, ref=med(ref)), firing, rec))
+        if rows:
+            recs[item] = rows
+        print(f"  [{time.perf_counter() - t0:6.0f}s] {item} done", flush=True)
+    for law, n, p in DIAGNOSTIC_CELLS:
+        rows, single = [], []
+        for rep in range(reps):
+            X, e = make_cell(law, n, p, rep)
+            err, firing, rec = row(X, e, lambda c: float(np.sum(np.asarray(c[0]) ** 2)))
+            rec["pv"]["oracle"] = _spread_variants(np.column_stack([X, np.ones(n)]), e, np.ones(n), np.arange(p))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                single.append({m: float(np.sum(np.asarray(PEERS[m](X, e)[0]) ** 2)) for m in SINGLE_M})
+            rows.append((err, firing, rec))
+        best = min(SINGLE_M, key=lambda m: np.mean([s[m] for s in single]))
+        for (err, _, _), s in zip(rows, single):
+            err["ref"] = s[best]
+        recs[f"{law} {n}/{p}"] = rows
+        print(f"  [{time.perf_counter() - t0:6.0f}s] {law} {n}/{p} done", flush=True)
+    cells = [k for k in recs if "/" in k]
+    cols = [("H", "chi2", "rank"), ("LAD", "chi2", "rank"), ("MM", "chi2", "rank"), ("oracle", "chi2", "rank"),
+            ("H", "chi2", "hn"), ("H", "chi2", "klotz"), ("H", "max", "rank"), ("H", "max", "hn"),
+            ("H", "max", "klotz"), ("LAD", "max", "hn"), ("MM", "max", "hn")]  # fmt: skip
+    print(f"\nRound 10: how often the tests of spread fire below 12 rows per coefficient (level 0.05 below 8 rows "
+          f"per coefficient, 0.001 from 8 to 12; {n_splits} splits, cells {reps} draws); residuals of H = Huber "
+          "(1.345) with its own scale, LAD, MM = our MM fit, oracle = the true errors")  # fmt: skip
+    print(f"{'set / cell':<22}{'fits':>5}{'rows/p':>7}" + "".join(f"{' '.join(c):>18}" for c in cols))
+    for k, rows in recs.items():
+        cnt = [sum(_fires(*c)(r[2]) for r in rows) if c[0] != "oracle" or k in cells else "" for c in cols]
+        print(f"{k:<22}{len(rows):>5}{rows[0][2]['rp']:>7.1f}" + "".join(f"{c:>18}" for c in cnt))
+    print(f"\nRound 10 rules: ratio to statsmodels' MM (cells: to the best single M-estimator), paired change against "
+          "round 9 +- SE; dev sets changing by at least one SE (round 9 -> rule)")  # fmt: skip
+    ref9 = "round 9 (H chi2 rank)"
+    short = {c: c.replace("hetero |x1|", "het").replace("cnorm(0.1,4,1)", "cnorm 4").replace("skewed t5", "skew t5")
+             for c in cells}  # fmt: skip
+    print(f"{'rule':<30}" + "".join(f"{short[c]:>25}" for c in cells) + "  dev sets changing by >= 1 SE")
+    for name in POWER_RULES:
+        line, moved = f"{name:<30}", []
+        for k, rows in recs.items():
+            x = np.array([r[0][name] for r in rows])
+            d = np.array([r[0][ref9] for r in rows])
+            b = np.array([r[0]["ref"] for r in rows]).mean()
+            ch, se = (x - d).mean() / b, np.std(x - d, ddof=1) / np.sqrt(len(x)) / b
+            fired = sum(r[1][name] for r in rows)
+            if k in cells:
+                line += f"{f'{fired} {x.mean() / b:.3f} ({ch:+.3f}+-{se:.3f})':>25}"
+            elif abs(ch) > 1e-12 and abs(ch) >= se * (1 - 1e-9):
+                moved.append(f"{k} {d.mean() / b:.3f}->{x.mean() / b:.3f} ({fired}; {ch:+.4f})")
+        print(line + "  " + (", ".join(moved) or "--"), flush=True)
+    return recs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20, help="repetitions per error-law cell (default 20)")
@@ -1405,7 +1616,7 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
-                         "decompose,hetconst")  # fmt: skip
+                         "decompose,hetconst,power")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -1435,12 +1646,13 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
+            emeths = dict(meths, **{"mixture (round 9)": _mixture_round9, "mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
                                     "mixture (round 2)": _mixture_round2,
                                     "mixture (pre-30)": _mixture_pre30})  # fmt: skip
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (round 9)"] = _mixture_round9
             rmeths["mixture (round 7)"] = _mixture_round7
             rmeths["mixture (round 4)"] = _mixture_round4
             rmeths["mixture (round 3)"] = _mixture_round3
@@ -1478,6 +1690,13 @@ def main(argv=None):
             elif sets == ["held7"]:
                 sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
             het_constants(args.real_splits, sets, args.extra_reps)
+        if "power" in parts:
+            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
+            if sets == ["dev4"]:
+                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+            elif sets == ["held7"]:
+                sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+            power(args.real_splits, sets, args.extra_reps)
 
 
 if __name__ == "__main__":
