@@ -287,6 +287,9 @@ _doc(
     ``random_state``), reduces exactly to the binary formula for two classes and to the softmax
     without variance, and depends on the scores only through their differences, so not on the
     choice of the reference class -- unlike moderating each score against the reference alone.
+    Against a Monte Carlo of the softmax (random problems, 3 and 5 classes) its mean absolute
+    error is about 0.0015, 0.013 and 0.047 at score standard deviations of 0.3, 1 and 3 (each
+    score against the reference: 0.002, 0.017, 0.058; the MAP's softmax: 0.003, 0.025, 0.094).
     With more than two classes the argmax of the moderated probabilities can differ from
     ``predict`` (a class with a higher but more uncertain score can lose).
 
