@@ -47,8 +47,10 @@ def test_dask_backend_gives_the_single_process_fit(dask_client, cls, X, y):
     reference = cls(n_jobs=1, random_state=0).fit(X, y)
     with distributed.get_task_stream(client=dask_client) as tasks, joblib.parallel_backend("dask"):
         clustered = cls(n_jobs=-1, random_state=0).fit(X, y)
+    # The fits must have run on the cluster's worker processes; how the scheduler spreads them over
+    # the two workers depends on the machine's load (a busy worker may get none), so it is not asserted.
     workers = {t["worker"] for t in tasks.data}
-    assert len(workers) == 2, "the subsample fits did not run on both workers"
+    assert workers and workers <= set(dask_client.scheduler_info()["workers"]), "the fits did not run on the cluster"
     tol = rounding_tolerance(X)
     for key in ("coef_", "intercept_", "prior_mean_", "prior_covariance_"):
         a, b = np.asarray(getattr(clustered, key)), np.asarray(getattr(reference, key))
