@@ -155,7 +155,8 @@ META_CASES = {
     "MixtureMEstimatorRegressor": (_regression_case, {"variant": ["min_variance", "paper"]}, None),
     "ClosedFormRidge": (_regression_case, {"fit_intercept": [True, False]}, None),
     "SubsampledPriorRidge": (_regression_case, {"covariance": ["full", "diag"]}, None),
-    "SubsampledPriorLogisticRegression": (_binary_case, {"covariance_scaling": [None, "jackknife"]}, None),
+    "SubsampledPriorLogisticRegression": (
+        _binary_case, {"covariance_scaling": [None, "jackknife"], "predictive": ["map", "moderated"]}, None),
     "SubsampledPriorLinearSVC": (_binary_case, {"covariance": ["full", "diag"]}, None),
     "SubsampledPriorPoissonRegressor": (_count_case, {"covariance_scaling": [None, "subsample_size"]}, None),
     "OnePosteriorSampleRidge": (_regression_case, {"ridge_lambda": [100.0, 1000.0]}, None),
