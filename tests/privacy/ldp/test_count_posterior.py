@@ -199,10 +199,17 @@ def test_auto_uses_the_counts_where_the_exact_chain_is_per_user_and_dependence_i
     (10, 1.0, 5000, "ratio"),     # SS(3) at K = 10: sandwich ratio 1.11-1.14 > 1.07
     (40, 4.0, 6000, "grr"),       # k = 1: the counts' multinomial is the exact likelihood (<= K groups)
     (16, 2.0, 20000, "few"),      # SS(2): 120 distinct subsets, 4 G K <= n: the exact chain is per group
+    (20, 1.0, 20000, "below 32"),  # SS(5), per-user chain, ratio 1.06 <= 1.07, but fewer than 32 categories
 ])
 def test_auto_keeps_the_exact_posterior(K, eps, n, why):
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=1).fit(_users(K, n, 1))
     assert est.convergence_["method"] == "mcmc", why
+    if why == "below 32":  # every other condition of the count posterior holds: only the category floor keeps it out
+        c, n_resp, _, _ = est._support_counts()
+        assert est._client.subset_size > 1 and per_user_latent(est._chain.store.set_counts()[1].size, K, n_resp)
+        assert plug_in_ratio(c, n_resp, K, eps, est._client.subset_size) <= AUTO_COUNTS_MAX_RATIO
+        assert AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=1,
+                                             decoder="counts").fit(_users(K, n, 1))._uses_counts()
 
 
 def test_decoder_counts_explicit_and_refusals():

@@ -104,14 +104,19 @@ class DecoderMixin:
 
     def _uses_counts(self):
         """theta_, the intervals and the posterior draws from the posterior given the support counts
-        (``decoder='counts'``; ``'auto'`` where it does not use ``'eb'``, the mechanism is SS(k) with
-        ``k > 1``, the exact chain would draw a latent category per user and the counts' dependence
-        widens no interval's variance beyond ``AUTO_COUNTS_MAX_RATIO``, :func:`~._count_posterior.plug_in_ratio`)."""
+        (``decoder='counts'``; ``'auto'`` from ``AUTO_CV_MIN_CATEGORIES`` categories where it does not
+        use ``'eb'``, the mechanism is SS(k) with ``k > 1``, the exact chain would draw a latent category
+        per user and the counts' dependence widens no interval's variance beyond
+        ``AUTO_COUNTS_MAX_RATIO``, :func:`~._count_posterior.plug_in_ratio`).  Below 32 categories
+        'auto' keeps the exact posterior: on the held-out paper-grid cell K = 20, eps = 1, Dir(0.1) the
+        count posterior lost 1.096 +- 0.036 of the exact one's TV (spiky theta, where a subset tells
+        more than its members' counts)."""
         if self._client is None or self.decoder not in ("auto", "counts") or self._uses_eb():
             return False
         if self.decoder == "counts":
             return True
-        if self._client.kind == "oue" or self._client.subset_size <= 1 or self.n_responses_ == 0:
+        if (self._client.kind == "oue" or self._client.subset_size <= 1 or self.n_responses_ == 0
+                or self.n_categories_ < AUTO_CV_MIN_CATEGORIES):
             return False
         store = self._chain.store
         n_distinct = store.cached("n_distinct", lambda: (np.array([store.set_counts()[1].size]),))[0][0]

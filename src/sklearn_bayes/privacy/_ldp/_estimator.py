@@ -63,9 +63,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     estimate for the TV loss on the simplex (common-level posterior quantiles).  From
     ``K >= 64`` categories, and from 32 when it predicts held-out categories better (``decoder='auto'``),
     ``theta_`` is the empirical-Bayes estimate from the support counts (``decoder='eb'``, see Notes),
-    which does not assume a symmetric Dirichlet shape; below, where the responses are nearly all distinct
-    subsets, the posterior given only the support counts (``decoder='counts'``, the same prior; cost
-    ``O(K^2)`` per iteration instead of ``O(n k)``).  No adaptive rule we measured beat this static
+    which does not assume a symmetric Dirichlet shape; otherwise from 32 categories, where the responses
+    are nearly all distinct subsets, the posterior given only the support counts (``decoder='counts'``,
+    the same prior; cost ``O(K^2)`` per iteration instead of ``O(n k)``).  No adaptive rule we measured beat this static
     mechanism (see the user guide); the papers' adaptive RRRR mechanism is ``mechanism='rrrr'``.
 
     AdOBEst-LDP (``mechanism='rrrr'``): users arrive one at a time; for each user the server picks, from a
@@ -189,7 +189,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         ``theta_`` holds the normalised posterior means; the intervals are binomial (Wilson)
         confidence intervals.  ``'auto'``: ``'eb'`` when ``n_categories_ >= 64``; from 32, ``'eb'`` when
         its prior's 5-fold cross-validated log marginal likelihood of the support counts beats the
-        symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else ``'counts'`` under
+        symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else (still from 32) ``'counts'`` under
         SS(k) with ``k > 1`` when the exact chain would draw a latent category per user (``4 G K > n``
         or ``G K > 2^16`` for ``G`` distinct responses) and the counts' dependence is weak (plug-in
         sandwich variance ratio ``<= 1.07``), else ``'posterior'``.
