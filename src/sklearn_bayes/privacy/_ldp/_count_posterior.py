@@ -98,7 +98,9 @@ def sandwich_ratio(theta, n_categories, epsilon, subset_size):
     information and ``J = Var(score)``, both restricted to the simplex's tangent space, the
     returned ratio is ``diag(H^-1 J H^-1) / diag(H^-1)`` (the Godambe sandwich over the naive
     variance; 1 where the counts were independent binomials).  Ratios above 1: the count
-    posterior's intervals are too narrow by the ratio's square root.
+    posterior's intervals are too narrow by the ratio's square root.  Finite wherever every ``pi_v`` is in
+    ``(0, 1)`` (any ``epsilon``, including ``p - q`` rounded to 0); NaN where a count has no variance
+    (``pi_v`` rounded to 0 or 1: ``epsilon`` above ~37 + ln K with ``theta_v`` in ``{0, 1}``).
     """
     theta = np.asarray(theta, dtype=float)
     K, k = int(n_categories), int(subset_size)
@@ -111,20 +113,29 @@ def sandwich_ratio(theta, n_categories, epsilon, subset_size):
     M = (theta[:, None] + theta[None, :]) * a_v + (1 - theta[:, None] - theta[None, :]) * a_out
     np.fill_diagonal(M, pi)
     S = M - np.outer(pi, pi)
-    D = (p - q) / (pi * (1 - pi))
+    # the score's factors (p - q) are left out of H and J: the ratio does not depend on them (H and J both
+    # scale as (p - q)^2), and with them H was singular where p - q rounds to 0 (epsilon below ~1e-16)
     P = np.eye(K)[:, :-1] - np.eye(K)[:, [-1]]
-    Hb = P.T @ np.diag(D * (p - q)) @ P
-    Jb = P.T @ (D[:, None] * S * D[None, :]) @ P
-    Hi = np.linalg.inv(Hb)
-    return np.diag(P @ Hi @ Jb @ Hi @ P.T) / np.diag(P @ Hi @ P.T)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        D = 1.0 / (pi * (1 - pi))
+        Hb = P.T @ np.diag(D) @ P
+        Jb = P.T @ (D[:, None] * S * D[None, :]) @ P
+        if not (np.all(np.isfinite(Hb)) and np.all(np.isfinite(Jb))):
+            return np.full(K, np.nan)
+        Hi = np.linalg.inv(Hb)
+        return np.diag(P @ Hi @ Jb @ Hi @ P.T) / np.diag(P @ Hi @ P.T)
 
 
 def plug_in_ratio(counts, n, n_categories, epsilon, subset_size):
-    """The largest :func:`sandwich_ratio` at the clipped, renormalised unbiased estimate of ``theta``."""
+    """The largest :func:`sandwich_ratio` at the clipped, renormalised unbiased estimate of ``theta``
+    (``inf`` where that is not finite; with ``p - q`` rounded to 0 the estimate is uniform)."""
     K, k = int(n_categories), int(subset_size)
     e = float(np.exp(min(epsilon, 700.0)))
     p = k * e / (k * e + K - k)
     q = ((k - 1) * p + k * (1 - p)) / (K - 1)
-    theta = np.clip((np.asarray(counts, dtype=float) / max(int(n), 1) - q) / (p - q), 0.0, None)
-    theta = theta / theta.sum() if theta.sum() > 0 else np.full(K, 1.0 / K)
-    return float(sandwich_ratio(theta, K, epsilon, k).max())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = np.clip((np.asarray(counts, dtype=float) / max(int(n), 1) - q) / (p - q), 0.0, None)
+    ok = np.all(np.isfinite(theta)) and theta.sum() > 0
+    theta = theta / theta.sum() if ok else np.full(K, 1.0 / K)
+    ratio = float(sandwich_ratio(theta, K, epsilon, k).max())
+    return ratio if np.isfinite(ratio) else np.inf  # a count without variance: not a ratio 'auto' may accept
