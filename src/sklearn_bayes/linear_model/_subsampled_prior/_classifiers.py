@@ -21,7 +21,11 @@ from sklearn_bayes._glm import (
 )
 from sklearn_bayes.linear_model._subsampled_prior._base import _STACKLEVEL, _BaseSubsampledPrior, _PosteriorMixin
 from sklearn_bayes.linear_model._subsampled_prior._docs import _doc
-from sklearn_bayes.linear_model._subsampled_prior._predictive import moderated_log_proba, score_covariance
+from sklearn_bayes.linear_model._subsampled_prior._predictive import (
+    moderated_log_proba,
+    scaled_rows,
+    score_covariance,
+)
 
 
 class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
@@ -178,7 +182,22 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
             scores = np.column_stack([np.zeros_like(scores), scores])
         if self.predictive == "map":
             return log_softmax(scores, axis=1)
-        return moderated_log_proba(scores - scores[:, :1], self._score_covariance(X))
+        V = self._score_covariance(X)
+        logp = moderated_log_proba(scores - scores[:, :1], V)
+        # rows far out (|x_s| >~ 1e150): the quadratic forms overflow (NaN probabilities before); there the
+        # same formula on the rows divided by t (scores / t, V / t^2, the 1 under the root 1 / t^2)
+        far = ~(np.all(np.abs(V) < 1e300, axis=(1, 2)) & np.all(np.abs(scores) < 1e300, axis=1))
+        if np.any(far):
+            Xf = check_features(self, X, reset=False)[far]
+            offset, scale = self._x_standardisation
+            U, inv_t = scaled_rows(Xf, offset, scale)
+            s_far = (Xf * inv_t[:, None]) @ self.coef_.T + self.intercept_ * inv_t[:, None]
+            if s_far.shape[1] == 1:
+                s_far = np.column_stack([np.zeros(len(s_far)), s_far])
+            V_far = score_covariance(U, self._theta_covariance_std, self.classes_.size - 1, self.fit_intercept,
+                                     intercept_column=inv_t)
+            logp[far] = moderated_log_proba(s_far - s_far[:, :1], V_far, inv_t ** 2)
+        return logp
 
     def _score_covariance(self, X):
         """``V[i, k, l]``: the Laplace posterior covariance of the scores of classes ``k + 1`` and
@@ -193,8 +212,9 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         check_is_fitted(self, "coef_covariance_")
         X = check_features(self, X, reset=False)
         offset, scale = self._x_standardisation
-        return score_covariance((X - offset) / scale, self._theta_covariance_std, self.classes_.size - 1,
-                                self.fit_intercept)
+        with np.errstate(over="ignore", invalid="ignore"):  # rows beyond ~1e154 sds: see predict_log_proba
+            Xs = (X - offset) / scale
+        return score_covariance(Xs, self._theta_covariance_std, self.classes_.size - 1, self.fit_intercept)
 
 
 _doc(
@@ -291,7 +311,10 @@ _doc(
     error is about 0.0015, 0.013 and 0.047 at score standard deviations of 0.3, 1 and 3 (each
     score against the reference: 0.002, 0.017, 0.058; the MAP's softmax: 0.003, 0.025, 0.094).
     With more than two classes the argmax of the moderated probabilities can differ from
-    ``predict`` (a class with a higher but more uncertain score can lose).
+    ``predict`` (a class with a higher but more uncertain score can lose).  A row beyond about
+    :math:`10^{150}` of the fit's standard deviations (where :math:`s^2` overflows) is evaluated on
+    :math:`\tilde x_s / t`, :math:`t` its largest standardised entry: the same formula with scores over
+    :math:`t`, variances over :math:`t^2` and :math:`1 / t^2` under the root, i.e. the limit probabilities.
 
     The prior's scale is chosen for the MAP plug-in, and the Laplace Gaussian is symmetric about
     the MAP where the posterior of near-separated data is skewed away from 0; issue 29, round 9

@@ -19,7 +19,7 @@ PROBIT_LAMBDA = np.pi / 8.0
 _BLOCK_ELEMENTS = 1 << 22
 
 
-def score_covariance(X, theta_covariance, n_scores, fit_intercept):
+def score_covariance(X, theta_covariance, n_scores, fit_intercept, intercept_column=None):
     """Covariances of the ``n_scores`` non-reference class scores of every row of ``X``.
 
     ``theta_covariance`` is ordered as the estimator stores it (``_theta_covariance``): the
@@ -27,13 +27,15 @@ def score_covariance(X, theta_covariance, n_scores, fit_intercept):
     fitted), all in the units of ``X``.  Returns ``V`` of shape ``(n_samples, n_scores,
     n_scores)`` with ``V[i, k, l] = x_i^T Sigma_kl x_i`` (``x_i`` with a 1 appended for the
     intercept).  Cost ``O(n q^2 d^2)`` (``q = n_scores``, ``d`` the parameters per score): one
-    matrix product per block of rows, no loop over rows.
+    matrix product per block of rows, no loop over rows.  ``intercept_column``: the value appended
+    to every row in place of 1 (shape ``(n_samples,)``; :func:`scaled_rows`' ``1 / t``).
     """
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     q = n_scores
     if fit_intercept:
-        X = np.hstack([X, np.ones((n, 1))])
+        ones = np.ones(n) if intercept_column is None else np.asarray(intercept_column, dtype=np.float64)
+        X = np.hstack([X, ones[:, None]])
         idx = np.hstack([np.arange(q * d).reshape(q, d), q * d + np.arange(q)[:, None]])
     else:
         idx = np.arange(q * d).reshape(q, d)
@@ -52,7 +54,22 @@ def score_covariance(X, theta_covariance, n_scores, fit_intercept):
     return 0.5 * (V + V.transpose(0, 2, 1))
 
 
-def moderated_log_proba(scores, V):
+def scaled_rows(X, offset, scale):
+    """``(U, inv_t)``: the standardised rows ``x_s = (x - offset) / scale`` divided by ``t = max(1, max_j |x_s,j|)``
+    and ``1 / t``, computed in logarithms, so that no entry overflows whatever ``X`` (``|U| <= 1``).
+
+    For a row far out (``|x_s| >~ 1e154``) the quadratic forms ``x~_s' Sigma x~_s`` overflow; those of
+    ``x~_s / t = (U, 1 / t)`` do not, and ``mu / sqrt(1 + c s^2) = (mu / t) / sqrt(1 / t^2 + c s^2 / t^2)``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    d = X / 2 - np.asarray(offset, dtype=np.float64) / 2  # (x - offset) / 2: no overflow
+    with np.errstate(divide="ignore"):
+        log_abs = np.log(np.abs(d)) + np.log(2.0) - np.log(np.asarray(scale, dtype=np.float64))
+    log_t = np.maximum(0.0, log_abs.max(axis=1, initial=-np.inf))
+    return np.sign(d) * np.exp(log_abs - log_t[:, None]), np.exp(-log_t)
+
+
+def moderated_log_proba(scores, V, inv_t2=None):
     """Log predictive probabilities from the MAP scores and their covariances.
 
     ``scores``: shape ``(n_samples, K)`` (column 0 the reference class, score 0 with no
@@ -70,6 +87,10 @@ def moderated_log_proba(scores, V):
     :math:`\\sigma(\\mu / \\sqrt{1 + \\pi s^2 / 8})` (and the renormalisation changes nothing);
     with no variance it is the softmax of the scores.  It depends on the scores only through
     their differences, so not on which class is the reference.
+
+    ``inv_t2`` (shape ``(n_samples,)``, default 1): rows given in the units of :func:`scaled_rows`,
+    scores and covariances divided by ``t`` and ``t^2``; the ``1`` under the square root is then ``1 / t^2``
+    (0 in the limit: ``z = -sign(m) inf`` where ``v = 0``, 0 where ``m = 0`` too).
     """
     scores = np.asarray(scores, dtype=np.float64)
     n, K = scores.shape
@@ -79,7 +100,9 @@ def moderated_log_proba(scores, V):
     with np.errstate(over="ignore", invalid="ignore"):
         v = diag[:, :, None] + diag[:, None, :] - 2.0 * full  # Var(a_k - a_j)
         m = scores[:, :, None] - scores[:, None, :]
-        z = -m / np.sqrt(1.0 + PROBIT_LAMBDA * np.maximum(v, 0.0))
+        one = 1.0 if inv_t2 is None else np.asarray(inv_t2, dtype=np.float64)[:, None, None]
+        den = np.sqrt(one + PROBIT_LAMBDA * np.maximum(v, 0.0))
+        z = np.where(den > 0, -m / np.where(den > 0, den, 1.0), np.where(m == 0, 0.0, -np.sign(m) * np.inf))
     logp = -logsumexp(z, axis=2)
     if K > 2:
         logp = logp - logsumexp(logp, axis=1, keepdims=True)
