@@ -259,7 +259,7 @@ def spread_growth(Xa, r, sw, slopes):
     growing in one direction of ``x`` it is more powerful than :func:`spread_dependence`'s joint two-sided
     chi-square (errors with sd proportional to ``|x_1|``, three normal slopes, the Huber (1.345) residuals, 40
     rows: 54 of 100 draws rejected at 0.001 against 27; issue 30, round 10).  Returns ``(max_j z_j, k,
-    p_value)``; ``(0.0, 0, 1.0)`` with fewer than 10 rows or no column with two distinct values.
+    p_value)``; ``(0.0, 0, 1.0)`` with fewer than 10 rows, no column with two distinct values or all ``|r|`` tied.
     """
     keep = np.flatnonzero(sw > 0)
     m = len(keep)
@@ -269,10 +269,11 @@ def spread_growth(Xa, r, sw, slopes):
     G -= G.mean(axis=0)
     norms = np.sqrt(np.einsum("ij,ij->j", G, G))
     G = G[:, norms > 0] / norms[norms > 0]
-    a = stats.norm.ppf(0.5 + 0.5 * stats.rankdata(np.abs(r[keep])) / (m + 1))
-    a -= a.mean()
-    if G.shape[1] == 0 or not a @ a > 0:
+    rank = stats.rankdata(np.abs(r[keep]))
+    if G.shape[1] == 0 or rank.min() == rank.max():  # all |r| tied: a - mean(a) was rounding noise, not 0
         return 0.0, 0, 1.0
+    a = stats.norm.ppf(0.5 + 0.5 * rank / (m + 1))
+    a -= a.mean()
     z = float(np.max(G.T @ (a / np.sqrt(a @ a)))) * math.sqrt(m - 1)
     k = G.shape[1]
     return z, k, float(min(1.0, k * stats.norm.sf(z)))
@@ -378,10 +379,17 @@ def cv_risk(Xa, y, sw, theta, scale, norm, wls, folds=CV_FOLDS, keep=CV_KEEP):
 
 
 def is_small(sw, p, rows_per_coef=SMALL_N_ROWS_PER_COEF):
-    """Whether Kish's effective number of rows ``(sum w)^2 / sum w^2`` is below ``rows_per_coef * p``."""
+    """Whether Kish's effective number of rows ``(sum w)^2 / sum w^2`` is below ``rows_per_coef * p``.
+
+    ``n_eff`` is computed to within a relative ``(3 n + 2)`` rounding units (two sums of ``n`` terms, a square, a
+    division), so a value within that of the bound counts as the bound: uniform weights ``c`` give the path of
+    unit weights (``c = 0.1``, 32 rows: ``n_eff = 31.999999999999996`` took the small-sample path below 8 rows
+    per coefficient at ``p = 4``, unit weights the band's).  Unit weights: ``n_eff`` and the bound are integers
+    and the margin is below 1, the same decisions as the plain comparison.
+    """
     wt = float(sw.sum())
     n_eff = wt * (wt / float(sw @ sw)) if wt > 0 else 0.0
-    return n_eff < rows_per_coef * p
+    return n_eff < rows_per_coef * p * (1.0 - (3 * len(sw) + 2) * np.finfo(float).eps)
 
 
 def small_sample_fit(Xa, y, sw, theta, scale, wls, weighted_median, floor, slopes=None, level=None):
