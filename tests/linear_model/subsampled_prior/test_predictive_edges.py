@@ -2,6 +2,8 @@
 scikit-learn user: rows far from the data, constant columns, weights, string labels, more classes, the
 parameter changed after fitting, invalid values."""
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -151,3 +153,22 @@ def test_invalid_predictive_is_refused_naming_it_and_changes_nothing(bad):
     assert_array_equal(est.coef_, coef)
     est.set_params(predictive="moderated")
     assert_array_equal(est.predict_proba(X), P)
+
+
+def test_feature_name_warning_once_and_list_input():
+    """Fitted on a DataFrame, predicted on an ndarray: scikit-learn's feature-name warning once per call, as
+    with 'map' (the moderated path validated X twice); lists give the ndarray's probabilities (the DataFrame's are
+    Fortran-ordered: other rounding of the same products, for 'map' too)."""
+    pd = pytest.importorskip("pandas")
+    X, y = _data()
+    df = pd.DataFrame(X, columns=list("abcd"))
+    for value in ("map", "moderated"):
+        est = SubsampledPriorLogisticRegression(random_state=0, predictive=value).fit(df, y)
+        for call in (est.predict_proba, est.predict_log_proba):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                call(X)
+            assert sum("feature names" in str(w.message) for w in caught) == 1, (value, call)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            assert_array_equal(est.predict_proba(X.tolist()), est.predict_proba(X))

@@ -177,18 +177,24 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         """
         if self.predictive not in ("map", "moderated"):  # set after fit (fit validates it)
             raise ValueError(f"predictive must be 'map' or 'moderated', got {self.predictive!r}.")
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            scores = np.column_stack([np.zeros_like(scores), scores])
         if self.predictive == "map":
+            scores = self.decision_function(X)
+            if scores.ndim == 1:
+                scores = np.column_stack([np.zeros_like(scores), scores])
             return log_softmax(scores, axis=1)
-        V = self._score_covariance(X)
+        # X validated once (a second check_features repeated its feature-name warning)
+        check_is_fitted(self)
+        X = check_features(self, X, reset=False)
+        scores = X @ self.coef_.T + self.intercept_  # decision_function's
+        if scores.shape[1] == 1:
+            scores = np.column_stack([np.zeros(len(scores)), scores[:, 0]])
+        V = self._score_covariance(X, validated=True)
         logp = moderated_log_proba(scores - scores[:, :1], V)
         # rows far out (|x_s| >~ 1e150): the quadratic forms overflow (NaN probabilities before); there the
         # same formula on the rows divided by t (scores / t, V / t^2, the 1 under the root 1 / t^2)
         far = ~(np.all(np.abs(V) < 1e300, axis=(1, 2)) & np.all(np.abs(scores) < 1e300, axis=1))
         if np.any(far):
-            Xf = check_features(self, X, reset=False)[far]
+            Xf = X[far]
             offset, scale = self._x_standardisation
             U, inv_t = scaled_rows(Xf, offset, scale)
             s_far = (Xf * inv_t[:, None]) @ self.coef_.T + self.intercept_ * inv_t[:, None]
@@ -199,7 +205,7 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
             logp[far] = moderated_log_proba(s_far - s_far[:, :1], V_far, inv_t ** 2)
         return logp
 
-    def _score_covariance(self, X):
+    def _score_covariance(self, X, validated=False):
         """``V[i, k, l]``: the Laplace posterior covariance of the scores of classes ``k + 1`` and
         ``l + 1`` (the reference class ``classes_[0]`` has score 0) at row ``i`` of ``X``.
 
@@ -208,9 +214,10 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         units, :math:`\\tilde x_s^\\top \\Sigma^{(s)}_{kl} \\tilde x_s` with :math:`x_s = (x -
         \\text{offset}) / \\text{scale}` -- the same number (the change of units is linear in the
         parameters and maps :math:`\\tilde x` to :math:`\\tilde x_s`), but one that does not
-        over- or underflow when ``X`` is in extreme units."""
+        over- or underflow when ``X`` is in extreme units.  ``validated``: ``X`` has passed ``check_features``."""
         check_is_fitted(self, "coef_covariance_")
-        X = check_features(self, X, reset=False)
+        if not validated:
+            X = check_features(self, X, reset=False)
         offset, scale = self._x_standardisation
         with np.errstate(over="ignore", invalid="ignore"):  # rows beyond ~1e154 sds: see predict_log_proba
             Xs = (X - offset) / scale
