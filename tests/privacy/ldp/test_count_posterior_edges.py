@@ -342,3 +342,28 @@ def test_auto_at_tiny_epsilon_runs():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _check_simplex(est)
+
+
+def test_merged_workers_give_the_single_store_estimate():
+    """Two ingestion workers' stores merged: the count posterior of the merged store is that of one estimator
+    given all responses (the readings cached before the merge are dropped)."""
+    K = 40
+    masks = _masks(K, 3000, 20)
+    hub = _est(n_categories=K, decoder="counts").partial_fit_responses(masks[:1000])
+    stale = hub.theta_
+    hub.merge(_est(n_categories=K, decoder="counts").partial_fit_responses(masks[1000:]))
+    assert hub.n_responses_ == 3000
+    _assert_same_reads(_reads(hub), _reads(_est(n_categories=K, decoder="counts").partial_fit_responses(masks)))
+    assert not np.array_equal(hub.theta_, stale)
+
+
+@pytest.mark.parametrize("mechanism", ["oue", "grr"])
+def test_auto_never_uses_the_counts_for_oue_or_grr_but_counts_runs_there(mechanism):
+    """'auto' keeps the exact posterior for OUE and GRR (K = 40: the exact chain is per group of distinct
+    responses there); decoder='counts' still runs (each support count is binomial under both)."""
+    X = (np.arange(2000) % 40).reshape(-1, 1)
+    auto = _est(n_categories=40, mechanism=mechanism).fit(X)
+    assert not auto._uses_counts() and auto.convergence_["method"] in ("mcmc", "eb")
+    counts = _est(n_categories=40, mechanism=mechanism, decoder="counts").fit(X)
+    assert counts.convergence_["method"] == "counts"
+    _check_simplex(counts)
