@@ -367,3 +367,17 @@ def test_auto_never_uses_the_counts_for_oue_or_grr_but_counts_runs_there(mechani
     counts = _est(n_categories=40, mechanism=mechanism, decoder="counts").fit(X)
     assert counts.convergence_["method"] == "counts"
     _check_simplex(counts)
+
+
+def test_rejected_simulation_batch_leaves_the_stream_unchanged():
+    """partial_fit with an unknown category is refused as a whole (the generator rewound): the readings, and the
+    stream continued afterwards, are those of an estimator that never saw the batch."""
+    K = 40
+    X1, X2 = _users(K, 1000, 21), _users(K, 1000, 22)
+    est = _est(n_categories=K, decoder="counts").fit(X1)
+    before = _reads(est)
+    with pytest.raises(ValueError):
+        est.partial_fit(np.r_[X2[:10], [[K + 5]]])
+    _assert_same_reads(_reads(est), before)
+    est.partial_fit(X2)
+    _assert_same_reads(_reads(est), _reads(_est(n_categories=K, decoder="counts").fit(X1).partial_fit(X2)))
