@@ -54,6 +54,7 @@ def _assert_same_reads(a, b):
 
 
 # ---------------------------------------------------------------- the decoder changed after fitting
+@pytest.mark.slow
 def test_set_params_decoder_after_fit_recomputes_every_reading():
     """decoder is a compute knob: set after fitting, theta_, credible_interval, sample_posterior and
     convergence_ are those of an estimator fitted with that decoder on the same data and seed (bit for bit:
