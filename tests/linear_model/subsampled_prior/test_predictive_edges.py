@@ -174,3 +174,22 @@ def test_feature_name_warning_once_and_list_input():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             assert_array_equal(est.predict_proba(X.tolist()), est.predict_proba(X))
+
+
+def test_a_pickle_from_before_predictive_predicts_with_the_map_fit():
+    """A fitted state without ``predictive`` (pickled before it existed) reads as 'map'; 'moderated' on it
+    asks for a refit instead of failing on a missing attribute."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(120, 4, n_informative=3, n_redundant=0, random_state=0)
+    est = SubsampledPriorLogisticRegression(random_state=0).fit(X, y)
+    state = est.__getstate__()
+    for key in ("predictive", "_theta_covariance_std", "_x_standardisation"):
+        state.pop(key)
+    old = SubsampledPriorLogisticRegression.__new__(SubsampledPriorLogisticRegression)
+    old.__setstate__(state)
+    assert old.predictive == "map"
+    np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
+    old.set_params(predictive="moderated")
+    with pytest.raises(AttributeError, match="fit it again"):
+        old.predict_proba(X)

@@ -108,6 +108,11 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         )
         self.predictive = predictive
 
+    def __setstate__(self, state):
+        # pickles made before ``predictive`` existed (issue 29, round 9) predicted with the MAP fit
+        state.setdefault("predictive", "map")
+        super().__setstate__(state)
+
     @_fit_context(prefer_skip_nested_validation=True)
     @transactional
     def fit(self, X, y, sample_weight=None):
@@ -184,6 +189,9 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
             return log_softmax(scores, axis=1)
         # X validated once (a second check_features repeated its feature-name warning)
         check_is_fitted(self)
+        if not hasattr(self, "_theta_covariance_std"):
+            raise AttributeError("predictive='moderated' needs the Laplace covariance this estimator stores since "
+                                 "issue 29 round 9; it was pickled before: fit it again.")
         X = check_features(self, X, reset=False)
         scores = X @ self.coef_.T + self.intercept_  # decision_function's
         if scores.shape[1] == 1:
