@@ -102,6 +102,26 @@ def test_best_subset_size_minimises_the_variance():
     assert best_subset_size(10, 5.0) == 1  # GRR when K < 3 e^eps + 2
 
 
+@pytest.mark.parametrize("K", [4, 10, 11, 37])
+def test_best_subset_size_at_extreme_budgets(K):
+    """Near eps = 0 the variance is (e^eps - 1)^-2 times a smooth function of k, so the choice is that of the
+    limit (it followed the rounding noise of p - q below eps ~ 1e-8: k = 9 at K = 10, eps = 1e-17); no
+    warning at any budget; ss_variance is the closed form of p - q = k (K - k)(e^eps - 1) / ((K-1)(k e^eps + K - k))."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        limit = best_subset_size(K, 1e-6)
+        assert all(best_subset_size(K, eps) == limit for eps in (1e-300, 1e-17, 1e-12, 1e-9))
+        assert abs(limit - K / 2) <= 1  # the limit: the subset size of half the categories
+        assert best_subset_size(K, 0.0) == 1 and ss_variance(K, 0.0, 2) == np.inf  # no information at any k
+        assert best_subset_size(K, 1000.0) == 1  # GRR, exact at eps >> ln K
+        for k in range(1, K):  # against the textbook expression where it does not cancel (eps = 1)
+            e = np.e
+            p = k * e / (k * e + K - k)
+            q = ((k - 1) * p + k * (1 - p)) / (K - 1)
+            f = p / K + (1 - 1 / K) * q
+            assert ss_variance(K, 1.0, k) == pytest.approx(K * f * (1 - f) / (p - q) ** 2, rel=1e-12)
+
+
 # ------------------------------------------------------------------ kernels
 def _dense_groups(seed=0, K=5, n=300, eps=1.0):
     rng = _gen(seed)

@@ -51,22 +51,36 @@ def popcount_rows(packed):
     return out
 
 
+def _ss_log_variance(K, epsilon, k):
+    """``ln`` of :func:`ss_variance`, with ``p - q = k (K - k) (e^eps - 1) / ((K - 1)(k e^eps + K - k))`` in logs:
+    no cancellation of ``p`` and ``q`` (below eps ~ 1e-8 their difference was rounding noise, which the argmin
+    over ``k`` followed) and no underflow of its square at any budget; ``inf`` at eps = 0."""
+    eps = min(float(epsilon), 700.0)
+    if K < 2 or not 1 <= k < K or eps <= 0:
+        return np.inf
+    r = (K - k) * np.exp(-eps)  # k e^eps + K - k = e^eps (k + r): no overflow for any k
+    p = k / (k + r)
+    q = ((k - 1) * p + k * (1 - p)) / (K - 1)
+    f = p / K + (1 - 1 / K) * q
+    if not 0 < f < 1:
+        return np.inf
+    log_d = np.log(k * (K - k) / (K - 1)) + np.log(-np.expm1(-eps)) - np.log(k + r)  # ln (e^eps - 1) - eps
+    return np.log(K * f * (1 - f)) - 2 * log_d
+
+
 def ss_variance(K, epsilon, k):
     """Summed variance (times n) of the unbiased SS(k) estimate at the uniform distribution."""
-    e = np.exp(min(epsilon, 700.0))
-    p = k * e / (k * e + K - k)
-    q = ((k - 1) * p + k * (1 - p)) / (K - 1) if K > 1 else 0.0
-    f = p / K + (1 - 1 / K) * q
-    return K * f * (1 - f) / (p - q) ** 2
+    with np.errstate(over="ignore"):  # inf where the variance overflows (eps below ~1e-150)
+        return float(np.exp(_ss_log_variance(K, epsilon, k)))
 
 
 def best_subset_size(K, epsilon):
-    """``k`` in ``1..K-1`` minimising :func:`ss_variance` (first on ties)."""
+    """``k`` in ``1..K-1`` minimising :func:`ss_variance` (first on ties; compared in logs)."""
     ks = np.arange(1, K)
     if K > 4096:  # the optimum is near K / (e^eps + 1): search a window around it
         c = int(round(K / (np.exp(min(epsilon, 700.0)) + 1)))
         ks = np.arange(max(1, c - 64), min(K - 1, c + 64) + 1)
-    v = np.array([ss_variance(K, epsilon, int(k)) for k in ks])
+    v = np.array([_ss_log_variance(K, epsilon, int(k)) for k in ks])
     return int(ks[int(np.argmin(v))])
 
 
