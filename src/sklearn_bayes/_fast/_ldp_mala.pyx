@@ -52,7 +52,8 @@ cdef double _mala_logpost(const double* z, int K, const _Grouped* gr, const doub
 
     Group ``g`` has ``h_g = a_g + b_g theta[y_g] + d_g theta(S_{s_g})`` (``s_g < 0``: no
     subset term) and count ``c_g``; ``ln pi = sum_k (rho_k z_k - e^{z_k}) + sum_g c_g ln h_g``.
-    Returns ``-inf`` if some ``h_g <= 0`` (impossible for valid input).
+    Returns ``-inf`` if some ``h_g <= 0`` (impossible for valid input).  ``theta`` is taken of
+    ``e^{z - max z}`` when ``sum(e^z)`` is below ``2^-900`` (the same ``theta``, without underflow).
     """
     cdef int k, j
     cdef Py_ssize_t g, G = gr.G
@@ -65,15 +66,30 @@ cdef double _mala_logpost(const double* z, int K, const _Grouped* gr, const doub
     cdef const double* gc = gr.gc
     cdef const int32_t* s_ptr = gr.s_ptr
     cdef const int32_t* s_idx = gr.s_idx
-    cdef double s = 0.0, lp = 0.0, h, w, tv = 0.0, phi
+    cdef double s = 0.0, lp = 0.0, h, w, tv = 0.0, phi, mx
     for k in range(K):
         phi = exp(z[k])
         grad[k] = phi  # temporarily e^{z}
         s += phi
         lp += prior[k] * z[k] - phi
-    for k in range(K):
-        theta[k] = grad[k] / s
-        v[k] = 0.0
+    if s > 2.0 ** -900:
+        for k in range(K):
+            theta[k] = grad[k] / s
+            v[k] = 0.0
+    else:
+        # e^z underflows (to denormals or 0) as a whole: theta = softmax(z) from e^{z - max z}
+        # (issue 28, round 10; before, theta lost its precision or was 0/0 and ln pi -inf)
+        mx = z[0]
+        for k in range(1, K):
+            if z[k] > mx:
+                mx = z[k]
+        s = 0.0
+        for k in range(K):
+            theta[k] = exp(z[k] - mx)
+            s += theta[k]
+        for k in range(K):
+            theta[k] /= s
+            v[k] = 0.0
     for j in range(n_sub):
         h = 0.0
         for k in range(s_ptr[j], s_ptr[j + 1]):
@@ -155,6 +171,15 @@ def mala_chains(object generator, double[:, ::1] Z, double[::1] lp, double[:, ::
             for j in range(K):
                 T[c, j] = exp(Z[c, j])
                 t += T[c, j]
+            if not t > 2.0 ** -900:  # e^Z underflows as a whole: softmax from e^{Z - max Z}
+                hh = Z[c, 0]
+                for j in range(1, K):
+                    if Z[c, j] > hh:
+                        hh = Z[c, j]
+                t = 0.0
+                for j in range(K):
+                    T[c, j] = exp(Z[c, j] - hh)
+                    t += T[c, j]
             for j in range(K):
                 T[c, j] /= t
         for it in range(it0, it0 + n_iter):
@@ -359,6 +384,23 @@ cdef double _loglik(int K, Py_ssize_t G, double Phi, const double* ga, const dou
     return lik - N * log(Phi)
 
 
+cdef double _fresh_sums(const double* z, int K, int k, double zk, double sh, Py_ssize_t G, const int32_t* t_ptr,
+                        const int32_t* t_grp, const double* t_w, double* u) noexcept nogil:
+    """``Phi = sum_c e^{z_c - sh}`` and ``u_g = sum_c t_w e^{z_c - sh}`` summed afresh, ``z_k`` replaced by ``zk``
+    (``k = -1``: none); ``u`` overwritten, ``Phi`` returned.  ``O(K + sum deg)``."""
+    cdef Py_ssize_t g
+    cdef int c, i
+    cdef double Phi = 0.0, e
+    for g in range(G):
+        u[g] = 0.0
+    for c in range(K):
+        e = exp((zk if c == k else z[c]) - sh)
+        Phi += e
+        for i in range(t_ptr[c], t_ptr[c + 1]):
+            u[t_grp[i]] += t_w[i] * e
+    return Phi
+
+
 cdef double _jumps_incremental(double* z, int K, double lp, const double* props, const double* log_u,
                                const int32_t* order, int m, Py_ssize_t G, const double* ga, const double* gc,
                                double* u, const int32_t* t_ptr, const int32_t* t_grp, const double* t_w,
@@ -376,6 +418,18 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
     would decide it, without its ``G`` logarithms.  The log-likelihood of the current state is then
     computed only when a step needs the exact evaluation and once at the end for ``lp`` (when a
     step was accepted).  The decisions, and so the chain, are those of the exact evaluation.
+
+    Cancellation guard (issue 28, round 10).  ``Phi`` and ``u`` are updated by adding ``delta``;
+    their rounding error is of order ``2^-52`` times the largest ``Phi`` since they were last
+    summed afresh (``Phi_hi``).  A step that removes most of the mass (a dominant category proposed
+    near zero: ``Phi + delta < Phi_hi / 2``) computed ``Phi_new`` and ``h_g`` as differences of
+    nearly equal numbers -- on spiky ``theta`` with small ``rho`` (the other categories holding
+    below ``~1e-15`` of the mass) garbage, which accepted swaps of the dominant category thousands
+    of nats below the posterior's typical set.  Such a step now skips the bounds and is evaluated
+    on ``Phi`` and ``u`` summed afresh from ``z`` with ``z_k`` replaced (``O(K + sum deg)``), which
+    become the state's if it is accepted.  Every other step is computed as before.  When ``e^z``
+    underflows as a whole (``Phi`` below ``2^-900``; the log-likelihood is invariant to scaling
+    ``phi``), ``Phi`` and ``u`` are those of ``e^{z - max z}``.
     """
     cdef Py_ssize_t g
     cdef int j, k, i
@@ -383,10 +437,27 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
     cdef double S1 = 0.0, S2 = 0.0, S3 = 0.0, S4 = 0.0, A1 = 0.0, A3 = 0.0, rmax = 0.0, abs_l = 0.0
     cdef double upper, lower, scale, l, r, xb, xf, corr, corr_lo, corr_abs, lP, lPn, q, prior_sum = 0.0
     cdef bint lik_known = False, lik0_known = False, sums_known = False, moved = False, feasible, take, decided
+    cdef double sh = 0.0, Phi_hi
+    cdef bint fresh
     cdef double* inv_h = <double*> malloc(max(G, 1) * sizeof(double))
+    cdef double* u_f = <double*> malloc(max(G, 1) * sizeof(double))
     cdef bint bound = inv_h != NULL
+    if u_f == NULL:
+        free(inv_h)
+        return lp  # out of memory: no step (the state is left as it is; pi stays invariant)
     for k in range(K):
         Phi += exp(z[k])
+    if not Phi > 2.0 ** -900:
+        # e^z underflows as a whole: the same likelihood on e^{z - max z} (scale-invariant)
+        sh = z[0]
+        for k in range(1, K):
+            if z[k] > sh:
+                sh = z[k]
+        if sh > -INFINITY:
+            Phi = _fresh_sums(z, K, -1, 0.0, sh, G, t_ptr, t_grp, t_w, u)
+        else:
+            sh = 0.0
+    Phi_hi = Phi
     for g in range(G):
         N += gc[g]
     for j in range(m):
@@ -395,15 +466,22 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
         a = prior[k]
         if not (props[j] > -INFINITY and props[j] < INFINITY):
             continue  # ln pi(z') = -inf: rejected, as in coordinate_jumps
-        delta = exp(props[j]) - exp(old)
+        if sh == 0.0:
+            delta = exp(props[j]) - exp(old)
+        else:
+            delta = exp(props[j] - sh) - exp(old - sh)
         Phi_new = Phi + delta
+        fresh = delta < 0.0 and not Phi_new >= 0.5 * Phi_hi
+        if fresh:
+            # most of the mass removed: Phi_new and u summed afresh (no cancellation)
+            Phi_new = _fresh_sums(z, K, k, props[j], sh, G, t_ptr, t_grp, t_w, u_f)
         if not Phi_new > 0.0:
             continue
         for i in range(t_ptr[k], t_ptr[k + 1]):
             w_scratch[t_grp[i]] += t_w[i]
         take = False
         decided = False
-        if bound:
+        if bound and not fresh:
             if not sums_known:
                 S1 = S2 = S3 = S4 = A1 = A3 = rmax = 0.0
                 abs_l = 0.0
@@ -463,7 +541,10 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
                 lik0_known = True
             new_lik = 0.0
             for g in range(G):
-                h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
+                if fresh:
+                    h = ga[g] * Phi_new + u_f[g]
+                else:
+                    h = ga[g] * Phi_new + u[g] + delta * w_scratch[g]
                 h_scratch[g] = h
                 new_lik += gc[g] * log(h)
             new_lik -= N * log(Phi_new)
@@ -477,8 +558,15 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
                 lik0_known = True
             if decided:
                 lik_known = False  # accepted by the bound: the new state's log-likelihood is not computed
-            for i in range(t_ptr[k], t_ptr[k + 1]):
-                u[t_grp[i]] += delta * t_w[i]
+            if fresh:
+                for g in range(G):
+                    u[g] = u_f[g]
+                Phi_hi = Phi_new  # summed afresh: the reference of the rounding from here
+            else:
+                for i in range(t_ptr[k], t_ptr[k + 1]):
+                    u[t_grp[i]] += delta * t_w[i]
+                if Phi_new > Phi_hi:
+                    Phi_hi = Phi_new
             prior_sum += (a * props[j] - exp(props[j])) - (a * old - exp(old))
             Phi = Phi_new
             z[k] = props[j]
@@ -491,4 +579,5 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
             lik = _loglik(K, G, Phi, ga, gc, u, N, &abs_l)
         lp += lik - lik0 + prior_sum
     free(inv_h)
+    free(u_f)
     return lp
