@@ -125,7 +125,7 @@ class DecoderMixin:
         ratio = store.cached("counts_ratio", lambda: (np.array([plug_in_ratio(
             self._support_counts()[0], self.n_responses_, self.n_categories_, self._fitted_params["epsilon"],
             self._client.subset_size)]),))[0][0]
-        return ratio <= AUTO_COUNTS_MAX_RATIO
+        return bool(ratio <= AUTO_COUNTS_MAX_RATIO)
 
     def _posterior_groups(self):
         """The :class:`~._posterior.Groups` of the posterior behind ``theta_``: the responses' (exact), or

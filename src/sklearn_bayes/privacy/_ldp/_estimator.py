@@ -787,12 +787,12 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     def sample_posterior(self, n_samples=1000, random_state=None):
         """Draws of ``theta`` from the posterior given the recorded responses.
 
-        The sampler follows ``final_estimate``: ``'mala'`` (default) and ``'gibbs'``
-        draw from Markov chains that target the exact posterior (grouped likelihood,
-        see Notes), started at the current online sample after a burn-in of
-        ``max(1000, n_final_steps // 2)`` iterations and thinned every 5 (MALA) or
-        1 (Gibbs) iterations; ``'sgld'`` continues a copy of the online chain
-        (draws ``n_steps`` SGLD steps, or one Gibbs sweep, apart), as in the papers.
+        Static mechanisms and the hierarchical prior: the exact posterior's chain (the count
+        posterior's where ``decoder`` uses it; ``'eb'`` has no draws: the exact posterior's).
+        Otherwise (RRRR with a fixed prior) the sampler follows ``final_estimate``: ``'mala'``
+        and ``'gibbs'`` target the exact posterior (see Notes) from the online sample after
+        ``max(1000, n_final_steps // 2)`` burn-in iterations, thinned every 5 / 1 iterations;
+        ``'sgld'`` continues a copy of the online chain, as in the papers.
         Consecutive draws are autocorrelated.  Reading samples never changes the
         estimator: later fitting is the same whether or not this is called.
 
