@@ -1608,6 +1608,17 @@ def power(n_splits, sets, reps):
     return recs
 
 
+def _chosen_sets(arg, default=ROUND6_SETS):
+    """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
+    sets: every real set but the held-out groups of rounds 4 and 7) or ``held7`` (those two groups)."""
+    sets = [s for s in arg.split(",") if s] or default
+    if sets == ["dev4"]:
+        return [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+    if sets == ["held7"]:
+        return [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+    return sets
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=20, help="repetitions per error-law cell (default 20)")
@@ -1657,46 +1668,23 @@ def main(argv=None):
             rmeths["mixture (round 4)"] = _mixture_round4
             rmeths["mixture (round 3)"] = _mixture_round3
             rmeths["mixture (pre-30)"] = _mixture_pre30
-            sets = [s for s in args.sets.split(",") if s]
-            if sets == ["dev4"]:  # round 4's development sets: all but its held-out ones (and round 7's)
-                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            elif sets == ["held7"]:  # round 7's held-out runs: round 4's held-out sets and round 7's
-                sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            res = real_data(args.real_splits, rmeths, sets or None)
+            res = real_data(args.real_splits, rmeths, _chosen_sets(args.sets, default=None))
             for metric in ("medae", "tmse"):
                 print_real_table(res, rmeths, metric)
         if "speed" in parts:
             speed(100_000, 20, args.repeats, variants)
         if "choosers" in parts:
-            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
-            if sets == ["dev4"]:
-                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            choosers(args.real_splits, sets, args.extra_reps)
+            choosers(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "diagnostic" in parts:
-            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
-            if sets == ["dev4"]:
-                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            elif sets == ["held7"]:
-                sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            diagnostic(args.real_splits, sets, args.extra_reps)
+            diagnostic(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "mmscale" in parts:
-            mm_scale_rule(args.real_splits, [s for s in args.sets.split(",") if s] or ROUND6_SETS)
+            mm_scale_rule(args.real_splits, _chosen_sets(args.sets))
         if "decompose" in parts:
-            decompose(args.real_splits, [s for s in args.sets.split(",") if s] or ROUND6_SETS)
+            decompose(args.real_splits, _chosen_sets(args.sets))
         if "hetconst" in parts:
-            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
-            if sets == ["dev4"]:
-                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            elif sets == ["held7"]:
-                sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            het_constants(args.real_splits, sets, args.extra_reps)
+            het_constants(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "power" in parts:
-            sets = [s for s in args.sets.split(",") if s] or ROUND6_SETS
-            if sets == ["dev4"]:
-                sets = [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            elif sets == ["held7"]:
-                sets = [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
-            power(args.real_splits, sets, args.extra_reps)
+            power(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
 
 
 if __name__ == "__main__":
