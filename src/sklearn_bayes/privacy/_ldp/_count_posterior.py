@@ -29,6 +29,7 @@ posterior when the ``n`` responses are nearly all distinct subsets.
 import numpy as np
 from scipy.stats import binom
 
+from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
 from sklearn_bayes.privacy._ldp._posterior import DENSE_LATENT_MAX_CELLS, Groups
 
 __all__ = ["AUTO_COUNTS_MAX_RATIO", "COUNTS_MAX_CATEGORIES", "count_groups", "count_log_likelihood", "per_user_latent",
@@ -104,9 +105,7 @@ def sandwich_ratio(theta, n_categories, epsilon, subset_size):
     """
     theta = np.asarray(theta, dtype=float)
     K, k = int(n_categories), int(subset_size)
-    e = float(np.exp(min(epsilon, 700.0)))
-    p = k * e / (k * e + K - k)
-    q = ((k - 1) * p + k * (1 - p)) / (K - 1)
+    p, q = ss_support_probabilities(K, epsilon, k)
     pi = q + (p - q) * theta
     a_v = p * (k - 1) / (K - 1)
     a_out = (p * (k - 1) * (k - 2) + (1 - p) * k * (k - 1)) / ((K - 1) * (K - 2)) if K > 2 else 0.0
@@ -130,9 +129,7 @@ def plug_in_ratio(counts, n, n_categories, epsilon, subset_size):
     """The largest :func:`sandwich_ratio` at the clipped, renormalised unbiased estimate of ``theta``
     (``inf`` where that is not finite; with ``p - q`` rounded to 0 the estimate is uniform)."""
     K, k = int(n_categories), int(subset_size)
-    e = float(np.exp(min(epsilon, 700.0)))
-    p = k * e / (k * e + K - k)
-    q = ((k - 1) * p + k * (1 - p)) / (K - 1)
+    p, q = ss_support_probabilities(K, epsilon, k)
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = np.clip((np.asarray(counts, dtype=float) / max(int(n), 1) - q) / (p - q), 0.0, None)
     ok = np.all(np.isfinite(theta)) and theta.sum() > 0

@@ -28,6 +28,8 @@ the posterior's own prior family by at least ``AUTO_CV_MARGIN`` nats; round 8: n
 
 import numpy as np
 
+from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
+
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES", "binomial_intervals",
            "cv_prior_gain", "dirichlet_marginal_weights", "eb_estimate", "npmle_weights", "support_counts",
            "support_probabilities"]
@@ -53,13 +55,9 @@ MAX_GRID = 400
 
 def support_probabilities(client):
     """``(p, q)`` of a static mechanism (:class:`~._mechanisms.SetResponseMechanism`)."""
-    K, e = client.n_categories, float(np.exp(min(client.epsilon, 700.0)))
     if client.kind == "oue":
-        return 0.5, 1.0 / (e + 1.0)
-    k = client.subset_size
-    p = k * e / (k * e + K - k)
-    q = ((k - 1) * p + k * (1 - p)) / (K - 1)
-    return p, q
+        return 0.5, 1.0 / (float(np.exp(min(client.epsilon, 700.0))) + 1.0)
+    return ss_support_probabilities(client.n_categories, client.epsilon, client.subset_size)
 
 
 def support_counts(store):

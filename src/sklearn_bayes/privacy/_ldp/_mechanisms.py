@@ -23,7 +23,8 @@ from sklearn_bayes.privacy._ldp._posterior import Groups
 
 __all__ = ["MECHANISMS", "SetResponseMechanism", "best_subset_size", "ss_privatize", "oue_privatize",
            "ss_privatize_packed", "oue_privatize_packed", "groups_from_masks", "groups_from_unique",
-           "groups_from_packed", "ss_log_probabilities", "ss_variance", "popcount_rows", "MAX_CSR_MEMBERS"]
+           "groups_from_packed", "ss_log_probabilities", "ss_support_probabilities", "ss_variance", "popcount_rows",
+           "MAX_CSR_MEMBERS"]
 
 #: Uniforms drawn per chunk of users by the privatisers (32 MiB of float64): the users x K
 #: keys are never held at once, only ``ceil(K / 8)`` bytes of packed bits per user.
@@ -49,6 +50,13 @@ def popcount_rows(packed):
     for lo, hi in _chunks(packed.shape[0], max(packed.shape[1], 1) * 8):
         out[lo:hi] = _POPCOUNT[packed[lo:hi]].sum(axis=1)
     return out
+
+
+def ss_support_probabilities(K, epsilon, k):
+    """``(p, q)`` of SS(k): the probability that a response supports the user's category, and another one."""
+    e = float(np.exp(min(epsilon, 700.0)))
+    p = k * e / (k * e + K - k)
+    return p, ((k - 1) * p + k * (1 - p)) / (K - 1)
 
 
 def _ss_log_variance(K, epsilon, k):
