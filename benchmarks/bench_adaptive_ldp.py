@@ -58,8 +58,15 @@ the process (``time.process_time``) for ours and IBU alike, not wall-clock (whic
 K = 10, eps = 8 ratio between 77 and 165 with no code change), and the IBU baseline is the median
 of ``IBU_REPEATS`` repetitions.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
 the count posterior (``convergence_['method'] == 'counts'``), the exact posterior too on the same responses
-(``decoder='posterior'`` after the fit), in a second table: paired TV ratio, both coverages, both costs.
-``--paper-k`` restricts the paper grid to some ``K`` (e.g. ``--paper-k 20``).
+(``decoder='posterior'`` after the fit), in a second table: paired TV ratio, both coverages, both costs;
+since round 11 also where it came from the importance-sampled exact posterior (``'importance'``, or
+``'importance->exact'`` after a fallback).  ``--decoder NAME`` (round 11) fits ours with that decoder in the
+general part and in ``--versus-posterior``'s paper part (e.g. ``--decoder importance`` for a cell 'auto' does
+not route to it).  ``--paper-k`` restricts the paper grid to some ``K`` (e.g. ``--paper-k 20``).
+``--versus-posterior`` without ``--general`` (round 11, only this part): the paper grid's default (the
+benchmark's users and seeds, ``--paper-k`` / ``--paper-eps`` / ``--paper-rho`` pick cells) against the exact
+posterior on the same responses: paired TV ratio, both coverages (the benchmark's interval seeds), and the CPU
+time of fit plus ``theta_`` over IBU (as the general part) and of ``credible_interval`` over that fit.
 
 ``--serving`` (only this part): serving many clients (issue 16).  Ingestion of 10^6
 responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
@@ -332,7 +339,43 @@ def _geometric(K, r):
 IBU_REPEATS = 5
 
 
-def _general_run(cell, run, interval_timing, versus_posterior=False):
+#: ``convergence_['method']`` values whose runs ``--versus-posterior`` pairs with the exact posterior.
+NOT_EXACT_CHAIN = ("counts", "importance", "importance->exact")
+
+
+def _decoder_params(decoder):
+    return {} if decoder is None else dict(decoder=decoder)
+
+
+def _ibu_time(x, K, eps, first_rng, run):
+    """CPU time of SS's client + counts + IBU to convergence: the median of ``IBU_REPEATS`` repetitions (the
+    first with ``first_rng``, the others from a separate seed)."""
+    p, q = support_probabilities("SS", K, eps)
+    t_ibus = []
+    reps = [first_rng] + [np.random.default_rng([run, i, 2828]) for i in range(1, IBU_REPEATS)]
+    for r_rep in reps:
+        t0 = time.process_time()
+        counts = support_counts("SS", privatize_peer("SS", x, K, eps, r_rep), K, eps)
+        ibu(counts, p, q)
+        t_ibus.append(time.process_time() - t0)
+    return float(np.median(t_ibus))
+
+
+def _versus_exact(est, theta, t_only, ci_rng=None):
+    """The exact posterior on ``est``'s responses (``decoder='posterior'`` set after the fit, no refit): TV,
+    (fit + theta_) CPU time given the fit's ``t_only``, coverage, credible_interval's CPU time."""
+    est.set_params(decoder="posterior")
+    t0 = time.process_time()
+    th_post = est.theta_
+    t_post = t_only + time.process_time() - t0
+    t0 = time.process_time()
+    ci_post = est.credible_interval(0.95, random_state=ci_rng)
+    t_ci = time.process_time() - t0
+    return dict(tv=0.5 * float(np.abs(th_post - theta).sum()), t_fit=t_post, t_ci=t_ci,
+                covered=int(np.sum((ci_post[:, 0] <= theta) & (theta <= ci_post[:, 1]))))
+
+
+def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None):
     from sklearn_bayes.experiments._ldp_peers import peer_estimates
 
     name, split, K, eps, n, make = cell
@@ -340,7 +383,7 @@ def _general_run(cell, run, interval_timing, versus_posterior=False):
     r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
     theta = make(r_theta)
     x = r_users.choice(K, size=n, p=theta)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours, **_decoder_params(decoder))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.process_time()
@@ -353,33 +396,20 @@ def _general_run(cell, run, interval_timing, versus_posterior=False):
         t_ci = time.process_time() - t0
         conv = est.convergence_
         post = None
-        if versus_posterior and conv["method"] == "counts":
+        if versus_posterior and conv["method"] in NOT_EXACT_CHAIN:
             # the exact posterior on the very same responses (decoder is a compute knob: no refit)
-            est.set_params(decoder="posterior")
-            t0 = time.process_time()
-            th_post = est.theta_
-            t_post = t_only + time.process_time() - t0
-            ci_post = est.credible_interval(0.95)
-            post = dict(tv=0.5 * float(np.abs(th_post - theta).sum()), t_fit=t_post,
-                        covered=int(np.sum((ci_post[:, 0] <= theta) & (theta <= ci_post[:, 1]))))
+            post = _versus_exact(est, theta, t_only)
     # IBU to convergence on SS(k*) responses (client + counts + IBU), timed alone: the median of
     # IBU_REPEATS repetitions (one takes about a millisecond at small K, where one timing is noisy)
-    p, q = support_probabilities("SS", K, eps)
-    t_ibus = []
     # the first repetition's generator as before (r_peers spawns one child: the peers' streams below
     # are unchanged); the others from a separate seed
-    reps = r_peers.spawn(1) + [np.random.default_rng([run, i, 2828]) for i in range(1, IBU_REPEATS)]
-    for r_rep in reps:
-        t0 = time.process_time()
-        counts = support_counts("SS", privatize_peer("SS", x, K, eps, r_rep), K, eps)
-        ibu(counts, p, q)
-        t_ibus.append(time.process_time() - t0)
-    t_ibu = float(np.median(t_ibus))
+    t_ibu = _ibu_time(x, K, eps, r_peers.spawn(1)[0], run)
     pe, _ = peer_estimates(x, K, eps, r_peers)
     tv = {m: 0.5 * float(np.abs(v - theta).sum()) for m, v in pe.items()}
     tv["ours"] = 0.5 * float(np.abs(th - theta).sum())
     covered = int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))
-    warned = conv["method"] in ("mcmc", "counts") and not (conv["rhat"] <= 1.05 and conv["ess"] >= 100)
+    warned = conv["method"] in ("mcmc",) + NOT_EXACT_CHAIN and not (conv["rhat"] <= 1.05 and conv["ess"] >= 100)
+    warned = warned or conv["method"] == "importance->exact"
     return dict(tv=tv, covered=covered, K=K, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu, method=conv["method"],
                 warned=bool(warned), post=post)
 
@@ -392,7 +422,7 @@ def _methods(rs):
     return ", ".join(f"{m} {sum(r['method'] == m for r in rs)}/{len(rs)}" for m in names)
 
 
-def general(runs, n_jobs, only=None, versus_posterior=False):
+def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None):
     """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell.
 
     ``versus_posterior``: where ``theta_`` came from the count posterior (round 9), also the exact posterior
@@ -403,7 +433,7 @@ def general(runs, n_jobs, only=None, versus_posterior=False):
 
     cells = [c for i, c in enumerate(GENERAL_CELLS) if only is None or i in only]
     t0 = time.perf_counter()
-    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior) for c in cells
+    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder) for c in cells
                                   for r in range(runs))
     rows = []
     for i, cell in enumerate(cells):
@@ -419,7 +449,7 @@ def general(runs, n_jobs, only=None, versus_posterior=False):
                          fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
                          ci_over_fit=float(np.median([r["t_ci"] / r["t_fit"] for r in rs])),
                          warned=f"{sum(r['warned'] for r in rs)}/{runs}"))
-    print(f"== general part (issue 28): median TV over {runs} runs, the same users for every method; peers = "
+    print(f"== general part (issue 28){'' if decoder is None else f', ours with decoder={decoder!r}'}: median TV over {runs} runs, the same users for every method; peers = "
           "GRR/OUE/OLH/SS x IBU/NS/MI (12); ratio = median ours / median of the best peer; paired = geometric "
           "mean over runs of TV(ours)/TV(best peer) +- SE; coverage = 95 % intervals holding theta*_k over "
           "(category, run) pairs; fit_over_ibu = (fit + theta_) / (SS client + counts + IBU to convergence, median of "
@@ -437,30 +467,84 @@ def general(runs, n_jobs, only=None, versus_posterior=False):
           f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
 
 
+def _versus_row(label, split, K, rs):
+    """One row of the versus-posterior table from runs with ``tv['ours']``, ``post``, times and ``method``."""
+    lr = np.log([r["tv"]["ours"] / r["post"]["tv"] for r in rs])
+    gm = float(np.exp(lr.mean()))
+    se = gm * float(lr.std(ddof=1)) / np.sqrt(len(rs)) if len(rs) > 1 else float("nan")
+    return dict(cell=label, split=split, decoder=_methods(rs), runs=len(rs),
+                ours=float(np.median([r["tv"]["ours"] for r in rs])),
+                posterior=float(np.median([r["post"]["tv"] for r in rs])),
+                ours_over_posterior=f"{gm:.3f} +- {se:.3f}",
+                cov_ours=sum(r["covered"] for r in rs) / (K * len(rs)),
+                cov_posterior=sum(r["post"]["covered"] for r in rs) / (K * len(rs)),
+                ours_fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
+                posterior_fit_over_ibu=float(np.median([r["post"]["t_fit"] / r["t_ibu"] for r in rs])),
+                ours_ci_over_fit=float(np.median([r["t_ci"] / r["t_fit"] for r in rs])),
+                posterior_ci_over_fit=float(np.median([r["post"]["t_ci"] / r["post"]["t_fit"] for r in rs])))
+
+
+VERSUS_COLUMNS = ["cell", "split", "decoder", "runs", "ours", "posterior", "ours_over_posterior", "cov_ours",
+                  "cov_posterior", "ours_fit_over_ibu", "posterior_fit_over_ibu", "ours_ci_over_fit",
+                  "posterior_ci_over_fit"]
+VERSUS_TITLE = ("median TV, ours_over_posterior = geometric mean over runs of TV(ours)/TV(posterior) +- SE, coverage "
+                "of each one's 95 % intervals, (fit + theta_) / IBU and credible_interval / (fit + theta_) (CPU time)")
+
+
 def _versus_posterior_table(cells, res, runs):
-    """The count posterior against the exact posterior on the same responses (runs where 'counts' ran)."""
+    """Ours (the count posterior or importance sampling) against the exact posterior on the same responses."""
     rows = []
     for i, cell in enumerate(cells):
         rs = [r for r in res[i * runs : (i + 1) * runs] if r["post"] is not None]
-        if not rs:
-            continue
-        lr = np.log([r["tv"]["ours"] / r["post"]["tv"] for r in rs])
-        gm = float(np.exp(lr.mean()))
-        se = gm * float(lr.std(ddof=1)) / np.sqrt(len(rs)) if len(rs) > 1 else float("nan")
-        K = cell[2]
-        rows.append(dict(cell=f"{cell[0]} K={K} eps={cell[3]:g} n={cell[4]:.0e}", split=cell[1],
-                         runs=len(rs), counts=float(np.median([r["tv"]["ours"] for r in rs])),
-                         posterior=float(np.median([r["post"]["tv"] for r in rs])),
-                         counts_over_posterior=f"{gm:.3f} +- {se:.3f}",
-                         cov_counts=sum(r["covered"] for r in rs) / (K * len(rs)),
-                         cov_posterior=sum(r["post"]["covered"] for r in rs) / (K * len(rs)),
-                         counts_fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
-                         posterior_fit_over_ibu=float(np.median([r["post"]["t_fit"] / r["t_ibu"] for r in rs]))))
-    print("\n== the count posterior (decoder 'counts', chosen by 'auto') against the exact posterior "
-          "(decoder='posterior') on the same responses: median TV, paired = geometric mean over runs of "
-          "TV(counts)/TV(posterior) +- SE, coverage of each one's 95 % intervals, (fit + theta_) / IBU (CPU time) ==")
-    print(format_table(rows, ["cell", "split", "runs", "counts", "posterior", "counts_over_posterior", "cov_counts",
-                              "cov_posterior", "counts_fit_over_ibu", "posterior_fit_over_ibu"]))
+        if rs:
+            rows.append(_versus_row(f"{cell[0]} K={cell[2]} eps={cell[3]:g} n={cell[4]:.0e}", cell[1], cell[2], rs))
+    print("\n== ours where its theta_ is not the exact chain's ('counts', 'importance') against the exact posterior "
+          f"(decoder='posterior') on the same responses: {VERSUS_TITLE} ==")
+    print(format_table(rows, VERSUS_COLUMNS))
+
+
+def _paper_versus_run(setting, run, decoder=None):
+    """One paper-grid run of the default (the benchmark's users, seeds and interval seeds) and the exact posterior
+    on the same responses."""
+    from sklearn_bayes.experiments.adaptive_ldp import _setting_seed, simulate_users
+
+    X, theta = simulate_users(setting, run)
+    K, eps = setting["K"], setting["epsilon"]
+    s = _setting_seed(setting, run).spawn(3 + len(OURS))[2]  # the default's child (compare_one_run)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=np.random.default_rng(s),
+                                        **_decoder_params(decoder))
+    ci_seed = s.spawn(1)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.process_time()
+        est.fit(X)
+        t_only = time.process_time() - t0
+        th = est.theta_
+        t_fit = time.process_time() - t0
+        t0 = time.process_time()
+        ci = est.credible_interval(0.95, random_state=np.random.default_rng(ci_seed))
+        t_ci = time.process_time() - t0
+        method = est.convergence_["method"]
+        post = _versus_exact(est, theta, t_only, np.random.default_rng(ci_seed))
+    t_ibu = _ibu_time(X[:, 0], K, eps, np.random.default_rng([run, 0, 2828]), run)
+    return dict(tv=dict(ours=0.5 * float(np.abs(th - theta).sum())), post=post, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu,
+                covered=int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1]))), method=method)
+
+
+def paper_versus_posterior(settings, runs, n_jobs, decoder=None):
+    """The paper grid's default against the exact posterior on the same responses (round 11)."""
+    from joblib import Parallel, delayed
+
+    t0 = time.perf_counter()
+    res = Parallel(n_jobs=n_jobs)(delayed(_paper_versus_run)(s, r, decoder) for s in settings for r in range(runs))
+    rows = []
+    for i, s in enumerate(settings):
+        rs = res[i * runs : (i + 1) * runs]
+        rows.append(_versus_row(f"paper K={s['K']} eps={s['epsilon']:g} Dir({s['theta'][1]:g})", "paper", s["K"], rs))
+    print(f"== the paper grid: ours{'' if decoder is None else f' (decoder={decoder!r})'} against the exact posterior "
+          f"(decoder='posterior') on the same responses, {runs} runs: {VERSUS_TITLE} ==")
+    print(format_table(rows, VERSUS_COLUMNS))
+    print(f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
 
 
 #: The paired columns: the default against each decoder of the SS peer (under --shared-responses
@@ -512,7 +596,10 @@ def main():
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 16 cells)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
     ap.add_argument("--versus-posterior", action="store_true",
-                    help="--general: also the exact posterior on the same responses where 'auto' chose the counts")
+                    help="--general: also the exact posterior on the same responses where theta_ is not the exact "
+                         "chain's; without --general: the paper grid's default against the exact posterior")
+    ap.add_argument("--decoder", default=None, help="ours with this decoder (--general, --versus-posterior)")
+    ap.add_argument("--paper-eps", type=float, nargs="+", default=None, help="paper grid: only these epsilon")
     ap.add_argument("--paper-k", type=int, nargs="+", default=None, help="paper grid: only these K")
     ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
     ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
@@ -531,7 +618,14 @@ def main():
         return
 
     if args.general:
-        general(runs, args.n_jobs, args.cells, args.versus_posterior)
+        general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder)
+        return
+
+    if args.versus_posterior:
+        paper = [s for s in PAPER_SETTINGS if (args.paper_k is None or s["K"] in args.paper_k)
+                 and (args.paper_eps is None or s["epsilon"] in args.paper_eps)
+                 and (args.paper_rho is None or s["theta"][1] in args.paper_rho)]
+        paper_versus_posterior(paper, runs, args.n_jobs, args.decoder)
         return
 
     if args.same_responses:
@@ -562,6 +656,8 @@ def main():
         paper = [s for s in paper if s["theta"][1] in args.paper_rho]
     if args.paper_k:
         paper = [s for s in paper if s["K"] in args.paper_k]
+    if args.paper_eps:
+        paper = [s for s in paper if s["epsilon"] in args.paper_eps]
     if args.skip_paper:
         paper = []
     if paper:

@@ -581,3 +581,40 @@ cdef double _jumps_incremental(double* z, int K, double lp, const double* props,
     free(inv_h)
     free(u_f)
     return lp
+
+
+# --------------------------------------------------------------------------------------
+# The exact log-likelihood of many draws (importance weights of decoder='importance')
+# --------------------------------------------------------------------------------------
+
+def exact_loglik_many(const double[:, ::1] draws, const int32_t[::1] a_ptr, const int32_t[::1] a_idx,
+                      const int32_t[::1] y, const double[::1] f_in, const double[::1] f_y, const double[::1] f_out,
+                      const double[::1] count, double[::1] out):
+    """``out[m] = sum_g count_g ln(f_out_g + (f_in_g - f_out_g) sum_{x in A_g} theta_x + (f_y_g - f_out_g)
+    theta_{y_g})`` for every row ``theta = draws[m]`` (the grouped likelihood of ``_posterior.Groups``, CSR
+    member lists ``a_ptr, a_idx``; ``y_g = -1``: no special category).  ``O(M sum_g |A_g|)`` gathers and
+    ``M G`` logarithms, without the GIL; a probability ``<= 0`` gives ``-inf``."""
+    cdef Py_ssize_t M = draws.shape[0], G = count.shape[0], m, g
+    cdef int32_t i
+    cdef double s, P, ll
+    if a_ptr.shape[0] != G + 1 or y.shape[0] != G or f_in.shape[0] != G or f_y.shape[0] != G \
+            or f_out.shape[0] != G or out.shape[0] != M:
+        raise ValueError("exact_loglik_many: inconsistent group arrays")
+    if G and a_ptr[G] > a_idx.shape[0]:
+        raise ValueError("exact_loglik_many: a_idx shorter than a_ptr says")
+    with nogil:
+        for m in range(M):
+            ll = 0.0
+            for g in range(G):
+                s = 0.0
+                for i in range(a_ptr[g], a_ptr[g + 1]):
+                    s = s + draws[m, a_idx[i]]
+                P = f_out[g] + (f_in[g] - f_out[g]) * s
+                if y[g] >= 0:
+                    P = P + (f_y[g] - f_out[g]) * draws[m, y[g]]
+                if P > 0.0:
+                    ll = ll + count[g] * log(P)
+                elif count[g] > 0.0:
+                    ll = -INFINITY
+                    break
+            out[m] = ll

@@ -121,8 +121,8 @@ def test_auto_uses_eb_from_64_categories_and_the_cross_validated_choice_below():
         assert at_64["method"] == "eb" and "cv_gain" not in at_64
         est = _fit(31)
         below = est.convergence_
-        # below 32 the posterior: from the support counts where the exact chain is per user (round 9)
-        assert below["method"] == ("counts" if est._uses_counts() else "mcmc") and "cv_gain" not in below
+        # below 32 the posterior: by importance sampling where the exact chain is per user (round 11)
+        assert below["method"] == ("importance" if est._uses_importance() else "mcmc") and "cv_gain" not in below
         # 32-63: 'eb' exactly when the cross-validated gain reaches the margin, reported in convergence_
         for K in (32, 63):
             est = _fit(K)

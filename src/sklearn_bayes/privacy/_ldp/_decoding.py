@@ -2,17 +2,25 @@
 
 :class:`DecoderMixin` gives :class:`~sklearn_bayes.AdaptiveLDPFrequencyEstimator` the choice of
 decoder (``decoder``: the exact posterior's draws, the posterior given the support counts of
-:mod:`._count_posterior`, or the empirical-Bayes decoder of :mod:`._empirical_bayes` for the
-static mechanisms), the posterior draws behind them (``_exact_draws``, ``_adaptive_draws``), the
+:mod:`._count_posterior`, the exact posterior by importance sampling of :mod:`._count_importance`, or the
+empirical-Bayes decoder of :mod:`._empirical_bayes` for the static mechanisms), the posterior draws behind them (``_exact_draws``, ``_adaptive_draws``), the
 final estimate with its diagnostics (``_final_theta``) and ``convergence_``;
 :func:`warn_if_unconverged` emits the ``ConvergenceWarning``.
 """
 
+import copy
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from sklearn_bayes.privacy._ldp._count_importance import (
+    MIN_ESS_FRACTION,
+    PARETO_K_MAX,
+    importance_adaptive,
+    importance_fixed,
+    tempering,
+)
 from sklearn_bayes.privacy._ldp._count_posterior import (
     AUTO_COUNTS_MAX_RATIO,
     COUNTS_MAX_CATEGORIES,
@@ -42,10 +50,23 @@ from sklearn_bayes.privacy._ldp._samplers import (
 __all__ = ["DecoderMixin", "warn_if_unconverged"]
 
 
+#: The keys of ``convergence_`` that describe the importance weights (``decoder='importance'``).
+WEIGHT_KEYS = ("weight_ess", "weight_ess_fraction", "pareto_k", "tail_ratio", "n_weighted")
+
+
 def warn_if_unconverged(conv):
     """``ConvergenceWarning`` when the exact or the count posterior's draws fail R-hat <= 1.05 or
-    ESS >= 100 (the adaptive chain reached its bound first)."""
-    if conv["method"] in ("mcmc", "counts") and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
+    ESS >= 100 (the adaptive chain reached its bound first), and when the importance weights failed
+    (``decoder='importance'`` fell back to the exact posterior's chain)."""
+    if conv["method"] == "importance->exact":
+        warnings.warn(
+            f"The importance weights of the tempered count posterior failed their checks (weight ESS "
+            f"{conv['weight_ess']:.1f} of {conv['n_weighted']} draws, want >= {MIN_ESS_FRACTION:g} of them; "
+            f"Pareto k {conv['pareto_k']:.3g}, want <= {PARETO_K_MAX:g} where the largest weight is >= 2 times "
+            f"the tail's threshold, here {conv['tail_ratio']:.3g}): theta_ fell back to the exact "
+            "posterior's chain (decoder='posterior'; convergence_['method'] == 'importance->exact').",
+            ConvergenceWarning, stacklevel=3)
+    if conv["method"] in ("mcmc", "counts", "importance", "importance->exact") and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
         warnings.warn(
             f"The posterior draws behind theta_ may not have converged: split R-hat {conv['rhat']:.3g} "
             f"(want <= {RHAT_MAX}), effective sample size {conv['ess']:.1f} (want >= {ESS_MIN:g}). "
@@ -67,7 +88,13 @@ class DecoderMixin:
         ``ess >= 100``, at most ``4 n_final_steps`` iterations, see
         :func:`~._samplers.adaptive_exact_draws`; a ``ConvergenceWarning`` is emitted when the
         bound stopped it first), ``'counts'`` (the posterior given the support counts,
-        :mod:`~._count_posterior`: the same chain and keys on its ``2 K`` groups), ``'eb'``
+        :mod:`~._count_posterior`: the same chain and keys on its ``2 K`` groups), ``'importance'``
+        (the exact posterior by importance sampling of the tempered count posterior,
+        :mod:`~._count_importance`: the count chain's ``rhat``, ``ess``, ``n_draws``, and the weights'
+        ``weight_ess``, ``weight_ess_fraction``, ``pareto_k``, ``tail_ratio``, ``n_weighted`` and
+        ``weights_ok``), ``'importance->exact'`` (the weights failed, weight ESS below ``0.25 n_weighted`` or
+        Pareto k above 0.7 with ``tail_ratio >= 2``: the exact
+        posterior's chain, its keys and the failed weights'; a ``ConvergenceWarning`` says so), ``'eb'``
         (the empirical-Bayes decoder: ``n_iter`` and
         ``converged`` of its EM, ``n_atoms``), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
@@ -115,17 +142,44 @@ class DecoderMixin:
             return False
         if self.decoder == "counts":
             return True
-        if (self._client.kind == "oue" or self._client.subset_size <= 1 or self.n_responses_ == 0
-                or self.n_categories_ < AUTO_CV_MIN_CATEGORIES):
+        if not self._per_user_subsets() or self.n_categories_ < AUTO_CV_MIN_CATEGORIES:
+            return False
+        return bool(self._counts_ratio() <= AUTO_COUNTS_MAX_RATIO)
+
+    def _per_user_subsets(self):
+        """SS(k) with ``k > 1`` whose exact chain would draw a latent category per user (``O(n k)`` per
+        iteration, :func:`~._count_posterior.per_user_latent`): where ``'auto'`` leaves the exact chain."""
+        if self._client.kind == "oue" or self._client.subset_size <= 1 or self.n_responses_ == 0:
             return False
         store = self._chain.store
         n_distinct = store.cached("n_distinct", lambda: (np.array([store.set_counts()[1].size]),))[0][0]
-        if not per_user_latent(n_distinct, self.n_categories_, self.n_responses_):
+        return bool(per_user_latent(n_distinct, self.n_categories_, self.n_responses_))
+
+    def _uses_importance(self):
+        """The exact posterior's draws by importance sampling of the tempered count posterior
+        (``decoder='importance'``; ``'auto'`` below ``AUTO_CV_MIN_CATEGORIES`` categories under SS(k) with
+        ``k > 1`` where the exact chain would draw a latent category per user, issue 28 round 11)."""
+        if self._client is None or self.decoder not in ("auto", "importance") or self._uses_eb():
             return False
-        ratio = store.cached("counts_ratio", lambda: (np.array([plug_in_ratio(
+        if self.decoder == "importance":
+            if self.n_categories_ > COUNTS_MAX_CATEGORIES:
+                raise ValueError(f"decoder='importance' runs up to {COUNTS_MAX_CATEGORIES} categories (its "
+                                 f"proposal's chain costs O(K^2) per iteration), got {self.n_categories_}: use "
+                                 "decoder='eb' or 'posterior'.")
+            return True
+        return self.n_categories_ < AUTO_CV_MIN_CATEGORIES and self._per_user_subsets()
+
+    def _counts_ratio(self):
+        """:func:`~._count_posterior.plug_in_ratio` of the stored responses (SS(k) and GRR; NaN for OUE; memoised)."""
+        if self._client.kind == "oue":
+            return float("nan")
+        return float(self._chain.store.cached("counts_ratio", lambda: (np.array([plug_in_ratio(
             self._support_counts()[0], self.n_responses_, self.n_categories_, self._fitted_params["epsilon"],
-            self._client.subset_size)]),))[0][0]
-        return bool(ratio <= AUTO_COUNTS_MAX_RATIO)
+            self._client.subset_size)]),))[0][0])
+
+    def _importance_temper(self):
+        """The proposal's tempering (:func:`~._count_importance.tempering` of :meth:`_counts_ratio`)."""
+        return tempering(self._counts_ratio())
 
     def _posterior_groups(self):
         """The :class:`~._posterior.Groups` of the posterior behind ``theta_``: the responses' (exact), or
@@ -147,10 +201,30 @@ class DecoderMixin:
 
         ``max_values``: thin the kept draws so that at most this many values are held.
         """
+        if self._uses_importance():
+            # the fallback runs on a copy of the generator as it was: the draws of decoder='posterior'
+            rng_exact = copy.deepcopy(rng)
+            draws = importance_fixed(self._posterior_groups(), self._support_counts(), self._posterior_prior(), burn,
+                                     keep, rng, max_values=max_values, a=self._importance_temper())[0]
+            if draws is not None:
+                return draws
+            rng = rng_exact
         return exact_draws(self._posterior_groups(), self._posterior_prior(), burn, keep, rng, max_values=max_values)
 
     def _adaptive_draws(self, max_iter, rng, max_values=None):
         """``(draws, diagnostics)`` of :func:`~._samplers.adaptive_exact_draws` (at most ``max_iter`` iterations)."""
+        rng_exact = None
+        if self._uses_importance():
+            rng_exact = copy.deepcopy(rng)  # the fallback: the draws of decoder='posterior'
+            draws, diag = importance_adaptive(self._posterior_groups(), self._support_counts(),
+                                              self._posterior_prior(), max_iter, rng, max_values=max_values,
+                                              a=self._importance_temper())
+            if draws is not None:
+                return draws, diag
+            weights = {key: diag[key] for key in WEIGHT_KEYS}
+            draws, diag = adaptive_exact_draws(self._posterior_groups(), self._posterior_prior(), max_iter, rng_exact,
+                                               max_values=max_values)
+            return draws, dict(diag, method="importance->exact", **weights)
         draws, diag = adaptive_exact_draws(self._posterior_groups(), self._posterior_prior(), max_iter, rng,
                                            max_values=max_values)
         return draws, (dict(diag, method="counts") if self._uses_counts() else diag)

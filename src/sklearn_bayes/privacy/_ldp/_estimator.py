@@ -65,7 +65,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     ``theta_`` is the empirical-Bayes estimate from the support counts (``decoder='eb'``, see Notes),
     which does not assume a symmetric Dirichlet shape; otherwise from 32 categories, where the responses
     are nearly all distinct subsets, the posterior given only the support counts (``decoder='counts'``,
-    the same prior; cost ``O(K^2)`` per iteration instead of ``O(n k)``).  No adaptive rule we measured beat this static
+    the same prior; cost ``O(K^2)`` per iteration instead of ``O(n k)``), and below 32 the exact posterior by
+    importance sampling of a tempered count posterior (``decoder='importance'``).  No adaptive rule we measured beat this static
     mechanism (see the user guide); the papers' adaptive RRRR mechanism is ``mechanism='rrrr'``.
 
     AdOBEst-LDP (``mechanism='rrrr'``): users arrive one at a time; for each user the server picks, from a
@@ -178,12 +179,14 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         Zipf(1.1) at K = 100, eps = 1 and 2, 30 runs; 3-10 % higher on sparse
         Dir(0.1) data, where ``'tv'`` is best).  Applies whenever the exact Gibbs
         posterior is used (static mechanisms or ``prior='hierarchical'``).
-    decoder : {'auto', 'posterior', 'counts', 'eb'}, default='auto'
+    decoder : {'auto', 'posterior', 'counts', 'importance', 'eb'}, default='auto'
         How ``theta_`` and :meth:`credible_interval` are computed for a static mechanism.
         ``'posterior'``: from the exact posterior's draws (``prior``, ``point_estimate``; the
         behaviour before issue 28).  ``'counts'``: from the draws of the posterior given only the
         support counts (same prior and summary; each count's exact binomial likelihood, their weak
-        dependence ignored; ``O(K^2)`` per iteration whatever ``n``; at most 128 categories; see Notes).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
+        dependence ignored; ``O(K^2)`` per iteration whatever ``n``; at most 128 categories; see Notes).
+        ``'importance'``: the exact posterior's draws by importance sampling of the count posterior of 0.9 times the
+        counts, resampled (at most 128 categories; the exact chain when the weights fail; see Notes).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
         support count of every category is exactly binomial, the distribution of the values
         ``theta_k`` across categories is estimated by nonparametric maximum likelihood, and
         ``theta_`` holds the normalised posterior means; the intervals are binomial (Wilson)
@@ -192,10 +195,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else (still from 32) ``'counts'`` under
         SS(k) with ``k > 1`` when the exact chain would draw a latent category per user (``4 G K > n``
         or ``G K > 2^16`` for ``G`` distinct responses) and the counts' dependence is weak (plug-in
-        sandwich variance ratio ``<= 1.07``), else ``'posterior'``.
-        ``mechanism='rrrr'`` always uses the posterior (``'eb'`` and ``'counts'`` are refused);
-        :meth:`sample_posterior` draws from the count posterior where ``theta_`` does, else from the exact one.  A compute knob: it
-        may change after fitting.
+        sandwich variance ratio ``<= 1.07``); below 32 ``'importance'`` under the same per-user condition; else
+        ``'posterior'``.  ``mechanism='rrrr'`` always uses the posterior (``'eb'``, ``'counts'``, ``'importance'`` refused);
+        :meth:`sample_posterior` draws as ``theta_`` does (``'eb'``: the exact posterior).  A compute knob: it may change after fitting.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the simulated privacy noise and of the MCMC.  An int emits
         :class:`sklearn_bayes.utils.SeededNoiseWarning` (reproducible noise is for
@@ -226,8 +228,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         posterior, the largest split R-hat and the smallest effective sample size over the
         categories (``'rhat'``, ``'ess'``, ``'n_draws'``; the chain is extended until they
         pass, and a :class:`~sklearn.exceptions.ConvergenceWarning` says when the bound
-        ``4 n_final_steps`` stopped it first; ``'method'``: ``'mcmc'``, or ``'counts'`` for the
-        count posterior); for ``decoder='eb'`` the EM's ``n_iter`` and ``converged``.
+        ``4 n_final_steps`` stopped it first; ``'method'``: ``'mcmc'``, ``'counts'`` for the count posterior, ``'importance'``
+        with the weights' ESS and Pareto k, or ``'importance->exact'``); for ``decoder='eb'`` the EM's ``n_iter`` and ``converged``.
     n_features_in_ : int
         Always 1.
     feature_names_in_ : ndarray of shape (1,)
@@ -284,7 +286,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     counts' exact binomial marginals (a composite likelihood: under SS(k) the counts sum to ``n k``;
     the variance this ignores is 2-3 % at ``K >= 35``, see the user guide).  Each factor is a group of
     the three-level likelihood (``pi_v``: special category ``v``; ``1 - pi_v``: the set of all other
-    categories), so the exact chain runs on ``2 K`` groups instead of ``n`` distinct subsets.
+    categories), so the exact chain runs on ``2 K`` groups instead of ``n`` distinct subsets.  ``'importance'``: 300 draws of
+    it on 0.9 times the counts weighted by exact / composite likelihood (the prior cancels) and resampled (``_count_importance``).
 
     Posterior ``pi(theta | y, S) ∝ Dir(theta; rho) prod_t h_t(y_t | theta)`` with
     ``h_t(y | theta) = sum_x g_{S_t}(y | x) theta_x``.  SGLD runs on
@@ -451,7 +454,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         "step_size": [StrOptions({"auto", "0.5/t"}), RealInterval(0, np.inf, closed="neither"), callable],
         "n_final_steps": [IntegerInterval(0, None, closed="left")],
         "final_estimate": [StrOptions({"mala", "gibbs", "sgld"})],
-        "decoder": [StrOptions({"auto", "posterior", "eb", "counts"})],
+        "decoder": [StrOptions({"auto", "posterior", "eb", "counts", "importance"})],
         "random_state": ["random_state", np.random.Generator],
     }
 
@@ -787,8 +790,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     def sample_posterior(self, n_samples=1000, random_state=None):
         """Draws of ``theta`` from the posterior given the recorded responses.
 
-        Static mechanisms and the hierarchical prior: the exact posterior's chain (the count
-        posterior's where ``decoder`` uses it; ``'eb'`` has no draws: the exact posterior's).
+        Static mechanisms and the hierarchical prior: the exact posterior's chain (the count posterior's, or
+        its importance-resampled draws, where ``decoder`` uses them; ``'eb'`` has no draws: the exact posterior's).
         Otherwise (RRRR with a fixed prior) the sampler follows ``final_estimate``: ``'mala'``
         and ``'gibbs'`` target the exact posterior (see Notes) from the online sample after
         ``max(1000, n_final_steps // 2)`` burn-in iterations, thinned every 5 / 1 iterations;
