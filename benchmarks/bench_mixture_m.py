@@ -46,6 +46,10 @@ numbers: every method sees the same data in every cell.
 10. ``--parts power`` (issue 30, round 10; not in the default parts): :func:`power`, how often the tests of spread
    fire below 12 rows per coefficient (the statistic, its scores and the residuals it reads) and what each rule
    gives; ``mixture (round 9)`` (the band's two-sided chi-square) is a column of ``--parts real`` and ``extra``.
+11. ``--parts choice`` (issue 30, round 11; not in the default parts): :func:`choice`, what round 4's comparison
+   picks below 12 rows per coefficient and what it costs, the share of rows the MM fit rejects, and rules that defer
+   to the MM fit or read that share; ``mixture (round 10)`` (no one-sided test of spread below 8 rows per
+   coefficient) is a column of ``--parts real`` and ``extra``.
 """
 
 import argparse
@@ -98,8 +102,14 @@ def _mm(X, y):
     cols = [j + 1 for j in range(X.shape[1]) if mad[j] > 0]
     mod = RLMDetSMM(y, sm.add_constant(X, has_constant="add"), efficiency=0.95, breakdown_point=0.5,
                     col_indices=cols)  # fmt: skip
-    theta = np.asarray(mod.fit().params)
+    res = mod.fit()
+    MM_LAST["rejected"] = float(np.mean(np.asarray(res.weights) <= 0))  # rows at zero Tukey weight (round 11)
+    theta = np.asarray(res.params)
     return theta[1:], theta[0]
+
+
+#: the share of the training rows the last :func:`_mm` fit gave zero weight (issue 30, round 11)
+MM_LAST = {}
 
 
 def _lad(X, y):
@@ -212,15 +222,22 @@ def _fit_with_constants(module, X, y, **constants):
         return _mixture()(X, y)
 
 
-#: round 8's change undone (Huber 1.345 kept below 8 rows per coefficient, no test from 8 to 12): part of every
-#: earlier round's default
-_PRE8 = {"HETEROSCEDASTIC_LOSS": None}
+#: round 8's change undone (Huber 1.345 kept below 8 rows per coefficient, no test from 8 to 12) and round 11's (the
+#: small-sample path's test of spread without the one-sided maximum): part of every earlier round's default
+_PRE8 = {"HETEROSCEDASTIC_LOSS": None, "SMALL_N_GROWTH_PULL": None}
+
+
+def _mixture_round10(X, y):
+    """Round 10's default: below 8 rows per coefficient only round 3's two-sided chi-square decides where the
+    small-sample path keeps Huber (round 11: also the one-sided maximum where the Huber fit is not drawn towards a
+    row the MM fit rejects; ``_selection.SMALL_N_GROWTH_PULL = None``)."""
+    return _fit_with_constants("_selection", X, y, SMALL_N_GROWTH_PULL=None)
 
 
 def _mixture_round9(X, y):
     """Round 9's default: from 8 to 12 rows per coefficient the two-sided joint chi-square decides where Huber (1.0)
-    is fitted (round 10: the one-sided normal-score maximum)."""
-    return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_BAND_TEST="chi2")
+    is fitted (round 10: the one-sided normal-score maximum), and round 10's small-sample path."""
+    return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_BAND_TEST="chi2", SMALL_N_GROWTH_PULL=None)
 
 
 def _mixture_round7(X, y):
@@ -830,6 +847,7 @@ def _candidate_fits(X, y):
     log)``."""
     import sklearn_bayes.linear_model._mixture._selection as mv
     from sklearn_bayes.linear_model._mixture._norms import HuberT, TukeyBiweight
+    from sklearn_bayes.linear_model._mixture._s_start import x_central_rows
 
     select, state = mv.select, {"force": None}
 
@@ -853,7 +871,13 @@ def _candidate_fits(X, y):
         t = out["misspecification"]
         spread = {k: mv.spread_dependence(Xa, y - Xa @ th, sw, slopes)[2]  # round 8: the rank test's p-values
                   for k, th in (("huber", th_h), ("mm", kw["mm"][0]), ("common", theta_mm))}  # fmt: skip
-        state["cands"], state["log"] = cands, {"spread": spread,
+        spread["growth"] = mv.spread_growth(Xa, y - Xa @ th_h, sw, slopes)[2]  # round 11: the one-sided maximum
+        rejected = np.abs(y - Xa @ kw["mm"][0]) > mv.MM_REJECTION * kw["mm"][1]  # rows at zero weight in our MM
+        central = np.zeros(len(y), bool)
+        central[x_central_rows(Xa, sw)] = True
+        state["cands"], state["log"] = cands, {"spread": spread, "cv": out["cross_validation"],
+            "small": out["small"], "mm_rej": float(rejected.mean()), "mm_rej_x": int((rejected & ~central).sum()),
+            "guard_h": mv._sees_the_mm_outliers(Xa, y, th_h, sc_h, *kw["mm"]),
             "errs": {c: mv.cv_errors(Xa, y, sw, *v, wls) for c, v in cands.items()}, "scale": cscale, "p": p,
             "n": int((sw > 0).sum()), "own_huber": out["small"] and norm_s != mv.SMALL_N_LOSS,
             "pre": "small" if out["small"] else ("huber" if t is not None and t[2] < mv.MISSPECIFICATION_LEVEL
@@ -982,9 +1006,11 @@ def choosers(n_splits, sets, reps):
     return recs
 
 
-def _collect_candidates(n_splits, sets, reps, cells):
+def _collect_candidates(n_splits, sets, reps, cells, keep=False):
     """Per set (``n_splits`` splits below 12 rows per coefficient where statsmodels' MM fitted) and per cell of
-    ``cells`` (``reps`` draws): ``{name: (reference, [(held-out error per candidate, log)])}``."""
+    ``cells`` (``reps`` draws): ``{name: (reference, [(held-out error per candidate, log)])}``.  ``keep``: the log
+    also holds the candidates' coefficients (``coefs``), the held-out rows (``test``; cells: ``None``) and the share
+    of the training rows statsmodels' MM gave zero weight (``sm_rej``; round 11)."""
     from sklearn.model_selection import train_test_split
 
     recs = {}
@@ -1003,6 +1029,8 @@ def _collect_candidates(n_splits, sets, reps, cells):
                     coefs["MM"] = _mm(Xtr, ytr)
             except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
                 continue
+            if keep:
+                log.update(coefs=coefs, test=(Xte, yte), sm_rej=MM_LAST["rejected"])
             rows.append(({c: float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for c, (b, a) in coefs.items()},
                          log))  # fmt: skip
         if rows:
@@ -1017,6 +1045,8 @@ def _collect_candidates(n_splits, sets, reps, cells):
                 warnings.simplefilter("ignore")
                 for m in SINGLE_M:
                     coefs[m] = PEERS[m](X, y)
+            if keep:
+                log.update(coefs=coefs, test=None, sm_rej=MM_LAST["rejected"])
             rows.append(({c: float(np.sum(np.asarray(b) ** 2)) for c, (b, a) in coefs.items()}, log))
         best = min(SINGLE_M, key=lambda m: np.mean([r[0][m] for r in rows]))
         recs[f"{law} {n}/{p}"] = (best, rows)
@@ -1608,6 +1638,190 @@ def power(n_splits, sets, reps):
     return recs
 
 
+# --------------------------------------------------------------------------------------
+# 11. issue 30 round 11: the choice among fits below 12 rows per coefficient, and the share of rows MM rejects
+#     (``--parts choice``)
+# --------------------------------------------------------------------------------------
+
+#: round 11's cells: round 8's and the error-law grid's other laws at n = 30, p = 3
+CHOICE_CELLS = DIAGNOSTIC_CELLS + [("t5", 30, 3), ("t1", 30, 3), ("cnorm(0.1,0,3.16)", 30, 3), ("bad leverage", 30, 3)]
+
+
+def _rows_per_coef(log):
+    return log["n"] / log["p"]
+
+
+def _cv_gap(log):
+    """Round 4's comparison (kept fit against Huber 1.345): the difference of the trimmed risks and its paired SE
+    (the squared CV errors winsorised at the pooled 80 % quantile; the trimmed mean has no closed-form SE)."""
+    a, b = log["errs"][log["pre"]] ** 2, log["errs"]["huber"] ** 2
+    mv_keep = 0.8
+    cap = np.quantile(np.concatenate([a, b]), mv_keep)
+    d = np.minimum(a, cap) - np.minimum(b, cap)
+    return _risk(log, log["pre"], ("trim", mv_keep), ()) - _risk(log, "huber", ("trim", mv_keep), ()), \
+        float(d.std(ddof=1) / np.sqrt(len(d)))  # fmt: skip
+
+
+def _choice_error(row, pick, cells):
+    """Held-out median absolute error (cells: slope squared error) of ``pick``: a candidate's name, or ``{name:
+    weight}`` for the fit whose coefficients are that combination of the candidates'."""
+    if isinstance(pick, str):
+        return row[0][pick]
+    log = row[1]
+    b = sum(w * np.asarray(log["coefs"][c][0], float) for c, w in pick.items())
+    if cells:
+        return float(np.sum(b * b))
+    a = sum(w * float(log["coefs"][c][1]) for c, w in pick.items())
+    Xte, yte = log["test"]
+    return float(np.median(np.abs(yte - Xte @ b - a)))
+
+
+def _tie(k, to, lo=4.0, hi=12.0):
+    """Where round 4's comparison runs (``lo`` to ``hi`` rows per coefficient) and its risks differ by less than
+    ``k`` paired SEs: ``to`` (a candidate or a function of the log); elsewhere the default's fit."""
+    def pick(log):
+        if log["cv"] is None or not lo <= _rows_per_coef(log) < hi:
+            return "default"
+        d, se = _cv_gap(log)
+        return (to(log) if callable(to) else to) if abs(d) < k * se else "default"
+    return pick
+
+
+def _het_share(level=0.05, cut=0.07, leverage=False):
+    """Below 8 rows per coefficient, where the small-sample path keeps its Tukey fit: Huber (1.0) with its own
+    scale if the one-sided test of spread on Huber's residuals rejects at ``level``, our MM fit rejects at most the
+    share ``cut`` of the rows (``leverage``: and none outlying in ``x``) and the guard, asked of the Huber fit from 4
+    rows per coefficient on, passes."""
+    def pick(log):
+        if not log["small"] or log["own_huber"] or _rows_per_coef(log) >= 8:
+            return "default"
+        ok = log["spread"]["growth"] < level and log["mm_rej"] <= cut and (not leverage or log["mm_rej_x"] == 0)
+        return "huber1" if ok and (log["guard_h"] or _rows_per_coef(log) < 4) else "default"
+    return pick
+
+
+def _cv_guard(log):
+    """Round 4's comparison switches to Huber only if Huber flags every row our MM fit rejects."""
+    return log["pre"] if log["cv"] is not None and log["cv"][1] < log["cv"][0] and not log["guard_h"] else "default"
+
+
+def _mean3(log):
+    return {log["pre"]: 1 / 3, "huber": 1 / 3, "mm": 1 / 3}
+
+
+#: round 11's rules (``pick(log)``: a candidate or a combination of them): deferring to our MM fit when round 4's
+#: comparison cannot tell its two fits apart, shrinking the choice towards it, the share of rows the MM fit
+#: rejects with the one-sided test of spread below 8 rows per coefficient, and a guard on the comparison
+CHOICE_RULES = {
+    "default": lambda log: "default",
+    "tie 1 SE -> MM (4-12)": _tie(1.0, "mm"),
+    "tie 0.5 SE -> MM (4-12)": _tie(0.5, "mm"),
+    "tie 1 SE -> MM (4-8)": _tie(1.0, "mm", 4.0, 8.0),
+    "tie 1 SE -> mean of 3 (4-12)": _tie(1.0, _mean3),
+    "MM (4-8)": lambda log: "mm" if log["cv"] is not None and 4 <= _rows_per_coef(log) < 8 else "default",
+    "half-way to MM (4-12)": lambda log: {"default": 0.5, "mm": 0.5} if log["cv"] is not None
+                                         and 4 <= _rows_per_coef(log) < 12 else "default",  # fmt: skip
+    "growth .05, MM rejects <= 7 %": _het_share(),
+    "growth .05, MM rejects <= 10 %": _het_share(cut=0.10),
+    "growth .05, <= 7 %, none far in x": _het_share(leverage=True),
+    "CV switches only if Huber flags MM's": _cv_guard,
+    "round 11's default (fitted)": lambda log: "round 11",
+}
+
+
+def _print_choice(recs, n_splits, reps):
+    cells = [k for k in recs if recs[k][0] != "MM"]
+    print(f"\nRound 11 (1): the choice among fits ({n_splits} splits; cells {reps} draws): held-out median absolute "
+          "error over statsmodels' MM's (cells: slope MSE over the best M-estimator's) of the default, the fit round "
+          "4's comparison weighs against Huber (kept), Huber 1.345, our MM, Huber 1.0, the better of kept/Huber per "
+          "split (oracle); comparisons choosing Huber, agreeing with the held-out errors (of those where the two "
+          "differ), within 1 SE (of them agreeing), median |gap / SE|; the choice's regret (default - oracle); the "
+          "mean share of rows at zero weight in our MM and in statsmodels' MM")  # fmt: skip
+    print(f"{'set / cell':<22}{'splits':>7}{'rows/p':>7}{'default':>8}{'kept':>7}{'Huber':>7}{'our MM':>7}"
+          f"{'Hub 1.0':>8}{'oracle':>7}{'>Huber':>8}{'right':>7}{'<1 SE':>8}{'|z|':>6}{'regret':>7}{'rej ours':>9}"
+          f"{'rej sm':>7}")  # fmt: skip
+    for item, (ref, rows) in recs.items():
+        b = np.mean([r[0][ref] for r in rows])
+
+        def q(f, rows=rows):
+            return np.mean([f(r) for r in rows]) / b
+
+        cmp = [r for r in rows if r[1]["cv"] is not None]
+        toh = sum(r[1]["cv"][1] < r[1]["cv"][0] for r in cmp)
+        differ = [r for r in cmp if r[0]["huber"] != r[0][r[1]["pre"]]]
+        right = [(r[1]["cv"][1] < r[1]["cv"][0]) == (r[0]["huber"] < r[0][r[1]["pre"]]) for r in differ]
+        z = [abs(g[0]) / g[1] if g[1] > 0 else np.inf for g in (_cv_gap(r[1]) for r in differ)]
+        tied = [ok for ok, zz in zip(right, z) if zz < 1]
+        orc = q(lambda r: min(r[0][r[1]["pre"]], r[0]["huber"]) if r[1]["cv"] is not None else r[0]["default"])
+        print(f"{item:<22}{len(rows):>7}{_rows_per_coef(rows[0][1]):>7.1f}{q(lambda r: r[0]['default']):>8.3f}"
+              f"{q(lambda r: r[0][r[1]['pre']]):>7.3f}{q(lambda r: r[0]['huber']):>7.3f}{q(lambda r: r[0]['mm']):>7.3f}"
+              f"{q(lambda r: r[0]['huber1']):>8.3f}{orc:>7.3f}{f'{toh}/{len(cmp)}':>8}{f'{sum(right)}/{len(right)}':>7}"
+              f"{f'{sum(tied)}/{len(tied)}':>8}{(np.median(z) if z else np.nan):>6.2f}"
+              f"{q(lambda r: r[0]['default']) - orc:>7.3f}{np.mean([r[1]['mm_rej'] for r in rows]):>9.3f}"
+              f"{np.mean([r[1]['sm_rej'] for r in rows]):>7.3f}")  # fmt: skip
+    print("\nRound 11 (2): below 8 rows per coefficient (and the 40/3 cells), the share of rows our MM fit rejects: "
+          "quantiles, how often at most 7 % / at least 11 %; statsmodels' MM's median; firings of round 8's test "
+          "(spread_dependence, 0.05) and of the one-sided maximum (spread_growth, 0.05) on Huber's residuals, the "
+          "latter with at most 7 % rejected")  # fmt: skip
+    print(f"{'set / cell':<22}{'splits':>7}{'rows/p':>7}{'q10':>7}{'q50':>7}{'q90':>7}{'<=7%':>6}{'>=11%':>6}"
+          f"{'sm q50':>7}{'chi2':>6}{'max':>6}{'max,<=7%':>9}")  # fmt: skip
+    for item, (ref, rows) in recs.items():
+        lg = [r[1] for r in rows]
+        if _rows_per_coef(lg[0]) >= 8 and "40/3" not in item:
+            continue
+        a = np.array([g["mm_rej"] for g in lg])
+        gro = np.array([g["spread"]["growth"] < 0.05 for g in lg])
+        print(f"{item:<22}{len(lg):>7}{_rows_per_coef(lg[0]):>7.1f}" + "".join(f"{np.quantile(a, u):>7.3f}"
+              for u in (0.1, 0.5, 0.9)) + f"{np.mean(a <= 0.07):>6.2f}{np.mean(a >= 0.11):>6.2f}"
+              f"{np.median([g['sm_rej'] for g in lg]):>7.3f}{sum(g['spread']['huber'] < 0.05 for g in lg):>6}"
+              f"{gro.sum():>6}{(gro & (a <= 0.07)).sum():>9}")  # fmt: skip
+    print("\nRound 11 (3): rules; ratio to statsmodels' MM (cells: best M-estimator) and paired change against the "
+          "default; worst set, sets above 1.10, cells (firings), dev sets changing by at least one paired SE")
+    for name, rule in CHOICE_RULES.items():
+        per = {}
+        for item, (ref, rows) in recs.items():
+            picks = [rule(r[1]) for r in rows]
+            x = np.array([_choice_error(r, pk, item in cells) for r, pk in zip(rows, picks)])
+            d = np.array([r[0]["default"] for r in rows])
+            b = np.mean([r[0][ref] for r in rows])
+            fired = int(np.sum(x != d))
+            per[item] = (x.mean() / b, (x - d).mean() / b, np.std(x - d, ddof=1) / np.sqrt(len(x)) / b, fired,
+                         d.mean() / b)  # fmt: skip
+        real = [k for k in per if k not in cells]
+        w = max(real, key=lambda k: per[k][0])
+        over = ", ".join(f"{k} {per[k][0]:.3f}" for k in real if per[k][0] > 1.10)
+        moved = ", ".join(f"{k} {per[k][4]:.3f}->{per[k][0]:.3f} ({per[k][3]}; {per[k][1]:+.4f} +- {per[k][2]:.4f})"
+                          for k in real if abs(per[k][1]) > 1e-12 and abs(per[k][1]) >= per[k][2] * (1 - 1e-9))
+        print(f"{name:<38} worst {w} {per[w][0]:.3f}; above 1.10: {over or '--'}")
+        print("    cells: " + "; ".join(f"{k} {per[k][0]:.3f} ({per[k][3]}; {per[k][1]:+.3f} +- {per[k][2]:.3f})"
+                                      for k in cells))  # fmt: skip
+        print("    dev sets moving >= 1 SE: " + (moved or "--"), flush=True)
+
+
+def choice(n_splits, sets, reps):
+    """Issue 30 round 11 (``--parts choice``): what round 4's comparison picks below 12 rows per coefficient and
+    what it costs (1), the share of rows the MM fit rejects below 8 rows per coefficient (2), and rules that defer
+    to the MM fit, shrink towards it or read that share (3), on the candidates of :func:`choosers` (same splits and
+    draws) for the sets and :data:`CHOICE_CELLS`.  The candidates (``default`` among them) are round 10's
+    (``_selection.SMALL_N_GROWTH_PULL = None``); the last rule is the current default, fitted."""
+    global _candidate_fits
+    fits = _candidate_fits
+
+    def with_round11(X, y):  # the candidates of round 10's default, and the default itself
+        with _patched("_selection", SMALL_N_GROWTH_PULL=None):
+            coefs, log = fits(X, y)
+        coefs["round 11"] = _mixture()(X, y)
+        return coefs, log
+
+    _candidate_fits = with_round11
+    try:
+        recs = _collect_candidates(n_splits, sets, reps, CHOICE_CELLS, keep=True)
+    finally:
+        _candidate_fits = fits
+    _print_choice(recs, n_splits, reps)
+    return recs
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4 and 7) or ``held7`` (those two groups)."""
@@ -1627,7 +1841,7 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
-                         "decompose,hetconst,power")  # fmt: skip
+                         "decompose,hetconst,power,choice")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -1657,12 +1871,13 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (round 9)": _mixture_round9, "mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
+            emeths = dict(meths, **{"mixture (round 10)": _mixture_round10, "mixture (round 9)": _mixture_round9, "mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
                                     "mixture (round 2)": _mixture_round2,
                                     "mixture (pre-30)": _mixture_pre30})  # fmt: skip
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (round 10)"] = _mixture_round10
             rmeths["mixture (round 9)"] = _mixture_round9
             rmeths["mixture (round 7)"] = _mixture_round7
             rmeths["mixture (round 4)"] = _mixture_round4
@@ -1685,6 +1900,8 @@ def main(argv=None):
             het_constants(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "power" in parts:
             power(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
+        if "choice" in parts:
+            choice(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
 
 
 if __name__ == "__main__":
