@@ -330,6 +330,17 @@ GENERAL_CELLS = (
 )
 
 
+#: Round 11b (issue 28): five cells below 32 categories on 'auto''s importance route, fixed before the round's
+#: change (M, the cost gate) and run once after it (held out); ``--general --fresh-11b``.
+FRESH_11B_CELLS = (
+    ("Zipf(1.3)", "held-out 11b", 24, 1.0, 20_000, lambda rng: _zipf(24, 1.3, rng)),
+    ("two-peak", "held-out 11b", 30, 2.0, 50_000, lambda rng: _peaks(30, (0.25, 0.75), 0.08)),
+    ("Dir(0.3)", "held-out 11b", 16, 0.5, 5_000, lambda rng: rng.dirichlet(np.full(16, 0.3))),
+    ("real: msleep order", "held-out 11b", 19, 1.0, 10_000, lambda rng: _real("ggplot2", "msleep", "order")),
+    ("real: flights hour", "held-out 11b", 20, 0.5, 20_000, lambda rng: _real("nycflights13", "flights", "hour")),
+)
+
+
 def _geometric(K, r):
     t = r ** np.arange(K)
     return t / t.sum()
@@ -422,7 +433,7 @@ def _methods(rs):
     return ", ".join(f"{m} {sum(r['method'] == m for r in rs)}/{len(rs)}" for m in names)
 
 
-def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None):
+def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells=GENERAL_CELLS):
     """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell.
 
     ``versus_posterior``: where ``theta_`` came from the count posterior (round 9), also the exact posterior
@@ -431,7 +442,7 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None):
     """
     from joblib import Parallel, delayed
 
-    cells = [c for i, c in enumerate(GENERAL_CELLS) if only is None or i in only]
+    cells = [c for i, c in enumerate(cells) if only is None or i in only]
     t0 = time.perf_counter()
     res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder) for c in cells
                                   for r in range(runs))
@@ -595,6 +606,8 @@ def main():
     ap.add_argument("--default-only", action="store_true", help="no RRRR columns ('non_adaptive', 'honest')")
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 16 cells)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
+    ap.add_argument("--fresh-11b", action="store_true",
+                    help="--general on round 11b's five held-out cells below 32 categories (FRESH_11B_CELLS)")
     ap.add_argument("--versus-posterior", action="store_true",
                     help="--general: also the exact posterior on the same responses where theta_ is not the exact "
                          "chain's; without --general: the paper grid's default against the exact posterior")
@@ -618,7 +631,8 @@ def main():
         return
 
     if args.general:
-        general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder)
+        general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder,
+                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
         return
 
     if args.versus_posterior:

@@ -13,9 +13,13 @@ from sklearn.exceptions import ConvergenceWarning
 import sklearn_bayes.privacy._ldp._count_importance as ci_mod
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy._ldp._count_importance import (
+    EXACT_WORK_MAX,
+    IMPORTANCE_DRAWS,
     MIN_ESS_FRACTION,
     PARETO_K_MAX,
+    SAMPLE_IMPORTANCE_DRAWS,
     exact_loglik,
+    exact_work_ratio,
     gpd_fit,
     importance_fixed,
     log_weights,
@@ -227,7 +231,7 @@ def test_auto_routes_below_32_categories_where_the_exact_chain_is_per_user():
     est = AdaptiveLDPFrequencyEstimator(n_categories=20, epsilon=1.0, random_state=1).fit(X)
     conv = est.convergence_
     assert conv["method"] == "importance" and est._uses_importance() and not est._uses_counts()
-    assert conv["n_weighted"] == 300 and conv["weight_ess_fraction"] >= MIN_ESS_FRACTION
+    assert conv["n_weighted"] == min(IMPORTANCE_DRAWS, conv["n_draws"]) and conv["weight_ess_fraction"] >= MIN_ESS_FRACTION
     assert conv["pareto_k"] <= PARETO_K_MAX and conv["rhat"] <= 1.05
     explicit = AdaptiveLDPFrequencyEstimator(n_categories=20, epsilon=1.0, random_state=1, decoder="importance")
     np.testing.assert_array_equal(explicit.fit(X).theta_, est.theta_)
@@ -251,6 +255,65 @@ def test_auto_keeps_its_other_routes_bit_identical(K, eps, n):
         post = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=3, decoder="posterior").fit(X)
         np.testing.assert_array_equal(auto.theta_, post.theta_)
         np.testing.assert_array_equal(auto.credible_interval(0.9), post.credible_interval(0.9))
+
+
+def test_cost_gate_keeps_the_exact_chain_where_its_work_is_small():
+    """Round 11b: SS(4) at K = 10, eps = 0.5, n = 5000 (the paper grid's cell) is per user (4 G K > n) but its
+    exact chain gathers G k = 840 members per MALA step, 9.3 times the count chain's K (K - 1) = 90 (at most
+    EXACT_WORK_MAX = 11): 'auto' keeps the exact chain, bit for bit decoder='posterior''s; 'importance' stays
+    available there."""
+    X = _users(10, 5000, 12, alpha=0.1)
+    auto = AdaptiveLDPFrequencyEstimator(n_categories=10, epsilon=0.5, random_state=13).fit(X)
+    assert auto._client.subset_size == 4 and auto._per_user_subsets()
+    groups = auto._chain.exact_groups(0.5)
+    G = groups.count.size
+    assert int(np.diff(groups.a_ptr).sum()) == G * 4  # sum_g |A_g| = G k
+    ratio = exact_work_ratio(auto._n_distinct(), 4, 10)
+    assert ratio == G * 4 / 90 and ratio <= EXACT_WORK_MAX
+    assert not auto._uses_importance() and auto.convergence_["method"] == "mcmc"
+    post = AdaptiveLDPFrequencyEstimator(n_categories=10, epsilon=0.5, random_state=13, decoder="posterior").fit(X)
+    np.testing.assert_array_equal(auto.theta_, post.theta_)
+    np.testing.assert_array_equal(auto.credible_interval(0.9), post.credible_interval(0.9))
+    np.testing.assert_array_equal(auto.sample_posterior(5), post.sample_posterior(5))
+    explicit = AdaptiveLDPFrequencyEstimator(n_categories=10, epsilon=0.5, random_state=13, decoder="importance")
+    assert explicit.fit(X).convergence_["method"] in ("importance", "importance->exact")
+
+
+def test_cost_gate_threshold_decides_the_route(monkeypatch):
+    """The same fit routes to importance sampling as soon as its work ratio exceeds the threshold, and the
+    K = 20, eps = 1 fit (ratio far above 11) routes there with the default threshold."""
+    import sklearn_bayes.privacy._ldp._decoding as dec_mod
+
+    X = _users(10, 5000, 12, alpha=0.1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=10, epsilon=0.5, random_state=13).fit(X)
+    ratio = exact_work_ratio(est._n_distinct(), 4, 10)
+    monkeypatch.setattr(dec_mod, "EXACT_WORK_MAX", ratio)
+    assert not est._uses_importance()  # at the threshold: the exact chain
+    monkeypatch.setattr(dec_mod, "EXACT_WORK_MAX", np.nextafter(ratio, 0))
+    assert est._uses_importance()
+    est.set_params(decoder="posterior")
+    est.set_params(decoder="auto")
+    assert est.convergence_["method"] == "importance"
+    monkeypatch.undo()
+    big = AdaptiveLDPFrequencyEstimator(n_categories=20, epsilon=1.0, random_state=1).fit(_users(20, 20000, 1))
+    assert exact_work_ratio(big._n_distinct(), big._client.subset_size, 20) > 4 * EXACT_WORK_MAX
+    assert big._uses_importance()
+
+
+def test_theta_weights_importance_draws_and_samples_keep_their_own(monkeypatch):
+    """theta_ weights min(IMPORTANCE_DRAWS, kept) draws; sample_posterior and credible_interval weight
+    max(n, SAMPLE_IMPORTANCE_DRAWS) draws whatever IMPORTANCE_DRAWS is (bit for bit round 11's)."""
+    X = _users(20, 6000, 8)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=20, epsilon=0.5, random_state=9, decoder="importance").fit(X)
+    conv = est.convergence_
+    assert conv["method"] == "importance" and conv["n_weighted"] == min(IMPORTANCE_DRAWS, conv["n_draws"])
+    s, ci = est.sample_posterior(30, random_state=4), est.credible_interval(0.9, random_state=4)
+    monkeypatch.setattr(ci_mod, "IMPORTANCE_DRAWS", 300)
+    again = AdaptiveLDPFrequencyEstimator(n_categories=20, epsilon=0.5, random_state=9, decoder="importance").fit(X)
+    assert again.convergence_["n_weighted"] == min(300, conv["n_draws"])
+    np.testing.assert_array_equal(again.sample_posterior(30, random_state=4), s)
+    np.testing.assert_array_equal(again.credible_interval(0.9, random_state=4), ci)
+    assert SAMPLE_IMPORTANCE_DRAWS == 300
 
 
 def test_fallback_runs_the_exact_chain_and_says_so(monkeypatch):

@@ -12,7 +12,7 @@ and the count posterior of :mod:`._count_posterior` (``O(K^2)`` per iteration) i
    p(rho)``, ``pi_v = q + (p - q) theta_v`` -- wider than the exact posterior (``a < 1``), so its tails cover
    it.  Untempered (``a = 1``) proposals are as narrow as the target and the weights collapse on spiky
    ``theta`` (weight ESS 1-2 of 300 in some Dir(0.01) fits of round 10).
-2. *Weights* of ``M = IMPORTANCE_DRAWS`` evenly thinned draws: ``ln w = sum_g c_g ln P(g | theta) -
+2. *Weights* of ``M = IMPORTANCE_DRAWS`` (1000; round 11: 300) evenly thinned draws: ``ln w = sum_g c_g ln P(g | theta) -
    sum_v [c_a,v ln pi_v + (n_a - c_a,v) ln(1 - pi_v)]``; the prior and ``rho`` are common to target and
    proposal and cancel (the target's ``rho`` marginal is not needed: only ``theta`` is kept).  The exact
    log-likelihood of the ``M`` draws is the cost: the compiled ``exact_loglik_many``
@@ -39,8 +39,9 @@ import numpy as np
 from sklearn_bayes.privacy._ldp._count_posterior import AUTO_COUNTS_MAX_RATIO, count_groups
 from sklearn_bayes.privacy._ldp._samplers import adaptive_exact_draws, exact_draws
 
-__all__ = ["IMPORTANCE_DRAWS", "MIN_ESS_FRACTION", "PARETO_K_MAX", "RESAMPLE_FACTOR", "TAIL_RATIO_MIN", "TEMPER", "TEMPER_MIN", "exact_loglik",
-           "gpd_fit", "importance_adaptive", "importance_fixed", "log_weights", "pareto_khat", "systematic_resample",
+__all__ = ["EXACT_WORK_MAX", "IMPORTANCE_DRAWS", "MIN_ESS_FRACTION", "PARETO_K_MAX", "RESAMPLE_FACTOR",
+           "SAMPLE_IMPORTANCE_DRAWS", "TAIL_RATIO_MIN", "TEMPER", "TEMPER_MIN", "exact_loglik",
+           "exact_work_ratio", "gpd_fit", "importance_adaptive", "importance_fixed", "log_weights", "pareto_khat", "systematic_resample",
            "tail_ratio", "tempered_counts", "tempering", "weight_diagnostics"]
 
 #: Tempering of the proposal's counts (round 10: 0.8 and 0.9 both matched the exact posterior, 1 did not),
@@ -48,8 +49,17 @@ __all__ = ["IMPORTANCE_DRAWS", "MIN_ESS_FRACTION", "PARETO_K_MAX", "RESAMPLE_FAC
 TEMPER = 0.9
 #: The lowest tempering :func:`tempering` gives.
 TEMPER_MIN = 0.5
-#: Proposal draws weighted for ``theta_`` (evenly thinned from the count chain's kept draws).
-IMPORTANCE_DRAWS = 300
+#: Proposal draws weighted for ``theta_`` (evenly thinned from the count chain's kept draws; all of them when fewer).
+#: Round 11 weighted 300: Monte Carlo error of the 'tv' summary of 300 weighted draws (weight ESS 90-236) left
+#: planes K = 35 at 1.029 +- 0.007 of the exact posterior's TV; 1000 gave 1.010 +- 0.013, every kept draw 0.999 +-
+#: 0.011 at 1.3-1.8 times the cost of 1000 (round 11b, dev cells).
+IMPORTANCE_DRAWS = 1000
+#: ``sample_posterior`` and ``credible_interval`` weight at least this many draws (:func:`importance_fixed`).
+SAMPLE_IMPORTANCE_DRAWS = 300
+#: ``decoder='auto'`` keeps the exact chain where :func:`exact_work_ratio` is at most this (round 11b: the exact
+#: chain's fit plus ``theta_`` over IBU grew as 0.54 times the ratio, slope 0.97 on log scales, residual SD 0.55 in
+#: log; at 11 the prediction is 5.5 times IBU and one residual SD above it 9.5, within the 10 times IBU goal).
+EXACT_WORK_MAX = 11.0
 #: Fallback to the exact chain when the weight ESS is below this fraction of the weighted draws ...
 MIN_ESS_FRACTION = 0.25
 #: ... or the Pareto k-hat of the largest weights is above this (where the tail spans a factor TAIL_RATIO_MIN).
@@ -74,6 +84,17 @@ def tempering(ratio):
     if np.isnan(r) or r <= AUTO_COUNTS_MAX_RATIO:
         return TEMPER
     return float(np.clip(TEMPER * AUTO_COUNTS_MAX_RATIO / r, TEMPER_MIN, TEMPER))  # r = inf: TEMPER_MIN
+
+
+def exact_work_ratio(n_distinct, subset_size, n_categories):
+    """The exact chain's gathers per MALA step over the count chain's: ``G k / (K (K - 1))``.
+
+    ``G`` distinct subsets of ``k`` members (``sum_g |A_g| = G k``) against the ``K`` groups of ``K - 1`` members
+    of :func:`~._count_posterior.count_groups`.  Where the exact chain draws a latent category per user
+    (:func:`~._count_posterior.per_user_latent`) its other per-iteration term is ``n < 4 G K``.
+    """
+    K = int(n_categories)
+    return float(n_distinct) * int(subset_size) / max(K * (K - 1), 1)
 
 
 def tempered_counts(counts, n, a=None):
@@ -239,7 +260,7 @@ def importance_adaptive(exact, support, prior, max_iter, rng, max_values=None, a
 
 
 def importance_fixed(exact, support, prior, burn, keep, rng, max_values=None, a=None):
-    """``sample_posterior``'s draws: ``max(keep, IMPORTANCE_DRAWS)`` draws of the tempered count chain after
+    """``sample_posterior``'s draws: ``max(keep, SAMPLE_IMPORTANCE_DRAWS)`` draws of the tempered count chain after
     ``burn``, all weighted, resampled into as many as :func:`~._samplers.exact_draws` returns for ``keep``
     (``keep``, or fewer when thinned to at most ``max_values`` values); ``(None, diagnostics)`` when the
     weights fail."""
@@ -249,7 +270,7 @@ def importance_fixed(exact, support, prior, burn, keep, rng, max_values=None, a=
     if max_values is not None and keep * K > max_values:
         n_out = -(-keep // -(-keep // max(1, max_values // K)))
     groups, c_a, n_a = _proposal_groups(counts, n, p, q, a)
-    draws = exact_draws(groups, prior, burn, max(keep, IMPORTANCE_DRAWS), rng, max_values=max_values)
+    draws = exact_draws(groups, prior, burn, max(keep, SAMPLE_IMPORTANCE_DRAWS), rng, max_values=max_values)
     lw = log_weights(exact, draws, c_a, n_a, p, q)
     wd = weight_diagnostics(lw)
     if not wd["weights_ok"]:

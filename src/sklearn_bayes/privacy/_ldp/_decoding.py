@@ -15,8 +15,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_bayes.privacy._ldp._count_importance import (
+    EXACT_WORK_MAX,
     MIN_ESS_FRACTION,
     PARETO_K_MAX,
+    exact_work_ratio,
     importance_adaptive,
     importance_fixed,
     tempering,
@@ -151,14 +153,19 @@ class DecoderMixin:
         iteration, :func:`~._count_posterior.per_user_latent`): where ``'auto'`` leaves the exact chain."""
         if self._client.kind == "oue" or self._client.subset_size <= 1 or self.n_responses_ == 0:
             return False
+        return bool(per_user_latent(self._n_distinct(), self.n_categories_, self.n_responses_))
+
+    def _n_distinct(self):
+        """The number of distinct recorded subsets (memoised until the next recording)."""
         store = self._chain.store
-        n_distinct = store.cached("n_distinct", lambda: (np.array([store.set_counts()[1].size]),))[0][0]
-        return bool(per_user_latent(n_distinct, self.n_categories_, self.n_responses_))
+        return store.cached("n_distinct", lambda: (np.array([store.set_counts()[1].size]),))[0][0]
 
     def _uses_importance(self):
         """The exact posterior's draws by importance sampling of the tempered count posterior
         (``decoder='importance'``; ``'auto'`` below ``AUTO_CV_MIN_CATEGORIES`` categories under SS(k) with
-        ``k > 1`` where the exact chain would draw a latent category per user, issue 28 round 11)."""
+        ``k > 1`` where the exact chain would draw a latent category per user, issue 28 round 11, and its
+        per-iteration work is more than ``EXACT_WORK_MAX`` times the count chain's, round 11b:
+        :func:`~._count_importance.exact_work_ratio`; below, the exact chain is predicted within 10 times IBU)."""
         if self._client is None or self.decoder not in ("auto", "importance") or self._uses_eb():
             return False
         if self.decoder == "importance":
@@ -167,7 +174,9 @@ class DecoderMixin:
                                  f"proposal's chain costs O(K^2) per iteration), got {self.n_categories_}: use "
                                  "decoder='eb' or 'posterior'.")
             return True
-        return self.n_categories_ < AUTO_CV_MIN_CATEGORIES and self._per_user_subsets()
+        return bool(self.n_categories_ < AUTO_CV_MIN_CATEGORIES and self._per_user_subsets()
+                    and exact_work_ratio(self._n_distinct(), self._client.subset_size, self.n_categories_)
+                    > EXACT_WORK_MAX)
 
     def _counts_ratio(self):
         """:func:`~._count_posterior.plug_in_ratio` of the stored responses (SS(k) and GRR; NaN for OUE; memoised)."""

@@ -195,7 +195,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else (still from 32) ``'counts'`` under
         SS(k) with ``k > 1`` when the exact chain would draw a latent category per user (``4 G K > n``
         or ``G K > 2^16`` for ``G`` distinct responses) and the counts' dependence is weak (plug-in
-        sandwich variance ratio ``<= 1.07``); below 32 ``'importance'`` under the same per-user condition; else
+        sandwich variance ratio ``<= 1.07``); below 32 ``'importance'`` under the same per-user condition where ``G k > 11 K (K - 1)``; else
         ``'posterior'``.  ``mechanism='rrrr'`` always uses the posterior (``'eb'``, ``'counts'``, ``'importance'`` refused);
         :meth:`sample_posterior` draws as ``theta_`` does (``'eb'``: the exact posterior).  A compute knob: it may change after fitting.
     random_state : None, int or numpy.random.Generator, default=None
@@ -286,7 +286,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     counts' exact binomial marginals (a composite likelihood: under SS(k) the counts sum to ``n k``;
     the variance this ignores is 2-3 % at ``K >= 35``, see the user guide).  Each factor is a group of
     the three-level likelihood (``pi_v``: special category ``v``; ``1 - pi_v``: the set of all other
-    categories), so the exact chain runs on ``2 K`` groups instead of ``n`` distinct subsets.  ``'importance'``: 300 draws of
+    categories), so the exact chain runs on ``2 K`` groups instead of ``n`` distinct subsets.  ``'importance'``: 1000 draws of
     it on 0.9 times the counts weighted by exact / composite likelihood (the prior cancels) and resampled (``_count_importance``).
 
     Posterior ``pi(theta | y, S) ∝ Dir(theta; rho) prod_t h_t(y_t | theta)`` with
