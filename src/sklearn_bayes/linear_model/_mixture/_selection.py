@@ -353,6 +353,49 @@ def not_drawn(Xa, y, theta, mm, share=None):
     return bool(np.all(np.abs(y[out] - Xa[out] @ theta) >= share * np.abs(r_mm[out])))
 
 
+#: from :data:`GUARD_ROWS_PER_COEF` rows per coefficient on, round 4's comparison may not switch to the Huber fit
+#: when the MM fit rejects at least this many rows, every one of them far out in ``x``, and the Huber fit is drawn
+#: towards them (:func:`leverage_group`; issue 30, round 11b: bad leverage points at n = 30, p = 3, 2.64 -> 1.35
+#: times the best M-estimator's slope MSE: in 5 of 100 draws 6-8 rows on one line, more than the 20 % the trimmed
+#: risk drops, which the Huber fit interpolates).  None: never, as round 11 had it
+LEVERAGE_GROUP = 3
+#: a row is far out in ``x`` where its squared Mahalanobis distance from the rows the MM fit keeps exceeds this
+#: quantile of the chi-square law with as many degrees of freedom as slopes
+LEVERAGE_QUANTILE = 0.975
+
+
+def leverage_group(Xa, y, sw, theta, mm, slopes, size=None):
+    """Whether the fit ``theta`` is drawn towards a group of bad leverage points that the MM fit ``mm = (theta_mm,
+    scale_mm)`` rejects: at least ``size`` (``None``: :data:`LEVERAGE_GROUP`) rows of positive weight with ``|r| >``
+    :data:`MM_REJECTION` ``scale_mm``, each at a squared Mahalanobis distance over the ``slopes`` columns from the
+    weighted mean and covariance of the rows the MM fit keeps beyond the :data:`LEVERAGE_QUANTILE` quantile of
+    chi-square (``len(slopes)`` degrees of freedom), and ``theta`` leaves one of them less than
+    :data:`SMALL_N_GROWTH_PULL` of its MM residual (not :func:`not_drawn`).  A group of rows on one line far out in
+    ``x`` is interpolated by a monotone fit, and when it is more than the share :func:`cv_risk` trims, the
+    cross-validated risk of that fit is the smaller one (each held-out row of the group is predicted by the others).
+    Outliers in ``y`` at ordinary ``x`` (rock, salinity) never count; false with ``size`` None or fewer kept rows than
+    slopes + 2."""
+    size = LEVERAGE_GROUP if size is None else size
+    if size is None:
+        return False
+    r_mm = y - Xa @ mm[0]
+    pos = sw > 0
+    out = pos & (np.abs(r_mm) > MM_REJECTION * mm[1])
+    inn = pos & ~out
+    k = len(slopes)
+    if out.sum() < size or inn.sum() < k + 2:
+        return False
+    Z = Xa[:, slopes]
+    centre = np.average(Z[inn], axis=0, weights=sw[inn])
+    cov = np.atleast_2d(np.cov(Z[inn].T, aweights=sw[inn]))
+    D = Z[out] - centre
+    d2 = np.einsum("ij,jk,ik->i", D, np.linalg.pinv(cov), D)
+    if not np.all(d2 > stats.chi2.ppf(LEVERAGE_QUANTILE, k)):
+        return False
+    share = 0.5 if SMALL_N_GROWTH_PULL is None else SMALL_N_GROWTH_PULL
+    return not not_drawn(Xa, y, theta, mm, share)
+
+
 #: below this many (effective) rows per coefficient the kept fit is compared with the Huber fit (1.345, own scale)
 #: by a K-fold cross-validated trimmed prediction risk (:func:`cv_risk`) and the smaller risk wins (issue 30,
 #: round 4; None: never, as round 3 had it)
@@ -522,7 +565,9 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     (:func:`huber_with_own_scale` from the MM step) by :func:`cv_risk`, and Huber's replaces it if its
     risk is smaller: the variances cannot see that a redescending fit rejects rows that predict (rock:
     the Tukey fit rejected 28 % of the training rows, at 1.8 times the best peer's held-out median
-    absolute error; 1.05 with the comparison).  Returns a dict with ``theta``, ``loss`` (the kept norm),
+    absolute error; 1.05 with the comparison); from :data:`GUARD_ROWS_PER_COEF` rows per coefficient on it may not
+    switch where the Huber fit is drawn towards a group of bad leverage points the MM fit rejects
+    (:func:`leverage_group`; issue 30, round 11b).  Returns a dict with ``theta``, ``loss`` (the kept norm),
     ``scale``, ``variances`` of every member, ``misspecification`` (``(T, df, p_value)`` or
     ``None``), ``small`` (whether the small-sample path was taken), ``cross_validation`` (the risks
     ``(kept fit, Huber)`` of the comparison, or ``None``), ``n_iter`` (IRLS
@@ -581,7 +626,8 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
             n_iter += n_more
         else:
             cv = (cv_risk(Xa, y, sw, theta, scale, norm, wls), cv_risk(Xa, y, sw, th_h, sc_h, huber, wls))
-            if cv[1] < cv[0]:
+            if cv[1] < cv[0] and not (not is_small(sw, p, GUARD_ROWS_PER_COEF)
+                                      and leverage_group(Xa, y, sw, th_h, mm, slopes)):  # fmt: skip
                 norm, theta, scale = huber, th_h, sc_h
     return {"theta": theta, "loss": norm, "scale": scale, "variances": variances, "misspecification": test,
             "small": small, "cross_validation": cv, "n_iter": n_mm + n_iter, "theta_mm": theta_mm}  # fmt: skip
