@@ -50,6 +50,11 @@ numbers: every method sees the same data in every cell.
    picks below 12 rows per coefficient and what it costs, the share of rows the MM fit rejects, and rules that defer
    to the MM fit or read that share; ``mixture (round 10)`` (no one-sided test of spread below 8 rows per
    coefficient) is a column of ``--parts real`` and ``extra``.
+12. ``--parts leverage`` (issue 30, round 11b; not in the default parts): :func:`leverage`, where round 4's
+   comparison switches to Huber from 4 to 12 rows per coefficient, how often the MM fit then rejects a group of rows
+   far out in ``x`` that the Huber fit is drawn to (``_selection.leverage_group``), and the default against round
+   11's (``_selection.LEVERAGE_GROUP = None``), paired; ``mixture (round 11)`` is a column of ``--parts real`` and
+   ``extra``.
 """
 
 import argparse
@@ -223,21 +228,30 @@ def _fit_with_constants(module, X, y, **constants):
 
 
 #: round 8's change undone (Huber 1.345 kept below 8 rows per coefficient, no test from 8 to 12) and round 11's (the
-#: small-sample path's test of spread without the one-sided maximum): part of every earlier round's default
-_PRE8 = {"HETEROSCEDASTIC_LOSS": None, "SMALL_N_GROWTH_PULL": None}
+#: small-sample path's test of spread without the one-sided maximum) and round 11b's (no guard on the comparison for a
+#: group of bad leverage points): part of every earlier round's default
+_PRE8 = {"HETEROSCEDASTIC_LOSS": None, "SMALL_N_GROWTH_PULL": None, "LEVERAGE_GROUP": None}
+
+
+def _mixture_round11(X, y):
+    """Round 11's default: round 4's comparison switches to Huber whenever its trimmed risk is the smaller one (round
+    11b: not where the Huber fit is drawn towards a group of bad leverage points the MM fit rejects;
+    ``_selection.LEVERAGE_GROUP = None``)."""
+    return _fit_with_constants("_selection", X, y, LEVERAGE_GROUP=None)
 
 
 def _mixture_round10(X, y):
     """Round 10's default: below 8 rows per coefficient only round 3's two-sided chi-square decides where the
     small-sample path keeps Huber (round 11: also the one-sided maximum where the Huber fit is not drawn towards a
     row the MM fit rejects; ``_selection.SMALL_N_GROWTH_PULL = None``)."""
-    return _fit_with_constants("_selection", X, y, SMALL_N_GROWTH_PULL=None)
+    return _fit_with_constants("_selection", X, y, SMALL_N_GROWTH_PULL=None, LEVERAGE_GROUP=None)
 
 
 def _mixture_round9(X, y):
     """Round 9's default: from 8 to 12 rows per coefficient the two-sided joint chi-square decides where Huber (1.0)
     is fitted (round 10: the one-sided normal-score maximum), and round 10's small-sample path."""
-    return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_BAND_TEST="chi2", SMALL_N_GROWTH_PULL=None)
+    return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_BAND_TEST="chi2", SMALL_N_GROWTH_PULL=None,
+                               LEVERAGE_GROUP=None)  # fmt: skip
 
 
 def _mixture_round7(X, y):
@@ -1803,14 +1817,15 @@ def choice(n_splits, sets, reps):
     what it costs (1), the share of rows the MM fit rejects below 8 rows per coefficient (2), and rules that defer
     to the MM fit, shrink towards it or read that share (3), on the candidates of :func:`choosers` (same splits and
     draws) for the sets and :data:`CHOICE_CELLS`.  The candidates (``default`` among them) are round 10's
-    (``_selection.SMALL_N_GROWTH_PULL = None``); the last rule is the current default, fitted."""
+    (``_selection.SMALL_N_GROWTH_PULL = None``, ``LEVERAGE_GROUP = None``); the last rule is round 11's default,
+    fitted (``LEVERAGE_GROUP = None``; round 11b: :func:`leverage`)."""
     global _candidate_fits
     fits = _candidate_fits
 
     def with_round11(X, y):  # the candidates of round 10's default, and the default itself
-        with _patched("_selection", SMALL_N_GROWTH_PULL=None):
+        with _patched("_selection", SMALL_N_GROWTH_PULL=None, LEVERAGE_GROUP=None):
             coefs, log = fits(X, y)
-        coefs["round 11"] = _mixture()(X, y)
+        coefs["round 11"] = _mixture_round11(X, y)
         return coefs, log
 
     _candidate_fits = with_round11
@@ -1820,6 +1835,95 @@ def choice(n_splits, sets, reps):
         _candidate_fits = fits
     _print_choice(recs, n_splits, reps)
     return recs
+
+
+def leverage(n_splits, sets, reps, cells=None):
+    """Issue 30 round 11b (``--parts leverage``): per set (``n_splits`` splits below 12 rows per coefficient where
+    statsmodels' MM fitted) and per cell of :data:`CHOICE_CELLS` (``reps`` draws): how often round 4's comparison
+    switches to Huber from 4 rows per coefficient on (where the guard is asked), how often the MM fit then rejects at
+    least ``LEVERAGE_GROUP`` rows all far out in ``x`` (the group, whatever the Huber fit does) and how often the guard
+    fires (the Huber fit drawn to them), and the default against round 11's (``LEVERAGE_GROUP = None``): held-out
+    median absolute error over statsmodels' MM's (cells: slope MSE over the best single M-estimator's), the paired
+    change with its SE, and per changed split the number of rows the MM fit rejects / the least share of its MM
+    residual the Huber fit leaves one of them."""
+    from sklearn.model_selection import train_test_split
+
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    cells = (CHOICE_CELLS if cells is None else cells) if reps > 0 else []
+    calls = []
+    inner = mv.leverage_group
+
+    def spy(Xa, y, sw, theta, mm, slopes, size=None):  # the guard's inputs, and whether a group is there at all
+        fired = inner(Xa, y, sw, theta, mm, slopes, size)
+        with _patched("_selection", SMALL_N_GROWTH_PULL=np.inf):  # every fit counts as drawn: is a group there?
+            grouped = inner(Xa, y, sw, theta, mm, slopes, size)
+        r_mm = y - Xa @ mm[0]
+        out = (sw > 0) & (np.abs(r_mm) > mv.MM_REJECTION * mm[1])
+        share = float(np.min(np.abs(y[out] - Xa[out] @ theta) / np.abs(r_mm[out]))) if out.any() else np.inf
+        calls.append((fired, grouped, int(out.sum()), share))
+        return fired
+
+    def one(X, y):
+        calls.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with _patched("_selection", leverage_group=spy):
+                new = _mixture()(X, y)
+            old = _mixture_round11(X, y)
+        return new, old, (calls[0] if calls else None)
+
+    print("\nRound 11b: round 4's comparison and groups of bad leverage points (default against round 11's, paired)")
+    head = (f"{'set / cell':<24}{'splits':>7}{'rows/p':>8}{'to Huber':>10}{'group':>7}{'fires':>7}{'round 11':>10}"
+            f"{'default':>9}  {'change (SE)':<20}changed: rows MM rejects / Huber's least share")  # fmt: skip
+    print(head)
+    t0 = time.perf_counter()
+
+    def report(name, rows, rpc):
+        e = np.array([(a, b, c) for a, b, c, _ in rows])
+        calls_ = [k for *_, k in rows]
+        ref = e[:, 2].mean()
+        d = (e[:, 0] - e[:, 1]) / ref
+        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+        to_h = sum(k is not None for k in calls_)
+        grp = sum(k is not None and k[1] for k in calls_)
+        fires = sum(k is not None and k[0] for k in calls_)
+        ch = [f"{k[2]}/{k[3]:.3f}" for k, dd in zip(calls_, d) if dd != 0 and k is not None]
+        print(f"{name:<24}{len(rows):>7}{rpc:>8.1f}{to_h:>10}{grp:>7}{fires:>7}{e[:, 1].mean() / ref:>10.3f}"
+              f"{e[:, 0].mean() / ref:>9.3f}  {d.mean():+.4f} ({se:.4f})    {', '.join(ch) or '--'}", flush=True)  # fmt: skip
+
+    for item in sets:
+        X, y = load_real(item)
+        rows = []
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            if not len(ytr) < 12 * (X.shape[1] + 1):
+                break
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    mm = _mm(Xtr, ytr)
+            except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
+                continue
+            new, old, k = one(Xtr, ytr)
+            rows.append(tuple(float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for b, a in (new, old, mm)) + (k,))
+        if rows:
+            report(item, rows, len(ytr) / (X.shape[1] + 1))
+    for law, n, p in cells:
+        rows, sq = [], {m: [] for m in SINGLE_M}
+        for rep in range(reps):
+            X, y = make_cell(law, n, p, rep)
+            new, old, k = one(X, y)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for m in SINGLE_M:
+                    sq[m].append(float(np.sum(np.asarray(PEERS[m](X, y)[0]) ** 2)))
+            rows.append([float(np.sum(np.asarray(new[0]) ** 2)), float(np.sum(np.asarray(old[0]) ** 2)), 0.0, k])
+        best = min(SINGLE_M, key=lambda m: np.mean(sq[m]))
+        for row, v in zip(rows, sq[best]):
+            row[2] = v
+        report(f"{law} {n}/{p}", [tuple(r) for r in rows], n / (p + 1))
+    print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
 
 
 def _chosen_sets(arg, default=ROUND6_SETS):
@@ -1871,12 +1975,13 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (round 10)": _mixture_round10, "mixture (round 9)": _mixture_round9, "mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
+            emeths = dict(meths, **{"mixture (round 11)": _mixture_round11, "mixture (round 10)": _mixture_round10, "mixture (round 9)": _mixture_round9, "mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
                                     "mixture (round 2)": _mixture_round2,
                                     "mixture (pre-30)": _mixture_pre30})  # fmt: skip
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (round 11)"] = _mixture_round11
             rmeths["mixture (round 10)"] = _mixture_round10
             rmeths["mixture (round 9)"] = _mixture_round9
             rmeths["mixture (round 7)"] = _mixture_round7
@@ -1902,6 +2007,8 @@ def main(argv=None):
             power(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "choice" in parts:
             choice(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
+        if "leverage" in parts:
+            leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
 
 
 if __name__ == "__main__":
