@@ -386,7 +386,17 @@ def _versus_exact(est, theta, t_only, ci_rng=None):
                 covered=int(np.sum((ci_post[:, 0] <= theta) & (theta <= ci_post[:, 1]))))
 
 
-def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None):
+def _importance_draws(m):
+    """Round 11b's knob: ``theta_``'s weighted draws of ``decoder='importance'`` (None: the shipped
+    ``IMPORTANCE_DRAWS``), set in the worker that fits."""
+    import sklearn_bayes.privacy._ldp._count_importance as ci_mod
+
+    if m is not None:
+        ci_mod.IMPORTANCE_DRAWS = int(m)
+
+
+def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None, importance_draws=None):
+    _importance_draws(importance_draws)
     from sklearn_bayes.experiments._ldp_peers import peer_estimates
 
     name, split, K, eps, n, make = cell
@@ -433,7 +443,7 @@ def _methods(rs):
     return ", ".join(f"{m} {sum(r['method'] == m for r in rs)}/{len(rs)}" for m in names)
 
 
-def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells=GENERAL_CELLS):
+def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells=GENERAL_CELLS, importance_draws=None):
     """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell.
 
     ``versus_posterior``: where ``theta_`` came from the count posterior (round 9), also the exact posterior
@@ -444,7 +454,7 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
 
     cells = [c for i, c in enumerate(cells) if only is None or i in only]
     t0 = time.perf_counter()
-    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder) for c in cells
+    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder, importance_draws) for c in cells
                                   for r in range(runs))
     rows = []
     for i, cell in enumerate(cells):
@@ -514,11 +524,12 @@ def _versus_posterior_table(cells, res, runs):
     print(format_table(rows, VERSUS_COLUMNS))
 
 
-def _paper_versus_run(setting, run, decoder=None):
+def _paper_versus_run(setting, run, decoder=None, importance_draws=None):
     """One paper-grid run of the default (the benchmark's users, seeds and interval seeds) and the exact posterior
     on the same responses."""
     from sklearn_bayes.experiments.adaptive_ldp import _setting_seed, simulate_users
 
+    _importance_draws(importance_draws)
     X, theta = simulate_users(setting, run)
     K, eps = setting["K"], setting["epsilon"]
     s = _setting_seed(setting, run).spawn(3 + len(OURS))[2]  # the default's child (compare_one_run)
@@ -542,12 +553,13 @@ def _paper_versus_run(setting, run, decoder=None):
                 covered=int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1]))), method=method)
 
 
-def paper_versus_posterior(settings, runs, n_jobs, decoder=None):
+def paper_versus_posterior(settings, runs, n_jobs, decoder=None, importance_draws=None):
     """The paper grid's default against the exact posterior on the same responses (round 11)."""
     from joblib import Parallel, delayed
 
     t0 = time.perf_counter()
-    res = Parallel(n_jobs=n_jobs)(delayed(_paper_versus_run)(s, r, decoder) for s in settings for r in range(runs))
+    res = Parallel(n_jobs=n_jobs)(delayed(_paper_versus_run)(s, r, decoder, importance_draws) for s in settings
+                                  for r in range(runs))
     rows = []
     for i, s in enumerate(settings):
         rs = res[i * runs : (i + 1) * runs]
@@ -606,6 +618,9 @@ def main():
     ap.add_argument("--default-only", action="store_true", help="no RRRR columns ('non_adaptive', 'honest')")
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 16 cells)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
+    ap.add_argument("--importance-draws", type=int, default=None,
+                    help="--versus-posterior: theta_'s weighted draws of decoder='importance' (round 11b's M; "
+                         "default the shipped IMPORTANCE_DRAWS; a large value weights every kept draw)")
     ap.add_argument("--fresh-11b", action="store_true",
                     help="--general on round 11b's five held-out cells below 32 categories (FRESH_11B_CELLS)")
     ap.add_argument("--versus-posterior", action="store_true",
@@ -632,14 +647,14 @@ def main():
 
     if args.general:
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder,
-                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
+                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS, args.importance_draws)
         return
 
     if args.versus_posterior:
         paper = [s for s in PAPER_SETTINGS if (args.paper_k is None or s["K"] in args.paper_k)
                  and (args.paper_eps is None or s["epsilon"] in args.paper_eps)
                  and (args.paper_rho is None or s["theta"][1] in args.paper_rho)]
-        paper_versus_posterior(paper, runs, args.n_jobs, args.decoder)
+        paper_versus_posterior(paper, runs, args.n_jobs, args.decoder, args.importance_draws)
         return
 
     if args.same_responses:
