@@ -62,7 +62,9 @@ the count posterior (``convergence_['method'] == 'counts'``), the exact posterio
 since round 11 also where it came from the importance-sampled exact posterior (``'importance'``, or
 ``'importance->exact'`` after a fallback).  ``--decoder NAME`` (round 11) fits ours with that decoder in the
 general part and in ``--versus-posterior``'s paper part (e.g. ``--decoder importance`` for a cell 'auto' does
-not route to it).  ``--paper-k`` restricts the paper grid to some ``K`` (e.g. ``--paper-k 20``).
+not route to it).  ``--per-category`` (round 11c) adds, per general cell, where ``theta_`` misses: bias,
+sampling SD, interval half-width and coverage per category (a fixed real theta*) or per rank of theta*_k.
+``--paper-k`` restricts the paper grid to some ``K`` (e.g. ``--paper-k 20``).
 ``--versus-posterior`` without ``--general`` (round 11, only this part): the paper grid's default (the
 benchmark's users and seeds, ``--paper-k`` / ``--paper-eps`` / ``--paper-rho`` pick cells) against the exact
 posterior on the same responses: paired TV ratio, both coverages (the benchmark's interval seeds), and the CPU
@@ -432,7 +434,7 @@ def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=Non
     warned = conv["method"] in ("mcmc",) + NOT_EXACT_CHAIN and not (conv["rhat"] <= 1.05 and conv["ess"] >= 100)
     warned = warned or conv["method"] == "importance->exact"
     return dict(tv=tv, covered=covered, K=K, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu, method=conv["method"],
-                warned=bool(warned), post=post)
+                warned=bool(warned), post=post, theta=theta, est=th, ci=ci, peers=pe)
 
 
 def _methods(rs):
@@ -443,7 +445,8 @@ def _methods(rs):
     return ", ".join(f"{m} {sum(r['method'] == m for r in rs)}/{len(rs)}" for m in names)
 
 
-def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells=GENERAL_CELLS, importance_draws=None):
+def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells=GENERAL_CELLS, importance_draws=None,
+            per_category=False):
     """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell.
 
     ``versus_posterior``: where ``theta_`` came from the count posterior (round 9), also the exact posterior
@@ -482,10 +485,48 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
                               "coverage", "fit_over_ibu", "ci_over_fit", "warned"]))
     if versus_posterior:
         _versus_posterior_table(cells, res, runs)
+    if per_category:
+        for i, (cell, row) in enumerate(zip(cells, rows)):
+            _per_category_table(row["cell"], res[i * runs : (i + 1) * runs], row["best_peer"])
     ok = sum(r["ratio"] <= 1.05 for r in rows)
     print(f"ratio <= 1.05 in {ok}/{len(rows)} cells (worst {max(r['ratio'] for r in rows):.3f}); coverage in "
           f"[0.93, 0.97] in {sum(0.93 <= r['coverage'] <= 0.97 for r in rows)}/{len(rows)}; "
           f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
+
+
+def _per_category_table(label, rs, best):
+    """Round 11c (issue 28): where ``theta_`` misses, category by category over the runs.
+
+    A fixed theta* (real frequencies): per category, ``bias`` = mean of ``theta_ - theta*`` +- its SE, ``sd_err``
+    = SD of ``theta_ - theta*`` over runs (with a fixed theta*, the sampling SD of ``theta_``), ``halfwidth`` = mean half-width of the 95 % interval over 1.96
+    (the posterior SD it implies), coverage and the share of runs whose interval lies below / above theta*.  A
+    theta* drawn per run: the same by rank of theta*_k within each run (rank 0 the largest), with the mean absolute
+    error of ``theta_`` and of the best peer's estimate.
+    """
+    theta = np.array([r["theta"] for r in rs])
+    est, ci = np.array([r["est"] for r in rs]), np.array([r["ci"] for r in rs])
+    peer = np.array([r["peers"][best] for r in rs])
+    R, K = theta.shape
+    fixed = bool(np.all(theta == theta[0]))
+    order = np.argsort(-theta, axis=1, kind="stable")
+    take = lambda a: np.take_along_axis(a, order, axis=1)  # noqa: E731
+    theta, est, peer = take(theta), take(est), take(peer)
+    lo, hi = take(ci[:, :, 0]), take(ci[:, :, 1])
+    err = est - theta
+    rows = []
+    for k in range(K):
+        row = dict(rank=k, theta=float(theta[:, k].mean()), bias=f"{err[:, k].mean():+.4f} +- {err[:, k].std(ddof=1) / np.sqrt(R):.4f}",
+                   sd_err=float(err[:, k].std(ddof=1)), halfwidth=float((hi[:, k] - lo[:, k]).mean() / 2 / 1.96),
+                   coverage=float(np.mean((lo[:, k] <= theta[:, k]) & (theta[:, k] <= hi[:, k]))),
+                   below=float(np.mean(hi[:, k] < theta[:, k])), above=float(np.mean(lo[:, k] > theta[:, k])),
+                   abs_err=float(np.abs(err[:, k]).mean()), abs_err_peer=float(np.abs(peer[:, k] - theta[:, k]).mean()))
+        rows.append(row)
+    what = "category (fixed theta*, largest first)" if fixed else "rank of theta*_k within each run (mean theta*)"
+    print(f"\n== {label}: per {what}, {R} runs; bias = mean theta_ - theta* +- SE; sd_err = SD of theta_ - theta* over runs; "
+          f"halfwidth = mean 95 % half-width / 1.96; below / above = interval entirely below / above theta*; "
+          f"abs_err = mean |theta_ - theta*| (ours, best peer {best}) ==")
+    print(format_table(rows, ["rank", "theta", "bias", "sd_err", "halfwidth", "coverage", "below", "above", "abs_err",
+                              "abs_err_peer"]))
 
 
 def _versus_row(label, split, K, rs):
@@ -623,6 +664,8 @@ def main():
                          "default the shipped IMPORTANCE_DRAWS; a large value weights every kept draw)")
     ap.add_argument("--fresh-11b", action="store_true",
                     help="--general on round 11b's five held-out cells below 32 categories (FRESH_11B_CELLS)")
+    ap.add_argument("--per-category", action="store_true",
+                    help="--general: also where theta_ misses, category by category (round 11c)")
     ap.add_argument("--versus-posterior", action="store_true",
                     help="--general: also the exact posterior on the same responses where theta_ is not the exact "
                          "chain's; without --general: the paper grid's default against the exact posterior")
@@ -647,7 +690,7 @@ def main():
 
     if args.general:
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder,
-                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS, args.importance_draws)
+                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS, args.importance_draws, args.per_category)
         return
 
     if args.versus_posterior:
