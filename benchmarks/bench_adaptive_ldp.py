@@ -498,10 +498,10 @@ def _per_category_table(label, rs, best):
     """Round 11c (issue 28): where ``theta_`` misses, category by category over the runs.
 
     A fixed theta* (real frequencies): per category, ``bias`` = mean of ``theta_ - theta*`` +- its SE, ``sd_err``
-    = SD of ``theta_ - theta*`` over runs (with a fixed theta*, the sampling SD of ``theta_``), ``halfwidth`` = mean half-width of the 95 % interval over 1.96
-    (the posterior SD it implies), coverage and the share of runs whose interval lies below / above theta*.  A
-    theta* drawn per run: the same by rank of theta*_k within each run (rank 0 the largest), with the mean absolute
-    error of ``theta_`` and of the best peer's estimate.
+    = SD of ``theta_ - theta*`` over runs (with a fixed theta*, the sampling SD of ``theta_``), ``halfwidth`` =
+    mean half-width of the 95 % interval over 1.96 (the posterior SD it implies), coverage and the share of runs
+    whose interval lies below / above theta*.  A theta* drawn per run: the same by rank of theta*_k within each run
+    (rank 0 the largest), with the mean absolute error of ``theta_`` and of the best peer's estimate.
     """
     theta = np.array([r["theta"] for r in rs])
     est, ci = np.array([r["est"] for r in rs]), np.array([r["ci"] for r in rs])
@@ -515,14 +515,17 @@ def _per_category_table(label, rs, best):
     err = est - theta
     rows = []
     for k in range(K):
-        row = dict(rank=k, theta=float(theta[:, k].mean()), bias=f"{err[:, k].mean():+.4f} +- {err[:, k].std(ddof=1) / np.sqrt(R):.4f}",
+        bias = f"{err[:, k].mean():+.4f} +- {err[:, k].std(ddof=1) / np.sqrt(R):.4f}"
+        row = dict(rank=k, theta=float(theta[:, k].mean()), bias=bias,
                    sd_err=float(err[:, k].std(ddof=1)), halfwidth=float((hi[:, k] - lo[:, k]).mean() / 2 / 1.96),
                    coverage=float(np.mean((lo[:, k] <= theta[:, k]) & (theta[:, k] <= hi[:, k]))),
                    below=float(np.mean(hi[:, k] < theta[:, k])), above=float(np.mean(lo[:, k] > theta[:, k])),
-                   abs_err=float(np.abs(err[:, k]).mean()), abs_err_peer=float(np.abs(peer[:, k] - theta[:, k]).mean()))
+                   abs_err=float(np.abs(err[:, k]).mean()),
+                   abs_err_peer=float(np.abs(peer[:, k] - theta[:, k]).mean()))
         rows.append(row)
     what = "category (fixed theta*, largest first)" if fixed else "rank of theta*_k within each run (mean theta*)"
-    print(f"\n== {label}: per {what}, {R} runs; bias = mean theta_ - theta* +- SE; sd_err = SD of theta_ - theta* over runs; "
+    print(f"\n== {label}: per {what}, {R} runs; bias = mean theta_ - theta* +- SE; "
+          "sd_err = SD of theta_ - theta* over runs; "
           f"halfwidth = mean 95 % half-width / 1.96; below / above = interval entirely below / above theta*; "
           f"abs_err = mean |theta_ - theta*| (ours, best peer {best}) ==")
     print(format_table(rows, ["rank", "theta", "bias", "sd_err", "halfwidth", "coverage", "below", "above", "abs_err",
