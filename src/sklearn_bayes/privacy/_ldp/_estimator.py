@@ -185,8 +185,8 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         behaviour before issue 28).  ``'counts'``: from the draws of the posterior given only the
         support counts (same prior and summary; each count's exact binomial likelihood, their weak
         dependence ignored; ``O(K^2)`` per iteration whatever ``n``; at most 128 categories; see Notes).
-        ``'importance'``: the exact posterior's draws by importance sampling of the count posterior of 0.9 times the
-        counts, resampled (at most 128 categories; the exact chain when the weights fail; see Notes).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
+        ``'importance'``: the exact posterior's draws by importance sampling of the count posterior of a = 0.9 (less
+        where the counts' dependence is strong) times the counts, resampled (at most 128 categories; the exact chain when the weights fail; see Notes).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
         support count of every category is exactly binomial, the distribution of the values
         ``theta_k`` across categories is estimated by nonparametric maximum likelihood, and
         ``theta_`` holds the normalised posterior means; the intervals are binomial (Wilson)
@@ -287,7 +287,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     the variance this ignores is 2-3 % at ``K >= 35``, see the user guide).  Each factor is a group of
     the three-level likelihood (``pi_v``: special category ``v``; ``1 - pi_v``: the set of all other
     categories), so the exact chain runs on ``2 K`` groups instead of ``n`` distinct subsets.  ``'importance'``: 1000 draws of
-    it on 0.9 times the counts weighted by exact / composite likelihood (the prior cancels) and resampled (``_count_importance``).
+    it on a <= 0.9 times the counts weighted by exact / composite likelihood (the prior cancels) and resampled (``_count_importance``).
 
     Posterior ``pi(theta | y, S) ∝ Dir(theta; rho) prod_t h_t(y_t | theta)`` with
     ``h_t(y | theta) = sum_x g_{S_t}(y | x) theta_x``.  SGLD runs on
