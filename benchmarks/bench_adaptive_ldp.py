@@ -65,6 +65,11 @@ general part and in ``--versus-posterior``'s paper part (e.g. ``--decoder import
 not route to it).  ``--per-category`` (round 11c) adds, per general cell, where ``theta_`` misses: bias,
 sampling SD, interval half-width and coverage per category (a fixed real theta*) or per rank of theta*_k.
 ``--paper-k`` restricts the paper grid to some ``K`` (e.g. ``--paper-k 20``).
+``--cv-below`` (round 11d, only this part): would ``'auto'``'s cross-validated choice of ``decoder='eb'`` (today
+from 32 categories) help below 32?  On the general cells below 32 categories (``--fresh-11b``: round 11b's;
+``--cells``: some) or, with ``--paper-k`` and neither, the paper grid's ``--paper-k`` cells: ``cv_gain`` over
+the runs and ``'eb'`` against today's ``theta_`` on the same responses (paired TV ratio, coverage), and the
+rule "'eb' where the gain >= 3 (or 0) nats".
 ``--versus-posterior`` without ``--general`` (round 11, only this part): the paper grid's default (the
 benchmark's users and seeds, ``--paper-k`` / ``--paper-eps`` / ``--paper-rho`` pick cells) against the exact
 posterior on the same responses: paired TV ratio, both coverages (the benchmark's interval seeds), and the CPU
@@ -614,6 +619,86 @@ def paper_versus_posterior(settings, runs, n_jobs, decoder=None, importance_draw
     print(f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
 
 
+def _cv_below_run(cell, run):
+    """Round 11d (issue 28): one fit of today's ``'auto'`` with the benchmark's users and seeds (a general cell's
+    as :func:`_general_run`, a paper setting's as :func:`_paper_versus_run`), then, on the same responses,
+    ``cv_prior_gain`` of the support counts (the choice ``'auto'`` runs at 32-63 categories) and
+    ``decoder='eb'``: TV and coverage of both."""
+    from sklearn_bayes.privacy._ldp._empirical_bayes import cv_prior_gain
+    from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
+
+    if isinstance(cell, dict):  # a paper setting
+        from sklearn_bayes.experiments.adaptive_ldp import _setting_seed, simulate_users
+
+        X, theta = simulate_users(cell, run)
+        s = _setting_seed(cell, run).spawn(3 + len(OURS))[2]
+        est = AdaptiveLDPFrequencyEstimator(n_categories=cell["K"], epsilon=cell["epsilon"],
+                                            random_state=np.random.default_rng(s))
+        ci_seed = s.spawn(1)[0]
+        ci_rng = lambda: np.random.default_rng(ci_seed)  # noqa: E731
+    else:
+        name, split, K, eps, n, make = cell
+        ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
+        r_theta, r_users, r_ours, _ = (np.random.default_rng(c) for c in ss.spawn(4))
+        theta = make(r_theta)
+        X = r_users.choice(K, size=n, p=theta).reshape(-1, 1)
+        est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+        ci_rng = lambda: None  # noqa: E731
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+        for decoder in ("auto", "eb"):
+            est.set_params(decoder=decoder)
+            th, ci = est.theta_, est.credible_interval(0.95, random_state=ci_rng())
+            out[decoder] = dict(tv=0.5 * float(np.abs(th - theta).sum()), method=est.convergence_["method"],
+                                covered=int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1]))))
+            if decoder == "auto":
+                out["gain"] = cv_prior_gain(*est._support_counts(), RHO_GRID)
+    out["K"] = theta.size
+    return out
+
+
+def cv_below(cells, settings, runs, n_jobs, margins=(3.0, 0.0)):
+    """Round 11d (issue 28): would ``'auto'``'s cross-validated choice of ``'eb'`` (today from 32 categories, gain
+    >= 3 nats) help below 32?  Per cell: the gain over runs, how many runs reach each margin, ``'eb'`` on the same
+    responses against today's ``theta_`` (paired), both coverages, and the rule "``'eb'`` where gain >= margin"."""
+    from joblib import Parallel, delayed
+
+    t0 = time.perf_counter()
+    items = [(f"{c[0]} K={c[2]} eps={c[3]:g} n={c[4]:.0e}", c[1], c) for c in cells] + [
+        (f"paper K={s['K']} eps={s['epsilon']:g} Dir({s['theta'][1]:g})", "paper", s) for s in settings]
+    res = Parallel(n_jobs=n_jobs)(delayed(_cv_below_run)(c, r) for _, _, c in items for r in range(runs))
+
+    def paired(num, den):
+        lr = np.log(np.asarray(num) / np.asarray(den))
+        gm = float(np.exp(lr.mean()))
+        return f"{gm:.3f} +- {gm * lr.std(ddof=1) / np.sqrt(lr.size):.3f}"
+
+    rows = []
+    for i, (label, split, _) in enumerate(items):
+        rs = res[i * runs : (i + 1) * runs]
+        K, g = rs[0]["K"], np.array([r["gain"] for r in rs])
+        row = dict(cell=label, split=split, auto=_methods([dict(method=r["auto"]["method"]) for r in rs]),
+                   gain=f"{np.median(g):.1f} [{g.min():.1f}, {g.max():.1f}]",
+                   auto_cov=sum(r["auto"]["covered"] for r in rs) / (K * runs),
+                   eb_over_auto=paired([r["eb"]["tv"] for r in rs], [r["auto"]["tv"] for r in rs]),
+                   eb_cov=sum(r["eb"]["covered"] for r in rs) / (K * runs))
+        for m in margins:
+            pick = [r["eb"] if r["gain"] >= m else r["auto"] for r in rs]
+            row[f">={m:g}"] = f"{int(np.sum(g >= m))}/{runs}"
+            row[f"rule{m:g}"] = paired([p["tv"] for p in pick], [r["auto"]["tv"] for r in rs])
+            row[f"rule{m:g}_cov"] = sum(p["covered"] for p in pick) / (K * runs)
+        rows.append(row)
+    print(f"== round 11d: 'auto''s cross-validated choice below 32 categories, {runs} runs, the benchmark's users and "
+          "seeds; gain = cv_prior_gain (nats, median [min, max]); >=m = runs with gain >= m; eb_over_auto = paired "
+          "geometric mean of TV(decoder='eb') / TV(today's theta_) on the same responses +- SE; rule m = 'eb' where "
+          "gain >= m, else today's (paired ratio to today's, coverage) ==")
+    print(format_table(rows, ["cell", "split", "auto", "gain", "auto_cov", "eb_over_auto", "eb_cov"]
+                       + [f"{k}{m:g}{t}" for m in margins for k, t in ((">=", ""), ("rule", ""), ("rule", "_cov"))]))
+    print(f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
+
+
 #: The paired columns: the default against each decoder of the SS peer (under --shared-responses
 #: the very same responses).
 PAIRED = ("SS+IBU", "SS+NS", "SS+MI")
@@ -677,6 +762,10 @@ def main():
     ap.add_argument("--paper-k", type=int, nargs="+", default=None, help="paper grid: only these K")
     ap.add_argument("--only", nargs="+", default=None, help="--serving: methods containing these strings")
     ap.add_argument("--rho", type=float, nargs="+", default=[0.01, 0.1], help="Dirichlet rho of theta* (--serving)")
+    ap.add_argument("--cv-below", action="store_true",
+                    help="only: round 11d, 'auto''s cross-validated 'eb' choice below 32 categories on the general "
+                         "cells below 32 (--fresh-11b: round 11b's; --cells: some) or, with --paper-k and neither, "
+                         "only the paper grid's --paper-k cells")
     args = ap.parse_args()
     runs = 50 if args.full else args.runs
 
@@ -689,6 +778,15 @@ def main():
             print(f"\n== serving accuracy: median TV over {args.runs} runs, K = 20, eps = 1, kappa = 0.9, "
                   f"theta* ~ Dir({rho}), T = {T} ==")
             print(format_table(rows, ["method", "median_tv", "ratio_to_non_adaptive", "seconds_per_run"]))
+        return
+
+    if args.cv_below:
+        pool = FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS
+        # with --paper-k only the paper cells, unless --fresh-11b or --cells names general ones
+        general_too = args.fresh_11b or args.cells is not None or args.paper_k is None
+        cells = [c for i, c in enumerate(pool) if general_too and c[2] < 32 and (args.cells is None or i in args.cells)]
+        paper = [s for s in PAPER_SETTINGS if args.paper_k is not None and s["K"] in args.paper_k]
+        cv_below(cells, paper, runs, args.n_jobs)
         return
 
     if args.general:
