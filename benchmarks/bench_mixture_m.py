@@ -117,6 +117,25 @@ def _mm(X, y):
 MM_LAST = {}
 
 
+def _small_splits(X, y, n_splits):
+    """``(Xtr, Xte, ytr, yte, mm, rejected)`` of the first ``n_splits`` random 75/25 splits while the training rows
+    are below 12 per coefficient (from there on nothing is chosen by cross-validation), each with statsmodels' MM
+    fit and the share of rows it rejects; a split where that fit raises (some small sets) is left out."""
+    from sklearn.model_selection import train_test_split
+
+    for split in range(n_splits):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+        if not len(ytr) < 12 * (X.shape[1] + 1):
+            return
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                mm = _mm(Xtr, ytr)
+        except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
+            continue
+        yield Xtr, Xte, ytr, yte, mm, MM_LAST["rejected"]
+
+
 def _lad(X, y):
     from sklearn.linear_model import QuantileRegressor
 
@@ -1025,26 +1044,16 @@ def _collect_candidates(n_splits, sets, reps, cells, keep=False):
     ``cells`` (``reps`` draws): ``{name: (reference, [(held-out error per candidate, log)])}``.  ``keep``: the log
     also holds the candidates' coefficients (``coefs``), the held-out rows (``test``; cells: ``None``) and the share
     of the training rows statsmodels' MM gave zero weight (``sm_rej``; round 11)."""
-    from sklearn.model_selection import train_test_split
-
     recs = {}
     t0 = time.perf_counter()
     for item in sets:
         X, y = load_real(item)
         rows = []
-        for split in range(n_splits):
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
-            if not len(ytr) < 12 * (X.shape[1] + 1):
-                break  # from 12 rows per coefficient on nothing is chosen by cross-validation
+        for Xtr, Xte, ytr, yte, mm, rejected in _small_splits(X, y, n_splits):
             coefs, log = _candidate_fits(Xtr, ytr)
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    coefs["MM"] = _mm(Xtr, ytr)
-            except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
-                continue
+            coefs["MM"] = mm
             if keep:
-                log.update(coefs=coefs, test=(Xte, yte), sm_rej=MM_LAST["rejected"])
+                log.update(coefs=coefs, test=(Xte, yte), sm_rej=rejected)
             rows.append(({c: float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for c, (b, a) in coefs.items()},
                          log))  # fmt: skip
         if rows:
@@ -1374,7 +1383,6 @@ def het_constants(n_splits, sets, reps):
     same over the splits where the rule fired and over the others) and each variant's, with the paired change
     against the default +- its SE (``!``: a loss beyond one SE)."""
     import sklearn_bayes.linear_model._mixture._selection as sel
-    from sklearn.model_selection import train_test_split
 
     from sklearn_bayes.linear_model._mixture._norms import HuberT
 
@@ -1402,17 +1410,9 @@ def het_constants(n_splits, sets, reps):
     for item in sets:
         X, y = load_real(item)
         rows = []
-        for split in range(n_splits):
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
-            if not len(ytr) < 12 * (X.shape[1] + 1):
-                break
+        for Xtr, Xte, ytr, yte, mm, _ in _small_splits(X, y, n_splits):
             coefs, fired = fits(Xtr, ytr)
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    coefs["ref"] = _mm(Xtr, ytr)
-            except Exception:  # noqa: BLE001
-                continue
+            coefs["ref"] = mm
             rows.append(({c: float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for c, (b, a) in coefs.items()},
                          fired))  # fmt: skip
         if rows:
@@ -1571,8 +1571,6 @@ def power(n_splits, sets, reps):
     statsmodels' MM (cells: the best single M-estimator's slope MSE) and the paired change against round 9's rule
     +- its SE, the dev sets losing or gaining by at least one SE.  The forced fits are made only where a rule
     needs them."""
-    from sklearn.model_selection import train_test_split
-
     recs, t0 = {}, time.perf_counter()
 
     def row(X, y, score):
@@ -1588,16 +1586,7 @@ def power(n_splits, sets, reps):
     for item in sets:
         X, y = load_real(item)
         rows = []
-        for split in range(n_splits):
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
-            if not len(ytr) < 12 * (X.shape[1] + 1):
-                break
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    ref = _mm(Xtr, ytr)
-            except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
-                continue
+        for Xtr, Xte, ytr, yte, ref, _ in _small_splits(X, y, n_splits):
             med = lambda c: float(np.median(np.abs(yte - Xte @ np.asarray(c[0]) - c[1])))  # noqa: E731
             err, firing, rec = row(Xtr, ytr, med)
             rows.append((dict(err, ref=med(ref)), firing, rec))
@@ -1630,7 +1619,7 @@ def power(n_splits, sets, reps):
     for k, rows in recs.items():
         cnt = [sum(_fires(*c)(r[2]) for r in rows) if c[0] != "oracle" or k in cells else "" for c in cols]
         print(f"{k:<22}{len(rows):>5}{rows[0][2]['rp']:>7.1f}" + "".join(f"{c:>18}" for c in cnt))
-    print(f"\nRound 10 rules: ratio to statsmodels' MM (cells: to the best single M-estimator), paired change against "
+    print("\nRound 10 rules: ratio to statsmodels' MM (cells: to the best single M-estimator), paired change against "
           "round 9 +- SE; dev sets changing by at least one SE (round 9 -> rule)")  # fmt: skip
     ref9 = "round 9 (H chi2 rank)"
     short = {c: c.replace("hetero |x1|", "het").replace("cnorm(0.1,4,1)", "cnorm 4").replace("skewed t5", "skew t5")
@@ -1846,8 +1835,6 @@ def leverage(n_splits, sets, reps, cells=None):
     median absolute error over statsmodels' MM's (cells: slope MSE over the best single M-estimator's), the paired
     change with its SE, and per changed split the number of rows the MM fit rejects / the least share of its MM
     residual the Huber fit leaves one of them."""
-    from sklearn.model_selection import train_test_split
-
     import sklearn_bayes.linear_model._mixture._selection as mv
 
     cells = (CHOICE_CELLS if cells is None else cells) if reps > 0 else []
@@ -1895,16 +1882,7 @@ def leverage(n_splits, sets, reps, cells=None):
     for item in sets:
         X, y = load_real(item)
         rows = []
-        for split in range(n_splits):
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
-            if not len(ytr) < 12 * (X.shape[1] + 1):
-                break
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    mm = _mm(Xtr, ytr)
-            except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets: split left out
-                continue
+        for Xtr, Xte, ytr, yte, mm, _ in _small_splits(X, y, n_splits):
             new, old, k = one(Xtr, ytr)
             rows.append(tuple(float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for b, a in (new, old, mm)) + (k,))
         if rows:
@@ -1945,7 +1923,7 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
-                         "decompose,hetconst,power,choice")  # fmt: skip
+                         "decompose,hetconst,power,choice,leverage")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
