@@ -300,3 +300,47 @@ def test_tiny_final_chains(n_final_steps):
         assert all(np.isfinite(conv[k]) for k in ("weight_ess", "weight_ess_fraction"))
     assert est.credible_interval(0.9).shape == (K, 2)
     _check_simplex(est.sample_posterior(2, random_state=0), K, 2)
+
+
+@pytest.mark.parametrize("max_values", [None, 70, 10, 5])
+def test_thinned_draws_have_the_exact_samplers_count(max_values):
+    """credible_interval holds at most MAX_DRAW_VALUES values by thinning (exact_draws: thin = ceil(n / max(1,
+    max_values // K)), ceil(n / thin) draws); the importance path resamples into as many draws as decoder='posterior'
+    gives for the same n and max_values (50 draws at K = 10: 50, 7, 1 and 1)."""
+    K, X = 10, _users(10, 800, 2)
+    imp = _est(K, 1.0, 0, decoder="importance").fit(X)
+    post = _est(K, 1.0, 0, decoder="posterior").fit(X)
+    a = imp._posterior_draws(50, 3, max_values=max_values)
+    b = post._posterior_draws(50, 3, max_values=max_values)
+    assert a.shape == b.shape == ({None: 50, 70: 7, 10: 1, 5: 1}[max_values], K)
+    _check_simplex(a, K, a.shape[0])
+
+
+def test_fixed_dirichlet_prior_matches_the_exact_posterior():
+    """A fixed Dir(0.5) prior (the exact Gibbs chain with that prior, which the importance weights share: it cancels):
+    the posterior means of 4000 draws under 'importance' and 'posterior' agree within 5 Monte Carlo standard errors
+    (ESS >= 75 each, as in the per-mechanism test)."""
+    K, X = 12, _users(12, 1500, 6, alpha=0.3)
+    imp = _est(K, 1.0, 2, decoder="importance", prior=0.5).fit(X)
+    post = _est(K, 1.0, 2, decoder="posterior", prior=0.5).fit(X)
+    assert imp.convergence_["method"] == "importance"
+    s_imp, s_post = imp.sample_posterior(4000, random_state=1), post.sample_posterior(4000, random_state=1)
+    sd = np.maximum(s_imp.std(axis=0), s_post.std(axis=0))
+    assert np.all(np.abs(s_imp.mean(axis=0) - s_post.mean(axis=0)) <= 5 * sd * np.sqrt(2 / 75))
+
+
+@pytest.mark.parametrize("mechanism", ["oue", "grr"])
+def test_oue_and_grr_importance_draws_match_quadrature(mechanism, k3_posterior_moments):
+    """K = 3, 400 users, eps = 1, fixed Dir(1) prior (the conftest's quadrature reference): the mean of 6000
+    sample_posterior draws under decoder='importance' is within 4 Monte Carlo SEs (ESS of the resampled draws, whose
+    copies sit next to each other, so their autocorrelation counts them) of the exact posterior mean, for the two
+    mechanisms the importance tests of round 11 did not weigh."""
+    X = _users(3, 400, 11)
+    est = _est(3, 1.0, 12, decoder="importance", prior=1.0, mechanism=mechanism).fit(X)
+    mean_q, sd_q = k3_posterior_moments(est._chain.exact_groups(1.0))
+    draws = est.sample_posterior(6000, random_state=13)
+    from sklearn_bayes.privacy._ldp._diagnostics import min_ess
+
+    ess = min_ess(draws)
+    assert ess > 300
+    np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean_q), 4 * sd_q / np.sqrt(ess))
