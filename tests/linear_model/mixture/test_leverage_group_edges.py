@@ -239,3 +239,17 @@ def test_a_constant_feature_column_does_not_change_the_group():
     Xz = np.column_stack([Xf, np.zeros(30), np.ones(30)])
     mm_z = (np.r_[BETA, 0.0, 0.0], 1.0)
     assert mv.leverage_group(Xz, yf, np.ones(30), np.r_[BETA, 0.0, 20.0], mm_z, np.arange(4))
+
+
+def test_wild_zero_weight_rows_leave_the_guarded_fit_unchanged():
+    """The guard's own case (seven of 30 rows on the leverage line, seed 0: Tukey kept) plus five wild rows of weight
+    0 (x and y ten times the data's spread, not placed on any fit): the same loss, the MM fit and the coefficients to
+    rounding (test_estimator's promise: weight 0 = the row dropped)."""
+    X, y = _group(30, 0, 7)
+    rng = np.random.default_rng(20)
+    Xe, ye = np.r_[X, rng.normal(size=(5, 3)) * 10], np.r_[y, rng.normal(size=5) * 30]
+    ref = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    got = MixtureMEstimatorRegressor(random_state=0).fit(Xe, ye, sample_weight=np.r_[np.ones(30), np.zeros(5)])
+    assert got.selected_loss_ == ref.selected_loss_ and ref.selected_loss_.startswith("tukey")
+    np.testing.assert_allclose(got.mm_coef_, ref.mm_coef_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-10, atol=1e-10)
