@@ -344,3 +344,18 @@ def test_oue_and_grr_importance_draws_match_quadrature(mechanism, k3_posterior_m
     ess = min_ess(draws)
     assert ess > 300
     np.testing.assert_array_less(np.abs(draws.mean(axis=0) - mean_q), 4 * sd_q / np.sqrt(ess))
+
+
+def test_refit_across_the_route_boundary_forgets_the_memoised_route():
+    """fit on 400 users (exact chain), theta_ read, then fit on 3000 (importance), and the reverse: the route, the
+    distinct-subset count and theta_ are a fresh estimator's on the second data (the memoised n_distinct, counts
+    ratio and theta_ of the first fit are not reused)."""
+    K, small, big = 20, _users(20, 400, 3), _users(20, 3000, 4)
+    for first, second in ((small, big), (big, small)):
+        est = _est(K, 1.0, 5).fit(first)
+        first_method = est.convergence_["method"]
+        est.fit(second)
+        fresh = _est(K, 1.0, 5).fit(second)
+        assert est.convergence_["method"] == fresh.convergence_["method"] != first_method
+        assert est._n_distinct() == fresh._n_distinct()
+        np.testing.assert_array_equal(est.theta_, fresh.theta_)
