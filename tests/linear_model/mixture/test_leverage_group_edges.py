@@ -253,3 +253,15 @@ def test_wild_zero_weight_rows_leave_the_guarded_fit_unchanged():
     assert got.selected_loss_ == ref.selected_loss_ and ref.selected_loss_.startswith("tukey")
     np.testing.assert_allclose(got.mm_coef_, ref.mm_coef_, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("n_kept, expected", [(5, True), (4, False)])
+def test_fewest_kept_rows(n_kept, expected):
+    """Three slopes: the kept rows' covariance needs at least slopes + 2 = 5 rows (documented); with 5 kept rows and
+    three rejected rows far out on the leverage line the line through them is a group, with 4 the rule says no."""
+    X, y = _group(3 + n_kept, 7, 3)
+    X[3:] = np.random.default_rng(8).normal(size=(n_kept, 3))
+    y[3:] = X[3:] @ BETA
+    Xa = _aug(X)
+    assert np.sum(np.abs(y - Xa @ MM[0]) > mv.MM_REJECTION) == 3
+    assert mv.leverage_group(Xa, y, np.ones(3 + n_kept), LINE, MM, np.arange(3)) is expected
