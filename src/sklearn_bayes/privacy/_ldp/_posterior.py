@@ -389,12 +389,18 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
     (:func:`_dense_latent`): ``'mixture'`` (:func:`_mixture_latent_counts`, when its weights are
     non-negative) or ``'rows'`` (:func:`_dense_latent_counts`, round 3's draw); the same
     conditional law, different random numbers.
+
+    ``prior`` may also be an object with a ``step(rng, counts) -> rho_v`` method and a ``rho``
+    attribute (:class:`~._sparse_prior.SpikeBulkChoice`, issue 28 round 12): it draws the
+    hyperparameters given the latent counts in place of ``rho``'s grid draw, then ``theta ~ Dir(rho_v + n)``.
     """
     from sklearn_bayes._fast._ldp_mala import mala_chains, mala_logpost
     from sklearn_bayes._fast._ldp_gibbs import latent_counts
 
     K = groups.n_categories
     G = groups.count.size
+    # a hyperparameter step object (round 12's ``_sparse_prior.SpikeBulkChoice``) draws rho_v itself
+    hyper = prior if hasattr(prior, "step") else None
     hier = isinstance(prior, str)
     mala_steps = resolve_mala_steps(mala_steps, groups)
     # the preconditioner needs the dense K x K information matrix: MALA only up to 128 categories
@@ -438,7 +444,11 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
                           groups.f_out, groups.count, counts, stamp, bits)
         else:
             counts = _dense_latent_counts(rng, dense_rows, np.exp(lt), groups.count)
-        if hier:
+        if hyper is not None:
+            pvec = hyper.step(rng, counts)
+            rho = hyper.rho
+            a = pvec + counts
+        elif hier:
             rho = _draw_rho(rng, counts, RHO_GRID, rho_terms)
             a = rho + counts
             pvec = np.full(K, rho)
@@ -465,7 +475,7 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
                 if jumps:
                     _coordinate_jumps(rng, Z[0], float(lp[0]), form, pvec, n_jumps, lists)
                 lt = Z[0] - np.logaddexp.reduce(Z[0])
-        yield np.exp(lt), (rho if hier else np.nan)
+        yield np.exp(lt), (rho if hier or hyper is not None else np.nan)
 
 
 #: Largest ``G K`` for which the hybrid chain draws the latent counts per group from dense

@@ -1,0 +1,139 @@
+"""The spike/bulk hierarchical prior chosen per fit against the symmetric one (issue 28, round 12).
+
+Measured, not yet an estimator option: the step of the Python reference chain
+:func:`~._posterior.hybrid_chain` (pass a :class:`SpikeBulkChoice` as its ``prior``) and of the
+benchmark's ``--sparse-choice``; the compiled kernels, the count posterior and the importance decoder
+do not draw it (see the guide, "Round 12").
+
+Model.  ``theta ~ Dir(rho_v)`` with ``rho_v = rho`` if ``z_v = 1`` (the bulk) and ``rho_v = max(g_0,
+rho / 30)`` if ``z_v = 0`` (the spike; ``g_0 = RHO_GRID[0]``), ``ln rho`` uniform on ``RHO_GRID`` as under
+``'hierarchical'``.  The prior of ``z`` puts mass ``s`` (1/2) on ``z = 1_K`` -- the symmetric hierarchical
+model -- and ``1 - s`` on the spike/bulk model ``z_v ~ Bernoulli(w)`` i.i.d., ``w ~ Beta(a, 1)``
+(``a = 3``), collapsed over ``w``::
+
+    P(z) = s [z = 1_K] + (1 - s) B(a + m, 1 + K - m) / B(a, 1),    m = sum_v z_v.
+
+The chain's hyperparameter step given the latent counts ``n`` (``theta`` integrated out, the
+Dirichlet-multinomial ``p(n | rho_v) = Gamma(A) / Gamma(A + N) prod_v Gamma(rho_v + n_v) / Gamma(rho_v)``,
+``A = sum_v rho_v``) is a systematic scan of exact Gibbs updates: each ``z_j | z_-j, rho, n`` in turn, then
+``rho | z, n`` on its grid; ``theta ~ Dir(rho_v + n)`` follows as for a fixed vector prior.  The
+posterior probability of the symmetric model is ``P(z = 1_K | y) s / P(z = 1_K)`` (the share of the
+all-ones mass that the symmetric component holds), estimated from the chain's visits of ``z = 1_K``.
+"""
+
+import numpy as np
+from scipy.special import betaln, gammaln
+
+from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
+
+__all__ = ["SpikeBulkChoice"]
+
+#: The spike's concentration is the bulk's divided by this (at least ``RHO_GRID[0]``).
+SPIKE_DIVISOR = 30.0
+#: ``w ~ Beta(W_SHAPE, 1)``: the prior share of the bulk under the spike/bulk model.
+W_SHAPE = 3.0
+#: Prior mass of the symmetric model (``z = 1_K``).
+SYMMETRIC_MASS = 0.5
+
+
+class SpikeBulkChoice:
+    """State and exact Gibbs step of the spike/bulk-or-symmetric hyperparameters ``(z, rho)``.
+
+    Parameters
+    ----------
+    n_categories : int
+    grid : ndarray, default=RHO_GRID
+        The grid of ``rho`` (log-uniform prior on it).
+    w_shape, symmetric_mass, spike_divisor : float
+        ``a``, ``s`` and the divisor of the module docstring.
+
+    Attributes
+    ----------
+    z : ndarray of bool of shape (n_categories,)
+        The bulk indicators (start: all ones, the symmetric model).
+    rho : float
+        The bulk concentration (start: 1).
+    """
+
+    def __init__(self, n_categories, grid=RHO_GRID, *, w_shape=W_SHAPE, symmetric_mass=SYMMETRIC_MASS,
+                 spike_divisor=SPIKE_DIVISOR):
+        K = int(n_categories)
+        self.K, self.grid = K, np.asarray(grid, dtype=float)
+        self.w_shape, self.symmetric_mass, self.spike_divisor = float(w_shape), float(symmetric_mass), float(spike_divisor)
+        if not (K >= 1 and self.w_shape > 0 and 0 <= self.symmetric_mass < 1 and self.spike_divisor >= 1):
+            raise ValueError("SpikeBulkChoice needs n_categories >= 1, w_shape > 0, 0 <= symmetric_mass < 1 and "
+                             "spike_divisor >= 1.")
+        m = np.arange(K + 1)
+        lz = np.log1p(-self.symmetric_mass) + betaln(self.w_shape + m, 1 + K - m) - betaln(self.w_shape, 1)
+        if self.symmetric_mass > 0:
+            lz[K] = np.logaddexp(np.log(self.symmetric_mass), lz[K])
+        #: log P(z) of one configuration with m ones, m = 0..K
+        self.log_prior_z = lz
+        self.z = np.ones(K, dtype=bool)
+        self.rho = 1.0
+
+    def spike(self, rho):
+        """The spike's concentration for bulk concentration(s) ``rho``."""
+        return np.maximum(self.grid[0], np.asarray(rho, dtype=float) / self.spike_divisor)
+
+    def concentrations(self, z=None, rho=None):
+        """``rho_v`` of the state (or of ``z``, ``rho``): ``rho`` on the bulk, the spike elsewhere."""
+        z = self.z if z is None else np.asarray(z, dtype=bool)
+        rho = self.rho if rho is None else float(rho)
+        return np.where(z, rho, float(self.spike(rho)))
+
+    def log_joint(self, z, rho, counts):
+        """``log P(z) + log p(n | rho_v(z, rho))`` up to a constant (the grid prior is uniform): the
+        unnormalised log posterior of ``(z, rho)`` given the latent ``counts``, for references."""
+        z = np.asarray(z, dtype=bool)
+        a = self.concentrations(z, rho)
+        n = np.asarray(counts, dtype=float)
+        return float(self.log_prior_z[int(z.sum())] + gammaln(a.sum()) - gammaln(a.sum() + n.sum())
+                     + np.sum(gammaln(a + n) - gammaln(a)))
+
+    def z_conditional(self, j, counts, z=None, rho=None):
+        """``P(z_j = 1 | z_-j, rho, n)`` (the state's ``z``, ``rho`` unless given)."""
+        z = (self.z if z is None else np.asarray(z, dtype=bool)).copy()
+        rho = self.rho if rho is None else float(rho)
+        r0 = float(self.spike(rho))
+        n = np.asarray(counts, dtype=float)
+        N = float(n.sum())
+        m_other = int(z.sum()) - int(z[j])
+        a_other = float(np.where(z, rho, r0).sum()) - (rho if z[j] else r0)
+        l1 = (gammaln(a_other + rho) - gammaln(a_other + rho + N) + gammaln(rho + n[j]) - gammaln(rho)
+              + self.log_prior_z[m_other + 1])
+        l0 = (gammaln(a_other + r0) - gammaln(a_other + r0 + N) + gammaln(r0 + n[j]) - gammaln(r0)
+              + self.log_prior_z[m_other])
+        return float(1.0 / (1.0 + np.exp(l0 - l1)))
+
+    def rho_conditional(self, counts, z=None):
+        """``p(rho | z, n)`` on the grid (a probability vector)."""
+        z = self.z if z is None else np.asarray(z, dtype=bool)
+        n = np.asarray(counts, dtype=float)
+        G, S = self.grid, self.spike(self.grid)
+        m = int(z.sum())
+        A = m * G + (self.K - m) * S
+        lp = (gammaln(A) - gammaln(A + n.sum()) + (gammaln(G[None, :] + n[z][:, None]) - gammaln(G)[None, :]).sum(0)
+              + (gammaln(S[None, :] + n[~z][:, None]) - gammaln(S)[None, :]).sum(0))
+        p = np.exp(lp - lp.max())
+        return p / p.sum()
+
+    def step(self, rng, counts):
+        """One sweep given the latent ``counts``: ``z_1, ..., z_K`` in turn, then ``rho``; returns ``rho_v``.
+
+        Random numbers: one uniform per category (``z_j = 1`` when it is below the conditional), then
+        one for ``rho`` (the normalised cumulative sum, ``searchsorted(side='right')``).
+        """
+        for j in range(self.K):
+            self.z[j] = rng.random() < self.z_conditional(j, counts)
+        cdf = self.rho_conditional(counts).cumsum()
+        cdf /= cdf[-1]
+        self.rho = float(self.grid[int(cdf.searchsorted(rng.random(), side="right"))])
+        return self.concentrations()
+
+    def symmetric_share(self):
+        """``P(symmetric model | z = 1_K)``: multiplies the chain's share of visits of ``z = 1_K`` to give
+        the posterior probability of the symmetric model."""
+        if self.symmetric_mass == 0:
+            return 0.0
+        return float(np.exp(np.log(self.symmetric_mass) - self.log_prior_z[self.K]))
