@@ -359,3 +359,38 @@ def test_refit_across_the_route_boundary_forgets_the_memoised_route():
         assert est.convergence_["method"] == fresh.convergence_["method"] != first_method
         assert est._n_distinct() == fresh._n_distinct()
         np.testing.assert_array_equal(est.theta_, fresh.theta_)
+
+
+def test_no_responses_is_refused_and_an_empty_batch_changes_nothing():
+    """fit on zero users is refused (ValueError naming the batch); an empty partial_fit on a fitted estimator too,
+    leaving its responses and theta_ unchanged."""
+    with pytest.raises(ValueError, match="0 sample"):
+        _est(5, 1.0, 0, decoder="importance").fit(np.zeros((0, 1), dtype=int))
+    est = _est(5, 1.0, 0, decoder="importance").fit(_users(5, 300, 0))
+    theta, before = est.theta_.copy(), _responses(est)
+    with pytest.raises(ValueError):
+        est.partial_fit(np.zeros((0, 1), dtype=int))
+    assert est.n_responses_ == 300 and all(np.array_equal(u, v) for u, v in zip(_responses(est), before))
+    np.testing.assert_array_equal(est.theta_, theta)
+
+
+def test_fallback_is_deterministic_given_random_state(monkeypatch):
+    """An overconfident proposal (TEMPER = 3, as in test_count_importance) makes the weights fail: two fits with the
+    same seed give the same 'importance->exact' theta_, diagnostics and intervals."""
+    import sklearn_bayes.privacy._ldp._count_importance as ci_mod
+    from sklearn.exceptions import ConvergenceWarning
+
+    monkeypatch.setattr(ci_mod, "TEMPER", 3.0)
+    X = _users(12, 3000, 5, alpha=0.3)
+    out = []
+    for _ in range(2):
+        est = _est(12, 1.0, 7, decoder="importance").fit(X)
+        with pytest.warns(ConvergenceWarning, match="fell back"):
+            theta = est.theta_
+        out.append((theta, est.convergence_, est.credible_interval(0.9)))
+    assert out[0][1]["method"] == "importance->exact"
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    assert out[0][1].keys() == out[1][1].keys()
+    for key, value in out[0][1].items():  # NaN (an unmeasured key) equals NaN
+        assert value == out[1][1][key] or (value != value and out[1][1][key] != out[1][1][key])
+    np.testing.assert_array_equal(out[0][2], out[1][2])
