@@ -171,15 +171,22 @@ def test_zero_weight_row_does_not_change_the_small_sample_path():
 
 
 @pytest.mark.parametrize("c", [0.1, 3.0])
-def test_uniform_weights_at_twelve_rows_per_coefficient_never_ask_the_guard(monkeypatch, c):
-    """48 rows, 4 coefficients, uniform weights c (Kish's n_eff = 48 to rounding: is_small's margin keeps it at the
-    bound, so no comparison and no guard), a tenth of the rows on the leverage line: bit-identical coefficients,
-    intercept and loss with LEVERAGE_GROUP = None."""
-    X, y = _group(48, 5, 5)
-    sw = np.full(48, c)
-    assert not mv.is_small(sw, 4, mv.CV_ROWS_PER_COEF) and mv.is_small(sw[:47], 4, mv.CV_ROWS_PER_COEF)
+@pytest.mark.parametrize("n, rows_per_coef, name, data", [
+    (15, mv.GUARD_ROWS_PER_COEF, "LEVERAGE_GROUP", "group"),        # below 4 rows per coefficient: no guard
+    (48, mv.CV_ROWS_PER_COEF, "LEVERAGE_GROUP", "group"),           # from 12: no comparison
+    (32, mv.SMALL_N_ROWS_PER_COEF, "SMALL_N_GROWTH_PULL", "hetero"),  # from 8: not the small-sample path
+])
+def test_uniform_weights_at_the_boundaries_never_reach_the_new_rules(monkeypatch, c, n, rows_per_coef, name, data):
+    """Uniform weights c (Kish's n_eff = n to rounding; is_small's margin keeps it on the unit-weight side of each
+    bound) at 15 rows (4 coefficients: below the guard's 4 per coefficient), 48 (the comparison's 12) and 32 (the
+    small-sample path's 8), a tenth of the rows on the leverage line or errors growing with |x_1|: bit-identical
+    coefficients, intercept and loss with the round's constant None."""
+    X, y = _group(n, 5, max(2, n // 10)) if data == "group" else _hetero(n, 10)
+    sw = np.full(n, c)
+    small = mv.is_small(sw, 4, rows_per_coef)
+    assert small == (n < 4 * rows_per_coef) and small == mv.is_small(np.ones(n), 4, rows_per_coef)
     new = MixtureMEstimatorRegressor(random_state=0).fit(X, y, sample_weight=sw)
-    monkeypatch.setattr(mv, "LEVERAGE_GROUP", None)
+    monkeypatch.setattr(mv, name, None)
     old = MixtureMEstimatorRegressor(random_state=0).fit(X, y, sample_weight=sw)
     np.testing.assert_array_equal(new.coef_, old.coef_)
     assert new.intercept_ == old.intercept_ and new.selected_loss_ == old.selected_loss_
