@@ -163,34 +163,35 @@ def test_copies_mid_stream_after_theta_was_cached(how):
     assert fresh.get_params() == est.get_params() and not hasattr(fresh, "n_responses_")
 
 
-def test_two_threads_reading_credible_interval_agree_with_a_sequential_read():
-    """Two threads calling credible_interval (nothing cached yet) on one fitted estimator get what one call on a
-    deep copy gets, and theta_ afterwards is the copy's."""
+def test_threads_reading_credible_interval_theta_and_draws_agree_with_sequential_reads():
+    """Two threads calling credible_interval, one reading theta_ and one sample_posterior (nothing cached yet) on one
+    fitted estimator get what one call each on a deep copy gets (the read streams and memoised draws are not torn)."""
     K, X = 20, _users(20, 1500, 9)
     est = _est(K, 1.0, 10, decoder="importance").fit(X)
     ref = copy.deepcopy(est)
-    expected = ref.credible_interval(0.9)
-    out, errors = [None, None], []
-    barrier = threading.Barrier(2)
+    expected = [ref.credible_interval(0.9), ref.credible_interval(0.9), ref.theta_, ref.sample_posterior(5)]
+    reads = [lambda: est.credible_interval(0.9), lambda: est.credible_interval(0.9), lambda: est.theta_,
+             lambda: est.sample_posterior(5)]
+    out, errors = [None] * 4, []
+    barrier = threading.Barrier(4)
 
     def read(i):
         try:
             barrier.wait()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                out[i] = est.credible_interval(0.9)
+                out[i] = reads[i]()
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=read, args=(i,)) for i in range(2)]
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not errors
-    np.testing.assert_array_equal(out[0], expected)
-    np.testing.assert_array_equal(out[1], expected)
-    np.testing.assert_array_equal(est.theta_, ref.theta_)
+    for got, want in zip(out, expected):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("K, n", [(3, 1), (4, 1), (2, 2), (3, 2), (2, 3)])
