@@ -148,13 +148,15 @@ def _hetero(n, seed):
     return X, X @ BETA + rng.normal(size=n) * np.abs(X[:, 0])
 
 
-@pytest.mark.xfail(strict=True, reason="small_sample_fit's pull condition not_drawn(Xa, y, th, mm) ignores sw: a "
-                   "zero-weight row far out on the Huber (1.345) fit and off the MM fit switches huber(c=1) to tukey")
+@pytest.mark.xfail(strict=True, reason="small_sample_fit's pull condition not_drawn(Xa, y, th, mm) ignores sw (and "
+                   "so does the guard after it): a zero-weight row far out on the Huber (1.345) fit and off the MM fit "
+                   "switches huber(c=1) to tukey")
 def test_zero_weight_row_does_not_change_the_small_sample_path():
     """30 rows of test_small_growth (seed 19: the one-sided test fires, the default fits Huber (1.0)) plus a row of
     weight 0 at x_1 = 100 on the Huber (1.345) fit (so the MM fit, slope 0.82 against 0.78, rejects it: residual
     about 3.2, 6.3 times its scale 0.51): sample_weight 0 is the row dropped (test_estimator's promise), so the loss
-    and coefficients should be the 30-row fit's (to rounding)."""
+    and coefficients should be the 30-row fit's (to rounding).  Passes only once both not_drawn and
+    _sees_the_mm_outliers (evaluated next, on the same row) drop zero-weight rows."""
     X, y = _hetero(30, 19)
     th = mv.huber_with_own_scale(_aug(X), y, np.ones(30), np.zeros(4), 1.0, mv.HuberT(1.345), wls, weighted_median,
                                  1e-12)[0]  # fmt: skip
