@@ -405,7 +405,7 @@ def _importance_draws(m):
         ci_mod.IMPORTANCE_DRAWS = int(m)
 
 
-def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None, importance_draws=None):
+def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None, importance_draws=None, prior=None):
     _importance_draws(importance_draws)
     from sklearn_bayes.experiments._ldp_peers import peer_estimates
 
@@ -414,7 +414,8 @@ def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=Non
     r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
     theta = make(r_theta)
     x = r_users.choice(K, size=n, p=theta)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours, **_decoder_params(decoder))
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours, **_decoder_params(decoder),
+                                        **({} if prior is None else dict(prior=prior)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.process_time()
@@ -454,7 +455,7 @@ def _methods(rs):
 
 
 def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells=GENERAL_CELLS, importance_draws=None,
-            per_category=False):
+            per_category=False, prior=None):
     """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell.
 
     ``versus_posterior``: where ``theta_`` came from the count posterior (round 9), also the exact posterior
@@ -465,8 +466,8 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
 
     cells = [c for i, c in enumerate(cells) if only is None or i in only]
     t0 = time.perf_counter()
-    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder, importance_draws) for c in cells
-                                  for r in range(runs))
+    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder, importance_draws, prior)
+                                  for c in cells for r in range(runs))
     rows = []
     for i, cell in enumerate(cells):
         rs = res[i * runs : (i + 1) * runs]
@@ -481,7 +482,8 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
                          fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
                          ci_over_fit=float(np.median([r["t_ci"] / r["t_fit"] for r in rs])),
                          warned=f"{sum(r['warned'] for r in rs)}/{runs}"))
-    print(f"== general part (issue 28){'' if decoder is None else f', ours with decoder={decoder!r}'}: median TV over {runs} runs, the same users for every method; peers = "
+    print(f"== general part (issue 28){'' if decoder is None else f', ours with decoder={decoder!r}'}"
+          f"{'' if prior is None else f', ours with prior={prior!r}'}: median TV over {runs} runs, the same users for every method; peers = "
           "GRR/OUE/OLH/SS x IBU/NS/MI (12); ratio = median ours / median of the best peer; paired = geometric "
           "mean over runs of TV(ours)/TV(best peer) +- SE; coverage = 95 % intervals holding theta*_k over "
           "(category, run) pairs; fit_over_ibu = (fit + theta_) / (SS client + counts + IBU to convergence, median of "
@@ -883,7 +885,8 @@ def main():
     ap.add_argument("--sparse-choice", nargs="+", default=None, choices=sorted(SPARSE_CHOICE_CELLS), metavar="CELL",
                     help="only: round 12, the spike/bulk prior chosen per fit against the symmetric one on these "
                          "cells (SPARSE_CHOICE_CELLS: " + " ".join(SPARSE_CHOICE_CELLS) + ")")
-    ap.add_argument("--w-shape", type=float, default=None, help="--sparse-choice: w ~ Beta(W, 1) (default 3)")
+    ap.add_argument("--prior", default=None, help="--general: ours with this prior (e.g. spike-bulk, round 12)")
+    ap.add_argument("--w-shape", type=float, default=None, help="--sparse-choice: w ~ Beta(W, 1) (default 5)")
     ap.add_argument("--symmetric-mass", type=float, default=None,
                     help="--sparse-choice: prior mass of the symmetric model (default 0.5)")
     args = ap.parse_args()
@@ -915,7 +918,8 @@ def main():
 
     if args.general:
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder,
-                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS, args.importance_draws, args.per_category)
+                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS, args.importance_draws, args.per_category,
+                args.prior)
         return
 
     if args.versus_posterior:

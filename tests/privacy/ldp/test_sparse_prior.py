@@ -154,3 +154,73 @@ def test_hierarchical_and_fixed_priors_of_the_reference_chain_draw_as_before():
         assert ch.compiled
         b = ch.draw(60)[0]
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------------------------ the estimator's prior='spike-bulk'
+def _data(K=5, n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    theta = np.r_[np.full(K - 2, 0.9 / (K - 2)), 0.095, 0.005]
+    return rng.choice(K, n, p=theta).reshape(-1, 1)
+
+
+def _fit(prior="spike-bulk", seed=3, **params):
+    import warnings
+
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+
+    est = AdaptiveLDPFrequencyEstimator(n_categories=5, epsilon=1.0, random_state=np.random.default_rng(seed),
+                                        prior=prior, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(_data())
+        est.theta_
+    return est
+
+
+@pytest.mark.parametrize("decoder", ["posterior", "counts", "importance"])
+def test_every_route_draws_under_the_choice_prior_and_is_seeded(decoder, monkeypatch):
+    """Each route's chain gets a fresh SpikeBulkChoice (the Python reference chain); two seeded fits agree bit
+    for bit and differ from the symmetric prior's on the same responses."""
+    import sklearn_bayes.privacy._ldp._hybrid as H
+
+    seen = []
+    original = H.hybrid_chain
+    monkeypatch.setattr(H, "hybrid_chain", lambda *a, **k: (seen.append(k["prior"]), original(*a, **k))[1])
+    a = _fit(decoder=decoder)
+    assert seen and all(isinstance(p, SpikeBulkChoice) for p in seen)
+    b = _fit(decoder=decoder)
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    assert a.convergence_["method"] == {"posterior": "mcmc"}.get(decoder, decoder)
+    h = _fit("hierarchical", decoder=decoder)
+    np.testing.assert_array_equal(h._support_counts()[0], a._support_counts()[0])  # the same responses
+    assert not np.array_equal(a.theta_, h.theta_)
+
+
+def test_spike_bulk_prior_survives_clone_and_pickle_and_is_frozen():
+    import pickle
+
+    from sklearn.base import clone
+
+    est = _fit(decoder="counts")
+    assert clone(est).get_params()["prior"] == "spike-bulk"
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.theta_, est.theta_)
+    s1 = back.sample_posterior(50, random_state=1)
+    s2 = pickle.loads(pickle.dumps(est)).sample_posterior(50, random_state=1)
+    np.testing.assert_array_equal(s1, s2)
+    est.set_params(prior="hierarchical")
+    with pytest.raises(ValueError, match="prior was 'spike-bulk'"):
+        est.partial_fit(_data(n=10, seed=1))
+
+
+def test_unknown_prior_string_names_prior():
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+
+    with pytest.raises(ValueError, match="prior"):
+        AdaptiveLDPFrequencyEstimator(n_categories=5, prior="spike").fit(_data())
+
+
+def test_merging_spike_bulk_with_hierarchical_is_refused():
+    a, b = _fit(decoder="counts"), _fit("hierarchical", seed=4, decoder="counts")
+    with pytest.raises(ValueError, match="prior="):
+        a.merge(b)

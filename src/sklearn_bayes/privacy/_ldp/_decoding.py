@@ -41,6 +41,7 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
     support_probabilities,
 )
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
+from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice
 from sklearn_bayes.privacy._ldp._samplers import (
     ADAPT_MAX_FACTOR,
     MAX_DRAW_VALUES,
@@ -203,6 +204,8 @@ class DecoderMixin:
 
     def _posterior_prior(self):
         prior = self._fitted_params["prior"]
+        if isinstance(prior, str) and prior == "spike-bulk":
+            return SpikeBulkChoice(self.n_categories_)  # a fresh state per chain (round 12)
         return "hierarchical" if isinstance(prior, str) else self._chain.prior
 
     def _exact_draws(self, burn, keep, rng, max_values=None):

@@ -106,13 +106,13 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         'honest'); a callable is called from Python for each of the K candidates.
     alpha : float or None, default=None
         Coverage of ``'semi_adaptive'`` in ``(0, 1)`` (required for it, else unused).
-    prior : 'hierarchical', float or array-like of shape (n_categories,), default='hierarchical'
-        ``'hierarchical'``: ``theta ~ Dir(rho 1_K)`` with ``ln rho`` uniform on
-        ``[ln 1e-3, ln 10]`` (a grid of 97 values), ``rho`` learnt with ``theta``
-        (see Notes); otherwise the fixed Dirichlet concentration ``rho`` of the prior.
-        With ``mechanism='rrrr'`` the online SGLD chain that proposes the subsets uses
-        ``Dir(1)`` under ``'hierarchical'``; ``theta_`` and the posterior samples use
-        the hierarchical prior.
+    prior : 'hierarchical', 'spike-bulk', float or array-like of shape (n_categories,), default='hierarchical'
+        ``'hierarchical'``: ``theta ~ Dir(rho 1_K)``, ``ln rho`` uniform on ``[ln 1e-3, ln 10]`` (97 values),
+        learnt with ``theta`` (Notes); ``'spike-bulk'`` (issue 28 round 12, slower: a Python chain): that or,
+        per fit, a spike ``rho / 30`` on some categories (``_ldp/_sparse_prior.py``); otherwise the fixed
+        Dirichlet concentration.  With ``mechanism='rrrr'`` the online SGLD chain that proposes the subsets
+        uses ``Dir(1)`` under both strings; ``theta_`` and the posterior samples use the
+        chosen prior.
     sampler : {'sgld', 'gibbs'}, default='sgld'
         Posterior sampler: SGLD on the Gamma representation (``n_steps`` steps per
         user, minibatches of ``batch_size``), or the exact data-augmentation Gibbs
@@ -446,7 +446,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         "utility": [StrOptions(set(UTILITIES)), callable],
         "alpha": [RealInterval(0, 1, closed="neither"), None],
         "mechanism": [StrOptions(set(MECHANISMS))],
-        "prior": [StrOptions({"hierarchical"}), RealInterval(0, np.inf, closed="neither"), "array-like"],
+        "prior": [StrOptions({"hierarchical", "spike-bulk"}), RealInterval(0, np.inf, closed="neither"), "array-like"],
         "point_estimate": [StrOptions({"tv", "median", "mean"})],
         "sampler": [StrOptions({"sgld", "gibbs"})],
         "n_steps": [IntegerInterval(1, None, closed="left")],

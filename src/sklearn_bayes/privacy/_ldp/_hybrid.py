@@ -17,6 +17,8 @@ stops there (``last_gibbs_only``), numpy inverts the matrix, and the next call s
 MALA part of that iteration (``first_mala_only``).
 """
 
+import copy
+
 import numpy as np
 from scipy.special import gammaln
 
@@ -52,6 +54,9 @@ class HybridChain:
         self._K = groups.n_categories
         self._rng = rng
         mala_steps = resolve_mala_steps(mala_steps, groups)
+        if hasattr(prior, "step"):
+            # a hyperparameter step object (round 12's prior='spike-bulk'): the Python chain, on a copy of its state
+            prior, compiled = copy.deepcopy(prior), False
         self.compiled = bool(compiled) and self._setup(groups, burn, prior, theta0, mala_steps, max_dense, jumps,
                                                        latent)
         if not self.compiled:

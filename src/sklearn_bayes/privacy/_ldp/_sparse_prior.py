@@ -1,15 +1,17 @@
 """The spike/bulk hierarchical prior chosen per fit against the symmetric one (issue 28, round 12).
 
-Measured, not yet an estimator option: the step of the Python reference chain
-:func:`~._posterior.hybrid_chain` (pass a :class:`SpikeBulkChoice` as its ``prior``) and of the
-benchmark's ``--sparse-choice``; the compiled kernels, the count posterior and the importance decoder
-do not draw it (see the guide, "Round 12").
+The estimator's ``prior='spike-bulk'`` (an explicit option; ``'auto'`` keeps ``'hierarchical'``): every route
+that draws ``theta`` under a hierarchical prior ('posterior', 'counts', 'importance' and its exact fallback)
+runs the chain of :class:`~._hybrid.HybridChain` with a fresh :class:`SpikeBulkChoice` as its ``prior``, which
+runs the Python reference chain :func:`~._posterior.hybrid_chain` (the compiled kernel draws only the
+symmetric prior); proposal and target of 'importance' share it, so its weights stay exact.  Measured in the
+guide's "Round 12" (the benchmark's ``--sparse-choice``).
 
 Model.  ``theta ~ Dir(rho_v)`` with ``rho_v = rho`` if ``z_v = 1`` (the bulk) and ``rho_v = max(g_0,
 rho / 30)`` if ``z_v = 0`` (the spike; ``g_0 = RHO_GRID[0]``), ``ln rho`` uniform on ``RHO_GRID`` as under
 ``'hierarchical'``.  The prior of ``z`` puts mass ``s`` (1/2) on ``z = 1_K`` -- the symmetric hierarchical
 model -- and ``1 - s`` on the spike/bulk model ``z_v ~ Bernoulli(w)`` i.i.d., ``w ~ Beta(a, 1)``
-(``a = 3``), collapsed over ``w``::
+(``a = 5``; 3 and 9 measured on the dev cells), collapsed over ``w``::
 
     P(z) = s [z = 1_K] + (1 - s) B(a + m, 1 + K - m) / B(a, 1),    m = sum_v z_v.
 
@@ -31,7 +33,7 @@ __all__ = ["SpikeBulkChoice"]
 #: The spike's concentration is the bulk's divided by this (at least ``RHO_GRID[0]``).
 SPIKE_DIVISOR = 30.0
 #: ``w ~ Beta(W_SHAPE, 1)``: the prior share of the bulk under the spike/bulk model.
-W_SHAPE = 3.0
+W_SHAPE = 5.0
 #: Prior mass of the symmetric model (``z = 1_K``).
 SYMMETRIC_MASS = 0.5
 
@@ -59,7 +61,8 @@ class SpikeBulkChoice:
                  spike_divisor=SPIKE_DIVISOR):
         K = int(n_categories)
         self.K, self.grid = K, np.asarray(grid, dtype=float)
-        self.w_shape, self.symmetric_mass, self.spike_divisor = float(w_shape), float(symmetric_mass), float(spike_divisor)
+        self.w_shape, self.symmetric_mass = float(w_shape), float(symmetric_mass)
+        self.spike_divisor = float(spike_divisor)
         if not (K >= 1 and self.w_shape > 0 and 0 <= self.symmetric_mass < 1 and self.spike_divisor >= 1):
             raise ValueError("SpikeBulkChoice needs n_categories >= 1, w_shape > 0, 0 <= symmetric_mass < 1 and "
                              "spike_divisor >= 1.")
