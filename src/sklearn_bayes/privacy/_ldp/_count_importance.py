@@ -98,10 +98,11 @@ def exact_work_ratio(n_distinct, subset_size, n_categories):
 
 
 def tempered_counts(counts, n, a=None):
-    """``(rint(a c), rint(a n))``: the proposal's counts (each ``<= n_a``); ``a`` defaults to ``TEMPER``."""
+    """``(rint(a c), rint(a n))``: the proposal's counts (each ``<= n_a``); ``a`` defaults to ``TEMPER``.
+    ``n_a`` is at least 1 when ``n`` is (one response tempered by ``a <= 0.5`` still has a user)."""
     a = TEMPER if a is None else float(a)
     c = np.asarray(counts, dtype=float)
-    n_a = int(round(a * int(n)))
+    n_a = max(int(round(a * int(n))), min(int(n), 1))
     return np.minimum(np.rint(a * c), n_a), n_a
 
 
