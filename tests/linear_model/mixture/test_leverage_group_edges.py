@@ -124,8 +124,6 @@ def test_affine_maps_of_the_slopes_and_weight_scale_do_not_matter(seed):
     assert mv.leverage_group(Xa, y, sw, ls, MM, slopes) and not mv.leverage_group(Xa, y, sw, MM[0], MM, slopes)
 
 
-@pytest.mark.xfail(strict=True, reason="leverage_group's drawn test (not_drawn) reads rows of zero weight: a "
-                   "zero-weight row on the fit's line and off the MM line makes a group of rows the fit is not drawn to")
 def test_zero_weight_row_does_not_make_a_group():
     """Three weighted rows on the leverage line, the fit leaves each of them nearly all its MM residual (slope 1.05
     instead of the MM fit's 1: not drawn, no group).  A row of weight 0 far out at x_1 = 200 exactly on that fit
@@ -148,9 +146,6 @@ def _hetero(n, seed):
     return X, X @ BETA + rng.normal(size=n) * np.abs(X[:, 0])
 
 
-@pytest.mark.xfail(strict=True, reason="small_sample_fit's pull condition not_drawn(Xa, y, th, mm) ignores sw (and "
-                   "so does the guard after it): a zero-weight row far out on the Huber (1.345) fit and off the MM fit "
-                   "switches huber(c=1) to tukey")
 def test_zero_weight_row_does_not_change_the_small_sample_path():
     """30 rows of test_small_growth (seed 19: the one-sided test fires, the default fits Huber (1.0)) plus a row of
     weight 0 at x_1 = 100 on the Huber (1.345) fit (so the MM fit, slope 0.82 against 0.78, rejects it: residual
@@ -236,8 +231,6 @@ def _mid_distance_group():
     return Xf, yf
 
 
-@pytest.mark.xfail(strict=True, reason="leverage_group's chi-square has len(slopes) degrees of freedom, not the rank "
-                   "of the kept rows' covariance: a zero (constant-feature) column in the design raises the threshold")
 def test_a_constant_feature_column_does_not_change_the_group():
     """The same three rows at squared distance 10.2 with a column of zeros added to the slopes (the estimator's
     design holds zeros for a constant feature, and its slopes include that column): the distance is the same (pinv:
@@ -276,8 +269,6 @@ def test_fewest_kept_rows(n_kept, expected):
     assert mv.leverage_group(Xa, y, np.ones(3 + n_kept), LINE, MM, np.arange(3)) is expected
 
 
-@pytest.mark.xfail(strict=True, reason="small_sample_fit's guard _sees_the_mm_outliers(Xa, y, th, sc, *mm) ignores sw: a "
-                   "zero-weight row the MM fit rejects and the Huber fit does not flag switches huber(c=1) to tukey")
 def test_zero_weight_row_does_not_fail_the_small_sample_guard():
     """The same 30 rows (seed 19: the default fits Huber (1.0)) plus a row of weight 0 placed, in the fit's own
     standardised units, where the MM fit rejects it (4.83 of its scales), the Huber (1.345) fit leaves it 0.53 of that

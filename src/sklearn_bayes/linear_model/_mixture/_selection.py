@@ -342,14 +342,17 @@ MM_REJECTION = 4.685
 SMALL_N_GROWTH_PULL = 0.5
 
 
-def not_drawn(Xa, y, theta, mm, share=None):
+def not_drawn(Xa, y, theta, mm, share=None, sw=None):
     """Whether the fit ``theta`` leaves every row the MM fit ``mm = (theta_mm, scale_mm)`` rejects (``|r| >``
     :data:`MM_REJECTION` ``scale_mm``) at least ``share`` (``None``: :data:`SMALL_N_GROWTH_PULL`) of that row's MM
     residual: a monotone fit that a far-out row pulls towards itself (a bad leverage point) shrinks that residual,
-    one whose errors merely grow with ``x`` does not.  True when the MM fit rejects no row."""
+    one whose errors merely grow with ``x`` does not.  True when the MM fit rejects no row.  With weights ``sw``
+    only rows of positive weight are asked about (a row of weight 0 is not in the fit)."""
     share = SMALL_N_GROWTH_PULL if share is None else share
     r_mm = y - Xa @ mm[0]
     out = np.abs(r_mm) > MM_REJECTION * mm[1]
+    if sw is not None:
+        out &= np.asarray(sw) > 0
     return bool(np.all(np.abs(y[out] - Xa[out] @ theta) >= share * np.abs(r_mm[out])))
 
 
@@ -369,7 +372,8 @@ def leverage_group(Xa, y, sw, theta, mm, slopes, size=None):
     scale_mm)`` rejects: at least ``size`` (``None``: :data:`LEVERAGE_GROUP`) rows of positive weight with ``|r| >``
     :data:`MM_REJECTION` ``scale_mm``, each at a squared Mahalanobis distance over the ``slopes`` columns from the
     weighted mean and covariance of the rows the MM fit keeps beyond the :data:`LEVERAGE_QUANTILE` quantile of
-    chi-square (``len(slopes)`` degrees of freedom), and ``theta`` leaves one of them less than
+    chi-square (as many degrees of freedom as that covariance's rank: a constant or repeated column adds no
+    distance), and ``theta`` leaves one of them less than
     :data:`SMALL_N_GROWTH_PULL` of its MM residual (not :func:`not_drawn`).  A group of rows on one line far out in
     ``x`` is interpolated by a monotone fit, and when it is more than the share :func:`cv_risk` trims, the
     cross-validated risk of that fit is the smaller one (each held-out row of the group is predicted by the others).
@@ -390,10 +394,11 @@ def leverage_group(Xa, y, sw, theta, mm, slopes, size=None):
     cov = np.atleast_2d(np.cov(Z[inn].T, aweights=sw[inn]))
     D = Z[out] - centre
     d2 = np.einsum("ij,jk,ik->i", D, np.linalg.pinv(cov), D)
-    if not np.all(d2 > stats.chi2.ppf(LEVERAGE_QUANTILE, k)):
+    dof = np.linalg.matrix_rank(cov)
+    if dof == 0 or not np.all(d2 > stats.chi2.ppf(LEVERAGE_QUANTILE, dof)):
         return False
     share = 0.5 if SMALL_N_GROWTH_PULL is None else SMALL_N_GROWTH_PULL
-    return not not_drawn(Xa, y, theta, mm, share)
+    return not not_drawn(Xa, y, theta, mm, share, sw)
 
 
 #: below this many (effective) rows per coefficient the kept fit is compared with the Huber fit (1.345, own scale)
@@ -480,8 +485,8 @@ def small_sample_fit(Xa, y, sw, theta, scale, wls, weighted_median, floor, slope
     r = y - Xa @ th
     if level is not None and (spread_dependence(Xa, r, sw, slopes)[2] < level or (
             mm is not None and SMALL_N_GROWTH_PULL is not None and spread_growth(Xa, r, sw, slopes)[2] < level
-            and not_drawn(Xa, y, th, mm) and (is_small(sw, Xa.shape[1], GUARD_ROWS_PER_COEF)
-                                              or _sees_the_mm_outliers(Xa, y, th, sc, *mm)))):  # fmt: skip
+            and not_drawn(Xa, y, th, mm, sw=sw) and (is_small(sw, Xa.shape[1], GUARD_ROWS_PER_COEF)
+                                                     or _sees_the_mm_outliers(Xa, y, th, sc, *mm, sw=sw)))):  # fmt: skip
         if HETEROSCEDASTIC_LOSS is None:
             return th, sc, n1, huber
         th, sc, n2 = huber_with_own_scale(Xa, y, sw, theta, sc, HETEROSCEDASTIC_LOSS, wls, weighted_median, floor)
@@ -504,7 +509,7 @@ def heteroscedastic_band(Xa, r, sw, p, slopes):
     return test(Xa, r, sw, slopes)[2] < HETEROSCEDASTICITY_BAND_LEVEL
 
 
-def _sees_the_mm_outliers(Xa, y, theta, scale, theta_mm, scale_mm, cut=2.5, reject=None):
+def _sees_the_mm_outliers(Xa, y, theta, scale, theta_mm, scale_mm, cut=2.5, reject=None, sw=None):
     """Whether every row the MM fit ``(theta_mm, scale_mm)`` rejects (``|r| > reject * scale_mm``: zero
     weight in its Tukey loss, whose scale is at most the flagging scale ``scale_mm``) is flagged by
     ``(theta, scale)`` (``|r| > cut * scale``).
@@ -514,10 +519,13 @@ def _sees_the_mm_outliers(Xa, y, theta, scale, theta_mm, scale_mm, cut=2.5, reje
     Rows the MM fit keeps with positive weight are not asked about: with the flagging cut (2.5) in
     place of the rejection point, a row near 2.5 scales in one fit and just under it in the other
     sent 15 % of normal samples (n = 30, p = 3) to the variance rule, at 2.2 times the slope MSE.
-    ``reject=None``: :data:`MM_REJECTION` (2.5 gives round 2's guard).
+    ``reject=None``: :data:`MM_REJECTION` (2.5 gives round 2's guard).  With weights ``sw`` rows of weight 0
+    (not in the fit) are not asked about.
     """
     reject = MM_REJECTION if reject is None else reject
     mm_out = np.abs(y - Xa @ theta_mm) > reject * scale_mm
+    if sw is not None:
+        mm_out &= np.asarray(sw) > 0
     own_out = np.abs(y - Xa @ theta) > cut * scale
     return not np.any(mm_out & ~own_out)
 
@@ -598,7 +606,7 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
         th_g, sc_g = th_s, sc_s
         if guarded and norm_s == HETEROSCEDASTIC_LOSS:  # round 7's guard: of the Huber (1.345) fit the test read
             th_g, sc_g, _ = huber_with_own_scale(Xa, y, sw, theta_mm, scale, huber, wls, weighted_median, floor)
-        if guarded and not _sees_the_mm_outliers(Xa, y, th_g, sc_g, *mm):
+        if guarded and not _sees_the_mm_outliers(Xa, y, th_g, sc_g, *mm, sw=sw):
             small = False  # the Huber start accommodates an outlier the high-breakdown fit rejects
         else:
             norm, theta, scale = norm_s, th_s, sc_s
