@@ -474,6 +474,8 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
                 it_mala += mala_steps
                 if jumps:
                     _coordinate_jumps(rng, Z[0], float(lp[0]), form, pvec, n_jumps, lists)
+                if hyper is not None and hasattr(hyper, "jumps"):
+                    hyper.jumps(rng, Z[0], form)
                 lt = Z[0] - np.logaddexp.reduce(Z[0])
         yield np.exp(lt), (rho if hier or hyper is not None else np.nan)
 

@@ -5,7 +5,8 @@ that draws ``theta`` under a hierarchical prior ('posterior', 'counts', 'importa
 runs the chain of :class:`~._hybrid.HybridChain` with a fresh :class:`SpikeBulkChoice` as its ``prior``, which
 runs the Python reference chain :func:`~._posterior.hybrid_chain` (the compiled kernel draws only the
 symmetric prior); proposal and target of 'importance' share it, so its weights stay exact.  Measured in the
-guide's "Round 12" (the benchmark's ``--sparse-choice``).
+guide's "Round 12" (the benchmark's ``--sparse-choice`` and ``--general --prior spike-bulk``): not the default, and
+the chain mixes slowly under it (a tail category's ``theta_v`` changes regime only through the latent counts).
 
 Model.  ``theta ~ Dir(rho_v)`` with ``rho_v = rho`` if ``z_v = 1`` (the bulk) and ``rho_v = max(g_0,
 rho / 30)`` if ``z_v = 0`` (the spike; ``g_0 = RHO_GRID[0]``), ``ln rho`` uniform on ``RHO_GRID`` as under
@@ -133,6 +134,39 @@ class SpikeBulkChoice:
         cdf /= cdf[-1]
         self.rho = float(self.grid[int(cdf.searchsorted(rng.random(), side="right"))])
         return self.concentrations()
+
+    def jumps(self, rng, Z, form):
+        """Joint independence Metropolis-Hastings moves of ``(z_j, ln phi_j)``, ``j = 1..K`` in turn (in place).
+
+        ``Z = ln phi`` is the MALA state (``phi_v ~ Gamma(rho_v)`` a priori, ``theta = phi / sum phi``) and
+        ``form`` the MALA target's groups (``mala_logpost``).  The proposal draws ``z_j'`` from its prior
+        conditional ``P(z_j' | z_-j)`` and ``ln phi_j'`` from ``ln Gamma(rho_v(z'))`` (as
+        :func:`~._posterior._log_gamma`), so the acceptance ratio is the likelihood ratio alone; each move
+        leaves ``p(phi, z | rho, y)`` invariant.  A tail category changes regime (spike or bulk) in one move,
+        which the Gibbs step of ``z`` given the latent counts makes only slowly.  Random numbers per
+        category: one uniform (``z_j'``), one Gamma and one uniform (``ln phi_j'``), one uniform (accept).
+        """
+        from sklearn_bayes._fast._ldp_mala import mala_logpost
+
+        p = self.concentrations()
+        lp = mala_logpost(Z, *form, p)[0]
+        r0 = float(self.spike(self.rho))
+        for j in range(self.K):
+            m_other = int(self.z.sum()) - int(self.z[j])
+            l1, l0 = self.log_prior_z[m_other + 1], self.log_prior_z[m_other]
+            zj = bool(rng.random() < 1.0 / (1.0 + np.exp(l0 - l1)))
+            a = self.rho if zj else r0
+            u = float(np.log(rng.gamma(a + 1.0)) + np.log(rng.random()) / a)
+            old = Z[j]
+            Z[j] = u
+            lp_new = mala_logpost(Z, *form, p)[0]
+            # the likelihood ratio: the target's ratio less the (unchanged p_j) prior term of coordinate j
+            log_ratio = (lp_new - (p[j] * u - np.exp(u))) - (lp - (p[j] * old - np.exp(old)))
+            if np.log(rng.random()) < log_ratio:
+                lp = lp_new
+                self.z[j] = zj
+            else:
+                Z[j] = old
 
     def symmetric_share(self):
         """``P(symmetric model | z = 1_K)``: multiplies the chain's share of visits of ``z = 1_K`` to give
