@@ -108,7 +108,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         Coverage of ``'semi_adaptive'`` in ``(0, 1)`` (required for it, else unused).
     prior : 'hierarchical', 'spike-bulk', float or array-like of shape (n_categories,), default='hierarchical'
         ``'hierarchical'``: ``theta ~ Dir(rho 1_K)``, ``ln rho`` uniform on ``[ln 1e-3, ln 10]`` (97 values),
-        learnt with ``theta`` (Notes); ``'spike-bulk'`` (issue 28 round 12; a slow, slowly mixing chain): that or,
+        learnt with ``theta`` (Notes); ``'spike-bulk'`` (issue 28 round 12; slower: a Python chain): that or,
         per fit, a spike ``rho / 30`` on some categories (``_ldp/_sparse_prior.py``); otherwise the fixed
         Dirichlet concentration.  With ``mechanism='rrrr'`` the online SGLD chain that proposes the subsets
         uses ``Dir(1)`` under both strings; ``theta_`` and the posterior samples use the

@@ -392,7 +392,8 @@ def hybrid_chain(groups, burn, rng, *, prior="hierarchical", theta0=None, mala_s
 
     ``prior`` may also be an object with a ``step(rng, counts) -> rho_v`` method and a ``rho``
     attribute (:class:`~._sparse_prior.SpikeBulkChoice`, issue 28 round 12): it draws the
-    hyperparameters given the latent counts in place of ``rho``'s grid draw, then ``theta ~ Dir(rho_v + n)``.
+    hyperparameters given the latent counts in place of ``rho``'s grid draw, then ``theta ~ Dir(rho_v + n)``;
+    its ``jumps(rng, Z, form)``, if any, runs after the coordinate jumps of the MALA phase.
     """
     from sklearn_bayes._fast._ldp_mala import mala_chains, mala_logpost
     from sklearn_bayes._fast._ldp_gibbs import latent_counts
