@@ -224,3 +224,26 @@ def test_merging_spike_bulk_with_hierarchical_is_refused():
     a, b = _fit(decoder="counts"), _fit("hierarchical", seed=4, decoder="counts")
     with pytest.raises(ValueError, match="prior="):
         a.merge(b)
+
+
+def test_rrrr_collects_the_same_responses_under_both_string_priors():
+    """mechanism='rrrr': the online chain that proposes the subsets uses Dir(1) under either string, so the same
+    seed records the very same responses; only the posterior behind theta_ differs."""
+    import warnings
+
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+
+    X = np.random.default_rng(0).choice(4, 300, p=[0.5, 0.3, 0.19, 0.01]).reshape(-1, 1)
+    fits = {}
+    for prior in ("hierarchical", "spike-bulk"):
+        est = AdaptiveLDPFrequencyEstimator(n_categories=4, epsilon=1.0, mechanism="rrrr", prior=prior,
+                                            random_state=np.random.default_rng(1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X)
+            est.theta_
+        fits[prior] = est
+    ga, gb = (f._posterior_groups() for f in fits.values())
+    for name in ("a_ptr", "a_idx", "y", "f_in", "f_y", "f_out", "count"):
+        np.testing.assert_array_equal(getattr(ga, name), getattr(gb, name))
+    assert not np.array_equal(fits["hierarchical"].theta_, fits["spike-bulk"].theta_)
