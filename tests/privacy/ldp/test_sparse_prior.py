@@ -8,7 +8,7 @@ from scipy.special import betaln, gammaln
 
 from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism, groups_from_masks
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID, hybrid_chain
-from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice
+from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice, symmetric_probability
 
 
 def _states(K, grid):
@@ -191,9 +191,11 @@ def test_every_route_draws_under_the_choice_prior_and_is_seeded(decoder, monkeyp
     b = _fit(decoder=decoder)
     np.testing.assert_array_equal(a.theta_, b.theta_)
     assert a.convergence_["method"] == {"posterior": "mcmc"}.get(decoder, decoder)
+    assert 0 < a.convergence_["p_symmetric"] < 1 and "symmetric_visits" not in a.convergence_
     h = _fit("hierarchical", decoder=decoder)
     np.testing.assert_array_equal(h._support_counts()[0], a._support_counts()[0])  # the same responses
     assert not np.array_equal(a.theta_, h.theta_)
+    assert "p_symmetric" not in h.convergence_
 
 
 def test_spike_bulk_prior_survives_clone_and_pickle_and_is_frozen():
@@ -247,3 +249,11 @@ def test_rrrr_collects_the_same_responses_under_both_string_priors():
     for name in ("a_ptr", "a_idx", "y", "f_in", "f_y", "f_out", "count"):
         np.testing.assert_array_equal(getattr(ga, name), getattr(gb, name))
     assert not np.array_equal(fits["hierarchical"].theta_, fits["spike-bulk"].theta_)
+
+
+def test_symmetric_probability_is_the_share_of_visits_weighted_and_thinned():
+    diag = dict(rhat=1.0, symmetric_visits=np.array([1, 0, 1, 1], dtype=bool), symmetric_share=0.5)
+    assert symmetric_probability(diag) == dict(rhat=1.0, p_symmetric=0.375)
+    lw = np.log([1.0, 3.0])  # draws 1 and 2: visits 0 and 1
+    assert symmetric_probability(diag, np.array([1, 2]), lw)["p_symmetric"] == pytest.approx(0.5 * 3 / 4, rel=1e-15)
+    assert symmetric_probability(dict(rhat=1.0)) == dict(rhat=1.0)

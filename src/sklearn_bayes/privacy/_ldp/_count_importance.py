@@ -38,6 +38,7 @@ import numpy as np
 
 from sklearn_bayes.privacy._ldp._count_posterior import AUTO_COUNTS_MAX_RATIO, count_groups
 from sklearn_bayes.privacy._ldp._samplers import adaptive_exact_draws, exact_draws
+from sklearn_bayes.privacy._ldp._sparse_prior import symmetric_probability
 
 __all__ = ["EXACT_WORK_MAX", "IMPORTANCE_DRAWS", "MIN_ESS_FRACTION", "PARETO_K_MAX", "RESAMPLE_FACTOR",
            "SAMPLE_IMPORTANCE_DRAWS", "TAIL_RATIO_MIN", "TEMPER", "TEMPER_MIN", "exact_loglik",
@@ -250,9 +251,12 @@ def importance_adaptive(exact, support, prior, max_iter, rng, max_values=None, a
     counts, n, p, q = support
     groups, c_a, n_a = _proposal_groups(counts, n, p, q, a)
     draws, diag = adaptive_exact_draws(groups, prior, max_iter, rng, max_values=max_values)
+    index = np.arange(draws.shape[0])
     if draws.shape[0] > IMPORTANCE_DRAWS:
-        draws = draws[np.linspace(0, draws.shape[0] - 1, IMPORTANCE_DRAWS).astype(np.intp)]
+        index = np.linspace(0, draws.shape[0] - 1, IMPORTANCE_DRAWS).astype(np.intp)
+        draws = draws[index]
     lw = log_weights(exact, draws, c_a, n_a, p, q)
+    diag = symmetric_probability(diag, index, lw)
     wd = weight_diagnostics(lw)
     diag = dict(diag, method="importance", temper=TEMPER if a is None else float(a), **wd)
     if not wd["weights_ok"]:

@@ -41,7 +41,7 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
     support_probabilities,
 )
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
-from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice
+from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice, symmetric_probability
 from sklearn_bayes.privacy._ldp._samplers import (
     ADAPT_MAX_FACTOR,
     MAX_DRAW_VALUES,
@@ -236,9 +236,10 @@ class DecoderMixin:
             weights = {key: diag[key] for key in WEIGHT_KEYS}
             draws, diag = adaptive_exact_draws(self._posterior_groups(), self._posterior_prior(), max_iter, rng_exact,
                                                max_values=max_values)
-            return draws, dict(diag, method="importance->exact", **weights)
+            return draws, dict(symmetric_probability(diag), method="importance->exact", **weights)
         draws, diag = adaptive_exact_draws(self._posterior_groups(), self._posterior_prior(), max_iter, rng,
                                            max_values=max_values)
+        diag = symmetric_probability(diag)
         return draws, (dict(diag, method="counts") if self._uses_counts() else diag)
 
     def _support_counts(self):

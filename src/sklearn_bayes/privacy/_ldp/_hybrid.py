@@ -54,9 +54,12 @@ class HybridChain:
         self._K = groups.n_categories
         self._rng = rng
         mala_steps = resolve_mala_steps(mala_steps, groups)
+        #: a hyperparameter step object (round 12's prior='spike-bulk'): the Python chain on a copy of its state,
+        #: with ``visits``, whether ``z = 1_K`` after each iteration
+        self.hyper, self.visits = None, []
         if hasattr(prior, "step"):
-            # a hyperparameter step object (round 12's prior='spike-bulk'): the Python chain, on a copy of its state
             prior, compiled = copy.deepcopy(prior), False
+            self.hyper = prior
         self.compiled = bool(compiled) and self._setup(groups, burn, prior, theta0, mala_steps, max_dense, jumps,
                                                        latent)
         if not self.compiled:
@@ -124,6 +127,8 @@ class HybridChain:
         if not self.compiled:
             for i in range(n):
                 out[i], rhos[i] = next(self._gen)
+                if self.hyper is not None:
+                    self.visits.append(bool(self.hyper.z.all()))
             return out, rhos
         row = 0
         while row < n:

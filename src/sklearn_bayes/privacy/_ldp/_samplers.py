@@ -289,6 +289,7 @@ def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None, compiled
     for done in range(0, burn, MAX_BLOCK):
         chain.draw(min(MAX_BLOCK, burn - done))
     out = np.empty((max_keep, K))
+    v0 = len(chain.visits)
     n, check = 0, min(ADAPT_MIN_KEEP, max_keep)
     while True:
         while n < check:
@@ -301,6 +302,9 @@ def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None, compiled
         if n >= max_keep or ess >= ADAPT_ESS_TARGET or short:
             diag = chain_diagnostics(out[:n], ess=ess)
             if n >= max_keep or (diag["rhat"] <= RHAT_MAX and ess >= ADAPT_ESS_TARGET) or short:
+                if chain.hyper is not None:  # prior='spike-bulk': the kept iterations' visits of z = 1_K
+                    diag = dict(diag, symmetric_visits=np.array(chain.visits[v0 : v0 + n]),
+                                symmetric_share=chain.hyper.symmetric_share())
                 return out[:n], diag
         check = min(max_keep, n + max(ADAPT_BLOCK, n // 4))
 

@@ -31,7 +31,7 @@ from scipy.special import betaln, gammaln
 
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
 
-__all__ = ["SpikeBulkChoice"]
+__all__ = ["SpikeBulkChoice", "symmetric_probability"]
 
 #: The spike's concentration is the bulk's divided by this (at least ``RHO_GRID[0]``).
 SPIKE_DIVISOR = 30.0
@@ -176,3 +176,22 @@ class SpikeBulkChoice:
         if self.symmetric_mass == 0:
             return 0.0
         return float(np.exp(np.log(self.symmetric_mass) - self.log_prior_z[self.K]))
+
+
+def symmetric_probability(diag, index=None, log_weights=None):
+    """``diag`` with ``p_symmetric``, the posterior probability of the symmetric model, in place of the private
+    ``symmetric_visits`` and ``symmetric_share`` of :func:`~._samplers.adaptive_exact_draws` (``diag`` as it is
+    when they are absent: another prior).  The visits of ``z = 1_K`` of the kept draws (those at ``index``),
+    averaged (weighted by ``exp(log_weights)`` for the importance decoder's draws), times the share."""
+    if "symmetric_visits" not in diag:
+        return diag
+    diag = dict(diag)
+    visits, share = diag.pop("symmetric_visits"), diag.pop("symmetric_share")
+    if index is not None:
+        visits = visits[index]
+    if visits.size == 0:
+        return dict(diag, p_symmetric=float("nan"))
+    if log_weights is None:
+        return dict(diag, p_symmetric=float(visits.mean() * share))
+    w = np.exp(np.asarray(log_weights, dtype=float) - np.max(log_weights))
+    return dict(diag, p_symmetric=float(np.sum(w * visits) / np.sum(w) * share))
