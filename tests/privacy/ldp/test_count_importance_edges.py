@@ -394,3 +394,21 @@ def test_fallback_is_deterministic_given_random_state(monkeypatch):
     for key, value in out[0][1].items():  # NaN (an unmeasured key) equals NaN
         assert value == out[1][1][key] or (value != value and out[1][1][key] != out[1][1][key])
     np.testing.assert_array_equal(out[0][2], out[1][2])
+
+
+def test_draws_that_fall_back_say_so(monkeypatch):
+    """sample_posterior and credible_interval draw their own importance sample; when its weights fail (an
+    overconfident proposal, TEMPER = 3) they fall back to the exact chain with a ConvergenceWarning, as theta_ does,
+    and the draws are decoder='posterior''s from the same generator state, bit for bit."""
+    import sklearn_bayes.privacy._ldp._count_importance as ci_mod
+    from sklearn.exceptions import ConvergenceWarning
+
+    monkeypatch.setattr(ci_mod, "TEMPER", 3.0)
+    X = _users(12, 3000, 5, alpha=0.3)
+    est = _est(12, 1.0, 7, decoder="importance").fit(X)
+    with pytest.warns(ConvergenceWarning, match="these posterior draws fell back"):
+        draws = est.sample_posterior(20, random_state=3)
+    exact = _est(12, 1.0, 7, decoder="posterior").fit(X).sample_posterior(20, random_state=3)
+    np.testing.assert_array_equal(draws, exact)
+    with pytest.warns(ConvergenceWarning, match="these posterior draws fell back"):
+        est.credible_interval(0.9)

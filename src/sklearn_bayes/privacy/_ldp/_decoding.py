@@ -216,10 +216,15 @@ class DecoderMixin:
         if self._uses_importance():
             # the fallback runs on a copy of the generator as it was: the draws of decoder='posterior'
             rng_exact = copy.deepcopy(rng)
-            draws = importance_fixed(self._posterior_groups(), self._support_counts(), self._posterior_prior(), burn,
-                                     keep, rng, max_values=max_values, a=self._importance_temper())[0]
+            draws, wd = importance_fixed(self._posterior_groups(), self._support_counts(), self._posterior_prior(),
+                                         burn, keep, rng, max_values=max_values, a=self._importance_temper())
             if draws is not None:
                 return draws
+            warnings.warn(
+                f"The importance weights of the tempered count posterior failed their checks (weight ESS "
+                f"{wd['weight_ess']:.1f} of {wd['n_weighted']} draws, Pareto k {wd['pareto_k']:.3g}): these "
+                "posterior draws fell back to the exact posterior's chain (decoder='posterior').",
+                ConvergenceWarning, stacklevel=3)
             rng = rng_exact
         return exact_draws(self._posterior_groups(), self._posterior_prior(), burn, keep, rng, max_values=max_values)
 
