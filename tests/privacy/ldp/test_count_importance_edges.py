@@ -412,3 +412,22 @@ def test_draws_that_fall_back_say_so(monkeypatch):
     np.testing.assert_array_equal(draws, exact)
     with pytest.warns(ConvergenceWarning, match="these posterior draws fell back"):
         est.credible_interval(0.9)
+
+
+def test_fallback_warnings_point_at_the_users_line(monkeypatch):
+    """The ConvergenceWarnings of the fallback name the line that read theta_ / drew the samples (this file), not a
+    wrapper of the package (they pointed at utils/_transaction.py)."""
+    import warnings
+
+    import sklearn_bayes.privacy._ldp._count_importance as ci_mod
+    from sklearn.exceptions import ConvergenceWarning
+
+    monkeypatch.setattr(ci_mod, "TEMPER", 3.0)
+    est = _est(12, 1.0, 7, decoder="importance").fit(_users(12, 3000, 5, alpha=0.3))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.theta_
+        est.sample_posterior(5, random_state=1)
+    fell_back = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "fell back" in str(w.message)]
+    assert len(fell_back) == 2
+    assert all(w.filename == __file__ for w in fell_back), [w.filename for w in fell_back]

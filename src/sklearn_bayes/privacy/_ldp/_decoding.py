@@ -49,6 +49,7 @@ from sklearn_bayes.privacy._ldp._samplers import (
     exact_draws,
     point_estimate,
 )
+from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["DecoderMixin", "warn_if_unconverged"]
 
@@ -68,14 +69,14 @@ def warn_if_unconverged(conv):
             f"Pareto k {conv['pareto_k']:.3g}, want <= {PARETO_K_MAX:g} where the largest weight is >= 2 times "
             f"the tail's threshold, here {conv['tail_ratio']:.3g}): theta_ fell back to the exact "
             "posterior's chain (decoder='posterior'; convergence_['method'] == 'importance->exact').",
-            ConvergenceWarning, stacklevel=3)
+            ConvergenceWarning, stacklevel=external_stacklevel())
     if conv["method"] in ("mcmc", "counts", "importance", "importance->exact") and not (conv["rhat"] <= RHAT_MAX and conv["ess"] >= ESS_MIN):
         warnings.warn(
             f"The posterior draws behind theta_ may not have converged: split R-hat {conv['rhat']:.3g} "
             f"(want <= {RHAT_MAX}), effective sample size {conv['ess']:.1f} (want >= {ESS_MIN:g}). "
             f"The chain stopped with {conv['n_draws']} draws at its bound of 4 * n_final_steps iterations, "
             "or earlier when the ESS extrapolated to that bound stayed below 200: increase n_final_steps.",
-            ConvergenceWarning, stacklevel=3)
+            ConvergenceWarning, stacklevel=external_stacklevel())
 
 
 class DecoderMixin:
@@ -224,7 +225,7 @@ class DecoderMixin:
                 f"The importance weights of the tempered count posterior failed their checks (weight ESS "
                 f"{wd['weight_ess']:.1f} of {wd['n_weighted']} draws, Pareto k {wd['pareto_k']:.3g}): these "
                 "posterior draws fell back to the exact posterior's chain (decoder='posterior').",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning, stacklevel=external_stacklevel())
             rng = rng_exact
         return exact_draws(self._posterior_groups(), self._posterior_prior(), burn, keep, rng, max_values=max_values)
 

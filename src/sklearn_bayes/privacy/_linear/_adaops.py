@@ -23,6 +23,7 @@ from sklearn_bayes.privacy._core import PrivacyLedger
 from sklearn_bayes.privacy._linear._base import _PrivateLinearBase, _RidgePosteriorBase
 from sklearn_bayes.privacy._linear._calibration import FITTED_ATTRIBUTES, get_calibration
 from sklearn_bayes.utils import RealInterval, check_privacy_random_state, serialized
+from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["AdaOPSRegressor"]
 
@@ -401,7 +402,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
                 "coverage of nominal 95 % intervals: 66-75 % below 1, 97 % between 1 and 3). Use a larger "
                 "epsilon or more data.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=external_stacklevel(),
             )
 
     def conf_int(self, alpha=0.05):
