@@ -205,3 +205,32 @@ def test_repeated_identical_queries_are_charged_and_never_exceed_epsilon(mechani
     assert spent[-1] <= 1.0
     # ε(1 - η^k): exact for the per-query-set schedule (median) and for a cell used by every set (forget)
     assert spent[-1] == pytest.approx(1.0 - 0.5**12, rel=1e-12)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="merge into a sketch without (or with another) shared ledger escapes the budget of the merged "
+    "shard's ledger: its data are then released by self's queries, recorded only in self's ledger",
+)
+def test_merge_cannot_launder_a_shard_out_of_its_budget():
+    """Shard ``b`` is bound to a ledger with no budget left (here (0, 0): nothing about b's individuals
+    may be released; b's own query is refused).  Merging it into a fresh sketch ``a`` without a
+    ledger and querying ``a`` releases b's counts (38 for the item only b holds) while b's ledger
+    records nothing.  Expected: the merge is refused (naming ``ledger``), or the merged sketch's
+    releases are charged to b's ledger too (and then refused by it)."""
+    exhausted = PrivacyLedger(budget=(0.0, 0.0))
+    b = PrivateCountSketch(epsilon=1.0, width=64, ledger=exhausted, random_state=np.random.default_rng(6))
+    b.fit([7] * 40 + [1, 2, 3])
+    with pytest.raises(BudgetExceededError):
+        b.query([7])
+    a = PrivateCountSketch(epsilon=1.0, width=64, random_state=np.random.default_rng(7)).fit([1, 2, 3])
+    try:
+        a.merge(b)
+    except ValueError as exc:
+        assert "ledger" in str(exc)
+        return
+    try:
+        a.query([7])
+    except BudgetExceededError:
+        return
+    assert exhausted.n_releases > 0  # (unreachable with a (0, 0) budget: the query must have been refused)
