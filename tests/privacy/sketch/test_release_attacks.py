@@ -234,3 +234,36 @@ def test_merge_cannot_launder_a_shard_out_of_its_budget():
     except BudgetExceededError:
         return
     assert exhausted.n_releases > 0  # (unreachable with a (0, 0) budget: the query must have been refused)
+
+
+@pytest.mark.parametrize("mechanism", ["use_and_keep", "use_and_forget", "median_perturbation"])
+def test_concurrent_queries_and_updates_of_one_sketch_are_each_charged_once(mechanism):
+    """Eight threads on one sketch, half updating then querying, half querying: every query set is
+    counted and charged exactly once (the schedules give ε(1 - η^8) after 8 sets, use-and-keep ε),
+    the shared ledger and ``ledger_`` agree, and no update is lost."""
+    for rep in range(5):
+        ledger = PrivacyLedger()
+        sk = PrivateCountSketch(epsilon=1.0, depth=3, width=16, mechanism=mechanism, ledger=ledger,
+                                random_state=np.random.default_rng(rep)).fit(np.arange(200) % 9)
+        barrier = threading.Barrier(8)
+        errors = []
+
+        def run(i):
+            barrier.wait()
+            try:
+                if i % 2 == 0:
+                    sk.partial_fit([i] * 3)
+                sk.query([1, 2, 3])
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert sk.n_query_sets_ == 8 and sk.n_items_seen_ == 212 and ledger.n_releases == 8
+        assert ledger.epsilon_spent == sk.epsilon_spent_
+        expected = 1.0 if mechanism == "use_and_keep" else 1.0 - 0.5**8
+        assert sk.epsilon_spent_ == pytest.approx(expected, rel=1e-12)
