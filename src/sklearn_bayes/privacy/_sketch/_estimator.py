@@ -108,7 +108,9 @@ class PrivateCountSketch(
         Source of the privacy noise (and of the subsampling), read when the stream
         starts (``fit`` or the first ``partial_fit``): changing it later takes effect
         at the next ``fit``.  ``None`` seeds from the operating system; an int gives
-        reproducible noise for tests and emits ``SeededNoiseWarning``.
+        reproducible noise for tests and emits ``SeededNoiseWarning``.  A copy of a
+        sketch seeded by an int or a generator replays its source's noise and warns
+        (see Notes, "Copies are forks").
     ledger : PrivacyLedger or None, default=None
         An optional shared ``PrivacyLedger`` (``sklearn_bayes.privacy._core._accounting``)
         that every release is also recorded in.  It is shared (not copied) by
@@ -213,6 +215,16 @@ class PrivateCountSketch(
     covers both.  A copy loaded in another process cannot mark its original: compose
     the ledgers of every copy that answers.  ``merge`` refuses a copy of a shard it
     already holds.
+
+    *The noise of a copy* depends on the ``random_state`` the stream was started with
+    (a later ``set_params`` does not count): with ``None`` (production) the copy draws
+    fresh noise seeded by the operating system; with an int, a ``Generator`` or a
+    ``RandomState`` the copy holds its source's generator state and replays its noise
+    (seeded runs stay reproducible), and its first release emits ``SeededNoiseWarning``
+    -- replayed noise cancels between the forks' answers, which then differ by exactly
+    the difference of their counts.  This is the rule of the package's other private
+    estimators, whose fit warns when given a generator state that already drew privacy
+    noise (a clone, deep copy or pickle of a seeded estimator).
 
     Duplicated items in a query set are answered once.  With ``sampling_rate = ρ < 1``
     the mechanism uses ``ε₀ = ln(1 + (e^ε-1)/ρ)`` on the subsample, whose amplified
@@ -418,6 +430,8 @@ class PrivateCountSketch(
             pan_draws = 1
         self.fitted_params_ = record_parameters(self, _STREAM_PARAMS)
         self._rng = rng
+        self._os_seeded = self.random_state is None  # copies: fresh noise, or a warned replay (_mark_copy)
+        self._replays_noise = False
         self._shared_ledger = self.ledger
         self._row_seeds = _hashing.row_seeds(int(self.hash_seed), d)
         self._item_kinds = kinds
@@ -575,7 +589,9 @@ class PrivateCountSketch(
         k = self.n_query_sets_
         release = self._release
         chain0, bind = release.answer(self, cols, signs, k)
+        self._warn_if_replaying()
         self._charge(max(self._chain_spent0, chain0), n_items=int(uniq.shape[0]), query_set=k + 1)
+        self._replays_noise = False  # (warned once per copy)
         self.n_query_sets_ = k + 1
         raw = bind()
         try:  # after the release: must not fail it (bounds are then unavailable until the next query set)

@@ -10,12 +10,15 @@ the one place a release is recorded in the ledgers.
 import copy
 import math
 import uuid
+import warnings
 import weakref
 
 import numpy as np
 
+from sklearn_bayes.exceptions import SeededNoiseWarning
 from sklearn_bayes.privacy._core import amplify_by_subsampling
 from sklearn_bayes.utils import instance_lock
+from sklearn_bayes.utils._validation import external_stacklevel
 
 
 #: The live sketches of this process by fork id, to mark an original as a fork when a copy of
@@ -27,7 +30,8 @@ class _ForkedStream:
     """Mixin of a sketch whose copies are forks (left of ``BaseEstimator``).
 
     Holds no state of its own: it uses the sketch's ``ledger_``, ``stream_id_``, ``_fork_id``,
-    ``_fork_pending``, ``_chain_spent0``, ``_charged``, ``_shared_ledger``, ``_rng`` and its
+    ``_fork_pending``, ``_chain_spent0``, ``_charged``, ``_shared_ledger``, ``_rng``,
+    ``_os_seeded``, ``_replays_noise`` and its
     frozen ``sampling_rate`` and ``mechanism`` (``_fp``).
     """
 
@@ -69,17 +73,30 @@ class _ForkedStream:
     def _mark_copy(self, copied_generator=True):
         """This object is a copy (fork id of its source): mark its live source, then become a new fork.
 
-        With ``random_state=None`` (the production setting) the copy also gets a generator
-        seeded afresh by the operating system: a generator copied with its state would draw
-        the same noise as its source, and the two forks' answers about different data would
-        then differ by exactly the difference of their counts.  A sketch whose noise was
-        seeded by the caller (an int, which warns that seeded noise is for testing only, or a
-        ``Generator``/``RandomState`` the caller owns) keeps replaying its source's noise, so
-        that seeded experiments and tests stay reproducible.  ``copied_generator=False`` when
-        the copy's generator was made from its own ``random_state`` (``from_bytes``).
+        The noise of a copy (see the class Notes, "Copies are forks"), by the ``random_state``
+        its stream was started with:
+
+        * ``None`` (the production setting): the copy gets a generator seeded afresh by the
+          operating system.  A generator copied with its state would draw the same noise as
+          its source, and the two forks' answers about different data would then differ by
+          exactly the difference of their counts.
+        * an int, a ``Generator`` or a ``RandomState`` (noise seeded by the caller): the copy
+          keeps its source's generator state, so seeded experiments stay reproducible, and
+          its first release warns :class:`~sklearn_bayes.exceptions.SeededNoiseWarning` that
+          it replays its source's noise -- as :func:`~sklearn_bayes.utils.check_privacy_random_state`
+          warns for an estimator fitted with a copied generator (clone, deepcopy, pickle).
+
+        ``copied_generator=False`` when the copy's generator was made from its own
+        ``random_state`` (``from_bytes``): nothing is replayed.
         """
-        if copied_generator and self.random_state is None:
-            self._rng = np.random.default_rng()
+        if copied_generator:
+            if getattr(self, "_os_seeded", self.random_state is None):
+                self._rng = np.random.default_rng()
+                self._replays_noise = False
+            else:
+                self._replays_noise = True
+        else:
+            self._replays_noise = False
         source = _LIVE_FORKS.get(self._fork_id)
         if source is not None and source is not self:
             # under the source's lock: a call of the source that fails and rolls back its
@@ -94,6 +111,23 @@ class _ForkedStream:
         self._fork_id = uuid.uuid4().hex
         self._fork_pending = True
         _LIVE_FORKS[self._fork_id] = self
+
+    def _warn_if_replaying(self):
+        """Warn at the first release of a copy that draws its source's noise again (see :meth:`_mark_copy`).
+
+        Called before the release is recorded; the caller clears ``_replays_noise`` once it is
+        (with warnings turned into errors, the release is refused and changes nothing).
+        """
+        if getattr(self, "_replays_noise", False):
+            warnings.warn(
+                "PrivateCountSketch is a copy (copy, deepcopy or pickle) of a sketch whose noise was seeded by "
+                "its random_state: its generator state already drew privacy noise in this process, so this "
+                "copy replays its source's noise, which then cancels between the two forks' releases (their "
+                "answers differ by exactly the difference of their counts). Use random_state=None for "
+                "private releases: copies of such a sketch draw fresh noise.",
+                SeededNoiseWarning,
+                stacklevel=external_stacklevel(),
+            )
 
     @property
     def epsilon_spent_(self):
