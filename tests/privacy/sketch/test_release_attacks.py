@@ -245,11 +245,6 @@ def test_repeated_identical_queries_are_charged_and_never_exceed_epsilon(mechani
     assert spent[-1] == pytest.approx(1.0 - 0.5**12, rel=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="merge into a sketch without (or with another) shared ledger escapes the budget of the merged "
-    "shard's ledger: its data are then released by self's queries, recorded only in self's ledger",
-)
 def test_merge_cannot_launder_a_shard_out_of_its_budget():
     """Shard ``b`` is bound to a ledger with no budget left (here (0, 0): nothing about b's individuals
     may be released; b's own query is refused).  Merging it into a fresh sketch ``a`` without a
@@ -272,6 +267,57 @@ def test_merge_cannot_launder_a_shard_out_of_its_budget():
     except BudgetExceededError:
         return
     assert exhausted.n_releases > 0  # (unreachable with a (0, 0) budget: the query must have been refused)
+
+
+@pytest.mark.parametrize("into", ["no ledger", "another ledger"])
+def test_a_merge_refused_for_its_ledger_changes_nothing(into):
+    """The refusal is made before anything is bound: both sketches and both ledgers as they were."""
+    theirs = PrivacyLedger(budget=(5.0, 0.0))
+    b = PrivateCountSketch(epsilon=1.0, width=64, ledger=theirs, random_state=np.random.default_rng(6))
+    b.fit([7] * 40 + [1, 2, 3])
+    mine = None if into == "no ledger" else PrivacyLedger()
+    a = PrivateCountSketch(epsilon=1.0, width=64, ledger=mine, random_state=np.random.default_rng(7))
+    a.fit([1, 2, 3])
+    before_a, before_b = _state(a), _state(b)
+    with pytest.raises(ValueError, match="ledger"):
+        a.merge(b)
+    assert _state(a) == before_a and _state(b) == before_b
+    assert theirs.n_releases == 0 and (mine is None or mine.n_releases == 0)
+
+
+def test_merges_of_shards_bound_to_one_ledger_are_allowed(tmp_path):
+    """One budget reached through one object, two objects of one file, or a pickled shard whose
+    ledger copy forwards to the original: the merge is charged to that one budget."""
+    ledger = PrivacyLedger(budget=(1.5, 0.0))
+    a = PrivateCountSketch(epsilon=1.0, width=64, ledger=ledger, random_state=np.random.default_rng(1)).fit([1, 2])
+    b = PrivateCountSketch(epsilon=1.0, width=64, ledger=ledger, random_state=np.random.default_rng(2)).fit([3])
+    b_copy = pickle.loads(pickle.dumps(b))  # its ledger is a snapshot forwarding to ``ledger``
+    assert b_copy._shared_ledger is not ledger
+    a.merge(b_copy)
+    a.query([3])
+    assert ledger.epsilon_spent == 1.0
+
+    path = tmp_path / "budget.sqlite"
+    c = PrivateCountSketch(epsilon=1.0, width=64, ledger=PrivacyLedger(budget=(1.0, 0.0), path=path),
+                           random_state=np.random.default_rng(3)).fit([1])
+    d = PrivateCountSketch(epsilon=1.0, width=64, ledger=PrivacyLedger(path=path),
+                           random_state=np.random.default_rng(4)).fit([2])
+    c.merge(d)
+    c.query([2])
+    with pytest.raises(BudgetExceededError):
+        d.query([2])  # the other shard's releases still count against the one budget
+
+
+def test_a_shard_bound_to_an_exhausted_ledger_merges_only_into_a_sketch_charged_to_it():
+    """Merging the other way round is allowed and charged to the shard's ledger, which refuses."""
+    exhausted = PrivacyLedger(budget=(0.0, 0.0))
+    b = PrivateCountSketch(epsilon=1.0, width=64, ledger=exhausted, random_state=np.random.default_rng(6))
+    b.fit([7] * 40)
+    a = PrivateCountSketch(epsilon=1.0, width=64, ledger=exhausted, random_state=np.random.default_rng(7))
+    a.fit([1, 2, 3])
+    a.merge(b)  # nothing released yet: a merge of unreleased shards charges 0
+    with pytest.raises(BudgetExceededError):
+        a.query([7])
 
 
 @pytest.mark.parametrize("mechanism", ["use_and_keep", "use_and_forget", "median_perturbation"])

@@ -471,6 +471,24 @@ class PrivacyLedger:
             "or fit with n_jobs=1 (or a thread backend)."
         )
 
+    def _identity(self):
+        """What this ledger stands for: its file, or the in-memory ledger its records reach.
+
+        A snapshot whose original is alive in this process stands for the original (its shared
+        records go there, see :meth:`_shared_target`); any other in-memory ledger for itself.
+        """
+        if self._store is not None:
+            return ("file", self._store.path)
+        if self._snapshot and self._origin is not None:
+            origin = _LIVE_LEDGERS.get(self._origin)
+            if origin is not None and origin._pid == os.getpid() and not origin._snapshot:
+                return ("memory", origin._uid)
+        return ("memory", self._uid)
+
+    def _is_same_budget(self, other):
+        """Whether releases recorded through ``self`` and ``other`` land in one ledger (one budget)."""
+        return other is self or (isinstance(other, PrivacyLedger) and self._identity() == other._identity())
+
     def _take_place_of_dead_origin(self, pid):
         """A snapshot whose original died in this process holding exactly its records becomes the ledger."""
         with _REGISTRY_LOCK, self._lock:

@@ -719,6 +719,13 @@ class PrivateCountSketch(
         Releasing again from the *shard* sketches after merging composes with the
         merged sketch's releases and is not tracked: query only the merged sketch.
 
+        Budgets: a merge charges the merged history to ``self``'s ledgers only, so
+        ``other`` must not be bound to a shared ``ledger`` that ``self`` is not bound to
+        (the same object, the same file, or a pickled copy forwarding to it): such a
+        merge is refused with a ``ValueError`` naming ``ledger`` and changes nothing,
+        since ``self``'s releases of ``other``'s individuals would escape that budget.
+        A shard without a shared ledger may be merged into any sketch.
+
         Parameters
         ----------
         other : PrivateCountSketch
@@ -754,6 +761,17 @@ class PrivateCountSketch(
         }
         if diff:
             raise ValueError(f"cannot merge sketches fitted with different parameters (self, other): {diff}.")
+        theirs, mine = other._shared_ledger, self._shared_ledger
+        if theirs is not None and (mine is None or not mine._is_same_budget(theirs)):
+            # self's later releases of other's individuals would be recorded only in self's ledgers:
+            # other's budget (perhaps exhausted) would never see them
+            raise ValueError(
+                "cannot merge other: its stream is bound to a shared ledger (its ledger parameter when its "
+                f"stream started) that is not this sketch's ({'none' if mine is None else 'another ledger'}): the "
+                "merged sketch's releases about other's individuals would escape that ledger's budget. "
+                "Fit the shards with the same ledger (a PrivacyLedger(path=...) file across processes), or "
+                "merge into the sketch bound to other's ledger."
+            )
         if other._item_kinds != self._item_kinds or other.n_features_in_ != self.n_features_in_:
             raise TypeError(
                 f"cannot merge sketches of different item types: {self._item_kinds} and {other._item_kinds}."
