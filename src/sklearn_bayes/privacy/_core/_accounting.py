@@ -75,6 +75,8 @@ import threading
 import uuid
 import weakref
 
+import numpy as np
+
 from sklearn_bayes.exceptions import BudgetExceededError, DetachedLedgerError
 from sklearn_bayes.utils import check_epsilon
 
@@ -172,6 +174,12 @@ def _note_dead(uid, pid, records):
             _DEAD_LEDGERS.popitem(last=False)
 
 
+def _is_real(value):
+    """A real number for the ledger: not a bool (``True`` is not an amount of privacy), not a string."""
+    return (not isinstance(value, (bool, np.bool_, str, bytes))
+            and (isinstance(value, (int, float)) or hasattr(value, "__float__")))
+
+
 def _check_budget_arg(budget):
     """``None`` or a pair (ε >= 0, 0 <= δ <= 1) of floats, naming ``budget`` otherwise."""
     if budget is None:
@@ -182,7 +190,7 @@ def _check_budget_arg(budget):
         raise TypeError(f"budget must be None or a pair (epsilon, delta), got {budget!r}.") from None
     out = []
     for name, value in (("epsilon", eps), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        if not _is_real(value):
             raise TypeError(f"budget {name} must be a real number, got {value!r}.")
         out.append(float(value))
     eps, delta = out
@@ -194,6 +202,12 @@ def _check_budget_arg(budget):
 
 
 def _make_record(mechanism, epsilon, n_items, note, extra):
+    # the same types as the budget: a bool would be recorded as 1.0 or 0.0 without a word
+    if not _is_real(epsilon):
+        raise TypeError(f"epsilon increment must be a real number, got {type(epsilon).__name__} {epsilon!r}.")
+    if "delta" in extra and not _is_real(extra["delta"]):
+        raise TypeError(f"delta increment must be a real number, got {type(extra['delta']).__name__} "
+                        f"{extra['delta']!r}.")
     epsilon = float(epsilon)
     if not math.isfinite(epsilon) or epsilon < 0:
         raise ValueError(f"epsilon increment must be finite and >= 0, got {epsilon!r}.")
