@@ -171,12 +171,33 @@ def test_ledger_refuses_non_finite_or_negative_increments(value):
     assert ledger.n_releases == 0
 
 
-@pytest.mark.xfail(strict=True, reason="PrivacyLedger.record accepts epsilon=True (recorded as 1.0) although "
-                   "the budget refuses a bool with a TypeError naming it")
 def test_ledger_record_refuses_a_bool_epsilon():
+    """Was: ``record("m", True)`` recorded epsilon 1.0 although the budget refuses a bool."""
     ledger = PrivacyLedger()
     with pytest.raises(TypeError, match="epsilon"):
         ledger.record("bad", True)
+
+
+@pytest.mark.parametrize("value", [True, False, np.True_, "0.5", None])
+@pytest.mark.parametrize("name", ["epsilon", "delta"])
+@pytest.mark.parametrize("how", ["record", "record_shared", "file"])
+def test_ledger_records_refuse_non_real_amounts(value, name, how, tmp_path):
+    """Bools (numpy's too), strings and None are refused with a TypeError naming the amount, on
+    every recording path, and nothing is recorded."""
+    ledger = PrivacyLedger(path=tmp_path / "l.sqlite") if how == "file" else PrivacyLedger()
+    amounts = {"epsilon": 0.5, "delta": 0.0, name: value}
+    with pytest.raises(TypeError, match=name):
+        if how == "record_shared":
+            ledger.record_shared("Est", "bad", amounts["epsilon"], delta=amounts["delta"])
+        else:
+            ledger.record("bad", amounts["epsilon"], delta=amounts["delta"])
+    assert ledger.n_releases == 0
+
+
+def test_budget_refuses_a_numpy_bool():
+    """Was: ``budget=(np.True_, 0)`` was read as 1.0 (only Python's bool was refused)."""
+    with pytest.raises(TypeError, match="epsilon"):
+        PrivacyLedger(budget=(np.True_, 0.0))
 
 
 # ------------------------------------------------------------------ DP-SGLD's accountant over many events
