@@ -44,30 +44,60 @@ __all__ = [
 ]
 
 
-def _cdf(x):
-    return float(special.ndtr(x))
+def _log_cdf(x):
+    return float(special.log_ndtr(x))
 
 
-def _sf(x):
-    return float(special.ndtr(-x))
+def _log1mexp(x):
+    """``log(1 - e^x)`` for ``x <= 0`` (accurate near 0 and in the far tail)."""
+    if x >= 0.0:
+        return -math.inf
+    return math.log(-math.expm1(x)) if x > -math.log(2.0) else math.log1p(-math.exp(x))
 
 
-def _interval_probability(a, b):
-    """``P(a < Z < b)`` for a standard normal ``Z``, without cancellation in the tails."""
+def _log_interval_probability(a, b):
+    """``log P(a < Z < b)`` for a standard normal ``Z``, without cancellation or underflow in the tails."""
     if a >= b:
-        return 0.0
-    if a > 0:
-        return max(_sf(a) - _sf(b), 0.0)
-    if b < 0:
-        return max(_cdf(b) - _cdf(a), 0.0)
-    return max(1.0 - _cdf(a) - _sf(b), 0.0)
+        return -math.inf
+    if a > 0:  # both in the upper tail: log(sf(a) - sf(b))
+        la, lb = _log_cdf(-a), _log_cdf(-b)
+        return la + _log1mexp(lb - la)
+    if b < 0:  # both in the lower tail
+        la, lb = _log_cdf(a), _log_cdf(b)
+        return lb + _log1mexp(la - lb)
+    outside = float(special.ndtr(a)) + float(special.ndtr(-b))  # a <= 0 <= b: at most 1
+    return math.log1p(-outside) if outside < 1.0 else -math.inf
 
 
-def _set_probability(kind, t1, t2, m, s):
-    a, b = (t1 - m) / s, (t2 - m) / s
-    if kind == "between":
-        return _interval_probability(a, b)
-    return _cdf(a) + _sf(b)
+def _check_nonnegative_epsilon(epsilon, name="epsilon"):
+    """``epsilon`` as a float ``>= 0`` (``inf`` allowed); ``ValueError`` naming it for nan or a negative value."""
+    if isinstance(epsilon, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a real number >= 0, got a bool ({epsilon!r}).")
+    try:
+        epsilon = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number >= 0, got {type(epsilon).__name__}.") from None
+    if math.isnan(epsilon) or epsilon < 0:
+        raise ValueError(f"{name} must be a real number >= 0, got {epsilon!r}.")
+    return epsilon
+
+
+def _hockey_stick_pieces(pieces, epsilon):
+    """``Σ_i max(P_i - e^ε Q_i, 0)`` from the pairs ``(log P_i, log Q_i)`` of the disjoint pieces of ``S``.
+
+    Each piece is ``P_i (1 - e^{ε + log Q_i - log P_i})``: no ``e^ε`` is formed (no overflow for
+    any finite ε), no tail probability underflows to 0 before it is multiplied by ``e^ε``, and
+    the pieces (each >= 0 on the optimal set) are subtracted separately, not after summing a
+    large tail with a small one.
+    """
+    total = 0.0
+    for log_p, log_q in pieces:
+        if log_p == -math.inf:
+            continue
+        x = epsilon + log_q - log_p
+        if x < 0.0:
+            total += math.exp(log_p) * -math.expm1(x)
+    return min(max(total, 0.0), 1.0)
 
 
 def gaussian_hockey_stick(m1, s1, m2, s2, epsilon):
@@ -82,41 +112,59 @@ def gaussian_hockey_stick(m1, s1, m2, s2, epsilon):
     m1, s1, m2, s2 : float
         Means and standard deviations (``s1, s2 > 0``).
     epsilon : float
-        ``ε >= 0``.
+        ``ε >= 0`` (``inf`` gives 0; nan or a negative value raise ``ValueError``).
 
     Returns
     -------
     delta : float in [0, 1]
 
+    Notes
+    -----
+    Computed in log space, piece by piece of ``S`` (:func:`_hockey_stick_pieces`):
+    ``P(S_i) - e^ε Q(S_i) = P(S_i)(1 - e^{ε + log Q(S_i) - log P(S_i)})`` with the log
+    probabilities from ``log Φ``, so any finite ``ε`` is exact (no overflow of ``e^ε`` above
+    709, no tail probability ``Q(S_i)`` underflowing to 0 before it is scaled by ``e^ε``).
+
     Examples
     --------
     >>> round(gaussian_hockey_stick(0.0, 1.0, 1.0, 1.0, 0.0), 6)  # total variation
     0.382925
+    >>> gaussian_hockey_stick(0.0, 1.0, 1.0, 1.0, 1e6)
+    0.0
     """
+    epsilon = _check_nonnegative_epsilon(epsilon)
+    if math.isinf(epsilon):
+        return 0.0
     A = 0.5 / s2**2 - 0.5 / s1**2
     B = m1 / s1**2 - m2 / s2**2
     C = 0.5 * m2**2 / s2**2 - 0.5 * m1**2 / s1**2 + math.log(s2 / s1) - epsilon
-    e = math.exp(epsilon)
     scale = max(abs(B), abs(C), 1e-300)
     if abs(A) <= 1e-15 * scale:  # equal variances: a half-line
         if B == 0:
-            return max(1.0 - e, 0.0) if C > 0 else 0.0
+            return 0.0  # log p/q is the constant C + ε; with ε >= 0, P(S) - e^ε Q(S) <= 1 - e^ε <= 0
         t = -C / B
-        if B > 0:
-            p, q = _sf((t - m1) / s1), _sf((t - m2) / s2)
-        else:
-            p, q = _cdf((t - m1) / s1), _cdf((t - m2) / s2)
-        return min(max(p - e * q, 0.0), 1.0)
+        if B > 0:  # S = (t, inf)
+            pieces = [(_log_cdf(-(t - m1) / s1), _log_cdf(-(t - m2) / s2))]
+        else:  # S = (-inf, t)
+            pieces = [(_log_cdf((t - m1) / s1), _log_cdf((t - m2) / s2))]
+        return _hockey_stick_pieces(pieces, epsilon)
     disc = B * B - 4.0 * A * C
     if disc <= 0:
-        return max(1.0 - e, 0.0) if A > 0 else 0.0
+        return 0.0  # S is empty or the whole line (then δ = 1 - e^ε <= 0)
     sq = math.sqrt(disc)
     q = -0.5 * (B + math.copysign(sq, B)) if B != 0 else -0.5 * sq
     t1, t2 = sorted((q / A, C / q))
-    kind = "outside" if A > 0 else "between"
-    p = _set_probability(kind, t1, t2, m1, s1)
-    q_ = _set_probability(kind, t1, t2, m2, s2)
-    return min(max(p - e * q_, 0.0), 1.0)
+    if A > 0:  # S = (-inf, t1) ∪ (t2, inf): two pieces
+        pieces = [
+            (_log_cdf((t1 - m1) / s1), _log_cdf((t1 - m2) / s2)),
+            (_log_cdf(-(t2 - m1) / s1), _log_cdf(-(t2 - m2) / s2)),
+        ]
+    else:  # S = (t1, t2)
+        pieces = [(
+            _log_interval_probability((t1 - m1) / s1, (t2 - m1) / s1),
+            _log_interval_probability((t1 - m2) / s2, (t2 - m2) / s2),
+        )]
+    return _hockey_stick_pieces(pieces, epsilon)
 
 
 def _ops_pair(mu, c):
@@ -130,11 +178,13 @@ def ops_ridge_delta(epsilon, mu, c, direction="both"):
     Parameters
     ----------
     epsilon : float
-        ``ε >= 0``.
+        ``ε >= 0``; ``inf`` gives 0, nan and negative values raise ``ValueError`` naming ``epsilon``.
     mu : float
-        Out-of-sample leverage ``μ = xᵀH⁻¹x >= 0`` of the record ``z = (x, y)`` (``H`` from ``Z``).
+        Out-of-sample leverage ``μ = xᵀH⁻¹x >= 0`` of the record ``z = (x, y)`` (``H`` from ``Z``);
+        ``inf`` (a record the posterior has not seen in any direction) gives δ = 1 at finite ε.
     c : float
-        ``√(γ μ) |r|`` with ``r = y - xᵀθ̂`` the residual of ``z`` under the ridge fit on ``Z``.
+        ``√(γ μ) |r|`` with ``r = y - xᵀθ̂`` the residual of ``z`` under the ridge fit on ``Z``
+        (``inf`` gives δ = 1 at finite ε).
     direction : {"both", "remove", "add"}, default="both"
         ``"remove"``: ``sup_S P_Z(S) - e^ε P_{Z∪z}(S)``; ``"add"``: the reverse; ``"both"``:
         the larger (what (ε, δ)-indistinguishability of the pair needs).
@@ -150,8 +200,19 @@ def ops_ridge_delta(epsilon, mu, c, direction="both"):
     >>> bool(ops_ridge_delta(0.5, 0.1, 1.0) > ops_ridge_delta(0.5, 0.1, 0.5))
     True
     """
-    if mu < 0 or c < 0:
-        raise ValueError(f"mu and c must be >= 0, got mu={mu!r}, c={c!r}.")
+    epsilon = _check_nonnegative_epsilon(epsilon)
+    # mu and c are functions of the data (per-instance accounting): the errors never print them
+    if not mu >= 0:
+        raise ValueError("mu must be a real number >= 0 (a leverage); got a negative or nan value.")
+    if not c >= 0:
+        raise ValueError("c must be a real number >= 0 (a scaled absolute residual); got a negative or nan value.")
+    if direction not in ("both", "remove", "add"):
+        raise ValueError(f"direction must be 'both', 'remove' or 'add', got {direction!r}.")
+    if math.isinf(epsilon):
+        return 0.0
+    if math.isinf(mu) or math.isinf(c):
+        # the pair's laws are mutually singular in the limit (a point mass or an infinite shift): δ = 1
+        return 1.0
     if mu == 0:
         return 0.0 if c == 0 else gaussian_hockey_stick(0.0, 1.0, c, 1.0, epsilon)
     m1, s1, m2, s2 = _ops_pair(mu, c)
@@ -162,8 +223,15 @@ def ops_ridge_delta(epsilon, mu, c, direction="both"):
     return max(gaussian_hockey_stick(m1, s1, m2, s2, epsilon), gaussian_hockey_stick(m2, s2, m1, s1, epsilon))
 
 
+#: the largest ε bracket :func:`ops_ridge_epsilon` searches (beyond it the answer is reported as ``inf``)
+_MAX_EPSILON_SEARCH = 2.0**20
+
+
 def ops_ridge_epsilon(delta, mu, c):
     """Smallest ε with ``ops_ridge_delta(ε, μ, c) <= δ`` (the exact per-instance ε at δ).
+
+    Returns ``inf`` when even ``ε = 2²⁰ ≈ 10⁶`` leaves ``δ(ε) > δ`` (or when ``μ`` or ``c`` is
+    infinite: δ = 1 at every finite ε).
 
     Examples
     --------
@@ -171,16 +239,16 @@ def ops_ridge_epsilon(delta, mu, c):
     >>> bool(ops_ridge_delta(eps, 0.01, 0.2) <= 1e-6 * (1 + 1e-9))
     True
     """
-    if not 0 < delta < 1:
+    if isinstance(delta, (bool, np.bool_)) or not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     f = lambda e: ops_ridge_delta(e, mu, c) - delta  # noqa: E731  (decreasing in e)
     if f(0.0) <= 0:
         return 0.0
     hi = 1.0
     while f(hi) > 0:
-        hi *= 2.0
-        if hi > 1e6:
+        if hi >= _MAX_EPSILON_SEARCH:
             return math.inf
+        hi *= 2.0
     return optimize.brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-12) * (1 + 1e-10)
 
 
@@ -188,8 +256,14 @@ def ops_ridge_max_c(epsilon, delta, mu):
     """Largest ``c = √(γμ)|r|`` with ``ops_ridge_delta(ε, μ, c) <= δ`` (δ is increasing in c).
 
     Returns ``None`` when even ``c = 0`` (no residual) exceeds δ: the leverage ``μ`` alone
-    (the variance change of the posterior) is too large for (ε, δ).
+    (the variance change of the posterior) is too large for (ε, δ).  ``ε`` must be finite and
+    ``>= 0`` and ``δ`` in ``(0, 1)`` (``ValueError`` naming the argument otherwise).
     """
+    epsilon = _check_nonnegative_epsilon(epsilon)
+    if math.isinf(epsilon):
+        raise ValueError("epsilon must be finite: at epsilon=inf every c is allowed (no largest c).")
+    if isinstance(delta, (bool, np.bool_)) or not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     if ops_ridge_delta(epsilon, mu, 0.0) > delta:
         return None
     f = lambda c: ops_ridge_delta(epsilon, mu, c) - delta  # noqa: E731
@@ -250,8 +324,13 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
     >>> bool(analytic_gaussian_delta(s, 0.5) <= 5e-7 * (1 + 1e-9))
     True
     """
-    if not 0 < delta < 1:
+    epsilon = _check_nonnegative_epsilon(epsilon)
+    if math.isinf(epsilon):
+        raise ValueError("epsilon must be finite: at epsilon=inf no noise is needed (sigma = 0).")
+    if isinstance(delta, (bool, np.bool_)) or not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    if isinstance(sensitivity, (bool, np.bool_)) or not (0 < sensitivity < math.inf):
+        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity!r}.")
     f = lambda ls: math.log(max(analytic_gaussian_delta(math.exp(ls), epsilon, sensitivity), 1e-320)) - math.log(delta)  # noqa: E731
     lo, hi = math.log(sensitivity) - 10.0, math.log(sensitivity) + 1.0
     while f(hi) > 0:
