@@ -84,12 +84,8 @@ def test_predict_std_is_a_function_of_the_release_and_the_fitted_bounds():
     np.testing.assert_array_equal(s1, s2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AdaOPSRegressor.predict(return_std=True) reads the *current* y_bound (set_params after fit), "
-    "not the one the release was scaled with: the sd is rescaled 100x without a refit",
-)
 def test_predict_std_ignores_y_bound_set_after_fit():
+    """Was: the sd read the current y_bound (rescaled 100x without a refit)."""
     est, X = _fitted_ssp()
     m1, s1 = est.predict(X[:5], return_std=True)
     est.set_params(y_bound=200.0)
@@ -102,12 +98,8 @@ def test_predict_std_ignores_y_bound_set_after_fit():
     np.testing.assert_array_equal(s1, s2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AdaOPSRegressor.predict(return_std=True) reads the current fit_intercept: after "
-    "set_params(fit_intercept=False) it fails with numpy's broadcast error instead of the fitted answer",
-)
 def test_predict_std_ignores_fit_intercept_set_after_fit():
+    """Was: the sd read the current fit_intercept (numpy's broadcast error after set_params)."""
     est, X = _fitted_ssp()
     m1, s1 = est.predict(X[:5], return_std=True)
     est.set_params(fit_intercept=False)
@@ -123,21 +115,11 @@ def test_predict_std_ignores_fit_intercept_set_after_fit():
 @pytest.mark.parametrize(
     "change",
     [
-        pytest.param(
-            {"y_bound": 0.01},
-            marks=pytest.mark.xfail(strict=True, reason="per_instance_epsilon clips/scales y with the current "
-                                    "y_bound, not the one the draw was released with"),
-        ),
-        pytest.param(
-            {"x_bound": 0.05},
-            marks=pytest.mark.xfail(strict=True, reason="per_instance_epsilon clips/scales X with the current "
-                                    "x_bound, not the one the draw was released with"),
-        ),
-        pytest.param(
-            {"fit_intercept": False},
-            marks=pytest.mark.xfail(strict=True, reason="per_instance_epsilon builds the design with the "
-                                    "current fit_intercept, not the fitted one"),
-        ),
+        # were: per_instance_epsilon clipped/scaled with the current y_bound / x_bound and built the
+        # design with the current fit_intercept, not those the draw was released with
+        {"y_bound": 0.01},
+        {"x_bound": 0.05},
+        {"fit_intercept": False},
         {"epsilon": 7.0},  # not used by the per-instance accounting of the fitted draw
     ],
 )

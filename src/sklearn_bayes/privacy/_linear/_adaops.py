@@ -474,7 +474,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
             ``BayesianRidge`` convention): ``√(x̃ᵀ Σ x̃ + s²)`` with ``x̃ = [x, 1]``, ``Σ =
             posterior_covariance_`` and ``s² = residual_variance_ y_bound²`` the noise variance
             estimated from the released ``yᵀy``.  Post-processing (no budget); only with
-            ``calibration="ssp_posterior"`` (``ValueError`` otherwise).
+            ``calibration="ssp_posterior"`` (``ValueError`` otherwise).  Uses the ``y_bound``
+            and ``fit_intercept`` of the fit, not values set with ``set_params`` since.
 
         Returns
         -------
@@ -487,9 +488,12 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         self._check_posterior("predict(X, return_std=True)")
         y_mean = self._linear_predictor(X)
         Xv = check_features(self, X, reset=False)
-        Z = np.column_stack([Xv, np.ones(Xv.shape[0])]) if self.fit_intercept else Xv
+        # the fitted release's design and scale, not parameters set after fit: the intercept is
+        # in the posterior iff its covariance has one more row than there are features
+        with_intercept = self.posterior_covariance_.shape[0] == self.n_features_in_ + 1
+        Z = np.column_stack([Xv, np.ones(Xv.shape[0])]) if with_intercept else Xv
         var = np.einsum("ij,jk,ik->i", Z, self.posterior_covariance_, Z)
-        var = np.maximum(var, 0.0) + self.residual_variance_ * float(self.y_bound) ** 2
+        var = np.maximum(var, 0.0) + self.residual_variance_ * self._fitted_scaling()["y_bound"] ** 2
         return y_mean, np.sqrt(var)
 
     def per_instance_epsilon(self, X, y, delta=None):

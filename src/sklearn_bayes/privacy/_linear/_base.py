@@ -220,13 +220,17 @@ class _PrivateLinearBase(BaseEstimator):
         if nx != ny:
             raise ValueError(f"y has {ny} samples but X has {nx}; they must have the same number of rows.")
 
-    def _scaled_design(self, X, x_share=None):
+    def _scaled_design(self, X, x_share=None, scaling=None):
         """Clip rows to ``x_bound`` and map them into the unit ball (with the intercept column).
 
         The row is ``[x/x_bound, 1]/√2``, or ``[√s x/x_bound, √(1-s)]`` with ``s = x_share``.
+        ``scaling`` (the fitted ``{"x_bound", "fit_intercept"}``, see :meth:`_fitted_scaling`)
+        replaces the current parameters when describing a fitted release.
         """
-        Xs = clip_rows(X, float(self.x_bound)) / float(self.x_bound)
-        if self.fit_intercept:
+        x_bound = float(self.x_bound if scaling is None else scaling["x_bound"])
+        fit_intercept = self.fit_intercept if scaling is None else scaling["fit_intercept"]
+        Xs = clip_rows(X, x_bound) / x_bound
+        if fit_intercept:
             if x_share is not None:
                 return np.hstack([Xs * math.sqrt(x_share), np.full((Xs.shape[0], 1), math.sqrt(1.0 - x_share))])
             Xs = np.hstack([Xs, np.ones((Xs.shape[0], 1))]) / _SQRT2
@@ -340,6 +344,23 @@ class _RidgePosteriorBase(LinearPredictorMixin, RegressorMixin, _PrivateLinearBa
     def _set_coefficients(self, theta, x_share=None):
         self.coef_, self.intercept_ = self._unscale(theta, float(self.y_bound), x_share)
         self.intercept_ = float(self.intercept_)
+        # the public scaling the release was made with: what describes the fitted release after a
+        # later set_params (per_instance_epsilon, predict(return_std=True)); equal on neighbours
+        self._fit_scaling = {
+            "x_bound": float(self.x_bound),
+            "y_bound": float(self.y_bound),
+            "fit_intercept": bool(self.fit_intercept),
+        }
+
+    def _fitted_scaling(self):
+        """``{"x_bound", "y_bound", "fit_intercept"}`` of the fitted release (not the current parameters)."""
+        scaling = getattr(self, "_fit_scaling", None)
+        if scaling is None:  # fitted by a version that did not record it
+            raise ValueError(
+                "this estimator does not record the x_bound, y_bound and fit_intercept its release was "
+                "made with (it was fitted by an older version); refit it."
+            )
+        return scaling
 
     def per_instance_epsilon(self, X, y, delta=None):
         """Exact per-instance ε of each record of ``(X, y)`` for the fitted draw (curator-side diagnostic).
@@ -352,6 +373,10 @@ class _RidgePosteriorBase(LinearPredictorMixin, RegressorMixin, _PrivateLinearBa
 
         .. warning::  These values are computed from the data and are **not private**:
            they are a diagnostic for the data curator, never to be published.
+
+        The accounting is that of the fitted release: the ``x_bound``, ``y_bound`` and
+        ``fit_intercept`` it was made with (recorded at ``fit``), whatever ``set_params``
+        changed since.
 
         Parameters
         ----------
@@ -371,8 +396,10 @@ class _RidgePosteriorBase(LinearPredictorMixin, RegressorMixin, _PrivateLinearBa
             raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}.")
         self._check_same_length(X, y)
         X, y, _ = validate_regression_data(self, X, y, reset=False)
-        Xs = self._scaled_design(X)
-        ys = clip_values(y, float(self.y_bound)) / float(self.y_bound)
+        # the bounds and design of the fitted release, not parameters set after fit
+        scaling = self._fitted_scaling()
+        Xs = self._scaled_design(X, scaling=scaling)
+        ys = clip_values(y, scaling["y_bound"]) / scaling["y_bound"]
         p = Xs.shape[1]
         H = Xs.T @ Xs
         H[np.diag_indices(p)] += self.lambda_
