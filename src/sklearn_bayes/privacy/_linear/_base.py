@@ -30,7 +30,6 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from sklearn_bayes._glm._base import LinearPredictorMixin, validate_regression_data
 from sklearn_bayes.privacy._core import PrivacyLedger, clip_rows, clip_values, log1p_exp, ops_ridge_epsilon
-from sklearn_bayes.exceptions import BudgetExceededError, DetachedLedgerError
 from sklearn_bayes.utils import RealInterval, check_epsilon, instance_lock
 
 __all__ = ["draw_ridge_posterior", "ops_epsilon", "ops_tempering"]
@@ -151,15 +150,23 @@ _RESERVED_LOCK = threading.Lock()
 
 
 def _refusal_changes_nothing(fit):
-    """Wrap ``fit`` so that a refusal of the ledger (budget, detached copy) leaves ``__dict__`` as it was.
+    """Wrap ``fit`` so that a fit that raises (any refusal) leaves ``__dict__`` as it was.
 
-    Validation sets attributes such as ``n_features_in_`` before the budget is checked;
-    on :class:`~sklearn_bayes.exceptions.BudgetExceededError` or
-    :class:`~sklearn_bayes.exceptions.DetachedLedgerError` they are put back, so the
-    refused estimator is byte-identical to what it was.  The generator is *not* rewound:
-    a reserved release is refused before any noise is drawn, and an unreserved one after
-    its draw must not replay that noise.  Holds the instance's (re-entrant) lock, so a
-    concurrent fit of the same object cannot interleave with the restore.
+    Validation sets attributes such as ``n_features_in_`` before the budget is checked and
+    before the parameters that depend on the data (``ridge_lambda`` against ``n``, the
+    SGLD share of ε) are; on *any* exception -- a refusal of the ledger
+    (:class:`~sklearn_bayes.exceptions.BudgetExceededError`,
+    :class:`~sklearn_bayes.exceptions.DetachedLedgerError`), a late ``ValueError``, an
+    interrupt -- they are put back, so the refused estimator is byte-identical to what it
+    was (a fitted one keeps predicting with its fitted width).
+
+    Outside ``__dict__``: the generator is *not* rewound (a reserved release is refused
+    before any noise is drawn, and an unreserved one after its draw must not replay that
+    noise); releases the failed fit reserved in the shared ``ledger`` stay recorded there
+    (conservative: noise may have been drawn), and its pending reservations are dropped
+    (:data:`_RESERVED`), so a later fit cannot settle -- and lower -- them as its own.
+    Holds the instance's (re-entrant) lock, so a concurrent fit of the same object cannot
+    interleave with the restore.
     """
 
     @functools.wraps(fit)
@@ -168,9 +175,11 @@ def _refusal_changes_nothing(fit):
             saved = dict(self.__dict__)
             try:
                 return fit(self, *args, **kwargs)
-            except (BudgetExceededError, DetachedLedgerError):
+            except BaseException:
                 self.__dict__.clear()
                 self.__dict__.update(saved)
+                with _RESERVED_LOCK:
+                    _RESERVED.pop(self, None)
                 raise
 
     wrapper._refusal_changes_nothing = True
