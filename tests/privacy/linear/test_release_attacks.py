@@ -338,3 +338,17 @@ def test_a_fit_failing_after_its_reservation_changes_nothing_and_leaves_the_char
     records = ledger.records
     _quiet(est.set_params(epsilon=0.5, ledger=None).fit, X, y)
     assert ledger.records == records and est.ledger_.epsilon_spent == 0.5
+
+
+@pytest.mark.parametrize("calibration", ["released_norm", "thesis"])
+def test_adaops_per_instance_epsilon_describes_the_fitted_draw(calibration):
+    """The AdaOPS draws share OPS's per-instance accounting: a later set_params of the scaling changes
+    nothing, and a refit with the new scaling does (the recorded scaling is that of the last fit)."""
+    X, y = _regression(300)
+    est = _quiet(AdaOPSRegressor(epsilon=1.0, x_bound=1.5, y_bound=1.5, calibration=calibration,
+                                 random_state=0).fit, X, y)
+    before = est.per_instance_epsilon(X[:20], y[:20])
+    est.set_params(y_bound=0.05, x_bound=0.05, fit_intercept=False)
+    np.testing.assert_array_equal(est.per_instance_epsilon(X[:20], y[:20]), before)
+    _quiet(est.fit, X, y)
+    assert not np.array_equal(est.per_instance_epsilon(X[:20], y[:20]), before)
