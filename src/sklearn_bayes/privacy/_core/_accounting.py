@@ -239,6 +239,13 @@ def _decimal_sum(values):
     return total
 
 
+def _record_amounts(records):
+    """The exact (ε, δ) sums of ``records`` under the rule of :func:`_decimal_sum`."""
+    records = list(records)
+    return (_decimal_sum(r["epsilon"] for r in records),
+            _decimal_sum(r.get("delta", 0.0) or 0.0 for r in records))
+
+
 def _left(budget, spent):
     """``budget - spent`` under the same decimal rule, never below 0."""
     b = _decimal_sum([budget])
@@ -291,7 +298,10 @@ class PrivacyLedger:
     distribution of a posterior draw, ``dp-accounting`` for DP-SGLD); across records
     nothing tighter is claimed, so the totals are never less than basic composition
     justifies.  A release of (ε, δ) is accepted iff ``Σ ε_i + ε <= ε_budget`` and
-    ``Σ δ_i + δ <= δ_budget``.
+    ``Σ δ_i + δ <= δ_budget``.  The sums are exact (each amount read as the decimal that
+    prints it) and kept up to date as records are made or settled (for a file, in the
+    transaction that writes them), so a release or a read of a total costs the same after
+    ten or a million records.
 
     **Sharing.**  Shared, not copied, by :func:`sklearn.base.clone`, :func:`copy.copy`
     and :func:`copy.deepcopy`.  Pickling a ledger with a ``path`` pickles the path (the
@@ -336,6 +346,7 @@ class PrivacyLedger:
         if path is None:
             self._store = None
             self._records = []
+            self._init_totals()
             _LIVE_LEDGERS[self._uid] = self
         else:
             from sklearn_bayes.privacy._core._ledger_sqlite import SQLiteStore
@@ -345,6 +356,7 @@ class PrivacyLedger:
             self._store = SQLiteStore(path, self._budget)
             self._budget = self._store.budget
             self._records = None
+            self._init_totals()  # (unused: a file keeps its totals, see SQLiteStore.spent)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -369,8 +381,12 @@ class PrivacyLedger:
             raise AttributeError("the records of a ledger file cannot be replaced.")
         if self._budget is not None:
             raise AttributeError("the records of a ledger with a budget cannot be replaced.")
+        value = list(value)
+        totals = _record_amounts(value)
         with self._lock:
-            self._records[:] = list(value)  # in place: a pickled ledger's finalizer holds this list
+            self._records[:] = value  # in place: a pickled ledger's finalizer holds this list
+            self._eps_total, self._delta_total = totals
+            self._mirrored = {}
 
     def _snapshot_records(self):
         """The records as they are now (a copy taken under the lock: threads may be recording)."""
@@ -379,12 +395,31 @@ class PrivacyLedger:
         with self._lock:
             return list(self._records)
 
+    # ------------------------------------------------------------------ running totals
+    # An in-memory ledger keeps the exact sums of its records (Fractions, the rule of
+    # _decimal_sum) up to date where records are appended (_append, _append_shared), settled
+    # (_settle, and _resettle in a snapshot holding a forwarded record), replaced (the records
+    # setter) or restored (__setstate__, compose): reading a total or checking a budget is O(1),
+    # not a sum over every record.  A file keeps them in its meta table, updated in the
+    # transaction that changes the records (see SQLiteStore.spent).
+    def _init_totals(self, records=()):
+        self._eps_total, self._delta_total = _record_amounts(records)
+        #: records this snapshot forwarded to its original (same dicts): id -> the amounts counted
+        self._mirrored = {}
+        #: the snapshots holding records forwarded to this ledger (to update at a settle)
+        self._mirrors = weakref.WeakSet()
+
+    def _exact_totals(self):
+        """The exact ``(Σ ε_i, Σ δ_i)`` (Fractions) of the records, from one consistent state."""
+        if self._store is not None:
+            with self._store.transaction(immediate=False) as con:
+                return self._store.spent(con)
+        with self._lock:
+            return self._eps_total, self._delta_total
+
     def _totals(self):
-        recs = self._snapshot_records()
-        return (
-            float(_decimal_sum(r["epsilon"] for r in recs)),
-            float(_decimal_sum(r.get("delta", 0.0) or 0.0 for r in recs)),
-        )
+        eps, delta = self._exact_totals()
+        return float(eps), float(delta)
 
     @property
     def epsilon_spent(self):
@@ -401,11 +436,9 @@ class PrivacyLedger:
 
         ``(inf, inf)`` without a budget.  Both from one consistent read of the records.
         """
-        recs = self._snapshot_records()
         if self._budget is None:
             return (math.inf, math.inf)
-        eps = float(_decimal_sum(r["epsilon"] for r in recs))
-        delta = float(_decimal_sum(r.get("delta", 0.0) or 0.0 for r in recs))
+        eps, delta = self._totals()
         return (_left(self._budget[0], eps), _left(self._budget[1], delta))
 
     @property
@@ -429,29 +462,29 @@ class PrivacyLedger:
             f"delta={_left(b_delta, delta_spent)!r}. Nothing was released or recorded."
         )
 
-    def _check(self, owner, records, eps_list, delta_list):
-        """Raise if ``records`` on top of the spent amounts would exceed the budget."""
+    def _check(self, owner, records, spent, added):
+        """Raise if ``records`` (exact sums ``added``) on top of the exact totals ``spent`` would exceed the budget."""
         if self._budget is None:
             return
-        new_eps = [r["epsilon"] for r in records]
-        new_delta = [r.get("delta", 0.0) or 0.0 for r in records]
-        if (_decimal_sum(eps_list + new_eps) > _decimal_sum([self._budget[0]])
-                or _decimal_sum(delta_list + new_delta) > _decimal_sum([self._budget[1]])):
-            raise self._refusal(owner, records, float(_decimal_sum(eps_list)), float(_decimal_sum(delta_list)))
+        if (spent[0] + added[0] > _decimal_sum([self._budget[0]])
+                or spent[1] + added[1] > _decimal_sum([self._budget[1]])):
+            raise self._refusal(owner, records, float(spent[0]), float(spent[1]))
 
     def _append(self, records, owner=None):
         """Check the budget and append ``records``, atomically (all or nothing)."""
+        added = _record_amounts(records)
         if self._store is not None:
             with self._store.transaction() as con:
-                eps_list, delta_list = self._store.spent(con)
-                self._check(owner, records, eps_list, delta_list)
+                spent = self._store.spent(con, write=True)
+                self._check(owner, records, spent, added)
                 self._store.insert(con, records)
+                self._store.write_totals(con, (spent[0] + added[0], spent[1] + added[1]))
             return
         with self._lock:
-            if self._budget is not None:
-                self._check(owner, records, [r["epsilon"] for r in self._records],
-                            [r.get("delta", 0.0) or 0.0 for r in self._records])
+            self._check(owner, records, (self._eps_total, self._delta_total), added)
             self._records.extend(records)
+            self._eps_total += added[0]
+            self._delta_total += added[1]
 
     def record(self, mechanism, epsilon, n_items=None, note="", **extra):
         """Append a release that spent ``epsilon`` (an increment >= 0) and, if given, ``delta``.
@@ -535,11 +568,28 @@ class PrivacyLedger:
         through it -- it still holds exactly the original's records and can take its place.
         """
         target = self._shared_target(owner)
+        if target is not self:
+            target._mirrors.add(self)  # before the records exist there: a settle of them updates us
         target._append(records, owner)
         if target is not self:
             with self._lock:
                 self._records.extend(records)
+                for r in records:  # their amounts now (a settle that ran meanwhile is counted here)
+                    amounts = _record_amounts([r])
+                    self._mirrored[r["id"]] = amounts
+                    self._eps_total += amounts[0]
+                    self._delta_total += amounts[1]
         return target
+
+    def _resettle(self, rid, amounts):
+        """A record this snapshot forwarded was settled in its original: count its new amounts."""
+        with self._lock:
+            old = self._mirrored.get(rid)
+            if old is None:
+                return
+            self._mirrored[rid] = amounts
+            self._eps_total += amounts[0] - old[0]
+            self._delta_total += amounts[1] - old[1]
 
     def _reserve(self, owner, entries):
         """Check and record the releases ``entries`` = [(mechanism, ε, δ)] before they are drawn.
@@ -562,11 +612,22 @@ class PrivacyLedger:
                 self._store.settle(con, rid, epsilon, delta, note)
             return
         with self._lock:
-            for r in self._records:
+            for r in reversed(self._records):  # a reservation is recent
                 if r["id"] == rid:
                     if epsilon > r["epsilon"] or delta > r.get("delta", 0.0):
                         raise ValueError("a reserved record can only be lowered.")
+                    old = _record_amounts([r])
                     r.update(epsilon=epsilon, delta=delta, note=note)
+                    new = _record_amounts([r])
+                    self._eps_total += new[0] - old[0]
+                    self._delta_total += new[1] - old[1]
+                    self._mirrored.pop(rid, None)  # (a snapshot settling a record it holds itself)
+                    # the snapshots holding this record (the same dict) count it anew, under this
+                    # lock so that two settles of one record reach them in order (lock order:
+                    # a ledger, then its snapshots; a snapshot never holds its lock calling here)
+                    for snapshot in list(self._mirrors):
+                        if snapshot is not self:
+                            snapshot._resettle(rid, new)
                     return
         raise KeyError(rid)
 
@@ -600,6 +661,7 @@ class PrivacyLedger:
                 if key not in seen:
                     seen.add(key)
                     out._records.append(dict(r))
+        out._eps_total, out._delta_total = _record_amounts(out._records)
         return out
 
     # ------------------------------------------------------------------ copies
@@ -633,6 +695,7 @@ class PrivacyLedger:
 
             self._store = SQLiteStore(state["path"], self._budget)
             self._records = None
+            self._init_totals()
             self._snapshot = False
             self._origin = None
             self._origin_pid = None
@@ -640,6 +703,7 @@ class PrivacyLedger:
             return
         self._store = None
         self._records = state["records"]
+        self._init_totals(self._records)
         self._snapshot = True  # a copy: see _shared_target for where its shared records go
         self._origin = state.get("origin")
         self._origin_pid = state.get("pid")

@@ -18,6 +18,7 @@ threads and processes (joblib workers, separate Python sessions).  Design:
   reopening), one that gives ``budget=None`` adopts it.
 """
 
+import fractions
 import json
 import os
 import pathlib
@@ -137,11 +138,37 @@ class SQLiteStore:
         with self.transaction(immediate=False) as con:
             return int(con.execute("SELECT COUNT(*) FROM records").fetchone()[0])
 
-    @staticmethod
-    def spent(con):
-        """(ε amounts, δ amounts) of every record, read inside the caller's transaction."""
+    def spent(self, con, write=False):
+        """The exact totals ``(Σ ε_i, Σ δ_i)`` (Fractions) of the records, inside the caller's transaction.
+
+        Kept in the ``meta`` table (``spent_epsilon``, ``spent_delta`` as exact ``"p/q"``
+        fractions, and ``spent_seq``, the last record they cover), updated by :meth:`insert`
+        and :meth:`settle` in the transaction that changes the records, so a read or a budget
+        check does not sum every record.  Totals that do not cover the last record (a file
+        written before they were kept) are recomputed from the records (the exact rule of
+        the ledger, ``_decimal_sum``) and, with ``write=True`` (a write transaction), stored.
+        """
+        meta = dict(con.execute(
+            "SELECT key, value FROM meta WHERE key IN ('spent_epsilon', 'spent_delta', 'spent_seq')"))
+        last = con.execute("SELECT MAX(seq) FROM records").fetchone()[0] or 0
+        if len(meta) == 3 and meta["spent_seq"] == last:
+            return fractions.Fraction(meta["spent_epsilon"]), fractions.Fraction(meta["spent_delta"])
+        from sklearn_bayes.privacy._core._accounting import _decimal_sum
+
         rows = con.execute("SELECT epsilon, delta FROM records").fetchall()
-        return [r[0] for r in rows], [r[1] or 0.0 for r in rows]
+        totals = _decimal_sum(r[0] for r in rows), _decimal_sum(r[1] or 0.0 for r in rows)
+        if write:
+            self.write_totals(con, totals)
+        return totals
+
+    @staticmethod
+    def write_totals(con, totals):
+        """Store the exact ``totals`` of the records as they are now (see :meth:`spent`)."""
+        last = con.execute("SELECT MAX(seq) FROM records").fetchone()[0] or 0
+        con.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("spent_epsilon", str(totals[0])), ("spent_delta", str(totals[1])), ("spent_seq", int(last))],
+        )
 
     # ------------------------------------------------------------------ writes
     @staticmethod
@@ -156,7 +183,10 @@ class SQLiteStore:
                 str(note), extra, time.time())
 
     def insert(self, con, records):
-        """Insert ``records`` inside the caller's transaction (check done by the caller)."""
+        """Insert ``records`` inside the caller's transaction (check done by the caller).
+
+        The caller then stores the new totals (:meth:`write_totals`) in the same transaction.
+        """
         con.executemany(
             "INSERT INTO records (id, mechanism, epsilon, delta, n_items, note, extra, created) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -170,10 +200,17 @@ class SQLiteStore:
             raise KeyError(rid)
         if epsilon > row[0] or (delta or 0.0) > (row[1] or 0.0):
             raise ValueError("a reserved record can only be lowered.")
+        from sklearn_bayes.privacy._core._accounting import _decimal_sum
+
+        eps_total, delta_total = self.spent(con, write=True)
         con.execute(
             "UPDATE records SET epsilon = ?, delta = ?, note = ? WHERE id = ?",
             (float(epsilon), None if delta is None else float(delta), str(note), rid),
         )
+        self.write_totals(con, (
+            eps_total - _decimal_sum([row[0]]) + _decimal_sum([epsilon]),
+            delta_total - _decimal_sum([row[1] or 0.0]) + _decimal_sum([delta or 0.0]),
+        ))
 
 
 class _Transaction:
