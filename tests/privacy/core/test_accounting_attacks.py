@@ -50,17 +50,20 @@ def test_ops_ridge_delta_never_returns_nan(eps):
     assert d == 0.0  # only inf can return: delta at an infinite epsilon is 0
 
 
-@pytest.mark.parametrize("fn", [
-    "ops_ridge_delta",
-    pytest.param("amplify_by_subsampling", marks=pytest.mark.xfail(
-        strict=True, reason="a negative epsilon is accepted by amplify_by_subsampling (which returns a negative "
-        "epsilon) instead of a ValueError naming epsilon")),
-])
+@pytest.mark.parametrize("fn", ["ops_ridge_delta", "amplify_by_subsampling"])
 def test_negative_epsilon_is_refused(fn):
     call = {"ops_ridge_delta": lambda: ops_ridge_delta(-1.0, 0.01, 0.5),
             "amplify_by_subsampling": lambda: amplify_by_subsampling(-1.0, 0.5)}[fn]
     with pytest.raises(ValueError, match="epsilon"):
         call()
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.5])
+def test_amplify_by_subsampling_refuses_nan_and_keeps_inf(rate):
+    """Was: nan came back as nan (at rate 1) and passed every '> budget' check downstream."""
+    with pytest.raises(ValueError, match="epsilon"):
+        amplify_by_subsampling(math.nan, rate)
+    assert amplify_by_subsampling(math.inf, rate) == math.inf
 
 
 def test_ops_ridge_epsilon_of_a_large_per_instance_loss_does_not_overflow():

@@ -100,6 +100,8 @@ def amplify_by_subsampling(epsilon, rate):
     """
     if not 0 < rate <= 1:
         raise ValueError(f"rate must be in (0, 1], got {rate!r}.")
+    if not epsilon >= 0:  # a negative ε would come back negative, a nan would pass every check
+        raise ValueError(f"epsilon must be >= 0 (or math.inf), got {epsilon!r}.")
     if epsilon == 0:
         return 0.0
     if rate == 1:

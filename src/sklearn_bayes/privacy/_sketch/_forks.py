@@ -150,9 +150,11 @@ class _ForkedStream:
         were never released.
         """
         fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
+        if not (math.isfinite(chain0) and chain0 >= 0):
+            raise ValueError(f"the privacy spend of this release is not finite ({chain0!r}); nothing was released.")
         total = amplify_by_subsampling(chain0, float(self._fp("sampling_rate")))
         increment = max(total - charged, 0.0)
-        if not (math.isfinite(chain0) and math.isfinite(increment)):
+        if not math.isfinite(increment):
             raise ValueError(f"the privacy spend of this release is not finite ({increment!r}); nothing was released.")
         record = dict(n_items=n_items, note=note, stream=self.stream_id_, fork=fork_id, id=uuid.uuid4().hex, **extra)
         name = mechanism or f"PrivateCountSketch/{self._fp('mechanism')}"
