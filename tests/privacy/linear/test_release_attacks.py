@@ -352,3 +352,21 @@ def test_adaops_per_instance_epsilon_describes_the_fitted_draw(calibration):
     np.testing.assert_array_equal(est.per_instance_epsilon(X[:20], y[:20]), before)
     _quiet(est.fit, X, y)
     assert not np.array_equal(est.per_instance_epsilon(X[:20], y[:20]), before)
+
+
+def test_per_instance_defaults_and_errors_describe_the_fit():
+    """The default delta of per_instance_epsilon is the fit's (a later set_params(delta=...) would
+    otherwise report a smaller epsilon), and AdaOPS's errors name the calibration of the fit."""
+    X, y = _regression(300)
+    est = _quiet(OnePosteriorSampleRidge(ridge_lambda=500.0, x_bound=1.5, y_bound=1.5, random_state=0).fit, X, y)
+    before = est.per_instance_epsilon(X[:20], y[:20])
+    est.set_params(delta=0.5)
+    np.testing.assert_array_equal(est.per_instance_epsilon(X[:20], y[:20]), before)
+    draw = _quiet(MAKERS["released_norm"](epsilon=1.0, random_state=0).fit, X, y)
+    draw.set_params(calibration="ssp_posterior")
+    with pytest.raises(ValueError, match="fitted with calibration='released_norm'"):
+        draw.conf_int()
+    ssp = _quiet(MAKERS["ssp_posterior"](epsilon=1.0, random_state=0).fit, X, y)
+    ssp.set_params(calibration="thesis")
+    with pytest.raises(ValueError, match="calibration='ssp_posterior' \\(noisy"):
+        ssp.per_instance_epsilon(X[:20], y[:20])

@@ -356,6 +356,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         for entry in release.ledger:
             self._record(ledger_, entry.mechanism, entry.epsilon, entry.delta, note=entry.note)
         self._set_coefficients(release.theta, calibration.x_share)
+        self._fit_scaling["calibration"] = self.calibration  # named by the errors about the fitted release
         self._set_covariance(release.covariance, calibration.x_share)
         # every calibration sets every attribute (None where it has no value)
         for name in FITTED_ATTRIBUTES:
@@ -384,13 +385,17 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         self.posterior_covariance_ = full
         self.coef_covariance_ = full[: self.n_features_in_, : self.n_features_in_].copy()
 
+    def _fitted_calibration(self):
+        """The ``calibration`` of the fit (not one set with ``set_params`` since)."""
+        return getattr(self, "_fit_scaling", {}).get("calibration", self.calibration)
+
     def _check_posterior(self, what):
         check_is_fitted(self)
         if getattr(self, "posterior_covariance_", None) is None:
             raise ValueError(
                 f"{what} needs the noise-aware posterior of calibration='ssp_posterior'; this estimator was "
-                f"fitted with calibration={self.calibration!r}, which releases one posterior draw and nothing "
-                "about its spread: an honest interval would need a further private release (more budget), "
+                f"fitted with calibration={self._fitted_calibration()!r}, which releases one posterior draw and "
+                "nothing about its spread: an honest interval would need a further private release (more budget), "
                 "which this estimator does not spend silently. Refit with calibration='ssp_posterior'."
             )
         if self.gram_signal_to_noise_ < _RELIABLE_GRAM_SNR:
@@ -509,7 +514,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         if getattr(self, "gamma_", None) is None:
             raise ValueError(
                 "per_instance_epsilon is defined for a posterior draw; this estimator was fitted with "
-                f"calibration={self.calibration!r} (noisy sufficient statistics, no draw), whose privacy is "
+                f"calibration={self._fitted_calibration()!r} (noisy sufficient statistics, no draw), whose privacy is "
                 f"the same (epsilon={self.epsilon_spent_!r}, delta={self.delta_spent_!r}) for every record."
             )
         return super().per_instance_epsilon(X, y, delta)

@@ -393,14 +393,15 @@ class _RidgePosteriorBase(LinearPredictorMixin, RegressorMixin, _PrivateLinearBa
             The data the estimator was fitted on (clipped and scaled as in ``fit``).
         y : array-like of shape (n_samples,)
         delta : float in (0, 1) or None, default=None
-            δ of the per-instance guarantee; ``None`` uses ``delta``.
+            δ of the per-instance guarantee; ``None`` uses the δ of the fit (``delta_spent_``,
+            not a ``delta`` set since).
 
         Returns
         -------
         epsilon : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        delta = self.delta if delta is None else delta
+        delta = self.delta_spent_ if delta is None else delta
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not 0 < delta < 1:
             raise ValueError(f"delta must be a real number in (0, 1), got {delta!r}.")
         self._check_same_length(X, y)
