@@ -147,6 +147,15 @@ def test_ops_ridge_max_c_names_a_bad_epsilon(eps):
         ops_ridge_max_c(eps, 1e-6, 0.01)
 
 
+def test_ops_ridge_epsilon_refuses_a_delta_below_float_resolution():
+    """δ(ε) is a double: below ~1e-308 it underflows to 0, so a search for δ = 1e-320 would stop at
+    the underflow and report too small an ε; it is refused, naming delta (1e-300 is still exact)."""
+    with pytest.raises(ValueError, match="delta"):
+        ops_ridge_epsilon(1e-320, 0.01, 25.0)
+    eps = ops_ridge_epsilon(1e-300, 0.01, 25.0)
+    assert ops_ridge_delta(eps, 0.01, 25.0) <= 1e-300 < ops_ridge_delta(0.999 * eps, 0.01, 25.0)
+
+
 # ------------------------------------------------------------------ subsampling
 
 

@@ -225,6 +225,8 @@ def ops_ridge_delta(epsilon, mu, c, direction="both"):
 
 #: the largest ε bracket :func:`ops_ridge_epsilon` searches (beyond it the answer is reported as ``inf``)
 _MAX_EPSILON_SEARCH = 2.0**20
+#: the smallest target δ of :func:`ops_ridge_epsilon` (δ(ε) underflows below ~1e-308)
+_MIN_TARGET_DELTA = 1e-300
 
 
 def ops_ridge_epsilon(delta, mu, c):
@@ -241,6 +243,12 @@ def ops_ridge_epsilon(delta, mu, c):
     """
     if isinstance(delta, (bool, np.bool_)) or not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    if delta < _MIN_TARGET_DELTA:
+        # δ(ε) is a double: below ~1e-308 it underflows to 0 and the search would stop too early
+        raise ValueError(
+            f"delta={delta!r} is below {_MIN_TARGET_DELTA:g}, the smallest delta the exact accounting "
+            "resolves in floating point; use a larger delta."
+        )
     f = lambda e: ops_ridge_delta(e, mu, c) - delta  # noqa: E731  (decreasing in e)
     if f(0.0) <= 0:
         return 0.0
