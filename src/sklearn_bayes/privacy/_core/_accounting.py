@@ -67,7 +67,6 @@ counting each record (hence the common history) once.
 """
 
 import collections
-import fractions
 import hashlib
 import math
 import os
@@ -78,6 +77,7 @@ import weakref
 import numpy as np
 
 from sklearn_bayes.exceptions import BudgetExceededError, DetachedLedgerError
+from sklearn_bayes.privacy._core._decimal import decimal_sum as _decimal_sum
 from sklearn_bayes.utils import check_epsilon
 
 __all__ = ["PrivacyLedger", "amplify_by_subsampling", "log1p_exp", "subsampled_base_epsilon"]
@@ -220,25 +220,6 @@ def _make_record(mechanism, epsilon, n_items, note, extra):
         extra["delta"] = delta
     extra.setdefault("id", uuid.uuid4().hex)
     return {"mechanism": mechanism, "epsilon": epsilon, "n_items": n_items, "note": note, **extra}
-
-
-def _decimal_sum(values):
-    """The exact sum of ``values`` read as the shortest decimals that print them (``repr``).
-
-    The one rule by which the ledger adds amounts and compares them with its budget (its totals,
-    ``remaining()`` and the refusal share it): ten releases of ``0.1`` spend exactly ``1.0`` and
-    three of ``0.4`` exactly ``1.2``, as the user wrote them.  Each amount differs from its binary
-    value by less than half an ulp, so a total differs from the binary sum by less than
-    ``n * 2**-53`` relatively (immaterial for privacy; a binary sum would refuse the third 0.4
-    release against a budget of 1.2 by 2e-16).
-    """
-    total = fractions.Fraction(0)
-    for v in values:
-        v = float(v)
-        if math.isinf(v):  # a budget of inf (amounts are finite)
-            return math.inf
-        total += fractions.Fraction(repr(v))  # exact: no rounding to a context precision
-    return total
 
 
 def _record_amounts(records):

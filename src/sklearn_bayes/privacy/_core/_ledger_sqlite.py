@@ -25,6 +25,8 @@ import pathlib
 import sqlite3
 import time
 
+from sklearn_bayes.privacy._core._decimal import decimal_sum
+
 _FORMAT = "sklearn_bayes.PrivacyLedger/1"
 #: seconds a writer waits for another one's transaction (SQLite's busy timeout)
 BUSY_TIMEOUT = 60.0
@@ -146,17 +148,15 @@ class SQLiteStore:
         and :meth:`settle` in the transaction that changes the records, so a read or a budget
         check does not sum every record.  Totals that do not cover the last record (a file
         written before they were kept) are recomputed from the records (the exact rule of
-        the ledger, ``_decimal_sum``) and, with ``write=True`` (a write transaction), stored.
+        the ledger, :func:`decimal_sum`) and, with ``write=True`` (a write transaction), stored.
         """
         meta = dict(con.execute(
             "SELECT key, value FROM meta WHERE key IN ('spent_epsilon', 'spent_delta', 'spent_seq')"))
         last = con.execute("SELECT MAX(seq) FROM records").fetchone()[0] or 0
         if len(meta) == 3 and meta["spent_seq"] == last:
             return fractions.Fraction(meta["spent_epsilon"]), fractions.Fraction(meta["spent_delta"])
-        from sklearn_bayes.privacy._core._accounting import _decimal_sum
-
         rows = con.execute("SELECT epsilon, delta FROM records").fetchall()
-        totals = _decimal_sum(r[0] for r in rows), _decimal_sum(r[1] or 0.0 for r in rows)
+        totals = decimal_sum(r[0] for r in rows), decimal_sum(r[1] or 0.0 for r in rows)
         if write:
             self.write_totals(con, totals)
         return totals
@@ -200,16 +200,14 @@ class SQLiteStore:
             raise KeyError(rid)
         if epsilon > row[0] or (delta or 0.0) > (row[1] or 0.0):
             raise ValueError("a reserved record can only be lowered.")
-        from sklearn_bayes.privacy._core._accounting import _decimal_sum
-
         eps_total, delta_total = self.spent(con, write=True)
         con.execute(
             "UPDATE records SET epsilon = ?, delta = ?, note = ? WHERE id = ?",
             (float(epsilon), None if delta is None else float(delta), str(note), rid),
         )
         self.write_totals(con, (
-            eps_total - _decimal_sum([row[0]]) + _decimal_sum([epsilon]),
-            delta_total - _decimal_sum([row[1] or 0.0]) + _decimal_sum([delta or 0.0]),
+            eps_total - decimal_sum([row[0]]) + decimal_sum([epsilon]),
+            delta_total - decimal_sum([row[1] or 0.0]) + decimal_sum([delta or 0.0]),
         ))
 
 
