@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import note as _hypothesis_note
 from hypothesis.errors import InvalidArgument
 
+from sklearn_bayes.privacy import PrivacyLedger
+
 
 
 def _settings(n, shrink=True):
@@ -67,6 +69,21 @@ def _canonical(obj):
     if isinstance(state, dict) or state is None:
         return (type(obj).__qualname__, _canonical(state or {}))
     return (type(obj).__qualname__, repr(state))
+
+
+def _release_state(est):
+    """Every attribute of ``est`` as comparable bytes, for one object before and after a refused call: a ledger by
+    its identity and records (the ledger object itself is shared state), a generator by its identity and state,
+    everything else by its pickle."""
+    out = {}
+    for k, v in vars(est).items():
+        if isinstance(v, PrivacyLedger):
+            out[k] = ("ledger", id(v), pickle.dumps(v.records))
+        elif isinstance(v, np.random.Generator):
+            out[k] = ("rng", id(v), pickle.dumps(v.bit_generator.state))
+        else:
+            out[k] = pickle.dumps(v)
+    return out
 
 
 def _expect_rejection(call, types, pattern, est, what):

@@ -9,9 +9,11 @@ is fixed, and the xfail mark is then removed.
 """
 
 import copy
+import importlib.util
 import pickle
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -52,17 +54,11 @@ def _data(kind):
     return (X, (y > 0).astype(int)) if kind == "dpsgld" else (X, y)
 
 
-def _state(est):
-    """Every attribute of ``est`` as comparable bytes (arrays, dicts, ledgers by their records)."""
-    out = {}
-    for k, v in vars(est).items():
-        if isinstance(v, PrivacyLedger):
-            out[k] = ("ledger", id(v), pickle.dumps(v.records))
-        elif isinstance(v, np.random.Generator):
-            out[k] = ("rng", id(v), pickle.dumps(v.bit_generator.state))
-        else:
-            out[k] = pickle.dumps(v)
-    return out
+# every attribute as comparable bytes (ledgers by identity and records): the shared test tools, loaded by path
+_tools_spec = importlib.util.spec_from_file_location("_property_tools", Path(__file__).parents[2] / "_property_tools.py")
+_tools = importlib.util.module_from_spec(_tools_spec)
+_tools_spec.loader.exec_module(_tools)
+_state = _tools._release_state
 
 
 # ------------------------------------------------------------------ set_params after fit

@@ -6,9 +6,11 @@ bytes and threads.  Tests marked ``xfail(strict=True)`` expose a bug (the reason
 """
 
 import copy
+import importlib.util
 import pickle
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,17 +30,11 @@ def _stream(n=600, k=12, seed=0):
     return np.random.default_rng(seed).integers(0, k, n)
 
 
-def _state(sk):
-    """The sketch's whole state as comparable bytes (ledgers by their records, generators by their state)."""
-    out = {}
-    for k, v in vars(sk).items():
-        if isinstance(v, PrivacyLedger):
-            out[k] = ("ledger", id(v), pickle.dumps(v.records))
-        elif isinstance(v, np.random.Generator):
-            out[k] = ("rng", id(v), pickle.dumps(v.bit_generator.state))
-        else:
-            out[k] = pickle.dumps(v)
-    return out
+# every attribute as comparable bytes (ledgers by identity and records): the shared test tools, loaded by path
+_tools_spec = importlib.util.spec_from_file_location("_property_tools", Path(__file__).parents[2] / "_property_tools.py")
+_tools = importlib.util.module_from_spec(_tools_spec)
+_tools_spec.loader.exec_module(_tools)
+_state = _tools._release_state
 
 
 # ------------------------------------------------------------------ forks of a generator-seeded sketch
