@@ -60,6 +60,14 @@ def test_small_sample_path_is_taken_below_eight_rows_per_coefficient():
     assert not mv.is_small(np.full(32, 1e-3), 4)
 
 
+def test_is_small_reads_the_constant_at_the_call(monkeypatch):
+    """Like the module's other constants, SMALL_N_ROWS_PER_COEF is read when is_small runs (it was bound as a
+    default argument at import, so setting it changed nothing)."""
+    monkeypatch.setattr(mv, "SMALL_N_ROWS_PER_COEF", 10.0)
+    assert mv.is_small(np.ones(39), 4) and not mv.is_small(np.ones(40), 4)
+    assert not mv.is_small(np.ones(39), 4, 8.0)
+
+
 def test_small_sample_fit_does_not_depend_on_the_start():
     """coleman (20 rows, 6 coefficients): the S start interpolates half the rows and traps a
     redescending loss fitted from it; the small-sample path starts from Huber's convex fit, so

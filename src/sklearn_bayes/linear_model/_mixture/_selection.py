@@ -444,8 +444,9 @@ def cv_risk(Xa, y, sw, theta, scale, norm, wls, folds=CV_FOLDS, keep=CV_KEEP):
     return float(np.average((e * e)[order[:m]], weights=sw[pos][order[:m]]))
 
 
-def is_small(sw, p, rows_per_coef=SMALL_N_ROWS_PER_COEF):
-    """Whether Kish's effective number of rows ``(sum w)^2 / sum w^2`` is below ``rows_per_coef * p``.
+def is_small(sw, p, rows_per_coef=None):
+    """Whether Kish's effective number of rows ``(sum w)^2 / sum w^2`` is below ``rows_per_coef * p``
+    (``None``: :data:`SMALL_N_ROWS_PER_COEF`, read at the call, like the module's other constants).
 
     ``n_eff`` is computed to within a relative ``(3 n + 2)`` rounding units (two sums of ``n`` terms, a square, a
     division), so a value within that of the bound counts as the bound: uniform weights ``c`` give the path of
@@ -453,6 +454,7 @@ def is_small(sw, p, rows_per_coef=SMALL_N_ROWS_PER_COEF):
     per coefficient at ``p = 4``, unit weights the band's).  Unit weights: ``n_eff`` and the bound are integers
     and the margin is below 1, the same decisions as the plain comparison.
     """
+    rows_per_coef = SMALL_N_ROWS_PER_COEF if rows_per_coef is None else rows_per_coef
     wt = float(sw.sum())
     n_eff = wt * (wt / float(sw @ sw)) if wt > 0 else 0.0
     return n_eff < rows_per_coef * p * (1.0 - (3 * len(sw) + 2) * np.finfo(float).eps)
