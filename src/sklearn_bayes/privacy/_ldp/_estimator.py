@@ -229,9 +229,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         categories (``'rhat'``, ``'ess'``, ``'n_draws'``; the chain is extended until they
         pass, and a :class:`~sklearn.exceptions.ConvergenceWarning` says when the bound
         ``4 n_final_steps`` stopped it first; ``'method'``: ``'mcmc'``, ``'counts'`` for the count posterior, ``'importance'``
-        with the weights' ESS and Pareto k, or ``'importance->exact'``); for ``decoder='eb'`` the EM's ``n_iter`` and ``converged``.
-    n_features_in_ : int
-        Always 1.
+        with the weights' ESS and Pareto k, or ``'importance->exact'``; ``'p_symmetric'`` under ``prior='spike-bulk'``, the
+        posterior probability of the symmetric model); for ``decoder='eb'`` the EM's ``n_iter`` and ``converged``.
+    n_features_in_ : int (always 1)
     feature_names_in_ : ndarray of shape (1,)
         Defined when ``X`` has string column names.
 
