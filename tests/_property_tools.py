@@ -6,6 +6,7 @@ canonical-state snapshots, the rejection check.  Loaded by path (the suites run 
 
 import pickle
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -84,6 +85,32 @@ def _release_state(est):
         else:
             out[k] = pickle.dumps(v)
     return out
+
+
+def run_threads(*targets, barrier=True):
+    """Run each callable of ``targets`` in its own thread (released together by a barrier unless ``barrier`` is
+    false), join them all, and re-raise the first exception a thread raised in the calling thread."""
+    errors = []
+    gate = threading.Barrier(len(targets)) if barrier else None
+
+    def wrap(f):
+        def run():
+            try:
+                if gate is not None:
+                    gate.wait()
+                f()
+            except BaseException as exc:  # re-raised in the main thread
+                errors.append(exc)
+
+        return run
+
+    threads = [threading.Thread(target=wrap(f)) for f in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def _expect_rejection(call, types, pattern, est, what):

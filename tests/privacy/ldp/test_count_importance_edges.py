@@ -3,9 +3,11 @@
 batches, copies mid-stream, threads, tiny samples, one category, ``K = 2, 3, 31, 32`` and extreme ``epsilon``."""
 
 import copy
+import functools
+import importlib.util
 import pickle
-import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,12 @@ from sklearn_bayes.privacy._ldp._count_importance import (
     tempered_counts,
 )
 from sklearn_bayes.privacy._ldp._empirical_bayes import AUTO_CV_MIN_CATEGORIES
+
+# the shared test tools (threads released together, errors re-raised), loaded by path
+_tools_spec = importlib.util.spec_from_file_location("_property_tools", Path(__file__).parents[2] / "_property_tools.py")
+_tools = importlib.util.module_from_spec(_tools_spec)
+_tools_spec.loader.exec_module(_tools)
+run_threads = _tools.run_threads
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning")
 
@@ -172,24 +180,14 @@ def test_threads_reading_credible_interval_theta_and_draws_agree_with_sequential
     expected = [ref.credible_interval(0.9), ref.credible_interval(0.9), ref.theta_, ref.sample_posterior(5)]
     reads = [lambda: est.credible_interval(0.9), lambda: est.credible_interval(0.9), lambda: est.theta_,
              lambda: est.sample_posterior(5)]
-    out, errors = [None] * 4, []
-    barrier = threading.Barrier(4)
+    out = [None] * 4
 
     def read(i):
-        try:
-            barrier.wait()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out[i] = reads[i]()
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out[i] = reads[i]()
 
-    threads = [threading.Thread(target=read, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_threads(*(functools.partial(read, i) for i in range(4)))  # re-raises a thread's error
     for got, want in zip(out, expected):
         np.testing.assert_array_equal(got, want)
 

@@ -7,17 +7,26 @@ unserialised call interleaves with the other thread's on any machine; their asse
 are exact counts.
 """
 
+import functools
 import hashlib
+import importlib.util
 import pickle
 import sys
 import threading
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.utils import SeededNoiseWarning, instance_lock
+
+# the shared test tools (threads released together, errors re-raised), loaded by path
+_tools_spec = importlib.util.spec_from_file_location("_property_tools", Path(__file__).parents[2] / "_property_tools.py")
+_tools = importlib.util.module_from_spec(_tools_spec)
+_tools_spec.loader.exec_module(_tools)
+run_threads = _tools.run_threads
 
 K = 5
 
@@ -32,25 +41,7 @@ def _fast_switching():
         sys.setswitchinterval(old)
 
 
-def _run_threads(*targets):
-    errors = []
-
-    def wrap(f):
-        def run():
-            try:
-                f()
-            except BaseException as exc:  # re-raised in the main thread
-                errors.append(exc)
-
-        return run
-
-    threads = [threading.Thread(target=wrap(f)) for f in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+_run_threads = functools.partial(run_threads, barrier=False)  # each thread starts when it is created
 
 
 def _rrrr(**kw):

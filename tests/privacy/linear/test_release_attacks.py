@@ -9,9 +9,9 @@ is fixed, and the xfail mark is then removed.
 """
 
 import copy
+import functools
 import importlib.util
 import pickle
-import threading
 import warnings
 from pathlib import Path
 
@@ -58,7 +58,7 @@ def _data(kind):
 _tools_spec = importlib.util.spec_from_file_location("_property_tools", Path(__file__).parents[2] / "_property_tools.py")
 _tools = importlib.util.module_from_spec(_tools_spec)
 _tools_spec.loader.exec_module(_tools)
-_state = _tools._release_state
+_state, run_threads = _tools._release_state, _tools.run_threads
 
 
 # ------------------------------------------------------------------ set_params after fit
@@ -221,21 +221,15 @@ def test_threads_on_copies_share_one_budget():
     base = MAKERS["ops_ridge"](epsilon=1.0, ledger=ledger)
     copies = [clone(base) for _ in range(8)]
     results = [None] * 8
-    barrier = threading.Barrier(8)
 
     def run(i):
-        barrier.wait()
         try:
             copies[i].fit(X, y)
             results[i] = "fit"
         except BudgetExceededError:
             results[i] = "refused"
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(*(functools.partial(run, i) for i in range(8)))
     assert sorted(results) == ["fit"] * 3 + ["refused"] * 5
     assert ledger.epsilon_spent == 3.0 and ledger.n_releases == 3
     fitted = [c for c, r in zip(copies, results) if r == "fit"]

@@ -6,9 +6,9 @@ bytes and threads.  Tests marked ``xfail(strict=True)`` expose a bug (the reason
 """
 
 import copy
+import functools
 import importlib.util
 import pickle
-import threading
 import warnings
 from pathlib import Path
 
@@ -34,7 +34,7 @@ def _stream(n=600, k=12, seed=0):
 _tools_spec = importlib.util.spec_from_file_location("_property_tools", Path(__file__).parents[2] / "_property_tools.py")
 _tools = importlib.util.module_from_spec(_tools_spec)
 _tools_spec.loader.exec_module(_tools)
-_state = _tools._release_state
+_state, run_threads = _tools._release_state, _tools.run_threads
 
 
 # ------------------------------------------------------------------ forks of a generator-seeded sketch
@@ -205,21 +205,15 @@ def test_threads_answering_forks_share_one_budget():
     base = PrivateCountSketch(epsilon=1.0, width=32, ledger=ledger).fit(_stream())
     forks = [copy.deepcopy(base) for _ in range(6)]
     results = [None] * 6
-    barrier = threading.Barrier(6)
 
     def run(i):
-        barrier.wait()
         try:
             forks[i].query([1, 2, 3])
             results[i] = "answered"
         except BudgetExceededError:
             results[i] = "refused"
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(*(functools.partial(run, i) for i in range(6)))
     assert sorted(results) == ["answered"] * 2 + ["refused"] * 4
     assert ledger.epsilon_spent == 2.0
     assert [f.n_query_sets_ for f, r in zip(forks, results) if r == "refused"] == [0] * 4
@@ -325,24 +319,13 @@ def test_concurrent_queries_and_updates_of_one_sketch_are_each_charged_once(mech
         ledger = PrivacyLedger()
         sk = PrivateCountSketch(epsilon=1.0, depth=3, width=16, mechanism=mechanism, ledger=ledger,
                                 random_state=np.random.default_rng(rep)).fit(np.arange(200) % 9)
-        barrier = threading.Barrier(8)
-        errors = []
 
         def run(i):
-            barrier.wait()
-            try:
-                if i % 2 == 0:
-                    sk.partial_fit([i] * 3)
-                sk.query([1, 2, 3])
-            except Exception as exc:  # pragma: no cover - reported below
-                errors.append(exc)
+            if i % 2 == 0:
+                sk.partial_fit([i] * 3)
+            sk.query([1, 2, 3])
 
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert not errors
+        run_threads(*(functools.partial(run, i) for i in range(8)))  # re-raises a thread's error
         assert sk.n_query_sets_ == 8 and sk.n_items_seen_ == 212 and ledger.n_releases == 8
         assert ledger.epsilon_spent == sk.epsilon_spent_
         expected = 1.0 if mechanism == "use_and_keep" else 1.0 - 0.5**8
