@@ -1,14 +1,12 @@
 """Q4: what a different static mechanism costs at eps = 5 (paired with the default on the benchmark's users): SS(2)
 and SS(3) (recorded through mechanism='oue', which accepts any response set, decoder='posterior': the same two-level
 likelihood as fit_adaptive_rule), OUE (mechanism='oue', its own noise), against the default (GRR there)."""
-import sys, argparse; sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+import sys; sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 from common import *
 from collections import defaultdict
 from sklearn_bayes.privacy._ldp import ss_privatize
-ap = argparse.ArgumentParser(); ap.add_argument("--runs", type=int, default=60)
-ap.add_argument("--cells", default="10:5:1,20:5:1,20:5:0.1"); args = ap.parse_args()
-for cell in args.cells.split(","):
-    K, eps, rho = cell.split(":"); K, eps, rho = int(K), float(eps), float(rho); s = setting(K, eps, rho)
+args, cells = cells_from_args("10:5:1,20:5:1,20:5:0.1", 60)
+for K, eps, rho, s in cells:
     tv = defaultdict(dict)
     for run in range(args.runs):
         X, theta = simulate_users(s, run); x = X[:, 0].astype(np.int64); sd = seeds_of(s, run)

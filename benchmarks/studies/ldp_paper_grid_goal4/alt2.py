@@ -1,14 +1,12 @@
 """Q4: RRRR with a fixed oracle subset (the K-1 / K-2 most probable categories of the true theta*, kappa = 0.9: the
 information's best RRRR) against the default, 60 runs, paired; and the best RRRR(k) by the information at K = 20,
 eps = 0.5, Dir(0.1)."""
-import sys, argparse; sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+import sys; sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 from common import *
 from collections import defaultdict
 from sklearn_bayes.privacy import RRRRMechanism
-ap = argparse.ArgumentParser(); ap.add_argument("--runs", type=int, default=60)
-ap.add_argument("--cells", default="10:5:1,20:5:1,20:5:0.1"); args = ap.parse_args()
-for cell in args.cells.split(","):
-    K, eps, rho = cell.split(":"); K, eps, rho = int(K), float(eps), float(rho); s = setting(K, eps, rho)
+args, cells = cells_from_args("10:5:1,20:5:1,20:5:0.1", 60)
+for K, eps, rho, s in cells:
     tv = defaultdict(dict)
     for run in range(args.runs):
         X, theta = simulate_users(s, run); x = X[:, 0].astype(np.int64); sd = seeds_of(s, run)

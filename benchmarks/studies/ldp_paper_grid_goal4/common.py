@@ -1,5 +1,5 @@
 """Issue 28 goal 4 study (round 12b; user guide, "Round 12b"): shared helpers (benchmark seeds: compare_one_run / same_responses_run)."""
-import time, warnings
+import argparse, time, warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn_bayes.exceptions import SeededNoiseWarning
@@ -13,6 +13,17 @@ warnings.simplefilter("ignore", ConvergenceWarning)
 
 def setting(K, eps, rho):
     return next(s for s in PAPER_SETTINGS if s["K"] == K and s["epsilon"] == eps and s["theta"][1] == rho)
+
+def cells_from_args(default_cells, default_runs):
+    """``(args, [(K, eps, rho, setting), ...])`` from ``--cells K:eps:rho,...`` and ``--runs``."""
+    ap = argparse.ArgumentParser(); ap.add_argument("--runs", type=int, default=default_runs)
+    ap.add_argument("--cells", default=default_cells); args = ap.parse_args()
+    out = []
+    for cell in args.cells.split(","):
+        K, eps, rho = cell.split(":"); K, eps, rho = int(K), float(eps), float(rho)
+        out.append((K, eps, rho, setting(K, eps, rho)))
+    return args, out
+
 
 def seeds_of(s, run):
     all_seeds = _setting_seed(s, run).spawn(3 + len(OURS))

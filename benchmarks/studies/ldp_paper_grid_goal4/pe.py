@@ -1,13 +1,11 @@
 """Decoder headroom at eps = 5: on the GRR peer's very responses (benchmark seeds), the default posterior with
 point_estimate 'tv' (shipped) / 'mean' / 'median' against IBU, and the non-private oracle (empirical frequencies of
 the true categories: no LDP noise at all)."""
-import sys, argparse; sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+import sys; sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
 from common import *
 from collections import defaultdict
-ap = argparse.ArgumentParser(); ap.add_argument("--runs", type=int, default=100)
-ap.add_argument("--cells", default="10:5:1,20:5:1,10:5:0.1,20:5:0.1"); args = ap.parse_args()
-for cell in args.cells.split(","):
-    K, eps, rho = cell.split(":"); K, eps, rho = int(K), float(eps), float(rho); s = setting(K, eps, rho)
+args, cells = cells_from_args("10:5:1,20:5:1,10:5:0.1,20:5:0.1", 100)
+for K, eps, rho, s in cells:
     tv = defaultdict(dict)
     for run in range(args.runs):
         X, theta = simulate_users(s, run); x = X[:, 0].astype(np.int64); n = x.size; sd = seeds_of(s, run)
