@@ -528,6 +528,8 @@ _CALLS = {
     "propose_subset": lambda est: est.propose_subset(),
     "transform": lambda est: est.transform([[0], [3]]),
     "sample_posterior": lambda est: est.sample_posterior(5),
+    "credible_interval": lambda est: est.credible_interval(0.9),
+    "theta_": lambda est: est.theta_,
 }
 
 
@@ -562,6 +564,21 @@ def test_changed_frozen_parameter_is_a_clear_error(method, name, value):
     with pytest.raises(ValueError, match=rf"^{name} was .* and is now .*call fit to restart"):
         _CALLS[method](est)
     assert _snapshot(est) == before
+
+
+@pytest.mark.parametrize("name, value", [("prior", 2.0), ("epsilon", 0.01), ("random_state", 7)])
+def test_cached_theta_is_not_served_after_a_frozen_parameter_changed(name, value):
+    """Regression: theta_ read once was served again after set_params(prior=2.0) (and computed with the
+    fitted prior when first read after it), while credible_interval refused: every reading now refuses
+    alike, and setting the value back serves the very same estimate."""
+    est = _fitted()
+    theta = est.theta_
+    old = est.get_params()[name]
+    est.set_params(**{name: value})
+    with pytest.raises(ValueError, match=rf"^{name} was .* and is now .*call fit to restart"):
+        est.theta_
+    est.set_params(**{name: old})
+    np.testing.assert_array_equal(est.theta_, theta)
 
 
 def test_equivalent_parameter_values_are_not_a_change():

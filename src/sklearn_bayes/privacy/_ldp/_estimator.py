@@ -636,13 +636,10 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
                 "'AdaptiveLDPFrequencyEstimator' has no attribute 'theta_': call fit, partial_fit "
                 "or partial_fit_responses first."
             )
+        self._check_frozen()  # re-validated only if a parameter was set since; a changed prior/epsilon/... refused
         knobs = tuple(getattr(self, name) for name in FINAL_KNOBS)
         cache = self._theta_cache
-        if cache is None or not all(same_value(a, b) for a, b in zip(cache[0], knobs)):
-            # with the current knobs (cached with them); re-validated only if a parameter was set since
-            if any(a is not b for a, b in zip(self._params_now(), self._validated_params)):
-                self._validate_params()
-                self._check_params()
+        if cache is None or not all(same_value(a, b) for a, b in zip(cache[0], knobs)):  # with the current knobs
             theta, conv = self._final_theta(self._read_rng(0))
             self._theta_cache = cache = (knobs, theta, conv)
             warn_if_unconverged(conv)
