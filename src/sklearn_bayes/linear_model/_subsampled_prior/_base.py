@@ -96,7 +96,7 @@ class _PosteriorMixin:
         else:
             raise ValueError(f"covariance must be 'posterior' or 'sampling', got {covariance!r}.")
         coef = np.asarray(self.coef_, dtype=np.float64)
-        if covariance == "sampling" and self.prior_mean_method == "offset":
+        if covariance == "sampling" and self._fitted_param("prior_mean_method") == "offset":
             coef = self._debiased(coef, C)
         if coef.ndim == 2 and coef.shape[0] == 1:
             return wald_interval(coef[0], C, alpha)
@@ -105,6 +105,12 @@ class _PosteriorMixin:
             return np.concatenate([np.zeros((1,) + rest.shape[1:]), rest])
         return wald_interval(coef, C, alpha)
 
+
+    def _fitted_param(self, name):
+        """The value the parameter ``name`` had at the last fit: a fitted estimator answers from its fit, so
+        ``set_params`` after ``fit`` changes nothing until the next fit (a pickle from before these values were
+        kept: the current value)."""
+        return getattr(self, "_fit_params", {}).get(name, getattr(self, name))
 
     def _debiased(self, coef, C):
         """One Newton step of the data's own negative log-likelihood from the MAP,
@@ -492,6 +498,8 @@ class _BaseSubsampledPrior(BaseEstimator):
                      stacklevel=stacklevel)
         self.n_subsamples_ = plan["m"]
         self.subsample_size_ = plan["n"]
+        # what the predictive and interval methods need of the parameters, as they were at this fit
+        self._fit_params = dict(fit_intercept=bool(self.fit_intercept), prior_mean_method=self.prior_mean_method)
         return [_to_data_units(o, st, loss.n_outputs) for o in outs]
 
     def _report(self, statuses, plan, converged, what, stacklevel=5):

@@ -208,7 +208,8 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
             s_far = (Xf * inv_t[:, None]) @ self.coef_.T + self.intercept_ * inv_t[:, None]
             if s_far.shape[1] == 1:
                 s_far = np.column_stack([np.zeros(len(s_far)), s_far])
-            V_far = score_covariance(U, self._theta_covariance_std, self.classes_.size - 1, self.fit_intercept,
+            V_far = score_covariance(U, self._theta_covariance_std, self.classes_.size - 1,
+                                     self._fitted_param("fit_intercept"),
                                      intercept_column=inv_t)
             logp[far] = moderated_log_proba(s_far - s_far[:, :1], V_far, inv_t ** 2)
         return logp
@@ -229,7 +230,8 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         offset, scale = self._x_standardisation
         with np.errstate(over="ignore", invalid="ignore"):  # rows beyond ~1e154 sds: see predict_log_proba
             Xs = (X - offset) / scale
-        return score_covariance(Xs, self._theta_covariance_std, self.classes_.size - 1, self.fit_intercept)
+        return score_covariance(Xs, self._theta_covariance_std, self.classes_.size - 1,
+                                self._fitted_param("fit_intercept"))
 
 
 _doc(

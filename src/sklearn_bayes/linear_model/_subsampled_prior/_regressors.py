@@ -123,7 +123,7 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
             return y_mean
         X = np.asarray(check_features(self, X, reset=False), dtype=np.float64)
         S = self._theta_covariance
-        if self.fit_intercept:
+        if self._fitted_param("fit_intercept"):
             X = np.hstack([X, np.ones((X.shape[0], 1))])
         var = np.einsum("ij,jk,ik->i", X, S, X) + self.noise_variance_
         return y_mean, np.sqrt(np.maximum(var, 0.0))
