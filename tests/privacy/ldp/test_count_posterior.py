@@ -141,6 +141,40 @@ def test_sandwich_ratio_is_one_without_dependence_and_matches_simulation():
     assert np.all(sandwich_ratio(theta, K, eps, k) > 1)
 
 
+def test_sandwich_ratio_of_oue_matches_simulated_indicators():
+    """OUE (``subset_size=None``): one user's bits are independent given x, so ``E[b_v b_w] = (theta_v +
+    theta_w) p q + (1 - theta_v - theta_w) q^2``; the simulated products and the counts' covariance agree
+    within 4 SEs, the ratio is above 1 on a spiky theta and at most K/(K - 1) (the SS(k) value) at uniform theta.
+    Was: NaN for OUE, so an explicit decoder='importance' under OUE never widened its proposal."""
+    K, eps, n = 6, 3.0, 60_000
+    theta = np.array([0.45, 0.25, 0.15, 0.1, 0.04, 0.01])
+    client = SetResponseMechanism(K, eps, "oue")
+    b = client.privatize(np.random.default_rng(8).choice(K, n, p=theta), np.random.default_rng(9)).astype(float)
+    p, q = support_probabilities(client)
+    for v, w in ((0, 1), (2, 5), (3, 4)):
+        e_vw = (theta[v] + theta[w]) * p * q + (1 - theta[v] - theta[w]) * q * q
+        sim = b[:, v] * b[:, w]
+        assert abs(sim.mean() - e_vw) < 4 * sim.std() / np.sqrt(n)
+    r = sandwich_ratio(theta, K, eps, None)
+    assert np.all(np.isfinite(r)) and r.max() > 1.02
+    assert np.all(sandwich_ratio(np.full(K, 1.0 / K), K, eps, None) <= K / (K - 1))
+
+
+def test_oue_counts_ratio_reaches_the_importance_tempering():
+    """The estimator's plug-in ratio under OUE is :func:`plug_in_ratio` with ``subset_size=None`` (finite),
+    and an explicit decoder='importance' tempers its proposal by it."""
+    from sklearn_bayes.privacy._ldp._count_importance import tempering
+
+    K, eps = 8, 6.0
+    x = np.random.default_rng(3).choice(K, 3000, p=[0.6, 0.3, 0.04, 0.02, 0.02, 0.01, 0.005, 0.005])
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, mechanism="oue", decoder="importance",
+                                        random_state=1).fit(x.reshape(-1, 1))
+    c, n, _, _ = est._support_counts()
+    r = plug_in_ratio(c, n, K, eps, None)
+    assert np.isfinite(r) and est._counts_ratio() == r
+    assert est._importance_temper() == tempering(r) < 0.9
+
+
 @pytest.mark.slow
 def test_count_posterior_coverage_matches_the_sandwich_theory():
     """SS(2), K = 6, eps = 1, n = 20,000 users from a fixed interior theta, flat prior: over 300 replications

@@ -90,12 +90,20 @@ def per_user_latent(n_distinct, n_categories, n_responses):
     return cells > DENSE_LATENT_MAX_CELLS or 4 * cells > int(n_responses)
 
 
+def _support(K, epsilon, subset_size):
+    """``(p, q)`` of SS(k) (``subset_size = k``) or, for ``subset_size=None``, of OUE (``p = 1/2``)."""
+    if subset_size is None:
+        return 0.5, 1.0 / (float(np.exp(min(epsilon, 700.0))) + 1.0)
+    return ss_support_probabilities(K, epsilon, int(subset_size))
+
+
 def sandwich_ratio(theta, n_categories, epsilon, subset_size):
     """Per category, the variance of ``theta_v`` the counts' exact covariance gives over the composite one.
 
     Under SS(k) (``subset_size = k``) one user's support indicators ``b`` have ``E[b_v b_w] =
     (theta_v + theta_w) p (k - 1) / (K - 1) + (1 - theta_v - theta_w) (p (k - 1)(k - 2) + (1 - p)
-    k (k - 1)) / ((K - 1)(K - 2))`` for ``v != w``; with ``H`` the composite likelihood's
+    k (k - 1)) / ((K - 1)(K - 2))`` for ``v != w``; under OUE (``subset_size=None``, ``p = 1/2``) the bits
+    are independent given ``x``: ``E[b_v b_w] = (theta_v + theta_w) p q + (1 - theta_v - theta_w) q^2``.  With ``H`` the composite likelihood's
     information and ``J = Var(score)``, both restricted to the simplex's tangent space, the
     returned ratio is ``diag(H^-1 J H^-1) / diag(H^-1)`` (the Godambe sandwich over the naive
     variance; 1 where the counts were independent binomials).  Ratios above 1: the count
@@ -104,11 +112,15 @@ def sandwich_ratio(theta, n_categories, epsilon, subset_size):
     (``pi_v`` rounded to 0 or 1: ``epsilon`` above ~37 + ln K with ``theta_v`` in ``{0, 1}``).
     """
     theta = np.asarray(theta, dtype=float)
-    K, k = int(n_categories), int(subset_size)
-    p, q = ss_support_probabilities(K, epsilon, k)
+    K = int(n_categories)
+    p, q = _support(K, epsilon, subset_size)
     pi = q + (p - q) * theta
-    a_v = p * (k - 1) / (K - 1)
-    a_out = (p * (k - 1) * (k - 2) + (1 - p) * k * (k - 1)) / ((K - 1) * (K - 2)) if K > 2 else 0.0
+    if subset_size is None:  # OUE: the bits are independent given x
+        a_v, a_out = p * q, q * q
+    else:
+        k = int(subset_size)
+        a_v = p * (k - 1) / (K - 1)
+        a_out = (p * (k - 1) * (k - 2) + (1 - p) * k * (k - 1)) / ((K - 1) * (K - 2)) if K > 2 else 0.0
     M = (theta[:, None] + theta[None, :]) * a_v + (1 - theta[:, None] - theta[None, :]) * a_out
     np.fill_diagonal(M, pi)
     S = M - np.outer(pi, pi)
@@ -128,11 +140,11 @@ def sandwich_ratio(theta, n_categories, epsilon, subset_size):
 def plug_in_ratio(counts, n, n_categories, epsilon, subset_size):
     """The largest :func:`sandwich_ratio` at the clipped, renormalised unbiased estimate of ``theta``
     (``inf`` where that is not finite; with ``p - q`` rounded to 0 the estimate is uniform)."""
-    K, k = int(n_categories), int(subset_size)
-    p, q = ss_support_probabilities(K, epsilon, k)
+    K = int(n_categories)
+    p, q = _support(K, epsilon, subset_size)
     with np.errstate(divide="ignore", invalid="ignore"):
         theta = np.clip((np.asarray(counts, dtype=float) / max(int(n), 1) - q) / (p - q), 0.0, None)
     ok = np.all(np.isfinite(theta)) and theta.sum() > 0
     theta = theta / theta.sum() if ok else np.full(K, 1.0 / K)
-    ratio = float(sandwich_ratio(theta, K, epsilon, k).max())
+    ratio = float(sandwich_ratio(theta, K, epsilon, subset_size).max())
     return ratio if np.isfinite(ratio) else np.inf  # a count without variance: not a ratio 'auto' may accept

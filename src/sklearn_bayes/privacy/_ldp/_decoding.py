@@ -181,9 +181,7 @@ class DecoderMixin:
                     > EXACT_WORK_MAX)
 
     def _counts_ratio(self):
-        """:func:`~._count_posterior.plug_in_ratio` of the stored responses (SS(k) and GRR; NaN for OUE; memoised)."""
-        if self._client.kind == "oue":
-            return float("nan")
+        """:func:`~._count_posterior.plug_in_ratio` of the stored responses (SS(k), GRR and OUE; memoised)."""
         return float(self._chain.store.cached("counts_ratio", lambda: (np.array([plug_in_ratio(
             self._support_counts()[0], self.n_responses_, self.n_categories_, self._fitted_params["epsilon"],
             self._client.subset_size)]),))[0][0])
