@@ -141,6 +141,33 @@ def test_ops_ridge_delta_refuses_a_bad_mu_or_c_without_printing_it(name, args):
     assert "123456" not in str(info.value)
 
 
+def test_analytic_gaussian_delta_without_noise_is_one_and_bad_input_is_named():
+    """σ = 0 is a deterministic release: δ(ε) = 1 at every finite ε (was ZeroDivisionError); a negative
+    or nan σ or ε, and a sensitivity not finite and > 0, are refused by name (were a meaningless number)."""
+    from sklearn_bayes.privacy._core._pld import analytic_gaussian_delta
+
+    assert analytic_gaussian_delta(0.0, 3.0) == 1.0
+    assert analytic_gaussian_delta(math.inf, 1.0) == 0.0
+    for args, name in (((-1.0, 1.0), "sigma"), ((math.nan, 1.0), "sigma"), ((1.0, -0.5), "epsilon"),
+                       ((1.0, math.nan), "epsilon"), ((1.0, 1.0, 0.0), "sensitivity"),
+                       ((1.0, 1.0, math.inf), "sensitivity"), ((1.0, 1.0, True), "sensitivity")):
+        with pytest.raises(ValueError, match=name):
+            analytic_gaussian_delta(*args)
+
+
+def test_ops_ridge_tail_bound_refuses_what_has_no_tail_bound():
+    """δ outside (0, 1), a negative or nan μ or γ, or a non-finite r, are refused by name (δ = 0 raised
+    ZeroDivisionError, a negative μ returned a number)."""
+    from sklearn_bayes.privacy._core._pld import ops_ridge_tail_bound
+
+    assert math.isfinite(ops_ridge_tail_bound(1e-5, 0.1, 1.0, 2.0))
+    for args, name in (((0.0, 0.1, 1.0, 1.0), "delta"), ((1.0, 0.1, 1.0, 1.0), "delta"),
+                       ((1e-5, -0.1, 1.0, 1.0), "mu"), ((1e-5, 0.1, math.nan, 1.0), "gamma"),
+                       ((1e-5, 0.1, 1.0, math.inf), "finite")):
+        with pytest.raises(ValueError, match=name):
+            ops_ridge_tail_bound(*args)
+
+
 @pytest.mark.parametrize("eps", [math.nan, math.inf, -1.0])
 def test_ops_ridge_max_c_names_a_bad_epsilon(eps):
     with pytest.raises(ValueError, match="epsilon"):

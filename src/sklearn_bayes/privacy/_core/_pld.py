@@ -294,6 +294,11 @@ def ops_ridge_tail_bound(delta, mu, gamma, r, form="corrected"):
     (valid: uses ``|Z| <= √(2 log(2/δ))`` w.p. ``1-δ``).  ``form="thesis"``: the printed
     ``(μ/2) log(2/δ)`` and ``√(γμ log(2/δ))``, whose tail probability exceeds δ.
     """
+    if isinstance(delta, (bool, np.bool_)) or not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    mu, gamma = _check_nonnegative_epsilon(mu, "mu"), _check_nonnegative_epsilon(gamma, "gamma")
+    if not (math.isfinite(mu) and math.isfinite(gamma) and math.isfinite(r)):
+        raise ValueError("mu, gamma and r must be finite.")
     lg = math.log(2.0 / delta)
     base = 0.5 * abs(-math.log1p(mu) + gamma * mu * r * r / (1.0 + mu))
     if form == "thesis":
@@ -311,8 +316,14 @@ def ops_ridge_tail_bound(delta, mu, gamma, r, form="corrected"):
 def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
     """Exact δ(ε) of the Gaussian mechanism ``f(D) + N(0, σ²)`` with L2 sensitivity Δ.
 
-    ``Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ)`` (Balle and Wang 2018, Theorem 8).
+    ``Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ)`` (Balle and Wang 2018, Theorem 8); ``σ = 0`` (no
+    noise) gives 1.  A negative or nan ``σ`` or ``ε``, or a sensitivity not finite and > 0, raises ValueError.
     """
+    sigma, epsilon = _check_nonnegative_epsilon(sigma, "sigma"), _check_nonnegative_epsilon(epsilon)
+    if isinstance(sensitivity, (bool, np.bool_)) or not (0 < sensitivity < math.inf):
+        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity!r}.")
+    if sigma == 0:
+        return 1.0
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     lx = special.log_ndtr(a - b)
