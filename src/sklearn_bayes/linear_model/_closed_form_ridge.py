@@ -86,7 +86,8 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         The closed-form penalty :math:`\\hat\\lambda` (on the standardised features, in the
         sum-of-squares scale of ``(X_s^T X_s + alpha_ I)``).
     sigma2_ : float
-        The OLS residual-variance plug-in :math:`\\hat\\sigma^2` (in the squared units of ``y``).
+        The OLS residual-variance plug-in :math:`\\hat\\sigma^2` (in the squared units of ``y``); NaN
+        when no residual degree of freedom is left.
     coef_ : ndarray of shape (n_features,)
         Coefficients on the original feature scale.
     intercept_ : float
@@ -121,8 +122,10 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
        (minimum-norm least squares if ``X_s`` is rank-deficient);
     3. :math:`\\hat\\sigma^2 = \\mathrm{RSS} / (N - d - 1)` with an intercept, ``RSS / (N - d)``
        without (the specification's ``RSS / (N - d)`` counts ``d`` parameters; the estimated
-       intercept uses one more degree of freedom), and 0 if no degree of freedom is left, in
-       which case :math:`\\hat\\lambda = 0`;
+       intercept uses one more degree of freedom).  With no degree of freedom left
+       (``N <= d + 1``; ``N = sum(w)``) :math:`\\sigma^2` is not estimable: :math:`\\hat\\lambda = 0`
+       (the OLS, minimum-norm, fit), ``sigma2_`` and the entries of ``coef_covariance_`` (and so
+       ``conf_int``) are NaN -- they were 0 before, i.e. intervals of zero width;
     4. :math:`\\hat\\lambda` as above and the ridge solution
        :math:`(X_s^\\top W X_s + \\hat\\lambda I)^{-1} X_s^\\top W y`, mapped back to the original
        scale.
@@ -219,6 +222,8 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         resid = b - A @ beta_ols
         # RSS / (N - k - 1) = RSS_w / (n_eff - (k + 1) / W), RSS_w the residual sum in units of w / W
         dof = n_eff - k / W - int(self.fit_intercept) / W
+        # no residual degree of freedom: sigma^2 is not estimable (0 for the closed form, which then is OLS;
+        # NaN for the covariance, whose intervals would otherwise have zero width)
         sigma2 = float(resid @ resid) / dof if dof > 0 else 0.0
         with np.errstate(over="ignore"):
             n_rows = n_eff * W  # N; beyond float64 only for weights near the limit (then 1 / N = 0)
@@ -234,10 +239,11 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         # X_s^T W X_s, so it is sigma^2 / W * (G + lambda / W I)^-1); dropped columns get 0
         cov_s = np.zeros((d, d))
         if k:
-            cov_s[np.ix_(keep, keep)] = (sigma2 / W) * inverse_spd(G + (max(alpha, 0.0) / W) * np.eye(k))
+            cov_s[np.ix_(keep, keep)] = (sigma2 / W) * inverse_spd(G + (max(alpha, 0.0) / W) * np.eye(k)) \
+                if dof > 0 else np.nan
         self.alpha_ = float(alpha)
         with np.errstate(over="ignore", under="ignore"):  # y ~ 1e+-300: sigma^2 beyond float range
-            self.sigma2_ = float(sigma2 * np.square(np.float64(st.y_scale)))
+            self.sigma2_ = float(sigma2 * np.square(np.float64(st.y_scale))) if dof > 0 else float("nan")
         self.coef_ = st.coef(coef_s)
         self.intercept_ = float(st.intercept(0.0, self.coef_)) if self.fit_intercept else 0.0
         xs = st.x_scale

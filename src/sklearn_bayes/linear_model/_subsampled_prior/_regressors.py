@@ -135,10 +135,13 @@ _doc(
     extra_params="""
     noise_variance : 'auto' or float > 0, default='auto'
         Variance :math:`\\sigma^2` of the Gaussian noise, which sets the weight of the data term
-        against the prior.  ``'auto'`` pools the residual variances of the unregularised
-        subsample fits, :math:`\\hat\\sigma^2 = \\sum_i \\mathrm{RSS}_i / \\sum_i (n - p)` (unbiased
-        for each fit; no extra pass over the data).  ``1.0`` reproduces the dissertation's
-        objective, which assumes a standardised target.""",
+        against the prior.  ``'auto'`` with ``prior_scale='paper'`` pools the residual variances of
+        the unregularised subsample fits, :math:`\\hat\\sigma^2 = \\sum_i \\mathrm{RSS}_i / \\sum_i (n - p)`
+        (unbiased for each fit; no extra pass over the data); with ``'evidence'`` and ``'loo'`` it is
+        the residual variance of the fit at the chosen prior, :math:`\\mathrm{RSS} / (N - 1 -
+        \\operatorname{tr}(2H - H^2))` (``H`` the hat matrix of that fit; without intercept ``N``),
+        unbiased when the fit is, and finite where the fit nearly interpolates (``p >= N - 1``).
+        ``1.0`` reproduces the dissertation's objective, which assumes a standardised target.""",
     attr_fmt=_SINGLE_ATTRS,
     extra_attrs="""
     coef_ : ndarray of shape (n_features,)
