@@ -607,3 +607,43 @@ def inverse_spd(H):
     except (linalg.LinAlgError, ValueError):
         inv = linalg.pinvh(H)
     return 0.5 * (inv + inv.T)
+
+
+def inverse_information(H):
+    """The covariance of a Wald interval from the observed information ``H`` of the data alone.
+
+    ``H`` symmetric positive semi-definite.  Positive definite (Cholesky succeeds): its inverse.
+    Otherwise the entrywise limit of ``(H + eps I)^-1`` as ``eps -> 0+``: with ``H = V_r diag(w) V_r^T +
+    0 N N^T`` (``N`` an orthonormal basis of the null space, eigenvalues at most ``n * eps_mach *
+    max(w)`` counted as 0, the usual rank tolerance), ``(H + eps I)^-1 = V_r diag(1 / (w + eps)) V_r^T +
+    N N^T / eps``: the pseudo-inverse plus ``+-inf`` wherever ``(N N^T)_ij`` is not 0 -- an infinite
+    variance for every parameter with a component in the null space, i.e. one the data do not
+    identify (more parameters than rows, collinear or constant columns), where the pseudo-inverse
+    alone gives a finite variance the data cannot support.  Parameters in the range of ``H`` keep the
+    pseudo-inverse's finite entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> inverse_information(np.array([[2.0, 0.0], [0.0, 0.0]]))
+    array([[0.5, 0. ],
+           [0. , inf]])
+    """
+    H = 0.5 * (np.asarray(H, dtype=float) + np.asarray(H, dtype=float).T)
+    if H.size == 0:
+        return H.copy()
+    try:
+        c = linalg.cho_factor(H, lower=True)
+        inv = linalg.cho_solve(c, np.eye(H.shape[0]))
+        return 0.5 * (inv + inv.T)
+    except (linalg.LinAlgError, ValueError):
+        pass
+    w, V = linalg.eigh(H)
+    keep = w > H.shape[0] * np.finfo(float).eps * max(float(w.max(initial=0.0)), 0.0)
+    inv = (V[:, keep] / w[keep]) @ V[:, keep].T
+    null = V[:, ~keep]
+    if null.shape[1]:
+        overlap = null @ null.T
+        lost = np.abs(overlap) > np.sqrt(np.finfo(float).eps)
+        inv = np.where(lost, np.copysign(np.inf, overlap), inv)
+    return 0.5 * (inv + inv.T)

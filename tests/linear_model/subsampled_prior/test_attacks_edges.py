@@ -354,3 +354,41 @@ def test_closed_form_ridge_without_residual_degrees_of_freedom_has_no_intervals(
     X6 = rng.normal(size=(6, 4))
     ok = ClosedFormRidge().fit(X6, X6[:, 0] + rng.normal(size=6))
     assert ok.sigma2_ > 0 and np.all(np.diff(ok.conf_int(), axis=1) > 0)
+
+
+@pytest.mark.parametrize("Est, n_classes", [(SubsampledPriorRidge, 0), (SubsampledPriorLogisticRegression, 2),
+                                            (SubsampledPriorLogisticRegression, 3),
+                                            (SubsampledPriorPoissonRegressor, 0)])
+def test_coefficients_the_data_do_not_identify_have_unbounded_sampling_intervals(Est, n_classes):
+    """``conf_int()`` (the default, covariance='sampling') is the Wald interval of the data alone, from the
+    inverse of the data's observed information.  Where that is singular the pseudo-inverse was used: with 30
+    rows and 50 features (seed 0) it gave every coefficient a finite interval (widths 0.42-2.4) although the
+    data identify none of them.  Now the variance is the limit of (H + eps I)^-1, infinite for every
+    coefficient with a component in the null space: all of them with p > N, the two copies of a duplicated
+    column and a constant column (with an intercept) -- the other coefficients' intervals stay finite.  The
+    posterior intervals (the prior makes the Hessian positive definite) stay finite throughout."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 50))
+    eta = X @ (rng.normal(size=50) * 0.2)
+    if Est is SubsampledPriorRidge:
+        y = eta + rng.normal(size=30)
+    elif Est is SubsampledPriorPoissonRegressor:
+        y = rng.poisson(np.exp(0.3 * eta)).astype(float)
+    else:
+        y = np.digitize(eta + rng.logistic(size=30), np.quantile(eta, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    est = Est(random_state=0).fit(X, y)
+    ci = est.conf_int()
+    if n_classes == 3:
+        ci = ci[1:]  # the reference class's row is fixed at 0
+    assert np.all(ci[..., 0] == -np.inf) and np.all(ci[..., 1] == np.inf)
+    assert np.all(np.isfinite(est.conf_int(covariance="posterior")))
+    X, y = _data(Est if n_classes == 0 else SubsampledPriorLogisticRegression, n_classes=max(n_classes, 2))
+    X = np.column_stack([X, X[:, 0], np.full(N, 2.5)])
+    est = Est(random_state=0).fit(X, y)
+    ci = est.conf_int()
+    if n_classes == 3:
+        ci = ci[1:]
+    unbounded = np.isinf(ci).all(axis=-1)
+    assert np.all(unbounded[..., [0, 4, 5]]) and not np.any(unbounded[..., 1:4])
+    assert np.all(np.isfinite(ci[..., 1:4, :]))
+    assert np.all(np.isfinite(est.conf_int(covariance="posterior")))

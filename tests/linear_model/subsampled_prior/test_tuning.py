@@ -504,8 +504,9 @@ def test_svm_keeps_the_fewest_loo_errors_and_among_ties_the_smallest_error_proba
 def test_ridge_map_is_the_newton_fit_and_its_inverse_hessians(shape, n):
     """The closed-form MAP fit of the squared loss from the eigendecomposition that chose the
     prior equals the solver's fit, and its inverse Hessians (with and without the prior) those
-    of posterior_hessian (the pseudo-inverse for the rank-deficient data term)."""
-    from sklearn_bayes._glm import inverse_spd, posterior_hessian
+    of posterior_hessian (for the rank-deficient data term the limit of (H + eps I)^-1: the pseudo-inverse, and
+    +-inf for the coefficients the data do not identify, _glm.inverse_information)."""
+    from sklearn_bayes._glm import inverse_information, inverse_spd, posterior_hessian
     from sklearn_bayes.linear_model._subsampled_prior._tuning import _ridge_eig, ridge_map
 
     rng = np.random.default_rng(6)
@@ -528,10 +529,11 @@ def test_ridge_map_is_the_newton_fit_and_its_inverse_hessians(shape, n):
     H = posterior_hessian(Xc, yc, SquaredLoss(), res.coef, res.intercept, sample_weight=w, prior_precision=P)
     assert_allclose(post, inverse_spd(H), rtol=1e-8, atol=1e-10)
     if n < p and shape != "identity":
-        assert data is None  # the caller falls back to inverse_spd
+        assert data is None  # the caller falls back to inverse_information
     else:
         H0 = posterior_hessian(Xc, yc, SquaredLoss(), res.coef, res.intercept, sample_weight=w)
-        assert_allclose(data, inverse_spd(H0), rtol=1e-7, atol=1e-9)
+        assert_allclose(data, inverse_information(H0), rtol=1e-7, atol=1e-9)
+        assert np.all(np.isinf(np.diag(data)[:p])) == (n < p)
 
 
 def test_one_vs_rest_svms_share_the_prior_with_the_fewest_loo_errors_of_the_prediction():

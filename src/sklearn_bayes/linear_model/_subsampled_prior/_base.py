@@ -28,6 +28,7 @@ from sklearn_bayes._glm import (
     SquaredLoss,
     fit_map,
     rescale,
+    inverse_information,
     inverse_spd,
     mle_exists,
     normalise_weights,
@@ -73,6 +74,8 @@ class _PosteriorMixin:
         setting: the prior is learnt from the same rows, so the posterior counts part of the
         data twice, and with the default ``prior_scale='loo'`` it is tuned for prediction
         (shrinkage biases large coefficients towards the prior mean); see the Notes of the class.
+        With ``'sampling'`` a coefficient the data alone do not identify (more features than rows,
+        collinear or constant columns) gets ``(-inf, inf)``.
 
         Parameters
         ----------
@@ -119,7 +122,9 @@ class _PosteriorMixin:
         is centred like the unpenalised fit's Wald interval.  Same shape as ``coef``."""
         flat = coef[1:].ravel() if coef.ndim == 2 and coef.shape[0] > 2 else coef.ravel()
         with np.errstate(over="ignore", invalid="ignore"):
-            step = C @ (self.prior_precision_ @ (flat - self.prior_mean_))
+            # parameters the data do not identify have infinite entries (their interval is the whole
+            # line whatever the centre); the others' rows are finite and give the step exactly
+            step = np.where(np.isfinite(C), C, 0.0) @ (self.prior_precision_ @ (flat - self.prior_mean_))
         out = coef.copy()
         if coef.ndim == 2 and coef.shape[0] > 2:
             out[1:] = (flat + step).reshape(coef[1:].shape)
@@ -426,7 +431,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         if self._laplace and closed is not None:
             theta_cov = theta_cov * (penalty_scale / weight_unit)
             if data_inv is None:  # a rank-deficient design under a non-identity shape
-                data_inv = inverse_spd(posterior_hessian(X, y, loss, res.coef, res.intercept,
+                data_inv = inverse_information(posterior_hessian(X, y, loss, res.coef, res.intercept,
                                                          sample_weight=kw["sample_weight"],
                                                          fit_intercept=self.fit_intercept))
             sampling_cov = data_inv * (penalty_scale / weight_unit)
@@ -437,7 +442,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             # the observed information of the data alone at the MAP (the prior left out)
             H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
                                   fit_intercept=self.fit_intercept)
-            sampling_cov = inverse_spd(H) * (penalty_scale / weight_unit)
+            sampling_cov = inverse_information(H) * (penalty_scale / weight_unit)
         else:
             theta_cov = sampling_cov = None
         return dict(

@@ -111,7 +111,9 @@ _UNCERTAINTY_ATTRS = """
         units of ``coef_``; marginal over the intercept (see *Uncertainty* in the Notes).
     coef_sampling_covariance_ : ndarray of shape {cov_shape}
         Inverse observed information of the data alone at the MAP (the prior left out), in the
-        units of ``coef_``; marginal over the intercept."""
+        units of ``coef_``; marginal over the intercept.  Where that information is singular, the
+        limit of the inverse of (information + eps I): infinite variances for the coefficients the
+        data alone do not identify (more features than rows, collinear or constant columns)."""
 
 _UNCERTAINTY_NOTES = """
 

@@ -295,8 +295,9 @@ def ridge_map(X, y, w, fit_intercept, st):
 
     With ``A = W^1/2 X L = U diag(s) V^T`` (``Sigma = L L^T``): ``b = c + L V diag(s / (s^2 +
     lam)) U^T r``, ``(X^T W X + lam Sigma^-1)^-1 = L [V diag(1 / (s^2 + lam) - 1 / lam) V^T + I /
-    lam] L^T`` and ``(X^T W X)^-1 = L V diag(1 / s^2) V^T L^T`` (the pseudo-inverse when the
-    shape is the identity and ``X`` has rank < its columns; ``None`` when neither applies).
+    lam] L^T`` and ``(X^T W X)^-1 = L V diag(1 / s^2) V^T L^T`` (when the shape is the identity and ``X`` has rank <
+    its columns: the pseudo-inverse with +-inf where ``I - V V^T`` is not 0, the limit of ``(X^T W X +
+    eps I)^-1``; ``None`` when neither applies).
     Returns ``(coef, intercept, posterior inverse Hessian, data-only inverse Hessian)``."""
     s2, s, c, V, L, lam, mean = (st[key] for key in ("s2", "s", "c", "V", "chol", "lam", "mean"))
     k = L.shape[0]
@@ -312,6 +313,12 @@ def ridge_map(X, y, w, fit_intercept, st):
     if s2.size == k or identity:
         data = np.zeros((q, q))
         data[:k, :k] = (LV / s2) @ LV.T
+        if s2.size < k:
+            # rank < columns: the limit of (X^T W X + eps I)^-1, +-inf wherever the null-space projector
+            # I - V V^T is not 0 (coefficients the data do not identify; _glm.inverse_information)
+            null = np.eye(k) - V @ V.T
+            lost = np.abs(null) > np.sqrt(EPS)
+            data[:k, :k] = np.where(lost, np.copysign(np.inf, null), data[:k, :k])
     if fit_intercept:
         post[k, k] = 1.0 / float(w.sum())
         if data is not None:
