@@ -392,3 +392,38 @@ def test_coefficients_the_data_do_not_identify_have_unbounded_sampling_intervals
     assert np.all(unbounded[..., [0, 4, 5]]) and not np.any(unbounded[..., 1:4])
     assert np.all(np.isfinite(ci[..., 1:4, :]))
     assert np.all(np.isfinite(est.conf_int(covariance="posterior")))
+
+
+@pytest.mark.parametrize("Est", LAPLACE + [ClosedFormRidge])
+def test_intervals_are_nested_in_the_level_and_the_level_is_validated(Est):
+    """A higher level gives a wider interval around the same centre (alpha 0.5 -> 0.01: nested, strictly for
+    every coefficient with a positive variance); alpha outside (0, 1), a bool or a string is refused naming
+    alpha, and the estimator is unchanged."""
+    X, y = _data(Est)
+    est = _make(Est).fit(X, y)
+    kinds = [{}] if Est is ClosedFormRidge else [{}, {"covariance": "posterior"}]
+    for kw in kinds:
+        prev = None
+        for alpha in (0.5, 0.2, 0.05, 0.01):
+            ci = est.conf_int(alpha=alpha, **kw)
+            assert_allclose(ci.mean(axis=-1), est.conf_int(alpha=0.5, **kw).mean(axis=-1), rtol=1e-12, atol=1e-12)
+            if prev is not None:
+                assert np.all(ci[..., 0] < prev[..., 0]) and np.all(ci[..., 1] > prev[..., 1])
+            prev = ci
+    before = _release_state(est)
+    for bad in (0.0, 1.0, -0.1, 1.5, True, "0.05", np.nan):
+        with pytest.raises(ValueError, match="alpha"):
+            est.conf_int(alpha=bad)
+    assert _release_state(est) == before
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_multinomial_moderated_answers_from_its_fit_after_set_params(fit_intercept):
+    """Three classes, predictive='moderated' (the Laplace covariance of 2 x (4 + 1) parameters): switching
+    fit_intercept or prior_mean_method after fit changes neither the probabilities nor the intervals (before
+    the fix: an IndexError one way and a silently different covariance of the scores the other)."""
+    X, y = _data(SubsampledPriorLogisticRegression, n_classes=3)
+    est = _make(SubsampledPriorLogisticRegression, fit_intercept=fit_intercept, predictive="moderated").fit(X, y)
+    ref = _outputs(est, X[:9])
+    est.set_params(fit_intercept=not fit_intercept, prior_mean_method="extra_column")
+    _assert_same_outputs(_outputs(est, X[:9]), ref)
