@@ -1,5 +1,7 @@
 """Ridge regression with the closed-form, approximately MSE-optimal penalty (Appendix A.1)."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
@@ -222,6 +224,14 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         resid = b - A @ beta_ols
         # RSS / (N - k - 1) = RSS_w / (n_eff - (k + 1) / W), RSS_w the residual sum in units of w / W
         dof = n_eff - k / W - int(self.fit_intercept) / W
+        if dof <= 0 < X.shape[0] - k - int(self.fit_intercept):
+            # enough rows, too little weight: weights that sum to about 1 (probabilities) are read as counts
+            warnings.warn(
+                f"sample_weight sums to {n_eff * W:.6g}, at most the {k + int(self.fit_intercept)} parameters "
+                f"of the fit, although {X.shape[0]} rows have positive weight: ClosedFormRidge reads the weights "
+                "as frequencies (N = sum(sample_weight)), so no residual degree of freedom is left -- no penalty "
+                "(the OLS fit) and NaN intervals.  Multiply the weights so that they sum to the number of "
+                "observations they stand for.", UserWarning, stacklevel=4)
         # no residual degree of freedom: sigma^2 is not estimable (0 for the closed form, which then is OLS;
         # NaN for the covariance, whose intervals would otherwise have zero width)
         sigma2 = float(resid @ resid) / dof if dof > 0 else 0.0

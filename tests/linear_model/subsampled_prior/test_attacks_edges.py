@@ -340,11 +340,20 @@ def test_closed_form_ridge_without_residual_degrees_of_freedom_has_no_intervals(
     """N = sum(w) <= d + 1: sigma^2 is not estimable.  The closed form is then the OLS (alpha_ = 0, the
     minimum-norm interpolant where N < d + 1), and sigma2_, coef_covariance_ and conf_int are NaN -- before
     the fix they were 0 (intervals of zero width, claiming certainty from 4 rows).  One more row (N = d + 2)
-    gives finite, positive intervals again."""
+    gives finite, positive intervals again.  Where the rows are many and only the weights' sum is small (weights
+    given as probabilities, summing to 2 here) a UserWarning says how the weights are read; few rows do not
+    warn."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=shape)
     y = X[:, 0] + rng.normal(size=shape[0])
-    est = ClosedFormRidge().fit(X, y, sample_weight=np.full(shape[0], weight))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = ClosedFormRidge().fit(X, y, sample_weight=np.full(shape[0], weight))
+    messages = [str(c.message) for c in caught if issubclass(c.category, UserWarning)]
+    if weight < 1:
+        assert len(messages) == 1 and "sample_weight sums to 2" in messages[0] and "frequencies" in messages[0]
+    else:
+        assert messages == []
     assert est.alpha_ == 0.0
     assert np.isnan(est.sigma2_)
     assert np.all(np.isnan(est.conf_int()))
