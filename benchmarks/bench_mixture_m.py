@@ -58,6 +58,10 @@ numbers: every method sees the same data in every cell.
 13. ``--parts sscale`` (issue 30, round 12; not in the default parts): :func:`s_scale`, the S scale's finite-sample
    bias under normal errors, and per set / cell our S start and MM fit against statsmodels' (S objective, scale
    factor, rejected share, held-out error) with the MM step at corrected scales.
+14. ``--parts spread13`` (issue 30, round 13; not in the default parts): :func:`spread_leverage`, the small-sample
+   path's tests of spread without the rows the MM fit rejects far out in ``x``, against round 11b's (``--cells``
+   picks the cells, ``--extra-reps`` the draws); ``mixture (round 11b)`` is a column of ``--parts real`` and
+   ``extra``.
 """
 
 import argparse
@@ -252,28 +256,37 @@ def _fit_with_constants(module, X, y, **constants):
 #: round 8's change undone (Huber 1.345 kept below 8 rows per coefficient, no test from 8 to 12) and round 11's (the
 #: small-sample path's test of spread without the one-sided maximum) and round 11b's (no guard on the comparison for a
 #: group of bad leverage points): part of every earlier round's default
-_PRE8 = {"HETEROSCEDASTIC_LOSS": None, "SMALL_N_GROWTH_PULL": None, "LEVERAGE_GROUP": None}
+_PRE8 = {"HETEROSCEDASTIC_LOSS": None, "SMALL_N_GROWTH_PULL": None, "LEVERAGE_GROUP": None,
+         "SPREAD_LEVERAGE_LEVEL": None}
 
 
 def _mixture_round11(X, y):
     """Round 11's default: round 4's comparison switches to Huber whenever its trimmed risk is the smaller one (round
     11b: not where the Huber fit is drawn towards a group of bad leverage points the MM fit rejects;
-    ``_selection.LEVERAGE_GROUP = None``)."""
-    return _fit_with_constants("_selection", X, y, LEVERAGE_GROUP=None)
+    ``_selection.LEVERAGE_GROUP = None``), and round 13's rows left out of the small-sample path's tests of spread
+    not left out."""
+    return _fit_with_constants("_selection", X, y, LEVERAGE_GROUP=None, SPREAD_LEVERAGE_LEVEL=None)
+
+
+def _mixture_round11b(X, y):
+    """Round 11b's default: from 4 to 8 rows per coefficient the small-sample path's tests of spread read every row
+    (round 13: not the rows the MM fit rejects far out in ``x``; ``_selection.SPREAD_LEVERAGE_LEVEL = None``)."""
+    return _fit_with_constants("_selection", X, y, SPREAD_LEVERAGE_LEVEL=None)
 
 
 def _mixture_round10(X, y):
     """Round 10's default: below 8 rows per coefficient only round 3's two-sided chi-square decides where the
     small-sample path keeps Huber (round 11: also the one-sided maximum where the Huber fit is not drawn towards a
     row the MM fit rejects; ``_selection.SMALL_N_GROWTH_PULL = None``)."""
-    return _fit_with_constants("_selection", X, y, SMALL_N_GROWTH_PULL=None, LEVERAGE_GROUP=None)
+    return _fit_with_constants("_selection", X, y, SMALL_N_GROWTH_PULL=None, LEVERAGE_GROUP=None,
+                               SPREAD_LEVERAGE_LEVEL=None)  # fmt: skip
 
 
 def _mixture_round9(X, y):
     """Round 9's default: from 8 to 12 rows per coefficient the two-sided joint chi-square decides where Huber (1.0)
     is fitted (round 10: the one-sided normal-score maximum), and round 10's small-sample path."""
     return _fit_with_constants("_selection", X, y, HETEROSCEDASTICITY_BAND_TEST="chi2", SMALL_N_GROWTH_PULL=None,
-                               LEVERAGE_GROUP=None)  # fmt: skip
+                               LEVERAGE_GROUP=None, SPREAD_LEVERAGE_LEVEL=None)  # fmt: skip
 
 
 def _mixture_round7(X, y):
@@ -1815,7 +1828,7 @@ def choice(n_splits, sets, reps):
     fits = _candidate_fits
 
     def with_round11(X, y):  # the candidates of round 10's default, and the default itself
-        with _patched("_selection", SMALL_N_GROWTH_PULL=None, LEVERAGE_GROUP=None):
+        with _patched("_selection", SMALL_N_GROWTH_PULL=None, LEVERAGE_GROUP=None, SPREAD_LEVERAGE_LEVEL=None):
             coefs, log = fits(X, y)
         coefs["round 11"] = _mixture_round11(X, y)
         return coefs, log
@@ -1906,6 +1919,94 @@ def leverage(n_splits, sets, reps, cells=None):
         report(f"{law} {n}/{p}", [tuple(r) for r in rows], n / (p + 1))
     print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
 
+
+
+def spread_leverage(n_splits, sets, reps, cells=None):
+    """Issue 30 round 13 (``--parts spread13``): per set (``n_splits`` splits below 12 rows per coefficient where
+    statsmodels' MM fitted) and per cell (``cells``, default :data:`CHOICE_CELLS`; ``reps`` draws): how often the
+    small-sample path's test of spread fires (4 to 8 rows per coefficient) with a row the MM fit rejects far out in
+    ``x`` (``_selection.leverage_rows_left_out``: the test is then asked again without it), how often the kept loss
+    changes, and the default against round
+    11b's (``SPREAD_LEVERAGE_LEVEL = None``): held-out median absolute error over statsmodels' MM's (cells: slope MSE
+    over the best single M-estimator's), the paired change with its SE, and per changed split the loss before ->
+    after."""
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    cells = (CHOICE_CELLS if cells is None else cells) if reps > 0 else []
+    left = []
+    inner = mv.leverage_rows_left_out
+
+    def spy(Xa, y, sw, mm, slopes, level=None):
+        w = inner(Xa, y, sw, mm, slopes, level)
+        left.append(int(np.sum((w == 0) & (np.asarray(sw) > 0))))
+        return w
+
+    def one(X, y):
+        left.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with _patched("_selection", leverage_rows_left_out=spy):
+                m_new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+            out = max(left, default=0)
+            with _patched("_selection", SPREAD_LEVERAGE_LEVEL=None):
+                m_old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        return ((m_new.coef_, m_new.intercept_), (m_old.coef_, m_old.intercept_), out,
+                f"{m_old.selected_loss_}->{m_new.selected_loss_}")  # fmt: skip
+
+    print("\nRound 13: rows the MM fit rejects far out in x left out of the small-sample path's tests of spread "
+          "(default against round 11b's, paired)")  # fmt: skip
+    print(f"{'set / cell':<24}{'splits':>7}{'rows/p':>8}{'left out':>9}{'changed':>8}{'round 11b':>10}{'default':>9}"
+          f"  {'change (SE)':<20}changed: loss before -> after")  # fmt: skip
+    t0 = time.perf_counter()
+
+    def report(name, rows, rpc):
+        e = np.array([r[:3] for r in rows])
+        ref = e[:, 2].mean()
+        d = (e[:, 0] - e[:, 1]) / ref
+        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+        n_left = sum(r[3] > 0 for r in rows)
+        ch = [r[4] for r, dd in zip(rows, d) if dd != 0]
+        names = sorted(set(ch), key=ch.index)
+        desc = ", ".join(f"{c} x{ch.count(c)}" for c in names) or "--"
+        print(f"{name:<24}{len(rows):>7}{rpc:>8.1f}{n_left:>9}{len(ch):>8}{e[:, 1].mean() / ref:>10.3f}"
+              f"{e[:, 0].mean() / ref:>9.3f}  {d.mean():+.4f} ({se:.4f})    {desc}", flush=True)  # fmt: skip
+
+    for item in sets:
+        X, y = load_real(item)
+        rows = []
+        for Xtr, Xte, ytr, yte, mm, _ in _small_splits(X, y, n_splits):
+            new, old, out, ch = one(Xtr, ytr)
+            e = tuple(float(np.median(np.abs(yte - Xte @ np.asarray(b) - a))) for b, a in (new, old, mm))
+            rows.append(e + (out, ch))
+        if rows:
+            report(item, rows, len(ytr) / (X.shape[1] + 1))
+    for law, n, p in cells:
+        rows, sq = [], {m: [] for m in SINGLE_M}
+        for rep in range(reps):
+            X, y = make_cell(law, n, p, rep)
+            new, old, out, ch = one(X, y)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for m in SINGLE_M:
+                    sq[m].append(float(np.sum(np.asarray(PEERS[m](X, y)[0]) ** 2)))
+            rows.append([float(np.sum(np.asarray(new[0]) ** 2)), float(np.sum(np.asarray(old[0]) ** 2)), 0.0, out, ch])
+        best = min(SINGLE_M, key=lambda m: np.mean(sq[m]))
+        for row, v in zip(rows, sq[best]):
+            row[2] = v
+        report(f"{law} {n}/{p}", rows, n / (p + 1))
+    print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
+
+
+def _cells_arg(arg):
+    """``--cells``: ``law:n/p`` items separated by ``;`` (``hetero |x1|:30/3;bad leverage:30/3``); empty: ``None``."""
+    if not arg:
+        return None
+    out = []
+    for item in arg.split(";"):
+        law, size = item.rsplit(":", 1)
+        n, p = (int(v) for v in size.split("/"))
+        out.append((law, n, p))
+    return out
 
 #: (n, p) of the normal-error simulation of :func:`s_scale`: the sizes of the dev sets and cells below 12 rows per
 #: coefficient (kootenay and exAM 9 / 2, stackloss 15 / 4, delivery 18 / 3, the cells 30 / 4, rock 36 / 4) and two above
@@ -2078,12 +2179,14 @@ def s_scale(n_splits, sets, reps, cells=None):
 
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
-    sets: every real set but the held-out groups of rounds 4 and 7) or ``held7`` (those two groups)."""
+    sets: every real set but the held-out groups of rounds 4 and 7), ``held7`` (those two groups) or ``none``."""
     sets = [s for s in arg.split(",") if s] or default
     if sets == ["dev4"]:
         return [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7]
     if sets == ["held7"]:
         return [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
+    if sets == ["none"]:  # the cells only
+        return []
     return sets
 
 
@@ -2095,7 +2198,7 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
-                         "decompose,hetconst,power,choice,leverage,sscale")  # fmt: skip
+                         "decompose,hetconst,power,choice,leverage,sscale,spread13")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -2107,6 +2210,8 @@ def main(argv=None):
                     help="also run the default without the linearity test (the variance rule everywhere)")  # fmt: skip
     ap.add_argument("--lmrob-common", action="store_true",
                     help="also run the default with its variances at lmrob's MM fit (issue 30 round 2)")  # fmt: skip
+    ap.add_argument("--cells", default="",
+                    help="spread13: cells 'law:n/p' separated by ';' (default: round 11's eleven cells at n 30-40)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
@@ -2125,12 +2230,13 @@ def main(argv=None):
         if "boston" in parts:
             boston(args.splits, meths)
         if "extra" in parts:
-            emeths = dict(meths, **{"mixture (round 11)": _mixture_round11, "mixture (round 10)": _mixture_round10, "mixture (round 9)": _mixture_round9, "mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
+            emeths = dict(meths, **{"mixture (round 11b)": _mixture_round11b, "mixture (round 11)": _mixture_round11, "mixture (round 10)": _mixture_round10, "mixture (round 9)": _mixture_round9, "mixture (round 7)": _mixture_round7, "mixture (round 4)": _mixture_round4, "mixture (round 3)": _mixture_round3,
                                     "mixture (round 2)": _mixture_round2,
                                     "mixture (pre-30)": _mixture_pre30})  # fmt: skip
             extra_cells(args.extra_reps, emeths)
         if "real" in parts:
             rmeths = dict(REAL_PEERS, **{m: f for m, f in meths.items() if m.startswith("mixture")})
+            rmeths["mixture (round 11b)"] = _mixture_round11b
             rmeths["mixture (round 11)"] = _mixture_round11
             rmeths["mixture (round 10)"] = _mixture_round10
             rmeths["mixture (round 9)"] = _mixture_round9
@@ -2161,6 +2267,8 @@ def main(argv=None):
             leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "sscale" in parts:
             s_scale(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
+        if "spread13" in parts:
+            spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 
 
 if __name__ == "__main__":

@@ -382,23 +382,73 @@ def leverage_group(Xa, y, sw, theta, mm, slopes, size=None):
     size = LEVERAGE_GROUP if size is None else size
     if size is None:
         return False
+    out, d2, dof, _ = _rejected_distances(Xa, y, sw, mm, slopes)
+    if out.sum() < size or d2 is None or not np.all(d2[out] > stats.chi2.ppf(LEVERAGE_QUANTILE, dof)):
+        return False
+    share = 0.5 if SMALL_N_GROWTH_PULL is None else SMALL_N_GROWTH_PULL
+    return not not_drawn(Xa, y, theta, mm, share, sw)
+
+
+def _rejected_distances(Xa, y, sw, mm, slopes):
+    """``(out, d2, dof, m)``: the rows of positive weight the MM fit ``mm`` rejects (``|r| >`` :data:`MM_REJECTION`
+    ``scale_mm``), every row's squared Mahalanobis distance over the ``slopes`` columns from the weighted mean and
+    covariance of the ``m`` rows of positive weight the MM fit keeps, and that covariance's rank; ``d2`` is ``None``
+    when no row is rejected, with fewer kept rows than slopes + 2 or a covariance of rank 0."""
     r_mm = y - Xa @ mm[0]
     pos = sw > 0
     out = pos & (np.abs(r_mm) > MM_REJECTION * mm[1])
     inn = pos & ~out
-    k = len(slopes)
-    if out.sum() < size or inn.sum() < k + 2:
-        return False
+    m = int(inn.sum())
+    if not out.any() or m < len(slopes) + 2:
+        return out, None, 0, m
     Z = Xa[:, slopes]
     centre = np.average(Z[inn], axis=0, weights=sw[inn])
     cov = np.atleast_2d(np.cov(Z[inn].T, aweights=sw[inn]))
-    D = Z[out] - centre
+    D = Z - centre
     d2 = np.einsum("ij,jk,ik->i", D, np.linalg.pinv(cov), D)
-    dof = np.linalg.matrix_rank(cov)
-    if dof == 0 or not np.all(d2 > stats.chi2.ppf(LEVERAGE_QUANTILE, dof)):
-        return False
-    share = 0.5 if SMALL_N_GROWTH_PULL is None else SMALL_N_GROWTH_PULL
-    return not not_drawn(Xa, y, theta, mm, share, sw)
+    dof = int(np.linalg.matrix_rank(cov))
+    return (out, None, 0, m) if dof == 0 else (out, d2, dof, m)
+
+
+#: from 4 to 8 rows per coefficient the small-sample path's tests of spread leave out the rows the MM fit rejects
+#: whose distance in ``x`` from the rows it keeps exceeds the Bonferroni cut at this family-wise level of the exact
+#: law of a new normal row's distance (:func:`leverage_rows_left_out`; issue 30, round 13: a bad leverage point at
+#: 10 sd in ``x_1``, n = 30, p = 3, read as spread growing with ``x`` took Huber (1.0) with it).  None: every row,
+#: as round 11b had it
+SPREAD_LEVERAGE_LEVEL = 0.025
+
+
+def prediction_cut(m, k, level):
+    """The ``1 - level / m`` quantile of the squared Mahalanobis distance of a new row from the mean and covariance
+    (``ddof=1``) of ``m > k`` rows, all ``m + 1`` drawn from one ``k``-variate normal law: ``(k (m - 1) (m + 1) /
+    ((m - k) m)) F_{k, m - k}`` (Hotelling's prediction law)."""
+    return float(stats.f.ppf(1.0 - level / m, k, m - k)) * k * (m - 1) * (m + 1) / ((m - k) * m)
+
+
+def leverage_rows_left_out(Xa, y, sw, mm, slopes, level=None):
+    """``sw`` with weight 0 on every row the MM fit ``mm`` rejects that lies farther out in ``x`` than any of the
+    rows it keeps plausibly could: a bad leverage point's large residual sits at a large distance in ``x``, which a
+    test of spread growing with ``x`` reads as heteroscedasticity.
+
+    With ``m`` kept rows and a covariance of rank ``k`` (:func:`_rejected_distances`), a new row drawn from the same
+    normal law has ``d^2 (m / (m + 1)) (m - k) / (k (m - 1))`` distributed as ``F(k, m - k)`` (Hotelling's
+    prediction law); a row is left out beyond its ``1 - level / m`` quantile (:func:`prediction_cut`: Bonferroni
+    over the rows; ``level``
+    ``None``: :data:`SPREAD_LEVERAGE_LEVEL`, which ``None`` turns off).  At ``m = 27``, ``k = 3`` the cut is
+    ``d^2 = 25.8``: the heteroscedastic draws' rejected rows reach 9.5-24.6, the bad leverage points (``x_1 ~
+    N(10, 1)``) 86-166.  Returns ``sw`` itself (the same object) when no row is left out or ``m <= k``."""
+    level = SPREAD_LEVERAGE_LEVEL if level is None else level
+    if level is None:
+        return sw
+    out, d2, k, m = _rejected_distances(Xa, y, sw, mm, slopes)
+    if d2 is None or m <= k:
+        return sw
+    far = out & (d2 > prediction_cut(m, k, level))
+    if not far.any():
+        return sw
+    w = np.array(sw, dtype=float)
+    w[far] = 0.0
+    return w
 
 
 #: below this many (effective) rows per coefficient the kept fit is compared with the Huber fit (1.345, own scale)
@@ -478,17 +528,29 @@ def small_sample_fit(Xa, y, sw, theta, scale, wls, weighted_median, floor, slope
     ``mm = (theta, scale)`` given and :data:`SMALL_N_GROWTH_PULL` set, the test also fires where the one-sided
     :func:`spread_growth` rejects at ``level``, the Huber fit is :func:`not_drawn` towards a row the MM fit
     rejects and, from :data:`GUARD_ROWS_PER_COEF` rows per coefficient on, passes :func:`select`'s guard (it flags
-    every row the MM fit rejects; otherwise the Tukey step is kept, as before; issue 30, round 11).  Returns ``(theta, scale, n_iter, norm)``, ``norm`` the kept loss.
+    every row the MM fit rejects; otherwise the Tukey step is kept, as before; issue 30, round 11).  From
+    :data:`GUARD_ROWS_PER_COEF` rows per coefficient on, where either test fires and the MM fit rejects rows far
+    out in ``x`` (:func:`leverage_rows_left_out`), the tests are asked again on the residuals of the Huber fit of
+    the other rows, and the Tukey step is kept unless they fire there too: one bad leverage point's large residual
+    at a large distance in ``x`` looks like spread growing with ``x`` (issue 30, round 13; the rows left out can
+    only stop a firing, never start one).  Returns ``(theta, scale, n_iter, norm)``, ``norm`` the kept loss.
     """
     huber = HuberT(1.345)
     th, sc, n1 = huber_with_own_scale(Xa, y, sw, theta, scale, huber, wls, weighted_median, floor)
     slopes = np.arange(Xa.shape[1]) if slopes is None else slopes
     level = HETEROSCEDASTICITY_LEVEL if level is None else level
-    r = y - Xa @ th
-    if level is not None and (spread_dependence(Xa, r, sw, slopes)[2] < level or (
-            mm is not None and SMALL_N_GROWTH_PULL is not None and spread_growth(Xa, r, sw, slopes)[2] < level
-            and not_drawn(Xa, y, th, mm, sw=sw) and (is_small(sw, Xa.shape[1], GUARD_ROWS_PER_COEF)
-                                                     or _sees_the_mm_outliers(Xa, y, th, sc, *mm, sw=sw)))):  # fmt: skip
+    if level is not None and _spread_fires(Xa, y, sw, th, sc, y - Xa @ th, sw, slopes, level, mm):
+        sw_t = sw  # round 13: from 4 rows per coefficient on, the tests again without far-out rows the MM fit rejects
+        if mm is not None and not is_small(sw, Xa.shape[1], GUARD_ROWS_PER_COEF):
+            sw_t = leverage_rows_left_out(Xa, y, sw, mm, slopes)
+        if sw_t is not sw:  # the residuals of the Huber fit of the rows left, as if the others were absent
+            r = y - Xa @ huber_with_own_scale(Xa, y, sw_t, theta, scale, huber, wls, weighted_median, floor)[0]
+            fires = _spread_fires(Xa, y, sw, th, sc, r, sw_t, slopes, level, mm)
+        else:
+            fires = True
+    else:
+        fires = False
+    if fires:
         if HETEROSCEDASTIC_LOSS is None:
             return th, sc, n1, huber
         th, sc, n2 = huber_with_own_scale(Xa, y, sw, theta, sc, HETEROSCEDASTIC_LOSS, wls, weighted_median, floor)
@@ -496,6 +558,17 @@ def small_sample_fit(Xa, y, sw, theta, scale, wls, weighted_median, floor, slope
     th, sc, n2 = huber_with_own_scale(Xa, y, sw, th, sc, SMALL_N_LOSS, wls, weighted_median, floor)
     return th, sc, n1 + n2, SMALL_N_LOSS
 
+
+def _spread_fires(Xa, y, sw, th, sc, r, sw_t, slopes, level, mm):
+    """The small-sample path's test of spread on the residuals ``r`` of the rows of weight ``sw_t``: round 3's
+    :func:`spread_dependence` at ``level``, or round 11's :func:`spread_growth` at ``level`` with the Huber (1.345)
+    fit ``(th, sc)`` of all rows (weights ``sw``) not drawn towards a row the MM fit ``mm`` rejects and, from
+    :data:`GUARD_ROWS_PER_COEF` rows per coefficient on, flagging every such row."""
+    if spread_dependence(Xa, r, sw_t, slopes)[2] < level:
+        return True
+    return (mm is not None and SMALL_N_GROWTH_PULL is not None and spread_growth(Xa, r, sw_t, slopes)[2] < level
+            and not_drawn(Xa, y, th, mm, sw=sw) and (is_small(sw, Xa.shape[1], GUARD_ROWS_PER_COEF)
+                                                     or _sees_the_mm_outliers(Xa, y, th, sc, *mm, sw=sw)))  # fmt: skip
 
 def heteroscedastic_band(Xa, r, sw, p, slopes):
     """Whether, from :data:`SMALL_N_ROWS_PER_COEF` to :data:`CV_ROWS_PER_COEF` effective rows per coefficient,
