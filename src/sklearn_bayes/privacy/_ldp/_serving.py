@@ -226,14 +226,15 @@ class ServingMixin:
             if not same_value(a, b):
                 raise ValueError(f"other was fitted with {name}={b!r} and this estimator with {name}={a!r}: "
                                  f"responses of different mechanisms or posteriors cannot be merged.")
+        # the categories before the prior: a prior vector's shape follows them (n_categories=None)
+        if self.categories_.shape != other.categories_.shape or not np.array_equal(self.categories_,
+                                                                                    other.categories_):
+            raise ValueError("other has other categories than this estimator: its responses cannot be merged.")
         mine, theirs = self._fitted_params["prior"], other._fitted_params["prior"]
         if not (np.array_equal(self._chain.prior, other._chain.prior)
                 and isinstance(mine, str) == isinstance(theirs, str) and (not isinstance(mine, str) or mine == theirs)):
             raise ValueError(f"other was fitted with prior={other._fitted_params['prior']!r} and this estimator "
                              f"with prior={self._fitted_params['prior']!r}: the posteriors differ.")
-        if self.categories_.shape != other.categories_.shape or not np.array_equal(self.categories_,
-                                                                                    other.categories_):
-            raise ValueError("other has other categories than this estimator: its responses cannot be merged.")
         shared = self._chain.store.store_ids & other._chain.store.store_ids
         if shared:
             raise ValueError(
