@@ -131,3 +131,25 @@ def test_paper_variant_is_unchanged_by_round_13(unchanged_without):
     """variant="paper" (the chapter's ML mixture) never reaches the small-sample path."""
     X, y = _leverage(30, 0)
     unchanged_without("SPREAD_LEVERAGE_LEVEL", None, X, y, flags=False, variant="paper")
+
+
+def test_zero_weight_rows_do_not_count_as_kept_or_left_out():
+    """One leverage row (seed 0: the rule keeps the Tukey step) plus three rows of weight 0 on the leverage line
+    and two wild ones (ten times the spread of ``x``): the same loss, MM fit and coefficients to rounding as without
+    them (weight 0 = the row dropped: the kept rows' mean, covariance and count ``m`` are of rows of positive weight;
+    with the wild rows in the covariance the leverage row would no longer be far)."""
+    X, y = _leverage(30, 0)
+    rng = np.random.default_rng(21)
+    Xz = np.r_[rng.normal(size=(3, 3)), rng.normal(size=(2, 3)) * 10]
+    Xz[:3, 0] = 10.0 + rng.normal(size=3)
+    yz = np.r_[Xz[:3] @ BETA + 2.0 * Xz[:3, 0], rng.normal(size=2) * 30]
+    ref = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    got = MixtureMEstimatorRegressor(random_state=0).fit(np.r_[X, Xz], np.r_[y, yz],
+                                                         sample_weight=np.r_[np.ones(30), np.zeros(5)])  # fmt: skip
+    assert got.selected_loss_ == ref.selected_loss_ == "tukey(c=4.685)"
+    np.testing.assert_allclose(got.mm_coef_, ref.mm_coef_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got.coef_, ref.coef_, rtol=1e-10, atol=1e-10)
+    Xa, yy, _, slopes = _problem(np.r_[X, Xz], np.r_[y, yz])
+    sw = np.r_[np.ones(30), np.zeros(5)]
+    w = mv.leverage_rows_left_out(Xa, yy, sw, (np.r_[BETA, 0.0], 1.0), slopes)
+    np.testing.assert_array_equal(w, np.r_[0.0, np.ones(29), np.zeros(5)])
