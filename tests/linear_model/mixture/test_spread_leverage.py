@@ -136,8 +136,8 @@ def test_paper_variant_is_unchanged_by_round_13(unchanged_without):
 def test_zero_weight_rows_do_not_count_as_kept_or_left_out():
     """One leverage row (seed 0: the rule keeps the Tukey step) plus three rows of weight 0 on the leverage line
     and two wild ones (ten times the spread of ``x``): the same loss, MM fit and coefficients to rounding as without
-    them (weight 0 = the row dropped: the kept rows' mean, covariance and count ``m`` are of rows of positive weight;
-    with the wild rows in the covariance the leverage row would no longer be far)."""
+    them (test_estimator's promise: weight 0 = the row dropped), and the rows left out are the one leverage row of
+    positive weight."""
     X, y = _leverage(30, 0)
     rng = np.random.default_rng(21)
     Xz = np.r_[rng.normal(size=(3, 3)), rng.normal(size=(2, 3)) * 10]
