@@ -24,6 +24,7 @@ from sklearn_bayes.privacy._ldp._posterior import Groups
 __all__ = ["MECHANISMS", "SetResponseMechanism", "best_subset_size", "ss_privatize", "oue_privatize",
            "ss_privatize_packed", "oue_privatize_packed", "groups_from_masks", "groups_from_unique",
            "groups_from_packed", "ss_log_probabilities", "ss_support_probabilities", "ss_variance", "popcount_rows",
+           "ss_left_out_threshold", "oue_bit_threshold",
            "MAX_CSR_MEMBERS"]
 
 #: Uniforms drawn per chunk of users by the privatisers (32 MiB of float64): the users x K
@@ -99,6 +100,37 @@ def ss_log_probabilities(K, epsilon, k):
     return epsilon - lD, -lD
 
 
+#: Relative margin of the samplers' rare-event thresholds: above their few roundings (at most ~3 ulps), so that
+#: ``P(u < t) = ceil(t 2^53) / 2^53`` is at least the exact probability (tests/privacy/ldp/test_client_exact_ldp.py).
+_ROUND_UP = 1.0 + 8 * np.finfo(float).eps
+
+
+def ss_left_out_threshold(K, epsilon, k):
+    """The SS(k) sampler's threshold ``t``: a user's category is left out of her report when ``u < t``.
+
+    ``q = (K - k) e^-eps / (k + (K - k) e^-eps)``, the exact probability, computed from ``e^-eps`` (a relative
+    error of a few ulps whatever ``eps``; the former ``exp(ln(K - k) - logaddexp(ln k + eps, ln(K - k)))``
+    carried the absolute rounding of a log of magnitude ``eps + ln k``, up to 1.4e-15 relative at eps ~ 5, beyond
+    its margin: the realised ratio exceeded ``e^eps`` at K = 10, k = 4, eps = 5.03), times :data:`_ROUND_UP`; at
+    most ``(K - k) / K`` (the ``eps = 0`` value, which the upper ratio needs), at least the smallest double (an
+    underflow above eps ~ 745 would make leaving out impossible: an unbounded privacy loss).
+    """
+    r = (K - k) * float(np.exp(-float(epsilon)))
+    q = r / (k + r) * _ROUND_UP
+    return max(min(q, (K - k) / K), float(np.nextafter(0.0, 1.0)))
+
+
+def oue_bit_threshold(epsilon):
+    """The OUE sampler's threshold ``t``: another category's bit is set when ``u < t``.
+
+    ``q = 1 / (e^eps + 1)`` times :data:`_ROUND_UP` (``1 / (e^eps + 1)`` rounded onto the 2^-53 grid from below
+    realised a ratio ``(1 - q') / q'`` above ``e^eps``, relative 2e-16 at eps = 0.002, 0.5, 1), at most 1/2 (the
+    own bit's probability: a larger ``q'`` would invert the ratio); ``eps`` above 700 as 700 (``q`` then floors
+    to ``2^-53``, more than the exact value).
+    """
+    return min(1.0 / (float(np.exp(min(float(epsilon), 700.0))) + 1.0) * _ROUND_UP, 0.5)
+
+
 def ss_privatize(x, K, epsilon, k, rng):
     """SS(k) responses of the categories ``x`` as a boolean ``(n, K)`` mask (``O(n K)``)."""
     return np.unpackbits(ss_privatize_packed(x, K, epsilon, k, rng), axis=1, count=K).astype(bool)
@@ -118,8 +150,7 @@ def ss_privatize_packed(x, K, epsilon, k, rng):
     # rounds q down, to exactly 0 above eps ~ 37: an unbounded privacy loss)
     # (an underflow to 0 at eps > ~745 would make it impossible: keep the smallest double, so
     # u = 0, probability 2^-53 >= q, still leaves x out)
-    q_out = np.exp(np.log(K - k) - np.logaddexp(np.log(k) + epsilon, np.log(K - k))) * (1.0 + 4 * np.finfo(float).eps)
-    q_out = max(q_out, np.nextafter(0.0, 1.0))
+    q_out = ss_left_out_threshold(K, epsilon, k)
     keep = ~(rng.random(n) < q_out)
     out = np.zeros((n, (K + 7) // 8), dtype=np.uint8)
     for lo, hi in _chunks(n, K):
@@ -155,7 +186,7 @@ def oue_privatize_packed(x, K, epsilon, rng):
     users (the same stream as one ``(n, K)`` draw followed by ``n`` more)."""
     x = np.asarray(x, dtype=np.intp)
     n = x.size
-    q = 1.0 / (np.exp(min(epsilon, 700.0)) + 1.0)
+    q = oue_bit_threshold(epsilon)
     out = np.zeros((n, (K + 7) // 8), dtype=np.uint8)
     for lo, hi in _chunks(n, K):
         out[lo:hi] = np.packbits(rng.random((hi - lo, K)) < q, axis=1)
