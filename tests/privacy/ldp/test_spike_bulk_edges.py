@@ -55,3 +55,246 @@ def test_merge_of_stores_with_different_categories_names_the_categories_not_prio
             a.merge(b)
         assert "prior" not in str(info.value)
         assert _release_state(a) == sa and _release_state(b) == sb
+
+
+@pytest.mark.parametrize("mechanism", ["grr", "oue", "subset_selection"])
+@pytest.mark.parametrize("decoder", ["posterior", "counts", "importance"])
+def test_merge_under_spike_bulk_equals_one_store_of_all_responses(mechanism, decoder):
+    """Two workers' stores merged give theta_, convergence_ and intervals equal bit for bit to one store that
+    recorded every response (either order): the draws depend on the responses and the hub's generator only.
+    subset_selection at K = 8, eps = 1 is SS(2) (a latent category per user)."""
+    k = 8 if mechanism == "subset_selection" else K
+    r1, r2 = _responses(mechanism, 120, 0, k), _responses(mechanism, 140, 1, k)
+    kw = dict(n_categories=k, mechanism=mechanism, decoder=decoder, n_final_steps=200)
+    a = _est(5, **kw).partial_fit_responses(r1)
+    a.merge(_est(6, **kw).partial_fit_responses(r2))
+    for order in ((r1, r2), (r2, r1)):
+        one = _est(5, **kw).partial_fit_responses(np.vstack(order))
+        np.testing.assert_array_equal(_quiet(lambda: a.theta_), _quiet(lambda: one.theta_))
+        assert a.convergence_ == one.convergence_ and 0 <= a.convergence_["p_symmetric"] <= 1
+        np.testing.assert_array_equal(a.credible_interval(0.9, 300), one.credible_interval(0.9, 300))
+
+
+def test_merge_across_decoders_uses_the_hubs_decoder():
+    """decoder is a compute knob: stores fitted under different decoders merge, and the hub decodes the union with
+    its own decoder (equal to one store of all responses under it)."""
+    r1, r2 = _responses("grr", 120, 0), _responses("grr", 140, 1)
+    a = _est(5, decoder="counts", n_final_steps=200).partial_fit_responses(r1)
+    a.merge(_est(6, decoder="importance", n_final_steps=200).partial_fit_responses(r2))
+    one = _est(5, decoder="counts", n_final_steps=200).partial_fit_responses(np.vstack([r1, r2]))
+    np.testing.assert_array_equal(_quiet(lambda: a.theta_), _quiet(lambda: one.theta_))
+    assert a.convergence_["method"] == "counts"
+
+
+@pytest.mark.parametrize("change, name", [(dict(prior="hierarchical"), "prior"), (dict(prior=1.0), "prior"),
+                                          (dict(prior=np.ones(K)), "prior"), (dict(mechanism="oue"), "mechanism"),
+                                          (dict(mechanism="grr"), "mechanism"), (dict(epsilon=2.0), "epsilon"),
+                                          (dict(n_categories=K + 1), "n_categories")])
+def test_a_refused_merge_names_the_difference_and_changes_neither(change, name):
+    """Different priors, mechanisms (by name: 'auto' and 'grr' are refused even where 'auto' resolves to GRR),
+    budgets or sizes: a ValueError naming the parameter; both estimators keep every attribute."""
+    a = _est(5).partial_fit_responses(_responses("auto", 50, 0))
+    _quiet(lambda: a.theta_)
+    kw = dict(dict(n_categories=K), **change)
+    b = _est(6, **kw)
+    b.partial_fit_responses(_responses(b.mechanism, 50, 1, b.n_categories) if b.epsilon == 1.0 else
+                            b.client_mechanism().privatize(np.zeros(50, int), np.random.default_rng(0)))
+    sa, sb = _release_state(a), _release_state(b)
+    with pytest.raises(ValueError, match=f"{name}="):
+        a.merge(b)
+    assert _release_state(a) == sa and _release_state(b) == sb
+
+
+# ------------------------------------------------------------------ every decoder and mechanism
+@pytest.mark.parametrize("mechanism", ["grr", "oue", "subset_selection", "rrrr"])
+@pytest.mark.parametrize("decoder", ["auto", "posterior", "counts", "importance", "eb"])
+def test_every_decoder_and_mechanism_under_spike_bulk(mechanism, decoder):
+    """Static mechanisms accept every decoder under the prior: the chains report p_symmetric in [0, 1], 'eb'
+    (no chain) none; a seeded refit gives the same theta_, intervals and draws bit for bit; draws on the simplex.
+    RRRR refuses 'counts', 'importance' and 'eb' naming decoder and mechanism."""
+    k = 8 if mechanism == "subset_selection" else K
+    kw = dict(n_categories=k, mechanism=mechanism, decoder=decoder, n_final_steps=200)
+    if mechanism == "rrrr" and decoder in ("counts", "importance", "eb"):
+        with pytest.raises(ValueError, match=f"decoder='{decoder}'.*mechanism='rrrr'"):
+            _est(**kw).fit(_users(50, 0, k))
+        return
+    fits = [_quiet(_est(**kw).fit, _users(300, 0, k)) for _ in range(2)]
+    theta, conv = (_quiet(lambda: fits[0].theta_), fits[0].convergence_)
+    np.testing.assert_array_equal(theta, _quiet(lambda: fits[1].theta_))
+    np.testing.assert_array_equal(fits[0].credible_interval(0.9, 200), fits[1].credible_interval(0.9, 200))
+    draws = fits[0].sample_posterior(50)
+    np.testing.assert_array_equal(draws, fits[1].sample_posterior(50))
+    assert np.all(draws >= 0) and np.abs(draws.sum(axis=1) - 1).max() <= 1e-12 * k
+    assert np.all(theta >= 0) and abs(theta.sum() - 1) <= 1e-12 * k
+    if conv["method"] == "eb":
+        assert "p_symmetric" not in conv
+    else:
+        assert conv["method"] == {"posterior": "mcmc", "auto": "mcmc"}.get(decoder, decoder)
+        assert 0 <= conv["p_symmetric"] <= 1
+
+
+@pytest.mark.parametrize("n_categories", [200, 1000])
+def test_large_k_under_spike_bulk_is_refused_by_name_or_routed_to_eb(n_categories):
+    """The count chains stop at 128 categories (a ValueError naming decoder); 'auto' decodes by 'eb' from 64 on
+    (no chain, no p_symmetric); 'posterior' runs (few iterations here) with its draws on the simplex."""
+    rng = np.random.default_rng(0)
+    masks = np.zeros((300, n_categories), dtype=bool)
+    masks[np.arange(300), rng.integers(0, n_categories, 300)] = True
+    for decoder in ("counts", "importance"):
+        est = _est(n_categories=n_categories, mechanism="grr", decoder=decoder).partial_fit_responses(masks)
+        with pytest.raises(ValueError, match=f"decoder='{decoder}' runs up to 128 categories"):
+            est.theta_
+    est = _est(n_categories=n_categories, mechanism="grr").partial_fit_responses(masks)
+    assert est.convergence_["method"] == "eb" and "p_symmetric" not in est.convergence_
+    est = _est(n_categories=n_categories, mechanism="grr", decoder="posterior", n_final_steps=10)
+    est.partial_fit_responses(masks)
+    theta = _quiet(lambda: est.theta_)
+    assert abs(theta.sum() - 1) <= 1e-12 * n_categories and 0 <= est.convergence_["p_symmetric"] <= 1
+
+
+# ------------------------------------------------------------------ small samples and extreme budgets
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("decoder", ["auto", "posterior", "counts", "importance"])
+def test_one_and_two_responses_and_no_response(k, decoder):
+    """K = 2, 3 with 1 and 2 responses: an estimate on the simplex, intervals ordered within [0, 1], p_symmetric in
+    [0, 1]; an empty batch is refused naming y and leaves the estimator unfitted."""
+    for n in (1, 2):
+        est = _est(n_categories=k, mechanism="grr", decoder=decoder, n_final_steps=200)
+        est.partial_fit_responses(_responses("grr", n, 0, k))
+        theta = _quiet(lambda: est.theta_)
+        assert np.all(theta >= 0) and abs(theta.sum() - 1) <= 1e-12
+        ci = est.credible_interval(0.9, 200)
+        assert np.all((0 <= ci[:, 0]) & (ci[:, 0] <= ci[:, 1]) & (ci[:, 1] <= 1))
+        assert 0 <= est.convergence_["p_symmetric"] <= 1
+    est = _est(n_categories=k, mechanism="grr", decoder=decoder)
+    with pytest.raises(ValueError, match="y must hold at least one response"):
+        est.partial_fit_responses(np.zeros((0, k), dtype=bool))
+    assert "n_responses_" not in vars(est)
+
+
+@pytest.mark.parametrize("decoder", ["posterior", "counts", "importance"])
+def test_all_users_in_one_category_at_a_large_budget(decoder):
+    """eps = 50: GRR reports the truth but with probability (K - 1) / (e^50 + K - 1) ~ 1e-21 per user, so 300 users
+    of category 0 give 300 responses 0; the posterior mass off category 0 is then at most about (K - 1) rho_max /
+    300 with rho_max = 10: theta_[0] > 0.9 under every route (observed: 1.0)."""
+    est = _est(n_categories=3, epsilon=50.0, mechanism="grr", decoder=decoder, n_final_steps=200)
+    _quiet(est.fit, np.zeros((300, 1), dtype=int))
+    assert _quiet(lambda: est.theta_)[0] > 0.9 and 0 <= est.convergence_["p_symmetric"] <= 1
+
+
+@pytest.mark.parametrize("decoder", ["posterior", "counts", "importance"])
+def test_a_tiny_budget_keeps_the_estimate_near_uniform(decoder):
+    """eps = 0.01: a GRR response's likelihood ratio is e^0.01 ~ 1.01, so 300 of them leave the posterior about as
+    wide as the prior (the unbiased estimate's standard deviation, sqrt(p (1 - p) / 300) / (p - q), is 8 here): theta_
+    on the simplex, and every 90 % interval holds the uniform value 1/3."""
+    est = _est(n_categories=3, epsilon=0.01, mechanism="grr", decoder=decoder, n_final_steps=200)
+    _quiet(est.fit, _users(300, 0, 3))
+    theta = _quiet(lambda: est.theta_)
+    assert abs(theta.sum() - 1) <= 1e-12 and 0 <= est.convergence_["p_symmetric"] <= 1
+    ci = est.credible_interval(0.9, 500)
+    assert np.all((ci[:, 0] < 1 / 3) & (1 / 3 < ci[:, 1]))
+
+
+# ------------------------------------------------------------------ streams, rejected calls, copies, threads
+@pytest.mark.parametrize("decoder", ["posterior", "counts", "importance"])
+def test_streams_reading_between_calls_and_rejected_batches(decoder):
+    """Reading theta_, convergence_, intervals and draws between partial_fit calls changes nothing later; a rejected
+    batch (an unknown category, a bad shape) or a changed frozen parameter leaves every attribute as it was."""
+    a, b = _est(decoder=decoder, n_final_steps=200), _est(decoder=decoder, n_final_steps=200)
+    for est, read in ((a, True), (b, False)):
+        _quiet(est.partial_fit, _users(150, 0))
+        if read:
+            _quiet(lambda: (est.theta_, est.convergence_, est.credible_interval(0.9, 100), est.sample_posterior(20)))
+        _quiet(est.partial_fit, _users(150, 1))
+    np.testing.assert_array_equal(_quiet(lambda: a.theta_), _quiet(lambda: b.theta_))
+    assert a.convergence_ == b.convergence_
+    before = _release_state(a)
+    for bad in (np.array([[K + 3]]), np.zeros((2, 2), dtype=int), np.array([[0.5]])):
+        with pytest.raises(ValueError):
+            a.partial_fit(bad)
+        assert _release_state(a) == before
+    a.set_params(prior="hierarchical")
+    with pytest.raises(ValueError, match="prior was 'spike-bulk'"):
+        a.partial_fit(_users(5, 2))
+    a.set_params(prior="spike-bulk")
+    assert _release_state(a) == before
+
+
+@pytest.mark.parametrize("read_first", [False, True])
+def test_copies_before_and_after_theta_was_read(read_first):
+    """copy, deepcopy and pickle give the same theta_, convergence_, intervals and draws whether or not theta_ was
+    read before copying; clone is unfitted with the same parameters."""
+    est = _quiet(_est(decoder="importance", n_final_steps=200).fit, _users(300))
+    if read_first:
+        _quiet(lambda: est.theta_)
+    copies = [copy.copy(est), copy.deepcopy(est), pickle.loads(pickle.dumps(est))]
+    theta = _quiet(lambda: est.theta_)
+    ci, draws = est.credible_interval(0.8, 200), est.sample_posterior(30)
+    for c in copies:
+        np.testing.assert_array_equal(_quiet(lambda: c.theta_), theta)
+        assert c.convergence_ == est.convergence_
+        np.testing.assert_array_equal(c.credible_interval(0.8, 200), ci)
+        np.testing.assert_array_equal(c.sample_posterior(30), draws)
+    fresh = clone(est)
+    assert fresh.get_params()["prior"] == "spike-bulk" and "n_responses_" not in vars(fresh)
+
+
+def test_two_threads_reading_one_fitted_estimator_get_the_serial_results():
+    """theta_, credible_interval and sample_posterior from three threads at once (the instance's lock): the values
+    a fresh, identically seeded estimator gives when read one after the other."""
+    est = _quiet(_est(decoder="posterior", n_final_steps=200).fit, _users(300))
+    ref = _quiet(_est(decoder="posterior", n_final_steps=200).fit, _users(300))
+    out = {}
+    run_threads(lambda: out.__setitem__("theta", _quiet(lambda: est.theta_)),
+                lambda: out.__setitem__("ci", est.credible_interval(0.9, 200)),
+                lambda: out.__setitem__("draws", est.sample_posterior(40)))
+    np.testing.assert_array_equal(out["theta"], _quiet(lambda: ref.theta_))
+    np.testing.assert_array_equal(out["ci"], ref.credible_interval(0.9, 200))
+    np.testing.assert_array_equal(out["draws"], ref.sample_posterior(40))
+
+
+def test_set_params_decoder_after_a_fit_equals_a_fit_under_that_decoder():
+    """decoder is a compute knob: switched after fitting, theta_ and convergence_ are a fresh fit's under the new
+    decoder (same seed, same responses), and switching back restores the first."""
+    est = _quiet(_est(decoder="posterior", n_final_steps=200).fit, _users(300))
+    first = _quiet(lambda: est.theta_)
+    for decoder in ("counts", "importance", "eb", "auto", "posterior"):
+        est.set_params(decoder=decoder)
+        ref = _quiet(_est(decoder=decoder, n_final_steps=200).fit, _users(300))
+        np.testing.assert_array_equal(_quiet(lambda: est.theta_), _quiet(lambda: ref.theta_))
+        assert est.convergence_ == ref.convergence_
+    np.testing.assert_array_equal(est.theta_, first)
+
+
+def test_credible_interval_levels_are_validated_and_nest():
+    """level outside (0, 1), NaN, a bool or a string: a ValueError naming level.  On the same draws (same
+    random_state and n_samples) the intervals nest exactly as the level grows (quantiles are monotone)."""
+    est = _quiet(_est(decoder="counts", n_final_steps=200).fit, _users(300))
+    for bad in (0, 1, -0.1, 1.5, np.nan, True, "0.9", None):
+        with pytest.raises(ValueError, match="level must be in"):
+            est.credible_interval(bad)
+    ivs = [est.credible_interval(level, 400, random_state=3) for level in (0.5, 0.8, 0.9, 0.99)]
+    for inner, outer in zip(ivs, ivs[1:]):
+        assert np.all(outer[:, 0] <= inner[:, 0]) and np.all(inner[:, 1] <= outer[:, 1])
+    assert np.all(ivs[0][:, 0] < ivs[-1][:, 1])
+
+
+# ------------------------------------------------------------------ privacy of the release paths
+def test_no_raw_value_reaches_a_message_a_warning_or_a_fitted_attribute():
+    """Simulation under the prior with a sentinel value among the refused inputs: the errors of partial_fit and
+    transform, every warning of the fit and of the reads, and every fitted attribute but categories_ (the labels
+    a simulation fit is given, documented) hold no trace of it."""
+    sentinel = 987654321
+    est = _est(decoder="importance", n_final_steps=10)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(_users(200))
+        est.theta_, est.credible_interval(0.9, 50), est.sample_posterior(5)
+        for call in (est.partial_fit, est.transform):
+            with pytest.raises(ValueError) as info:
+                call(np.array([[0], [sentinel]]))
+            assert str(sentinel) not in str(info.value)
+    assert not any(str(sentinel) in str(w.message) for w in caught)
+    state = {k: v for k, v in vars(est).items() if k != "categories_"}
+    assert str(sentinel).encode() not in pickle.dumps(state) and str(sentinel) not in repr(state)
+    assert sentinel.to_bytes(4, "little") not in pickle.dumps(state)
