@@ -122,3 +122,20 @@ def test_the_servers_likelihood_is_tight_at_extreme_budgets(kind, K, k, eps):
     np.testing.assert_allclose(np.logaddexp.reduce(logp, axis=0), 0.0, rtol=0, atol=tol)
     rows = logp[np.isfinite(logp).all(axis=1)]
     assert abs((rows.max(axis=1) - rows.min(axis=1)).max() - eps) <= tol
+
+
+@pytest.mark.parametrize("bad", [987654, -987654, 987654.0])
+def test_a_clients_refusal_never_quotes_a_users_category(bad):
+    """The clients privatise the users' true categories: a refused input names the argument and the offending
+    rows, never a value.  RRRRMechanism.privatize quoted the first five out-of-range categories."""
+    from sklearn_bayes.privacy import RRRRMechanism
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+
+    clients = [lambda x: RRRRMechanism(4, 1.0).privatize(x, [0], random_state=np.random.default_rng(0))]
+    for mechanism in ("grr", "oue", "subset_selection"):
+        client = AdaptiveLDPFrequencyEstimator(n_categories=8, mechanism=mechanism).client_mechanism()
+        clients.append(lambda x, c=client: c.privatize(x, np.random.default_rng(0)))
+    for privatize in clients:
+        with pytest.raises(ValueError, match="x ") as info:
+            privatize(np.array([0, bad, 1]))
+        assert "987654" not in str(info.value)

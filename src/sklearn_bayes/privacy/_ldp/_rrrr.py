@@ -373,9 +373,10 @@ class RRRRMechanism:
             if not np.all(np.isfinite(xa)) or np.any(xa != np.round(xa)):
                 raise ValueError("x must hold integer categories (got non-integer or NaN values).")
         xa = xa.astype(np.int64).ravel()
-        bad = xa[(xa < 0) | (xa >= self.n_categories)]
-        if bad.size:
-            raise ValueError(f"x holds categories outside [0, {self.n_categories}): {bad[:5].tolist()}.")
+        bad = np.flatnonzero((xa < 0) | (xa >= self.n_categories))
+        if bad.size:  # the users' true categories: never quoted in a message (rows only)
+            raise ValueError(f"x holds categories outside [0, {self.n_categories}): {bad.size} "
+                             f"value{'s' if bad.size != 1 else ''}, first at position {int(bad[0])}.")
         rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize", instance=self)
         K = self.n_categories
         mask = np.zeros(K, dtype=bool)
