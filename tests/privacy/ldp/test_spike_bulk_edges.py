@@ -298,3 +298,49 @@ def test_no_raw_value_reaches_a_message_a_warning_or_a_fitted_attribute():
     state = {k: v for k, v in vars(est).items() if k != "categories_"}
     assert str(sentinel).encode() not in pickle.dumps(state) and str(sentinel) not in repr(state)
     assert sentinel.to_bytes(4, "little") not in pickle.dumps(state)
+
+
+def test_rrrr_serving_under_spike_bulk_merges_into_one_stores_posterior():
+    """mechanism='rrrr': a hub that proposed a batch, recorded it (deferred) and merged a worker's store gives the
+    theta_, convergence_ and next proposals of a hub that recorded both batches itself; p_symmetric in [0, 1]."""
+    from sklearn_bayes.privacy import RRRRMechanism
+
+    def hub(seed):
+        return _est(seed, mechanism="rrrr", n_final_steps=200)
+
+    def answer(est, n, seed):
+        subsets = est.propose_subsets(n, draws="user")
+        x = _users(n, seed).ravel()
+        mech = RRRRMechanism(K, 1.0, 0.9)
+        y = np.array([mech.privatize(int(x[i]), np.flatnonzero(subsets[i]), random_state=np.random.default_rng(i))
+                      for i in range(n)])
+        return y, subsets
+
+    worker = hub(6)
+    y2, s2 = answer(worker, 70, 2)
+    worker.partial_fit_responses(y2, s2, update="defer")
+    a, one = hub(5), hub(5)
+    y1, s1 = answer(a, 60, 1)
+    np.testing.assert_array_equal(one.propose_subsets(60, draws="user"), s1)
+    a.partial_fit_responses(y1, s1, update="defer")
+    a.merge(worker)
+    one.partial_fit_responses(np.r_[y1, y2], np.vstack([s1, s2]), update="defer")
+    np.testing.assert_array_equal(_quiet(lambda: a.theta_), _quiet(lambda: one.theta_))
+    assert a.convergence_ == one.convergence_ and 0 <= a.convergence_["p_symmetric"] <= 1
+    np.testing.assert_array_equal(a.propose_subsets(5, draws="user"), one.propose_subsets(5, draws="user"))
+    a.refresh(), one.refresh()
+    np.testing.assert_array_equal(a.propose_subset(), one.propose_subset())
+
+
+@pytest.mark.parametrize("decoder", ["posterior", "counts", "importance"])
+def test_p_symmetric_is_reported_when_the_draws_are_thinned(decoder, monkeypatch):
+    """Above MAX_DRAW_VALUES held values the adaptive chain gives way to the fixed-length, evenly thinned one
+    (K > 8388 at the default n_final_steps; here a bound of 100 K values forces it at K = 5): convergence_ still
+    holds p_symmetric (it was absent), from the visits of the kept (thinned) iterations."""
+    import sklearn_bayes.privacy._ldp._decoding as D
+
+    monkeypatch.setattr(D, "MAX_DRAW_VALUES", 100 * K)
+    est = _quiet(_est(decoder=decoder, n_final_steps=200).fit, _users(300))
+    _quiet(lambda: est.theta_)
+    conv = est.convergence_
+    assert conv["n_draws"] <= 100 and 0 <= conv["p_symmetric"] <= 1 and "symmetric_visits" not in conv

@@ -166,7 +166,7 @@ class HybridChain:
 
 
 def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps="auto",
-                 max_dense=4_000_000, thin=1, jumps="auto", compiled=True):
+                 max_dense=4_000_000, thin=1, jumps="auto", compiled=True, visits=None):
     """Gibbs sweeps alternated with ``mala_steps`` Metropolis-adjusted Langevin steps on ``theta | rho``.
 
     Each iteration is (i) one sweep of :func:`~._posterior.gibbs_draws` (latent categories, ``rho``,
@@ -196,6 +196,9 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
     (:class:`HybridChain`, compiled where it can be; ``compiled=False``, a private switch:
     :func:`~._posterior.hybrid_chain`, the Python generator, whose draws the compiled blocks reproduce up to
     floating-point rounding).
+
+    ``visits``: a list that receives, under a hyperparameter step object (``prior='spike-bulk'``), whether
+    ``z = 1_K`` at each kept iteration (aligned with the returned draws).
     """
     K = groups.n_categories
     thin = max(int(thin), 1)
@@ -213,4 +216,6 @@ def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=Non
         out[(idx[keep] - burn) // thin] = theta[keep]
         rhos[(idx[keep] - burn) // thin] = rho[keep]
         it += m
+    if visits is not None and chain.hyper is not None:
+        visits.extend(chain.visits[burn::thin][:n_out])
     return out, rhos

@@ -210,7 +210,7 @@ MAX_DRAW_VALUES = 1 << 26
 _IBU_WORK = 1 << 30
 
 
-def exact_draws(groups, prior, burn, keep, rng, max_values=None, compiled=True):
+def exact_draws(groups, prior, burn, keep, rng, max_values=None, compiled=True, visits=None):
     """``keep`` draws of the exact (hierarchical or fixed-prior) posterior after ``burn`` iterations.
 
     :func:`~._hybrid.hybrid_draws` (Gibbs sweeps and MALA steps) started at IBU (EM)
@@ -229,13 +229,16 @@ def exact_draws(groups, prior, burn, keep, rng, max_values=None, compiled=True):
     compiled : bool, default=True
         Private switch: ``False`` runs the Python generator of the chain (the reference of the
         compiled blocks, :class:`~._hybrid.HybridChain`).
+    visits : list, optional
+        Receives the kept draws' visits of ``z = 1_K`` under ``prior='spike-bulk'`` (:func:`~._hybrid.hybrid_draws`).
     """
     K = groups.n_categories
     theta0 = _ibu_start(groups)
     thin = 1
     if max_values is not None and keep * K > max_values:
         thin = -(-keep // max(1, max_values // K))
-    return hybrid_draws(groups, keep, burn, rng, prior=prior, theta0=theta0, thin=thin, compiled=compiled)[0]
+    return hybrid_draws(groups, keep, burn, rng, prior=prior, theta0=theta0, thin=thin, compiled=compiled,
+                        visits=visits)[0]
 
 
 def _ibu_start(groups):
@@ -282,9 +285,13 @@ def adaptive_exact_draws(groups, prior, max_iter, rng, max_values=None, compiled
     burn = min(ADAPT_BURN, max_iter - max_iter // 2)
     max_keep = max_iter - burn
     if max_values is not None and max_keep * K > max_values:
+        visits = []
         draws = exact_draws(groups, prior, max_iter - max_iter // 2, max_iter // 2, rng, max_values=max_values,
-                            compiled=compiled)
-        return draws, chain_diagnostics(draws)
+                            compiled=compiled, visits=visits)
+        diag = chain_diagnostics(draws)
+        if hasattr(prior, "symmetric_share"):  # prior='spike-bulk': the kept (thinned) iterations' visits
+            diag = dict(diag, symmetric_visits=np.array(visits, dtype=bool), symmetric_share=prior.symmetric_share())
+        return draws, diag
     chain = HybridChain(groups, burn, rng, prior=prior, theta0=_ibu_start(groups), compiled=compiled)
     for done in range(0, burn, MAX_BLOCK):
         chain.draw(min(MAX_BLOCK, burn - done))
