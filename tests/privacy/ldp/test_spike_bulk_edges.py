@@ -344,3 +344,50 @@ def test_p_symmetric_is_reported_when_the_draws_are_thinned(decoder, monkeypatch
     _quiet(lambda: est.theta_)
     conv = est.convergence_
     assert conv["n_draws"] <= 100 and 0 <= conv["p_symmetric"] <= 1 and "symmetric_visits" not in conv
+
+
+# ------------------------------------------------------------------ budgets above 700
+def test_an_empty_oue_response_stays_uninformative_above_eps_700():
+    """OUE sets its own bit with probability 1/2 at any budget, so about half of the responses are the empty set,
+    whose likelihood is the same for every category.  Above eps = 700 the groups keep the ratio finite as
+    f_in = 1, f_out = e^-eps = 0, which made an empty set's likelihood 0 for every category: the Python chain
+    (prior='spike-bulk') crashed in multinomial (NaN weights; 'pvals < 0, pvals > 1 or pvals contains NaNs' from
+    sample_posterior, K = 5, eps = 1000, 200 users).  An empty set's row is now 1 for every category."""
+    from sklearn_bayes.privacy._ldp._mechanisms import groups_from_masks, groups_from_packed, groups_from_unique
+
+    masks = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 1]], dtype=bool)
+    for eps in (5.0, 700.0, 701.0, 1e6):
+        for groups in (groups_from_masks(masks, eps), groups_from_unique(masks, [1, 1, 1], eps),
+                       groups_from_packed(np.packbits(masks, axis=1), [1, 1, 1], eps, 3)):
+            rows = groups.likelihood_rows()
+            assert np.all(np.isfinite(rows)) and np.all(rows.max(axis=1) > 0)
+            flat = rows[np.ptp(rows, axis=1) == 0]
+            assert flat.shape[0] == 1 and flat[0, 0] > 0  # the empty set: one constant, positive row
+    theta = np.array([0.5, 0.3, 0.15, 0.049, 0.001])
+    x = np.random.default_rng(1).choice(K, 1000, p=theta)
+    for prior in ("spike-bulk", "hierarchical"):
+        est = _est(epsilon=1000.0, mechanism="oue", decoder="posterior", prior=prior, n_final_steps=200)
+        _quiet(est.fit, x.reshape(-1, 1))
+        draws = est.sample_posterior(50)
+        assert np.all(np.isfinite(draws)) and np.abs(draws.sum(axis=1) - 1).max() <= 1e-12
+        # the non-empty responses reveal their users' categories (the other bits are set with probability
+        # 2^-53): theta_ is within the revealed frequencies' sampling error (~500 users: sd <= 0.023 per category)
+        revealed = _quiet(lambda: est._support_counts())[0] / est._support_counts()[0].sum()
+        assert 0.5 * np.abs(_quiet(lambda: est.theta_) - revealed).sum() < 0.05
+
+
+@pytest.mark.xfail(strict=True, reason="fix changes the default's seeded outputs where they are NaN-corrupted; for the lead (report)")
+@pytest.mark.parametrize("eps", [42.0, 50.0, 1000.0])
+def test_eb_with_an_empty_category_at_a_large_budget(eps):
+    """GRR above eps ~ 37 + ln K rounds 1 - p to 0, so q = 0 and an atom at theta = 0 has pi = 0: the binomial
+    log-likelihood of a category with count 0 was 0 * log(0) = NaN, which spread through the NPMLE and made
+    theta_ uniform.  The default ('auto' decodes by 'eb' from 64 categories): K = 100, 2000 users in 10
+    categories, eps = 50 gave theta_ = 1/100 everywhere (TV 0.9); decoder='eb' at K = 5 with every user in
+    category 0 gave 1/5 everywhere.  Expected: near the truth (the responses are the true categories)."""
+    X = np.random.default_rng(0).choice(10, 2000).reshape(-1, 1)
+    est = _quiet(AdaptiveLDPFrequencyEstimator(n_categories=100, epsilon=eps,
+                                               random_state=np.random.default_rng(0)).fit, X)
+    truth = np.bincount(X.ravel(), minlength=100) / 2000
+    assert est.convergence_["method"] == "eb" and 0.5 * np.abs(est.theta_ - truth).sum() < 0.05
+    est = _quiet(_est(epsilon=eps, mechanism="grr", decoder="eb").fit, np.zeros((200, 1), dtype=int))
+    assert est.theta_[0] > 0.99

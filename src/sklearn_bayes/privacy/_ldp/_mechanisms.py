@@ -214,17 +214,19 @@ def groups_from_masks(masks, epsilon):
     np.cumsum(sizes, out=a_ptr[1:])
     a_idx = np.nonzero(uniq)[1].astype(np.int32)
     G = uniq.shape[0]
-    # likelihood ratio e^eps, kept finite: for eps > 700 the out-of-set value is e^-eps
-    f_in = np.full(G, np.exp(min(epsilon, 700.0)) if epsilon <= 700 else 1.0)
-    f_out = np.full(G, 1.0 if epsilon <= 700 else 0.0)
+    f_in, f_out = _likelihood_values(epsilon, sizes)
     return Groups(K, a_ptr, a_idx, np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
                   count.astype(np.int64))
 
 
-def _likelihood_values(epsilon, G):
-    # likelihood ratio e^eps, kept finite: for eps > 700 the out-of-set value is e^-eps
+def _likelihood_values(epsilon, sizes):
+    """``(f_in, f_out)`` of sets with ``sizes`` members: the likelihood ratio e^eps, kept finite.  For eps > 700
+    the out-of-set value is e^-eps, 0 in double precision, except for an empty set (an OUE response with no bit
+    set, probability about 1/2 at any budget): its likelihood is the same for every category, 1 (a 0 made it 0 for
+    every category, NaN weights in the chains)."""
+    G = np.size(sizes)
     f_in = np.full(G, np.exp(min(epsilon, 700.0)) if epsilon <= 700 else 1.0)
-    f_out = np.full(G, 1.0 if epsilon <= 700 else 0.0)
+    f_out = np.full(G, 1.0) if epsilon <= 700 else np.where(np.asarray(sizes) == 0, 1.0, 0.0)
     return f_in, f_out
 
 
@@ -236,7 +238,7 @@ def groups_from_unique(masks, counts, epsilon):
     a_ptr = np.zeros(G + 1, dtype=np.int32)
     np.cumsum(sizes, out=a_ptr[1:])
     a_idx = np.nonzero(masks)[1].astype(np.int32)
-    f_in, f_out = _likelihood_values(epsilon, G)
+    f_in, f_out = _likelihood_values(epsilon, sizes)
     return Groups(K, a_ptr, a_idx, np.full(G, -1, dtype=np.int32), f_in, np.zeros(G), f_out,
                   np.asarray(counts, dtype=np.int64))
 
@@ -258,7 +260,7 @@ def groups_from_packed(packed, counts, epsilon, K):
     if a_ptr[-1] >= np.iinfo(np.int32).max:
         raise ValueError(f"the responses hold {int(a_ptr[-1])} set members in all: more than the kernels index.")
     a_ptr = a_ptr.astype(np.int32)
-    f_in, f_out = _likelihood_values(epsilon, G)
+    f_in, f_out = _likelihood_values(epsilon, sizes)
     if a_ptr[-1] <= MAX_CSR_MEMBERS:
         parts = [np.nonzero(np.unpackbits(packed[lo:hi], axis=1, count=K))[1].astype(np.int32)
                  for lo, hi in _chunks(G, K)]

@@ -335,7 +335,10 @@ def _preconditioner(groups, theta, rho):
     K = groups.n_categories
     L = groups.likelihood_rows()
     h = L @ theta
-    F = (L * (groups.count / np.maximum(h, 1e-300) ** 2)[:, None]).T @ L
+    # above eps ~ 355 h^2 overflows and F's terms are 0 (the preconditioner is then the prior's curvature alone):
+    # the same values, without numpy's overflow warning reaching the user
+    with np.errstate(over="ignore", invalid="ignore"):
+        F = (L * (groups.count / np.maximum(h, 1e-300) ** 2)[:, None]).T @ L
     J = np.diag(theta) - np.outer(theta, theta)
     Mx = J @ F @ J + np.diag(K * rho * theta + rho)
     Mx = 0.5 * (Mx + Mx.T)
