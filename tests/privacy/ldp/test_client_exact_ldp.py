@@ -139,3 +139,21 @@ def test_a_clients_refusal_never_quotes_a_users_category(bad):
         with pytest.raises(ValueError, match="x ") as info:
             privatize(np.array([0, bad, 1]))
         assert "987654" not in str(info.value)
+
+
+@pytest.mark.parametrize("eps", [1e-3, 700.0])
+@pytest.mark.parametrize("kappa", [0.5, 0.9, 1.0])
+def test_rrrr_transition_matrices_at_extreme_budgets(eps, kappa):
+    """RRRR(S) for every subset size at K = 3-5 (every subset at K = 3 and 4): rows are distributions and the
+    largest log ratio over the enumerated responses is at most eps, to a few ulps of the log constants."""
+    from sklearn_bayes.privacy import RRRRMechanism
+
+    for K in (3, 4, 5):
+        mech = RRRRMechanism(K, eps, kappa)
+        subsets = [s for k in range(K) for s in itertools.combinations(range(K), k)] if K < 5 else \
+            [tuple(range(k)) for k in range(K)]
+        for s in subsets:
+            logP = mech.log_transition_matrix(list(s))
+            tol = 1e-12 + 8 * np.finfo(float).eps * (eps + np.log(K))
+            np.testing.assert_allclose(np.logaddexp.reduce(logP, axis=1), 0.0, rtol=0, atol=tol)
+            assert np.max(logP.max(axis=0) - logP.min(axis=0)) <= eps + tol, (K, s)
