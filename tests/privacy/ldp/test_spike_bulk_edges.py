@@ -391,3 +391,16 @@ def test_eb_with_an_empty_category_at_a_large_budget(eps):
     assert est.convergence_["method"] == "eb" and 0.5 * np.abs(est.theta_ - truth).sum() < 0.05
     est = _quiet(_est(epsilon=eps, mechanism="grr", decoder="eb").fit, np.zeros((200, 1), dtype=int))
     assert est.theta_[0] > 0.99
+
+
+@pytest.mark.parametrize("mechanism, name", [("grr", "'grr', or a 1-d array of the released positions 0..4"),
+                                             ("oue", "'oue'"), ("auto", "'subset_selection, k=2'")])
+def test_a_malformed_response_batch_names_the_resolved_mechanism(mechanism, name):
+    """A GRR estimator refusing a malformed batch said "the response sets of mechanism 'subset_selection'" (GRR is
+    SS(1) inside): the message names the mechanism the user chose (and, for GRR, the positions it also takes)."""
+    kw = dict(n_categories=5, epsilon=0.5 if mechanism == "auto" else 1.0, mechanism=mechanism)
+    est = _est(**kw)
+    assert mechanism != "auto" or est.client_mechanism().subset_size == 2
+    for bad in (np.zeros((1, 3), dtype=bool), np.array([0.5])):
+        with pytest.raises(ValueError, match=f"the response sets of mechanism {name}"):
+            est.partial_fit_responses(bad)

@@ -263,8 +263,10 @@ def static_masks(y, subsets, K, client, mechanism):
         packed[np.arange(ya.size), pos >> 3] = (np.uint8(1) << (7 - (pos & 7)).astype(np.uint8))
         return packed
     if ya.ndim != 2 or ya.shape[1] != K or ya.dtype != bool:
+        name = client.kind if k is None else ("grr" if k == 1 else f"subset_selection, k={k}")
+        also = f", or a 1-d array of the released positions 0..{K - 1}" if k == 1 else ""
         raise ValueError(f"y must be a boolean array of shape (n_responses, {K}) (the response sets of "
-                         f"mechanism {client.kind!r}), got {ya.dtype} of shape {ya.shape}.")
+                         f"mechanism {name!r}{also}), got {ya.dtype} of shape {ya.shape}.")
     if ya.shape[0] == 0:
         raise ValueError("y must hold at least one response.")
     if k is not None:
