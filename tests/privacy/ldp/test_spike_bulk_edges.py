@@ -404,3 +404,50 @@ def test_a_malformed_response_batch_names_the_resolved_mechanism(mechanism, name
     for bad in (np.zeros((1, 3), dtype=bool), np.array([0.5])):
         with pytest.raises(ValueError, match=f"the response sets of mechanism {name}"):
             est.partial_fit_responses(bad)
+
+
+# ------------------------------------------------------------------ the O(K) sweep
+def _reference_z_conditional(h, j, counts, z, rho):
+    """The sweep's conditional as first written: the others' concentrations summed afresh (O(K) per category)."""
+    from scipy.special import gammaln
+
+    r0 = float(h.spike(rho))
+    n = np.asarray(counts, dtype=float)
+    N = float(n.sum())
+    m_other = int(z.sum()) - int(z[j])
+    a_other = float(np.where(z, rho, r0).sum()) - (rho if z[j] else r0)
+    l1 = (gammaln(a_other + rho) - gammaln(a_other + rho + N) + gammaln(rho + n[j]) - gammaln(rho)
+          + h.log_prior_z[m_other + 1])
+    l0 = (gammaln(a_other + r0) - gammaln(a_other + r0 + N) + gammaln(r0 + n[j]) - gammaln(r0)
+          + h.log_prior_z[m_other])
+    return float(1.0 / (1.0 + np.exp(l0 - l1)))
+
+
+def test_the_sweep_in_o_of_k_draws_what_the_summed_conditionals_draw():
+    """SpikeBulkChoice.step updates z_j from the closed-form total m rho + (K - 1 - m) r0 of the others (O(K) per
+    sweep; it summed the K concentrations for each category: 16.5 -> 4.3 s for a K = 1000 'posterior' fit, the
+    same theta_ and p_symmetric).  Conditionals within rounding of the summed ones (rtol 1e-12: a few ulps of
+    lgamma of totals <= N + K rho_max); 30 seeded sweeps at K = 40 make the same decisions as a loop over them."""
+    from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice
+
+    rng = np.random.default_rng(0)
+    for K in (2, 3, 40):
+        h = SpikeBulkChoice(K)
+        for _ in range(20):
+            z, rho = rng.random(K) < 0.7, float(rng.choice(h.grid))
+            counts = rng.integers(0, 50, K) * (rng.random(K) < 0.8)
+            j = int(rng.integers(K))
+            h.z, h.rho = z.copy(), rho
+            np.testing.assert_allclose(h.z_conditional(j, counts), _reference_z_conditional(h, j, counts, z, rho),
+                                       rtol=1e-12, atol=1e-300)
+    h, ref = SpikeBulkChoice(40), SpikeBulkChoice(40)
+    counts = np.r_[rng.integers(0, 200, 30), np.zeros(10, dtype=int)]
+    g1, g2 = np.random.default_rng(5), np.random.default_rng(5)
+    for _ in range(30):
+        h.step(g1, counts)
+        for j in range(ref.K):
+            ref.z[j] = g2.random() < _reference_z_conditional(ref, j, counts, ref.z, ref.rho)
+        cdf = ref.rho_conditional(counts).cumsum()
+        ref.rho = float(ref.grid[int((cdf / cdf[-1]).searchsorted(g2.random(), side="right"))])
+        np.testing.assert_array_equal(h.z, ref.z)
+        assert h.rho == ref.rho

@@ -26,6 +26,8 @@ posterior probability of the symmetric model is ``P(z = 1_K | y) s / P(z = 1_K)`
 all-ones mass that the symmetric component holds), estimated from the chain's visits of ``z = 1_K``.
 """
 
+from math import exp, lgamma
+
 import numpy as np
 from scipy.special import betaln, gammaln
 
@@ -75,6 +77,7 @@ class SpikeBulkChoice:
             lz[K] = np.logaddexp(np.log(self.symmetric_mass), lz[K])
         #: log P(z) of one configuration with m ones, m = 0..K
         self.log_prior_z = lz
+        self._log_prior_z = lz.tolist()  # as Python floats, for the scalar updates of the sweep
         self.z = np.ones(K, dtype=bool)
         self.rho = 1.0
 
@@ -99,18 +102,22 @@ class SpikeBulkChoice:
 
     def z_conditional(self, j, counts, z=None, rho=None):
         """``P(z_j = 1 | z_-j, rho, n)`` (the state's ``z``, ``rho`` unless given)."""
-        z = (self.z if z is None else np.asarray(z, dtype=bool)).copy()
+        z = self.z if z is None else np.asarray(z, dtype=bool)
         rho = self.rho if rho is None else float(rho)
-        r0 = float(self.spike(rho))
         n = np.asarray(counts, dtype=float)
-        N = float(n.sum())
-        m_other = int(z.sum()) - int(z[j])
-        a_other = float(np.where(z, rho, r0).sum()) - (rho if z[j] else r0)
-        l1 = (gammaln(a_other + rho) - gammaln(a_other + rho + N) + gammaln(rho + n[j]) - gammaln(rho)
-              + self.log_prior_z[m_other + 1])
-        l0 = (gammaln(a_other + r0) - gammaln(a_other + r0 + N) + gammaln(r0 + n[j]) - gammaln(r0)
-              + self.log_prior_z[m_other])
-        return float(1.0 / (1.0 + np.exp(l0 - l1)))
+        return self._z_probability(float(n[j]), int(z.sum()) - int(z[j]), rho, float(self.spike(rho)), float(n.sum()))
+
+    def _z_probability(self, n_j, m_other, rho, r0, N):
+        """``P(z_j = 1 | ...)`` from the count ``n_j`` of category ``j``, the number ``m_other`` of the other
+        categories in the bulk and ``N = sum n``: the others' total concentration is ``m_other rho + (K - 1 -
+        m_other) r0`` (closed form: ``O(1)`` per category, so a sweep costs ``O(K)``, not ``O(K^2)``)."""
+        a_other = m_other * rho + (self.K - 1 - m_other) * r0
+        l1 = (lgamma(a_other + rho) - lgamma(a_other + rho + N) + lgamma(rho + n_j) - lgamma(rho)
+              + self._log_prior_z[m_other + 1])
+        l0 = (lgamma(a_other + r0) - lgamma(a_other + r0 + N) + lgamma(r0 + n_j) - lgamma(r0)
+              + self._log_prior_z[m_other])
+        d = l0 - l1
+        return 1.0 / (1.0 + exp(d)) if d < 700.0 else 0.0
 
     def rho_conditional(self, counts, z=None):
         """``p(rho | z, n)`` on the grid (a probability vector)."""
@@ -130,8 +137,14 @@ class SpikeBulkChoice:
         Random numbers: one uniform per category (``z_j = 1`` when it is below the conditional), then
         one for ``rho`` (the normalised cumulative sum, ``searchsorted(side='right')``).
         """
+        n = np.asarray(counts, dtype=float)
+        N, rho, r0 = float(n.sum()), self.rho, float(self.spike(self.rho))
+        nj, z = n.tolist(), self.z
+        m = int(z.sum())
         for j in range(self.K):
-            self.z[j] = rng.random() < self.z_conditional(j, counts)
+            m_other = m - bool(z[j])
+            z[j] = zj = rng.random() < self._z_probability(nj[j], m_other, rho, r0, N)
+            m = m_other + zj
         cdf = self.rho_conditional(counts).cumsum()
         cdf /= cdf[-1]
         self.rho = float(self.grid[int(cdf.searchsorted(rng.random(), side="right"))])
