@@ -376,7 +376,7 @@ def test_an_empty_oue_response_stays_uninformative_above_eps_700():
         assert 0.5 * np.abs(_quiet(lambda: est.theta_) - revealed).sum() < 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="fix changes the default's seeded outputs where they are NaN-corrupted; for the lead (report)")
+@pytest.mark.xfail(strict=True, reason="the fix changes the default's (NaN-corrupted) seeded outputs: for the lead")
 @pytest.mark.parametrize("eps", [42.0, 50.0, 1000.0])
 def test_eb_with_an_empty_category_at_a_large_budget(eps):
     """GRR above eps ~ 37 + ln K rounds 1 - p to 0, so q = 0 and an atom at theta = 0 has pi = 0: the binomial
