@@ -451,3 +451,24 @@ def test_the_sweep_in_o_of_k_draws_what_the_summed_conditionals_draw():
         ref.rho = float(ref.grid[int((cdf / cdf[-1]).searchsorted(g2.random(), side="right"))])
         np.testing.assert_array_equal(h.z, ref.z)
         assert h.rho == ref.rho
+
+
+def test_the_importance_fallback_under_spike_bulk_reports_p_symmetric_and_warns(monkeypatch):
+    """Weights forced to fail (the ESS threshold above 1): theta_ falls back to the exact chain under the same prior
+    ('importance->exact', p_symmetric from that chain, in [0, 1]) with a ConvergenceWarning, and equals
+    decoder='posterior' on the same seed; sample_posterior warns and falls back too."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    import sklearn_bayes.privacy._ldp._count_importance as CI
+
+    monkeypatch.setattr(CI, "MIN_ESS_FRACTION", 1.5)
+    est = _quiet(_est(decoder="importance", n_final_steps=200).fit, _users(300))
+    with pytest.warns(ConvergenceWarning, match="importance weights"):
+        theta = est.theta_
+    conv = est.convergence_
+    assert conv["method"] == "importance->exact" and 0 <= conv["p_symmetric"] <= 1
+    ref = _quiet(_est(decoder="posterior", n_final_steps=200).fit, _users(300))
+    np.testing.assert_array_equal(theta, _quiet(lambda: ref.theta_))
+    assert conv["p_symmetric"] == ref.convergence_["p_symmetric"]
+    with pytest.warns(ConvergenceWarning, match="fell back"):
+        est.sample_posterior(20)
