@@ -47,12 +47,15 @@ AUTO_COUNTS_MAX_RATIO = 1.07
 COUNTS_MAX_CATEGORIES = 128
 
 
-def count_groups(counts, n, p, q):
+def count_groups(counts, n, p, q, multinomial=False):
     """The binomial likelihood ``prod_v Bin(c_v; n, pi_v)`` as :class:`~._posterior.Groups` (``2 K`` groups).
 
     Group ``v`` (``c_v`` members): special category ``v``, ``f_y = p``, ``f_out = q``, so
     ``P = pi_v``; group ``K + v`` (``n - c_v`` members): the set of every category but ``v``,
     ``f_in = 1 - q``, ``f_out = 1 - p``, so ``P = 1 - pi_v``.  Groups with no members are dropped.
+    ``multinomial=True`` (GRR: every response supports exactly one category, ``sum_v c_v = n``): the first
+    ``K`` groups only, ``prod_v pi_v^{c_v}``, the counts' exact likelihood (the binomial product counts
+    it twice at ``K = 2``, where ``c_1 = n - c_0``).
     """
     c = np.asarray(counts, dtype=float)
     K = c.size
@@ -60,7 +63,7 @@ def count_groups(counts, n, p, q):
     if np.any(np.abs(c - ci) > 1e-6) or np.any(ci < 0) or np.any(ci > n):
         raise ValueError("support counts must be integers in [0, n].")
     count = np.r_[ci, int(n) - ci]
-    keep = count > 0
+    keep = (count > 0) & (np.arange(2 * K) < K if multinomial else True)
     sizes = np.r_[np.zeros(K, dtype=np.int64), np.full(K, K - 1, dtype=np.int64)][keep]
     a_ptr = np.zeros(sizes.size + 1, dtype=np.int32)
     np.cumsum(sizes, out=a_ptr[1:])
@@ -103,7 +106,8 @@ def sandwich_ratio(theta, n_categories, epsilon, subset_size):
     Under SS(k) (``subset_size = k``) one user's support indicators ``b`` have ``E[b_v b_w] =
     (theta_v + theta_w) p (k - 1) / (K - 1) + (1 - theta_v - theta_w) (p (k - 1)(k - 2) + (1 - p)
     k (k - 1)) / ((K - 1)(K - 2))`` for ``v != w``; under OUE (``subset_size=None``, ``p = 1/2``) the bits
-    are independent given ``x``: ``E[b_v b_w] = (theta_v + theta_w) p q + (1 - theta_v - theta_w) q^2``.  With ``H`` the composite likelihood's
+    are independent given ``x``: ``E[b_v b_w] = (theta_v + theta_w) p q + (1 - theta_v - theta_w) q^2``.
+    With ``H`` the composite likelihood's
     information and ``J = Var(score)``, both restricted to the simplex's tangent space, the
     returned ratio is ``diag(H^-1 J H^-1) / diag(H^-1)`` (the Godambe sandwich over the naive
     variance; 1 where the counts were independent binomials).  Ratios above 1: the count

@@ -198,8 +198,9 @@ class DecoderMixin:
         if self.n_categories_ > COUNTS_MAX_CATEGORIES:
             raise ValueError(f"decoder='counts' runs up to {COUNTS_MAX_CATEGORIES} categories (its chain costs "
                              f"O(K^2) per iteration), got {self.n_categories_}: use decoder='eb' or 'posterior'.")
-        counts, n, p, q = self._support_counts()
-        return count_groups(counts, n, p, q)
+        counts, n, p, q = self._support_counts()  # GRR: the counts' exact (multinomial) likelihood
+        grr = self._client.kind != "oue" and self._client.subset_size == 1
+        return count_groups(counts, n, p, q, multinomial=grr)
 
     def _posterior_prior(self):
         prior = self._fitted_params["prior"]

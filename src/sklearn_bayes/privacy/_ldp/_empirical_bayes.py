@@ -82,7 +82,11 @@ def _grid(f, n, p, q):
 def _likelihood(c, n, p, q, u):
     """``L[v, j] = P(c_v | theta_v = u_j) / max_j`` (binomial, scaled per row)."""
     pi = q + (p - q) * u
-    ll = c[:, None] * np.log(pi)[None, :] + (n - c)[:, None] * np.log1p(-pi)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a, b = c[:, None] * np.log(pi)[None, :], (n - c)[:, None] * np.log1p(-pi)[None, :]
+    # 0 log 0 = 0: with q = 0 (GRR above eps ~ 37 + ln K) or p = 1, a count of 0 (or n) at an atom with
+    # pi = 0 (or 1) was 0 * -inf = NaN, which made theta_ uniform; the other entries are the same products
+    ll = np.where(c[:, None] == 0, 0.0, a) + np.where((n - c)[:, None] == 0, 0.0, b)
     ll -= ll.max(axis=1, keepdims=True)
     return np.exp(ll)
 

@@ -184,7 +184,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         ``'posterior'``: from the exact posterior's draws (``prior``, ``point_estimate``; the
         behaviour before issue 28).  ``'counts'``: from the draws of the posterior given only the
         support counts (same prior and summary; each count's exact binomial likelihood, their weak
-        dependence ignored; ``O(K^2)`` per iteration whatever ``n``; at most 128 categories; see Notes).
+        dependence ignored -- under GRR their exact multinomial one; ``O(K^2)`` per iteration; <= 128 categories).
         ``'importance'``: the exact posterior's draws by importance sampling of the count posterior of a = 0.9 (less
         where the counts' dependence is strong) times the counts, resampled (at most 128 categories; the exact chain when the weights fail; see Notes).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
         support count of every category is exactly binomial, the distribution of the values
