@@ -190,8 +190,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     coef_covariance_ : ndarray of shape (n_features, n_features)
         Covariance of ``coef_`` in the data's units (marginal over the intercept): the
         sandwich of the selected M-estimator at its final residuals (see Notes,
-        *Uncertainty*); NaN rows and columns for features that are not identified
-        (constant, with an intercept).
+        *Uncertainty*); NaN rows and columns for features that are not identified (constant
+        with an intercept, or aliased: a linear combination of earlier columns; ``coef_`` 0).
     df_resid_ : int
         ``n - p - 1`` (``n - p`` without intercept): rows with positive weight minus fitted
         coefficients; the degrees of freedom of the t quantiles of :meth:`conf_int`.
@@ -551,6 +551,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         if self.fit_intercept:
             Xa[:, :d][:, st.constant] = 0.0
             Xa[:, d] = 1.0
+        Xa[:, :d][:, _inference.aliased_columns(Xa[:, :d], sw)] = 0.0  # then read as constant ones (coef 0, NaN se)
         return st, Xa, (y - st.y_offset) / st.y_scale
 
     def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0, mean_weight=1.0):
@@ -669,6 +670,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ``sub``: the subsample (above 20000 rows) the ``"min_variance"`` sandwich is summed over.
         """
         d = X.shape[1]
+        self._fitted_with = {"variant": self.variant, "fit_intercept": bool(self.fit_intercept)}  # summary's
         self.selected_scale_ = None if loss is None else float(loss_scale * st.y_scale)
         if flag_fit is None:  # "paper": flags from the fit itself
             self.mm_coef_, self.mm_intercept_ = None, None
@@ -715,7 +717,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             Lower and upper ends ``coef_ -+ t_{n - p - 1, 1 - alpha / 2} se`` (``se`` the square
             roots of the diagonal of ``coef_covariance_``; ``n`` rows with positive weight,
             ``p`` features; ``n - p`` without an intercept).  NaN for a feature that is not
-            identified (constant with an intercept).
+            identified (constant with an intercept, or aliased: see ``coef_covariance_``).
 
         Notes
         -----
@@ -782,39 +784,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ['x0', 'x1', 'const']
         """
         check_is_fitted(self)
-        alpha = _inference.validate_alpha(alpha)
-        if (X is None) != (y is None):
-            raise ValueError("summary: pass both X and y (to flag their outliers) or neither.")
-        if X is None:
-            if threshold != 2.5:
-                raise ValueError("summary: a threshold other than 2.5 needs X and y (the training rows "
-                                 "were flagged at 2.5 during fit).")  # fmt: skip
-            outliers = np.flatnonzero(self.outlier_mask_)
-        else:
-            outliers = np.flatnonzero(self.flag_outliers(X, y, threshold))
-        d = len(self.coef_)
-        names = [str(n) for n in getattr(self, "feature_names_in_", [f"x{j}" for j in range(d)])]
-        coef, cov = self.coef_, self._params_covariance
-        if self.fit_intercept:
-            names, coef = names + ["const"], np.append(coef, self.intercept_)
-        else:
-            cov = cov[:d, :d]
-        std = np.sqrt(np.diag(cov))
-        comps = [str(getattr(c, "name", None) or type(c).__name__) for c in self.components_]
-        info = {
-            "variant": self.variant,
-            "selected loss": self.selected_loss_ or "mixture likelihood (EM)",
-            "loss scale": np.nan if self.selected_scale_ is None else self.selected_scale_,
-            "residual scale": self.residual_scale_,
-            "rows": int(len(self.outlier_mask_)),
-            "df resid": int(self.df_resid_),
-            "covariance": "sandwich (HC, selected loss)" if self.variant == "min_variance"
-            else "outer product of scores",
-            "threshold": float(threshold),
-            "alpha": alpha,
-        }  # fmt: skip
-        mixture = (comps, self.mixture_weights_, self.scales_)
-        return _inference.MixtureSummary(names, coef, std, self.df_resid_, alpha, mixture, outliers, info)
+        return _inference.summarise(self, alpha, X, y, threshold)
 
     @property
     def sample_weights_(self):
@@ -891,8 +861,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         fitted rows are rounding noise, and which of them exceed a multiple of their median
         would depend on the BLAS.
         """
-        if not (isinstance(threshold, Real) and np.isfinite(threshold) and threshold > 0):
-            raise ValueError(f"threshold must be a finite number > 0, got {threshold!r}.")
+        threshold = _inference.validate_threshold(threshold)
         X, y, _ = self._residuals(X, y)
         coef, icpt = self._flag_params()
         r = y - X @ coef - icpt

@@ -3,19 +3,20 @@
 :func:`parameter_covariance` maps the sandwich covariance of the fitted M-estimator (computed by
 :func:`~sklearn_bayes.linear_model._mixture._selection.sandwich_core`, the same code that
 chooses the loss) from the standardised augmented design to the data's units;
-:class:`MixtureSummary` is what ``summary()`` returns.  Inputs are plain arrays; no estimator
-state is touched here.
+:class:`MixtureSummary` is what ``summary()`` returns (built by :func:`summarise`, which reads a
+fitted estimator and never writes to it).  Everything else takes plain arrays.
 """
 
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from scipy import stats
 
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 
-__all__ = ["MixtureScore", "MixtureSummary", "parameter_covariance", "rounding_level", "validate_alpha",
-           "wald_intervals"]
+__all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "parameter_covariance", "rounding_level", "summarise",
+           "validate_alpha", "validate_threshold", "wald_intervals"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,34 @@ def rounding_level(X, y, coef, intercept):
 LEVERAGE_POWER = 2.0
 
 
+#: a standardised column whose part not explained by the earlier columns has relative norm at most this is aliased
+#: (R's ``lm`` uses the same 1e-7 in its pivoted QR); ordinary designs are nowhere near it
+ALIAS_TOL = 1e-7
+
+
+def aliased_columns(Z, sw):
+    """Boolean mask of the columns of ``Z`` that are linear combinations of earlier columns (weighted rows).
+
+    ``|R_jj|`` of the QR decomposition of ``sqrt(w) Z`` (rows of positive weight, columns that are not 0) is the
+    norm of the part of column ``j`` orthogonal to the columns before it; below :data:`ALIAS_TOL` times the
+    column's norm the column adds nothing (a duplicated feature, a sum of others, a dummy of every level with an
+    intercept: with ``Z`` centred, the intercept's span is already projected out).  The estimator zeroes such
+    columns, which then behave as constant ones: coefficient 0, NaN standard error.
+    """
+    pos = sw > 0
+    A = Z[pos] * np.sqrt(sw[pos])[:, None]
+    norms = np.sqrt(np.einsum("ij,ij->j", A, A))
+    live = np.flatnonzero(norms > 0)
+    out = np.zeros(Z.shape[1], dtype=bool)
+    if len(live) < 2:
+        return out
+    R = np.linalg.qr(A[:, live], mode="r")
+    k = min(R.shape)
+    out[live[:k]] = np.abs(np.diag(R)[:k]) <= ALIAS_TOL * norms[live[:k]]
+    out[live[k:]] = True  # more columns than rows: beyond the rank
+    return out
+
+
 def _identified_columns(Xa, pos, m):
     """Indices of the columns of ``Xa`` that are non-zero on some row of ``pos`` (``m`` of them).
 
@@ -198,6 +227,63 @@ def validate_alpha(alpha):
     if not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha must be a float in (0, 1), got {alpha!r}.")
     return float(alpha)
+
+
+def validate_threshold(threshold):
+    """``threshold`` of ``flag_outliers`` as a float, finite and > 0, else ``ValueError`` naming it (a bool is not
+    a number here: ``True`` would silently flag at 1)."""
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, Real) or not (
+        np.isfinite(threshold) and threshold > 0
+    ):
+        raise ValueError(f"threshold must be a finite number > 0, got {threshold!r}.")
+    return float(threshold)
+
+
+def summarise(est, alpha, X, y, threshold):
+    """:class:`MixtureSummary` of the fitted ``est`` (``summary()``).
+
+    The variant and whether an intercept was fitted are those of the fit (recorded in
+    ``_fitted_with``), not the parameters as they stand: ``set_params`` after ``fit`` must not
+    relabel the fit or drop its intercept row.
+    """
+    alpha = validate_alpha(alpha)
+    threshold = validate_threshold(threshold)
+    if (X is None) != (y is None):
+        raise ValueError("summary: pass both X and y (to flag their outliers) or neither.")
+    if X is None:
+        if threshold != 2.5:
+            raise ValueError("summary: a threshold other than 2.5 needs X and y (the training rows "
+                             "were flagged at 2.5 during fit).")  # fmt: skip
+        outliers = np.flatnonzero(est.outlier_mask_)
+    else:
+        outliers = np.flatnonzero(est.flag_outliers(X, y, threshold))
+    fitted = getattr(est, "_fitted_with", None)  # a pickle from before it was recorded: the loss tells the variant
+    if fitted is None:
+        fitted = {"variant": "paper" if est.selected_loss_ is None else "min_variance",
+                  "fit_intercept": bool(est.fit_intercept)}  # fmt: skip
+    d = len(est.coef_)
+    names = [str(n) for n in getattr(est, "feature_names_in_", [f"x{j}" for j in range(d)])]
+    coef, cov = est.coef_, est._params_covariance
+    if fitted["fit_intercept"]:
+        names, coef = names + ["const"], np.append(coef, est.intercept_)
+    else:
+        cov = cov[:d, :d]
+    std = np.sqrt(np.diag(cov))
+    comps = [str(getattr(c, "name", None) or type(c).__name__) for c in est.components_]
+    info = {
+        "variant": fitted["variant"],
+        "selected loss": est.selected_loss_ or "mixture likelihood (EM)",
+        "loss scale": np.nan if est.selected_scale_ is None else est.selected_scale_,
+        "residual scale": est.residual_scale_,
+        "rows": int(len(est.outlier_mask_)),
+        "df resid": int(est.df_resid_),
+        "covariance": "sandwich (HC, selected loss)" if fitted["variant"] == "min_variance"
+        else "outer product of scores",
+        "threshold": threshold,
+        "alpha": alpha,
+    }  # fmt: skip
+    mixture = (comps, est.mixture_weights_, est.scales_)
+    return MixtureSummary(names, coef, std, est.df_resid_, alpha, mixture, outliers, info)
 
 
 def wald_intervals(estimate, std, dof, alpha):

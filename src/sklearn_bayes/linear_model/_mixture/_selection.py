@@ -126,7 +126,18 @@ def sandwich_core(Xa, r, sw, scale, norm, A=None):
     try:
         L = np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
-        return None
+        # columns that are 0 on every row (a constant or aliased feature with an intercept: the estimator zeroes
+        # them) carry no parameter: the sandwich of the others, 0 for theirs (else every loss read inf and the
+        # selection fell to its first member, least squares)
+        live = np.any(Xa != 0, axis=0)
+        if live.all() or not live.any():
+            return None
+        V = sandwich_core(Xa[:, live], r, sw, scale, norm)
+        if V is None:
+            return None
+        out = np.zeros((len(A), len(A)))
+        out[np.ix_(live, live)] = V
+        return out
     Ai = np.linalg.solve(L.T, np.linalg.solve(L, np.eye(len(A))))
     return Ai @ B @ Ai
 
