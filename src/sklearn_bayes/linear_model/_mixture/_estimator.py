@@ -23,6 +23,7 @@ from sklearn_bayes._glm._base import _column_offset_scale
 from sklearn_bayes.linear_model._mixture import _inference
 from sklearn_bayes.linear_model._mixture._inference import rounding_level as _rounding_level
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
+from sklearn_bayes.linear_model._mixture._dead_columns import dead_columns, fit_live
 from sklearn_bayes.linear_model._mixture._em import EMProblem, describe_residuals, em, log_joint
 from sklearn_bayes.linear_model._mixture._s_start import mm_for_flags, s_starts
 from sklearn_bayes.linear_model._mixture._lts_start import lts_starts, weighted_median, wls
@@ -486,6 +487,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         """
         comps = _resolve_components(self.components)
         X, y, sw = validate_regression_data(self, X, y, sample_weight)
+        dead = dead_columns(X, sw, self.fit_intercept)
+        if dead.any() and not dead.all():  # constant (with an intercept) or aliased columns: the fit of the others
+            return fit_live(self, X, y, sw, dead)
         # weights of any overall size (1e-300, 1e308): the fit runs on sw / W, W the power of two
         # putting the largest weight in [1, 2) (exact; unit weights unchanged), and the scale
         # prior's strength is relative to the mean weight: the objective is the documented one / W
@@ -551,7 +555,6 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         if self.fit_intercept:
             Xa[:, :d][:, st.constant] = 0.0
             Xa[:, d] = 1.0
-        Xa[:, :d][:, _inference.aliased_columns(Xa[:, :d], sw)] = 0.0  # then read as constant ones (coef 0, NaN se)
         return st, Xa, (y - st.y_offset) / st.y_scale
 
     def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0, mean_weight=1.0):

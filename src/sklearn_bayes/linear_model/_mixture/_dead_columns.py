@@ -1,0 +1,61 @@
+"""Features of :class:`~sklearn_bayes.MixtureMEstimatorRegressor` that carry no parameter, and the fit without them.
+
+A column is *dead* when it is constant and an intercept is fitted (all zeros without one), or *aliased*: a linear
+combination of earlier columns on the rows with positive weight (a duplicated feature, a sum of others, a full set
+of dummies next to the intercept).  Every estimate -- the start, the loss selection (whose sandwich ``A`` would be
+singular for every loss), the scale corrections that count parameters, the elemental subsets -- is then made on the
+other columns, and the dead ones are reported with coefficient 0 and NaN standard errors (R's ``lm`` reports NA):
+the fit with such columns is the fit without them, bit for bit.
+"""
+
+import numpy as np
+
+from sklearn_bayes._glm._base import _column_offset_scale
+from sklearn_bayes.linear_model._mixture._inference import aliased_columns
+
+__all__ = ["dead_columns", "fit_live"]
+
+#: attributes of the fit with one entry (row and column) per feature
+_PER_FEATURE = ("coef_", "mm_coef_")
+_PER_FEATURE_SQUARE = ("coef_covariance_", "_params_covariance")
+
+
+def dead_columns(X, sw, fit_intercept):
+    """Boolean mask of the dead columns of ``X`` (weights ``sw``): constant (zero without an intercept) or aliased
+    (:func:`~sklearn_bayes.linear_model._mixture._inference.aliased_columns` of the columns standardised as the fit
+    standardises them)."""
+    offset, scale, flat = _column_offset_scale(X, sw, fit_intercept)
+    if X.shape[1] - int(flat.sum()) < 2:  # aliasing needs two live columns
+        return flat
+    Z = (X - offset) / scale if fit_intercept else X / scale
+    Z[:, flat] = 0.0
+    return flat | aliased_columns(Z, sw)
+
+
+def fit_live(est, X, y, sw, dead):
+    """Fit a copy of ``est`` (same parameter objects: a ``random_state`` generator is shared, as in a fit of ``est``)
+    on the live columns of ``X`` and store its fit in ``est`` with the dead columns put back: coefficient 0
+    (``coef_``, ``mm_coef_``), NaN rows and columns of the covariances.  ``n_features_in_`` and
+    ``feature_names_in_`` stay those of the full ``X`` (set by the caller's validation).  Returns ``est``."""
+    live = ~dead
+    inner = type(est)(**est.get_params(deep=False))
+    inner.fit(X[:, live], y, sample_weight=sw)
+    state = dict(vars(inner))
+    for key in ("n_features_in_", "feature_names_in_"):
+        state.pop(key, None)
+    d = X.shape[1]
+    for key in _PER_FEATURE:
+        if state.get(key) is not None:
+            full = np.zeros(d)
+            full[live] = state[key]
+            state[key] = full
+    for key in _PER_FEATURE_SQUARE:
+        small = state[key]
+        full = np.full((d + small.shape[0] - int(live.sum()),) * 2, np.nan)
+        idx = np.append(np.flatnonzero(live), np.arange(d, full.shape[0]))  # the intercept's row stays last
+        full[np.ix_(idx, idx)] = small
+        if not est.fit_intercept and full.shape[0] > d:  # the intercept's row and column are 0 without one
+            full[d, :] = full[:, d] = 0.0
+        state[key] = full
+    vars(est).update(state)
+    return est
