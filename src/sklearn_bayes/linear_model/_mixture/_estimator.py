@@ -474,7 +474,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data (finite).
+            Training data (finite, dense).  Dead columns -- constant ones with an intercept, or
+            within 1e-7 (relative residual norm of the weighted standardised column) of a linear
+            combination of earlier ones, as in R's ``lm`` -- are set aside: the fit is that of the
+            other columns, with ``coef_`` 0 and NaN standard errors for them.
         y : array-like of shape (n_samples,)
             Targets (finite, not constant).
         sample_weight : array-like of shape (n_samples,), default=None
