@@ -104,7 +104,7 @@ def test_partials_are_never_returned_or_accounted(dask_client):
     sk = PrivateCountSketch.from_dask(da.from_array(_ints(), chunks=5_000), random_state=_rng(), ledger=shared)
     assert type(sk) is PrivateCountSketch
     assert shared.records == [] and sk.ledger_.records == [] and sk.epsilon_spent_ == 0.0
-    part = _merge_partials(_partial_sketch(np.arange(10), sk._row_seeds, 2048, True, 1.0, None))
+    part = _merge_partials(_partial_sketch(np.arange(10), sk._row_seeds, 2048, True, 1.0, None, 0))
     assert isinstance(part, _SketchPartial)
     for release in ("query", "transform", "to_bytes", "merge", "error_bound", "table_"):
         assert not hasattr(part, release)
