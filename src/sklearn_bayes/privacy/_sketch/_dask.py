@@ -61,15 +61,15 @@ def _partial_sketch(part, row_seeds, width, signed, sampling_rate, key, index):
 
 def _merge_partials(*parts):
     """Add partial tables (a node of the reduction tree; runs on a worker)."""
+    n_features = {p.n_features for p in parts if p.n_features is not None}
+    if len(n_features) > 1:
+        raise ValueError(f"{_NAME} has partitions with different numbers of columns: {sorted(n_features)}.")
     kinds = {p.item_kinds for p in parts if p.item_kinds is not None}
     if len(kinds) > 1:
         raise TypeError(
             f"{_NAME} has items of different kinds in different partitions ({sorted(kinds)}); a stream holds one "
             "type of item."
         )
-    n_features = {p.n_features for p in parts if p.n_features is not None}
-    if len(n_features) > 1:
-        raise ValueError(f"{_NAME} has partitions with different numbers of columns: {sorted(n_features)}.")
     table = parts[0].table.copy()
     for p in parts[1:]:
         table += p.table
