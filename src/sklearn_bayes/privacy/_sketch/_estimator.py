@@ -815,9 +815,15 @@ class PrivateCountSketch(
         queries.  With the same parameters and ``random_state`` the result equals
         ``PrivateCountSketch(**params).fit(items)`` bit for bit (table, pan-private
         start, answers), except with ``sampling_rate < 1``, whose subsample is drawn per
-        partition (seeds from the sketch's generator): the same distribution, other
-        draws.  With ``noise="laplace"`` and ``pan_private=True`` the float table may
-        also differ in the last bits (the counts are added in another order).
+        partition from one 128-bit key (the first draw of the sketch's generator, or
+        operating-system entropy with ``random_state=None``; the workers see only that
+        key, never the draws that become noise): the same distribution, other draws,
+        reproducible for the same ``random_state`` and partitions.  With
+        ``noise="laplace"`` and ``pan_private=True`` the float table may also differ in
+        the last bits (the counts are added in another order).  Nothing is bound until
+        the cluster's work has succeeded: a call that fails (a partition that raises, a
+        lost worker) leaves the ``random_state`` generator and the ``ledger`` as they
+        were, and its retry is not taken for a copy.
 
         The partial tables are exact counts: curator state, like ``table_``.  They are
         a private type without any query method and are never returned; the workers
