@@ -136,24 +136,20 @@ def test_set_params_after_fit_changes_no_answer_until_refit(variant):
     X, y = _data()
     reg = MixtureMEstimatorRegressor(variant=variant, random_state=0).fit(X, y)
     Xn, yn = X[::3] + 0.5, y[::3]
-    before = {
-        "predict": reg.predict(Xn),
-        "flags": reg.flag_outliers(Xn, yn, threshold=2.0),
-        "score_samples": reg.score_samples(Xn, yn),
-        "conf_int": reg.conf_int(0.1),
-        "summary": str(reg.summary(0.1)),
-        "summary_xy": str(reg.summary(0.1, X=Xn, y=yn, threshold=2.0)),
-    }
+    def answers():
+        return {
+            "predict": reg.predict(Xn),
+            "flags": reg.flag_outliers(Xn, yn, threshold=2.0),
+            "score_samples": reg.score_samples(Xn, yn),
+            "conf_int": reg.conf_int(0.1),
+            "summary": str(reg.summary(0.1)),
+            "summary_xy": str(reg.summary(0.1, X=Xn, y=yn, threshold=2.0)),
+        }
+
+    before = answers()
     other = "paper" if variant == "min_variance" else "min_variance"
     reg.set_params(variant=other, fit_intercept=False, components=("gaussian",), init="ols", scale_prior=0.0)
-    after = {
-        "predict": reg.predict(Xn),
-        "flags": reg.flag_outliers(Xn, yn, threshold=2.0),
-        "score_samples": reg.score_samples(Xn, yn),
-        "conf_int": reg.conf_int(0.1),
-        "summary": str(reg.summary(0.1)),
-        "summary_xy": str(reg.summary(0.1, X=Xn, y=yn, threshold=2.0)),
-    }
+    after = answers()
     for key, value in before.items():
         if isinstance(value, str):
             assert after[key] == value, key

@@ -31,17 +31,10 @@ KEYS = ("coef_", "intercept_", "prior_mean_", "prior_covariance_")
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(dask_clients):
     # two threads: joblib's dask backend counts the cluster's threads as n_jobs, and with one the
     # estimator would take its n_jobs == 1 path and fit in the client
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                       dashboard_address=":0", silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
-        yield c
-    finally:
-        c.close()
-        cluster.close()
+    return dask_clients(n_workers=1, threads_per_worker=2, processes=False)
 
 
 def _data(cls, n=600, d=5, seed=0):

@@ -21,15 +21,8 @@ distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
-def dask_client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=40)
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
+def dask_client(dask_clients):
+    return dask_clients(n_workers=2, threads_per_worker=1, processes=True)
 
 
 def _rng(seed=0):

@@ -26,16 +26,9 @@ distributed = pytest.importorskip("distributed")
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(dask_clients):
     """An in-process cluster of one worker thread (fast; the task really runs on a worker)."""
-    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                       dashboard_address=":0", silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
-        yield c
-    finally:
-        c.close()
-        cluster.close()
+    return dask_clients(n_workers=1, threads_per_worker=1, processes=False)
 
 
 @pytest.fixture
