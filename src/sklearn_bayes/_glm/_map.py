@@ -598,6 +598,11 @@ def inverse_spd(H):
     array([[0.25, 0.  ],
            [0.  , 2.  ]])
     """
+    return _symmetric_inverse(H, linalg.pinvh)
+
+
+def _symmetric_inverse(H, singular):
+    """``H`` symmetrised, inverted by Cholesky or, where that fails, by ``singular(H)``; the result symmetrised."""
     H = 0.5 * (np.asarray(H, dtype=float) + np.asarray(H, dtype=float).T)
     if H.size == 0:
         return H.copy()
@@ -605,7 +610,7 @@ def inverse_spd(H):
         c = linalg.cho_factor(H, lower=True)
         inv = linalg.cho_solve(c, np.eye(H.shape[0]))
     except (linalg.LinAlgError, ValueError):
-        inv = linalg.pinvh(H)
+        inv = singular(H)
     return 0.5 * (inv + inv.T)
 
 
@@ -629,15 +634,11 @@ def inverse_information(H):
     array([[0.5, 0. ],
            [0. , inf]])
     """
-    H = 0.5 * (np.asarray(H, dtype=float) + np.asarray(H, dtype=float).T)
-    if H.size == 0:
-        return H.copy()
-    try:
-        c = linalg.cho_factor(H, lower=True)
-        inv = linalg.cho_solve(c, np.eye(H.shape[0]))
-        return 0.5 * (inv + inv.T)
-    except (linalg.LinAlgError, ValueError):
-        pass
+    return _symmetric_inverse(H, _limit_inverse)
+
+
+def _limit_inverse(H):
+    """The entrywise limit of ``(H + eps I)^-1`` of a singular symmetric PSD ``H`` (see :func:`inverse_information`)."""
     w, V = linalg.eigh(H)
     keep = w > H.shape[0] * np.finfo(float).eps * max(float(w.max(initial=0.0)), 0.0)
     inv = (V[:, keep] / w[keep]) @ V[:, keep].T
@@ -646,4 +647,4 @@ def inverse_information(H):
         overlap = null @ null.T
         lost = np.abs(overlap) > np.sqrt(np.finfo(float).eps)
         inv = np.where(lost, np.copysign(np.inf, overlap), inv)
-    return 0.5 * (inv + inv.T)
+    return inv
