@@ -26,3 +26,24 @@ def unchanged_without(monkeypatch):
         return new
 
     return check
+
+
+#: the slopes of :func:`bad_leverage`'s rows
+LEVERAGE_BETA = np.array([1.0, 0.0, -1.0])
+
+
+def _bad_leverage_rows(n, seed, k=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X @ LEVERAGE_BETA + rng.normal(size=n)
+    X[:k, 0] = 10.0 + rng.normal(size=k)
+    y[:k] = X[:k] @ LEVERAGE_BETA + 2.0 * X[:k, 0]
+    return X, y
+
+
+@pytest.fixture
+def bad_leverage():
+    """``make(n, seed, k=1) -> (X, y)``: ``n`` rows, three normal slopes ``(1, 0, -1)``, N(0, 1) errors; the first
+    ``k`` rows moved to ``x_1 = 10 + N(0, 1)`` with a residual of ``2 x_1`` (the error-law grid's bad leverage
+    points: all on one line through the origin)."""
+    return _bad_leverage_rows

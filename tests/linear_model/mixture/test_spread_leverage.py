@@ -12,17 +12,6 @@ from sklearn_bayes import MixtureMEstimatorRegressor
 BETA = np.array([1.0, 0.0, -1.0])
 
 
-def _leverage(n, seed, k=1):
-    """``n`` rows, three normal slopes ``BETA``, N(0, 1) errors; the first ``k`` rows moved to ``x_1 = 10 + N(0, 1)``
-    with a residual of ``2 x_1`` (the error-law grid's bad leverage points)."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    y = X @ BETA + rng.normal(size=n)
-    X[:k, 0] = 10.0 + rng.normal(size=k)
-    y[:k] = X[:k] @ BETA + 2.0 * X[:k, 0]
-    return X, y
-
-
 def _hetero(rep, n=30):
     """The benchmark's heteroscedastic cell (``bench_mixture_m.make_cell("hetero |x1|", n, 3, rep)``: the same
     stream): three normal slopes with true coefficients 0, errors with sd proportional to ``|x_1|``."""
@@ -55,12 +44,12 @@ def test_prediction_cut_has_its_level(m, k):
     assert mv.prediction_cut(27, 3, 0.025) > stats.chi2.ppf(1 - 0.025 / 27, 3)  # heavier than chi-square
 
 
-def test_leverage_rows_left_out_reads_only_rejected_rows_beyond_the_cut(monkeypatch):
+def test_leverage_rows_left_out_reads_only_rejected_rows_beyond_the_cut(monkeypatch, bad_leverage):
     """MM fit = the true coefficients at scale 1.  One row on the leverage line (residual about 20, squared distance
     about 100 from the other rows): weight 0, the others unchanged.  The same residual at ordinary ``x``, or the
     row far out in ``x`` with an ordinary residual (a good leverage point): the weights themselves (the same
     object).  ``level=None`` with ``SPREAD_LEVERAGE_LEVEL = None``: never."""
-    X, y = _leverage(30, 0)
+    X, y = bad_leverage(30, 0)
     Xa, y, sw, slopes = _problem(X, y)
     mm = (np.r_[BETA, 0.0], 1.0)
     w = mv.leverage_rows_left_out(Xa, y, sw, mm, slopes)
@@ -69,7 +58,7 @@ def test_leverage_rows_left_out_reads_only_rejected_rows_beyond_the_cut(monkeypa
     y_good = y.copy()
     y_good[0] = Xa[0] @ mm[0] + 0.5
     assert mv.leverage_rows_left_out(Xa, y_good, sw, mm, slopes) is sw
-    Xo, yo = _leverage(30, 0, k=0)
+    Xo, yo = bad_leverage(30, 0, k=0)
     Xao, yo, _, _ = _problem(Xo, yo)
     yo[0] += 20.0
     assert mv.leverage_rows_left_out(Xao, yo, sw, mm, slopes) is sw
@@ -80,12 +69,12 @@ def test_leverage_rows_left_out_reads_only_rejected_rows_beyond_the_cut(monkeypa
 
 
 @pytest.mark.parametrize("seed", [0, 1, 44])
-def test_one_bad_leverage_point_keeps_the_tukey_step(monkeypatch, seed):
+def test_one_bad_leverage_point_keeps_the_tukey_step(monkeypatch, seed, bad_leverage):
     """30 rows, three slopes (7.5 rows per coefficient), one row on the leverage line.  Round 11b's small-sample
     path reads its large residual at a large distance in ``x`` as spread growing with ``x`` and fits Huber (1.0),
     which the row draws (squared slope error above 0.3); asked again without it, the test does not fire and the
     Tukey step is kept (below 0.1).  The MM fit and the flags are the same."""
-    X, y = _leverage(30, seed)
+    X, y = bad_leverage(30, seed)
     new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     monkeypatch.setattr(mv, "SPREAD_LEVERAGE_LEVEL", None)
     old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
@@ -118,27 +107,27 @@ def test_heteroscedastic_draws_with_rejected_rows_far_in_x_are_unchanged(monkeyp
 
 
 @pytest.mark.parametrize("n", [15, 40, 100])
-def test_fits_outside_four_to_eight_rows_per_coefficient_are_unchanged_by_round_13(unchanged_without, n):
+def test_fits_outside_four_to_eight_rows_per_coefficient_are_unchanged_by_round_13(unchanged_without, n, bad_leverage):
     """Below 4 rows per coefficient (15 rows, 4 coefficients: the MM fit interpolates, nothing is left out) and from
     8 on (40, 100: no small-sample path) the rule is never reached, even with rows on the leverage line:
     bit-identical coefficients, loss and flags with SPREAD_LEVERAGE_LEVEL = None."""
     for seed in range(3):
-        X, y = _leverage(n, seed, max(1, n // 30))
+        X, y = bad_leverage(n, seed, max(1, n // 30))
         unchanged_without("SPREAD_LEVERAGE_LEVEL", None, X, y)
 
 
-def test_paper_variant_is_unchanged_by_round_13(unchanged_without):
+def test_paper_variant_is_unchanged_by_round_13(unchanged_without, bad_leverage):
     """variant="paper" (the chapter's ML mixture) never reaches the small-sample path."""
-    X, y = _leverage(30, 0)
+    X, y = bad_leverage(30, 0)
     unchanged_without("SPREAD_LEVERAGE_LEVEL", None, X, y, flags=False, variant="paper")
 
 
-def test_zero_weight_rows_do_not_count_as_kept_or_left_out():
+def test_zero_weight_rows_do_not_count_as_kept_or_left_out(bad_leverage):
     """One leverage row (seed 0: the rule keeps the Tukey step) plus three rows of weight 0 on the leverage line
     and two wild ones (ten times the spread of ``x``): the same loss, MM fit and coefficients to rounding as without
     them (test_estimator's promise: weight 0 = the row dropped), and the rows left out are the one leverage row of
     positive weight."""
-    X, y = _leverage(30, 0)
+    X, y = bad_leverage(30, 0)
     rng = np.random.default_rng(21)
     Xz = np.r_[rng.normal(size=(3, 3)), rng.normal(size=(2, 3)) * 10]
     Xz[:3, 0] = 10.0 + rng.normal(size=3)
