@@ -67,8 +67,10 @@ counting each record (hence the common history) once.
 """
 
 import collections
+import fractions
 import hashlib
 import math
+import numbers
 import os
 import threading
 import uuid
@@ -83,6 +85,20 @@ from sklearn_bayes.utils import check_epsilon
 __all__ = ["PrivacyLedger", "amplify_by_subsampling", "log1p_exp", "subsampled_base_epsilon"]
 
 
+def _check_rate(rate):
+    """``rate`` as a float in (0, 1], naming it (a bool or a string is not a rate)."""
+    if isinstance(rate, (bool, np.bool_)) or not isinstance(rate, numbers.Real):
+        raise TypeError(f"rate must be a real number in (0, 1], got {type(rate).__name__} {rate!r}.")
+    if not 0 < rate <= 1:
+        raise ValueError(f"rate must be in (0, 1], got {rate!r}.")
+    return float(rate)
+
+
+#: Relative rounding margin of :func:`amplify_by_subsampling` (8 units in the last place): the
+#: formulas' few correctly-rounded-to-an-ulp steps stay well inside it.
+_MARGIN = 2.0**-50
+
+
 def amplify_by_subsampling(epsilon, rate):
     """ε of an ε-DP mechanism run on a Poisson subsample with inclusion probability ``rate``.
 
@@ -91,48 +107,89 @@ def amplify_by_subsampling(epsilon, rate):
     and Divergences*, Balle, Barthe and Gaboardi 2018).  ``epsilon = 0`` gives 0.
     Computed in log space: no overflow for any finite ε.
 
+    The result is what a ledger records, so it is rounded **up**: an upper bound of the exact
+    value (a positive ε never gives 0, even where the exact value is below every float), at most
+    ``epsilon``, and within ``2**-50`` relatively (plus ``2**-50 (ε - ln ρ)`` absolutely above
+    ``ε = 700``, plus two subnormals) of the exact value.
+
     Examples
     --------
     >>> round(amplify_by_subsampling(1.0, 0.1), 6)
     0.158565
     >>> amplify_by_subsampling(1.0, 1.0)
     1.0
+    >>> amplify_by_subsampling(1e-300, 1e-300) > 0  # the exact 1e-600 is below every float
+    True
     """
-    if not 0 < rate <= 1:
-        raise ValueError(f"rate must be in (0, 1], got {rate!r}.")
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
+        raise TypeError(f"epsilon must be a real number >= 0, got {type(epsilon).__name__} {epsilon!r}.")
+    rate = _check_rate(rate)
     if not epsilon >= 0:  # a negative ε would come back negative, a nan would pass every check
         raise ValueError(f"epsilon must be >= 0 (or math.inf), got {epsilon!r}.")
+    epsilon = float(epsilon)
     if epsilon == 0:
         return 0.0
-    if rate == 1:
-        return float(epsilon)
+    if rate == 1 or math.isinf(epsilon):
+        return epsilon
     if epsilon < 700.0:  # direct formula: most accurate, and e^ε is finite
-        return math.log1p(rate * math.expm1(epsilon))
-    return log1p_exp(math.log(rate) + _log_expm1(epsilon))
+        value = math.log1p(rate * math.expm1(epsilon))
+        # expm1, the product and log1p are each within an ulp or so (log1p's condition number is
+        # at most 1); a product that underflowed lost at most a subnormal
+        bound = value * (1.0 + _MARGIN) + 2 * 5e-324
+    else:
+        log_rate = math.log(rate)
+        value = log1p_exp(log_rate + _log_expm1(epsilon))
+        # the argument ln ρ + ln(e^ε - 1) is within 2**-52 (ε - ln ρ) of its exact value, and the slope
+        # of log1p_exp, e^x / (1 + e^x), is at most min(1, log1p_exp(x)); log1p_exp adds under 2 ulps
+        bound = value * (1.0 + 2.0**-52) + min(1.0, value) * 2.0**-51 * (epsilon - log_rate)
+    return min(math.nextafter(bound, math.inf), epsilon)
 
 
 def subsampled_base_epsilon(epsilon, rate):
     """Inverse of :func:`amplify_by_subsampling`: the ε₀ the mechanism may use on the subsample.
 
-    ``ln(1 + (e^ε - 1) / rate)``, so that ``amplify_by_subsampling(ε₀, rate) == ε``;
-    computed in log space (``ε = 710`` or ``rate = 1e-300`` do not overflow).
+    ``ln(1 + (e^ε - 1) / rate)``, so that ``amplify_by_subsampling(ε₀, rate) == ε`` up to rounding;
+    computed in log space (``ε = 710`` or ``rate = 1e-300`` do not overflow).  Lowered by as many
+    units in the last place as it takes for ``amplify_by_subsampling(ε₀, rate) <= ε`` to hold
+    exactly (that rounds up), so that a mechanism run with ``ε₀`` is charged at most ``ε``: a
+    budget of exactly ``ε`` admits it.
 
     Examples
     --------
     >>> e0 = subsampled_base_epsilon(0.5, 0.2)
     >>> round(amplify_by_subsampling(e0, 0.2), 12)
     0.5
+    >>> amplify_by_subsampling(e0, 0.2) <= 0.5
+    True
     """
     epsilon = check_epsilon(epsilon)
-    if not 0 < rate <= 1:
-        raise ValueError(f"rate must be in (0, 1], got {rate!r}.")
+    rate = _check_rate(rate)
     if rate == 1:
         return epsilon
+    base = None
     if epsilon < 700.0:
         ratio = math.expm1(epsilon) / rate
         if math.isfinite(ratio):  # direct formula: most accurate
-            return math.log1p(ratio)
-    return log1p_exp(_log_expm1(epsilon) - math.log(rate))
+            base = math.log1p(ratio)
+    if base is None:
+        base = log1p_exp(_log_expm1(epsilon) - math.log(rate))
+    if amplify_by_subsampling(base, rate) <= epsilon:
+        return base
+    # the largest float in [ε, base) that amplifies to at most ε (ε itself does: ρ <= 1), by
+    # doubling steps down from base, then bisection between the last step that failed and the one that held
+    hi, step = base, math.ulp(base)
+    lo = max(base - step, epsilon)
+    while lo > epsilon and amplify_by_subsampling(lo, rate) > epsilon:
+        hi, step = lo, 2.0 * step
+        lo = max(base - step, epsilon)
+    while True:
+        mid = lo + (hi - lo) / 2.0
+        if not lo < mid < hi:
+            return lo
+        if amplify_by_subsampling(mid, rate) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
 
 
 def _log_expm1(x):
@@ -182,6 +239,31 @@ def _is_real(value):
             and (isinstance(value, (int, float)) or hasattr(value, "__float__")))
 
 
+def _as_float(value, what, up):
+    """``value`` as a float rounded **up** (``up=True``: an amount spent) or **down** (a budget).
+
+    A float is itself; an int, ``Fraction`` or ``Decimal`` that no float equals is rounded to the
+    neighbouring float in the safe direction (``Fraction(1, 10**400)`` spent is ``5e-324``, never
+    ``0.0``).  A value beyond the float range is refused naming ``what``.
+    """
+    try:
+        out = float(value)
+    except OverflowError:
+        raise ValueError(f"{what} must be finite, got a {type(value).__name__} beyond the float range "
+                         "(about 1.8e308).") from None
+    if isinstance(value, float) or not math.isfinite(out):
+        return out
+    try:
+        exact = fractions.Fraction(value)
+    except (TypeError, ValueError, OverflowError):  # a type Fraction cannot read: as float() gives it
+        return out
+    if up and exact > fractions.Fraction(out):
+        return math.nextafter(out, math.inf)
+    if not up and exact < fractions.Fraction(out):
+        return math.nextafter(out, -math.inf)
+    return out
+
+
 def _check_budget_arg(budget):
     """``None`` or a pair (ε >= 0, 0 <= δ <= 1) of floats, naming ``budget`` otherwise."""
     if budget is None:
@@ -194,7 +276,7 @@ def _check_budget_arg(budget):
     for name, value in (("epsilon", eps), ("delta", delta)):
         if not _is_real(value):
             raise TypeError(f"budget {name} must be a real number, got {value!r}.")
-        out.append(float(value))
+        out.append(_as_float(value, f"budget {name}", up=False))
     eps, delta = out
     if not (eps >= 0):
         raise ValueError(f"budget epsilon must be >= 0 (math.inf for no limit), got {budget!r}.")
@@ -210,11 +292,11 @@ def _make_record(mechanism, epsilon, n_items, note, extra):
     if "delta" in extra and not _is_real(extra["delta"]):
         raise TypeError(f"delta increment must be a real number, got {type(extra['delta']).__name__} "
                         f"{extra['delta']!r}.")
-    epsilon = float(epsilon)
+    epsilon = _as_float(epsilon, "epsilon increment", up=True)
     if not math.isfinite(epsilon) or epsilon < 0:
         raise ValueError(f"epsilon increment must be finite and >= 0, got {epsilon!r}.")
     if "delta" in extra:
-        delta = float(extra["delta"])
+        delta = _as_float(extra["delta"], "delta increment", up=True)
         if not 0.0 <= delta <= 1.0:
             raise ValueError(f"delta increment must be in [0, 1], got {delta!r}.")
         extra["delta"] = delta
