@@ -145,3 +145,117 @@ def test_analytic_gaussian_matches_dp_accounting_and_thesis_sigma_is_under_noise
         sigma_thesis = math.sqrt(math.log(4 / delta)) / (eps / 2)
         d = analytic_gaussian_delta(sigma_thesis, eps / 2)
         assert d > delta / 2 and d == pytest.approx(achieved, rel=0.05)
+
+
+# ------------------------------------------------------------------ edges (HQI): extreme scales, no cancellation
+
+
+def _analytic_delta_mp(sigma, eps, digits):
+    """δ(ε) of the Gaussian mechanism (Δ = 1) in ``digits``-digit arithmetic (mpmath), the difference exact."""
+    mp = pytest.importorskip("mpmath")
+    with mp.workdps(digits):
+        s, e = mp.mpf(sigma), mp.mpf(eps)
+        a, b = 1 / (2 * s), e * s
+        if a + b > 1e6:  # Φ(-a - b) = 0 to any precision that matters; Φ(a - b) is 0 or 1
+            return float(mp.ncdf(a - b)) if a - b > -1e6 else 0.0
+        return float(mp.ncdf(a - b) - mp.e**e * mp.ncdf(-a - b))
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 1e-3, 1.0, 1e3, 1e8, 1e12, 1e15, 1e20, 1e150, 1e300])
+def test_analytic_gaussian_delta_is_exact_at_every_scale(sigma):
+    """Against 330-digit arithmetic from σ = 1e-300 to 1e300 and ε from 0 to 1e4: relative 1e-8.
+
+    Failed before: Φ(a - b) - e^ε Φ(-a - b) from two logarithms near log ½ kept only their rounding
+    (10⁻¹⁶) of the difference: σ = 1e20, ε = 0 gave δ = 0 (truth 3.99e-21; at σ = 1e150, 0 against
+    4e-151), σ = 1e15, ε = 1e-30 gave 3.33e-16 (truth 3.99e-16: 16 % too small, an under-stated δ).
+    The tolerance: the cancellation-free difference is exact to ~10 roundings; where δ is a small part
+    of the difference Φ(a - b) - Φ(-a - b) (at most 1e-6 of it), rounding grows by that ratio.
+    """
+    for eps in [0.0, 1e-300, 1e-30, 1e-16, 1e-12, 1e-6, 1e-3, 1.0, 10.0, 700.0, 800.0, 1e4]:
+        truth = _analytic_delta_mp(sigma, eps, 330)
+        got = analytic_gaussian_delta(sigma, eps)
+        if truth > 1e-300:  # representable with full precision
+            assert got == pytest.approx(truth, rel=1e-8), (sigma, eps, got, truth)
+        else:
+            assert 0.0 <= got <= 1e-300, (sigma, eps, got, truth)
+
+
+@pytest.mark.parametrize("c", [1e-300, 1e-100, 1e-20, 1e-12, 1e-8, 1e-3])
+def test_a_positive_delta_is_never_rounded_to_zero_at_epsilon_zero(c):
+    """At ε = 0 δ is the total variation ``erf(c/(2√2))`` of two unit Gaussians ``c`` apart (exact in
+    scipy to a few roundings): the hockey stick, the OPS pair without leverage and the analytic Gaussian
+    mechanism (σ = 1/c) agree with it to 1e-12 relative.  Failed before below c ≈ 1e-16 (δ = 0)."""
+    tv = float(special.erf(c / (2.0 * math.sqrt(2.0))))
+    assert tv > 0
+    for got in (gaussian_hockey_stick(0.0, 1.0, c, 1.0, 0.0), ops_ridge_delta(0.0, 0.0, c),
+                analytic_gaussian_delta(1.0 / c, 0.0)):
+        assert got == pytest.approx(tv, rel=1e-12)
+
+
+def test_analytic_gaussian_delta_is_monotone_from_1e_300_to_1e300():
+    """Decreasing in σ and in ε on dense grids, including ε above 700 (e^ε beyond float range).
+
+    The tolerance: where δ is not recomputed from the exact difference (the margin 1 - e^ε Q/P is at
+    least 1e-6), it carries the rounding of two logarithms over that margin, below 1e-8 relative.
+    """
+    sig = np.geomspace(1e-300, 1e300, 1201)
+    for eps in [0.0, 1e-300, 1e-12, 0.1, 1.0, 700.0, 710.0, 1e4]:
+        d = np.array([analytic_gaussian_delta(s, eps) for s in sig])
+        assert np.all(np.isfinite(d)) and np.all((d >= 0) & (d <= 1))
+        assert np.all(d[1:] <= d[:-1] * (1 + 1e-8)), eps
+    eps_grid = np.concatenate([[0.0], np.geomspace(1e-300, 1e5, 1201)])
+    for sigma in [1e-300, 1e-3, 1.0, 1e3, 1e15, 1e300]:
+        d = np.array([analytic_gaussian_delta(sigma, e) for e in eps_grid])
+        assert np.all(d[1:] <= d[:-1] * (1 + 1e-8)), sigma
+
+
+def test_analytic_gaussian_sigma_is_monotone_and_refuses_an_unresolvable_delta():
+    """σ(ε, δ) decreases in ε and in δ; a δ below 1e-300 is refused naming delta (was an
+    OverflowError from the search at δ = 1e-323, the σ bracket growing past e^709)."""
+    eps = [1e-4, 1e-2, 0.1, 1.0, 10.0, 100.0, 800.0]
+    deltas = [1e-300, 1e-100, 1e-15, 1e-6, 1e-2, 0.5]
+    S = np.array([[analytic_gaussian_sigma(e, d) for d in deltas] for e in eps])
+    assert np.all(np.isfinite(S)) and np.all(S > 0)
+    assert np.all(np.diff(S, axis=0) < 0) and np.all(np.diff(S, axis=1) < 0)
+    for e, row in zip(eps, S):
+        for d, s in zip(deltas, row):
+            assert analytic_gaussian_delta(s, e) <= d * (1 + 1e-8)
+    for d in (1e-301, 1e-323):
+        with pytest.raises(ValueError, match=r"delta=.*1e-300"):
+            analytic_gaussian_sigma(1.0, d)
+
+
+@pytest.mark.parametrize("mu", [0.0, 1e-300, 1e-17])
+def test_composed_pld_of_a_pair_without_leverage_is_the_composed_gaussian(mu):
+    """Cross-check with dp-accounting on the mechanism both have: with μ = 0 (or 1 + μ rounding to 1)
+    the draw is a Gaussian mechanism of ratio c, and composed with one of ratio g it is the Gaussian
+    mechanism of ratio √(c² + g²) (exact: :func:`analytic_gaussian_delta`).  Pessimistic rounding raises
+    each of the two losses by less than the interval, so ``δ(ε) <= composed <= δ(ε - 2 interval)``
+    (plus dp-accounting's truncated tail, 1e-15).  Failed before: μ = 0 raised ``ValueError``
+    (min() of an empty sequence, a division by A = 0 in the loss's roots)."""
+    from sklearn_bayes.privacy._core._pld import ops_ridge_composed_delta
+
+    interval = 1e-3
+    for c, g in [(0.5, 0.5), (1.0, 0.2), (0.0, 0.7), (0.3, 0.0)]:
+        total = math.hypot(c, g)
+        composed_prev = 1.0
+        for eps in (0.0, 0.1, 0.5, 1.0, 3.0):
+            composed = ops_ridge_composed_delta(eps, mu, c, g, interval)
+            exact = analytic_gaussian_delta(1.0 / total, eps)
+            # δ(ε') = Φ(a - b) - e^ε' Φ(-a - b) at ε' = ε - 2 interval (negative at ε = 0: the same formula)
+            e2 = eps - 2 * interval
+            loose = special.ndtr(total / 2 - e2 / total) - math.exp(e2) * special.ndtr(-total / 2 - e2 / total)
+            assert exact - 1e-15 <= composed <= loose + 1e-15, (c, g, eps, composed, exact, loose)
+            assert composed <= composed_prev + 1e-15  # decreasing in ε
+            composed_prev = composed
+
+
+def test_composed_pld_grows_with_the_composed_gaussian():
+    """More composed noise-to-signal ratio (a larger g, i.e. more or less noisy Gaussian releases)
+    never lowers δ; the draw composed with nothing is at least its exact δ."""
+    from sklearn_bayes.privacy._core._pld import ops_ridge_composed_delta
+
+    for eps, mu, c in [(0.5, 0.01, 0.3), (1.0, 0.1, 0.8), (2.0, 1e-4, 0.05)]:
+        ds = [ops_ridge_composed_delta(eps, mu, c, g) for g in (0.0, 0.05, 0.2, 0.5, 1.0)]
+        assert np.all(np.diff(ds) >= -1e-15)
+        assert ds[0] >= ops_ridge_delta(eps, mu, c) - 1e-15

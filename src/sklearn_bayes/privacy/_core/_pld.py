@@ -32,6 +32,8 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+_SQRT2 = math.sqrt(2.0)
+
 __all__ = [
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
@@ -82,6 +84,43 @@ def _check_nonnegative_epsilon(epsilon, name="epsilon"):
     return epsilon
 
 
+#: Gauss-Legendre nodes and weights for the mass of a narrow interval (exact to rounding there)
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _log_normal_difference(v, w):
+    """``log(Φ(v + w) - Φ(v))`` for a width ``w >= 0`` given apart from ``v`` (``-inf`` at ``w = 0``).
+
+    The width is an argument of its own: ``u = v + w`` rounded would lose the digits of a
+    narrow interval (at ``v = -1``, ``w = 10⁻¹²`` keeps only 4).  A narrow interval
+    (``w (1 + |m|) < 10⁻²``, ``m = v + w/2`` its midpoint): ``φ(m)`` times the Gauss-Legendre
+    integral of ``e^{-mt - t²/2}`` over ``|t| <= w/2`` (a smooth integrand varying by less than
+    1 %: exact to rounding); both ends in one tail: the difference of the tail probabilities in
+    log space; around 0, the sum ``(erf(u/√2) + erf(-v/√2))/2`` of two non-negative terms.
+    """
+    if not w > 0:
+        return -math.inf
+    u, m = v + w, v + 0.5 * w
+    if math.isfinite(w) and w * (1.0 + abs(m)) < 1e-2:
+        t = 0.5 * w * _GL_NODES
+        integral = float(np.dot(_GL_WEIGHTS, np.exp(-m * t - 0.5 * t * t)))
+        return -0.5 * m * m - _LOG_SQRT_2PI + math.log(0.5 * w) + math.log(integral)
+    if v > 0 or u < 0:
+        return _log_interval_probability(v, u)
+    p = 0.5 * (float(special.erf(u / _SQRT2)) + float(special.erf(-v / _SQRT2)))
+    return math.log(p) if p > 0.0 else -math.inf
+
+
+def _log_expm1(x):
+    """``log(e^x - 1)`` for ``x > 0`` (no overflow for large ``x``, exact for tiny ``x``)."""
+    return x + _log1mexp(-x)
+
+
+#: below this relative margin ``1 - e^{ε + log Q - log P}`` a piece is recomputed from ``log(P - Q)``
+_CANCELLATION = 1e-6
+
+
 def _hockey_stick_pieces(pieces, epsilon):
     """``Σ_i max(P_i - e^ε Q_i, 0)`` from the pairs ``(log P_i, log Q_i)`` of the disjoint pieces of ``S``.
 
@@ -89,14 +128,31 @@ def _hockey_stick_pieces(pieces, epsilon):
     any finite ε), no tail probability underflows to 0 before it is multiplied by ``e^ε``, and
     the pieces (each >= 0 on the optimal set) are subtracted separately, not after summing a
     large tail with a small one.
+
+    A piece may carry a third entry, ``log(P_i - Q_i)`` computed without cancellation (equal
+    variances: an interval probability of one normal law).  Where ``1 - e^{ε + log Q_i - log P_i}``
+    is below ``10⁻³`` (``P_i`` and ``e^ε Q_i`` agree to three digits and the two logarithms'
+    rounding, about ``10⁻¹⁶ |log P_i|``, would dominate the difference -- it rounded a
+    positive δ of ``4·10⁻²¹`` to 0 and under-stated one of ``4·10⁻¹⁶`` by 16 %), the piece is
+    ``(P_i - Q_i) - (e^ε - 1) Q_i``, both terms in log space.
     """
     total = 0.0
-    for log_p, log_q in pieces:
+    for piece in pieces:
+        log_p, log_q = piece[0], piece[1]
         if log_p == -math.inf:
             continue
         x = epsilon + log_q - log_p
-        if x < 0.0:
-            total += math.exp(log_p) * -math.expm1(x)
+        margin = -math.expm1(x) if x < 1.0 else -1.0  # 1 - e^ε Q_i/P_i (<= 0: the piece adds nothing)
+        if len(piece) > 2 and margin < _CANCELLATION:
+            # P_i and e^ε Q_i agree to rounding: (P_i - Q_i) - (e^ε - 1) Q_i from the exact difference
+            log_d = piece[2]
+            if log_d == -math.inf:
+                continue
+            y = _log_expm1(epsilon) + log_q - log_d if epsilon > 0.0 else -math.inf
+            if y < 0.0:
+                total += math.exp(log_d) * -math.expm1(y)
+        elif margin > 0.0:
+            total += math.exp(log_p) * margin
     return min(max(total, 0.0), 1.0)
 
 
@@ -143,10 +199,13 @@ def gaussian_hockey_stick(m1, s1, m2, s2, epsilon):
         if B == 0:
             return 0.0  # log p/q is the constant C + ε; with ε >= 0, P(S) - e^ε Q(S) <= 1 - e^ε <= 0
         t = -C / B
+        # log(P(S) - Q(S)) without cancellation: with (numerically) equal variances it is the mass of
+        # one normal law between the two standardised ends
         if B > 0:  # S = (t, inf)
-            pieces = [(_log_cdf(-(t - m1) / s1), _log_cdf(-(t - m2) / s2))]
+            u, v = -(t - m1) / s1, -(t - m2) / s2
         else:  # S = (-inf, t)
-            pieces = [(_log_cdf((t - m1) / s1), _log_cdf((t - m2) / s2))]
+            u, v = (t - m1) / s1, (t - m2) / s2
+        pieces = [(_log_cdf(u), _log_cdf(v), _log_normal_difference(v, abs(m1 - m2) / s1))]
         return _hockey_stick_pieces(pieces, epsilon)
     disc = B * B - 4.0 * A * C
     if disc <= 0:
@@ -326,11 +385,11 @@ def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
         return 1.0
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
-    lx = special.log_ndtr(a - b)
-    ly = epsilon + special.log_ndtr(-a - b)
-    if ly >= lx:
-        return 0.0
-    return float(math.exp(lx) * -math.expm1(ly - lx))
+    # P(S) - e^ε Q(S) with S = {t > ε σ²/Δ + Δ/2}, P = N(Δ, σ²), Q = N(0, σ²): one piece of
+    # gaussian_hockey_stick's, with the cancellation-free difference Φ(a - b) - Φ(-a - b) where
+    # both are nearly equal (σ >> Δ)
+    u, v = a - b, -a - b
+    return _hockey_stick_pieces([(_log_cdf(u), _log_cdf(v), _log_normal_difference(v, 2.0 * a))], epsilon)
 
 
 @functools.lru_cache(maxsize=256)
@@ -348,6 +407,12 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
         raise ValueError("epsilon must be finite: at epsilon=inf no noise is needed (sigma = 0).")
     if isinstance(delta, (bool, np.bool_)) or not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    if delta < _MIN_TARGET_DELTA:
+        # δ(σ) is a double: near 1e-308 it loses its digits and then underflows (the search overflowed)
+        raise ValueError(
+            f"delta={delta!r} is below {_MIN_TARGET_DELTA:g}, the smallest delta the analytic Gaussian "
+            "mechanism's accounting resolves in floating point; use a larger delta."
+        )
     if isinstance(sensitivity, (bool, np.bool_)) or not (0 < sensitivity < math.inf):
         raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity!r}.")
     f = lambda ls: math.log(max(analytic_gaussian_delta(math.exp(ls), epsilon, sensitivity), 1e-320)) - math.log(delta)  # noqa: E731
@@ -365,8 +430,15 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity=1.0):
 
 
 def _quadratic_loss_sf(A, B, C0, ell):
-    """``P(A t² + B t + C0 > ℓ)`` for ``t ~ N(0, 1)``, vectorised over ``ℓ`` (``A != 0``)."""
+    """``P(A t² + B t + C0 > ℓ)`` for ``t ~ N(0, 1)``, vectorised over ``ℓ``.
+
+    ``A = 0`` (equal variances: ``μ = 0``, or ``1 + μ`` rounding to 1) is a linear loss, a half-line.
+    """
     ell = np.asarray(ell, dtype=float)
+    if A == 0:
+        if B == 0:
+            return np.where(C0 > ell, 1.0, 0.0)
+        return special.ndtr(-(ell - C0) / B) if B > 0 else special.ndtr((ell - C0) / B)
     disc = B * B - 4.0 * A * (C0 - ell)
     sq = np.sqrt(np.maximum(disc, 0.0))
     r1, r2 = (-B - sq) / (2.0 * A), (-B + sq) / (2.0 * A)
