@@ -9,6 +9,7 @@ the one place a release is recorded in the ledgers.
 
 import copy
 import math
+import os
 import uuid
 import warnings
 import weakref
@@ -24,6 +25,33 @@ from sklearn_bayes.utils._validation import external_stacklevel
 #: The live sketches of this process by fork id, to mark an original as a fork when a copy of
 #: it is made (``__setstate__``); weak references, so nothing is kept alive.
 _LIVE_FORKS = weakref.WeakValueDictionary()
+
+
+def _mark_inherited_copies():
+    """In a ``fork()``-ed child: every running sketch it inherited is a copy (see :meth:`_ForkedStream._mark_copy`).
+
+    The child holds the parent's sketches with their generators *in their state*: unmarked, an
+    OS-seeded sketch would draw in the child the very noise its original draws in the parent
+    (their answers would differ by exactly their counts' difference) and its next release would
+    not be charged afresh.  Marked, the child's copy is a new fork with a fresh generator from the
+    operating system (a seeded stream replays and warns, as for any copy).  Its original, in the
+    parent, is not marked: as for a copy loaded in another process, compose the ledgers (a shared
+    ``PrivacyLedger(path=...)`` sees both forks' charges).  Runs single-threaded in the child and
+    takes no lock (a lock held by a parent thread at the fork is never released in the child).
+    """
+    seen = set()
+    for sketch in list(_LIVE_FORKS.values()):
+        if id(sketch) in seen or "ledger_" not in sketch.__dict__:
+            continue
+        seen.add(id(sketch))
+        try:
+            sketch._mark_copy(source_alive=False)
+        except Exception:  # pragma: no cover - never fail a fork; the sketch keeps its state
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_mark_inherited_copies)
 
 
 class _ForkedStream:
@@ -70,7 +98,7 @@ class _ForkedStream:
         if "ledger_" in self.__dict__:
             self._mark_copy()
 
-    def _mark_copy(self, copied_generator=True):
+    def _mark_copy(self, copied_generator=True, source_alive=True):
         """This object is a copy (fork id of its source): mark its live source, then become a new fork.
 
         The noise of a copy (see the class Notes, "Copies are forks"), by the ``random_state``
@@ -87,7 +115,8 @@ class _ForkedStream:
           warns for an estimator fitted with a copied generator (clone, deepcopy, pickle).
 
         ``copied_generator=False`` when the copy's generator was made from its own
-        ``random_state`` (``from_bytes``): nothing is replayed.
+        ``random_state`` (``from_bytes``): nothing is replayed.  ``source_alive=False`` when the
+        source cannot be in this process (a ``fork()``-ed child: the object is its own copy).
         """
         if copied_generator:
             if getattr(self, "_os_seeded", self.random_state is None):
@@ -97,7 +126,7 @@ class _ForkedStream:
                 self._replays_noise = True
         else:
             self._replays_noise = False
-        source = _LIVE_FORKS.get(self._fork_id)
+        source = _LIVE_FORKS.get(self._fork_id) if source_alive else None
         if source is not None and source is not self:
             # under the source's lock: a call of the source that fails and rolls back its
             # __dict__ must not undo the mark (its next release would not be charged afresh)
