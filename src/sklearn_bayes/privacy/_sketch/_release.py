@@ -57,6 +57,27 @@ def _median_sensitivity_bound(cols, width):
     return min(n_q, int(row_max.sum()))
 
 
+#: Cap of a log noise scale before ``exp``: ``e^700`` is finite and far above ``MAX_NOISE_SCALE``
+#: (``2**56``), so a capped scale is refused by :func:`check_noise_scale` as "exhausted", never
+#: an ``OverflowError`` (``math.exp``) or an infinite scale (``np.exp``).
+_LOG_SCALE_CAP = 700.0
+
+
+def _forget_exhausted(uses, eta):
+    return (
+        f"use_and_forget: the geometric budget schedule of a cell is exhausted after {uses} uses "
+        f"(decay={eta}); no further query can use it. Use a larger decay or mechanism='use_and_keep'. The noise"
+    )
+
+
+def _median_exhausted(k, eta):
+    return (
+        f"median_perturbation: the geometric budget schedule is exhausted at query set {k + 1} "
+        f"(decay={eta}); no further query set can be answered. Use a larger decay or "
+        "mechanism='use_and_keep'. The noise"
+    )
+
+
 class Release:
     """A release mechanism of the sketch: its noise scale, noise step, spend and merge rule.
 
@@ -243,12 +264,9 @@ class UseAndForget(Release):
         cells = _sketch.distinct_cells(cols, w)
         # ε'_u = (ε/d)(1-η)η^u in log space: the scale 1/ε'_u is checked, never inf or 0
         log_scale = -(math.log(eps0 / d) + math.log1p(-eta) + flat_uses[cells] * math.log(eta))
-        scale = np.exp(np.minimum(log_scale, 1000.0))
+        scale = np.exp(np.minimum(log_scale, _LOG_SCALE_CAP))
         new = sketch._noisy_cells(
-            cells, scale,
-            f"use_and_forget: the geometric budget schedule of a cell is exhausted after "
-            f"{int(flat_uses[cells].max()) if cells.size else 0} uses (decay={eta}); no further query can use "
-            "it. Use a larger decay or mechanism='use_and_keep'. The noise",
+            cells, scale, _forget_exhausted(int(flat_uses[cells].max()) if cells.size else 0, eta),
         )
         noisy = sketch.table_.copy()
         noisy.reshape(-1)[cells] = new
@@ -264,10 +282,13 @@ class UseAndForget(Release):
         return self.spend(row_max), bind
 
     def row_noise_variance(self, sketch, cols, var_of_scale):
-        # the table is exact: a query now adds one fresh draw of 1/ε'_{u+1} to each cell (u: its uses so far)
+        # the table is exact: a query now adds one fresh draw of 1/ε'_{u+1} to each cell (u: its uses so far);
+        # a cell whose schedule is exhausted refuses the error bound as it would refuse the query
         uses = np.take_along_axis(sketch.uses_, cols, axis=1)
         d, eta = self.depth, float(self.decay)
-        scale = np.exp(-(math.log(self.eps0 / d) + math.log1p(-eta) + uses * math.log(eta)))
+        log_scale = -(math.log(self.eps0 / d) + math.log1p(-eta) + uses * math.log(eta))
+        scale = np.exp(np.minimum(log_scale, _LOG_SCALE_CAP))
+        check_noise_scale(scale, _forget_exhausted(int(uses.max()) if uses.size else 0, eta))
         return np.vectorize(var_of_scale, otypes=[float])(scale)
 
     def released_noise(self, sketch, cols):
@@ -312,13 +333,8 @@ class MedianPerturbation(Release):
         log_scale = math.log((2.0 if half else 1.0) * m_q) - (
             math.log(eps0) + math.log1p(-eta) + k * math.log(eta)
         )
-        scale = math.exp(min(log_scale, 1000.0))
-        check_noise_scale(
-            scale,
-            f"median_perturbation: the geometric budget schedule is exhausted at query set {k + 1} "
-            f"(decay={eta}); no further query set can be answered. Use a larger decay or "
-            "mechanism='use_and_keep'. The noise",
-        )
+        scale = math.exp(min(log_scale, _LOG_SCALE_CAP))
+        check_noise_scale(scale, _median_exhausted(k, eta))
         noise = sketch._draw_noise(scale, cols.shape[1])
         est = sketch._estimate(sketch.table_, cols, signs) + (noise / 2.0 if half else noise)
 
@@ -336,8 +352,10 @@ class MedianPerturbation(Release):
         eta, k = float(self.decay), sketch.n_query_sets_
         m_q = max(_median_sensitivity_bound(cols, w), 1)
         half = sketch._fp("noise") == "discrete_laplace" and sketch._fp("kind") == "count" and d % 2 == 0
-        scale = math.exp(math.log((2.0 if half else 1.0) * m_q) - (math.log(self.eps0) + math.log1p(-eta)
-                                                                    + k * math.log(eta)))
+        log_scale = math.log((2.0 if half else 1.0) * m_q) - (math.log(self.eps0) + math.log1p(-eta)
+                                                              + k * math.log(eta))
+        scale = math.exp(min(log_scale, _LOG_SCALE_CAP))
+        check_noise_scale(scale, _median_exhausted(k, eta))  # the query would be refused: so is its bound
         return scale, (0.5 if half else 1.0)
 
 
