@@ -55,6 +55,27 @@ def _json_default(value):
     raise TypeError(f"a ledger record stored in a file holds a {type(value).__name__}, which JSON cannot store.")
 
 
+def _translated(store, exc):
+    """The error to raise for an ``sqlite3`` error on the ledger file: named by its path, never bare.
+
+    A lock held past the busy timeout is a :class:`TimeoutError`; a file SQLite cannot read as a
+    database ("malformed", "not a database": corrupted, truncated, overwritten) a ``ValueError``;
+    anything else (a read-only file, a full disk, an I/O error) an ``OSError``.
+    """
+    msg = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
+        return TimeoutError(
+            f"the ledger file path={store.path!r} stayed locked by another writer for {store.timeout:g} s "
+            f"({msg}); nothing was recorded."
+        )
+    if not isinstance(exc, sqlite3.OperationalError) or "malformed" in msg or "not a database" in msg:
+        return ValueError(
+            f"path={store.path!r} is not a PrivacyLedger file, or a corrupted one ({msg}): nothing was "
+            "recorded. Restore it from a backup; a ledger file cannot be repaired by this package."
+        )
+    return OSError(f"cannot use the ledger file path={store.path!r} ({msg}); nothing was recorded.")
+
+
 class SQLiteStore:
     """The records and budget of a ledger file (see the module docstring)."""
 
@@ -72,7 +93,11 @@ class SQLiteStore:
             con = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise OSError(f"cannot open the ledger file path={self.path!r}: {exc}") from None
-        con.execute("PRAGMA synchronous=FULL")
+        try:
+            con.execute("PRAGMA synchronous=FULL")  # (reads the file: locked or corrupt shows here first)
+        except sqlite3.Error as exc:
+            con.close()
+            raise _translated(self, exc) from None
         return con
 
     def transaction(self, immediate=True, create=False):
@@ -82,10 +107,8 @@ class SQLiteStore:
     def _open(self, budget):
         try:
             return self._open_checked(budget)
-        except sqlite3.OperationalError as exc:
-            raise OSError(f"cannot open the ledger file path={self.path!r}: {exc}") from None
-        except sqlite3.DatabaseError as exc:  # e.g. "file is not a database"
-            raise ValueError(f"path={self.path!r} is not a PrivacyLedger file: {exc}.") from None
+        except sqlite3.Error as exc:  # (the transaction translates its own errors)
+            raise _translated(self, exc) from None
 
     def _open_checked(self, budget):
         with self.transaction(create=True) as con:
@@ -154,7 +177,12 @@ class SQLiteStore:
             "SELECT key, value FROM meta WHERE key IN ('spent_epsilon', 'spent_delta', 'spent_seq')"))
         last = con.execute("SELECT MAX(seq) FROM records").fetchone()[0] or 0
         if len(meta) == 3 and meta["spent_seq"] == last:
-            return fractions.Fraction(meta["spent_epsilon"]), fractions.Fraction(meta["spent_delta"])
+            try:
+                totals = fractions.Fraction(meta["spent_epsilon"]), fractions.Fraction(meta["spent_delta"])
+            except (TypeError, ValueError, ZeroDivisionError):
+                totals = None
+            if totals is not None and totals[0] >= 0 and totals[1] >= 0:  # else: not kept by us, recompute
+                return totals
         rows = con.execute("SELECT epsilon, delta FROM records").fetchall()
         totals = decimal_sum(r[0] for r in rows), decimal_sum(r[1] or 0.0 for r in rows)
         if write:
@@ -219,24 +247,26 @@ class _Transaction:
         self.con = self.store._connect(self.create)
         try:
             self.con.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             self.con.close()
-            raise TimeoutError(
-                f"the ledger file path={self.store.path!r} stayed locked by another writer for "
-                f"{self.store.timeout:g} s ({exc}); nothing was recorded."
-            ) from None
-        except sqlite3.DatabaseError as exc:
-            self.con.close()
-            raise ValueError(f"path={self.store.path!r} is not a PrivacyLedger file: {exc}.") from None
+            raise _translated(self.store, exc) from None
         return self.con
 
     def __exit__(self, exc_type, exc, tb):
         try:
             if exc_type is None:
-                self.con.execute("COMMIT")
+                try:
+                    self.con.execute("COMMIT")
+                except sqlite3.Error as commit_exc:  # (rolled back by SQLite)
+                    raise _translated(self.store, commit_exc) from None
             elif self.con.in_transaction:
-                self.con.execute("ROLLBACK")
+                try:
+                    self.con.execute("ROLLBACK")
+                except sqlite3.Error:  # the transaction's own error is the one to report
+                    pass
         finally:
             self.con.close()
+        if exc_type is not None and issubclass(exc_type, sqlite3.Error):
+            raise _translated(self.store, exc) from None  # replaces the bare sqlite3 error
         return False
 
