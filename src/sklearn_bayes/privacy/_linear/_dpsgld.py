@@ -425,6 +425,14 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         MALA steps of the OPS start.
     fit_intercept : bool, default=True
         Append the constant column (design row ``[x/x_bound, 1]/√2``).
+    classes : array-like of shape (2,) or None, default=None
+        The two **public** labels of the target.  Given, ``classes_`` is these labels (sorted)
+        whatever the data hold, and a data set with one label only is fitted and charged like
+        any other; a label of ``y`` outside them is refused (not printed).  ``None`` reads the
+        label set from ``y`` (scikit-learn's convention): then ``classes_`` publishes the labels
+        present in the data *without noise*, and a data set with one label is refused -- whether
+        ``fit`` refuses tells apart neighbours with one positive record and none.  Pass
+        ``classes`` when the labels or their presence are private.
     random_state : None, int, numpy.random.Generator, default=None
         Source of all randomness (an int emits ``SeededNoiseWarning``).
     ledger : PrivacyLedger or None, default=None
@@ -436,6 +444,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
+        The labels: the public ``classes`` (sorted) or, with ``classes=None``, those found in
+        ``y`` (not private: see ``classes``).
     coef_samples_ : ndarray of shape (n_draws, n_features)
         The released draws of the coefficients (original units).
     intercept_samples_ : ndarray of shape (n_draws,)
@@ -513,6 +523,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         "ops_fraction": [RealInterval(0, 1, closed="neither")],
         "accountant": [StrOptions({"rdp", "pld"})],
         "n_mcmc": [IntegerInterval(0, None, closed="left")],
+        "classes": [None, "array-like"],
     }
 
     def __init__(
@@ -531,6 +542,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         accountant="rdp",
         n_mcmc=300,
         fit_intercept=True,
+        classes=None,
         random_state=None,
         ledger=None,
     ):
@@ -548,6 +560,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         self.accountant = accountant
         self.n_mcmc = n_mcmc
         self.fit_intercept = fit_intercept
+        self.classes = classes
         self.random_state = random_state
         self.ledger = ledger
 
@@ -572,6 +585,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         with naming("y", private=True):
             X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
+        if self.classes is not None:
+            return self._validate_public_classes(X, y)
         classes, y01 = np.unique(y, return_inverse=True)
         if classes.shape[0] > 2:
             raise ValueError(
@@ -584,6 +599,33 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         if self.n_draws > self.n_iter:
             raise ValueError(f"n_draws={self.n_draws} must be at most n_iter={self.n_iter}.")
         return self._scaled_design(X), y01.astype(float), classes
+
+    def _validate_public_classes(self, X, y):
+        """Design, 0/1 targets and ``classes_`` from the public ``classes`` (the label set is not read from ``y``)."""
+        try:
+            classes = np.asarray(self.classes)
+        except Exception:  # noqa: BLE001 - ragged or not array-like
+            classes = np.empty(0)
+        distinct = np.unique(classes) if classes.ndim == 1 else classes
+        if classes.ndim != 1 or classes.shape[0] != 2 or distinct.shape[0] != 2:
+            raise ValueError(
+                f"classes must be the two distinct public labels of the target (a 1-D list of length 2), "
+                f"got classes={self.classes!r}."
+            )
+        try:
+            in_classes = np.isin(y, distinct)
+        except TypeError:  # labels of types that do not compare
+            in_classes = np.zeros(y.shape[0], dtype=bool)
+        if not np.all(in_classes):
+            # the label is a data value: not printed
+            raise ValueError(
+                "y has a label that is not in classes (not printed: y is private data); "
+                "DPSGLDLogisticRegression needs every label of y among the two public classes."
+            )
+        if self.n_draws > self.n_iter:
+            raise ValueError(f"n_draws={self.n_draws} must be at most n_iter={self.n_iter}.")
+        y01 = (y == distinct[1]).astype(float)
+        return self._scaled_design(X), y01, distinct
 
     def _ops_tempering(self, eps_ops):
         """``(B, ρ)``: the log-likelihood bound and the tempering of the OPS start (public)."""
