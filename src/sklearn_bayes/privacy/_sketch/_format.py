@@ -38,6 +38,9 @@ _UNSIGNED_CODES = (6, 7, 8, 4)
 # table code, uses code, reserved, depth, width, epsilon, decay, sampling_rate,
 # n_items_seen, n_query_sets, pan_draws, chain_spent0
 _FIXED = struct.Struct("<8sHHQ8BIIdddQQQd")
+#: Header flag bit 0: the stream is bound to a shared ``ledger`` (its releases are charged to that
+#: budget); such bytes are loaded only with a ``ledger``.  Other bits are refused.
+FLAG_SHARED_LEDGER = 1
 _TRAILER = struct.Struct("<I")
 
 
@@ -87,7 +90,7 @@ def dumps(sk):
             parts.append(np.ascontiguousarray(a, dtype=_CELL_DTYPES[code]).tobytes())
     total = _FIXED.size + sum(len(p) for p in parts) + _TRAILER.size
     parts[0] = _FIXED.pack(
-        MAGIC, FORMAT_VERSION, 0, total,
+        MAGIC, FORMAT_VERSION, FLAG_SHARED_LEDGER if sk._shared_ledger is not None else 0, total,
         _KINDS.index(fp["kind"]), _MECHANISMS.index(fp["mechanism"]), _NOISES.index(fp["noise"]),
         bool(fp["pan_private"]), HASH_FAMILY, t_code, u_code, 0,
         d, w, float(fp["epsilon"]), float(fp["decay"]), float(fp["sampling_rate"]),
@@ -174,8 +177,15 @@ def loads(cls, data, random_state, ledger):
     view, fields = read_header(data)
     (_, _, flags, _, kind, mech, noise, pan, family, t_code, u_code, _, d, w, eps, decay, rate,
      n_items, n_sets, pan_draws, chain0) = fields
-    if flags:
+    if flags & ~FLAG_SHARED_LEDGER:
         raise ValueError(f"data is corrupt: unknown header flags {flags:#x}.")
+    if flags & FLAG_SHARED_LEDGER and ledger is None:
+        raise ValueError(
+            "data holds a sketch whose stream is bound to a shared ledger (its ledger parameter when its "
+            "stream started): loaded with ledger=None its releases would escape that ledger's budget. Pass "
+            "ledger= (the same PrivacyLedger(path=...) file, or the ledger the sketch's releases must be "
+            "charged to)."
+        )
     if family != HASH_FAMILY:
         raise ValueError(f"data uses hash family {family}; this version of sklearn_bayes has family {HASH_FAMILY}.")
     if pan > 1:
@@ -279,7 +289,8 @@ class _BytesMixin:
         ======  ==========  =======================================================
         0       8 bytes     magic ``b"SKBSKTCH"``
         8       uint16      format version (1)
-        10      uint16      flags (0)
+        10      uint16      flags: bit 0 set if the stream is bound to a shared
+                            ``ledger`` (other bits 0)
         12      uint64      total length of the buffer in bytes, trailer included
         20      uint8       kind: 0 ``count``, 1 ``count_min``
         21      uint8       mechanism: 0 ``use_and_keep``, 1 ``use_and_forget``,
@@ -362,6 +373,9 @@ class _BytesMixin:
             generator state).  An int emits ``SeededNoiseWarning``.
         ledger : PrivacyLedger or None, default=None
             A shared ledger that the sketch's future releases are also recorded in.
+            Required when the writer's stream was bound to a shared ledger (flag bit 0):
+            its releases must not escape a budget (as :meth:`merge` refuses); pass that
+            ledger (e.g. the same ``PrivacyLedger(path=...)`` file).
 
         Returns
         -------
@@ -372,7 +386,8 @@ class _BytesMixin:
         ValueError
             If ``data`` is not a serialized sketch (magic), has an unknown format
             version, is truncated or longer than its recorded length, fails its
-            checksum, or holds an invalid sketch.
+            checksum, or holds an invalid sketch; or (naming ``ledger``) if it holds a
+            sketch bound to a shared ledger and ``ledger`` is None.
         TypeError
             If ``data`` is not bytes-like.
         """
