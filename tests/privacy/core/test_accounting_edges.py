@@ -148,3 +148,25 @@ def test_the_sketch_never_charges_less_than_the_exact_amplified_spend():
                 sk.query([1])
                 exact = _exact_amplified(sk._base_epsilon(), rate)
                 assert mpmath.mpf(sk.epsilon_spent_) >= exact and sk.epsilon_spent_ <= eps
+
+
+@pytest.mark.parametrize("path", [False, True])
+def test_totals_beyond_the_float_range_read_as_infinity(tmp_path, path):
+    """Two records of 1.7e308: the exact total is above every float; reading it raised
+    ``OverflowError: integer division result too large for a float`` (in-memory and file)."""
+    ledger = PrivacyLedger(path=tmp_path / "l.ledger" if path else None)
+    ledger.record("m", 1.7e308)
+    ledger.record("m", 1.7e308, delta=0.5)
+    assert ledger.epsilon_spent == math.inf and ledger.delta_spent == 0.5
+    assert "epsilon_spent=inf" in repr(ledger)
+    capped = PrivacyLedger(budget=(1e308, 1.0))
+    capped.record("m", 1e308)
+    with pytest.raises(Exception, match="budget") as exc:
+        capped.record("m", 1.7e308)
+    assert type(exc.value).__name__ == "BudgetExceededError"
+
+
+def test_a_negative_zero_increment_is_recorded_as_zero():
+    ledger = PrivacyLedger()
+    ledger.record("m", -0.0)
+    assert math.copysign(1.0, ledger.records[0]["epsilon"]) == 1.0

@@ -295,6 +295,7 @@ def _make_record(mechanism, epsilon, n_items, note, extra):
     epsilon = _as_float(epsilon, "epsilon increment", up=True)
     if not math.isfinite(epsilon) or epsilon < 0:
         raise ValueError(f"epsilon increment must be finite and >= 0, got {epsilon!r}.")
+    epsilon += 0.0  # -0.0 is recorded as 0.0
     if "delta" in extra:
         delta = _as_float(extra["delta"], "delta increment", up=True)
         if not 0.0 <= delta <= 1.0:
@@ -302,6 +303,14 @@ def _make_record(mechanism, epsilon, n_items, note, extra):
         extra["delta"] = delta
     extra.setdefault("id", uuid.uuid4().hex)
     return {"mechanism": mechanism, "epsilon": epsilon, "n_items": n_items, "note": note, **extra}
+
+
+def _total_as_float(total):
+    """An exact total as a float: ``inf`` above the float range (two records of 1.7e308), never an ``OverflowError``."""
+    try:
+        return float(total)
+    except OverflowError:
+        return math.inf
 
 
 def _record_amounts(records):
@@ -484,7 +493,7 @@ class PrivacyLedger:
 
     def _totals(self):
         eps, delta = self._exact_totals()
-        return float(eps), float(delta)
+        return _total_as_float(eps), _total_as_float(delta)
 
     @property
     def epsilon_spent(self):
@@ -515,8 +524,8 @@ class PrivacyLedger:
 
     # ------------------------------------------------------------------ recording
     def _refusal(self, owner, records, eps_spent, delta_spent):
-        eps = float(_decimal_sum(r["epsilon"] for r in records))
-        delta = float(_decimal_sum(r.get("delta", 0.0) or 0.0 for r in records))
+        eps = _total_as_float(_decimal_sum(r["epsilon"] for r in records))
+        delta = _total_as_float(_decimal_sum(r.get("delta", 0.0) or 0.0 for r in records))
         where = f"the ledger file path={self.path!r}" if self._store is not None else "this PrivacyLedger"
         what = owner or ", ".join(sorted({str(r["mechanism"]) for r in records}))
         b_eps, b_delta = self._budget
@@ -533,7 +542,7 @@ class PrivacyLedger:
             return
         if (spent[0] + added[0] > _decimal_sum([self._budget[0]])
                 or spent[1] + added[1] > _decimal_sum([self._budget[1]])):
-            raise self._refusal(owner, records, float(spent[0]), float(spent[1]))
+            raise self._refusal(owner, records, _total_as_float(spent[0]), _total_as_float(spent[1]))
 
     def _append(self, records, owner=None):
         """Check the budget and append ``records``, atomically (all or nothing)."""

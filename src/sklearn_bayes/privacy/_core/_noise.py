@@ -60,6 +60,7 @@ multiple of ``g`` and its law depends on the input only through the snapped valu
 """
 
 import math
+import numbers
 from fractions import Fraction
 
 import numpy as np
@@ -86,8 +87,24 @@ __all__ = [
 MAX_NOISE_SCALE = 2.0**56
 
 
+def _as_scales(scale):
+    """``scale`` as a float array; a string, bytes, ``None`` or a bool is refused naming ``scale``."""
+    arr = np.asarray(scale)
+    if arr.dtype.kind not in "iuf":  # (object arrays of mixed items, strings, None: not scales)
+        raise TypeError(f"scale must be a real number or an array of them, got {type(scale).__name__} {scale!r}.")
+    return arr.astype(float)
+
+
+def _check_generator(rng):
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng()), got {type(rng).__name__}: "
+            "the exact samplers read its bit generator."
+        )
+
+
 def _check_scale(scale):
-    scale = np.asarray(scale, dtype=float)
+    scale = _as_scales(scale)
     if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
         raise ValueError(f"scale must be finite and > 0, got {scale!r}.")
     return scale
@@ -120,7 +137,9 @@ def check_noise_scale(scale, context="noise"):
     ...
     ValueError: noise scale 1e+30 exceeds the largest supported scale 2**56 (7.2e+16): ...
     """
-    scale = np.asarray(scale, dtype=float)
+    scale = _as_scales(scale)
+    if np.any(np.isnan(scale)):
+        raise ValueError(f"{context} scale must be finite and > 0, got nan.")
     bad = ~np.isfinite(scale) | (scale > MAX_NOISE_SCALE)
     if np.any(bad):
         worst = float(np.max(np.where(np.isnan(scale), np.inf, scale)))
@@ -171,6 +190,7 @@ def sample_discrete_laplace(rng, scale, size=None):
     >>> x.dtype
     dtype('int64')
     """
+    _check_generator(rng)
     scale = check_noise_scale(scale, "discrete Laplace")
     if size is None:
         size = scale.shape
@@ -252,8 +272,12 @@ def sample_discrete_gaussian(rng, sigma, size=None):
     >>> k.dtype, k.shape
     (dtype('int64'), (4,))
     """
+    _check_generator(rng)
     if not isinstance(sigma, Fraction):
-        if isinstance(sigma, bool) or not np.isfinite(float(sigma)) or not 0 < float(sigma) <= 2.0**50:
+        if isinstance(sigma, (bool, np.bool_)) or not isinstance(sigma, numbers.Real):
+            raise TypeError(f"sigma must be a real number (or sigma**2 as a Fraction), got {type(sigma).__name__} "
+                            f"{sigma!r}.")
+        if not np.isfinite(float(sigma)) or not 0 < float(sigma) <= 2.0**50:
             raise ValueError(f"sigma must be finite and in (0, 2**50], got {sigma!r}.")
     elif not 0 < sigma <= 2**100:
         raise ValueError(f"sigma**2 must be in (0, 2**100], got {sigma!r}.")
@@ -305,6 +329,7 @@ def sample_laplace(rng, scale, size=None):
     >>> sample_laplace(np.random.default_rng(0), 1.0, size=3).shape
     (3,)
     """
+    _check_generator(rng)
     scale = check_noise_scale(scale, "Laplace")
     if size is None:
         size = scale.shape
