@@ -1,5 +1,7 @@
 """Clipping to public bounds: the only preprocessing that keeps a per-record privacy guarantee."""
 
+import fractions
+
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -60,8 +62,33 @@ def clip_rows(X, bound):
     over = (m > 0) & (r > limit)
     scale = np.ones_like(r)
     # a clipped row is shrunk 4 ulps below the bound, so rounding cannot push it outside
-    scale[over] = limit[over] / r[over] * (1.0 - 4 * np.finfo(np.float64).eps)
-    return X * scale[:, None]
+    shrink = 1.0 - 4 * np.finfo(np.float64).eps
+    scale[over] = limit[over] / r[over] * shrink
+    out = X * scale[:, None]
+    # Rows where that product loses its precision: bound / m below the normal range (its
+    # subnormal quotient keeps few bits: rows of 1e240 clipped to 5.5e-80 came out 0.04 % too
+    # long), or a bound so small that the clipped values are subnormal.  They are scaled from
+    # Y = row / m instead (bound / r is then a normal number), and for a tiny bound checked exactly.
+    tiny = np.finfo(np.float64).tiny
+    fragile = over & ((limit < tiny) | (bound < _TINY_BOUND))
+    for i in np.flatnonzero(fragile):
+        out[i] = Y[i] * (bound / r[i] * shrink)
+        if bound < _TINY_BOUND:
+            out[i] = _inside_exactly(out[i], bound)
+    return out
+
+
+#: Below this bound the clipped values may be subnormal (absolute rounding errors): such rows are
+#: checked in exact rational arithmetic (:func:`_inside_exactly`).
+_TINY_BOUND = 2.0**-1000
+
+
+def _inside_exactly(row, bound):
+    """``row`` moved toward 0 one ulp at a time until its exact (rational) norm is at most ``bound``."""
+    limit = fractions.Fraction(bound) ** 2
+    while sum(fractions.Fraction(float(v)) ** 2 for v in row) > limit:
+        row = np.nextafter(row, 0.0)  # every nonzero entry shrinks: the norm strictly decreases
+    return row
 
 
 def clip_values(y, bound):
