@@ -170,3 +170,16 @@ def test_a_negative_zero_increment_is_recorded_as_zero():
     ledger = PrivacyLedger()
     ledger.record("m", -0.0)
     assert math.copysign(1.0, ledger.records[0]["epsilon"]) == 1.0
+
+
+@pytest.mark.parametrize("path", [False, True])
+def test_subnormal_amounts_are_kept_exactly_and_fill_a_subnormal_budget(tmp_path, path):
+    ledger = PrivacyLedger(budget=(1e-323, 0.0), path=tmp_path / "s.ledger" if path else None)
+    ledger.record("m", 5e-324)
+    ledger.record("m", 5e-324)
+    assert ledger.epsilon_spent == 1e-323 and ledger.remaining() == (0.0, 0.0)
+    with pytest.raises(Exception, match="budget"):
+        ledger.record("m", 5e-324)
+    with pytest.raises(ValueError, match="epsilon increment"):
+        ledger.record("m", math.inf)
+    assert ledger.n_releases == 2 and [r["epsilon"] for r in ledger.records] == [5e-324, 5e-324]
