@@ -2047,7 +2047,7 @@ def _row_ranges(rows):
     return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out) or "(none)"
 
 
-def flags(sets):
+def flags(sets, rules=False):
     """Issue 30 round 13b (``--parts flags``): goal 2 on the full data of each set: the 0-based rows the default's
     ``flag_outliers`` marks (``MixtureMEstimatorRegressor(random_state=0)``) and those statsmodels' MM marks
     (``RLMDetSMM``, 95 % efficiency, 50 % breakdown, the columns with a positive MAD as in :func:`_mm`;
@@ -2069,6 +2069,21 @@ def flags(sets):
             names = np.arange(len(y)).astype(str)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            if rules:  # round 14: the flags of each rule of CLEAN_FLAG_RULES on the default's S start and MM fit
+                import sklearn_bayes.linear_model._mixture._estimator as est
+
+                mm_for_flags, cap = est.mm_for_flags, {}
+
+                def capture(Xa, yy, sw, theta0, floor):
+                    out = mm_for_flags(Xa, yy, sw, theta0, floor)
+                    cap["c"] = _clean_flag_candidates(Xa, yy, sw, theta0, floor, out[0])
+                    return out
+
+                try:
+                    est.mm_for_flags = capture
+                    MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+                finally:
+                    est.mm_for_flags = mm_for_flags
             ours = set(np.flatnonzero(MixtureMEstimatorRegressor(random_state=0).fit(X, y).flag_outliers(X, y)))
             mad = np.median(np.abs(X - np.median(X, axis=0)), axis=0)
             cols = [j + 1 for j in range(X.shape[1]) if mad[j] > 0]
@@ -2086,6 +2101,11 @@ def flags(sets):
         which = ", ".join(f"{names[i]}" + ("" if u is None else f" {u[i]:.1f}") for i in sorted(mm | ours))
         print(f"{item:<16}{X.shape[0]:>4}{X.shape[1]:>3}  {mm_text or _row_ranges(mm):<46}{_row_ranges(ours):<46}"
               f"{agree:<9}{which}", flush=True)  # fmt: skip
+        if rules:
+            for rule in CLEAN_FLAG_RULES:
+                fl = set(np.flatnonzero(cap["c"][rule][0]))
+                ag = "--" if u is None else "yes" if fl == mm else "subset" if fl < mm else "superset" if fl > mm else "no"
+                print(f"{'':<16}{'':>7}  {'  ' + rule:<46}{_row_ranges(fl):<46}{ag}", flush=True)
 
 
 def _cells_arg(arg):
@@ -2268,6 +2288,156 @@ def s_scale(n_splits, sets, reps, cells=None):
     print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
 
 
+# --------------------------------------------------------------------------------------
+# 16. issue 30 round 14: false flags on small clean samples (``--parts cleanflags``)
+# --------------------------------------------------------------------------------------
+
+#: sample sizes of :func:`clean_flags`
+CLEAN_FLAG_SIZES = (8, 12, 16, 24, 48, 100)
+#: the flagging scales of :func:`clean_flags` (decided before any classical set was flagged with them)
+CLEAN_FLAG_RULES = ("round 13", "lmrob", "LMS factor", "lmrob MM", "lmrob S+MM", "S+MM, MAD", "S+MM, r13 scale")
+#: the rule of :data:`CLEAN_FLAG_RULES` that the default's flags are at most
+#: ``_flags.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` rows per coefficient (``round 13`` above; ``check`` column of
+#: :func:`clean_flags`)
+CLEAN_FLAG_ADOPTED = "lmrob S+MM"
+
+
+def _clean_flag_candidates(Xa, y, sw, theta0, floor, theta_mm):
+    """Flags (|r| > 2.5 scales) of each rule of :data:`CLEAN_FLAG_RULES` from the captured inputs of
+    ``mm_for_flags`` (standardised units), and each rule's scale.  ``round 13``: the larger of the S start's
+    M-scale (mean rho = 1/2) and the corrected MAD of the MM residuals (the flags before round 14); ``lmrob``:
+    robustbase's S scale (mean rho = (n - p) / (2 n)) of the start in place of the M-scale; ``LMS factor``: the
+    M-scale and Rousseeuw and Leroy's finite-sample LMS factor ``1.4826 (1 + 5 / (n - p)) med |r|`` of the MM
+    residuals; ``lmrob MM``: the MM step (Tukey 4.685 IRLS from the start) at robustbase's S scale of the start,
+    flagged at the larger of that scale and the corrected MAD of its residuals; ``lmrob S+MM``: the same after
+    I-steps at robustbase's share from the start (``_flags.flags_mm_fit``); ``S+MM, MAD``: that MM fit flagged at
+    the corrected MAD of its residuals alone; ``S+MM, r13 scale``: flagged at round 13's scale (the larger of the
+    start's M-scale and the corrected MAD) of that MM fit's residuals."""
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn_bayes.linear_model._mixture._flags import flags_mm_fit
+    from sklearn_bayes.linear_model._mixture._lts_start import weighted_median, wls
+    from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
+    from sklearn_bayes.linear_model._mixture._s_start import B_HALF, m_scale
+
+    n, p = len(y), Xa.shape[1]
+    b = B_HALF * (n - p) / n
+    r0, rm = y - Xa @ theta0, y - Xa @ theta_mm
+    s_S = max(m_scale(r0, sw), floor)
+    s_L = max(m_scale(r0, sw, b), floor)
+    cmad = sel.residual_scale(rm, sw, p, weighted_median)
+    th_L = sel.irls(Xa, y, sw, theta0, s_L, TukeyBiweight(4.685), wls)[0]
+    r_L = y - Xa @ th_L
+    th_SL, s_SL = flags_mm_fit(Xa, y, sw, theta0, floor)
+    r_SL = y - Xa @ th_SL
+    cmad_SL = sel.residual_scale(r_SL, sw, p, weighted_median)
+    scales = {
+        "round 13": (rm, max(s_S, cmad, floor)),
+        "lmrob": (rm, max(s_L, cmad)),
+        "LMS factor": (rm, max(s_S, 1.4826 * (1.0 + 5.0 / (n - p)) * float(np.median(np.abs(rm))), floor)),
+        "lmrob MM": (r_L, max(s_L, sel.residual_scale(r_L, sw, p, weighted_median))),
+        "lmrob S+MM": (r_SL, max(s_SL, cmad_SL, floor)),
+        "S+MM, MAD": (r_SL, max(cmad_SL, floor)),
+        "S+MM, r13 scale": (r_SL, max(s_S, cmad_SL, floor)),
+    }
+    return {k: (np.abs(r) > 2.5 * sc, sc) for k, (r, sc) in scales.items()}
+
+
+def _nominal_flag_share(law):
+    """The share of errors beyond 2.5 times the error law's 50 %-breakdown biweight M-scale (the flags'
+    asymptotic false-flag share): normal 1.24 %; t5 from 10^6 draws (seed 14)."""
+    from sklearn_bayes.linear_model._mixture._s_start import m_scale
+
+    if law == "normal":
+        return 2.0 * stats.norm.sf(2.5)
+    e = np.random.default_rng(14).standard_t(5, size=1_000_000)
+    return 2.0 * stats.t.sf(2.5 * m_scale(e, np.ones(len(e))), 5)
+
+
+def clean_flags(reps, cells):
+    """Issue 30 round 14 (``--parts cleanflags``): the share of rows flagged (2.5 scales) on clean data.
+
+    Per cell ``(law, p)`` of ``cells`` (law ``normal`` or ``t5``, ``p`` coefficients with the intercept) and each
+    n of :data:`CLEAN_FLAG_SIZES`, ``reps`` draws (Gaussian design, slopes 1, errors of unit scale, seeds
+    ``[14, n, p, law, rep]``): the mean share of the rows flagged (SE over the draws in brackets) by the
+    default's ``outlier_mask_``, ``variant="paper"``'s, statsmodels' MM (``RLMDetSMM``, |r| > 2.5 its scale; the
+    draws where it raised are counted in ``sm fail`` and left out of its column) and the rules of
+    :data:`CLEAN_FLAG_RULES` on the default's own S start and MM fit; ``check``: the draws where the default's flags
+    are those of :data:`CLEAN_FLAG_ADOPTED` (at most ``_flags.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` rows per
+    coefficient, else ``round 13``); the median flagging scale of ``round 13`` and of the default (``scale r13``,
+    ``scale def``; error scale 1: the normal's sd, t5's raw draws)."""
+    import statsmodels.api as sm
+    from statsmodels.robust.resistant_linear_model import RLMDetSMM
+
+    import sklearn_bayes.linear_model._mixture._estimator as est
+    from sklearn_bayes.linear_model._mixture._flags import finite_sample_flags
+
+    t0 = time.perf_counter()
+    mm_for_flags = est.mm_for_flags
+    cols = ("default", "paper", "MM (sm)", *CLEAN_FLAG_RULES)
+    print(f"\nRound 14: share of clean rows flagged (2.5 scales), {reps} draws per cell, mean (SE over draws)")
+    print(f"{'law':<7}{'p':>2}{'n':>5}{'nominal':>9}  " + "".join(f"{c:<17}" for c in cols)
+          + f"{'sm fail':>8}{'check':>6}{'scale r13':>10}{'scale def':>10}")  # fmt: skip
+    for law, p in cells:
+        nominal = _nominal_flag_share(law)
+        for n in CLEAN_FLAG_SIZES:
+            shares, fail, check, sc_def, sc_lm = {c: [] for c in cols}, 0, 0, [], []
+            for rep in range(reps):
+                rng = np.random.default_rng([14, n, p, 0 if law == "normal" else 5, rep])
+                X = rng.normal(size=(n, p - 1))
+                e = rng.normal(size=n) if law == "normal" else rng.standard_t(5, size=n)
+                y = X.sum(axis=1) + e
+                cap = {}
+
+                def capture(Xa, yy, sw, theta0, floor, cap=cap):
+                    out = mm_for_flags(Xa, yy, sw, theta0, floor)
+                    cap["c"] = _clean_flag_candidates(Xa, yy, sw, theta0, floor, out[0])
+                    return out
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        est.mm_for_flags = capture
+                        m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+                    finally:
+                        est.mm_for_flags = mm_for_flags
+                    shares["default"].append(m.outlier_mask_.mean())
+                    mp = MixtureMEstimatorRegressor(random_state=0, variant="paper").fit(X, y)
+                    shares["paper"].append(mp.outlier_mask_.mean())
+                    Xc = sm.add_constant(X, has_constant="add")
+                    try:
+                        res = RLMDetSMM(y, Xc, efficiency=0.95, breakdown_point=0.5,
+                                        col_indices=list(range(1, p))).fit()  # fmt: skip
+                        u = np.abs(y - Xc @ np.asarray(res.params)) / float(res.scale)
+                        if not np.all(np.isfinite(u)):
+                            raise FloatingPointError
+                        shares["MM (sm)"].append(np.mean(u > 2.5))
+                    except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small draws
+                        fail += 1
+                cand = cap["c"]
+                adopted = CLEAN_FLAG_ADOPTED if finite_sample_flags(np.ones(n), p) else "round 13"
+                check += int(np.array_equal(cand[adopted][0], m.outlier_mask_))
+                unit = m.residual_scale_ / cand[adopted][1]  # standardised -> the data's units
+                sc_def.append(cand["round 13"][1] * unit)
+                sc_lm.append(m.residual_scale_)
+                for c in CLEAN_FLAG_RULES:
+                    shares[c].append(cand[c][0].mean())
+            cells_txt = ""
+            for c in cols:
+                v = np.asarray(shares[c])
+                if len(v) < 2:
+                    cells_txt += f"{'--':<17}"
+                    continue
+                cells_txt += f"{100 * v.mean():6.2f} ({100 * v.std(ddof=1) / np.sqrt(len(v)):4.2f})    "
+            print(f"{law:<7}{p:>2}{n:>5}{100 * nominal:>8.2f}%  {cells_txt}{fail:>8}{check:>6}"
+                  f"{np.median(sc_def):>10.3f}{np.median(sc_lm):>10.3f}", flush=True)  # fmt: skip
+    print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
+
+
+def _flag_cells_arg(arg):
+    """``--flag-cells``: ``law:p`` items separated by commas (default ``normal:2,normal:4,t5:2,t5:4``)."""
+    return [(item.split(":")[0], int(item.split(":")[1])) for item in arg.split(",") if item]
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -2292,7 +2462,7 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
-                         "decompose,hetconst,power,choice,leverage,sscale,spread13,flags")  # fmt: skip
+                         "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -2306,6 +2476,11 @@ def main(argv=None):
                     help="also run the default with its variances at lmrob's MM fit (issue 30 round 2)")  # fmt: skip
     ap.add_argument("--cells", default="",
                     help="spread13: cells 'law:n/p' separated by ';' (default: round 11's eleven cells at n 30-40)")
+    ap.add_argument("--flag-cells", default="normal:2,normal:4,t5:2,t5:4",
+                    help="cleanflags: cells 'law:p' separated by ',' (law normal or t5; p coefficients)")
+    ap.add_argument("--flag-rules", action="store_true",
+                    help="flags: also the rows each rule of CLEAN_FLAG_RULES flags (round 14)")
+    ap.add_argument("--flag-reps", type=int, default=200, help="cleanflags: draws per cell and n (default 200)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
@@ -2362,7 +2537,9 @@ def main(argv=None):
         if "sscale" in parts:
             s_scale(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "flags" in parts:
-            flags(_chosen_sets(args.sets, default=[s[1] for s in REAL_SETS]))
+            flags(_chosen_sets(args.sets, default=[s[1] for s in REAL_SETS]), rules=args.flag_rules)
+        if "cleanflags" in parts:
+            clean_flags(args.flag_reps, _flag_cells_arg(args.flag_cells))
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 

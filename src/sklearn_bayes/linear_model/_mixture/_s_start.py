@@ -80,37 +80,39 @@ def _mean_rho(r, sw, wt, s):
     return float(sw @ _rho(r / s)) / wt
 
 
-def m_scale(r, sw):
-    """The 50 %-breakdown biweight M-scale of residuals ``r`` (sample weights ``sw``).
+def m_scale(r, sw, b=B_HALF):
+    """The biweight M-scale of residuals ``r`` (sample weights ``sw``), 50 %-breakdown at ``b = 1/2``.
 
-    The root ``s`` of ``sum_i sw_i rho(r_i / s) = b sum_i sw_i``; 0 when at least half the
-    weight sits on residuals that are exactly 0 (an exact fit of half the data).
+    The root ``s`` of ``sum_i sw_i rho(r_i / s) = b sum_i sw_i``; 0 when at least a share ``1 - b``
+    of the weight sits on residuals that are exactly 0 (an exact fit of half the data at ``b = 1/2``).
+    ``b`` in (0, 1): a smaller ``b`` is robustbase's finite-sample S scale (``b (n - p) / n``,
+    :mod:`._flags`).
     """
     wt = float(sw.sum())
     a = np.abs(r)
-    if float(sw @ (a > 0)) <= B_HALF * wt:
+    if float(sw @ (a > 0)) <= b * wt:
         return 0.0
     # rho(u) <= 3 (u / c)^2, so the mean rho at hi is at most b: hi is an upper bracket
-    hi = math.sqrt(3.0 * float(sw @ (a * a)) / wt / B_HALF) / C_BISQUARE
+    hi = math.sqrt(3.0 * float(sw @ (a * a)) / wt / b) / C_BISQUARE
     hi *= 1.0 + 1e-12
     lo = hi
     for _ in range(2100):  # halve down to a lower bracket (exists: more than b of the weight is nonzero)
         lo *= 0.5
         if lo == 0.0:
             return 0.0
-        if _mean_rho(a, sw, wt, lo) > B_HALF:
+        if _mean_rho(a, sw, wt, lo) > b:
             break
     hi = lo * 2.0  # the last value with mean rho <= b
-    return optimize.brentq(lambda s: _mean_rho(a, sw, wt, s) - B_HALF, lo, hi, xtol=1e-300, rtol=1e-12)
+    return optimize.brentq(lambda s: _mean_rho(a, sw, wt, s) - b, lo, hi, xtol=1e-300, rtol=1e-12)
 
 
-def _i_steps(Xa, y, sw, theta, scale, n_steps, tol=_S_TOL):
+def _i_steps(Xa, y, sw, theta, scale, n_steps, tol=_S_TOL, b=B_HALF):
     """I-steps of Fast-S from ``theta`` at scale ``scale``; returns ``(theta, scale)``.
 
     Each step fits weighted least squares with biweight weights at the current scale and
     then moves the scale by one fixed-point step of its M-equation, ``s^2 <- s^2 mean
     rho(r / s) / b``.  Stops after ``n_steps`` or when no coefficient moves by more than
-    ``tol (1 + max |theta|)``.  The returned scale is the exact M-scale of the returned fit.
+    ``tol (1 + max |theta|)``.  The returned scale is the exact M-scale (at ``b``) of the returned fit.
     """
     wt = float(sw.sum())
     for _ in range(n_steps):
@@ -123,12 +125,12 @@ def _i_steps(Xa, y, sw, theta, scale, n_steps, tol=_S_TOL):
         if not np.all(np.isfinite(new)):
             break
         r = y - Xa @ new
-        scale = scale * math.sqrt(max(_mean_rho(r, sw, wt, scale), 0.0) / B_HALF)
+        scale = scale * math.sqrt(max(_mean_rho(r, sw, wt, scale), 0.0) / b)
         done = np.max(np.abs(new - theta)) <= tol * (1.0 + np.max(np.abs(theta)))
         theta = new
         if done:
             break
-    return theta, m_scale(y - Xa @ theta, sw)
+    return theta, m_scale(y - Xa @ theta, sw, b)
 
 
 def deterministic_starts(Xa, y, sw):
@@ -321,7 +323,8 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
 
 
 def mm_for_flags(Xa, y, sw, theta0, floor):
-    """The MM-estimate whose residuals ``flag_outliers`` reads (robustbase's ``lmrob`` rule).
+    """The MM-estimate whose residuals the loss choice's guard reads, and ``flag_outliers`` above
+    ``_flags.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` rows per coefficient (robustbase's ``lmrob`` rule).
 
     Tukey (4.685) IRLS from the high-breakdown start ``theta0`` at the start's 50 %-breakdown
     M-scale ``s_S`` (:func:`m_scale`, the S-estimate's scale); the flagging scale is ``max(s_S,
