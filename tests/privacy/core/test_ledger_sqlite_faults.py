@@ -120,3 +120,24 @@ def test_negative_stored_totals_are_recomputed_from_the_records(tmp_path):
         ledger.record("m", 0.75)
     ledger.record("m", 0.5)
     assert ledger.epsilon_spent == 1.0
+
+
+def test_a_pickled_file_ledger_whose_file_is_gone_is_refused_not_recreated_empty(tmp_path):
+    """Before the fix unpickling recreated an empty file with the budget: spent went from 0.9 to 0 and
+    the same 0.9 could be spent again (a pickled estimator loaded after the file was deleted, moved or
+    emptied)."""
+    path = tmp_path / "budget.ledger"
+    ledger = PrivacyLedger(budget=(1.0, 0.0), path=path)
+    ledger.record("m", 0.9)
+    data = pickle.dumps(ledger)
+    sketch_data = pickle.dumps(PrivateCountSketch(width=32, ledger=ledger).fit([1, 2, 3]))
+    path.unlink()
+    with pytest.raises(OSError, match="path="):
+        pickle.loads(data)
+    with pytest.raises(OSError, match="path="):
+        pickle.loads(sketch_data)
+    assert not path.exists()
+    path.write_bytes(b"")  # an emptied file
+    with pytest.raises(ValueError, match="path="):
+        pickle.loads(data)
+    assert path.stat().st_size == 0

@@ -32,7 +32,9 @@ ledger (``ledger_``), reset by ``fit``.
 
 *With a file* (``path=...``) the ledger is the file: pickling stores the path, an
 unpickled ledger (a joblib process worker, a later Python session) reopens the same
-file, and every process records into and reads the same budget.
+file, and every process records into and reads the same budget.  An unpickled ledger
+whose file is missing or empty is refused (``OSError`` / ``ValueError`` naming ``path``):
+it never starts a new, empty ledger with the old budget.
 
 *In memory* (no ``path``) a ledger lives in one process.  Pickling stores a snapshot.
 An estimator records into its *shared* ledger through :meth:`PrivacyLedger.record_shared`
@@ -767,7 +769,7 @@ class PrivacyLedger:
         if "path" in state:  # a ledger file: reopen it (the same budget, checked)
             from sklearn_bayes.privacy._core._ledger_sqlite import SQLiteStore
 
-            self._store = SQLiteStore(state["path"], self._budget)
+            self._store = SQLiteStore(state["path"], self._budget, create=False)  # its file, never a new one
             self._records = None
             self._init_totals()
             self._snapshot = False

@@ -79,10 +79,10 @@ def _translated(store, exc):
 class SQLiteStore:
     """The records and budget of a ledger file (see the module docstring)."""
 
-    def __init__(self, path, budget, timeout=BUSY_TIMEOUT):
+    def __init__(self, path, budget, timeout=BUSY_TIMEOUT, create=True):
         self.path = os.path.abspath(os.fspath(path))
         self.timeout = float(timeout)
-        self.budget = self._open(budget)
+        self.budget = self._open(budget, create)
 
     # ------------------------------------------------------------------ plumbing
     def _connect(self, create=False):
@@ -104,15 +104,23 @@ class SQLiteStore:
         """A context manager: one connection, one transaction (``BEGIN IMMEDIATE`` to write)."""
         return _Transaction(self, immediate, create)
 
-    def _open(self, budget):
+    def _open(self, budget, create=True):
         try:
-            return self._open_checked(budget)
+            return self._open_checked(budget, create)
         except sqlite3.Error as exc:  # (the transaction translates its own errors)
             raise _translated(self, exc) from None
 
-    def _open_checked(self, budget):
-        with self.transaction(create=True) as con:
+    def _open_checked(self, budget, create):
+        # create=False (a pickled ledger reopening its file): the file must hold the ledger; a
+        # missing one is an error of the connection, an empty one is refused here -- never a new,
+        # empty ledger whose budget would start again from nothing
+        with self.transaction(create=create) as con:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not create and "meta" not in tables:
+                raise ValueError(
+                    f"path={self.path!r} does not hold the ledger this PrivacyLedger was pickled with (the file "
+                    "is empty or was replaced): a pickled ledger reopens its file, it never starts a new one."
+                )
             if tables and "meta" not in tables:
                 raise ValueError(
                     f"path={self.path!r} is an SQLite database of something else (tables {sorted(tables)}), "
