@@ -141,3 +141,13 @@ def test_a_pickled_file_ledger_whose_file_is_gone_is_refused_not_recreated_empty
     with pytest.raises(ValueError, match="path="):
         pickle.loads(data)
     assert path.stat().st_size == 0
+
+
+def test_a_bytes_path_is_the_file_it_names(tmp_path):
+    """``path=b"..."`` passed the type check and then failed with an unnamed TypeError from pathlib."""
+    import os
+
+    ledger = PrivacyLedger(budget=(1.0, 0.0), path=os.fsencode(tmp_path / "b.ledger"))
+    ledger.record("m", 0.5)
+    assert ledger.path == str(tmp_path / "b.ledger")
+    assert PrivacyLedger(path=tmp_path / "b.ledger").epsilon_spent == 0.5

@@ -80,7 +80,7 @@ class SQLiteStore:
     """The records and budget of a ledger file (see the module docstring)."""
 
     def __init__(self, path, budget, timeout=BUSY_TIMEOUT, create=True):
-        self.path = os.path.abspath(os.fspath(path))
+        self.path = os.path.abspath(os.fsdecode(os.fspath(path)))  # (a bytes path as the file system decodes it)
         self.timeout = float(timeout)
         self.budget = self._open(budget, create)
 
