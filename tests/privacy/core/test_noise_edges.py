@@ -78,3 +78,18 @@ def test_discrete_gaussian_below_one_matches_the_pmf_exactly_enumerated():
     observed = np.array([np.sum(draws == 0), np.sum(np.abs(draws) == 1), np.sum(np.abs(draws) >= 2)])
     chi2 = float(np.sum((observed - n * probs) ** 2 / (n * probs)))
     assert chi2 < 13.8
+
+
+@pytest.mark.parametrize("sigma", [4.5, 10.0, 77.7, 1e3])
+def test_discrete_gaussian_pmf_normaliser_by_poisson_summation_is_the_direct_sum(sigma):
+    tail = int(math.ceil(40.0 * sigma)) + 10
+    k = np.arange(-30, 31)
+    np.testing.assert_allclose(discrete_gaussian_pmf(k, sigma), discrete_gaussian_pmf(k, sigma, tail=tail),
+                               rtol=4 * tail * np.finfo(float).eps)  # the direct sum's rounding
+
+
+def test_discrete_gaussian_pmf_at_a_huge_sigma_needs_no_huge_sum():
+    """σ = 1e12 summed 8e13 terms (a MemoryError); the pmf at 0 is 1/(σ√(2π)) to float precision."""
+    assert math.isclose(float(discrete_gaussian_pmf(0, 1e12)), 1.0 / (1e12 * math.sqrt(2 * math.pi)), rel_tol=1e-15)
+    with pytest.raises(ValueError, match="sigma"):
+        discrete_gaussian_pmf(0, math.nan)
