@@ -85,6 +85,10 @@ def _replace_one_pair_budget(epsilon, delta):
     return eps0, delta / (1.0 + math.exp(eps0))
 
 
+#: smallest public ``x_bound``: clipped rows' entries stay normal doubles (their rounding, at most
+#: √d 2.5e-324 on the norm, is covered by the clipping's 4-ulp shrink for d up to 10¹⁷)
+_MIN_X_BOUND = 1e-300
+
 #: largest add/remove ε₀ of a posterior draw: ``e^{ε₀}`` must stay within float range
 _MAX_EPS0 = 700.0
 #: smallest add/remove δ₀ = δ'/(1 + e^{ε₀}) the normal-CDF accounting resolves (normal floats, tails of ~37 sd)
@@ -218,6 +222,14 @@ class _PrivateLinearBase(BaseEstimator):
                 )
             if not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite public bound, got {name}={value!r}.")
+            if name == "x_bound" and value < _MIN_X_BOUND:
+                # rows clipped onto a smaller bound have subnormal entries, whose absolute rounding
+                # (5e-324) pushes the scaled row out of the unit ball (norm 1.83 at x_bound = 1.5e-323)
+                raise ValueError(
+                    f"x_bound={value!r} is below {_MIN_X_BOUND:g}: rows clipped onto it have subnormal "
+                    "entries whose rounding leaves the unit ball the noise is calibrated for; express X "
+                    "in larger units (a public constant) and use x_bound >= 1e-300."
+                )
 
     @staticmethod
     def _check_same_length(X, y):

@@ -9,6 +9,7 @@ The worst-case accounting here is also used by AdaOPS's ``"thesis"`` calibration
 
 import functools
 import math
+import sys
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -59,7 +60,10 @@ def calibrate_ops_gamma(epsilon0, delta0, mu_max, r_max):
     c = ops_ridge_max_c(epsilon0, delta0, mu_max)
     if c is None or c == 0:
         return None
-    gamma = c * c / (mu_max * r_max * r_max)
+    # at a ridge penalty near the largest double this overflows; any finite γ up to it is then within c
+    # (δ grows with γ), and an infinite γ would start the search below at log γ = inf (it never ended)
+    with np.errstate(over="ignore"):
+        gamma = min(float(np.float64(c) * c / (mu_max * r_max * r_max)), sys.float_info.max)
     f = lambda lg: ops_worst_case_delta(epsilon0, math.exp(lg), mu_max, r_max) - delta0  # noqa: E731
     if f(math.log(gamma)) <= 0:
         return gamma
