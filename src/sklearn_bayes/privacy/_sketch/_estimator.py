@@ -189,7 +189,8 @@ class PrivateCountSketch(
     refuses an ``epsilon`` whose first release already needs more, and
     ``use_and_forget`` / ``median_perturbation`` refuse a query once their geometric
     schedule has shrunk the budget that far ("exhausted") -- they never answer with
-    vanished noise.  A noisy cell that would overflow its dtype is refused too.
+    vanished noise, and ``error_bound`` refuses such a query alike.  A noisy cell that
+    would overflow its dtype is refused too.
 
     **A running stream keeps its parameters.**  ``fit`` (or the first
     ``partial_fit``) records them in ``fitted_params_``; ``partial_fit``, ``query``,
@@ -214,7 +215,8 @@ class PrivateCountSketch(
     own history (the common history plus its own releases) and only the composition
     covers both.  A copy loaded in another process cannot mark its original: compose
     the ledgers of every copy that answers.  ``merge`` refuses a copy of a shard it
-    already holds.
+    already holds.  A child process started by ``os.fork()`` holds copies of the parent's
+    running sketches: they are marked as such in the child (the parent's are not).
 
     *The noise of a copy* depends on the ``random_state`` the stream was started with
     (a later ``set_params`` does not count): with ``None`` (production) the copy draws
