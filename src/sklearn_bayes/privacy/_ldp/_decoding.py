@@ -100,7 +100,8 @@ class DecoderMixin:
         Pareto k above 0.7 with ``tail_ratio >= 2``: the exact
         posterior's chain, its keys and the failed weights'; a ``ConvergenceWarning`` says so), ``'eb'``
         (the empirical-Bayes decoder: ``n_iter`` and
-        ``converged`` of its EM, ``n_atoms``), or ``final_estimate``'s name for the RRRR chains
+        ``converged`` of its EM, ``n_atoms``, the sum-to-one tilt's ``tilt`` and ``tilt_converged``), ``'eb-rescale'``
+        (the same without the tilt: its means divided by their sum), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
         With ``decoder='auto'`` at 32-63 categories (static mechanisms) also ``cv_gain``: the
         cross-validated log marginal likelihood of the empirical-Bayes prior minus the symmetric
@@ -115,7 +116,7 @@ class DecoderMixin:
         if self._client is None:
             return False
         if self.decoder != "auto":
-            return self.decoder == "eb"
+            return self.decoder in ("eb", "eb-rescale")
         return self.n_categories_ >= AUTO_EB_MIN_CATEGORIES or (
             self._auto_cv_applies() and self._auto_cv_gain() >= AUTO_CV_MARGIN)
 
@@ -262,8 +263,9 @@ class DecoderMixin:
     def _decode(self, rng):
         unmeasured = dict(method=self.final_estimate, rhat=float("nan"), ess=float("nan"))
         if self._uses_eb():
-            theta, info = eb_estimate(*self._support_counts())
-            return theta, dict(method="eb", **info)
+            rescale = self.decoder == "eb-rescale"
+            theta, info = eb_estimate(*self._support_counts(), sum_to_one="rescale" if rescale else "tilt")
+            return theta, dict(method=self.decoder if rescale else "eb", **info)
         if self.n_final_steps == 0 or self.n_responses_ == 0:
             return self._chain.theta, unmeasured
         burn = self.n_final_steps - self.n_final_steps // 2

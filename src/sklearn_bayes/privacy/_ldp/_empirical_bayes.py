@@ -9,8 +9,10 @@ support count ``c_v`` is exactly ``Binomial(n, pi_v)``: an exact marginal likeli
 1. estimates the distribution ``G`` of the values ``theta_v`` across categories by its
    nonparametric maximum likelihood (Kiefer-Wolfowitz NPMLE: EM for the weights of a grid
    of atoms, :func:`npmle_weights`),
-2. returns the normalised posterior means ``E[theta_v | c_v]`` under ``G``
-   (:func:`eb_estimate`),
+2. returns the posterior means ``E[theta_v | c_v]`` under ``G`` conditioned on ``sum_v theta_v = 1``
+   by one exponential tilt of ``G`` (:func:`tilted_means`; round 14: their plain sum is within
+   0.5 % of 1 on the median run, and the tilt lowers the TV by 0.3-2.2 % where dividing by that sum
+   scaled every category alike; ``decoder='eb-rescale'`` keeps the division, :func:`eb_estimate`),
 3. and gives every category the Wilson score interval of ``pi_v`` mapped to ``theta_v``
    (:func:`binomial_intervals`): a confidence interval with the binomial's coverage (95 %
    up to the normal approximation; about 97.5 % for a category of probability exactly 0,
@@ -32,7 +34,7 @@ from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
 
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES", "binomial_intervals",
            "cv_prior_gain", "dirichlet_marginal_weights", "eb_estimate", "npmle_weights", "support_counts",
-           "support_probabilities"]
+           "support_probabilities", "tilted_means"]
 
 #: ``decoder='auto'`` uses the empirical-Bayes decoder from this many categories on.
 AUTO_EB_MIN_CATEGORIES = 64
@@ -51,6 +53,13 @@ NPMLE_TOL = 1e-4
 #: of the binomial's standard deviation apart when that fits), plus the clipped unbiased estimates
 #: and a geometric grid near 0.
 MAX_GRID = 400
+#: The tilt's root: at most this many safeguarded Newton steps, stopped when ``|sum - 1|`` is below the tolerance
+#: (then the means are divided by their sum, a change of at most that tolerance).
+TILT_MAX_ITER = 200
+TILT_TOL = 1e-12
+#: ``|lambda|`` is kept below this (atoms ``>= 1e-6`` apart in the geometric part of the grid: a tilt of ``1e12``
+#: moves ``1e6`` nats between neighbours, far beyond the ~745 of the double's range).
+TILT_MAX = 1e12
 
 
 def support_probabilities(client):
@@ -156,25 +165,92 @@ def cv_prior_gain(c, n, p, q, rho_grid, folds=AUTO_CV_FOLDS):
     return float(gain) if not np.isnan(gain) else -np.inf
 
 
-def eb_estimate(c, n, p, q):
+def _tilted(logP, u, lam):
+    """Posterior means and variances of every row under the tilt ``lam`` (rows of ``logP``: ``ln L + ln w``)."""
+    lg = logP + lam * u[None, :]
+    lg -= lg.max(axis=1, keepdims=True)
+    P = np.exp(lg)
+    P /= P.sum(axis=1, keepdims=True)
+    m = P @ u
+    return m, np.maximum(P @ (u * u) - m * m, 0.0)
+
+
+def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL):
+    """Posterior means under ``G`` conditioned on ``sum_v theta_v = 1``: one exponential tilt.
+
+    Independent priors ``G`` conditioned on the sum (Gibbs conditioning, the saddlepoint) give
+    every ``theta_v`` the posterior under ``G_lambda(du) ∝ e^{lambda u} G(du)``: row ``v`` of
+    ``L * w`` times ``e^{lambda u_j}``, with one ``lambda`` solving ``S(lambda) = sum_v
+    E_lambda[theta_v | c_v] = 1``.  ``S`` is nondecreasing (``S'`` is the sum of the posterior
+    variances), so the root is found by Newton steps kept inside a bracket (bisection when a
+    step leaves it; the bracket grows by doubling until ``S - 1`` changes sign).  Returns
+    ``(means, lambda, converged)``; ``lambda = 0`` when the untilted sum is 1.  When 1 lies
+    outside ``S``'s range (every row's support above or below it) the means are those of the
+    bracket's end, ``converged`` False.  The means are divided by their sum at the end (a change
+    of at most ``tol``), so they sum to 1 up to rounding.
+    """
+    with np.errstate(divide="ignore"):
+        logP = np.log(L) + np.log(w)[None, :]
+    m, var = _tilted(logP, u, 0.0)
+    lam, f, lo, hi, step = 0.0, m.sum() - 1.0, -np.inf, np.inf, 1.0
+    converged = abs(f) <= tol
+    for _ in range(int(max_iter) * (not converged)):
+        if f < 0:
+            lo = lam
+        else:
+            hi = lam
+        d = var.sum()
+        new = lam - f / d if d > 0 else np.nan
+        if not lo < new < hi:  # outside the bracket (or no slope): bisect, or double towards the open end
+            if np.isfinite(lo) and np.isfinite(hi):
+                new = 0.5 * (lo + hi)
+            else:
+                step = 2.0 * max(step, abs(lam))
+                new = lam + (step if f < 0 else -step)
+        new = min(max(new, -TILT_MAX), TILT_MAX)
+        if new == lam or (np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 4 * np.spacing(max(abs(lo), abs(hi)))):
+            break
+        lam = new
+        m, var = _tilted(logP, u, lam)
+        f = m.sum() - 1.0
+        if not np.isfinite(f):  # not reached on a valid grid (|lambda| <= TILT_MAX); guarded all the same
+            m, lam = _tilted(logP, u, 0.0)[0], 0.0
+            break
+        if abs(f) <= tol:
+            converged = True
+            break
+    s = m.sum()
+    return (m / s if s > 0 else np.full(m.size, 1.0 / m.size)), float(lam), bool(converged)
+
+
+def eb_estimate(c, n, p, q, sum_to_one="tilt"):
     """The empirical-Bayes estimate from the support counts ``c`` of ``n`` responses.
 
-    Returns ``(theta, info)``: ``theta`` the normalised posterior means under the NPMLE ``G``;
-    ``info`` a dict with ``n_iter``, ``converged`` (the EM's) and ``n_atoms``.
+    Returns ``(theta, info)``: ``theta`` the posterior means under the NPMLE ``G``, made to sum
+    to 1 by the exponential tilt of ``G`` (``sum_to_one='tilt'``, :func:`tilted_means`; the
+    default since round 14) or by dividing them by their sum (``'rescale'``: ``decoder='eb-rescale'``,
+    the estimate of rounds 1-13); ``info`` a dict with ``n_iter``, ``converged`` (the EM's),
+    ``n_atoms`` and, for the tilt, ``tilt`` (its ``lambda``) and ``tilt_converged``.
     """
     c = np.asarray(c, dtype=float)
     K = c.size
+    tilt = sum_to_one == "tilt"
     if n == 0:
-        return np.full(K, 1.0 / K), dict(n_iter=0, converged=True, n_atoms=0)
+        extra = dict(tilt=0.0, tilt_converged=True) if tilt else {}
+        return np.full(K, 1.0 / K), dict(n_iter=0, converged=True, n_atoms=0, **extra)
     f = (c / n - q) / (p - q)
     u = _grid(f, n, p, q)
     L = _likelihood(c, n, p, q, u)
     w, n_iter, converged = npmle_weights(L)
+    info = dict(n_iter=n_iter, converged=converged, n_atoms=int(u.size))
+    if tilt:
+        theta, lam, ok = tilted_means(L, w, u)
+        return theta, dict(info, tilt=lam, tilt_converged=ok)
     post = L * w[None, :]
     mean = (post @ u) / post.sum(axis=1)
     s = mean.sum()
     theta = mean / s if s > 0 else np.full(K, 1.0 / K)
-    return theta, dict(n_iter=n_iter, converged=converged, n_atoms=int(u.size))
+    return theta, info
 
 
 def binomial_intervals(c, n, p, q, level):
