@@ -151,6 +151,11 @@ def _as_2d_items(X, name):
         ndim = X.ndim
     elif isinstance(X, (str, bytes)):
         raise TypeError(f"{name} must be an array-like of items, got a single {type(X).__name__}.")
+    elif isinstance(X, (set, frozenset, dict)):  # (numpy reads them as one object: "a scalar")
+        raise TypeError(
+            f"{name} must be an array-like of items (a list, a NumPy array, a DataFrame), got a "
+            f"{type(X).__name__}; pass list({name}) for its items (a stream counts repeated items)."
+        )
     else:
         try:
             arr = np.asarray(X)
