@@ -70,6 +70,12 @@ from 32 categories) help below 32?  On the general cells below 32 categories (``
 ``--cells``: some) or, with ``--paper-k`` and neither, the paper grid's ``--paper-k`` cells: ``cv_gain`` over
 the runs and ``'eb'`` against today's ``theta_`` on the same responses (paired TV ratio, coverage), and the
 rule "'eb' where the gain >= 3 (or 0) nats".
+``--eb-sum-step`` (round 14, only this part; ``--general``'s cells, ``--fresh-13``, ``--cells``): the
+empirical-Bayes decoder's sum-to-one step on the default's own responses (the general part's seeds, 'eb' runs only):
+the plain means' sum, the tilt's ``lambda``, the excess mass on near-empty categories, and the median TV and paired
+ratios of the means divided by their sum (``decoder='eb-rescale'``), the tilt (``'eb'``), a norm-sub of the means,
+the common-quantile (TV-Bayes) point, a smoother ``G`` (the NPMLE mixed with the best ``Beta(rho, (K-1) rho)``, the
+weight by 5-fold cross-validated marginal likelihood) with the tilt, and the oracle ``G`` (theta*'s own values).
 ``--sparse-choice CELL ...`` (round 12, only this part): the spike/bulk prior chosen per fit against the
 symmetric hierarchical prior (``_sparse_prior.SpikeBulkChoice`` in the Python reference chain), against today's
 count posterior on the same responses (``SPARSE_CHOICE_CELLS``; ``--w-shape``, ``--symmetric-mass`` vary it).
@@ -757,6 +763,106 @@ SPARSE_CHOICE_CELLS = {
 }
 
 
+def _eb_sum_step_run(cell, run):
+    """Round 14: the sum-to-one step of the 'eb' decoder on the general part's responses (None unless 'eb')."""
+    from sklearn_bayes.experiments._ldp_peers import peer_estimates
+    from sklearn_bayes.privacy._ldp._empirical_bayes import (_grid, _likelihood, dirichlet_marginal_weights,
+                                                             npmle_weights, tilted_means)
+    from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
+
+    name, split, K, eps, n, make = cell
+    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
+    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
+    theta = make(r_theta)
+    x = r_users.choice(K, size=n, p=theta)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x.reshape(-1, 1))
+        if est.convergence_["method"] != "eb":
+            return None
+    c, nn, p, q = est._support_counts()
+    r_peers.spawn(1)  # as _general_run: its first child times IBU, the peers' streams follow
+    pe, _ = peer_estimates(x, K, eps, r_peers)
+    u = _grid((c / nn - q) / (p - q), nn, p, q)
+    L = _likelihood(c, nn, p, q, u)
+
+    def summaries(L, w, u):
+        P = L * w[None, :]
+        P = P / P.sum(axis=1, keepdims=True)
+        m = P @ u
+        cdf = np.cumsum(P, axis=1)
+        quant = lambda tau: u[np.minimum((cdf < tau).sum(axis=1), u.size - 1)]
+        lo, hi = 0.0, 1.0  # common level tau with sum_v Q_v(tau) = 1, interpolated (round 13's TV-Bayes point)
+        for _ in range(60):
+            lo, hi = (lo, 0.5 * (lo + hi)) if quant(0.5 * (lo + hi)).sum() >= 1 else (0.5 * (lo + hi), hi)
+        t_lo, t_hi = quant(lo), quant(hi)
+        a = 0.0 if t_hi.sum() == t_lo.sum() else (1 - t_lo.sum()) / (t_hi.sum() - t_lo.sum())
+        cq = (1 - a) * t_lo + a * t_hi
+        return m, tilted_means(L, w, u)[:2], cq / cq.sum()
+
+    def norm_sub(m):
+        srt = np.sort(m)[::-1]
+        d = (np.cumsum(srt) - 1) / np.arange(1, m.size + 1)
+        return np.maximum(m - d[np.nonzero(srt - d > 0)[0][-1]], 0.0)
+
+    w = npmle_weights(L)[0]
+    m, (tilt, lam), cq = summaries(L, w, u)
+    WB = dirichlet_marginal_weights(u, K, RHO_GRID)
+    fold, alphas, score = np.arange(K) % 5, np.array([0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]), 0.0
+    with np.errstate(divide="ignore"):
+        for k in range(5):
+            tr, te = fold != k, fold == k
+            wk, bk = npmle_weights(L[tr])[0], WB[np.argmax(np.log(L[tr] @ WB.T).sum(axis=0))]
+            score = score + np.array([np.log(L[te] @ ((1 - a) * wk + a * bk)).sum() for a in alphas])
+        b = WB[np.argmax(np.log(L @ WB.T).sum(axis=0))]
+    alpha = alphas[np.argmax(score)]
+    uo = np.unique(theta)
+    wo = np.array([(theta == v).mean() for v in uo])
+    mo, (tilt_o, _), cq_o = summaries(_likelihood(c, nn, p, q, uo), wo, uo)
+    tv = lambda e: 0.5 * float(np.abs(e - theta).sum())
+    small = theta < 0.1 / K
+    est_tv = {"rescale": tv(m / m.sum()), "tilt": tv(tilt), "ns(means)": tv(norm_sub(m)), "cq": tv(cq),
+              "bmix+tilt": tv(tilted_means(L, (1 - alpha) * w + alpha * b, u)[0]), "oracle mean": tv(mo / mo.sum()),
+              "oracle tilt": tv(tilt_o), "oracle cq": tv(cq_o)}
+    assert abs(est_tv["tilt"] - tv(est.theta_)) < 1e-12  # the default's theta_ is the tilt
+    return dict(raw=float(m.sum()), lam=lam, alpha=alpha, excess=float(m[small].sum() - theta[small].sum()),
+                est=est_tv, peers={k: tv(v) for k, v in pe.items()})
+
+
+def eb_sum_step(cells, runs, n_jobs):
+    """Round 14's table: per cell and variant, median TV, ratio to the best peer (medians), and paired geometric
+    ratios (+- SE) to the best peer and to the means divided by their sum, on the same responses."""
+    from joblib import Parallel, delayed
+
+    t0 = time.perf_counter()
+    res = Parallel(n_jobs=n_jobs)(delayed(_eb_sum_step_run)(c, r) for c in cells for r in range(runs))
+
+    def paired(a, b):
+        lr = np.log(np.asarray(a) / np.asarray(b))
+        g = float(np.exp(lr.mean()))
+        return f"{g:.3f} +- {g * lr.std(ddof=1) / np.sqrt(lr.size):.3f}" if lr.size > 1 else f"{g:.3f}"
+
+    for i, cell in enumerate(cells):
+        rs = [r for r in res[i * runs : (i + 1) * runs] if r is not None]
+        if not rs:
+            continue
+        best = min(rs[0]["peers"], key=lambda m: np.median([r["peers"][m] for r in rs]))
+        bt = [r["peers"][best] for r in rs]
+        print(f"\n== {cell[0]} K={cell[2]} eps={cell[3]:g} n={cell[4]:.0e} ({cell[1]}), {len(rs)} 'eb' runs: plain sum "
+              f"median {np.median([r['raw'] for r in rs]):.4f} (range {min(r['raw'] for r in rs):.3f}-"
+              f"{max(r['raw'] for r in rs):.3f}), lambda median {np.median([r['lam'] for r in rs]):.3g}, excess mass "
+              f"of the means on theta*_v < 0.1/K {np.median([r['excess'] for r in rs]):+.3f}, bmix weight median "
+              f"{np.median([r['alpha'] for r in rs]):.2f}; best peer {best} {np.median(bt):.4f} ==")
+        rows = [dict(variant=k, median_tv=float(np.median([r["est"][k] for r in rs])),
+                     ratio=float(np.median([r["est"][k] for r in rs]) / np.median(bt)),
+                     paired_best=paired([r["est"][k] for r in rs], bt),
+                     paired_rescale=paired([r["est"][k] for r in rs], [r["est"]["rescale"] for r in rs]))
+                for k in rs[0]["est"]]
+        print(format_table(rows, ["variant", "median_tv", "ratio", "paired_best", "paired_rescale"]))
+    print(f"({time.perf_counter() - t0:.0f} s, {runs} runs per cell, n_jobs={n_jobs})")
+
+
 def _sparse_choice_run(cell, run, w_shape, mass, burn=300, keep=1500):
     """Round 12 (issue 28): one run of ``--sparse-choice``.  Today's count posterior (``decoder='counts'``, the
     symmetric hierarchical prior) and, on its groups (the same responses), the Python reference chain
@@ -908,6 +1014,8 @@ def main():
     ap.add_argument("--sparse-choice", nargs="+", default=None, choices=sorted(SPARSE_CHOICE_CELLS), metavar="CELL",
                     help="only: round 12, the spike/bulk prior chosen per fit against the symmetric one on these "
                          "cells (SPARSE_CHOICE_CELLS: " + " ".join(SPARSE_CHOICE_CELLS) + ")")
+    ap.add_argument("--eb-sum-step", action="store_true",
+                    help="round 14: the 'eb' decoder's sum-to-one step and G on the general part's responses (--cells)")
     ap.add_argument("--prior", default=None, help="--general: ours with this prior (e.g. spike-bulk, round 12)")
     ap.add_argument("--w-shape", type=float, default=None, help="--sparse-choice: w ~ Beta(W, 1) (default 5)")
     ap.add_argument("--symmetric-mass", type=float, default=None,
@@ -937,6 +1045,11 @@ def main():
         cells = [c for i, c in enumerate(pool) if general_too and c[2] < 32 and (args.cells is None or i in args.cells)]
         paper = [s for s in PAPER_SETTINGS if args.paper_k is not None and s["K"] in args.paper_k]
         cv_below(cells, paper, runs, args.n_jobs)
+        return
+
+    if args.eb_sum_step:
+        pool = FRESH_13_CELLS if args.fresh_13 else GENERAL_CELLS
+        eb_sum_step([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
         return
 
     if args.general:
