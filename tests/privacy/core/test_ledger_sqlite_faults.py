@@ -151,3 +151,13 @@ def test_a_bytes_path_is_the_file_it_names(tmp_path):
     ledger.record("m", 0.5)
     assert ledger.path == str(tmp_path / "b.ledger")
     assert PrivacyLedger(path=tmp_path / "b.ledger").epsilon_spent == 0.5
+
+
+def test_the_repr_of_an_unreadable_ledger_file_does_not_raise(tmp_path):
+    """``repr`` (hence the repr of an estimator holding the ledger) raised the file's error."""
+    path = tmp_path / "budget.ledger"
+    ledger = _filled(path)
+    _corrupt(path)
+    assert "unreadable: ValueError" in repr(ledger) and "path=" in repr(ledger)
+    text = repr(PrivateCountSketch(ledger=ledger))
+    assert "unreadable" in text

@@ -786,9 +786,12 @@ class PrivacyLedger:
         self._finalizer = None
 
     def __repr__(self):
-        parts = [f"n_releases={self.n_releases}"]
-        eps, delta = self._totals()
-        parts += [f"epsilon_spent={eps:.6g}", f"delta_spent={delta:.6g}"]
+        try:
+            parts = [f"n_releases={self.n_releases}"]
+            eps, delta = self._totals()
+            parts += [f"epsilon_spent={eps:.6g}", f"delta_spent={delta:.6g}"]
+        except (OSError, ValueError) as exc:  # a ledger file that is locked, missing or corrupt: repr never raises
+            parts = [f"unreadable: {type(exc).__name__}"]
         if self._budget is not None:
             parts.append(f"budget=({self._budget[0]:.6g}, {self._budget[1]:.6g})")
         if self._store is not None:
