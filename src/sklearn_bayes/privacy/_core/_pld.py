@@ -180,6 +180,9 @@ def gaussian_hockey_stick(m1, s1, m2, s2, epsilon):
     ``P(S_i) - e^ε Q(S_i) = P(S_i)(1 - e^{ε + log Q(S_i) - log P(S_i)})`` with the log
     probabilities from ``log Φ``, so any finite ``ε`` is exact (no overflow of ``e^ε`` above
     709, no tail probability ``Q(S_i)`` underflowing to 0 before it is scaled by ``e^ε``).
+    With equal variances, where ``P(S)`` and ``e^ε Q(S)`` agree to six digits (a shift far
+    below the sd, ε near 0), the piece is ``(P - Q) - (e^ε - 1) Q`` with ``P - Q`` the mass of
+    one normal law on an interval of known width: a positive δ is never rounded to 0.
 
     Examples
     --------
@@ -377,6 +380,8 @@ def analytic_gaussian_delta(sigma, epsilon, sensitivity=1.0):
 
     ``Φ(Δ/(2σ) - εσ/Δ) - e^ε Φ(-Δ/(2σ) - εσ/Δ)`` (Balle and Wang 2018, Theorem 8); ``σ = 0`` (no
     noise) gives 1.  A negative or nan ``σ`` or ``ε``, or a sensitivity not finite and > 0, raises ValueError.
+    Exact (10⁻⁸ relative, tested against 330-digit arithmetic) for σ from 1e-300 to 1e300 and any
+    finite ε: where the two terms nearly cancel (σ >> Δ) their difference is computed directly.
     """
     sigma, epsilon = _check_nonnegative_epsilon(sigma, "sigma"), _check_nonnegative_epsilon(epsilon)
     if isinstance(sensitivity, (bool, np.bool_)) or not (0 < sensitivity < math.inf):
