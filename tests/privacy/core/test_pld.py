@@ -259,3 +259,20 @@ def test_composed_pld_grows_with_the_composed_gaussian():
         ds = [ops_ridge_composed_delta(eps, mu, c, g) for g in (0.0, 0.05, 0.2, 0.5, 1.0)]
         assert np.all(np.diff(ds) >= -1e-15)
         assert ds[0] >= ops_ridge_delta(eps, mu, c) - 1e-15
+
+
+@pytest.mark.parametrize("mu, c", [(0.0, 1e-6), (1e-8, 0.0), (1e-8, 1e-6), (1e-3, 0.1), (0.1, 1.0), (1.0, 10.0)])
+def test_ops_ridge_epsilon_is_never_below_the_epsilon_that_certifies_delta(mu, c):
+    """``δ(ops_ridge_epsilon(δ)) <= δ`` at every δ down to 1e-300, and ε decreases in δ.
+
+    Failed before where δ(ε) is very steep (a tiny shift or leverage: ε ~ 1e-5): the root search's
+    absolute tolerance 1e-12 left ε up to 1e-7 relative short, and δ(ε) then exceeded δ by 1e-5
+    relative (μ = 0, c = 1e-6, δ = 1e-300: ε = 3.66e-5 gave 1.0000076e-300).  The per-instance ε of
+    a record was under-stated by that much."""
+    deltas = [1e-300, 1e-100, 1e-20, 1e-10, 1e-6, 1e-3, 0.1, 0.5, 0.9]
+    eps = [ops_ridge_epsilon(d, mu, c) for d in deltas]
+    assert np.all(np.diff(eps) <= 0)
+    for d, e in zip(deltas, eps):
+        assert ops_ridge_delta(e, mu, c) <= d, (d, e)
+        if e > 0:  # and it is the smallest such ε to 1e-6 relative
+            assert ops_ridge_delta(e * (1 - 1e-6), mu, c) > d

@@ -319,7 +319,14 @@ def ops_ridge_epsilon(delta, mu, c):
         if hi >= _MAX_EPSILON_SEARCH:
             return math.inf
         hi *= 2.0
-    return optimize.brentq(f, 0.0, hi, xtol=1e-12, rtol=1e-12) * (1 + 1e-10)
+    eps = optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=1e-12) * (1 + 1e-10)
+    # relative tolerance only (an absolute 1e-12 left a tiny ε 1e-7 short, or 4e-5 long); where δ(ε) is
+    # very steep (a small shift or leverage) the last digits still matter: step up until δ is certified
+    step = 1e-10
+    while f(eps) > 0:
+        step *= 4.0
+        eps = max(eps * (1.0 + step), eps + 1e-300)
+    return eps
 
 
 def ops_ridge_max_c(epsilon, delta, mu):
