@@ -276,3 +276,18 @@ def test_design_rows_are_in_the_unit_ball_and_coefficients_come_back_in_original
     # noise of the release at eps = 50: about 2e-4 per coefficient here; 5e-3 is > 10 standard deviations
     np.testing.assert_allclose(est.coef_, ols[:3], atol=5e-3)
     assert est.intercept_ == pytest.approx(ols[3], abs=5e-3)
+
+
+def test_gaussian_delta_keeps_a_positive_delta_where_the_terms_nearly_cancel():
+    """The certificate of the grid release at a small ratio μ and ε near 0: δ(0) = erf(μ/(2√2)) (the
+    total variation), exact to a few roundings; the Φ - e^ε Φ form from two logarithms gave 0 at
+    μ = 1e-20 and kept 4 digits at μ = 1e-12 (HQI)."""
+    from scipy import special
+
+    from sklearn_bayes.privacy._linear._ssp_posterior import gaussian_delta
+
+    for mu in (1e-300, 1e-20, 1e-12, 1e-6, 0.5, 3.0):
+        tv = float(special.erf(mu / (2.0 * np.sqrt(2.0))))
+        assert gaussian_delta(mu, 0.0) == pytest.approx(tv, rel=1e-12)
+    # a negative ε (the snapping's ε - (μ + ω)ω may be one) keeps its closed form: δ >= 1 - e^ε
+    assert gaussian_delta(1e-3, -0.5) >= -np.expm1(-0.5)

@@ -76,7 +76,7 @@ import math
 import numpy as np
 from scipy import linalg, special
 
-from sklearn_bayes.privacy._core import analytic_gaussian_sigma, sample_noise
+from sklearn_bayes.privacy._core import analytic_gaussian_sigma, ops_ridge_delta, sample_noise
 
 __all__ = [
     "check_grid_range",
@@ -133,6 +133,10 @@ def gaussian_delta(mu, epsilon):
     mu, epsilon = float(mu), float(epsilon)
     if mu <= 0.0:  # identical distributions
         return 0.0 if epsilon >= 0.0 else -math.expm1(epsilon)
+    if epsilon >= 0.0 and math.isfinite(mu):
+        # two unit Gaussians μ apart (the ridge pair without leverage, exact): computed without cancellation
+        # where the two terms nearly agree (μ small, ε near 0: the form below rounded δ = 4e-21 at μ = 1e-20 to 0)
+        return ops_ridge_delta(epsilon, 0.0, mu)
     a = special.log_ndtr(-epsilon / mu + 0.5 * mu)
     b = epsilon + special.log_ndtr(-epsilon / mu - 0.5 * mu)
     return float(math.exp(a) * -math.expm1(b - a)) if b < a else 0.0
