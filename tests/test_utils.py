@@ -1,5 +1,6 @@
 """Shared validation helpers and estimator discovery."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -9,6 +10,7 @@ from sklearn.base import BaseEstimator
 import sklearn_bayes
 from sklearn_bayes.exceptions import SeededNoiseWarning
 from sklearn_bayes.utils import all_estimators, check_epsilon, check_privacy_random_state
+from sklearn_bayes.utils._transaction import serialized, transactional
 
 
 @pytest.mark.parametrize("good", [1e-6, 0.5, 1, 10.0, np.float32(2.0), np.int64(3)])
@@ -107,3 +109,80 @@ def test_privacy_random_state_warns_when_a_copied_generator_replays_noise(kind):
         check_privacy_random_state(make(None), owner="C", instance=Owner())  # fresh entropy
         check_privacy_random_state(None, owner="C", instance=Owner())
     assert _replay_warnings(record) == []
+
+
+class _Drawer:
+    """An object with a generator, a failing transactional draw and a serialized draw."""
+
+    def __init__(self, gen, other=None):
+        self.rng, self.other, self.n = gen, other, 0
+
+    @transactional
+    def draw_then_fail(self):
+        self.n += 1
+        self.rng.random(3)
+        if self.other is not None:
+            self.other.released.append(self.other.draw())  # another object draws and releases meanwhile
+        raise ValueError("refused")
+
+    @serialized
+    def draw(self):
+        return self.rng.random(3)
+
+
+class _Peer(_Drawer):
+    def __init__(self, gen):
+        super().__init__(gen)
+        self.released = []
+
+
+def test_transactional_rewinds_a_generator_only_it_used():
+    gen = np.random.default_rng(0)
+    a = _Drawer(gen)
+    state = gen.bit_generator.state
+    with pytest.raises(ValueError):
+        a.draw_then_fail()
+    assert gen.bit_generator.state == state and a.n == 0
+
+
+def test_transactional_never_rewinds_noise_another_object_drew_from_the_same_generator():
+    gen = np.random.default_rng(0)
+    b = _Peer(gen)
+    a = _Drawer(gen, other=b)
+    with pytest.raises(ValueError):
+        a.draw_then_fail()
+    assert a.n == 0
+    a.draw()  # after a rewind, a's retry would draw again what it drew before b ...
+    assert not np.array_equal(b.draw(), b.released[0])  # ... and b's next draw would replay its release
+
+
+def test_transactional_does_not_rewind_while_another_object_is_drawing():
+    gen = np.random.default_rng(0)
+    a = _Drawer(gen)
+    started, finish = threading.Event(), threading.Event()
+
+    class _Slow(_Drawer):
+        @serialized
+        def draw(self):
+            out = self.rng.random(3)
+            started.set()
+            finish.wait(10)
+            return out
+
+    b = _Slow(gen)
+    t = threading.Thread(target=b.draw)
+    t.start()
+    started.wait(10)
+    state = gen.bit_generator.state
+    with pytest.raises(ValueError):
+        a.draw_then_fail()  # b is still running a call on gen: no rewind
+    finish.set()
+    t.join()
+    assert gen.bit_generator.state != state
+    assert not _transaction_registry_leaks()
+
+
+def _transaction_registry_leaks():
+    from sklearn_bayes.utils import _transaction
+
+    return bool(_transaction._GENERATOR_CALLS)

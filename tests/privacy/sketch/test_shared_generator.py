@@ -1,9 +1,10 @@
 """Two sketches seeded by one caller-owned ``Generator``, one of them refused mid-release (task HQH).
 
-``transactional`` (``sklearn_bayes/utils/_transaction.py``, the lead's file) rewinds every
-``Generator`` the failing object holds to its state on entry.  When another sketch drew from the
-same generator in between (another thread) and released that noise, the rewind hands the same
-state out again: the other sketch's next query set replays its released noise.  Deterministic
+``transactional`` (``sklearn_bayes/utils/_transaction.py``) rewound every ``Generator`` the
+failing object held to its state on entry.  When another sketch drew from the same generator in
+between (another thread) and released that noise, the rewind handed the same state out again: the
+other sketch's next query set replayed its released noise.  Now a generator is rewound only when no
+other object's call on it ran meanwhile.  Deterministic
 reproduction: sketch A's shared-ledger record runs B's query in a thread, then refuses; A retries
 (drawing again exactly its unreleased values); B's next query set then draws the noise of its first
 one again.  With ``depth=1`` and use-and-keep, ``2 a1 - a2`` is then the exact count of every item.
@@ -38,11 +39,6 @@ class _RefusesOnceAfterB(PrivacyLedger):
         return super().record_shared(*args, **kwargs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="utils/_transaction.transactional rewinds a Generator another sketch drew released noise from "
-    "(lead's file; see the HQH report)",
-)
 def test_a_refused_release_does_not_rewind_noise_another_sketch_released():
     gen = np.random.default_rng(0)
     ledger = _RefusesOnceAfterB()
