@@ -276,3 +276,14 @@ def test_ops_ridge_epsilon_is_never_below_the_epsilon_that_certifies_delta(mu, c
         assert ops_ridge_delta(e, mu, c) <= d, (d, e)
         if e > 0:  # and it is the smallest such ε to 1e-6 relative
             assert ops_ridge_delta(e * (1 - 1e-6), mu, c) > d
+
+
+def test_composed_pld_of_a_far_pair_is_refused_by_name_not_by_memory():
+    """A pair 1e10 sd apart asked dp-accounting for 8e14 loss points (MemoryError: 5.68 PiB); the
+    discretisation is refused naming ``interval`` (the loss range over it), and a moderate pair still
+    gives its δ, at least the exact one."""
+    from sklearn_bayes.privacy._core._pld import ops_ridge_composed_delta
+
+    with pytest.raises(ValueError, match="interval="):
+        ops_ridge_composed_delta(1.0, 0.01, 1e10, 1.0)
+    assert ops_ridge_composed_delta(1.0, 0.01, 5.0, 0.0) >= ops_ridge_delta(1.0, 0.01, 5.0) - 1e-15

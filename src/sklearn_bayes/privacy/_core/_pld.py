@@ -464,6 +464,10 @@ def _quadratic_loss_sf(A, B, C0, ell):
     return np.where(disc > 0, np.maximum(between, 0.0), 0.0)
 
 
+#: most points of one discretised privacy-loss distribution (memory: about 100 bytes each in dp-accounting)
+_MAX_PLD_POINTS = 10**7
+
+
 def _rounded_loss_pmf(m1, s1, m2, s2, interval):
     """Pessimistic PMF (rounded up to multiples of ``interval``) of ``log p/q`` under ``p = N(m1, s1²)``."""
     # in the standardised variable t = (x - m1)/s1 ~ N(0, 1): log p/q = A t² + B t + C0
@@ -475,6 +479,12 @@ def _rounded_loss_pmf(m1, s1, m2, s2, interval):
     vals = A * t * t + B * t + C0
     k_lo = int(math.floor(vals.min() / interval))
     k_hi = int(math.ceil(vals.max() / interval))
+    if k_hi - k_lo > _MAX_PLD_POINTS:
+        # a shift c of 1e10 asked for 8e14 points (a MemoryError of 5.68 PiB): refuse by name instead
+        raise ValueError(
+            f"the privacy loss spans {k_hi - k_lo} multiples of interval={interval!r} (more than "
+            f"{_MAX_PLD_POINTS:g}): the pair is too far apart for this discretisation; use a larger interval."
+        )
     ks = np.arange(k_lo, k_hi + 1)
     sf = _quadratic_loss_sf(A, B, C0, ks * interval)
     mass = np.empty(ks.shape[0])
