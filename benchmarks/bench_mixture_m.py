@@ -65,7 +65,14 @@ numbers: every method sees the same data in every cell.
    picks the cells, ``--extra-reps`` the draws); ``mixture (round 11b)`` is a column of ``--parts real`` and
    ``extra``.
 15. ``--parts flags`` (issue 30, round 13b; not in the default parts): :func:`flags`, the rows the default's
-   ``flag_outliers`` and statsmodels' MM mark on the full data of each set (``--sets``; default all).
+   ``flag_outliers`` and statsmodels' MM mark on the full data of each set (``--sets``; default all);
+   ``--flag-rules`` adds the rows each flagging rule of round 14 (:data:`CLEAN_FLAG_RULES`) marks.
+16. ``--parts cleanflags`` (issue 30, round 14; not in the default parts): :func:`clean_flags`, the share of clean
+   rows flagged at small n by the default, ``variant="paper"``, statsmodels' MM and the candidate rules
+   (``--flag-cells``, ``--flag-reps``).
+17. ``--parts fallback`` and ``--parts fallbackboston`` (issue 30, round 14, part B; not in the default parts):
+   :func:`fallback`, where the misspecified-mean fallback fires and what LAD or Tukey would give there, and part 2
+   (Boston) with those fallbacks as columns.
 """
 
 import argparse
@@ -2104,7 +2111,8 @@ def flags(sets, rules=False):
         if rules:
             for rule in CLEAN_FLAG_RULES:
                 fl = set(np.flatnonzero(cap["c"][rule][0]))
-                ag = "--" if u is None else "yes" if fl == mm else "subset" if fl < mm else "superset" if fl > mm else "no"
+                ag = "--" if u is None else "yes" if fl == mm else "subset" if fl < mm else "no"
+                ag = "superset" if u is not None and fl > mm else ag
                 print(f"{'':<16}{'':>7}  {'  ' + rule:<46}{_row_ranges(fl):<46}{ag}", flush=True)
 
 
@@ -2438,6 +2446,108 @@ def _flag_cells_arg(arg):
     return [(item.split(":")[0], int(item.split(":")[1])) for item in arg.split(",") if item]
 
 
+# --------------------------------------------------------------------------------------
+# 17. issue 30 round 14 (part B): the misspecified-mean fallback (``--parts fallback``)
+# --------------------------------------------------------------------------------------
+
+#: the fallbacks of :func:`fallback`: Huber (1.345) with its own scale (the default's), LAD, Tukey (4.685) with
+#: its own scale (the same alternation, ``_selection.huber_with_own_scale``)
+FALLBACKS = ("Huber 1.345", "LAD", "Tukey 4.685")
+
+
+def _fallback_fit(alternative):
+    """The default mixture with ``alternative`` (``"LAD"``: the LP fit of all training rows; ``"Tukey 4.685"``:
+    Tukey with its own scale, ``_selection.MISSPECIFIED_LOSS``) in place of its misspecified-mean fallback."""
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
+
+    def fit(X, y):
+        if alternative == "Tukey 4.685":
+            with _patched("_selection", MISSPECIFIED_LOSS=TukeyBiweight(4.685)):
+                return _mixture()(X, y)
+        select, log = sel.select, []
+
+        def logged(*a, **k):
+            log.append(select(*a, **k))
+            return log[-1]
+
+        try:
+            sel.select = logged
+            coef = _mixture()(X, y)
+        finally:
+            sel.select = select
+        test = log[-1]["misspecification"]
+        fired = not log[-1]["small"] and test is not None and test[2] < sel.MISSPECIFICATION_LEVEL
+        return _lad(X, y) if fired else coef
+
+    return fit
+
+
+def fallback(n_splits, sets):
+    """Issue 30 round 14, part B (``--parts fallback``): where the default's linearity test sends the fit to the
+    misspecified-mean fallback (``_selection.MISSPECIFIED_LOSS``) and what another fallback would give there.
+
+    Per set, ``n_splits`` random 75/25 splits (those of ``--parts real``): the splits where the fallback fired
+    (the test rejected and the small-sample path was not taken); on those, held-out median absolute error and
+    trimmed MSE of the default (Huber 1.345 with its own scale) and of the default with LAD (the LP fit of the
+    training rows) or Tukey (4.685, own scale) as the fallback, each over the default's mean with the paired
+    change and its SE.  Sets where it never fired are listed on one line."""
+    from sklearn.model_selection import train_test_split
+
+    import sklearn_bayes.linear_model._mixture._selection as sel
+    from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
+
+    t0 = time.perf_counter()
+    select, never = sel.select, []
+    print(f"\nRound 14 (B): the misspecified-mean fallback, {n_splits} splits per set; on the splits where it fired: "
+          f"held-out median absolute error / trimmed MSE over the default's (Huber 1.345), paired change (SE)")
+    print(f"{'set':<18}{'n':>4}{'p':>3}{'fired':>6}  " + "".join(f"{'medae ' + f:<26}" for f in FALLBACKS[1:])
+          + "".join(f"{'tmse ' + f:<26}" for f in FALLBACKS[1:]))  # fmt: skip
+    for item in sets:
+        X, y = load_real(item)
+        rows = []
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            log = []
+
+            def logged(*a, **k):
+                out = select(*a, **k)
+                log.append(out)
+                return out
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    sel.select = logged
+                    coefs = {"Huber 1.345": _mixture()(Xtr, ytr)}
+                finally:
+                    sel.select = select
+                out = log[-1]
+                test = out["misspecification"]
+                if out["small"] or test is None or not test[2] < sel.MISSPECIFICATION_LEVEL:
+                    continue
+                coefs["LAD"] = _lad(Xtr, ytr)
+                with _patched("_selection", MISSPECIFIED_LOSS=TukeyBiweight(4.685)):
+                    coefs["Tukey 4.685"] = _mixture()(Xtr, ytr)
+            errs = {f: yte - Xte @ np.asarray(c) - i for f, (c, i) in coefs.items()}
+            rows.append([[float(np.median(np.abs(errs[f]))) for f in FALLBACKS],
+                         [trimmed_mse(errs[f]) for f in FALLBACKS]])
+        if not rows:
+            never.append(item)
+            continue
+        R = np.array(rows)  # splits x metric x fallback
+        cells = ""
+        for k in range(2):
+            ref = R[:, k, 0].mean()
+            for j in range(1, len(FALLBACKS)):
+                d = (R[:, k, j] - R[:, k, 0]) / ref
+                se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
+                cells += f"{R[:, k, j].mean() / ref:.3f} ({d.mean():+.3f} {se:.3f})".ljust(26)
+        print(f"{item:<18}{X.shape[0]:>4}{X.shape[1] + 1:>3}{len(R):>6}  {cells}", flush=True)
+    print("never fired: " + (", ".join(never) or "(none)"))
+    print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -2462,7 +2572,8 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="200 repetitions, 100 splits, 5 repeats")
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
-                         "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags")  # fmt: skip
+                         "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
+                         "fallbackboston")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -2538,6 +2649,10 @@ def main(argv=None):
             s_scale(args.real_splits, _chosen_sets(args.sets), args.extra_reps)
         if "flags" in parts:
             flags(_chosen_sets(args.sets, default=[s[1] for s in REAL_SETS]), rules=args.flag_rules)
+        if "fallback" in parts:
+            fallback(args.real_splits, _chosen_sets(args.sets))
+        if "fallbackboston" in parts:  # round 14 (B): Boston (part 2) with the other fallbacks as columns
+            boston(args.splits, dict(meths, **{f"mixture ({f} fallback)": _fallback_fit(f) for f in FALLBACKS[1:]}))
         if "cleanflags" in parts:
             clean_flags(args.flag_reps, _flag_cells_arg(args.flag_cells))
         if "spread13" in parts:
