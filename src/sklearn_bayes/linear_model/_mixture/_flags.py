@@ -7,15 +7,19 @@ errors of sd 1 its mean was 0.43 at ``n = 15``, ``p = 4``; user guide, round 12)
 (Tukey 4.685) at that scale then hugs part of the rows, and ``|r_i| > 2.5 s`` flagged 26 % of
 the rows of clean Gaussian samples at ``n = 12``, ``p = 4`` (nominal 1.24 %).
 
-The flags therefore use robustbase ``lmrob``'s finite-sample S scale (Rousseeuw and Leroy's
-normalisation by the residual degrees of freedom): the biweight M-scale of the S start's
-residuals with ``sum_i rho(r_i / s) = b (n - p)`` instead of ``b n`` (``b = 1/2``), an MM step
-from the S start at that scale, and the flagging scale the larger of that scale and the corrected
+At most :data:`FINITE_SAMPLE_FLAGS_ROWS_PER_COEF` (4) effective rows per coefficient the flags
+therefore use robustbase ``lmrob``'s finite-sample S scale (Rousseeuw and Leroy's normalisation by
+the residual degrees of freedom): the biweight M-scale with ``sum_i rho(r_i / s) = b (n - p)``
+instead of ``b n`` (``b = 1/2``), minimised locally by Fast-S I-steps from the S start, an MM
+step from there at that scale, and the flagging scale the larger of that scale and the corrected
 MAD of the MM residuals (the rule of the flags before).  For even ``n`` and ``p`` this ``b (n -
 p) / n`` equals ``(n - h) / n`` at the maximal-breakdown quantile ``h = n // 2 + (p + 1) // 2``
-of LMS and LTS.  The fit's coefficients, its loss choice and the MM fit that choice's guard reads
-are not changed: this module serves the flags only (``outlier_mask_``, ``flag_outliers``,
-``mm_coef_``, ``residual_scale_``, and the sandwich's clipping of flagged rows).
+of LMS and LTS.  Above the gate the flags read round 13's MM fit (``_s_start.mm_for_flags``):
+there the larger scale would let the MM step re-admit rows that statsmodels' MM flags on the
+classical sets (stackloss, aircraft, road; user guide, round 14).  The fit's coefficients, its
+loss choice and the MM fit that choice's guard reads are not changed: this module serves the
+flags only (``outlier_mask_``, ``flag_outliers``, ``mm_coef_``, ``residual_scale_``, and the
+sandwich's clipping of flagged rows).
 """
 
 import numpy as np
@@ -31,8 +35,9 @@ __all__ = ["FINITE_SAMPLE_FLAGS_ROWS_PER_COEF", "FLAG_S_STEPS", "finite_sample_f
 #: I-steps at the finite-sample share from the S start (Fast-S's limit for a finalist)
 FLAG_S_STEPS = _S_MAX_STEPS
 #: the flags use :func:`mm_for_flags_small_sample` at most this many (effective) rows per coefficient, the MM fit
-#: of the loss choice's guard above (round 14: there the S scale is at most 0.6 of the error sd under normal
-#: errors, the round-13 flags marked 16-40 % of clean rows, and no classical set's flags move; ``None``: never)
+#: of the loss choice's guard above (round 14: there the S scale is at most 0.62 of the error sd under normal
+#: errors, the round-13 flags marked 16-40 % of clean rows, and no classical set's agreement with statsmodels'
+#: MM moves; at 5 aircraft and road lose a row MM flags; ``None``: never, round 13's flags)
 FINITE_SAMPLE_FLAGS_ROWS_PER_COEF = 4.0
 
 
