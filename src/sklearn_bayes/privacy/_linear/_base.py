@@ -224,11 +224,13 @@ class _PrivateLinearBase(BaseEstimator):
                 raise ValueError(f"{name} must be a finite public bound, got {name}={value!r}.")
             if name == "x_bound" and value < _MIN_X_BOUND:
                 # rows clipped onto a smaller bound have subnormal entries, whose absolute rounding
-                # (5e-324) pushes the scaled row out of the unit ball (norm 1.83 at x_bound = 1.5e-323)
+                # (5e-324) pushed the scaled row out of the unit ball (norm 1.83 at x_bound = 1.5e-323
+                # with clip_rows before its exact subnormal path) and leaves them a few significant bits
                 raise ValueError(
                     f"x_bound={value!r} is below {_MIN_X_BOUND:g}: rows clipped onto it have subnormal "
-                    "entries whose rounding leaves the unit ball the noise is calibrated for; express X "
-                    "in larger units (a public constant) and use x_bound >= 1e-300."
+                    "entries with a few significant bits left (their rounding is not small against the "
+                    "bound the noise is calibrated for); express X in larger units (a public constant) "
+                    "and use x_bound >= 1e-300."
                 )
 
     @staticmethod
