@@ -94,9 +94,12 @@ def test_equal_weights_equal_no_weights_within_rounding(c):
 def test_integer_weights_are_not_repeated_rows_for_the_covariance():
     # documented (Notes, Uncertainty): weights are rescaled to mean one, so weights of 2 do not halve the variance
     # the way doubling every row does; the coefficients solve the same weighted equation (same loss here)
+    # (the sandwich itself: interval_correction="none"; Huber's K, whose p / n halves with doubled rows:
+    # test_finite_sample.py::test_huber_k_repeated_rows)
     X, y = _data()
-    a = MixtureMEstimatorRegressor(random_state=0).fit(X, y, sample_weight=np.full(len(y), 2.0))
-    b = MixtureMEstimatorRegressor(random_state=0).fit(np.repeat(X, 2, axis=0), np.repeat(y, 2))
+    kw = {"random_state": 0, "interval_correction": "none"}
+    a = MixtureMEstimatorRegressor(**kw).fit(X, y, sample_weight=np.full(len(y), 2.0))
+    b = MixtureMEstimatorRegressor(**kw).fit(np.repeat(X, 2, axis=0), np.repeat(y, 2))
     assert a.selected_loss_ == b.selected_loss_
     se_a, se_b = np.sqrt(np.diag(a.coef_covariance_)), np.sqrt(np.diag(b.coef_covariance_))
     # doubled rows: sqrt(2) smaller standard errors (HC3 leverages halve too: within 3 % at n = 120)

@@ -20,7 +20,7 @@ from sklearn_bayes.utils import IntegerInterval, check_generator, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, Standardisation, normalise_weights, validate_regression_data
 from sklearn_bayes._glm._base import _column_offset_scale
-from sklearn_bayes.linear_model._mixture import _flags, _inference
+from sklearn_bayes.linear_model._mixture import _finite_sample, _flags, _inference
 from sklearn_bayes.linear_model._mixture._inference import rounding_level as _rounding_level
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._dead_columns import dead_columns, fit_live
@@ -159,6 +159,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     random_state : int, RandomState instance, numpy.random.Generator or None, default=None
         Seeds the elemental subsets of the LTS search (and the EM warm-start
         subsample when there are more than 20000 rows).
+    interval_correction : {"huber", "none"}, default="huber"
+        ``variant="min_variance"``: ``coef_covariance_`` times Huber's ``K^2`` and t quantiles on
+        ``df_intervals_`` (effective rows) for :meth:`conf_int`; ``"none"``: the plain sandwich on
+        ``df_resid_`` (before issue 30, round 15).  ``"paper"``: no correction.  See Notes.
 
     Attributes
     ----------
@@ -194,8 +198,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         *Uncertainty*); NaN rows and columns for features that are not identified (constant
         with an intercept, or aliased: a linear combination of earlier columns; ``coef_`` 0).
     df_resid_ : int
-        ``n - p - 1`` (``n - p`` without intercept): rows with positive weight minus fitted
-        coefficients; the degrees of freedom of the t quantiles of :meth:`conf_int`.
+        ``n - p - 1`` (``n - p`` without intercept): rows with positive weight minus fitted coefficients.
+    df_intervals_ : float
+        Degrees of freedom of the t quantiles of :meth:`conf_int` and :meth:`summary`: ``sum_i w_i - p``
+        (IRLS weights of the selected loss, in [0, 1]; see Notes), else ``df_resid_``.
     outlier_mask_ : ndarray of bool, shape (n_samples,)
         ``flag_outliers(X, y)`` of the training rows at the default threshold 2.5 (listed by
         :meth:`summary`).
@@ -341,16 +347,16 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     of the mixture likelihood's scores, :math:`(\\sum_i w_i \\psi(r_i)^2 x_i x_i^\\top)^{-1}`,
     :math:`\\psi = -(\\log p)'` at the fitted weights and scales (held fixed; the Laplace
     score's derivative is a spike at 0, so the sandwich's ``A`` is not usable there).
-    :meth:`conf_int` is Wald with Student-t quantiles on ``df_resid_`` degrees of freedom.
-    The intervals condition on the selected loss, whose choice is itself noisy: 95 %
-    intervals measured over 600 fits (p = 3, ``n_subsets=100``) cover 0.937 (Gaussian
-    errors) and 0.941 (t3) at n = 200, 0.929 and 0.938 at n = 100, 0.942 and 0.942 at
-    n = 30 (the small-sample path; before the flagged-row clipping below, without the
-    leverage factor, with ``n / (n - p)`` instead: 0.926 and 0.938 at n = 100).  Student-t
-    rather than normal quantiles and HC3 rather than ``n / (n - p)`` are already the wider
-    choices; the shortfall for Gaussian errors at n = 100 is the selection: on the draws where it chose Huber
-    (c = 1), the sample looking heavy-tailed, coverage was 0.89 (without the leverage
-    factor; 50 of 400 fits).  A row flagged as an outlier contributes no
+    Finite samples (``interval_correction="huber"``, issue 30, round 15): ``"min_variance"``
+    multiplies it by :math:`K^2`, :math:`K = 1 + (p/n) \\widehat{\\mathrm{Var}}(\\psi') /
+    \\overline{\\psi'}^2` (Huber 1981, section 7.6; 1 for least squares), and :meth:`conf_int`
+    is Wald with Student-t quantiles on ``df_intervals_`` :math:`= \\sum_i w_i - p` degrees of
+    freedom (the loss's IRLS weights :math:`\\psi(u_i)/u_i \\in [0, 1]`; ``n - p`` for least squares).
+    The intervals condition on the selected loss, whose choice is itself noisy: the
+    coverage measured over 12-200 rows, with and without the correction, is in the user
+    guide (e.g. p = 4, Gaussian errors, n = 20: 0.910 uncorrected).  The shortfall left is the
+    selection: on draws that look heavy-tailed the rule picks a loss (Huber 1, Cauchy)
+    whose sandwich, at a scale those draws make small, under-covers.  A row flagged as an outlier contributes no
     negative ``psi'`` to ``A`` (clipped at 0): a gross outlier just inside a
     redescending loss's cut-off otherwise cancels most of ``A`` at a leverage
     point (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78;
@@ -434,6 +440,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         "fit_intercept": ["boolean"],
         "fit_scales": ["boolean"],
         "variant": [StrOptions({"paper", "min_variance"})],
+        "interval_correction": [StrOptions(set(_finite_sample.CORRECTIONS))],
         "init": [StrOptions({"s", "lts", "ols"})],
         "n_init": [IntegerInterval(1, None, closed="left")],
         "n_subsets": [IntegerInterval(1, None, closed="left")],
@@ -459,6 +466,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         min_scale_ratio=0.1,
         scale_prior=1.0,
         random_state=None,
+        interval_correction="huber",
     ):
         self.components = components
         self.fit_intercept = fit_intercept
@@ -472,6 +480,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         self.min_scale_ratio = min_scale_ratio
         self.scale_prior = scale_prior
         self.random_state = random_state
+        self.interval_correction = interval_correction
 
     @_fit_context(prefer_skip_nested_validation=True)
     @transactional
@@ -686,7 +695,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         ``sub``: the subsample (above 20000 rows) the ``"min_variance"`` sandwich is summed over.
         """
         d = X.shape[1]
-        self._fitted_with = {"variant": self.variant, "fit_intercept": bool(self.fit_intercept)}  # summary's
+        self._fitted_with = {"variant": self.variant, "fit_intercept": bool(self.fit_intercept),
+                             "interval_correction": self.interval_correction if loss is not None else "none"}
         self.selected_scale_ = None if loss is None else float(loss_scale * st.y_scale)
         if flag_fit is None:  # "paper": flags from the fit itself
             self.mm_coef_, self.mm_intercept_ = None, None
@@ -710,6 +720,11 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         cov, self.df_resid_ = _inference.parameter_covariance(prob.Xa, best.residuals, prob.sw, scale, norm, st,
                                                               self.fit_intercept, flagged=flagged,
                                                               rows=None if loss is None else sub)  # fmt: skip
+        self.df_intervals_ = float(self.df_resid_)
+        if loss is not None and self.interval_correction == "huber":  # round 15: Huber's K and effective rows
+            k, self.df_intervals_ = _finite_sample.interval_correction(best.residuals, prob.sw, scale, norm, flagged,
+                                                                       self.df_resid_)  # fmt: skip
+            cov = cov * (k * k)
         self.coef_covariance_ = cov[:d, :d]
         self._params_covariance = cov
 
@@ -730,18 +745,15 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         Returns
         -------
         intervals : ndarray of shape (n_features, 2)
-            Lower and upper ends ``coef_ -+ t_{n - p - 1, 1 - alpha / 2} se`` (``se`` the square
-            roots of the diagonal of ``coef_covariance_``; ``n`` rows with positive weight,
-            ``p`` features; ``n - p`` without an intercept).  NaN for a feature that is not
+            Lower and upper ends ``coef_ -+ t_{df, 1 - alpha / 2} se`` (``se`` the square roots of the
+            diagonal of ``coef_covariance_``, ``df`` = ``df_intervals_``).  NaN for a feature that is not
             identified (constant with an intercept, or aliased: see ``coef_covariance_``).
 
         Notes
         -----
-        Student-t rather than normal quantiles: the sandwich's scale and matrices are
-        estimated from the same ``n`` rows (at ``n = 100``, ``p = 3`` the quantile is
-        1.985 rather than 1.960, intervals 1.3 % wider).  The intervals are conditional on the
-        selected loss (they ignore the noise of its choice); see the user guide for the
-        coverage measured with the choice included.
+        Student-t quantiles on the effective rows (``interval_correction``): the sandwich's scale and
+        matrices are estimated from the same rows.  The intervals are conditional on the selected loss
+        (they ignore the noise of its choice); see the user guide for the coverage measured with it.
 
         Examples
         --------
@@ -757,7 +769,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         check_is_fitted(self)
         alpha = _inference.validate_alpha(alpha)
         std = np.sqrt(np.diag(self.coef_covariance_))
-        return _inference.wald_intervals(self.coef_, std, self.df_resid_, alpha)
+        return _inference.wald_intervals(self.coef_, std, _inference.interval_dof(self), alpha)
 
     def summary(self, alpha=0.05, X=None, y=None, threshold=2.5):
         """A statsmodels-style summary of the fit: coefficients, the loss, the error mixture, outliers.
@@ -786,7 +798,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         -----
         Rows are named from ``feature_names_in_`` when the training ``X`` had column names,
         else ``x0, x1, ...``.  The t values are ``coef / se`` and their p-values two-sided
-        Student-t with ``df_resid_`` degrees of freedom, as :meth:`conf_int`.
+        Student-t with ``df_intervals_`` degrees of freedom, as :meth:`conf_int`.
 
         Examples
         --------

@@ -15,7 +15,7 @@ from scipy import stats
 
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 
-__all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "parameter_covariance", "rounding_level", "summarise",
+__all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "interval_dof", "parameter_covariance", "rounding_level", "summarise",
            "validate_alpha", "validate_threshold", "wald_intervals"]
 
 
@@ -220,6 +220,12 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     return out, dof
 
 
+def interval_dof(est):
+    """Degrees of freedom of the t quantiles of ``est``'s intervals: ``df_intervals_`` (issue 30, round 15), or
+    ``df_resid_`` for a fit pickled before it existed."""
+    return getattr(est, "df_intervals_", est.df_resid_)
+
+
 def validate_alpha(alpha):
     """``alpha`` as a float in (0, 1), else ``ValueError`` naming it."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
@@ -260,7 +266,9 @@ def summarise(est, alpha, X, y, threshold):
     fitted = getattr(est, "_fitted_with", None)  # a pickle from before it was recorded: the loss tells the variant
     if fitted is None:
         fitted = {"variant": "paper" if est.selected_loss_ is None else "min_variance",
-                  "fit_intercept": bool(est.fit_intercept)}  # fmt: skip
+                  "fit_intercept": bool(est.fit_intercept),  # the correction: none before df_intervals_ existed
+                  "interval_correction": getattr(est, "interval_correction", "none")
+                  if est.selected_loss_ is not None and hasattr(est, "df_intervals_") else "none"}  # fmt: skip
     d = len(est.coef_)
     names = [str(n) for n in getattr(est, "feature_names_in_", [f"x{j}" for j in range(d)])]
     coef, cov = est.coef_, est._params_covariance
@@ -269,6 +277,7 @@ def summarise(est, alpha, X, y, threshold):
     else:
         cov = cov[:d, :d]
     std = np.sqrt(np.diag(cov))
+    corrected = fitted.get("interval_correction", "none") == "huber"
     comps = [str(getattr(c, "name", None) or type(c).__name__) for c in est.components_]
     info = {
         "variant": fitted["variant"],
@@ -277,13 +286,14 @@ def summarise(est, alpha, X, y, threshold):
         "residual scale": est.residual_scale_,
         "rows": int(len(est.outlier_mask_)),
         "df resid": int(est.df_resid_),
-        "covariance": "sandwich (HC, selected loss)" if fitted["variant"] == "min_variance"
-        else "outer product of scores",
+        "df intervals": float(interval_dof(est)),
+        "covariance": ("sandwich (HC, selected loss)" + (" x Huber's K^2" if corrected else ""))
+        if fitted["variant"] == "min_variance" else "outer product of scores",
         "threshold": threshold,
         "alpha": alpha,
     }  # fmt: skip
     mixture = (comps, est.mixture_weights_, est.scales_)
-    return MixtureSummary(names, coef, std, est.df_resid_, alpha, mixture, outliers, info)
+    return MixtureSummary(names, coef, std, interval_dof(est), alpha, mixture, outliers, info)
 
 
 def wald_intervals(estimate, std, dof, alpha):
@@ -362,7 +372,8 @@ class MixtureSummary:
         info = self.info
         lo, hi = self.alpha / 2.0, 1.0 - self.alpha / 2.0
         lines = [f"MixtureMEstimatorRegressor (variant={info['variant']!r})", "=" * 60]
-        for key in ("selected loss", "loss scale", "residual scale", "rows", "df resid", "covariance"):
+        for key in ("selected loss", "loss scale", "residual scale", "rows", "df resid", "df intervals",
+                    "covariance"):
             v = info[key]
             lines.append(f"{key + ':':<16}{_fmt(v) if not isinstance(v, (int, np.integer)) else v}")
         lines.append("")
