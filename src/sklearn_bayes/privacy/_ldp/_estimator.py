@@ -275,7 +275,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     ``arcsin sqrt(pi)``, and a geometric grid near 0), and ``theta_`` is ``E[theta_v | c_v]``
     under ``G`` conditioned on ``sum_v theta_v = 1``: every ``theta_v``'s posterior under the tilt
     ``G_lambda(du) ∝ e^{lambda u} G(du)`` with the one ``lambda`` that makes the means sum to 1 (a monotone
-    1-D root; round 14: 0.3-2.2 % lower TV than dividing the means by their sum, ``decoder='eb-rescale'``).  Cost ``O(K G)`` per EM iteration (``G <= K + 440`` atoms), no
+    1-D root; round 14: 0.3-2.2 % lower TV than dividing the means by their sum on the dev cells, ``decoder='eb-rescale'``).  Cost ``O(K G)`` per EM iteration (``G <= K + 440`` atoms), no
     Monte Carlo.  The symmetric Dirichlet prior cannot represent two-peaked or long-tailed
     ``theta``, and there its posterior follows the noise (issue 28: 1.11-1.40x the best
     static decoder's TV); ``G`` adapts to the shape.  The interval of ``theta_v`` is the
