@@ -167,3 +167,20 @@ def test_decoder_eb_rescale_with_rrrr_is_refused_naming_the_argument():
     est = AdaptiveLDPFrequencyEstimator(n_categories=5, mechanism="rrrr", decoder="eb-rescale")
     with pytest.raises(ValueError, match="decoder='eb-rescale'"):
         est.fit(np.zeros((10, 1), dtype=int))
+
+
+def test_below_64_categories_auto_without_eb_never_runs_the_decoder(monkeypatch):
+    # the tilt changes only what the empirical-Bayes decoder returns: where 'auto' does not choose it (here the exact
+    # posterior at K = 20, below the cross-validated choice's 32), theta_ never reaches it and is unchanged
+    import sklearn_bayes.privacy._ldp._decoding as decoding
+
+    reference = _fit(20, "auto").theta_
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the empirical-Bayes decoder ran")
+
+    monkeypatch.setattr(decoding, "eb_estimate", refuse)
+    est = _fit(20, "auto")
+    assert est.convergence_["method"] != "eb" and np.array_equal(est.theta_, reference)
+    with pytest.raises(AssertionError, match="decoder ran"):
+        _fit(AUTO_EB_MIN_CATEGORIES, "auto").theta_
