@@ -73,6 +73,10 @@ numbers: every method sees the same data in every cell.
 17. ``--parts fallback`` and ``--parts fallbackboston`` (issue 30, round 14, part B; not in the default parts):
    :func:`fallback`, where the misspecified-mean fallback fires and what LAD or Tukey would give there, and part 2
    (Boston) with those fallbacks as columns.
+18. ``--parts coverage`` and ``--parts coveragetable`` (issue 30, round 15; not in the default parts):
+   :func:`coverage`, the coverage of the 95 % intervals at 12-30 rows with and without
+   ``interval_correction="huber"`` and the decomposition of the shortfall (``--cov-cells``, ``--cov-reps``), and
+   :func:`coverage_table`, the user guide's coverage table (``_coverage`` of ``test_uncertainty.py``).
 """
 
 import argparse
@@ -2361,6 +2365,119 @@ def _nominal_flag_share(law):
     return 2.0 * stats.t.sf(2.5 * m_scale(e, np.ones(len(e))), 5)
 
 
+#: round 15 (``--parts coverage``): error laws (dev: normal, t3; held-out: t5, skew = centred chi-square(3))
+COVERAGE_LAWS = {"normal": 0, "t3": 1, "t5": 2, "skew": 3}
+COVERAGE_SIZES = (12, 16, 20, 30)
+#: losses the small-sample path keeps (with round 4's Huber 1.345 and the variance rule's least squares): the rest
+#: (Huber 1, 2, 3 from the variance rule, Cauchy, Tukey 3.44 and 6) are "other" in :func:`coverage`
+_KEPT_LOSSES = ("huber(c=1.345)", "tukey(c=4.685)", "huber(c=1)", "least squares")
+
+
+def _coverage_draw(law, n, p, rep):
+    """``p - 1`` standard normal columns, slopes (1, -0.5, 2)[:p - 1], intercept 0.5, seeds ``[30, n, p, law, rep]``."""
+    rng = np.random.default_rng([30, n, p, COVERAGE_LAWS[law], rep])
+    X = rng.normal(size=(n, p - 1))
+    beta = np.array([1.0, -0.5, 2.0])[: p - 1]
+    e = {"normal": lambda: rng.normal(size=n), "t3": lambda: rng.standard_t(3, size=n),
+         "t5": lambda: rng.standard_t(5, size=n), "skew": lambda: rng.chisquare(3, size=n) - 3.0}[law]()  # fmt: skip
+    return X, 0.5 + X @ beta + e, np.append(beta, 0.5)
+
+
+@contextlib.contextmanager
+def _uncorrected_covariance():
+    """Yields a dict that holds, after each fit, the uncorrected ``(cov, dof)`` of ``parameter_covariance``."""
+    from sklearn_bayes.linear_model._mixture import _inference
+
+    seen, orig = {}, _inference.parameter_covariance
+
+    def spy(*a, **k):
+        seen["cov"], seen["dof"] = out = orig(*a, **k)
+        return out
+
+    _inference.parameter_covariance = spy
+    try:
+        yield seen
+    finally:
+        _inference.parameter_covariance = orig
+
+
+def coverage(reps, cells):
+    """Issue 30 round 15 (``--parts coverage``): 95 % intervals of every coefficient and the intercept at small n.
+
+    Per cell ``(law, p)`` (``p`` coefficients with the intercept) and n of :data:`COVERAGE_SIZES`, ``reps`` draws
+    (:func:`_coverage_draw`; ``n_subsets=100``, ``random_state`` the draw), one default fit each:
+
+    * ``none`` / ``huber``: coverage of the intervals without (the sandwich, ``df_resid_``) and with the
+      correction (the default; ``coef_covariance_`` and ``df_intervals_``), every coefficient and the intercept
+      (skew: the slopes only, its intercept's target is the loss's location), binomial SE ``se``;
+    * ``se/sd``: mean uncorrected standard error over the standard deviation of the estimates across draws
+      (median over the coefficients); ``bias/sd`` the largest ``|mean - truth| / sd``; ``oracle`` the coverage
+      of ``coef -+ 1.96 sd`` (the shortfall the standard errors cause, not the estimates);
+    * ``other``: share of the draws whose loss is not one of :data:`_KEPT_LOSSES`, their uncorrected coverage
+      and their median ``selected_scale_`` over the others' (the loss choice and its scale).
+    """
+    print("\nCoverage of nominal 95 % intervals (round 15): uncorrected vs interval_correction='huber'")
+    head = (f"{'law':6s} {'p':>2s} {'n':>3s} {'R':>4s} {'none':>6s} {'huber':>6s} {'se':>6s} {'se/sd':>6s} "
+            f"{'bias/sd':>7s} {'oracle':>6s} {'other':>6s} {'cov oth':>7s} {'scale o/k':>9s}")  # fmt: skip
+    print(head)
+    print("-" * len(head))
+    with _uncorrected_covariance() as seen:
+        for law, p in cells:
+            for n in COVERAGE_SIZES:
+                est, hn, hh, se0, other, sc = [], [], [], [], [], []
+                for rep in range(reps):
+                    X, y, truth = _coverage_draw(law, n, p, rep)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        m = MixtureMEstimatorRegressor(random_state=rep, n_subsets=100).fit(X, y)
+                    theta = np.append(m.coef_, m.intercept_)
+                    s0 = np.sqrt(np.diag(seen["cov"]))
+                    s1 = np.sqrt(np.diag(m._params_covariance))
+                    hn.append(np.abs(theta - truth) <= stats.t.ppf(0.975, seen["dof"]) * s0)
+                    hh.append(np.abs(theta - truth) <= stats.t.ppf(0.975, m.df_intervals_) * s1)
+                    est.append(theta), se0.append(s0), other.append(m.selected_loss_ not in _KEPT_LOSSES)
+                    sc.append(m.selected_scale_)
+                keep = slice(0, p - 1) if law == "skew" else slice(None)
+                est, hn, hh, se0 = np.array(est), np.array(hn)[:, keep], np.array(hh)[:, keep], np.array(se0)
+                other, sc = np.array(other), np.array(sc)
+                sd = est.std(axis=0, ddof=1)
+                ratio = float(np.median((np.nanmean(se0, axis=0) / sd)[keep]))
+                bias = float(np.max((np.abs(est.mean(axis=0) - truth) / sd)[keep]))
+                oracle = float(np.mean(np.abs(est - truth)[:, keep] <= 1.96 * sd[keep]))
+                cov_o = float(hn[other].mean()) if other.any() else np.nan
+                s_ratio = float(np.median(sc[other]) / np.median(sc[~other])) if other.any() and (~other).any() else np.nan
+                print(f"{law:6s} {p:2d} {n:3d} {reps:4d} {hn.mean():6.3f} {hh.mean():6.3f} "
+                      f"{np.sqrt(0.95 * 0.05 / hn.size):6.3f} {ratio:6.2f} {bias:7.2f} {oracle:6.3f} "
+                      f"{other.mean():6.2f} {cov_o:7.3f} {s_ratio:9.2f}", flush=True)  # fmt: skip
+
+
+def coverage_table(reps, sizes=(12, 16, 20, 30, 100, 200)):
+    """Issue 30 round 15 (``--parts coveragetable``): the user guide's table, ``_coverage`` of
+    ``tests/linear_model/mixture/test_uncertainty.py`` (3 slopes, intercept 0.5, seeds 0..R-1, the slopes'
+    intervals) with and without the correction, from the same fits."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "linear_model", "mixture"))
+    from test_uncertainty import BETA, _data
+
+    print(f"\nCoverage table (test_uncertainty._coverage, R = {reps}): uncorrected vs interval_correction='huber'")
+    print(f"{'errors':8s} {'n':>4s} {'none':>6s} {'huber':>6s} {'se':>6s}")
+    with _uncorrected_covariance() as seen:
+        for n in sizes:
+            for law in ("normal", "t3"):
+                hn, hh = [], []
+                for r in range(reps):
+                    X, y = _data(n, law, r)
+                    m = MixtureMEstimatorRegressor(random_state=r, n_subsets=100).fit(X, y)
+                    ci = m.conf_int()
+                    hh.append((ci[:, 0] <= BETA) & (BETA <= ci[:, 1]))
+                    s0 = np.sqrt(np.diag(seen["cov"]))[:3]
+                    hn.append(np.abs(m.coef_ - BETA) <= stats.t.ppf(0.975, seen["dof"]) * s0)
+                print(f"{law:8s} {n:4d} {np.mean(hn):6.3f} {np.mean(hh):6.3f} {np.sqrt(0.95 * 0.05 / (3 * reps)):6.3f}",
+                      flush=True)  # fmt: skip
+
+
 def clean_flags(reps, cells):
     """Issue 30 round 14 (``--parts cleanflags``): the share of rows flagged (2.5 scales) on clean data.
 
@@ -2592,6 +2709,9 @@ def main(argv=None):
     ap.add_argument("--flag-rules", action="store_true",
                     help="flags: also the rows each rule of CLEAN_FLAG_RULES flags (round 14)")
     ap.add_argument("--flag-reps", type=int, default=200, help="cleanflags: draws per cell and n (default 200)")
+    ap.add_argument("--cov-cells", default="normal:4,t3:4,normal:2,t3:2,t5:4,t5:2,skew:4,skew:2",
+                    help="coverage: law:p cells (p with the intercept; dev normal, t3; held-out t5, skew)")
+    ap.add_argument("--cov-reps", type=int, default=200, help="coverage: draws per cell and n (default 200)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
@@ -2655,6 +2775,10 @@ def main(argv=None):
             boston(args.splits, dict(meths, **{f"mixture ({f} fallback)": _fallback_fit(f) for f in FALLBACKS[1:]}))
         if "cleanflags" in parts:
             clean_flags(args.flag_reps, _flag_cells_arg(args.flag_cells))
+        if "coverage" in parts:
+            coverage(args.cov_reps, [(c.split(":")[0], int(c.split(":")[1])) for c in args.cov_cells.split(",")])
+        if "coveragetable" in parts:
+            coverage_table(3 * args.cov_reps)
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 

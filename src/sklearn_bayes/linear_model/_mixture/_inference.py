@@ -15,8 +15,8 @@ from scipy import stats
 
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 
-__all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "interval_dof", "parameter_covariance", "rounding_level", "summarise",
-           "validate_alpha", "validate_threshold", "wald_intervals"]
+__all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "interval_dof", "parameter_covariance",
+           "rounding_level", "summarise", "validate_alpha", "validate_threshold", "wald_intervals"]
 
 
 @dataclass(frozen=True)
