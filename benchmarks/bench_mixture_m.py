@@ -77,6 +77,8 @@ numbers: every method sees the same data in every cell.
    :func:`coverage`, the coverage of the 95 % intervals at 12-30 rows with and without
    ``interval_correction="huber"`` and the decomposition of the shortfall (``--cov-cells``, ``--cov-reps``), and
    :func:`coverage_table`, the user guide's coverage table (``_coverage`` of ``test_uncertainty.py``).
+   ``--parts bootstrap``: :func:`bootstrap_coverage`, the opt-in ``bootstrap_conf_int`` against ``conf_int`` on the
+   same draws (``--boot-cells``, ``--boot-reps`` draws of ``--n-boot`` refits each).
 """
 
 import argparse
@@ -2451,6 +2453,28 @@ def coverage(reps, cells):
                       f"{other.mean():6.2f} {cov_o:7.3f} {s_ratio:9.2f}", flush=True)  # fmt: skip
 
 
+def bootstrap_coverage(reps, n_boot, cells):
+    """Issue 30 round 15 (``--parts bootstrap``): per cell ``(law, p, n)`` the coverage of ``conf_int`` (the
+    default, corrected) and of ``bootstrap_conf_int(n_boot=n_boot, random_state=draw)`` over the same ``reps``
+    draws of :func:`_coverage_draw` (slopes only: the bootstrap intervals are those of ``coef_``), binomial SE,
+    and the median ratio of the bootstrap to the sandwich interval's width."""
+    print(f"\nBootstrap of the whole rule (round 15; {n_boot} refits per interval): slopes' coverage")
+    print(f"{'law':6s} {'p':>2s} {'n':>3s} {'R':>4s} {'conf_int':>8s} {'boot':>6s} {'se':>6s} {'width b/s':>9s}")
+    for law, p, n in cells:
+        hw, hb, ratio = [], [], []
+        for rep in range(reps):
+            X, y, truth = _coverage_draw(law, n, p, rep)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = MixtureMEstimatorRegressor(random_state=rep, n_subsets=100).fit(X, y)
+                ci, cb = m.conf_int(), m.bootstrap_conf_int(X, y, n_boot=n_boot, random_state=rep)
+            hw.append((ci[:, 0] <= truth[:-1]) & (truth[:-1] <= ci[:, 1]))
+            hb.append((cb[:, 0] <= truth[:-1]) & (truth[:-1] <= cb[:, 1]))
+            ratio.append(np.median((cb[:, 1] - cb[:, 0]) / (ci[:, 1] - ci[:, 0])))
+        print(f"{law:6s} {p:2d} {n:3d} {reps:4d} {np.mean(hw):8.3f} {np.mean(hb):6.3f} "
+              f"{np.sqrt(0.95 * 0.05 / np.size(hw)):6.3f} {np.median(ratio):9.2f}", flush=True)  # fmt: skip
+
+
 def coverage_table(reps, sizes=(12, 16, 20, 30, 100, 200)):
     """Issue 30 round 15 (``--parts coveragetable``): the user guide's table, ``_coverage`` of
     ``tests/linear_model/mixture/test_uncertainty.py`` (3 slopes, intercept 0.5, seeds 0..R-1, the slopes'
@@ -2712,6 +2736,10 @@ def main(argv=None):
     ap.add_argument("--cov-cells", default="normal:4,t3:4,normal:2,t3:2,t5:4,t5:2,skew:4,skew:2",
                     help="coverage: law:p cells (p with the intercept; dev normal, t3; held-out t5, skew)")
     ap.add_argument("--cov-reps", type=int, default=200, help="coverage: draws per cell and n (default 200)")
+    ap.add_argument("--boot-cells", default="normal:4:16,t3:4:16,normal:4:30,t5:4:16,skew:4:20",
+                    help="bootstrap: law:p:n cells (dev normal, t3; held-out t5, skew)")
+    ap.add_argument("--boot-reps", type=int, default=60, help="bootstrap: draws per cell (default 60)")
+    ap.add_argument("--n-boot", type=int, default=50, help="bootstrap: refits per interval (default 50)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
@@ -2777,6 +2805,9 @@ def main(argv=None):
             clean_flags(args.flag_reps, _flag_cells_arg(args.flag_cells))
         if "coverage" in parts:
             coverage(args.cov_reps, [(c.split(":")[0], int(c.split(":")[1])) for c in args.cov_cells.split(",")])
+        if "bootstrap" in parts:
+            bootstrap_coverage(args.boot_reps, args.n_boot, [(c.split(":")[0], int(c.split(":")[1]), int(c.split(":")[2]))
+                                                             for c in args.boot_cells.split(",")])  # fmt: skip
         if "coveragetable" in parts:
             coverage_table(3 * args.cov_reps)
         if "spread13" in parts:

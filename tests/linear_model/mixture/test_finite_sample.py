@@ -135,3 +135,65 @@ def test_coverage_small_sample_corrected():
     (300 intervals; measured 0.937, ``"none"`` 0.920), the band 93-97 % widened by 3 binomial standard errors."""
     cov, k = _coverage(20, 3, "t3", 100)
     assert abs(cov - 0.95) <= 0.02 + 3 * np.sqrt(0.95 * 0.05 / k), cov
+
+
+# --------------------------------------------------------------------------------------
+# bootstrap_conf_int (opt-in): a residual bootstrap of the whole rule
+# --------------------------------------------------------------------------------------
+
+
+def test_bootstrap_residuals_known_case():
+    """Centred at the (lower) median 3, scaled by sqrt(5 / (5 - 2)); a zero-weight row is not drawn from."""
+    from sklearn_bayes.linear_model._mixture._bootstrap import bootstrap_residuals
+
+    r = np.array([1.0, 2.0, 3.0, 4.0, 10.0])
+    np.testing.assert_allclose(bootstrap_residuals(r, np.ones(5), 2), (r - 3.0) * np.sqrt(5 / 3), rtol=1e-14)
+    e = bootstrap_residuals(np.r_[r, 100.0], np.r_[np.ones(5), 0.0], 2)
+    np.testing.assert_allclose(e, (r - 3.0) * np.sqrt(5 / 3), rtol=1e-14)
+
+
+def test_bootstrap_is_the_spread_of_the_refits():
+    """The intervals are ``coef_ -+ t_{df_intervals_} sd`` with ``sd`` the refits' spread, replayed by hand from the
+    documented seeds; a fixed ``random_state`` repeats them, and the estimator is not changed."""
+    from sklearn.base import clone
+
+    from sklearn_bayes.linear_model._mixture._bootstrap import bootstrap_intervals, bootstrap_residuals
+
+    X, y = _draw(16, 2, "t3", 7)
+    m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    before = (m.coef_.copy(), m.coef_covariance_.copy(), m.df_intervals_)
+    ci, sd = bootstrap_intervals(m, X, y, None, 0.1, 4, 3)
+    fit = X @ m.coef_ + m.intercept_
+    e = bootstrap_residuals(y - fit, np.ones(16), 3)
+    refits = []
+    for seed in np.random.default_rng(3).integers(0, 2**31 - 1, size=4):
+        yb = fit + np.random.default_rng(seed).choice(e, size=16)
+        refits.append(clone(m).set_params(random_state=int(seed)).fit(X, yb).coef_)
+    np.testing.assert_allclose(sd, np.std(refits, axis=0, ddof=1), rtol=1e-12)
+    half = stats.t.ppf(0.95, m.df_intervals_) * sd
+    np.testing.assert_allclose(ci, np.column_stack([m.coef_ - half, m.coef_ + half]), rtol=1e-12)
+    np.testing.assert_array_equal(m.bootstrap_conf_int(X, y, alpha=0.1, n_boot=4, random_state=3), ci)
+    np.testing.assert_array_equal(before[0], m.coef_)
+    np.testing.assert_array_equal(before[1], m.coef_covariance_)
+    assert before[2] == m.df_intervals_
+
+
+def test_bootstrap_dead_column_is_nan():
+    X, y = _draw(20, 2, "normal", 8)
+    X = np.column_stack([X, np.full(20, 3.0)])
+    m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    ci = m.bootstrap_conf_int(X, y, n_boot=3, random_state=0)
+    assert np.all(np.isnan(ci[2])) and np.all(np.isfinite(ci[:2]))
+
+
+@pytest.mark.parametrize("kw,match", [({"n_boot": 1}, "n_boot"), ({"n_boot": 2.5}, "n_boot"), ({"n_boot": True}, "n_boot"),
+                                      ({"alpha": 1.5}, "alpha")])  # fmt: skip
+def test_bootstrap_arguments_validated(kw, match):
+    X, y = _draw(20, 2, "normal", 9)
+    m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match=match):
+        m.bootstrap_conf_int(X, y, **kw)
+    with pytest.raises(ValueError, match="features"):
+        m.bootstrap_conf_int(X[:, :1], y, n_boot=2)
+    with pytest.raises(ValueError, match="rows"):
+        m.bootstrap_conf_int(X, y[:-1], n_boot=2)

@@ -20,7 +20,7 @@ from sklearn_bayes.utils import IntegerInterval, check_generator, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, Standardisation, normalise_weights, validate_regression_data
 from sklearn_bayes._glm._base import _column_offset_scale
-from sklearn_bayes.linear_model._mixture import _finite_sample, _flags, _inference
+from sklearn_bayes.linear_model._mixture import _bootstrap, _finite_sample, _flags, _inference
 from sklearn_bayes.linear_model._mixture._inference import rounding_level as _rounding_level
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._dead_columns import dead_columns, fit_live
@@ -356,37 +356,27 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     guide (p = 4 with the intercept, n = 20: 0.910 -> 0.922 Gaussian, 0.939 -> 0.949 t3).  The shortfall
     left is the selection: on draws that look heavy-tailed the rule picks a loss (Huber 1, Cauchy) whose
     sandwich, at a scale those draws make small, under-covers (n = 16, p = 4: 0.79 Gaussian, 0.87 t3: draws
-    failing the small-sample guard get a collapsed scale).  A row flagged as an outlier contributes no
-    negative ``psi'`` to ``A`` (clipped at 0): a gross outlier just inside a
-    redescending loss's cut-off otherwise cancels most of ``A`` at a leverage
-    point (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78;
-    resampling the 43 unflagged residuals around the fit with the giants
-    fixed, 150 refits, gives slopes with interquartile range / 1.349 = 0.44
-    about the main mode and a standard deviation of 0.99 including the 5-10 %
-    of refits captured by the giants; statsmodels' MM reports 0.22).  ``"paper"``
-    measured 0.960 (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5 (bench_uncertainty.py,
-    500 intervals a cell): 0.930, 0.950 (Gaussian, n = 200, 1000), 0.938, 0.922 (t3, n = 200, 1000).
+    failing the small-sample guard get a collapsed scale); :meth:`bootstrap_conf_int` (opt-in, ``n_boot`` refits)
+    includes the choice.  A row flagged as an outlier contributes no negative ``psi'`` to ``A`` (clipped at 0): a
+    gross outlier just inside a redescending loss's cut-off otherwise cancels most of ``A`` at a leverage point
+    (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78; user guide).  ``"paper"`` measured 0.960
+    (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5 (bench_uncertainty.py, 500 intervals a cell):
+    0.930, 0.950 (Gaussian, n = 200, 1000), 0.938, 0.922 (t3, n = 200, 1000).
 
-    Small samples (issue 30): below 8 effective rows per coefficient (Kish's
-    ``(sum w)^2 / sum w^2`` against ``n_features + fit_intercept``) the
-    variances that choose the loss are estimated from 15-40 rows and pick
-    almost at random, and the 50 %-breakdown start fits about half the rows
-    exactly, trapping every redescending loss fitted from it.  The default then
-    fits Huber (1.345) with its own scale (a convex loss: the start does not
-    matter) and from it Tukey (4.685) with its own scale (``selected_loss_``
-    ``"tukey(c=4.685)"``), unless the Huber residuals' magnitudes rank-correlate
-    with the squared centred columns (a Koenker-type test in ranks at level
-    0.05): under such heteroscedasticity the large residuals sit at the rows far
-    out in ``x``, the redescending step would reject the rows that carry the
-    slopes, and Huber (1.0) is fitted from it (``"huber(c=1)"``).  A Huber start has
-    no resistance to bad leverage points, so from 4 rows per coefficient on
-    (where the start's half sample is no longer an interpolation) this fit is
-    kept only if it flags (2.5) every row the MM fit rejects (beyond 4.685 of its
-    scales); otherwise the variance rule decides.  Below 12 rows per coefficient (from
-    8 on unless its one-sided form, the largest normal-score correlation, rejects at
-    0.001: then Huber 1.0) the fit is replaced by the Huber (1.345) fit with its own
-    scale if its 10-fold cross-validated risk (mean of the smallest 80 % of the squared
-    errors) is smaller (rock: the Tukey fit rejects a quarter of the rows, at 1.8 times).
+    Small samples (issue 30): below 8 effective rows per coefficient (Kish's ``(sum w)^2 / sum w^2`` against
+    ``n_features + fit_intercept``) the variances that choose the loss are estimated from 15-40 rows and pick almost
+    at random, and the 50 %-breakdown start fits about half the rows exactly, trapping every redescending loss
+    fitted from it.  The default then fits Huber (1.345) with its own scale (a convex loss: the start does not
+    matter) and from it Tukey (4.685) with its own scale (``selected_loss_`` ``"tukey(c=4.685)"``), unless the Huber
+    residuals' magnitudes rank-correlate with the squared centred columns (a Koenker-type test in ranks at level
+    0.05): under such heteroscedasticity the large residuals sit at the rows far out in ``x``, the redescending step
+    would reject the rows that carry the slopes, and Huber (1.0) is fitted from it (``"huber(c=1)"``).  A Huber
+    start has no resistance to bad leverage points, so from 4 rows per coefficient on (where the start's half sample
+    is no longer an interpolation) this fit is kept only if it flags (2.5) every row the MM fit rejects (beyond
+    4.685 of its scales); otherwise the variance rule decides.  Below 12 rows per coefficient (from 8 on unless its
+    one-sided form, the largest normal-score correlation, rejects at 0.001: then Huber 1.0) the fit is replaced by
+    the Huber (1.345) fit with its own scale if its 10-fold cross-validated risk (mean of the smallest 80 % of the
+    squared errors) is smaller (rock: the Tukey fit rejects a quarter of the rows, at 1.8 times).
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
@@ -770,6 +760,16 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         alpha = _inference.validate_alpha(alpha)
         std = np.sqrt(np.diag(self.coef_covariance_))
         return _inference.wald_intervals(self.coef_, std, _inference.interval_dof(self), alpha)
+
+    def bootstrap_conf_int(self, X, y, alpha=0.05, n_boot=50, sample_weight=None, random_state=None):
+        """Opt-in intervals over the whole rule, loss choice included: a residual bootstrap (``n_boot`` refits).
+
+        ``coef_ -+ t_{df_intervals_, 1 - alpha/2} sd*``, ``sd*`` the spread of ``coef_`` over refits of a clone to
+        ``predict(X) + e*`` (``e*``: the residuals, centred at their weighted median, times ``sqrt(n / (n - p))``,
+        drawn with replacement; ``X``, ``y``, ``sample_weight`` the training data).  Returns shape (n_features, 2),
+        NaN rows as :meth:`conf_int`; the estimator is not changed.  Coverage: user guide, round 15."""
+        check_is_fitted(self)
+        return _bootstrap.bootstrap_intervals(self, X, y, sample_weight, alpha, n_boot, random_state)[0]
 
     def summary(self, alpha=0.05, X=None, y=None, threshold=2.5):
         """A statsmodels-style summary of the fit: coefficients, the loss, the error mixture, outliers.
