@@ -378,6 +378,19 @@ FRESH_13_CELLS = (
 )
 
 
+#: Round 14b (issue 28, task H28T): six cells nobody tuned round 14's exponential tilt to -- high epsilon, sparse,
+#: K >= 64 -- fixed before the default was run on them (``--general --fresh-14 --paired-decoder eb-rescale``).  The
+#: real frequencies are carData's MplsStops ``neighborhood`` (87 Minneapolis neighbourhoods, 51,920 police stops).
+FRESH_14_CELLS = (
+    ("Dir(0.1)", "fresh 14", 100, 4.0, 20_000, lambda rng: rng.dirichlet(np.full(100, 0.1))),
+    ("Dir(0.1)", "fresh 14", 100, 8.0, 20_000, lambda rng: rng.dirichlet(np.full(100, 0.1))),
+    ("Dir(0.05)", "fresh 14", 200, 6.0, 50_000, lambda rng: rng.dirichlet(np.full(200, 0.05))),
+    ("Zipf(1.3)", "fresh 14", 150, 5.0, 50_000, lambda rng: _zipf(150, 1.3, rng)),
+    ("real: MplsStops neighborhood", "fresh 14", 87, 4.0, 50_000,
+     lambda rng: _real("carData", "MplsStops", "neighborhood")),
+    ("near-uniform Dir(20)", "fresh 14", 80, 6.0, 20_000, lambda rng: rng.dirichlet(np.full(80, 20.0))),
+)
+
 def _geometric(K, r):
     t = r ** np.arange(K)
     return t / t.sum()
@@ -432,7 +445,8 @@ def _importance_draws(m):
         ci_mod.IMPORTANCE_DRAWS = int(m)
 
 
-def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None, importance_draws=None, prior=None):
+def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None, importance_draws=None, prior=None,
+                 paired_decoder=None):
     _importance_draws(importance_draws)
     from sklearn_bayes.experiments._ldp_peers import peer_estimates
 
@@ -469,8 +483,19 @@ def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=Non
     covered = int(np.sum((ci[:, 0] <= theta) & (theta <= ci[:, 1])))
     warned = conv["method"] in ("mcmc",) + NOT_EXACT_CHAIN and not (conv["rhat"] <= 1.05 and conv["ess"] >= 100)
     warned = warned or conv["method"] == "importance->exact"
+    other = None
+    if paired_decoder is not None:
+        # round 14b: another decoder on the very same fit (decoder is a compute knob: no refit), timed alone
+        lam = conv.get("tilt")  # the default's tilt, read before the decoder changes
+        est.set_params(decoder=paired_decoder)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            th_o = est.theta_
+            t_o = t_only + time.process_time() - t0
+        other = dict(tv=0.5 * float(np.abs(th_o - theta).sum()), t_fit=t_o, est=th_o, tilt=lam)
     return dict(tv=tv, covered=covered, K=K, t_fit=t_fit, t_ci=t_ci, t_ibu=t_ibu, method=conv["method"],
-                warned=bool(warned), post=post, theta=theta, est=th, ci=ci, peers=pe)
+                warned=bool(warned), post=post, theta=theta, est=th, ci=ci, peers=pe, other=other)
 
 
 def _methods(rs):
@@ -482,7 +507,7 @@ def _methods(rs):
 
 
 def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells=GENERAL_CELLS, importance_draws=None,
-            per_category=False, prior=None):
+            per_category=False, prior=None, paired_decoder=None):
     """The general part: ratio to the best of the 12 static peers, coverage and cost, per cell.
 
     ``versus_posterior``: where ``theta_`` came from the count posterior (round 9), also the exact posterior
@@ -493,7 +518,8 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
 
     cells = [c for i, c in enumerate(cells) if only is None or i in only]
     t0 = time.perf_counter()
-    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder, importance_draws, prior)
+    res = Parallel(n_jobs=n_jobs)(delayed(_general_run)(c, r, True, versus_posterior, decoder, importance_draws, prior,
+                                                        paired_decoder)
                                   for c in cells for r in range(runs))
     rows = []
     for i, cell in enumerate(cells):
@@ -522,6 +548,8 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
                               "coverage", "fit_over_ibu", "ci_over_fit", "warned"]))
     if versus_posterior:
         _versus_posterior_table(cells, res, runs)
+    if paired_decoder is not None:
+        _paired_decoder_table(cells, res, runs, paired_decoder)
     if per_category:
         for i, (cell, row) in enumerate(zip(cells, rows)):
             _per_category_table(row["cell"], res[i * runs : (i + 1) * runs], row["best_peer"])
@@ -529,6 +557,30 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
     print(f"ratio <= 1.05 in {ok}/{len(rows)} cells (worst {max(r['ratio'] for r in rows):.3f}); coverage in "
           f"[0.93, 0.97] in {sum(0.93 <= r['coverage'] <= 0.97 for r in rows)}/{len(rows)}; "
           f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
+
+
+def _paired_decoder_table(cells, res, runs, other):
+    """Round 14b: ours (the default) against ``other`` decoded from the same fit: medians, the paired geometric
+    ratio ours / other +- SE, runs won, |lambda| of the tilt (median, max) and (fit + theta_) / IBU for both."""
+    rows = []
+    for i, cell in enumerate(cells):
+        rs = res[i * runs : (i + 1) * runs]
+        a, b = np.array([r["tv"]["ours"] for r in rs]), np.array([r["other"]["tv"] for r in rs])
+        lr = np.log(a / b)
+        g = float(np.exp(lr.mean()))
+        lam = np.abs([r["other"]["tilt"] for r in rs if r["other"]["tilt"] is not None])
+        rows.append(dict(cell=f"{cell[0]} K={cell[2]} eps={cell[3]:g} n={cell[4]:.0e}", split=cell[1],
+                         ours=float(np.median(a)), other=float(np.median(b)), ratio=float(np.median(a) / np.median(b)),
+                         paired=f"{g:.4f} +- {g * lr.std(ddof=1) / np.sqrt(runs):.4f}", won=f"{int((a < b).sum())}/{runs}",
+                         lam_med=float(np.median(lam)) if lam.size else float("nan"),
+                         lam_max=float(lam.max()) if lam.size else float("nan"),
+                         fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
+                         other_fit_over_ibu=float(np.median([r["other"]["t_fit"] / r["t_ibu"] for r in rs]))))
+    print(f"\n== ours (default) versus decoder={other!r} on the same fit: median TV, ratio of medians, paired = "
+          "geometric mean over runs of TV(ours)/TV(other) +- SE, won = runs where ours is lower, |lambda| of the "
+          "default's tilt ==")
+    print(format_table(rows, ["cell", "split", "ours", "other", "ratio", "paired", "won", "lam_med", "lam_max",
+                              "fit_over_ibu", "other_fit_over_ibu"]))
 
 
 def _per_category_table(label, rs, best):
@@ -826,8 +878,13 @@ def _eb_sum_step_run(cell, run):
               "bmix+tilt": tv(tilted_means(L, (1 - alpha) * w + alpha * b, u)[0]), "oracle mean": tv(mo / mo.sum()),
               "oracle tilt": tv(tilt_o), "oracle cq": tv(cq_o)}
     assert abs(est_tv["tilt"] - tv(est.theta_)) < 1e-12  # the default's theta_ is the tilt
+    # round 14b: where the tilt and the division differ -- half the L1 error on theta*_v < 0.1/K, on 0.1/K-1/K
+    # and on >= 1/K, for each, and the largest posterior SD over theta*_v (|lambda| times a variance is the shift)
+    bands = (small, (theta >= 0.1 / K) & (theta < 1.0 / K), theta >= 1.0 / K)
+    parts = {k: [0.5 * float(np.abs(e - theta)[b].sum()) for b in bands]
+             for k, e in (("rescale", m / m.sum()), ("tilt", tilt))}
     return dict(raw=float(m.sum()), lam=lam, alpha=alpha, excess=float(m[small].sum() - theta[small].sum()),
-                est=est_tv, peers={k: tv(v) for k, v in pe.items()})
+                est=est_tv, peers={k: tv(v) for k, v in pe.items()}, parts=parts)
 
 
 def eb_sum_step(cells, runs, n_jobs):
@@ -860,6 +917,12 @@ def eb_sum_step(cells, runs, n_jobs):
                      paired_rescale=paired([r["est"][k] for r in rs], [r["est"]["rescale"] for r in rs]))
                 for k in rs[0]["est"]]
         print(format_table(rows, ["variant", "median_tv", "ratio", "paired_best", "paired_rescale"]))
+        d = np.array([np.subtract(r["parts"]["tilt"], r["parts"]["rescale"]) for r in rs])
+        print("tilt - division, half L1 error by theta*_v band (mean over runs +- SE): "
+              + ", ".join(f"{b} {d[:, j].mean():+.5f} +- {d[:, j].std(ddof=1) / np.sqrt(len(rs)) if len(rs) > 1 else 0:.5f}"
+                          for j, b in enumerate(("< 0.1/K", "0.1/K-1/K", ">= 1/K")))
+              + f"; |lambda| median {np.median(np.abs([r['lam'] for r in rs])):.3g}, max "
+              f"{np.max(np.abs([r['lam'] for r in rs])):.3g}")
     print(f"({time.perf_counter() - t0:.0f} s, {runs} runs per cell, n_jobs={n_jobs})")
 
 
@@ -995,6 +1058,10 @@ def main():
                          "default the shipped IMPORTANCE_DRAWS; a large value weights every kept draw)")
     ap.add_argument("--fresh-13", action="store_true",
                     help="--general on round 13's eleven cells nobody tuned the default to (FRESH_13_CELLS)")
+    ap.add_argument("--fresh-14", action="store_true",
+                    help="--general on round 14b's six high-eps / sparse / K >= 64 cells (FRESH_14_CELLS)")
+    ap.add_argument("--paired-decoder", default=None,
+                    help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
                     help="--general on round 11b's five held-out cells below 32 categories (FRESH_11B_CELLS)")
     ap.add_argument("--per-category", action="store_true",
@@ -1048,14 +1115,15 @@ def main():
         return
 
     if args.eb_sum_step:
-        pool = FRESH_13_CELLS if args.fresh_13 else GENERAL_CELLS
+        pool = FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS if args.fresh_13 else GENERAL_CELLS
         eb_sum_step([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
         return
 
     if args.general:
-        pool = FRESH_13_CELLS if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS
+        pool = (FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS if args.fresh_13 else FRESH_11B_CELLS
+                if args.fresh_11b else GENERAL_CELLS)
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder, pool, args.importance_draws,
-                args.per_category, args.prior)
+                args.per_category, args.prior, args.paired_decoder)
         return
 
     if args.versus_posterior:
