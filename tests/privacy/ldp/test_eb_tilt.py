@@ -184,3 +184,27 @@ def test_below_64_categories_auto_without_eb_never_runs_the_decoder(monkeypatch)
     assert est.convergence_["method"] != "eb" and np.array_equal(est.theta_, reference)
     with pytest.raises(AssertionError, match="decoder ran"):
         _fit(AUTO_EB_MIN_CATEGORIES, "auto").theta_
+
+
+@pytest.mark.parametrize("eps", [4.0, 8.0])
+def test_at_high_epsilon_every_category_moves_with_lambda_and_no_more_mass_than_the_division(eps):
+    # round 14b (issue 28): sparse theta* at eps >= 4, where |lambda| reaches hundreds.  Each tilted mean is
+    # nondecreasing in lambda (its derivative is a posterior variance), so every category moves from the plain
+    # mean m_v in lambda's direction and the L1 move is exactly |sum_v m_v - 1| -- the division's move too.  Hence
+    # |TV(tilt) - TV(division)| <= |sum_v m_v - 1|: the tilt can gain or lose at most the plain sum's distance to 1.
+    # Tolerance: the final division by a sum within TILT_TOL of 1, and m_v computed along another path (sums of
+    # G <= K + 440 terms, relative error <= G machine epsilons).
+    K = 100
+    theta_star = _sparse(K, seed=2)
+    c, n, p, q = _counts(theta_star, 20_000, eps, seed=2)
+    L, w, u = _parts(c, n, p, q)
+    post = L * w[None, :]
+    m = (post @ u) / post.sum(axis=1)
+    tilt, lam, converged = tilted_means(L, w, u)
+    assert converged and abs(lam) >= 100  # the regime of the cells: a large tilt
+    slack = 2 * TILT_TOL + u.size * np.finfo(float).eps
+    assert np.all((tilt - m) * np.sign(lam) >= -np.maximum(tilt, m) * slack)
+    gap = abs(m.sum() - 1.0)
+    assert abs(np.abs(tilt - m).sum() - gap) <= (1.0 + m.sum()) * slack
+    tv = lambda e: 0.5 * np.abs(e - theta_star).sum()
+    assert abs(tv(tilt) - tv(m / m.sum())) <= gap + (1.0 + m.sum()) * slack
