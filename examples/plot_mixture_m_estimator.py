@@ -94,7 +94,7 @@ fig.tight_layout()
 # ---------------------------
 # Twenty simulated data sets with t3 errors (n = 150, known slopes 1, -0.5, 2): the 95 %
 # intervals of :meth:`~sklearn_bayes.MixtureMEstimatorRegressor.conf_int` around each fit, the
-# true slope dashed.  Over 600 such fits (n = 200) they covered 94.1 % (user guide, *Uncertainty*).
+# true slope dashed.  Over 600 such fits (n = 200) they covered 94.3 % (user guide, *Uncertainty*).
 
 beta = np.array([1.0, -0.5, 2.0])
 fig2, axes = plt.subplots(1, 3, figsize=(10, 3), sharey=True)

@@ -361,7 +361,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     gross outlier just inside a redescending loss's cut-off otherwise cancels most of ``A`` at a leverage point
     (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78; user guide).  ``"paper"`` measured 0.960
     (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5 (bench_uncertainty.py, 500 intervals a cell):
-    0.930, 0.950 (Gaussian, n = 200, 1000), 0.938, 0.922 (t3, n = 200, 1000).
+    0.930, 0.950 (Gaussian, n = 200, 1000), 0.940, 0.924 (t3, n = 200, 1000).
 
     Small samples (issue 30): below 8 effective rows per coefficient (Kish's ``(sum w)^2 / sum w^2`` against
     ``n_features + fit_intercept``) the variances that choose the loss are estimated from 15-40 rows and pick almost
