@@ -23,7 +23,44 @@ from sklearn_bayes.linear_model._mixture._inference import interval_dof, validat
 from sklearn_bayes.linear_model._mixture._lts_start import weighted_median
 from sklearn_bayes.utils import check_generator
 
-__all__ = ["bootstrap_intervals", "bootstrap_residuals"]
+__all__ = ["BOOTSTRAP_CONF_INT_DOC", "bootstrap_intervals", "bootstrap_residuals"]
+
+#: The docstring of :meth:`MixtureMEstimatorRegressor.bootstrap_conf_int` (kept here: the estimator's module is at
+#: its size limit).
+BOOTSTRAP_CONF_INT_DOC = """Opt-in intervals over the whole rule, loss choice included: a residual bootstrap.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training features (the rows the estimator was fitted to).
+        y : array-like of shape (n_samples,)
+            The training target.
+        alpha : float in (0, 1), default=0.05
+            One minus the nominal coverage.
+        n_boot : int >= 2, default=50
+            Refits of a clone of the estimator (the cost: ``n_boot`` fits).
+        sample_weight : array-like of shape (n_samples,), default=None
+            The training weights, if the fit had any.
+        random_state : int, Generator, RandomState or None, default=None
+            Seeds the resampling and the refits.
+
+        Returns
+        -------
+        intervals : ndarray of shape (n_features, 2)
+            Lower and upper ends; NaN rows for features that are not identified, as :meth:`conf_int`.
+
+        Notes
+        -----
+        ``coef_ -+ t_{df_intervals_, 1 - alpha/2} sd*``, ``sd*`` the standard deviation of ``coef_``
+        over refits of a clone to ``y* = predict(X) + e*``, ``e*`` drawn with replacement from the
+        residuals of the rows of positive weight, centred at their weighted median and scaled by
+        ``sqrt(m / (m - p))`` (``m`` rows, ``p`` coefficients).  Every refit runs the whole rule
+        (start, loss choice, scale), so the spread includes the choice that :meth:`conf_int`
+        conditions on.  At 16 rows and 4 coefficients it covered 0.94-0.96 where :meth:`conf_int`
+        covers 0.80-0.87 (user guide, round 15; 60 draws).  The estimator is not changed.  A
+        residual bootstrap resamples gross outliers' residuals too: with many outliers the
+        intervals are wide.
+        """
 
 
 def bootstrap_residuals(r, sw, p):

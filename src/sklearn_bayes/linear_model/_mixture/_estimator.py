@@ -762,14 +762,10 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         return _inference.wald_intervals(self.coef_, std, _inference.interval_dof(self), alpha)
 
     def bootstrap_conf_int(self, X, y, alpha=0.05, n_boot=50, sample_weight=None, random_state=None):
-        """Opt-in intervals over the whole rule, loss choice included: a residual bootstrap (``n_boot`` refits).
-
-        ``coef_ -+ t_{df_intervals_, 1 - alpha/2} sd*``, ``sd*`` the spread of ``coef_`` over refits of a clone to
-        ``predict(X) + e*`` (``e*``: the residuals, centred at their weighted median, times ``sqrt(n / (n - p))``,
-        drawn with replacement; ``X``, ``y``, ``sample_weight`` the training data).  Returns shape (n_features, 2),
-        NaN rows as :meth:`conf_int`; the estimator is not changed.  Coverage: user guide, round 15."""
         check_is_fitted(self)
         return _bootstrap.bootstrap_intervals(self, X, y, sample_weight, alpha, n_boot, random_state)[0]
+
+    bootstrap_conf_int.__doc__ = _bootstrap.BOOTSTRAP_CONF_INT_DOC
 
     def summary(self, alpha=0.05, X=None, y=None, threshold=2.5):
         """A statsmodels-style summary of the fit: coefficients, the loss, the error mixture, outliers.
