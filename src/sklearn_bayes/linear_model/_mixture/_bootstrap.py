@@ -17,8 +17,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import _check_sample_weight, check_array, column_or_1d
 
+from sklearn_bayes._glm._base import validate_regression_data
 from sklearn_bayes.linear_model._mixture._inference import interval_dof, validate_alpha, wald_intervals
 from sklearn_bayes.linear_model._mixture._lts_start import weighted_median
 from sklearn_bayes.utils import check_generator
@@ -77,16 +77,18 @@ def bootstrap_intervals(est, X, y, sample_weight, alpha, n_boot, random_state):
     alpha = validate_alpha(alpha)
     if isinstance(n_boot, (bool, np.bool_)) or not isinstance(n_boot, Integral) or n_boot < 2:
         raise ValueError(f"n_boot must be an integer >= 2, got {n_boot!r}.")
-    X = check_array(X, dtype=np.float64, input_name="X")
-    y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64, input_name="y"))
-    if X.shape[1] != len(est.coef_):
-        raise ValueError(f"X has {X.shape[1]} features, but the estimator was fitted with {len(est.coef_)}.")
-    if len(y) != len(X):
-        raise ValueError(f"X and y have different numbers of rows ({len(X)} and {len(y)}).")
-    sw = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    # as predict / score_samples: feature names checked against the fit's, negative weights refused naming
+    # sample_weight (a negative weight gave an IndexError), n_features_in_ and the rows named
+    X, y, sw = validate_regression_data(est, X, y, sample_weight, reset=False)
+    # the refits run the rule that was fitted: set_params(variant=..., fit_intercept=...) after fit must not
+    # change what the intervals describe (they are centred at the fitted coef_); a pickle from before
+    # _fitted_with: the loss tells the variant
+    fitted = getattr(est, "_fitted_with", None) or {
+        "variant": "paper" if est.selected_loss_ is None else "min_variance", "fit_intercept": bool(est.fit_intercept)}
+    rule = {"variant": fitted["variant"], "fit_intercept": fitted["fit_intercept"]}
     rng = check_generator(random_state)
     fit = X @ est.coef_ + est.intercept_
-    e = bootstrap_residuals(y - fit, sw, X.shape[1] + int(est.fit_intercept))
+    e = bootstrap_residuals(y - fit, sw, X.shape[1] + int(rule["fit_intercept"]))
     seeds = rng.integers(0, 2**31 - 1, size=int(n_boot))
     coefs = np.empty((int(n_boot), X.shape[1]))
     for b, seed in enumerate(seeds):
@@ -94,7 +96,7 @@ def bootstrap_intervals(est, X, y, sample_weight, alpha, n_boot, random_state):
         yb = fit + gen.choice(e, size=len(y))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            coefs[b] = clone(est).set_params(random_state=int(seed)).fit(X, yb, sample_weight=sw).coef_
+            coefs[b] = clone(est).set_params(**rule, random_state=int(seed)).fit(X, yb, sample_weight=sw).coef_
     sd = coefs.std(axis=0, ddof=1)
     sd[~np.isfinite(np.diag(est.coef_covariance_))] = np.nan
     return wald_intervals(est.coef_, sd, interval_dof(est), alpha), sd
