@@ -3,7 +3,8 @@
 Failing inputs before the fix: ``sample_weight=-np.ones(20)`` raised ``IndexError`` (not a ValueError naming
 ``sample_weight``); a DataFrame with other column names than the fit's was accepted silently; and after
 ``set_params(fit_intercept=False)`` (or ``variant="paper"``) the refits ran the new rule around the old ``coef_``
-(intervals [[1.238, 2.147], ...] became [[0.846, 2.539], ...] for the same fit and seed).
+(intervals [[1.238, 2.147], ...] became [[0.846, 2.539], ...] for the same fit and seed; init="lts" likewise): the
+fit now records all its parameters (``_fitted_with["params"]``) and the refits run those.
 """
 
 import pickle
@@ -36,7 +37,8 @@ def test_negative_weight_is_refused_naming_sample_weight():
         m.bootstrap_conf_int(X, y, n_boot=2, sample_weight=-np.ones(len(y)), random_state=0)
 
 
-@pytest.mark.parametrize("param", [{"fit_intercept": False}, {"variant": "paper"}])
+@pytest.mark.parametrize("param", [{"fit_intercept": False}, {"variant": "paper"}, {"components": ("gaussian", "cauchy")},
+                                   {"init": "lts"}, {"n_init": 3}])  # fmt: skip
 def test_set_params_after_fit_does_not_change_the_intervals(param):
     X, y = _data()
     m = _fit(X, y)

@@ -86,6 +86,7 @@ def bootstrap_intervals(est, X, y, sample_weight, alpha, n_boot, random_state):
     fitted = getattr(est, "_fitted_with", None) or {
         "variant": "paper" if est.selected_loss_ is None else "min_variance", "fit_intercept": bool(est.fit_intercept)}
     rule = {"variant": fitted["variant"], "fit_intercept": fitted["fit_intercept"]}
+    rule.update({k: v for k, v in fitted.get("params", {}).items() if k != "random_state"})  # every parameter
     rng = check_generator(random_state)
     fit = X @ est.coef_ + est.intercept_
     e = bootstrap_residuals(y - fit, sw, X.shape[1] + int(rule["fit_intercept"]))
@@ -96,7 +97,7 @@ def bootstrap_intervals(est, X, y, sample_weight, alpha, n_boot, random_state):
         yb = fit + gen.choice(e, size=len(y))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            coefs[b] = clone(est).set_params(**rule, random_state=int(seed)).fit(X, yb, sample_weight=sw).coef_
+            coefs[b] = clone(clone(est).set_params(**rule)).set_params(random_state=int(seed)).fit(X, yb, sample_weight=sw).coef_
     sd = coefs.std(axis=0, ddof=1)
     sd[~np.isfinite(np.diag(est.coef_covariance_))] = np.nan
     return wald_intervals(est.coef_, sd, interval_dof(est), alpha), sd

@@ -11,7 +11,7 @@ from numbers import Real
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -686,7 +686,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         """
         d = X.shape[1]
         self._fitted_with = {"variant": self.variant, "fit_intercept": bool(self.fit_intercept),
-                             "interval_correction": self.interval_correction if loss is not None else "none"}
+                             "interval_correction": self.interval_correction if loss is not None else "none",
+                             "params": clone(self).get_params(deep=False)}  # the rule bootstrap_conf_int refits
         self.selected_scale_ = None if loss is None else float(loss_scale * st.y_scale)
         if flag_fit is None:  # "paper": flags from the fit itself
             self.mm_coef_, self.mm_intercept_ = None, None
