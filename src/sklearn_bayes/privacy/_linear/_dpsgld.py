@@ -606,7 +606,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             classes = np.asarray(self.classes)
         except Exception:  # noqa: BLE001 - ragged or not array-like
             classes = np.empty(0)
-        distinct = np.unique(classes) if classes.ndim == 1 else classes
+        try:  # labels that do not sort (None next to an int): refused naming classes below
+            distinct = np.unique(classes) if classes.ndim == 1 else classes
+        except TypeError:
+            distinct = np.empty(0)
         if classes.ndim != 1 or classes.shape[0] != 2 or distinct.shape[0] != 2:
             raise ValueError(
                 f"classes must be the two distinct public labels of the target (a 1-D list of length 2), "
