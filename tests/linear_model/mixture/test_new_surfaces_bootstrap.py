@@ -112,3 +112,15 @@ def test_pickle_from_before_df_intervals_uses_df_resid():
     # same refits (same sd, same centre): only the t quantile's df differs
     np.testing.assert_allclose(ci.mean(axis=1), new.mean(axis=1), rtol=1e-12)
     assert not np.array_equal(ci, new)
+
+
+def test_pickle_from_round_15_without_recorded_parameters_keeps_variant_and_intercept():
+    """A fit pickled with ``_fitted_with`` but before it held ``params``: variant and fit_intercept still the fit's."""
+    X, y = _data()
+    m = _fit(X, y)
+    before = m.bootstrap_conf_int(X, y, n_boot=4, random_state=0)
+    old = pickle.loads(pickle.dumps(m))
+    del old._fitted_with["params"]
+    np.testing.assert_array_equal(old.bootstrap_conf_int(X, y, n_boot=4, random_state=0), before)
+    old.set_params(fit_intercept=False)
+    np.testing.assert_array_equal(old.bootstrap_conf_int(X, y, n_boot=4, random_state=0), before)

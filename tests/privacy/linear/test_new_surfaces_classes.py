@@ -71,3 +71,22 @@ def test_set_params_classes_after_fit_keeps_the_fitted_state_and_clone_pickle_ke
     back = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(back.classes_, [0, 1])
     np.testing.assert_array_equal(back.predict_proba(X[:5]), proba)
+
+
+def test_refused_classes_charge_no_ledger_and_a_refused_refit_keeps_the_fit():
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    X, y = _data()
+    ledger = PrivacyLedger()
+    for classes in ([0, 1, 2], [None, 1], [0, 5]):
+        with pytest.raises(ValueError, match="classes"):
+            DPSGLDLogisticRegression(classes=classes, ledger=ledger, **KW).fit(X, y)
+    assert ledger.n_releases == 0 and ledger.epsilon_spent == 0.0
+    est = DPSGLDLogisticRegression(classes=[0, 1], ledger=ledger, **KW).fit(X, y)
+    spent, coef = ledger.epsilon_spent, est.coef_.copy()
+    est.set_params(classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="classes"):
+        est.fit(X, y)
+    assert ledger.epsilon_spent == spent
+    np.testing.assert_array_equal(est.coef_, coef)
+    np.testing.assert_array_equal(est.classes_, [0, 1])
