@@ -124,3 +124,29 @@ def test_pickle_from_round_15_without_recorded_parameters_keeps_variant_and_inte
     np.testing.assert_array_equal(old.bootstrap_conf_int(X, y, n_boot=4, random_state=0), before)
     old.set_params(fit_intercept=False)
     np.testing.assert_array_equal(old.bootstrap_conf_int(X, y, n_boot=4, random_state=0), before)
+
+
+@pytest.mark.parametrize("scale", [0.01, 1e6])
+def test_df_intervals_and_conf_int_do_not_depend_on_the_scale_of_equal_weights(scale):
+    X, y = _data()
+    m, ms = _fit(X, y), _fit(X, y, sw=np.full(len(y), scale))
+    assert ms.df_intervals_ == pytest.approx(m.df_intervals_, rel=1e-12)
+    np.testing.assert_allclose(ms.conf_int(), m.conf_int(), rtol=1e-10)
+
+
+def test_zero_weight_rows_are_dropped_rows_for_the_corrected_intervals():
+    X, y = _data()
+    w = np.ones(len(y))
+    w[:3] = 0.0
+    mz, md = _fit(X, y, sw=w), _fit(X[3:], y[3:])
+    assert mz.df_intervals_ == pytest.approx(md.df_intervals_, rel=1e-12)
+    np.testing.assert_allclose(mz.conf_int(), md.conf_int(), rtol=1e-10)
+
+
+def test_the_huber_correction_only_widens():
+    X, y = _data()
+    huber = _fit(X, y)
+    none = MixtureMEstimatorRegressor(random_state=0, interval_correction="none").fit(X, y)
+    assert none.df_intervals_ == none.df_resid_ and huber.df_intervals_ <= none.df_resid_
+    np.testing.assert_array_equal(huber.coef_, none.coef_)
+    assert np.all(huber.conf_int()[:, 0] <= none.conf_int()[:, 0]) and np.all(huber.conf_int()[:, 1] >= none.conf_int()[:, 1])
