@@ -56,8 +56,10 @@ BOOTSTRAP_CONF_INT_DOC = """Opt-in intervals over the whole rule, loss choice in
         residuals of the rows of positive weight, centred at their weighted median and scaled by
         ``sqrt(m / (m - p))`` (``m`` rows, ``p`` coefficients).  Every refit runs the whole rule
         (start, loss choice, scale), so the spread includes the choice that :meth:`conf_int`
-        conditions on.  At 16 rows and 4 coefficients it covered 0.94-0.96 where :meth:`conf_int`
-        covers 0.80-0.87 (user guide, round 15; 60 draws).  The estimator is not changed.  A
+        conditions on; they run the parameters of the fit (``set_params`` after ``fit`` does not change
+        them).  ``X`` is checked as in :meth:`predict` (feature names, ``n_features_in_``).  At 16 rows
+        and 4 coefficients it covered 0.94-0.96 where :meth:`conf_int` covers 0.80-0.87 (user guide,
+        round 15; 60 draws).  The estimator is not changed.  A
         residual bootstrap resamples gross outliers' residuals too: with many outliers the
         intervals are wide.
         """
@@ -97,7 +99,8 @@ def bootstrap_intervals(est, X, y, sample_weight, alpha, n_boot, random_state):
         yb = fit + gen.choice(e, size=len(y))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            coefs[b] = clone(clone(est).set_params(**rule)).set_params(random_state=int(seed)).fit(X, yb, sample_weight=sw).coef_
+            refit = clone(clone(est).set_params(**rule)).set_params(random_state=int(seed))
+            coefs[b] = refit.fit(X, yb, sample_weight=sw).coef_
     sd = coefs.std(axis=0, ddof=1)
     sd[~np.isfinite(np.diag(est.coef_covariance_))] = np.nan
     return wald_intervals(est.coef_, sd, interval_dof(est), alpha), sd
