@@ -39,17 +39,22 @@ def locked(tmp_path):
     con.close()
 
 
+def _read_or_write(ledger, call):
+    """One ledger call by name; ``"reopen"`` opens its file again and records (opening reads only the meta pages)."""
+    return {
+        "record": lambda: ledger.record("m", 0.01),
+        "epsilon_spent": lambda: ledger.epsilon_spent,
+        "records": lambda: ledger.records,
+        "n_releases": lambda: ledger.n_releases,
+        "remaining": lambda: ledger.remaining(),
+        "reopen": lambda: PrivacyLedger(path=ledger.path).record("m", 0.01),
+    }[call]()
+
+
 @pytest.mark.parametrize("call", ["record", "epsilon_spent", "records", "n_releases", "remaining"])
 def test_a_locked_file_is_a_timeout_naming_path(locked, call):
-    do = {
-        "record": lambda: locked.record("m", 0.01),
-        "epsilon_spent": lambda: locked.epsilon_spent,
-        "records": lambda: locked.records,
-        "n_releases": lambda: locked.n_releases,
-        "remaining": lambda: locked.remaining(),
-    }[call]
     with pytest.raises(TimeoutError, match="path="):
-        do()
+        _read_or_write(locked, call)
 
 
 def test_a_sketch_refused_by_a_locked_file_changes_nothing(tmp_path):
@@ -82,15 +87,8 @@ def test_a_corrupted_file_is_refused_naming_path(tmp_path, call):
     path = tmp_path / "budget.ledger"
     ledger = _filled(path)
     _corrupt(path)
-    do = {
-        "record": lambda: ledger.record("m", 0.01),
-        "epsilon_spent": lambda: ledger.epsilon_spent,
-        "records": lambda: ledger.records,
-        "n_releases": lambda: ledger.n_releases,
-        "reopen": lambda: PrivacyLedger(path=path).record("m", 0.01),  # (opening reads only the meta pages)
-    }[call]
     with pytest.raises(ValueError, match="path="):
-        do()
+        _read_or_write(ledger, call)
 
 
 def test_a_truncated_file_refuses_a_sketch_release_and_the_sketch_is_unchanged(tmp_path):

@@ -30,14 +30,11 @@ from sklearn_bayes.privacy import (
 from sklearn_bayes.privacy._core._clipping import clip_rows, clip_values
 from sklearn_bayes.privacy._linear._dpsgld import _raw_epsilon, calibrate_sgld_noise, sgld_epsilon
 from sklearn_bayes.utils import instance_lock
+from tests.privacy.linear._data import bounded_regression
 
 EPSILONS = [1e-8, 1e-3, 50.0, 1e4, 1e300]
 
 
-def _regression(n=300, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d))
-    return X, X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.standard_normal(n)
 
 
 def _quiet_fit(est, X, y):
@@ -60,7 +57,7 @@ MAKERS = {
 
 
 def _data(kind):
-    X, y = _regression()
+    X, y = bounded_regression()
     return (X, (y > 0).astype(int)) if kind == "dpsgld" else (X, y)
 
 
@@ -99,7 +96,7 @@ def test_every_estimator_returns_or_refuses_at_every_epsilon(kind, eps):
 
 def test_released_norm_limits_are_the_documented_ones():
     """ε = 50 (hung) is refused naming 38.09 at δ = 1e-6; ε = 1e-3 (hung) now fits."""
-    X, y = _regression()
+    X, y = bounded_regression()
     with pytest.raises(ValueError, match=r"epsilon=50\.0 is too large .* supports for certain .* 38\.09"):
         _quiet_fit(MAKERS["released_norm"](50.0), X, y)
     _check_release(_quiet_fit(MAKERS["released_norm"](1e-3), X, y), 1e-3)
@@ -256,8 +253,8 @@ def test_row_norm_clipper_fit_holds_the_instance_lock():
 
 def test_concurrent_fits_of_one_instance_release_whole_fits():
     """Two threads fitting one instance with one generator: the end state is one whole fit."""
-    X, y = _regression()
-    X2, y2 = _regression(seed=5)
+    X, y = bounded_regression()
+    X2, y2 = bounded_regression(seed=5)
     rng = np.random.default_rng(11)
     start = rng.bit_generator.state
     est = OnePosteriorSampleRidge(ridge_lambda=500.0, x_bound=2.0, y_bound=2.0, random_state=rng)
@@ -307,7 +304,7 @@ def test_ledger_loses_no_record_under_threads():
 
 def test_shared_ledger_counts_every_fit_from_threads():
     ledger = PrivacyLedger()
-    X, y = _regression()
+    X, y = bounded_regression()
 
     def work(seed):
         for _ in range(5):
@@ -328,7 +325,7 @@ def test_deepcopy_pickle_and_clone_keep_the_ledger_semantics():
 
     from sklearn.base import clone
 
-    X, y = _regression()
+    X, y = bounded_regression()
     ledger = PrivacyLedger()
     est = _quiet_fit(MAKERS["thesis"](1.0, ledger=ledger), X, y)
     assert ledger.n_releases == 2
@@ -347,7 +344,7 @@ def test_deepcopy_pickle_and_clone_keep_the_ledger_semantics():
 
 def test_small_n_and_constant_columns():
     """n = 1 and a constant column are valid data: a finite release (the bounds are public)."""
-    X, y = _regression()
+    X, y = bounded_regression()
     Xc = X.copy()
     Xc[:, 1] = 1.0
     for kind in ("ops_ridge", "ssp_posterior", "released_norm", "thesis"):

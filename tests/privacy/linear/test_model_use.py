@@ -18,12 +18,9 @@ from sklearn_bayes.privacy import (
     OnePosteriorSampleRidge,
     PrivacyLedger,
 )
+from tests.privacy.linear._data import bounded_regression
 
 
-def _regression(n=300, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d))
-    return X, X @ np.array([0.5, -0.3, 0.2][:d]) + 0.1 * rng.standard_normal(n)
 
 
 def _quiet(fn, *args, **kwargs):
@@ -42,7 +39,7 @@ def _sgld(**kw):
 def test_grid_search_charges_every_fit_and_the_refit_to_the_shared_ledger():
     """GridSearchCV clones the estimator; the clones share the ledger (clone shares, never copies it), so
     every fold's fit and the refit are recorded: 2 candidates x 3 folds + 1 refit, the total their sum."""
-    X, y = _regression()
+    X, y = bounded_regression()
     ledger = PrivacyLedger()
     grid = {"epsilon": [0.5, 1.0]}
     search = GridSearchCV(AdaOPSRegressor(x_bound=2.0, y_bound=2.0, ledger=ledger), grid, cv=3)
@@ -56,7 +53,7 @@ def test_grid_search_charges_every_fit_and_the_refit_to_the_shared_ledger():
 def test_cross_val_score_over_a_budgeted_ledger_stops_at_the_budget():
     """A budget smaller than the folds' total: the folds beyond it are refused (scored as errors by
     scikit-learn), nothing beyond the budget is recorded, and the refused folds charge nothing."""
-    X, y = _regression()
+    X, y = bounded_regression()
     ledger = PrivacyLedger(budget=(2.0, 1e-3))
     est = OnePosteriorSampleRidge(epsilon=1.0, ridge_lambda=500.0, x_bound=2.0, y_bound=2.0, ledger=ledger)
     scores = _quiet(cross_val_score, est, X, y, cv=3, error_score=np.nan)
@@ -65,7 +62,7 @@ def test_cross_val_score_over_a_budgeted_ledger_stops_at_the_budget():
 
 
 def test_clone_of_a_fitted_estimator_keeps_the_ledger_and_refits_into_it():
-    X, y = _regression()
+    X, y = bounded_regression()
     ledger = PrivacyLedger()
     est = _quiet(AdaOPSRegressor(x_bound=2.0, y_bound=2.0, ledger=ledger).fit, X, y)
     twin = clone(est)
@@ -85,7 +82,7 @@ def test_clone_of_a_fitted_estimator_keeps_the_ledger_and_refits_into_it():
     ],
 )
 def test_pandas_feature_names_are_kept_and_checked(make):
-    X, y = _regression()
+    X, y = bounded_regression()
     df = pd.DataFrame(X, columns=["age", "income", "score"])
     est = _quiet(make().fit, df, pd.Series(y, name="target"))
     assert list(est.feature_names_in_) == ["age", "income", "score"]
@@ -108,7 +105,7 @@ def test_dpsgld_with_public_classes_releases_on_one_class_data_and_publishes_onl
     records all have one label is fitted and charged like any other (without ``classes`` this is a
     refusal, and whether ``fit`` refuses tells the neighbours -- one positive record or none -- apart
     with certainty); ``classes_`` is the public labels, whatever the data hold."""
-    X, _ = _regression()
+    X, _ = bounded_regression()
     y = np.zeros(X.shape[0], dtype=int)
     y_neighbour = y.copy()
     y_neighbour[0] = 1
@@ -120,7 +117,7 @@ def test_dpsgld_with_public_classes_releases_on_one_class_data_and_publishes_onl
 
 
 def test_dpsgld_classes_order_and_string_labels():
-    X, y = _regression()
+    X, y = bounded_regression()
     labels = np.where(y > 0, "yes", "no")
     est = _quiet(_sgld(classes=["yes", "no"]).fit, X, labels)
     np.testing.assert_array_equal(est.classes_, ["no", "yes"])  # sorted, as scikit-learn's classes_
@@ -130,13 +127,13 @@ def test_dpsgld_classes_order_and_string_labels():
 
 @pytest.mark.parametrize("classes", [[0], [0, 0], [0, 1, 2], [[0, 1]], "ab"])
 def test_dpsgld_bad_classes_are_named(classes):
-    X, y = _regression()
+    X, y = bounded_regression()
     with pytest.raises((ValueError, TypeError), match="classes"):
         _quiet(_sgld(classes=classes).fit, X, (y > 0).astype(int))
 
 
 def test_dpsgld_a_label_outside_classes_is_refused_without_printing_it():
-    X, y = _regression()
+    X, y = bounded_regression()
     labels = (y > 0).astype(int)
     labels[5] = 987654321
     est = _sgld(classes=[0, 1])

@@ -26,12 +26,11 @@ from sklearn_bayes.privacy import (
     OnePosteriorSampleRidge,
     PrivacyLedger,
 )
+from tests.privacy.linear._data import bounded_regression
 
 
 def _regression(n=400, d=2, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, d))
-    return X, X @ np.array([0.5, -0.3][:d]) + 0.1 * rng.standard_normal(n)
+    return bounded_regression(n, d, seed)
 
 
 def _quiet(fn, *args, **kwargs):
