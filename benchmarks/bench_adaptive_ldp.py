@@ -391,6 +391,28 @@ FRESH_14_CELLS = (
     ("near-uniform Dir(20)", "fresh 14", 80, 6.0, 20_000, lambda rng: rng.dirichlet(np.full(80, 20.0))),
 )
 
+#: Round 15 (issue 28, task H28U): eight cells nobody has used, fixed and committed before anything was run on them
+#: (``--general --fresh-15 --paired-decoder <previous default>``; run once, 20 runs, after the round's adoption rule
+#: was fixed on the dev cells).  Real frequencies of three installed data sets not used before (openintro seattlepets
+#: ``primary_breed``, 336 breeds of 52,519 licensed pets, long-tailed; openintro birds ``species``, 241 species of
+#: 19,302 wildlife strikes; modeldata hotel_rates ``country``, 98 countries, at low eps), a four-peak vector of
+#: unequal widths, a log-normal long tail, a low-eps Dir(0.3), a K = 700 cell and a sparse high-eps Dir(0.02).
+FRESH_15_CELLS = (
+    ("real: seattlepets breed", "fresh 15", 336, 1.0, 100_000,
+     lambda rng: _real("openintro", "seattlepets", "primary_breed")),
+    ("real: birds species", "fresh 15", 241, 2.0, 50_000, lambda rng: _real("openintro", "birds", "species")),
+    ("real: hotel_rates country, low eps", "fresh 15", 98, 0.3, 200_000,
+     lambda rng: _real("modeldata", "hotel_rates", "country")),
+    ("four-peak", "fresh 15", 200, 1.0, 50_000,
+     lambda rng: _peaks(200, (0.12, 0.4, 0.62, 0.9), 0.02) + 0.5 * _peaks(200, (0.4,), 0.08)),
+    ("log-normal(2)", "fresh 15", 250, 1.5, 50_000,
+     lambda rng: (lambda t: t / t.sum())(np.exp(2.0 * rng.standard_normal(250)))),
+    ("Dir(0.3), low eps", "fresh 15", 120, 0.3, 200_000, lambda rng: rng.dirichlet(np.full(120, 0.3))),
+    ("Dir(0.5)", "fresh 15", 700, 3.0, 100_000, lambda rng: rng.dirichlet(np.full(700, 0.5))),
+    ("Dir(0.02)", "fresh 15", 150, 6.0, 30_000, lambda rng: rng.dirichlet(np.full(150, 0.02))),
+)
+
+
 def _geometric(K, r):
     t = r ** np.arange(K)
     return t / t.sum()
@@ -1060,6 +1082,8 @@ def main():
                     help="--general on round 13's eleven cells nobody tuned the default to (FRESH_13_CELLS)")
     ap.add_argument("--fresh-14", action="store_true",
                     help="--general on round 14b's six high-eps / sparse / K >= 64 cells (FRESH_14_CELLS)")
+    ap.add_argument("--fresh-15", action="store_true",
+                    help="--general on round 15's eight cells nobody has used (FRESH_15_CELLS), run once, held out")
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
@@ -1115,13 +1139,14 @@ def main():
         return
 
     if args.eb_sum_step:
-        pool = FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS if args.fresh_13 else GENERAL_CELLS
+        pool = (FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS
+                if args.fresh_13 else GENERAL_CELLS)
         eb_sum_step([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
         return
 
     if args.general:
-        pool = (FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS if args.fresh_13 else FRESH_11B_CELLS
-                if args.fresh_11b else GENERAL_CELLS)
+        pool = (FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS
+                if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder, pool, args.importance_draws,
                 args.per_category, args.prior, args.paired_decoder)
         return
