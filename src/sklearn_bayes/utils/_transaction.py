@@ -14,7 +14,8 @@ method holds the instance's re-entrant lock (:func:`instance_lock`) for its whol
 a rollback in one thread never rewinds a generator that another thread has meanwhile
 drawn released noise from, and two concurrent recording calls never lose each other's
 updates.  The lock lives outside the instance (a weak-keyed registry), so ``get_params``,
-``clone``, ``copy`` and pickling never see it, and every copy gets its own.
+``clone``, ``copy`` and pickling never see it, and every copy gets its own.  A ``fork()``
+waits (briefly) for the running calls and the child gets usable locks (:mod:`._fork`).
 
 A generator is rewound only when no call on *another* object that holds the same generator
 began or was running while the failing call ran (:func:`_generator_calls`): two estimators
@@ -31,6 +32,8 @@ import weakref
 
 import numpy as np
 
+from sklearn_bayes.utils._fork import check_usable, register_guard
+
 __all__ = ["instance_lock", "serialized", "transactional"]
 
 _LOCKS = weakref.WeakKeyDictionary()
@@ -39,6 +42,9 @@ _LOCKS_GUARD = threading.Lock()
 #: by an object with a decorated call running (entries leave with the last such call).
 _GENERATOR_CALLS = {}
 _GENERATOR_GUARD = threading.Lock()
+# fork(): acquired before, new ones in the child (see _fork); the instance locks are handled there too
+register_guard(globals(), "_LOCKS_GUARD")
+register_guard(globals(), "_GENERATOR_GUARD")
 
 
 def instance_lock(obj):
@@ -51,7 +57,12 @@ def instance_lock(obj):
     >>> b = Box()
     >>> instance_lock(b) is instance_lock(b), instance_lock(b) is instance_lock(Box())
     (True, False)
+
+    In a ``fork()``-ed child, an object that another thread of the parent was running a
+    call on at the fork is refused with a ``RuntimeError`` (its state may be half-updated;
+    see :mod:`sklearn_bayes.utils._fork`).
     """
+    check_usable(obj)
     with _LOCKS_GUARD:
         lock = _LOCKS.get(obj)
         if lock is None:

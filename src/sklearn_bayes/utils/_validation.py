@@ -15,6 +15,7 @@ import sklearn
 from sklearn.utils._param_validation import Interval
 
 from sklearn_bayes.exceptions import SeededNoiseWarning
+from sklearn_bayes.utils._fork import register_guard
 from sklearn_bayes.utils._streaming import state_digest
 
 
@@ -145,10 +146,54 @@ def check_generator(random_state):
     )
 
 
+class _OSSeededGenerator(np.random.Generator):
+    """A :class:`numpy.random.Generator` seeded from operating-system entropy for privacy noise.
+
+    Created only by :func:`check_privacy_random_state` for ``random_state=None``; the one
+    difference from a plain ``Generator`` is that it can be referenced weakly, so that the
+    live ones are known (``_OS_SEEDED``) and reseeded from fresh entropy in a ``fork()``-ed
+    child (:func:`_reseed_in_child`).  A copy (pickle, ``copy.deepcopy``) is a plain
+    ``Generator`` with the same state, as for any generator.
+    """
+
+    __slots__ = ("__weakref__",)
+
+
+#: the live OS-seeded privacy-noise generators of this process (weak references)
+_OS_SEEDED = weakref.WeakSet()
+
+
+def _reseed_in_child():
+    """In a ``fork()``-ed child: every live OS-seeded noise generator draws from fresh OS entropy.
+
+    The child holds the parent's generators in their state: unchanged, an estimator with
+    ``random_state=None`` would draw in the child exactly the noise its original draws in the
+    parent, and two releases about data that differ in one individual would differ by that
+    individual's contribution alone.  Runs single-threaded in the child and takes no lock.
+    """
+    for rng in list(_OS_SEEDED):
+        try:
+            bit_generator = rng.bit_generator
+            bit_generator.state = type(bit_generator)().state
+        except Exception:  # pragma: no cover - never fail a fork
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed_in_child)
+
+
+def _os_seeded_generator():
+    rng = _OSSeededGenerator(np.random.PCG64())
+    _OS_SEEDED.add(rng)
+    return rng
+
+
 #: digests of the generator states privacy noise was drawn from in this process, with the
 #: estimator that drew it (a weak reference, or None)
 _RELEASED_STATES = {}
 _RELEASED_LOCK = threading.Lock()
+register_guard(globals(), "_RELEASED_LOCK")  # fork(): a new one in the child (see _fork)
 
 
 def _state_digest(random_state):
@@ -169,6 +214,14 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
       same noise, which cancels between their releases.  The same ``instance`` asking
       again from the same state (a retry after a rejected call rewound its generator)
       is not a replay.  Copies in other processes are not seen.
+
+    ``None`` gives a generator seeded from operating-system entropy, which is reseeded from
+    fresh entropy in a ``fork()``-ed child (``os.register_at_fork``): an estimator inherited
+    by a forked process (``os.fork``, ``multiprocessing``'s ``"fork"`` context) never draws
+    its original's noise.  Seeded noise is left as it is in the child: an int seed replays by
+    design, and a ``Generator`` or ``RandomState`` given by the caller stays the caller's
+    responsibility (give each process its own, e.g. with
+    :meth:`numpy.random.SeedSequence.spawn`).
 
     Parameters
     ----------
@@ -201,7 +254,7 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
                 SeededNoiseWarning,
                 stacklevel=external_stacklevel(),
             )
-    rng = check_generator(random_state)
+    rng = _os_seeded_generator() if random_state is None else check_generator(random_state)
     if isinstance(random_state, (numbers.Integral, np.integer)):
         warnings.warn(
             f"{owner} was given an integer random_state: its privacy noise is reproducible "

@@ -83,6 +83,7 @@ import numpy as np
 from sklearn_bayes.exceptions import BudgetExceededError, DetachedLedgerError
 from sklearn_bayes.privacy._core._decimal import decimal_sum as _decimal_sum
 from sklearn_bayes.utils import check_epsilon
+from sklearn_bayes.utils._fork import register_child_hook, register_guard
 
 __all__ = ["PrivacyLedger", "amplify_by_subsampling", "log1p_exp", "subsampled_base_epsilon"]
 
@@ -214,6 +215,26 @@ _LIVE_LEDGERS = weakref.WeakValueDictionary()
 _DEAD_LEDGERS = collections.OrderedDict()
 _MAX_DEAD = 4096
 _REGISTRY_LOCK = threading.Lock()
+#: Every in-memory ledger of this process (weak references), for a fork()-ed child (below).
+_MEMORY_LEDGERS = weakref.WeakSet()
+
+
+def _usable_ledgers_in_child():
+    """In a ``fork()``-ed child: a ledger lock held by a parent thread at the fork is replaced.
+
+    That thread does not exist in the child, so the lock would never be released.  It may have
+    been half-way through a record or a settle (the records changed, the running totals not
+    yet): the totals are recomputed from the records, exactly.
+    """
+    for ledger in list(_MEMORY_LEDGERS):
+        lock = getattr(ledger, "_lock", None)
+        if lock is not None and lock.locked() and getattr(ledger, "_records", None) is not None:
+            ledger._lock = threading.Lock()
+            ledger._eps_total, ledger._delta_total = _record_amounts(ledger._records)
+
+
+register_guard(globals(), "_REGISTRY_LOCK")
+register_child_hook(_usable_ledgers_in_child)
 
 
 def _ids_digest(records):
@@ -424,6 +445,7 @@ class PrivacyLedger:
             self._records = []
             self._init_totals()
             _LIVE_LEDGERS[self._uid] = self
+            _MEMORY_LEDGERS.add(self)
         else:
             from sklearn_bayes.privacy._core._ledger_sqlite import SQLiteStore
 
@@ -780,6 +802,7 @@ class PrivacyLedger:
         self._store = None
         self._records = state["records"]
         self._init_totals(self._records)
+        _MEMORY_LEDGERS.add(self)
         self._snapshot = True  # a copy: see _shared_target for where its shared records go
         self._origin = state.get("origin")
         self._origin_pid = state.get("pid")
