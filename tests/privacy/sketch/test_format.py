@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 
 from sklearn_bayes.exceptions import SeededNoiseWarning
 from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
-from sklearn_bayes.privacy._sketch._format import FORMAT_VERSION, MAGIC
+from sklearn_bayes.privacy._sketch._format import MAGIC
 
 
 def _sketch(seed=0, **params):
@@ -91,7 +91,7 @@ def test_documented_header_offsets():
     sk.query([1, 2])
     data = sk.to_bytes()
     assert data[:8] == MAGIC == b"SKBSKTCH"
-    assert struct.unpack_from("<HHQ", data, 8) == (FORMAT_VERSION, 0, len(data))
+    assert struct.unpack_from("<HHQ", data, 8) == (1, 0, len(data))  # an unbound stream: version 1
     assert tuple(data[20:25]) == (1, 1, 0, 0, 1)  # count_min, use_and_forget, discrete_laplace, not pan, family 1
     assert data[25] == 2 and data[26] == 6  # counts of about 430 -> int16; uses -> uint8
     assert struct.unpack_from("<II", data, 28) == (3, 40)
@@ -193,8 +193,8 @@ def test_refusals():
         PrivateCountSketch.from_bytes(b"PK\x03\x04" + data[4:])
     with pytest.raises(ValueError, match="not a serialized PrivateCountSketch"):
         PrivateCountSketch.from_bytes(b"")
-    bad_version = data[:8] + struct.pack("<H", 2) + data[10:]
-    with pytest.raises(ValueError, match="format version 2.*reads version 1"):
+    bad_version = data[:8] + struct.pack("<H", 3) + data[10:]
+    with pytest.raises(ValueError, match="format version 3.*reads versions 1 and 2"):
         PrivateCountSketch.from_bytes(bad_version)
     for n in (3, 10, 60, 200, len(data) - 1):
         with pytest.raises(ValueError, match="truncated"):

@@ -1,9 +1,9 @@
 """A user's and an attacker's review of ``PrivateCountSketch.from_bytes(data, ledger=...)`` (task HQJ).
 
-Found, not fixed (strict xfail): the bytes record only that the writer's stream was bound to a shared ledger
-(flag bit 0), not which one, so ``from_bytes`` accepts any ledger: bytes whose ledger's budget is exhausted load
-with a fresh ``PrivacyLedger`` of another file and release again.  Telling ledgers apart needs a format change
-(e.g. the ledger file's path or an id in the bytes): the lead's decision.
+Found in HQJ, fixed in HQK: the bytes recorded only that the writer's stream was bound to a shared ledger
+(flag bit 0), not which one, so ``from_bytes`` accepted any ledger: bytes whose ledger's budget is exhausted
+loaded with a fresh ``PrivacyLedger`` of another file and released again.  Format version 2 writes the
+ledger's id into the bytes of a bound stream (see test_format_ledger_id.py).
 """
 
 import numpy as np
@@ -46,7 +46,6 @@ def test_a_ledger_that_is_not_a_privacy_ledger_is_refused_naming_ledger(ledger):
         PrivateCountSketch.from_bytes(data, ledger=ledger)
 
 
-@pytest.mark.xfail(strict=True, reason="the bytes carry only the bound flag, not which ledger: any ledger is accepted")
 def test_another_ledger_than_the_writers_is_refused(tmp_path):
     data = _bound_bytes(PrivacyLedger(budget=(1.0, 0.0), path=tmp_path / "spent.ledger"))
     with pytest.raises(ValueError, match="ledger"):

@@ -630,6 +630,31 @@ class PrivacyLedger:
                 return ("memory", origin._uid)
         return ("memory", self._uid)
 
+    def _ledger_id(self):
+        """The id written into the bytes of a sketch bound to this ledger (``PrivateCountSketch.to_bytes``).
+
+        ``"file:<ledger_id>"`` for a file (its random id, see ``SQLiteStore``), else
+        ``"memory:<uid>"`` of the in-memory ledger its records reach (see :meth:`_identity`).
+        """
+        if self._store is not None:
+            return "file:" + self._store.ledger_id
+        return "memory:" + self._identity()[1]
+
+    def _is_ledger(self, ledger_id):
+        """Whether ``ledger_id`` (from :meth:`_ledger_id`, maybe in another process) names this ledger.
+
+        A file: its id, checked against the file as it is now (a replaced file is refused).  In
+        memory: this ledger, or the original a snapshot of it was pickled from.
+        """
+        if self._store is not None:
+            with self._store.transaction(immediate=False):  # the file is still the one opened
+                pass
+            return ledger_id == "file:" + self._store.ledger_id
+        ids = {self._uid, self._identity()[1]}
+        if self._snapshot and self._origin is not None:
+            ids.add(self._origin)
+        return ledger_id in {"memory:" + u for u in ids}
+
     def _is_same_budget(self, other):
         """Whether releases recorded through ``self`` and ``other`` land in one ledger (one budget)."""
         return other is self or (isinstance(other, PrivacyLedger) and self._identity() == other._identity())
@@ -771,7 +796,8 @@ class PrivacyLedger:
 
     def __getstate__(self):
         if self._store is not None:
-            return {"path": self._store.path, "budget": self._budget}
+            return {"path": self._store.path, "budget": self._budget, "ledger_id": self._store.ledger_id,
+                    "seen": self._store.seen}
         if not self._snapshot and self._finalizer is None:
             # remember what this ledger holds when it dies: a snapshot of it may take its place
             self._finalizer = weakref.finalize(self, _note_dead, self._uid, self._pid, self._records)
@@ -791,7 +817,9 @@ class PrivacyLedger:
         if "path" in state:  # a ledger file: reopen it (the same budget, checked)
             from sklearn_bayes.privacy._core._ledger_sqlite import SQLiteStore
 
-            self._store = SQLiteStore(state["path"], self._budget, create=False)  # its file, never a new one
+            # its file, never a new one; the same file (its id; an older pickle's adopts the file's)
+            self._store = SQLiteStore(state["path"], self._budget, create=False, ledger_id=state.get("ledger_id"),
+                                      seen=state.get("seen", 0))
             self._records = None
             self._init_totals()
             self._snapshot = False

@@ -16,6 +16,14 @@ threads and processes (joblib workers, separate Python sessions).  Design:
 * **The budget lives in the file**, written once when the file is created: a process
   that opens the file with another budget is refused (a budget cannot be raised by
   reopening), one that gives ``budget=None`` adopts it.
+* **The file is known by a random id** (``ledger_id``, 128 bits, in the ``meta`` table),
+  drawn when the file is created (added, once, to a file of an older version when it is
+  first opened).  Every transaction checks it, and that the file holds at least as many
+  records as this store has seen (records are never deleted): a file replaced by another
+  ledger, even with the same budget, or by an older copy of itself (restored from a backup)
+  is refused with a ``ValueError`` naming ``path`` -- its spend would otherwise be
+  forgotten.  A pickled ledger carries both (the copy in a worker checks them too).  An
+  older copy is seen only by a process that saw the records it lost.
 """
 
 import fractions
@@ -24,6 +32,7 @@ import os
 import pathlib
 import sqlite3
 import time
+import uuid
 
 from sklearn_bayes.privacy._core._decimal import decimal_sum
 
@@ -79,10 +88,43 @@ def _translated(store, exc):
 class SQLiteStore:
     """The records and budget of a ledger file (see the module docstring)."""
 
-    def __init__(self, path, budget, timeout=BUSY_TIMEOUT, create=True):
+    def __init__(self, path, budget, timeout=BUSY_TIMEOUT, create=True, ledger_id=None, seen=0):
         self.path = os.path.abspath(os.fsdecode(os.fspath(path)))  # (a bytes path as the file system decodes it)
         self.timeout = float(timeout)
-        self.budget = self._open(budget, create)
+        #: the file's id and the number of records this store has seen in it (checked at every
+        #: transaction; None while the file is being opened)
+        self.ledger_id, self.seen = None, int(seen)
+        self.budget, file_id = self._open(budget, create)
+        if ledger_id is not None and ledger_id != file_id:
+            raise self._impostor(file_id, ledger_id)
+        self.ledger_id = file_id
+        if ledger_id is not None:  # a pickled ledger: check what its writer saw
+            with self.transaction(immediate=False):
+                pass
+
+    def _impostor(self, found, expected):
+        return ValueError(
+            f"the ledger file path={self.path!r} is another ledger (id {found}) than the one this PrivacyLedger "
+            f"opened (id {expected}): the file was replaced, so the releases recorded in the original would be "
+            "forgotten. Nothing was recorded or released. Restore the original file."
+        )
+
+    def check_identity(self, con):
+        """Inside a transaction: refuse a file that is not the one opened, or that lost records."""
+        if self.ledger_id is None:
+            return
+        found, last = con.execute(
+            "SELECT (SELECT value FROM meta WHERE key = 'ledger_id'), (SELECT MAX(seq) FROM records)").fetchone()
+        if found != self.ledger_id:
+            raise self._impostor(found, self.ledger_id)
+        last = int(last or 0)
+        if last < self.seen:
+            raise ValueError(
+                f"the ledger file path={self.path!r} holds fewer records ({last}) than this PrivacyLedger has seen "
+                f"in it ({self.seen}): it was replaced by an older copy (a backup?), which forgets the releases "
+                "recorded since. Nothing was recorded or released. Restore the current file."
+            )
+        self.seen = last
 
     # ------------------------------------------------------------------ plumbing
     def _connect(self, create=False):
@@ -131,12 +173,13 @@ class SQLiteStore:
             meta = dict(con.execute("SELECT key, value FROM meta"))
             if not meta:
                 eps, delta = budget if budget is not None else (None, None)
+                ledger_id = uuid.uuid4().hex
                 con.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [("format", _FORMAT), ("budget_epsilon", eps), ("budget_delta", delta),
-                     ("created", time.time())],
+                     ("created", time.time()), ("ledger_id", ledger_id)],
                 )
-                return budget
+                return budget, ledger_id
             if meta.get("format") != _FORMAT:
                 raise ValueError(f"path={self.path!r} is not a PrivacyLedger file of format {_FORMAT!r}.")
             stored = None if meta.get("budget_epsilon") is None else (
@@ -147,7 +190,11 @@ class SQLiteStore:
                     f"{stored!r}, fixed when the file was created: a budget cannot be changed by reopening "
                     "its file. Open it with budget=None (or the same budget)."
                 )
-            return stored
+            ledger_id = meta.get("ledger_id")
+            if not isinstance(ledger_id, str) or not ledger_id:  # a file of an older version: give it its id
+                ledger_id = uuid.uuid4().hex
+                con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('ledger_id', ?)", (ledger_id,))
+            return stored, ledger_id
 
     # ------------------------------------------------------------------ reads
     @staticmethod
@@ -255,18 +302,26 @@ class _Transaction:
         self.con = self.store._connect(self.create)
         try:
             self.con.execute("BEGIN IMMEDIATE" if self.immediate else "BEGIN")
-        except sqlite3.Error as exc:
+            self.store.check_identity(self.con)
+        except BaseException as exc:
+            if self.con.in_transaction:
+                self.con.execute("ROLLBACK")
             self.con.close()
-            raise _translated(self.store, exc) from None
+            if isinstance(exc, sqlite3.Error):
+                raise _translated(self.store, exc) from None
+            raise
         return self.con
 
     def __exit__(self, exc_type, exc, tb):
         try:
             if exc_type is None:
                 try:
+                    last = self.con.execute("SELECT MAX(seq) FROM records").fetchone()[0] if self.immediate else None
                     self.con.execute("COMMIT")
                 except sqlite3.Error as commit_exc:  # (rolled back by SQLite)
                     raise _translated(self.store, commit_exc) from None
+                if last is not None and self.store.ledger_id is not None:  # what this write left in the file
+                    self.store.seen = max(self.store.seen, int(last))
             elif self.con.in_transaction:
                 try:
                     self.con.execute("ROLLBACK")

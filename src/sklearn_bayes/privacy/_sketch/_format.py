@@ -1,7 +1,9 @@
 """The portable binary format of a fitted :class:`PrivateCountSketch` (``to_bytes`` / ``from_bytes``).
 
-The layout (version 1) is documented in ``PrivateCountSketch.to_bytes``; this module is
-its only reader and writer.  Everything is little-endian; strings are UTF-8 with a
+The layout (versions 1 and 2) is documented in ``PrivateCountSketch.to_bytes``; this module
+is its only reader and writer.  Version 2 is version 1 with the id of the shared ledger after
+the fork id; it is written for a stream bound to a shared ledger only, so the bytes of an
+unbound stream are those of version 1.  Everything is little-endian; strings are UTF-8 with a
 ``uint32`` byte length in front.
 """
 
@@ -18,7 +20,9 @@ from sklearn_bayes.utils import serialized
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS
 
 MAGIC = b"SKBSKTCH"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: the versions this reader reads (1: no ledger id; 2: the shared ledger's id after the fork id)
+READ_VERSIONS = (1, 2)
 #: Hash family 1: splitmix64 keys and multiply-shift row hashes (``sklearn_bayes._fast._hashing``).
 HASH_FAMILY = 1
 
@@ -72,6 +76,7 @@ def dumps(sk):
     seed = int(fp["hash_seed"])
     seed_bytes = seed.to_bytes(max(8, (seed.bit_length() + 8) // 8), "little", signed=True)
     names = getattr(sk, "feature_names_in_", None)
+    bound = sk._shared_ledger is not None  # version 2: the bytes name the ledger
     try:
         ledger = json.dumps(sk.ledger_.records, allow_nan=False, separators=(",", ":")).encode("utf-8")
     except (TypeError, ValueError) as exc:
@@ -80,6 +85,7 @@ def dumps(sk):
         b"",  # fixed header, filled in below (it holds the total length)
         struct.pack("<H", len(seed_bytes)), seed_bytes,
         _str(sk.stream_id_), _str(sk._fork_id),
+        *((_str(sk._shared_ledger._ledger_id()),) if bound else ()),
         struct.pack("<I", len(sk.shard_ids_)), *(_str(s) for s in sk.shard_ids_),
         struct.pack("<I", sk.n_features_in_), bytes(_ITEM_KINDS.index(k) for k in sk._item_kinds),
         struct.pack("<B", names is not None), *((_str(str(n)) for n in names) if names is not None else ()),
@@ -90,7 +96,7 @@ def dumps(sk):
             parts.append(np.ascontiguousarray(a, dtype=_CELL_DTYPES[code]).tobytes())
     total = _FIXED.size + sum(len(p) for p in parts) + _TRAILER.size
     parts[0] = _FIXED.pack(
-        MAGIC, FORMAT_VERSION, FLAG_SHARED_LEDGER if sk._shared_ledger is not None else 0, total,
+        MAGIC, 2 if bound else 1, FLAG_SHARED_LEDGER if bound else 0, total,
         _KINDS.index(fp["kind"]), _MECHANISMS.index(fp["mechanism"]), _NOISES.index(fp["noise"]),
         bool(fp["pan_private"]), HASH_FAMILY, t_code, u_code, 0,
         d, w, float(fp["epsilon"]), float(fp["decay"]), float(fp["sampling_rate"]),
@@ -152,10 +158,10 @@ def read_header(data):
         )
     if n >= 10:
         (version,) = struct.unpack_from("<H", view, 8)
-        if version != FORMAT_VERSION:
+        if version not in READ_VERSIONS:
             raise ValueError(
                 f"data has format version {version}, which this version of sklearn_bayes cannot read (it reads "
-                f"version {FORMAT_VERSION}); deserialize it with the sklearn_bayes that wrote it."
+                "versions 1 and 2); deserialize it with the sklearn_bayes that wrote it."
             )
     if n < _FIXED.size + _TRAILER.size:
         raise ValueError(f"data is truncated: {n} bytes, shorter than the {_FIXED.size + _TRAILER.size}-byte frame.")
@@ -175,10 +181,12 @@ def loads(cls, data, random_state, ledger):
     """A new fitted sketch of class ``cls`` from ``data`` (see ``PrivateCountSketch.from_bytes``)."""
 
     view, fields = read_header(data)
-    (_, _, flags, _, kind, mech, noise, pan, family, t_code, u_code, _, d, w, eps, decay, rate,
+    (_, version, flags, _, kind, mech, noise, pan, family, t_code, u_code, _, d, w, eps, decay, rate,
      n_items, n_sets, pan_draws, chain0) = fields
     if flags & ~FLAG_SHARED_LEDGER:
         raise ValueError(f"data is corrupt: unknown header flags {flags:#x}.")
+    if version == 2 and not flags & FLAG_SHARED_LEDGER:
+        raise ValueError("data is corrupt: format version 2 without the shared-ledger flag.")
     if flags & FLAG_SHARED_LEDGER and ledger is None:
         raise ValueError(
             "data holds a sketch whose stream is bound to a shared ledger (its ledger parameter when its "
@@ -194,6 +202,7 @@ def loads(cls, data, random_state, ledger):
     (seed_len,) = r.unpack("<H", "hash seed")
     seed = int.from_bytes(bytes(r.take(seed_len, "hash seed")), "little", signed=True)
     stream_id, fork_id = r.str("stream id"), r.str("fork id")
+    ledger_id = r.str("ledger id") if version == 2 else None
     (n_shards,) = r.unpack("<I", "shard ids")
     shard_ids = tuple(r.str("shard ids") for _ in range(n_shards))
     (n_features,) = r.unpack("<I", "number of features")
@@ -214,6 +223,12 @@ def loads(cls, data, random_state, ledger):
     )
     sk = cls(**params, random_state=random_state, ledger=ledger)
     sk._validate_params()  # a writer of another language may not have checked them
+    if ledger_id is not None and not ledger._is_ledger(ledger_id):
+        raise ValueError(
+            "ledger is not the ledger the writer's stream was bound to (the bytes name ledger "
+            f"{ledger_id!r}): its releases would escape that ledger's budget. Pass that ledger (the same "
+            "PrivacyLedger(path=...) file, or the in-memory ledger or a pickled copy of it)."
+        )
     eps0, d, w = sk._check_new_stream()  # depth, table memory, first noise scale: before allocating
     if (t_code == 5) != (params["noise"] == "laplace") or t_code in _UNSIGNED_CODES[:3] or u_code in (1, 2, 3, 5):
         raise ValueError(f"data is corrupt: cell encodings {t_code}, {u_code} do not fit noise={params['noise']!r}.")
@@ -281,14 +296,16 @@ class _BytesMixin:
 
         Notes
         -----
-        **Layout, format version 1.**  Little-endian throughout; a *string* is a
-        ``uint32`` byte length followed by that many UTF-8 bytes.
+        **Layout, format versions 1 and 2.**  Little-endian throughout; a *string* is a
+        ``uint32`` byte length followed by that many UTF-8 bytes.  A stream bound to a
+        shared ``ledger`` is written in version 2, which adds the ledger's id after the
+        fork id; any other stream in version 1 (the bytes of earlier releases).
 
         ======  ==========  =======================================================
         offset  type        field
         ======  ==========  =======================================================
         0       8 bytes     magic ``b"SKBSKTCH"``
-        8       uint16      format version (1)
+        8       uint16      format version (1, or 2 for a stream bound to a ledger)
         10      uint16      flags: bit 0 set if the stream is bound to a shared
                             ``ledger`` (other bits 0)
         12      uint64      total length of the buffer in bytes, trailer included
@@ -314,6 +331,9 @@ class _BytesMixin:
         92      uint16 L    then L bytes: ``hash_seed``, two's complement
         ..      string      ``stream_id_``
         ..      string      fork id of the writer
+        ..      string      version 2 only: the shared ledger's id, ``"file:"`` and
+                            the random ``ledger_id`` of a ledger file, or
+                            ``"memory:"`` and the id of an in-memory ledger
         ..      uint32 n    then n strings: ``shard_ids_``
         ..      uint32 f    ``n_features_in_``, then f uint8 item kinds
                             (0 numbers, 1 text)
@@ -375,7 +395,11 @@ class _BytesMixin:
             A shared ledger that the sketch's future releases are also recorded in.
             Required when the writer's stream was bound to a shared ledger (flag bit 0):
             its releases must not escape a budget (as :meth:`merge` refuses); pass that
-            ledger (e.g. the same ``PrivacyLedger(path=...)`` file).
+            ledger (e.g. the same ``PrivacyLedger(path=...)`` file, reopened or pickled, or
+            the same in-memory ledger or a pickled copy of it in this process).  The
+            bytes name it (format version 2) and another ledger is refused, even with
+            the same budget.  Bytes of version 1 (written before ledgers had ids) name
+            no ledger: they load with the ledger given, which cannot be checked.
 
         Returns
         -------
@@ -387,7 +411,8 @@ class _BytesMixin:
             If ``data`` is not a serialized sketch (magic), has an unknown format
             version, is truncated or longer than its recorded length, fails its
             checksum, or holds an invalid sketch; or (naming ``ledger``) if it holds a
-            sketch bound to a shared ledger and ``ledger`` is None.
+            sketch bound to a shared ledger and ``ledger`` is None or another ledger
+            than the one the bytes name.
         TypeError
             If ``data`` is not bytes-like.
         """
