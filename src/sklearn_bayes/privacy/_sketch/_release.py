@@ -78,6 +78,11 @@ def _median_exhausted(k, eta):
     )
 
 
+
+def _scale(sensitivity, epsilon):
+    """``sensitivity / epsilon``, infinite when ``epsilon`` underflowed to 0 (e.g. ``ε(1-η)`` for ε = 5e-324)."""
+    return sensitivity / epsilon if epsilon > 0 else math.inf
+
 class Release:
     """A release mechanism of the sketch: its noise scale, noise step, spend and merge rule.
 
@@ -250,7 +255,7 @@ class UseAndForget(Release):
     releases_rows = True
 
     def first_scale(self):
-        return self.depth / (self.eps0 * (1.0 - float(self.decay)))
+        return _scale(self.depth, self.eps0 * (1.0 - float(self.decay)))
 
     def spend(self, row_max):
         """``Σ_i max_j (ε₀/d)(1 - η^{U_ij})`` from the rows' largest use counts ``max_j U_ij``."""
@@ -323,7 +328,7 @@ class MedianPerturbation(Release):
     name = "median_perturbation"
 
     def first_scale(self):
-        return 1.0 / (self.eps0 * (1.0 - float(self.decay)))
+        return _scale(1.0, self.eps0 * (1.0 - float(self.decay)))
 
     def answer(self, sketch, cols, signs, k):
         d, w = sketch.table_.shape
