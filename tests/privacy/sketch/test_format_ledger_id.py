@@ -115,3 +115,14 @@ def test_version_2_without_the_bound_flag_is_corrupt(tmp_path):
     data[-4:] = struct.pack("<I", zlib.crc32(bytes(data[:-4])))
     with pytest.raises(ValueError, match="corrupt"):
         PrivateCountSketch.from_bytes(bytes(data))
+
+
+def test_merge_tells_a_replaced_ledger_file_from_the_one_at_the_same_path(tmp_path):
+    path = tmp_path / "shared.ledger"
+    shard = _sketch(PrivacyLedger(budget=(1.0, 0.0), path=path))  # its budget is spent
+    path.unlink()
+    fresh = PrivacyLedger(budget=(1.0, 0.0), path=path)  # another ledger at the same path
+    target = PrivateCountSketch(width=64, ledger=fresh, random_state=1).fit([1, 2])
+    with pytest.raises(ValueError, match="ledger"):
+        target.merge(shard)  # (was accepted: the same path was taken for the same ledger)
+    assert fresh.n_releases == 0

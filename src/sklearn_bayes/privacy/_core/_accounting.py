@@ -622,8 +622,8 @@ class PrivacyLedger:
         A snapshot whose original is alive in this process stands for the original (its shared
         records go there, see :meth:`_shared_target`); any other in-memory ledger for itself.
         """
-        if self._store is not None:
-            return ("file", self._store.path)
+        if self._store is not None:  # the file by its path and its random id (another file there is another ledger)
+            return ("file", self._store.path, self._store.ledger_id)
         if self._snapshot and self._origin is not None:
             origin = _LIVE_LEDGERS.get(self._origin)
             if origin is not None and origin._pid == os.getpid() and not origin._snapshot:
