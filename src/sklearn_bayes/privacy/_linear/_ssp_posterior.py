@@ -206,6 +206,8 @@ def ssp_posterior_budget(epsilon, delta, p=None):
         s_min = max(_MIN_GRID_SIGMA, math.ceil(math.sqrt(m) / omega_t))
         mu = big_m - math.sqrt(m) / s_min  # the grid's ω <= √m / s_min
     m2 = mu * mu
+    if not math.isfinite(m2):  # ε near the largest float: no finite noise scales (see check_grid_range)
+        raise OverflowError(f"the Gaussian ratio mu={mu!r} squared leaves the float range.")
     w = _YTY_SHARE * m2
     v = (m2 - w) / ssp_joint_sensitivity_sq(_GRAM_TO_XTY, 1.0, 0.0)
     u = _GRAM_TO_XTY * v
@@ -219,6 +221,15 @@ def _grid_fits(b, n):
     return all(n / b[f"grid_{k}"] < 2.0**52 and b[f"grid_sigma_{k}"] < 2**40 for k in ("gram", "xty", "yty"))
 
 
+def _budget_or_none(epsilon, delta, p):
+    """:func:`ssp_posterior_budget` with a grid, or ``None`` where its arithmetic leaves the float range."""
+    try:
+        b = ssp_posterior_budget(epsilon, delta, p=p)
+    except (ZeroDivisionError, OverflowError):  # ω_t underflowed to 0; μ² overflowed
+        return None
+    return b if all(math.isfinite(v) for v in b.values()) else None
+
+
 def check_grid_range(epsilon, delta, n, p):
     """The grid budget of ``(ε, δ)`` for ``n`` rows and ``p`` columns, or a ``ValueError`` naming the largest ε.
 
@@ -226,10 +237,12 @@ def check_grid_range(epsilon, delta, n, p):
     ``<= σ/64``) would need more than ``2**52`` steps for a statistic of size ``n`` is refused;
     the message names the largest ε that fits (a release at a smaller ε is also (ε, δ)-DP).
     """
-    b = ssp_posterior_budget(epsilon, delta, p=p)
-    if _grid_fits(b, n):
+    b = _budget_or_none(epsilon, delta, p)
+    if b is not None and _grid_fits(b, n):
         return b
-    if any(b[f"grid_sigma_{k}"] >= 2**40 for k in ("gram", "xty", "yty")):
+    # no budget: ω_t underflowed to 0 (ε near the smallest float) or μ² overflowed (ε near the largest)
+    if (b is None and float(epsilon) < 1.0) or (b is not None and any(
+            b[f"grid_sigma_{k}"] >= 2**40 for k in ("gram", "xty", "yty"))):
         raise ValueError(
             f"epsilon={epsilon!r} with delta={delta!r} is too small for the exact discrete Gaussian release of "
             "calibration='ssp_posterior': its grid would need a discrete Gaussian of more than 2**40 steps. "
@@ -240,7 +253,8 @@ def check_grid_range(epsilon, delta, n, p):
         raise ValueError(f"epsilon={epsilon!r}: the exact discrete Gaussian release does not fit n={n} rows.")
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if _grid_fits(ssp_posterior_budget(math.exp(mid), delta, p=p), n):
+        mid_budget = _budget_or_none(math.exp(mid), delta, p)
+        if mid_budget is not None and _grid_fits(mid_budget, n):
             lo = mid
         else:
             hi = mid
