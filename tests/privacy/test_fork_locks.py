@@ -162,3 +162,22 @@ def test_any_estimator_busy_at_the_fork_is_refused_in_the_child(monkeypatch):
     assert out != "deadlock" and "was inherited by a fork" in out["ok"]
     est.partial_fit([[1]])
     assert est.n_responses_ == 4
+
+
+def test_a_long_call_delays_one_fork_not_every_fork(monkeypatch):
+    monkeypatch.setattr(_fork, "FORK_WAIT", 1.0)
+    sketch, other = _sketch(), _sketch()
+    with _Holder(instance_lock(sketch)):  # e.g. a long fit in a background thread
+        times = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            out = _in_child(lambda: other.query([1]).tolist())
+            times.append(time.monotonic() - t0)
+            assert "ok" in out
+    assert times[0] >= 1.0  # the first fork waited for the call
+    assert max(times[1:]) < 0.9  # the next ones did not wait again
+    with _Holder(instance_lock(sketch), hold=0.3):  # not found free since: not waited for
+        assert "was inherited by a fork" in _in_child(lambda: sketch.query([1]).tolist())["error"]
+    assert "ok" in _in_child(lambda: sketch.query([1]).tolist())  # found free: usable, waited for again
+    with _Holder(instance_lock(sketch), hold=0.3):
+        assert "ok" in _in_child(lambda: sketch.query([1]).tolist())
