@@ -22,7 +22,7 @@ numbers: every method sees the same data in every cell.
    rows, N(0, 20^2) outliers on 10 % of rows, t3 errors on all rows): per-repeat ratio of the fit
    time to HuberRegressor's over ``--repeats`` interleaved repeats, median [min, max], for the
    thread's CPU time and for wall-clock time.  Target: <= 2x.
-4. Small real data with known outliers (issue 30; ``--parts real``): 58 sets from robustbase,
+4. Small real data with known outliers (issue 30; ``--parts real``): 70 sets from robustbase,
    datasets, MASS, carData and DAAG (n 12-93), 30 random 75/25 splits each (``--real-splits``), held-out median
    absolute error and trimmed MSE (mean of the smallest 80 % of the squared errors) of the 8 peers
    (OLS, HuberRegressor, RLM Huber and Tukey, MM, LAD, TheilSen, RANSAC) and the mixture; ratios to
@@ -80,6 +80,10 @@ numbers: every method sees the same data in every cell.
    :func:`coverage_table`, the user guide's coverage table (``_coverage`` of ``test_uncertainty.py``).
    ``--parts bootstrap``: :func:`bootstrap_coverage`, the opt-in ``bootstrap_conf_int`` against ``conf_int`` on the
    same draws (``--boot-cells``, ``--boot-reps`` draws of ``--n-boot`` refits each).
+19. ``--parts averaging`` (issue 30, round 16; not in the default parts): :func:`averaging`, convex combinations of
+   the default's fit with our MM fit and with lmrob's finite-sample MM below 12 rows per coefficient (fixed weights,
+   from 4 rows per coefficient on, or stacked by cross-validation of the whole fits) against the default on the dev
+   sets (``--sets``; default: every set but :data:`REAL_HELD_OUT16`).  Measured, not adopted.
 """
 
 import argparse
@@ -748,6 +752,10 @@ def print_real_table(res, meths, metric="medae", ours="mixture (default)", peers
         means = {m: float(err[m][ok].mean()) if m in fitted else np.nan for m in names}
         best = min(means[m] for m in peers if m in fitted)
         part = part_of[item]
+        if not best > 0:  # round 16 (orings: a count, 0 on most rows): a peer's held-out error is 0 on every split
+            print(f"{item:<14}{X.shape[0]:>4}{X.shape[1]:>3}  the best peer's mean error is 0 (ratios undefined);"
+                  " mean errors: " + ", ".join(f"{m[:10]} {means[m]:.4g}" for m in fitted))  # fmt: skip
+            continue
         for m in fitted:
             worst[part][m] = max(worst[part][m], means[m] / best)
         mm = "RLMDetSMM (MM)"
@@ -2712,6 +2720,160 @@ def fallback(n_splits, sets):
     print(f"  [{time.perf_counter() - t0:6.0f}s] done", flush=True)
 
 
+# --------------------------------------------------------------------------------------
+# 19. issue 30, round 16: averaging the fits instead of choosing (measured, not adopted)
+# --------------------------------------------------------------------------------------
+
+
+def _round16_fits(X, y, selection=False):
+    """The default's coefficients ``(coef, intercept)``, our MM fit's (``mm_coef_``: round 13's MM above 4 rows per
+    coefficient) and the finite-sample MM's (``"MMfs"``: lmrob's finite-sample S scale, then Tukey 4.685; the flags'
+    fit of round 14 at any n).  One fit with the flags' gate raised gives the last one (the flags' gate moves no
+    coefficient of the fit), one at the module's gate our MM.  ``selection``: also the default whose loss selection
+    reads the finite-sample MM (its guard and leverage-group test; round 16's second idea) at every n."""
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    out = {"default": (m.coef_, m.intercept_), "ourMM": (m.mm_coef_, m.mm_intercept_)}
+    with _patched("_flags", FINITE_SAMPLE_FLAGS_ROWS_PER_COEF=np.inf):
+        m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF != np.inf
+    out["MMfs"] = (m.mm_coef_, m.mm_intercept_)
+    if selection:  # the default with the finite-sample MM as the MM fit its selection reads (guard, leverage group)
+        import sklearn_bayes.linear_model._mixture._estimator as es
+
+        plain = es.mm_for_flags
+        es.mm_for_flags = fl.mm_for_flags_small_sample
+        try:
+            m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        finally:
+            es.mm_for_flags = plain
+        out["default, selection reads MMfs"] = (m.coef_, m.intercept_)
+    return out
+
+
+def _cv_pair(X, y, folds=10):
+    """K-fold (``K = min(folds, n)``, row ``i`` in fold ``i mod K``) cross-validated errors of the whole default fit and
+    of the finite-sample MM (:func:`_round16_fits`), each refitted without the fold: ``(e_default, e_MMfs)``.  A
+    convex combination ``w D + (1 - w) MMfs`` of the two linear fits has the errors ``w e_D + (1 - w) e_MMfs``."""
+    n = len(y)
+    k = min(folds, n)
+    eD, eM = np.full(n, np.nan), np.full(n, np.nan)
+    for f in range(k):
+        out = np.arange(f, n, k)
+        keep = np.setdiff1d(np.arange(n), out)
+        fits = _round16_fits(X[keep], y[keep])
+        for e, name in ((eD, "default"), (eM, "MMfs")):
+            e[out] = y[out] - X[out] @ np.asarray(fits[name][0]) - fits[name][1]
+    return eD, eM
+
+
+def combine(fits, weights):
+    """The convex combination ``sum_k w_k (coef_k, intercept_k)`` of linear fits (a linear fit; ``None`` if one is
+    missing)."""
+    if any(fits[k] is None for k in weights):
+        return None
+    return (sum(w * np.asarray(fits[k][0], dtype=float) for k, w in weights.items()),
+            float(sum(w * fits[k][1] for k, w in weights.items())))  # fmt: skip
+
+
+def stack_weight(e_a, e_b, grid=(0.0, 0.25, 0.5, 0.75, 1.0), keep=0.8):
+    """The weight ``w`` of ``grid`` whose combined cross-validated errors ``w e_a + (1 - w) e_b`` have the smallest
+    trimmed mean square (the smallest ``keep`` share, :func:`trimmed_mse`; NaN rows left out); ties: the larger
+    ``w``."""
+    ok = np.isfinite(e_a) & np.isfinite(e_b)
+    risk = {w: trimmed_mse(w * e_a[ok] + (1 - w) * e_b[ok], keep) if ok.any() else np.inf for w in grid}
+    return min(grid, key=lambda w: (risk[w], -w))
+
+
+#: round 16's rules: name -> function of (fits, cv errors, rows per coefficient) giving the weights of the fits
+ROUND16_RULES = {
+    **{f"{w:g} D + {1 - w:g} ourMM": (lambda w: lambda f, cv, k: {"default": w, "ourMM": 1 - w})(w)
+       for w in (0.75, 0.5, 0.25)},
+    "ourMM": lambda f, cv, k: {"ourMM": 1.0},
+    "MMfs": lambda f, cv, k: {"MMfs": 1.0},
+    **{f"{w:g} D + {1 - w:g} MMfs from 4": (lambda w: lambda f, cv, k: {"default": w, "MMfs": 1 - w} if k >= 4
+                                            else {"default": 1.0})(w) for w in (0.75, 0.5, 0.0)},
+    "stack D/MMfs, grid of 5": lambda f, cv, k: (lambda w: {"default": w, "MMfs": 1 - w})(stack_weight(*cv)),
+    "stack D/MMfs, {0.5, 1}": lambda f, cv, k: (lambda w: {"default": w, "MMfs": 1 - w})(
+        stack_weight(*cv, grid=(0.5, 1.0))),
+    "choose D/MMfs by CV": lambda f, cv, k: (lambda w: {"default": w, "MMfs": 1 - w})(
+        stack_weight(*cv, grid=(0.0, 1.0))),
+    "stack D/MMfs from 4": lambda f, cv, k: (lambda w: {"default": w, "MMfs": 1 - w})(
+        stack_weight(*cv) if k >= 4 else 1.0),
+    "stack D/MMfs {0.5, 1} from 4": lambda f, cv, k: (lambda w: {"default": w, "MMfs": 1 - w})(
+        stack_weight(*cv, grid=(0.5, 1.0)) if k >= 4 else 1.0),
+    "default, selection reads MMfs": lambda f, cv, k: {"default, selection reads MMfs": 1.0},
+}  # fmt: skip
+
+
+def averaging(n_splits, sets):
+    """Issue 30 round 16 (``--parts averaging``): below 12 rows per coefficient, convex combinations of the default's
+    fit with our MM fit and with the finite-sample MM (fixed weights, from 4 rows per coefficient on, or stacked by
+    10-fold cross-validated trimmed risk of the whole fits), against the default: per set (the splits below 12 rows
+    per coefficient; all 8 peers fitted) ours / statsmodels' MM (held-out MedAE, ratio of means), ours / best peer,
+    and the paired change against the default; then per rule the worst ratios, the sets over the limits (1.10 x MM,
+    1.30 x best peer) and the sets worse than the default by more than one paired SE."""
+    from sklearn.model_selection import train_test_split
+
+    t0 = time.perf_counter()
+    table = {}
+    for item in sets:
+        X, y = load_real(item)
+        err = {}
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            k = len(ytr) / (X.shape[1] + 1)
+            if not k < 12:
+                break
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fits = {}
+                for m, f in REAL_PEERS.items():
+                    try:
+                        fits[m] = f(Xtr, ytr)
+                    except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets
+                        fits[m] = None
+                fits.update(_round16_fits(Xtr, ytr, selection=True))
+                cv = _cv_pair(Xtr, ytr)
+            for rule, weights in ROUND16_RULES.items():
+                fits[rule] = combine(fits, weights(fits, cv, k))
+            for m, fit in fits.items():
+                e = np.nan if fit is None else float(np.median(np.abs(yte - Xte @ np.asarray(fit[0]) - fit[1])))
+                err.setdefault(m, []).append(e)
+        if err:
+            table[item] = {m: np.array(v) for m, v in err.items()}
+        print(f"  [{time.perf_counter() - t0:6.0f}s] {item} done", flush=True)
+    _print_averaging(table)
+    return table
+
+
+def _print_averaging(table):
+    mm, names = "RLMDetSMM (MM)", ["default", *ROUND16_RULES]
+    stats_ = {}
+    for item, err in table.items():
+        ok = np.all([np.isfinite(err[m]) for m in err if np.isfinite(err[m]).any()], axis=0)
+        mean = {m: err[m][ok].mean() for m in err}
+        best = min(mean[m] for m in REAL_PEERS if np.isfinite(mean[m]))
+        for m in names:
+            d = err[m][ok] - err["default"][ok]
+            se = d.std(ddof=1) / np.sqrt(ok.sum()) if ok.sum() > 1 else 0.0
+            stats_[item, m] = (mean[m] / mean[mm], mean[m] / best, d.mean() / mean[mm], se / mean[mm])
+    print("\nRound 16: ours / MM (held-out MedAE, ratio of means) / best peer, change against the default (*: beyond one"
+          " paired SE)")
+    print(f"{'set':<17}" + "".join(f" {m[:24]:>24}" for m in names))
+    for item in table:
+        print(f"{item:<17}" + "".join(
+            f" {'%.3f/%.3f %+.3f%s' % (q, b, d, '*' if d > se else ' '):>24}" for q, b, d, se in
+            (stats_[item, m] for m in names)))  # fmt: skip
+    for m in names:
+        rows = [stats_[item, m] for item in table if np.isfinite(stats_[item, m][0])]
+        over = [i for i in table if stats_[i, m][0] > 1.10 or stats_[i, m][1] > 1.30]
+        worse = [i for i in table if stats_[i, m][2] > stats_[i, m][3]]
+        print(f"{m:<34} worst/MM {max(r[0] for r in rows):.3f}  worst/best {max(stats_[i, m][1] for i in table):.3f}"
+              f"  over the limits {len(over)} {over}  worse than the default by > 1 SE {len(worse)} {worse}")
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -2742,7 +2904,7 @@ def main(argv=None):
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
                          "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
-                         "fallbackboston")  # fmt: skip
+                         "fallbackboston,coverage,coveragetable,bootstrap,averaging")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -2769,6 +2931,7 @@ def main(argv=None):
                     help="bootstrap: law:p:n cells (dev normal, t3; held-out t5, skew)")
     ap.add_argument("--boot-reps", type=int, default=60, help="bootstrap: draws per cell (default 60)")
     ap.add_argument("--n-boot", type=int, default=50, help="bootstrap: refits per interval (default 50)")
+    ap.add_argument("--save", default="", help="real: pickle the per-split errors to this path")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
@@ -2802,6 +2965,11 @@ def main(argv=None):
             rmeths["mixture (round 3)"] = _mixture_round3
             rmeths["mixture (pre-30)"] = _mixture_pre30
             res = real_data(args.real_splits, rmeths, _chosen_sets(args.sets, default=None))
+            if args.save:  # round 16: the per-split errors, to print the tables again without refitting
+                import pickle
+
+                with open(args.save, "wb") as fh:
+                    pickle.dump(res, fh)
             for metric in ("medae", "tmse"):
                 print_real_table(res, rmeths, metric)
         if "speed" in parts:
@@ -2839,6 +3007,9 @@ def main(argv=None):
                                                              for c in args.boot_cells.split(",")])  # fmt: skip
         if "coveragetable" in parts:
             coverage_table(3 * args.cov_reps)
+        if "averaging" in parts:  # round 16: convex combinations of the fits (measured, not adopted)
+            averaging(args.real_splits, _chosen_sets(args.sets, default=[s[1] for s in REAL_SETS
+                                                                         if s not in REAL_HELD_OUT16]))
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 
