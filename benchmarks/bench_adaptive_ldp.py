@@ -554,6 +554,8 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
                          decoder=_methods(rs), ours=meds["ours"], best_peer=best, best_tv=meds[best],
                          ratio=meds["ours"] / meds[best], paired=f"{gm:.3f} +- {se:.3f}",
                          coverage=sum(r["covered"] for r in rs) / (cell[2] * runs),
+                         outside=sum(int(np.sum((r["est"] < r["ci"][:, 0]) | (r["est"] > r["ci"][:, 1]))) for r in rs)
+                         / (cell[2] * runs),
                          fit_over_ibu=float(np.median([r["t_fit"] / r["t_ibu"] for r in rs])),
                          ci_over_fit=float(np.median([r["t_ci"] / r["t_fit"] for r in rs])),
                          warned=f"{sum(r['warned'] for r in rs)}/{runs}"))
@@ -563,11 +565,12 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
           "mean over runs of TV(ours)/TV(best peer) +- SE; coverage = 95 % intervals holding theta*_k over "
           "(category, run) pairs; fit_over_ibu = (fit + theta_) / (SS client + counts + IBU to convergence, median of "
           f"{IBU_REPEATS} repetitions); "
+          "outside = (category, run) pairs whose theta_ lies outside its own 95 % interval (round 15); "
           "ci_over_fit = credible_interval / (fit + theta_); times are CPU time of this process "
           "(time.process_time; BLAS/OpenMP threads count), not wall-clock; warned = runs whose theta_ raised the "
           "ConvergenceWarning ==")
     print(format_table(rows, ["cell", "split", "decoder", "ours", "best_peer", "best_tv", "ratio", "paired",
-                              "coverage", "fit_over_ibu", "ci_over_fit", "warned"]))
+                              "coverage", "outside", "fit_over_ibu", "ci_over_fit", "warned"]))
     if versus_posterior:
         _versus_posterior_table(cells, res, runs)
     if paired_decoder is not None:

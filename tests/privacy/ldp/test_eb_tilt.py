@@ -157,9 +157,13 @@ def test_eb_rescale_is_exactly_the_estimate_before_round_14():
 
 
 def test_auto_at_64_categories_uses_the_tilt():
+    # since round 15 'auto' stacks candidates ('eb-stack'); its 'eb' candidate is the tilt, reported in convergence_,
+    # and decoder='eb' on the same fit is the tilt's estimate
     auto = _fit(AUTO_EB_MIN_CATEGORIES, "auto")
     conv = auto.convergence_
-    assert conv["method"] == "eb" and "tilt" in conv and conv["tilt_converged"]
+    assert conv["method"] == "eb-stack" and "tilt" in conv and conv["tilt_converged"]
+    auto.set_params(decoder="eb")
+    assert auto.convergence_["tilt"] == conv["tilt"]
     assert np.array_equal(auto.theta_, eb_estimate(*auto._support_counts())[0])
 
 
@@ -180,6 +184,7 @@ def test_below_64_categories_auto_without_eb_never_runs_the_decoder(monkeypatch)
         raise AssertionError("the empirical-Bayes decoder ran")
 
     monkeypatch.setattr(decoding, "eb_estimate", refuse)
+    monkeypatch.setattr(decoding, "stacked_estimate", refuse)  # round 15: 'auto''s empirical-Bayes route
     est = _fit(20, "auto")
     assert est.convergence_["method"] != "eb" and np.array_equal(est.theta_, reference)
     with pytest.raises(AssertionError, match="decoder ran"):

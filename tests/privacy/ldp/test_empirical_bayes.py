@@ -118,7 +118,7 @@ def test_auto_uses_eb_from_64_categories_and_the_cross_validated_choice_below():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         at_64 = _fit(64).convergence_
-        assert at_64["method"] == "eb" and "cv_gain" not in at_64
+        assert at_64["method"] == "eb-stack" and "cv_gain" not in at_64  # round 15: the stack of 'eb' and others
         est = _fit(31)
         below = est.convergence_
         # below 32 the posterior: by importance sampling where the exact chain is per user (round 11)
@@ -129,7 +129,7 @@ def test_auto_uses_eb_from_64_categories_and_the_cross_validated_choice_below():
             gain = cv_prior_gain(*est._support_counts(), RHO_GRID)
             assert est.convergence_["cv_gain"] == gain
             posterior = "counts" if est._uses_counts() else "mcmc"
-            assert est.convergence_["method"] == ("eb" if gain >= AUTO_CV_MARGIN else posterior)
+            assert est.convergence_["method"] == ("eb-stack" if gain >= AUTO_CV_MARGIN else posterior)
         assert "cv_gain" not in _fit(63, decoder="posterior").convergence_
         assert _fit(64, decoder="posterior").convergence_["method"] == "mcmc"
         assert _fit(10, decoder="eb").convergence_["method"] == "eb"
@@ -153,7 +153,9 @@ def test_auto_picks_eb_on_near_uniform_theta_and_the_posterior_on_sparse_theta()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         near = _near_uniform_fit(50, 20_000, 4.0, 0)
-        assert near.convergence_["method"] == "eb" and near.convergence_["cv_gain"] >= AUTO_CV_MARGIN
+        assert near.convergence_["method"] == "eb-stack" and near.convergence_["cv_gain"] >= AUTO_CV_MARGIN
+        assert np.array_equal(near.credible_interval(0.95), binomial_intervals(*near._support_counts(), 0.95))
+        near.set_params(decoder="eb")  # the previous default on the same responses
         assert np.array_equal(near.theta_, eb_estimate(*near._support_counts())[0])
         assert np.array_equal(near.credible_interval(0.95), binomial_intervals(*near._support_counts(), 0.95))
         rng = np.random.default_rng(3)
@@ -233,6 +235,9 @@ def test_eb_intervals_and_estimate_of_a_fitted_estimator():
     est = _fit(80)
     counts, n, p, q = est._support_counts()
     assert n == 6000 and counts.sum() == pytest.approx(n * est.client_mechanism().subset_size)
+    # 'auto' (the stack since round 15) and 'eb' give the same binomial intervals; 'eb' the decoder's estimate
+    assert np.array_equal(est.credible_interval(0.9), binomial_intervals(counts, n, p, q, 0.9))
+    est.set_params(decoder="eb")
     assert np.array_equal(est.theta_, eb_estimate(counts, n, p, q)[0])
     assert np.array_equal(est.credible_interval(0.9), binomial_intervals(counts, n, p, q, 0.9))
 

@@ -42,6 +42,7 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
 )
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
 from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice, symmetric_probability
+from sklearn_bayes.privacy._ldp._stacking import stacked_estimate
 from sklearn_bayes.privacy._ldp._samplers import (
     ADAPT_MAX_FACTOR,
     MAX_DRAW_VALUES,
@@ -101,7 +102,11 @@ class DecoderMixin:
         posterior's chain, its keys and the failed weights'; a ``ConvergenceWarning`` says so), ``'eb'``
         (the empirical-Bayes decoder: ``n_iter`` and
         ``converged`` of its EM, ``n_atoms``, the sum-to-one tilt's ``tilt`` and ``tilt_converged``), ``'eb-rescale'``
-        (the same without the tilt: its means divided by their sum), or ``final_estimate``'s name for the RRRR chains
+        (the same without the tilt: its means divided by their sum), ``'eb-stack'`` (round 15, ``'auto'``'s route where
+        it used ``'eb'``: the keys of ``'eb'``'s EM and tilt, ``rho`` of the smoother priors, ``stack_weights`` (candidate
+        -> convex weight; all on ``'eb'`` when the guard refused the stack), ``stack_folds``, ``stack_gain`` and
+        ``stack_se`` (the nested cross-fitted squared-risk gain over ``'eb'`` and its standard error) and ``stack_used``,
+        :func:`~._stacking.stacked_estimate`), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
         With ``decoder='auto'`` at 32-63 categories (static mechanisms) also ``cv_gain``: the
         cross-validated log marginal likelihood of the empirical-Bayes prior minus the symmetric
@@ -116,7 +121,7 @@ class DecoderMixin:
         if self._client is None:
             return False
         if self.decoder != "auto":
-            return self.decoder in ("eb", "eb-rescale")
+            return self.decoder in ("eb", "eb-rescale", "eb-stack")
         return self.n_categories_ >= AUTO_EB_MIN_CATEGORIES or (
             self._auto_cv_applies() and self._auto_cv_gain() >= AUTO_CV_MARGIN)
 
@@ -262,6 +267,11 @@ class DecoderMixin:
 
     def _decode(self, rng):
         unmeasured = dict(method=self.final_estimate, rhat=float("nan"), ess=float("nan"))
+        if self._uses_eb() and self.decoder in ("auto", "eb-stack") and self.n_responses_ > 0:  # round 15 (_stacking)
+            store = self._chain.store
+            theta, info = stacked_estimate(*self._support_counts(), store.sids[: store.n], store.masks[: store.n_sids],
+                                           rng, RHO_GRID)
+            return theta, dict(method="eb-stack", **info)
         if self._uses_eb():
             rescale = self.decoder == "eb-rescale"
             theta, info = eb_estimate(*self._support_counts(), sum_to_one="rescale" if rescale else "tilt")

@@ -1,0 +1,207 @@
+"""The stacked decoder of the static mechanisms (``decoder='eb-stack'``; ``'auto'`` where it used ``'eb'``, round 15).
+
+Five candidate estimates of ``theta`` from the support counts ``c`` (:mod:`._empirical_bayes`):
+
+* ``'eb'``: the empirical-Bayes posterior means under the NPMLE ``G``, tilted to sum to 1 (round 14; the
+  previous default, ``decoder='eb'``);
+* ``'smooth'`` and ``'dir'``: the same under the smoother priors ``(1 - a) G + a B`` with ``a = 0.25`` and ``1``,
+  ``B`` the atoms' weights under ``Beta(rho, (K - 1) rho)`` (the symmetric Dirichlet's coordinate marginal, ``rho``
+  by maximum marginal likelihood on the hierarchical prior's grid; round 14's smoother ``G``);
+* ``'ns'``: the unbiased estimate ``f = (c / n - q) / (p - q)`` projected onto the simplex (norm-sub);
+* ``'mi'``: ``f`` clipped at 0 and divided by its sum.
+
+``theta_`` is their convex combination ``sum_j a_j f_j`` with the weights that minimise a cross-fitted estimate
+of the squared risk over users (:func:`stacked_estimate`): the users are split into ``STACK_FOLDS`` folds at
+random (a permutation drawn from the estimator's read generator, independent of the responses); for fold ``k``
+every candidate is fitted on the other folds' counts and compared with fold ``k``'s unbiased estimate ``t_k``.  The reports are independent across users, so ``t_k`` is
+unbiased for ``theta`` and independent of the candidates fitted without it:
+``E ||f^(-k) - t_k||^2 = E ||f^(-k) - theta||^2 + E ||t_k - theta||^2``, and the last term is the same for every
+combination.  Minimising ``sum_k ||sum_j a_j f_j^(-k) - t_k||^2`` over the simplex is a quadratic programme in
+``J = 5`` weights, solved exactly by enumerating the supports (:func:`simplex_least_squares`).
+
+The guard: stacking weights are noisy, and where ``'eb'`` alone is far better than the others (a spike on a flat
+tail, round 15's dev cells) a few per cent of weight on norm-sub cost 20 % of TV.  So the stack is used only when its
+*nested* cross-fitted gain is positive by ``STACK_Z`` (= 1) standard errors: fold ``k``'s squared error of the stack
+weighted without fold ``k`` minus that of ``'eb'`` fitted without fold ``k``, summed over folds and categories, its
+standard error from the per-category sums (the categories treated as independent); otherwise ``theta_`` is
+``'eb'``'s estimate exactly.  The weights are
+chosen for the squared risk, not the TV the benchmarks score (round 15 measured the TV), on candidates fitted to
+``(F - 1) / F`` of the users, and applied to the candidates fitted to all of them.  Every prior here lives on one
+grid of atoms that does not depend on the counts (the decoder's evenly spaced arcsine grid and geometric grid near
+0), except ``'eb'`` on all users, which is the previous default's estimate (its grid adds the clipped unbiased
+estimates); in the folds ``'eb'`` uses the common grid too.
+"""
+
+import itertools
+
+import numpy as np
+
+from sklearn_bayes.privacy._ldp._empirical_bayes import (
+    _grid,
+    _likelihood,
+    dirichlet_marginal_weights,
+    npmle_weights,
+    tilted_means,
+)
+
+__all__ = ["STACK_CANDIDATES", "STACK_FOLDS", "STACK_Z", "SMOOTH_WEIGHTS", "candidates", "fold_support_counts",
+           "simplex_least_squares", "stacked_estimate", "user_folds"]
+
+#: Folds of users of the cross-fitted risk, and the candidates in the order of ``convergence_['stack_weights']``.
+STACK_FOLDS = 5
+STACK_CANDIDATES = ("eb", "smooth", "dir", "ns", "mi")
+#: The stack replaces ``'eb'`` only when its cross-fitted squared risk is lower by this many standard errors.
+STACK_Z = 1.0
+#: The smoother priors ``(1 - a) G + a Beta(rho, (K - 1) rho)`` of the candidates ``'smooth'`` and ``'dir'``.
+SMOOTH_WEIGHTS = (0.25, 1.0)
+
+
+def user_folds(n, folds, rng):
+    """Fold of every recorded user: a uniformly random permutation of ``0..n-1`` taken modulo ``folds``.
+
+    Depends on ``n`` and ``rng`` only (never on the responses), and the fold sizes differ by at most 1.
+    """
+    return rng.permutation(int(n)) % int(folds)
+
+
+def fold_support_counts(sids, masks, K, fold, folds):
+    """``(folds, K)`` support counts of the users of every fold.
+
+    ``sids``: every user's row of the packed response sets ``masks`` (``np.packbits`` rows); the rows are unpacked
+    by chunks of distinct ``(fold, row)`` pairs, as :func:`~._empirical_bayes.support_counts` does.
+    """
+    sids = np.asarray(sids, dtype=np.int64)
+    rows = int(masks.shape[0])
+    keys, cnt = np.unique(np.asarray(fold, dtype=np.int64) * rows + sids, return_counts=True)
+    fk, sk = keys // rows, keys % rows
+    out = np.zeros((int(folds), int(K)))
+    step = max(1, (1 << 22) // max(int(K), 1))
+    for lo in range(0, keys.size, step):
+        bits = np.unpackbits(masks[sk[lo : lo + step]], axis=1, count=int(K)).astype(float)
+        np.add.at(out, fk[lo : lo + step], cnt[lo : lo + step, None] * bits)
+    return out
+
+
+def simplex_least_squares(A, b):
+    """``argmin_a a' A a - 2 b' a`` over the simplex (``a >= 0``, ``sum a = 1``), exactly, for a few weights.
+
+    Every support ``S`` is tried: the equality-constrained minimiser on ``S`` (a KKT system, least squares when
+    singular), kept when its weights are nonnegative; the best of those is the minimiser over the simplex (the
+    objective is convex, and the minimiser over the simplex is the equality-constrained one on its support).
+    Ties go to the first support in the order of ``itertools.combinations`` by size (fewest candidates).
+    """
+    A, b = np.asarray(A, dtype=float), np.asarray(b, dtype=float)
+    J = b.size
+    best, best_a = np.inf, None
+    for r in range(1, J + 1):
+        for S in itertools.combinations(range(J), r):
+            S = list(S)
+            M = np.zeros((r + 1, r + 1))
+            M[:r, :r], M[:r, r], M[r, :r] = A[np.ix_(S, S)], 1.0, 1.0
+            sol = np.linalg.lstsq(M, np.r_[b[S], 1.0], rcond=None)[0][:r]
+            if not np.all(np.isfinite(sol)) or np.any(sol < -1e-12):
+                continue
+            a = np.zeros(J)
+            a[S] = np.maximum(sol, 0.0)
+            a /= a.sum()
+            value = a @ A @ a - 2.0 * b @ a
+            if best_a is None or value < best - 1e-12 * max(1.0, abs(best)):
+                best, best_a = value, a
+    if best_a is None:  # not reached: every single candidate is feasible
+        best_a = np.eye(J)[int(np.argmin(np.diag(A) - 2.0 * b))]
+    return best_a
+
+
+def _norm_sub(f):
+    """Projection of ``f`` onto the simplex (norm-sub: subtract one constant, clip at 0)."""
+    s = np.sort(f)[::-1]
+    d = (np.cumsum(s) - 1.0) / np.arange(1, f.size + 1)
+    return np.maximum(f - d[np.nonzero(s - d > 0)[0][-1]], 0.0)
+
+
+def _clip_renormalise(f):
+    g = np.maximum(f, 0.0)
+    s = g.sum()
+    return g / s if s > 0 else np.full(f.size, 1.0 / f.size)
+
+
+def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False):
+    """``(J, K)`` candidate estimates (``STACK_CANDIDATES`` order) from the counts ``c`` of ``n`` users, and a dict:
+    the NPMLE's EM (``n_iter``, ``converged``, ``n_atoms``), the tilt of ``'eb'`` (``tilt``, ``tilt_converged``) and
+    the Dirichlet marginal's ``rho``.
+
+    ``u``: a grid of atoms that does not depend on the counts (:func:`stacked_estimate` passes one for all fits);
+    ``WB``: the atoms' weights under ``Beta(rho, (K - 1) rho)`` for every ``rho`` of ``rho_grid``.  With
+    ``eb_on_own_grid`` the candidate ``'eb'`` is the empirical-Bayes decoder's own estimate
+    (:func:`~._empirical_bayes.eb_estimate`, whose grid includes the clipped unbiased estimates of ``c``): the
+    previous default, bit for bit; the info then describes its EM.
+    """
+    c = np.asarray(c, dtype=float)
+    f = (c / n - q) / (p - q)
+    L = _likelihood(c, n, p, q, u)
+    w, n_iter, converged = npmle_weights(L)
+    with np.errstate(divide="ignore"):
+        best = int(np.argmax(np.log(L @ WB.T).sum(axis=0)))
+    b = WB[best]
+    if eb_on_own_grid:
+        uo = _grid(f, n, p, q)
+        Lo = _likelihood(c, n, p, q, uo)
+        wo, n_iter, converged = npmle_weights(Lo)
+        (eb, lam, ok), n_atoms = tilted_means(Lo, wo, uo), uo.size
+    else:
+        (eb, lam, ok), n_atoms = tilted_means(L, w, u), u.size
+    out = [eb] + [tilted_means(L, (1 - a) * w + a * b, u)[0] for a in SMOOTH_WEIGHTS]
+    out += [_norm_sub(f), _clip_renormalise(f)]
+    info = dict(n_iter=n_iter, converged=converged, n_atoms=int(n_atoms), tilt=lam, tilt_converged=ok,
+                rho=float(np.atleast_1d(rho_grid)[best]))
+    return np.array(out), info
+
+
+def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS):
+    """The stacked estimate (see the module's docstring) and its diagnostics.
+
+    ``c``: the support counts of all ``n`` users; ``sids``, ``masks``: every user's packed response set (for the
+    folds' counts); ``rng``: the generator of the folds.  Returns ``(theta, info)``: ``info`` holds the full data's
+    :func:`candidates` dict, ``stack_weights`` (dict candidate -> weight; all on ``'eb'`` when the guard refused the
+    stack), ``stack_folds``, ``stack_gain`` (the cross-fitted squared risk of ``'eb'`` alone minus the stack's, summed
+    over the folds), ``stack_se`` (its standard error from the per-category terms) and ``stack_used``
+    (``stack_gain > STACK_Z * stack_se``).
+    """
+    c = np.asarray(c, dtype=float)
+    K = c.size
+    if n == 0:
+        raise ValueError("stacked_estimate needs at least one recorded response (n >= 1).")
+    u0 = _grid(np.zeros(0), n, p, q)  # atoms independent of the counts, shared by every fit
+    WB0 = dirichlet_marginal_weights(u0, K, rho_grid)
+    full, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True)
+    fold = user_folds(n, folds, rng)
+    cf = fold_support_counts(sids, masks, K, fold, folds)
+    nf = np.bincount(fold, minlength=folds)
+    J = full.shape[0]
+    A, b = np.zeros((J, J)), np.zeros(J)
+    held = []  # per fold: the candidates fitted without it, its unbiased estimate, its terms of A and b
+    for k in range(folds):
+        if nf[k] == 0 or nf[k] == n:
+            continue
+        Fk = candidates(c - cf[k], n - nf[k], p, q, u0, WB0, rho_grid)[0]
+        t = (cf[k] / nf[k] - q) / (p - q)
+        Ak, bk = Fk @ Fk.T, Fk @ t
+        A += Ak
+        b += bk
+        held.append((Fk, t, Ak, bk))
+    weights = simplex_least_squares(A, b) if held else np.eye(J)[0]
+    # the guard, nested: fold k's squared error of the stack weighted without fold k, minus that of 'eb' alone, per
+    # category; the stack is kept only when the sum is below -STACK_Z standard errors (categories independent)
+    d = np.zeros(K)
+    for Fk, t, Ak, bk in held:
+        a_k = simplex_least_squares(A - Ak, b - bk) if len(held) > 1 else weights
+        d += (a_k @ Fk - t) ** 2 - (Fk[0] - t) ** 2
+    gain, se = float(-d.sum()), float(np.sqrt(K * np.var(d))) if K > 1 else 0.0
+    used = bool(held) and gain > STACK_Z * se
+    if not used:
+        weights = np.eye(J)[0]
+    theta = np.maximum(weights @ full, 0.0)
+    theta /= theta.sum()
+    info = dict(info, stack_weights=dict(zip(STACK_CANDIDATES, (float(x) for x in weights))), stack_folds=int(folds),
+                stack_gain=gain, stack_se=se, stack_used=used)
+    return theta, info
