@@ -190,7 +190,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         support count of every category is exactly binomial, the distribution of the values
         ``theta_k`` across categories is estimated by nonparametric maximum likelihood, and
         ``theta_`` holds the posterior means conditioned on summing to 1 (a tilt, see Notes); the intervals are binomial (Wilson)
-        confidence intervals; ``'eb-rescale'``: the same with the means divided by their sum (before round 14); ``'eb-stack'`` (round 15): the convex combination of ``'eb'``, two smoother priors' means, norm-sub and clipped MI whose weights minimise a squared risk cross-fitted over 5 folds of users, used only when its nested cross-fitted gain over ``'eb'`` exceeds one standard error (else ``'eb'``; same intervals; see ``convergence_``).  ``'auto'``: ``'eb-stack'`` when ``n_categories_ >= 64``; from 32, ``'eb-stack'`` when
+        confidence intervals; ``'eb-rescale'``: the same with the means divided by their sum (before round 14); ``'eb-stack'`` (round 15): the convex combination of ``'eb'``, two smoother priors' means, norm-sub and clipped MI whose weights minimise a squared risk cross-fitted over 5 folds of users, used only when its nested cross-fitted gain over ``'eb'`` exceeds 1.5 standard errors (else ``'eb'``; same intervals; see ``convergence_``).  ``'auto'``: ``'eb-stack'`` when ``n_categories_ >= 64``; from 32, ``'eb-stack'`` when
         its prior's 5-fold cross-validated log marginal likelihood of the support counts beats the
         symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else (still from 32) ``'counts'`` under
         SS(k) with ``k > 1`` when the exact chain would draw a latent category per user (``4 G K > n``
