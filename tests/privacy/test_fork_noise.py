@@ -11,8 +11,10 @@ Seeded noise (an int, a caller's ``Generator``) is left as it is: reproducible, 
 responsibility.
 """
 
+import copy
 import json
 import multiprocessing
+import pickle
 import os
 import warnings
 
@@ -180,3 +182,21 @@ def test_a_multiprocessing_fork_worker_draws_fresh_noise():
     proc.join(timeout=120)
     est.partial_fit(USERS[50:])
     assert child != est.theta_.tolist()
+
+
+def test_a_copy_of_an_os_seeded_estimator_draws_fresh_noise_in_a_forked_child():
+    # copies (deepcopy, pickle) keep their generator's state (the LDP estimator's copies replay by
+    # design in this process), but a forked child reseeds them like their original
+    est = _ldp().partial_fit(USERS[:50])
+    for copy_ in (copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
+        def release():
+            copy_.partial_fit(USERS[50:])
+            return copy_.theta_.tolist()
+
+        assert _in_child(release) != release()
+
+
+def test_a_copied_generator_keeps_its_state():
+    rng = check_privacy_random_state(None, owner="test")
+    for twin in (copy.deepcopy(rng), pickle.loads(pickle.dumps(rng))):
+        assert twin.bit_generator.state == rng.bit_generator.state and twin is not rng

@@ -152,11 +152,15 @@ class _OSSeededGenerator(np.random.Generator):
     Created only by :func:`check_privacy_random_state` for ``random_state=None``; the one
     difference from a plain ``Generator`` is that it can be referenced weakly, so that the
     live ones are known (``_OS_SEEDED``) and reseeded from fresh entropy in a ``fork()``-ed
-    child (:func:`_reseed_in_child`).  A copy (pickle, ``copy.deepcopy``) is a plain
-    ``Generator`` with the same state, as for any generator.
+    child (:func:`_reseed_in_child`).  A copy (pickle, ``copy.deepcopy``) has the same state,
+    as for any generator, and is one too: a copied estimator is reseeded in a forked child
+    like its original.
     """
 
     __slots__ = ("__weakref__",)
+
+    def __reduce__(self):
+        return (_os_seeded_generator, (self.bit_generator,))
 
 
 #: the live OS-seeded privacy-noise generators of this process (weak references)
@@ -183,8 +187,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reseed_in_child)
 
 
-def _os_seeded_generator():
-    rng = _OSSeededGenerator(np.random.PCG64())
+def _os_seeded_generator(bit_generator=None):
+    """A new :class:`_OSSeededGenerator`: on ``bit_generator`` (a copy's), else on fresh OS entropy."""
+    rng = _OSSeededGenerator(np.random.PCG64() if bit_generator is None else bit_generator)
     _OS_SEEDED.add(rng)
     return rng
 
