@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 
-__all__ = ["FORK_WAIT", "check_usable", "register_child_hook", "register_guard"]
+__all__ = ["FORK_WAIT", "check_usable", "register_child_hook", "register_guard", "register_instance_locks"]
 
 #: The longest time (seconds, in all) the forking thread waits for calls of other threads to end.
 FORK_WAIT = 1.0
@@ -49,6 +49,16 @@ _HELD = {"locks": [], "busy": [], "guards": []}
 #: Objects whose lock a fork waited for in vain: the next forks do not wait for them again
 #: (a long call -- a fit in a background thread -- would delay every fork by FORK_WAIT).
 _STUCK = weakref.WeakSet()
+
+
+#: The registry of instance locks (``_transaction._LOCKS``: a WeakKeyDictionary object -> RLock).
+_INSTANCE_LOCKS = None
+
+
+def register_instance_locks(registry):
+    """Register the weak-keyed registry ``object -> RLock`` of the instance locks (see ``_transaction``)."""
+    global _INSTANCE_LOCKS
+    _INSTANCE_LOCKS = registry
 
 
 def register_guard(namespace, name):
@@ -78,10 +88,10 @@ def _acquire(lock, deadline):
 
 
 def _live_instance_locks():
-    from sklearn_bayes.utils import _transaction
-
     pairs = []
-    for ref, lock in _transaction._LOCKS.data.copy().items():  # (dict.copy: one atomic step)
+    if _INSTANCE_LOCKS is None:
+        return pairs
+    for ref, lock in _INSTANCE_LOCKS.data.copy().items():  # (dict.copy: one atomic step)
         obj = ref()
         if obj is not None:
             pairs.append((obj, lock))
@@ -135,10 +145,8 @@ def _after_fork_in_child():
             namespace[name] = threading.Lock()
         del guards
         if busy:
-            from sklearn_bayes.utils import _transaction
-
             for obj in busy:
-                _transaction._LOCKS[obj] = threading.RLock()  # usable, and every call refuses (check_usable)
+                _INSTANCE_LOCKS[obj] = threading.RLock()  # usable, and every call refuses (check_usable)
                 _BUSY.add(obj)
             _ANY_BUSY = True
     except Exception:  # pragma: no cover - never fail a fork

@@ -32,7 +32,7 @@ import weakref
 
 import numpy as np
 
-from sklearn_bayes.utils._fork import check_usable, register_guard
+from sklearn_bayes.utils._fork import check_usable, register_guard, register_instance_locks
 
 __all__ = ["instance_lock", "serialized", "transactional"]
 
@@ -43,6 +43,7 @@ _LOCKS_GUARD = threading.Lock()
 _GENERATOR_CALLS = {}
 _GENERATOR_GUARD = threading.Lock()
 # fork(): acquired before, new ones in the child (see _fork); the instance locks are handled there too
+register_instance_locks(_LOCKS)
 register_guard(globals(), "_LOCKS_GUARD")
 register_guard(globals(), "_GENERATOR_GUARD")
 
