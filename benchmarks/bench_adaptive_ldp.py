@@ -404,7 +404,7 @@ FRESH_15_CELLS = (
     ("real: hotel_rates country, low eps", "fresh 15", 98, 0.3, 200_000,
      lambda rng: _real("modeldata", "hotel_rates", "country")),
     ("four-peak", "fresh 15", 200, 1.0, 50_000,
-     lambda rng: _peaks(200, (0.12, 0.4, 0.62, 0.9), 0.02) + 0.5 * _peaks(200, (0.4,), 0.08)),
+     lambda rng: (lambda t: t / t.sum())(_peaks(200, (0.12, 0.4, 0.62, 0.9), 0.02) + 0.5 * _peaks(200, (0.4,), 0.08))),
     ("log-normal(2)", "fresh 15", 250, 1.5, 50_000,
      lambda rng: (lambda t: t / t.sum())(np.exp(2.0 * rng.standard_normal(250)))),
     ("Dir(0.3), low eps", "fresh 15", 120, 0.3, 200_000, lambda rng: rng.dirichlet(np.full(120, 0.3))),
