@@ -372,9 +372,12 @@ class PrivacyLedger:
         of ``GridSearchCV``/``cross_val_score`` with ``n_jobs > 1``, separate Python
         sessions over weeks) record into and read one budget.  Created if absent; an
         existing file keeps its budget (``budget=None`` adopts it, another budget is
-        refused).  ``None``: the ledger lives in this process's memory, and a release
-        recorded in a copy of it in another process is refused
-        (:class:`~sklearn_bayes.exceptions.DetachedLedgerError`).
+        refused).  The file holds a random id, drawn when it is created: every access
+        checks it and that the file holds at least the records this process saw, so a
+        file replaced by another ledger (even with the same budget) or by an older copy
+        is refused with a ``ValueError`` naming ``path``.  ``None``: the ledger lives in
+        this process's memory, and a release recorded in a copy of it in another process
+        is refused (:class:`~sklearn_bayes.exceptions.DetachedLedgerError`).
 
     Attributes
     ----------
