@@ -700,6 +700,32 @@ def test_copies_replay_the_noise_and_never_release_twice(how):
     np.testing.assert_array_equal(est.sample_posterior(5), other.sample_posterior(5))
 
 
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_copies_of_an_os_seeded_stream_draw_fresh_noise(how):
+    """A copy of an OS-seeded (``random_state=None``) simulation-mode estimator reseeds from the OS.
+
+    With the original's generator state it would privatise other users with the original's
+    noise: fits of data sets that differ in one user would differ by that user's response
+    alone.  Fresh noise: the same 200 users privatised by both give different responses
+    (GRR at eps 1 keeps a category with probability e / (e + 3) = 0.475, so 200 identical
+    responses by chance have probability below 0.6 ** 200).
+    """
+    import copy
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = AdaptiveLDPFrequencyEstimator(n_categories=4, mechanism="grr", n_final_steps=0)
+        est.partial_fit([[0], [1], [2], [3]])
+    other = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda e: pickle.loads(pickle.dumps(e))}[how](est)
+    assert other._rng is other._chain.rng  # the chain's generator is the one reseeded
+    x = [[2]] * 200
+    est.partial_fit(x)
+    other.partial_fit(x)
+    mine, theirs = est._chain.store.responses()[1], other._chain.store.responses()[1]  # one-hot GRR releases
+    assert not np.array_equal(mine[4:], theirs[4:])
+    np.testing.assert_array_equal(mine[:4], theirs[:4])  # the copied history is kept
+
+
 def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
     """The skip of re-validation (identity with the last validated values) must see every parameter."""
     from sklearn_bayes.privacy._ldp._params import FROZEN_PARAMS, PARAM_NAMES

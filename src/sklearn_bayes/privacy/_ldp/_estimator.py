@@ -377,12 +377,14 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     the server holds only ``(y, S)``: anything computed from the server or a copy of
     it is post-processing of ``epsilon``-LDP releases.  In simulation mode
     (:meth:`fit`, :meth:`partial_fit`) the estimator itself privatises the true
-    categories with its generator.  Every copy (``copy.copy``, ``copy.deepcopy``,
-    pickle) holds its own copy of the generator, so a user given to the original and
-    to a copy gets the same response twice, not two independent releases.  But the
-    generator state determines the noise (and a PCG64 state can be rewound): whoever
-    holds a simulation-mode estimator or its pickle can recover the simulated users'
-    true categories, so treat it like the raw data.
+    categories with its generator.  A copy (``copy.copy``, ``copy.deepcopy``, pickle, a
+    ``fork()``-ed process) of an estimator with ``random_state=None`` reseeds its
+    generator from the operating system: a user given to both is released twice
+    (``2 epsilon``), never with the original's noise on other users (which would expose
+    the difference of the two data sets).  A copy of a seeded estimator replays the
+    original's noise (reproducible, for experiments).  The generator state determines
+    the noise (and a PCG64 state can be rewound): whoever holds a simulation-mode
+    estimator or its pickle can recover the simulated users' categories: raw data.
 
     Threads.  Calls on one instance from several threads are serialised: every
     fitting, recording, proposing, merging and reading method (``theta_``,
@@ -522,10 +524,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     def __copy__(self):
         """A copy of a fitted estimator is a deep copy: it never shares the noise generator.
 
-        ``copy.copy`` would otherwise share ``_rng`` between the two estimators, so a
-        user given to both in simulation mode would get two independent releases.
-        Every copy (``copy.copy``, ``copy.deepcopy``, pickle) replays the original's
-        noise instead: the same user gives the same response.
+        ``copy.copy`` would otherwise share ``_rng`` between the two estimators.  A copy
+        (``copy.copy``, ``copy.deepcopy``, pickle) of a seeded estimator replays the
+        original's noise; one of an OS-seeded estimator draws fresh noise (class Notes).
         """
         if "n_responses_" not in vars(self):
             new = type(self).__new__(type(self))

@@ -14,6 +14,7 @@ import numpy as np
 
 from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism, best_subset_size
 from sklearn_bayes.utils._streaming import first_changed_parameter, record_parameters
+from sklearn_bayes.utils._validation import _OSSeededGenerator
 
 __all__ = ["FINAL_KNOBS", "FROZEN_PARAMS", "MAX_RETURNED_CELLS", "PARAM_NAMES", "FrozenParamsMixin", "check_count",
            "same_value"]
@@ -66,7 +67,20 @@ class FrozenParamsMixin:
     A privacy parameter (``epsilon``, ``mechanism``, ``kappa``) changed after fitting is
     never mixed into a running stream: every user of one stream faces the mechanism the
     stream was built with, so the stream's ``epsilon``-LDP guarantee is the recorded one.
+
+    Copies: a copy (``copy.deepcopy``, pickle, hence ``copy.copy`` of a fitted estimator)
+    of a stream whose generator came from the operating system (``random_state=None``)
+    gets fresh OS entropy in :meth:`__setstate__`.  With the original's state it would
+    privatise other users with the original's noise, and two simulation-mode fits on
+    data sets that differ in one user would differ by that user's response alone.  A
+    seeded stream (an int or a caller's generator) replays, as documented.
     """
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        rng = self.__dict__.get("_rng")
+        if isinstance(rng, _OSSeededGenerator):  # the chain shares this object: reseed it in place
+            rng.bit_generator.state = type(rng.bit_generator)().state
 
     def _check_params(self):
         """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'; the
