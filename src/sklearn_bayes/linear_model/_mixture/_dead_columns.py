@@ -32,14 +32,18 @@ def dead_columns(X, sw, fit_intercept):
     return flat | aliased_columns(Z, sw)
 
 
-def fit_live(est, X, y, sw, dead):
+def fit_live(est, X, y, sw, dead, guard):
     """Fit a copy of ``est`` (same parameter objects: a ``random_state`` generator is shared, as in a fit of ``est``)
     on the live columns of ``X`` and store its fit in ``est`` with the dead columns put back: coefficient 0
     (``coef_``, ``mm_coef_``), NaN rows and columns of the covariances.  ``n_features_in_`` and
-    ``feature_names_in_`` stay those of the full ``X`` (set by the caller's validation).  Returns ``est``."""
+    ``feature_names_in_`` stay those of the full ``X`` (set by the caller's validation).  Returns ``est``.
+
+    The copy is fitted inside ``est``'s transaction (its undecorated ``_fit``, with the caller's ``guard``): a
+    fit of its own would register the shared generator under a second object, and a rejected call could then
+    rewind it no more (H30S: the caller's generator was left advanced)."""
     live = ~dead
     inner = type(est)(**est.get_params(deep=False))
-    inner.fit(X[:, live], y, sample_weight=sw)
+    inner._fit(X[:, live], y, sw, guard)
     state = dict(vars(inner))
     for key in ("n_features_in_", "feature_names_in_"):
         state.pop(key, None)

@@ -16,10 +16,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_bayes.utils import IntegerInterval, check_generator, transactional
+from sklearn_bayes.utils import IntegerInterval, check_generator, serialized, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
-from sklearn_bayes._glm import LinearPredictorMixin, Standardisation, normalise_weights, validate_regression_data
-from sklearn_bayes._glm._base import _column_offset_scale
+from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, validate_regression_data
 from sklearn_bayes.linear_model._mixture import _bootstrap, _finite_sample, _flags, _inference
 from sklearn_bayes.linear_model._mixture._inference import rounding_level as _rounding_level
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
@@ -27,6 +26,7 @@ from sklearn_bayes.linear_model._mixture._dead_columns import dead_columns, fit_
 from sklearn_bayes.linear_model._mixture._em import EMProblem, describe_residuals, em, log_joint
 from sklearn_bayes.linear_model._mixture._s_start import mm_for_flags, s_starts
 from sklearn_bayes.linear_model._mixture._lts_start import lts_starts, weighted_median, wls
+from sklearn_bayes.linear_model._mixture._units import caller_random_state, standardise_robust as _standardise_robust
 
 __all__ = ["MixtureMEstimatorRegressor"]
 
@@ -35,30 +35,6 @@ _EM_SUBSAMPLE = 10000  # above 2x this many rows, EM is warm-started on a subsam
 _SCALE_FLOOR = 1e-9  # scales stay above this fraction of the robust scale of y (exact fits)
 _POLISH_TOL = 1e-6  # tolerance of the all-rows polish (Newton steps) after a subsample fit (standardised units)
 _SUB_IRLS_TOL = 1e-4  # tolerance of the subsample fit that starts the polish (its error is ~1e-2 to the all-row root)
-
-
-# --------------------------------------------------------------------------------------
-# small helpers
-# --------------------------------------------------------------------------------------
-
-
-def _standardise_robust(X, y, sw, rows, fit_intercept):
-    """Units of the EM fit: ``X`` columns by weighted mean and sd, ``y`` by weighted mean and its
-    robust scale (1.4826 MAD on ``rows``; the sd if more than half the targets tie)."""
-    x_offset, x_scale, constant = _column_offset_scale(X, sw, fit_intercept)
-    big = float(np.max(np.abs(y)))  # > 0: y is not constant; dividing keeps sums finite
-    y1 = y / big
-    ys, sws = y1[rows], sw[rows]
-    scale = _MAD_TO_SD * weighted_median(np.abs(ys - weighted_median(ys, sws)), sws)
-    if scale == 0:  # more than half the (subsampled) targets tie: the sd of all targets
-        scale = math.sqrt(np.average((y1 - np.average(y1, weights=sw)) ** 2, weights=sw))
-    y_offset = float(np.average(y1, weights=sw)) * big if fit_intercept else 0.0
-    return Standardisation(x_offset, x_scale, y_offset, scale * big, constant)
-
-
-# --------------------------------------------------------------------------------------
-# the estimator
-# --------------------------------------------------------------------------------------
 
 
 class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstimator):
@@ -158,7 +134,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         log-likelihoods, by that factor).
     random_state : int, RandomState instance, numpy.random.Generator or None, default=None
         Seeds the elemental subsets of the LTS search (and the EM warm-start
-        subsample when there are more than 20000 rows).
+        subsample when there are more than 20000 rows).  A rejected fit leaves a
+        caller's ``Generator`` or ``RandomState`` as it was.
     interval_correction : {"huber", "none"}, default="huber"
         ``variant="min_variance"``: ``coef_covariance_`` times Huber's ``K^2`` and t quantiles on
         ``df_intervals_`` (effective rows) for :meth:`conf_int`; ``"none"``: the plain sandwich on
@@ -359,8 +336,12 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
     failing the small-sample guard get a collapsed scale); :meth:`bootstrap_conf_int` (opt-in, ``n_boot`` refits)
     includes the choice.  A row flagged as an outlier contributes no negative ``psi'`` to ``A`` (clipped at 0): a
     gross outlier just inside a redescending loss's cut-off otherwise cancels most of ``A`` at a leverage point
-    (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78; user guide).  ``"paper"`` measured 0.960
-    (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5 (bench_uncertainty.py, 500 intervals a cell):
+    (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78; user guide).  If ``A`` is still not positive
+    definite (a redescending loss on few rows; was NaN), or the fit passes exactly through more than half the rows
+    (``y`` mostly tied, as a count that is mostly 0: intervals of rounding width), ``coef_covariance_`` is the
+    least-squares HC3 sandwich of the same residuals (no ``K``, ``df_resid_``), with a ``UserWarning`` (H30S).
+    Readers (``predict``, :meth:`conf_int`, ...) hold the instance lock: never a mix of two concurrent fits.
+    ``"paper"`` measured 0.960 (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5 (bench_uncertainty.py, 500 intervals a cell):
     0.930, 0.950 (Gaussian, n = 200, 1000), 0.940, 0.924 (t3, n = 200, 1000).
 
     Small samples (issue 30): below 8 effective rows per coefficient (Kish's ``(sum w)^2 / sum w^2`` against
@@ -494,11 +475,16 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         self : object
             Fitted estimator.
         """
+        with caller_random_state(self.random_state) as guard:  # a rejected fit rewinds a caller's RandomState
+            return self._fit(X, y, sample_weight, guard)
+
+    def _fit(self, X, y, sample_weight, guard):
+        """:meth:`fit` inside the caller's transaction (``guard``: :class:`caller_random_state`)."""
         comps = _resolve_components(self.components)
         X, y, sw = validate_regression_data(self, X, y, sample_weight)
         dead = dead_columns(X, sw, self.fit_intercept)
         if dead.any() and not dead.all():  # constant (with an intercept) or aliased columns: the fit of the others
-            return fit_live(self, X, y, sw, dead)
+            return fit_live(self, X, y, sw, dead, guard)
         # weights of any overall size (1e-300, 1e308): the fit runs on sw / W, W the power of two
         # putting the largest weight in [1, 2) (exact; unit weights unchanged), and the scale
         # prior's strength is relative to the mean weight: the objective is the documented one / W
@@ -506,6 +492,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         pos = sw > 0
         self._check_rows(y, pos, X.shape[1] + int(self.fit_intercept))
         rng = check_generator(self.random_state)
+        guard.drawn()
         # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then a polish on all rows
         sub = None
         if pos.sum() > 2 * _EM_SUBSAMPLE:
@@ -534,7 +521,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                 ConvergenceWarning,
             )
         self._store(best, loss, prob, st, comps, X, y, sw, tiny, W)
-        self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit, sub)
+        exact = weighted_median(np.abs(best.residuals), prob.sw) <= 100.0 * tiny or (  # half the rows fitted
+            loss is not None and loss_scale <= 100.0 * tiny)  # exactly, or the loss's scale at its floor (H30S)
+        self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit, sub, exact)
         return self
 
     def _check_rows(self, y, pos, p):
@@ -676,7 +665,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
                                        converged=desc.converged)  # fmt: skip
         return best, norm, prob, scale, flags_fit
 
-    def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y, flag_fit=None, sub=None):
+    def _store_uncertainty(self, best, loss, loss_scale, prob, st, X, y, flag_fit=None, sub=None, exact=False):
         """``coef_covariance_`` (and the intercept's row), ``selected_scale_`` and ``outlier_mask_``.
 
         The sandwich of the fitted estimating equation at the final residuals of the rows fitted
@@ -708,11 +697,15 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         else:
             norm, scale = loss, loss_scale
             flagged = self.outlier_mask_ if len(self.outlier_mask_) == len(best.residuals) else None
+        notes = []  # why the least-squares sandwich replaced the loss's (exact fit, A not positive definite)
         cov, self.df_resid_ = _inference.parameter_covariance(prob.Xa, best.residuals, prob.sw, scale, norm, st,
-                                                              self.fit_intercept, flagged=flagged,
-                                                              rows=None if loss is None else sub)  # fmt: skip
+                                                              self.fit_intercept, flagged=flagged, exact=exact,
+                                                              rows=None if loss is None else sub,
+                                                              notes=notes)  # fmt: skip
         self.df_intervals_ = float(self.df_resid_)
-        if loss is not None and self.interval_correction == "huber":  # round 15: Huber's K and effective rows
+        if notes:
+            warnings.warn(_inference.fallback_message(notes[0], self.df_resid_), UserWarning, stacklevel=4)
+        elif loss is not None and self.interval_correction == "huber":  # round 15: Huber's K and effective rows
             k, self.df_intervals_ = _finite_sample.interval_correction(best.residuals, prob.sw, scale, norm, flagged,
                                                                        self.df_resid_)  # fmt: skip
             cov = cov * (k * k)
@@ -725,6 +718,9 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
             return self.coef_, self.intercept_
         return self.mm_coef_, self.mm_intercept_
 
+    predict = serialized(LinearPredictorMixin.predict)  # readers hold the instance lock: one fit, never a mix
+
+    @serialized
     def conf_int(self, alpha=0.05):
         """Wald confidence intervals for ``coef_`` from the sandwich covariance.
 
@@ -762,12 +758,14 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         std = np.sqrt(np.diag(self.coef_covariance_))
         return _inference.wald_intervals(self.coef_, std, _inference.interval_dof(self), alpha)
 
+    @serialized
     def bootstrap_conf_int(self, X, y, alpha=0.05, n_boot=50, sample_weight=None, random_state=None):
         check_is_fitted(self)
         return _bootstrap.bootstrap_intervals(self, X, y, sample_weight, alpha, n_boot, random_state)[0]
 
     bootstrap_conf_int.__doc__ = _bootstrap.BOOTSTRAP_CONF_INT_DOC
 
+    @serialized
     def summary(self, alpha=0.05, X=None, y=None, threshold=2.5):
         """A statsmodels-style summary of the fit: coefficients, the loss, the error mixture, outliers.
 
@@ -828,6 +826,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         X, y, _ = validate_regression_data(self, X, y, reset=False)
         return X, y, y - X @ self.coef_ - self.intercept_
 
+    @serialized
     def score_samples(self, X, y):
         """Log-likelihood of each ``(x_i, y_i)`` under the fitted error mixture.
 
@@ -845,6 +844,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         L = log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return logsumexp(L, axis=0)
 
+    @serialized
     def predict_proba_components(self, X, y):
         """Posterior probability of each component for each ``(x_i, y_i)``.
 
@@ -861,6 +861,7 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         L = log_joint(r, self.components_, self.mixture_weights_, self.scales_)
         return np.exp(L - logsumexp(L, axis=0)).T
 
+    @serialized
     def flag_outliers(self, X, y, threshold=2.5):
         """Flag points whose robustly standardised residual exceeds ``threshold``.
 

@@ -13,9 +13,10 @@ from numbers import Real
 import numpy as np
 from scipy import stats
 
+from sklearn_bayes.linear_model._mixture._norms import LeastSquares
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 
-__all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "interval_dof", "parameter_covariance",
+__all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "fallback_message", "interval_dof", "parameter_covariance",
            "rounding_level", "summarise", "validate_alpha", "validate_threshold", "wald_intervals"]
 
 
@@ -157,7 +158,20 @@ def _identified_columns(Xa, pos, m):
     return np.flatnonzero(seen)
 
 
-def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None):
+def fallback_message(reason, dof):
+    """The warning of a fit whose ``coef_covariance_`` is the least-squares sandwich (see :func:`parameter_covariance`)."""
+    if reason == "exact":
+        why = ("more than half the rows are fitted exactly (the robust scale is 0: e.g. most y values tie, as a count "
+               "that is mostly 0); the M-estimator's sandwich would give intervals of the width of rounding noise")
+    else:
+        why = "the selected loss's sandwich matrix A is not positive definite (a redescending loss on few rows)"
+    return (f"MixtureMEstimatorRegressor: {why}; coef_covariance_ and conf_int use the least-squares (HC3) sandwich "
+            f"of the fit's residuals instead, with t quantiles on {int(dof)} degrees of freedom (conservative for "
+            "the robust fit; bootstrap_conf_int gives resampling intervals).")
+
+
+def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None, exact=False,
+                         notes=None):
     """Sandwich covariance of ``(coef, intercept)`` in the data's units, shape ``(d + 1, d + 1)`` (intercept last).
 
     ``Xa``, ``r``, ``scale`` are in standardised units (``r = y - Xa @ theta``); the weights
@@ -175,6 +189,13 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     rows, the leverages shrink: the covariance of ``m_sub`` rows times ``m_sub / m``); their
     relative sampling error, about ``1 / sqrt(m_sub)`` (1 % at 10^4 rows), is the price of a
     third of the all-row products.  ``dof`` and the identified columns are those of all rows.
+
+    Fallback (H30S): if ``A`` is not positive definite, or ``exact`` (the fit passes exactly through more than
+    half the rows, so ``scale`` sits at its floor and every ``psi`` is 0 or saturated), the least-squares sandwich
+    ``(X^T X)^-1 X^T diag(r_i^2 / (1 - h_i)^2) X (X^T X)^-1`` of the same residuals is returned instead and the
+    reason (``"exact"`` or ``"not_pd"``) appended to the list ``notes``.  Its ``psi(u) = u`` never saturates,
+    so outlying residuals enter with their full size: wider than the robust sandwich, finite whenever the
+    identified columns have full rank.
     """
     pos = sw > 0
     m = int(pos.sum())
@@ -196,11 +217,11 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     if flagged is not None and np.any(flagged):
         norm = FlaggedCurvatureClipped(norm, np.asarray(flagged, dtype=bool))
     Xk = Xa if p == Xa.shape[1] else Xa[:, keep]  # no copy when every column is identified
-    A = None
-    if power:
-        h, A = leverages(Xk, r, sw, scale, norm, return_A=True)
-        norm = LeverageAdjusted(norm, h * factor, power)  # the same psi', so the same A
-    V = sandwich_core(Xk, r, sw, scale, norm, A=A)
+    V = None if exact else _sandwich(Xk, r, sw, scale, norm, power, factor)
+    if V is None:  # the least-squares sandwich of the same residuals (docstring: Fallback)
+        V = _sandwich(Xk, r, sw, scale, LeastSquares(), power, factor)
+        if notes is not None:
+            notes.append("exact" if exact else "not_pd")
     if V is None:
         return out, dof
     small = 1.0 if power else small  # small-sample factor: the leverages, else m / (m - p)
@@ -218,6 +239,15 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     idx = np.append(kept_x, d) if fit_intercept else kept_x
     out[np.ix_(idx, idx)] = C[np.ix_(idx, idx)]
     return out, dof
+
+
+def _sandwich(Xk, r, sw, scale, norm, power, factor):
+    """``A^-1 B A^-1`` of ``norm`` with leverage-adjusted ``psi`` (``power``), or None (``A`` not positive definite)."""
+    A = None
+    if power:
+        h, A = leverages(Xk, r, sw, scale, norm, return_A=True)
+        norm = LeverageAdjusted(norm, h * factor, power)  # the same psi', so the same A
+    return sandwich_core(Xk, r, sw, scale, norm, A=A)
 
 
 def interval_dof(est):

