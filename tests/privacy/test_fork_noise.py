@@ -11,6 +11,7 @@ Seeded noise (an int, a caller's ``Generator``) is left as it is: reproducible, 
 responsibility.
 """
 
+import collections
 import copy
 import json
 import multiprocessing
@@ -200,3 +201,21 @@ def test_a_copied_generator_keeps_its_state():
     rng = check_privacy_random_state(None, owner="test")
     for twin in (copy.deepcopy(rng), pickle.loads(pickle.dumps(rng))):
         assert twin.bit_generator.state == rng.bit_generator.state and twin is not rng
+
+
+def test_the_replay_registry_is_bounded_and_still_sees_recent_copies(monkeypatch):
+    # before: one entry per call with a caller's Generator, forever (2000 calls, 2000 entries)
+    from sklearn_bayes.exceptions import SeededNoiseWarning
+    from sklearn_bayes.utils import _validation
+
+    monkeypatch.setattr(_validation, "_RELEASED_STATES", collections.OrderedDict())
+    monkeypatch.setattr(_validation, "MAX_RELEASED_STATES", 100)
+    mech = RRRRMechanism(n_categories=10, epsilon=1.0)
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        mech.privatize(3, subset=[0, 1], random_state=rng)
+    assert len(_validation._RELEASED_STATES) == 100
+    twin = copy.deepcopy(rng)
+    mech.privatize(3, subset=[0, 1], random_state=rng)
+    with pytest.warns(SeededNoiseWarning, match="already drew privacy noise"):
+        RRRRMechanism(n_categories=10, epsilon=1.0).privatize(3, subset=[0, 1], random_state=twin)

@@ -4,10 +4,10 @@ A ``spawn`` (or ``forkserver``, joblib's loky) worker receives pickled copies (h
 by a new interpreter, as a spawn worker does).  The replay
 warning (``SeededNoiseWarning``) sees only copies in one process, so these tests check what
 holds across processes instead: an OS-seeded sketch draws fresh noise in the worker, and a
-shared ledger file charges the worker's fork afresh and stops it at the budget.  Found, not
-fixed (strict xfail, owner of ``privacy/_ldp``): an unpickled copy of an OS-seeded
-``AdaptiveLDPFrequencyEstimator`` keeps its generator state, so a copy privatising other
-users draws the original's noise.
+shared ledger file charges the worker's fork afresh and stops it at the budget.  Found here
+(a strict xfail), fixed by the owner of ``privacy/_ldp`` (eddf76e): an unpickled copy of an
+OS-seeded ``AdaptiveLDPFrequencyEstimator`` kept its generator state, so a copy privatising
+other users drew the original's noise (identical estimates for the same users).
 """
 
 import json
@@ -18,7 +18,6 @@ import sys
 import warnings
 
 import numpy as np
-import pytest
 
 from sklearn_bayes.exceptions import BudgetExceededError
 from sklearn_bayes.privacy import AdaptiveLDPFrequencyEstimator, PrivacyLedger, PrivateCountSketch
@@ -64,8 +63,6 @@ def test_a_sketch_in_a_spawn_worker_draws_fresh_noise_and_is_charged_to_the_file
     assert [r["epsilon"] for r in ledger.records] == [1.0, 1.0, 0.0] and ledger.epsilon_spent == 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="privacy/_ldp: an unpickled OS-seeded AdaptiveLDPFrequencyEstimator keeps "
-                                       "its generator state (its copies replay by design): reported to its owner")
 def test_an_unpickled_os_seeded_ldp_estimator_draws_fresh_noise():
     users = (np.arange(300) % 4).reshape(-1, 1)
     with warnings.catch_warnings():

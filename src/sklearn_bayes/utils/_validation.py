@@ -1,5 +1,6 @@
 """Validation helpers shared by the estimators: budgets, integer constraints, random states."""
 
+import collections
 import collections.abc
 import numbers
 import os
@@ -196,8 +197,11 @@ def _os_seeded_generator(bit_generator=None):
 
 #: digests of the generator states privacy noise was drawn from in this process, with the
 #: estimator that drew it (a weak reference, or None)
-_RELEASED_STATES = {}
+_RELEASED_STATES = collections.OrderedDict()
 _RELEASED_LOCK = threading.Lock()
+#: the registry keeps the most recently used states only (about 200 bytes each): a long-running
+#: process privatising with a caller's Generator would otherwise keep one entry per call forever
+MAX_RELEASED_STATES = 1 << 16
 register_guard(globals(), "_RELEASED_LOCK")  # fork(): a new one in the child (see _fork)
 
 
@@ -218,7 +222,8 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
       of one estimator (cross-validation folds, grid-search candidates) would draw the
       same noise, which cancels between their releases.  The same ``instance`` asking
       again from the same state (a retry after a rejected call rewound its generator)
-      is not a replay.  Copies in other processes are not seen.
+      is not a replay.  Copies in other processes are not seen, nor a copy of a state that
+      more than ``MAX_RELEASED_STATES`` (65,536) later states have drawn noise since.
 
     ``None`` gives a generator seeded from operating-system entropy, which is reseeded from
     fresh entropy in a ``fork()``-ed child (``os.register_at_fork``): an estimator inherited
@@ -249,6 +254,9 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
         with _RELEASED_LOCK:
             previous = _RELEASED_STATES.get(digest, False)
             _RELEASED_STATES[digest] = ref
+            _RELEASED_STATES.move_to_end(digest)
+            while len(_RELEASED_STATES) > MAX_RELEASED_STATES:
+                _RELEASED_STATES.popitem(last=False)
         replay = previous is not False and (previous is None or ref is None or previous() is not instance)
         if replay:
             warnings.warn(
