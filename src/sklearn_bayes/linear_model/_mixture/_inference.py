@@ -163,11 +163,13 @@ def fallback_message(reason, dof):
     if reason == "exact":
         why = ("more than half the rows are fitted exactly (the robust scale is 0: e.g. most y values tie, as a count "
                "that is mostly 0); the M-estimator's sandwich would give intervals of the width of rounding noise")
+        how = "conservative: every residual enters at its full size"
     else:
         why = "the selected loss's sandwich matrix A is not positive definite (a redescending loss on few rows)"
+        how = "an approximation: not the selected loss's variance"
     return (f"MixtureMEstimatorRegressor: {why}; coef_covariance_ and conf_int use the least-squares (HC3) sandwich "
-            f"of the fit's residuals instead, with t quantiles on {int(dof)} degrees of freedom (conservative for "
-            "the robust fit; bootstrap_conf_int gives resampling intervals).")
+            f"of the fit's residuals instead, with t quantiles on {int(dof)} degrees of freedom ({how}; "
+            "bootstrap_conf_int gives resampling intervals).")
 
 
 def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None, exact=False,
@@ -194,8 +196,9 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     half the rows, so ``scale`` sits at its floor and every ``psi`` is 0 or saturated), the least-squares sandwich
     ``(X^T X)^-1 X^T diag(r_i^2 / (1 - h_i)^2) X (X^T X)^-1`` of the same residuals is returned instead and the
     reason (``"exact"`` or ``"not_pd"``) appended to the list ``notes``.  Its ``psi(u) = u`` never saturates,
-    so outlying residuals enter with their full size: wider than the robust sandwich, finite whenever the
-    identified columns have full rank.
+    so outlying residuals enter with their full size (conservative after an exact fit, whose robust scale is 0);
+    finite whenever the identified columns have full rank.  For ``"not_pd"`` it only approximates the selected
+    loss's variance (n = 12, p = 4: median 1.16, range 0.19-9.1 times the Monte Carlo spread of the fit; user guide).
     """
     pos = sw > 0
     m = int(pos.sum())
