@@ -9,8 +9,9 @@ blocks every later call.  The handlers registered here with :func:`os.register_a
 
 * **before the fork** the forking thread acquires every live instance lock, waiting at most
   :data:`FORK_WAIT` seconds in all for the calls running in other threads to end, then the
-  registered module locks (:func:`register_guard`): the child inherits those objects between
-  two calls, never half-way through one;
+  registered module locks (:func:`register_guard`), then -- no lock can be created any more --
+  the locks created meanwhile, without waiting: the child inherits those objects between two
+  calls, never half-way through one;
 * **after the fork, in the parent**, it releases them (the parent goes on as before);
 * **after the fork, in the child**, it releases the instance locks it holds, gives every
   registered module lock a new lock, and marks each object whose lock it could not acquire
@@ -115,6 +116,17 @@ def _before_fork():
             lock = namespace[name]
             if _acquire(lock, deadline):
                 held["guards"].append(lock)
+        # a call that began on an object first locked after the list above was taken (its lock
+        # is new): with the registry's guard held no lock is created any more, so list again
+        seen = {id(obj) for obj, _ in pairs}
+        for obj, lock in _live_instance_locks():
+            if id(obj) in seen:
+                continue
+            if lock.acquire(blocking=False):
+                held["locks"].append(lock)
+            else:
+                held["busy"].append(obj)
+                _STUCK.add(obj)
     except Exception:  # pragma: no cover - never fail a fork
         pass
     _HELD.update(held)
