@@ -85,6 +85,10 @@ numbers: every method sees the same data in every cell.
    the default's fit with our MM fit and with lmrob's finite-sample MM below 12 rows per coefficient (fixed weights,
    from 4 rows per coefficient on, or stacked by cross-validation of the whole fits) against the default on the dev
    sets (``--sets``; default: every set but :data:`REAL_HELD_OUT16`).  Measured, not adopted.
+20. ``--parts candidate17`` (issue 30, round 17; not in the default parts): :func:`candidate17`, the finite-sample MM
+   as a third candidate of round 4's comparison from 4 rows per coefficient, and round 11b's leverage-group block
+   removed or restricted, against the default on the splits below 12 rows per coefficient (``--sets``; default
+   ``dev17``; ``--save`` pickles the per-split errors).
 """
 
 import argparse
@@ -2897,6 +2901,102 @@ def _print_averaging(table):
               f"  over the limits {len(over)} {over}  worse than the default by > 1 SE {len(worse)} {worse}")
 
 
+# --------------------------------------------------------------------------------------
+# 20. issue 30, round 17: the finite-sample MM as a third candidate of round 4's comparison (``--parts candidate17``)
+# --------------------------------------------------------------------------------------
+
+
+def _leverage_block_over_trim(X, y):
+    """The default with round 11b's leverage-group block only for groups larger than the share :func:`cv_risk` trims
+    (``LEVERAGE_GROUP`` = the smallest count above ``(1 - CV_KEEP) n``, at least 3)."""
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    size = max(3, int(np.floor((1.0 - mv.CV_KEEP) * len(y))) + 1)
+    return _fit_with_constants("_selection", X, y, LEVERAGE_GROUP=size)
+
+
+#: round 17's variants of the default (``--parts candidate17``): name -> fit
+ROUND17_FITS = {
+    "default": lambda X, y: _fit_with_constants("_selection", X, y, CV_FINITE_SAMPLE_MM_ROWS_PER_COEF=None),
+    "MMfs candidate from 4": lambda X, y: _fit_with_constants("_selection", X, y, CV_FINITE_SAMPLE_MM_ROWS_PER_COEF=4.0),
+    "no leverage block": lambda X, y: _fit_with_constants("_selection", X, y, CV_FINITE_SAMPLE_MM_ROWS_PER_COEF=None,
+                                                          LEVERAGE_GROUP=None),
+    "leverage block > 20 %": lambda X, y: _leverage_block_over_trim(X, y),
+    "MMfs from 4, no lev. block": lambda X, y: _fit_with_constants("_selection", X, y,
+                                                                   CV_FINITE_SAMPLE_MM_ROWS_PER_COEF=4.0,
+                                                                   LEVERAGE_GROUP=None),
+}  # fmt: skip
+
+
+def candidate17(n_splits, sets, save=""):
+    """Issue 30 round 17 (``--parts candidate17``): below 12 rows per coefficient (the splits where round 4's
+    comparison runs; all 8 peers fitted), the variants :data:`ROUND17_FITS` of the default against it: held-out MedAE
+    ours / statsmodels' MM (ratio of means) / best peer, the paired change against the default (``*``: beyond one
+    paired SE, ``!``: beyond one paired SE and 1 %), and per variant the sets over the goal-1 limits (1.10 x MM, 1.30 x
+    best peer) and the sets lost beyond 1 SE and 1 % (the adoption rule of round 17)."""
+    from sklearn.model_selection import train_test_split
+
+    t0 = time.perf_counter()
+    table = {}
+    for item in sets:
+        X, y = load_real(item)
+        err = {}
+        for split in range(n_splits):
+            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
+            if not len(ytr) / (X.shape[1] + 1) < 12:
+                break
+            fits = {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for m, f in dict(REAL_PEERS, **ROUND17_FITS).items():
+                    try:
+                        fits[m] = f(Xtr, ytr)
+                    except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets
+                        fits[m] = None
+            for m, fit in fits.items():
+                e = np.nan if fit is None else float(np.median(np.abs(yte - Xte @ np.asarray(fit[0]) - fit[1])))
+                err.setdefault(m, []).append(e)
+        if err:
+            table[item] = {m: np.array(v) for m, v in err.items()}
+        print(f"  [{time.perf_counter() - t0:6.0f}s] {item} done", flush=True)
+    if save:
+        import pickle
+
+        with open(save, "wb") as fh:
+            pickle.dump(table, fh)
+    print_candidate17(table)
+    return table
+
+
+def print_candidate17(table, names=None):
+    """The tables of :func:`candidate17` from its per-split errors ``table``."""
+    mm, names = "RLMDetSMM (MM)", names or list(ROUND17_FITS)
+    st = {}
+    for item, err in table.items():
+        ok = np.all([np.isfinite(err[m]) for m in err if np.isfinite(err[m]).any()], axis=0)
+        mean = {m: err[m][ok].mean() for m in err}
+        best = min(mean[m] for m in REAL_PEERS if np.isfinite(mean[m]))
+        for m in names:
+            d = err[m][ok] - err["default"][ok]
+            se = d.std(ddof=1) / np.sqrt(ok.sum()) if ok.sum() > 1 else 0.0
+            st[item, m] = (mean[m] / mean[mm], mean[m] / best, d.mean() / mean[mm], se / mean[mm],
+                           mean[m] / mean["default"], int(ok.sum()))  # fmt: skip
+    print("\nRound 17: ours / MM (held-out MedAE, ratio of means) / best peer, change against the default in units of"
+          " MM's error (*: beyond 1 paired SE; !: beyond 1 paired SE and 1 %)")
+    print(f"{'set':<17} {'splits':>6}" + "".join(f" {m[:26]:>26}" for m in names))
+    for item in table:
+        print(f"{item:<17} {st[item, names[0]][5]:>6}" + "".join(
+            f" {'%.3f/%.3f %+.3f%s' % (q, b, d, ('!' if r > 1.01 else '*') if d > se else ' '):>26}"
+            for q, b, d, se, r, _ in (st[item, m] for m in names)))  # fmt: skip
+    for m in names:
+        over = [i for i in table if st[i, m][0] > 1.10 or st[i, m][1] > 1.30]
+        lost = [f"{i} {st[i, m][4]:.3f}" for i in table if st[i, m][2] > st[i, m][3] and st[i, m][4] > 1.01]
+        won = [f"{i} {st[i, m][4]:.3f}" for i in table if -st[i, m][2] > st[i, m][3] and st[i, m][4] < 0.99]
+        print(f"{m:<28} worst/MM {max(st[i, m][0] for i in table):.3f}  worst/best {max(st[i, m][1] for i in table):.3f}"
+              f"  over the limits {len(over)} {over}\n{'':<28} lost beyond 1 SE and 1 %: {len(lost)} {lost}"
+              f"\n{'':<28} won beyond 1 SE and 1 %: {len(won)} {won}")
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -2932,7 +3032,7 @@ def main(argv=None):
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
                          "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
-                         "fallbackboston,coverage,coveragetable,bootstrap,averaging")  # fmt: skip
+                         "fallbackboston,coverage,coveragetable,bootstrap,averaging,candidate17")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -3038,6 +3138,8 @@ def main(argv=None):
         if "averaging" in parts:  # round 16: convex combinations of the fits (measured, not adopted)
             averaging(args.real_splits, _chosen_sets(args.sets, default=[s[1] for s in REAL_SETS
                                                                          if s not in REAL_HELD_OUT16]))
+        if "candidate17" in parts:  # round 17: the finite-sample MM as a third candidate of round 4's comparison
+            candidate17(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev17")), save=args.save)
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 

@@ -470,6 +470,12 @@ CV_ROWS_PER_COEF = 12.0
 CV_FOLDS = 10
 #: share of the rows (by weight) whose squared cross-validated errors :func:`cv_risk` averages: the smallest
 CV_KEEP = 0.8
+#: from this many (effective) rows per coefficient on (and below :data:`CV_ROWS_PER_COEF`), round 4's comparison has
+#: a third candidate: robustbase ``lmrob``'s finite-sample MM (:func:`._flags.flags_mm_fit`, the flags' fit of round
+#: 14), Tukey 4.685 at the finite-sample S scale; the smallest :func:`cv_risk` of the three wins (issue 30, round 17;
+#: below 4 rows per coefficient that fit broke longley, toxicity, heart and rock in round 16).  None: the two
+#: candidates of round 4, as round 16 had it
+CV_FINITE_SAMPLE_MM_ROWS_PER_COEF = None
 
 
 def cv_errors(Xa, y, sw, theta, scale, norm, wls, folds=CV_FOLDS):
@@ -661,10 +667,13 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     the Tukey fit rejected 28 % of the training rows, at 1.8 times the best peer's held-out median
     absolute error; 1.05 with the comparison); from :data:`GUARD_ROWS_PER_COEF` rows per coefficient on it may not
     switch where the Huber fit is drawn towards a group of bad leverage points the MM fit rejects
-    (:func:`leverage_group`; issue 30, round 11b).  Returns a dict with ``theta``, ``loss`` (the kept norm),
+    (:func:`leverage_group`; issue 30, round 11b).  From :data:`CV_FINITE_SAMPLE_MM_ROWS_PER_COEF` rows per
+    coefficient on (when set), lmrob's finite-sample MM (:func:`._flags.flags_mm_fit` from ``theta0``) is a third
+    candidate, kept where its risk is below the risk of the fit the two-way comparison kept.  Returns a dict with ``theta``, ``loss`` (the kept norm),
     ``scale``, ``variances`` of every member, ``misspecification`` (``(T, df, p_value)`` or
     ``None``), ``small`` (whether the small-sample path was taken), ``cross_validation`` (the risks
-    ``(kept fit, Huber)`` of the comparison, or ``None``), ``n_iter`` (IRLS
+    ``(kept fit, Huber)`` of the comparison, ``(kept fit, Huber, finite-sample MM)`` with the third candidate, or
+    ``None``), ``n_iter`` (IRLS
     iterations) and ``theta_mm`` (the MM step's fit, from which the outliers are flagged).
     ``tol``: stopping rule of the variance rule's fit (:func:`irls` at the fixed scale ``s``); the
     estimator passes a looser one when that fit only starts a polish on all rows (above 20000 rows:
@@ -720,8 +729,18 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
             n_iter += n_more
         else:
             cv = (cv_risk(Xa, y, sw, theta, scale, norm, wls), cv_risk(Xa, y, sw, th_h, sc_h, huber, wls))
+            best = cv[0]
             if cv[1] < cv[0] and not (not is_small(sw, p, GUARD_ROWS_PER_COEF)
                                       and leverage_group(Xa, y, sw, th_h, mm, slopes)):  # fmt: skip
-                norm, theta, scale = huber, th_h, sc_h
+                norm, theta, scale, best = huber, th_h, sc_h, cv[1]
+            fs = CV_FINITE_SAMPLE_MM_ROWS_PER_COEF
+            if fs is not None and not is_small(sw, p, fs):  # round 17: lmrob's finite-sample MM, a third candidate
+                from sklearn_bayes.linear_model._mixture._flags import flags_mm_fit  # (_flags imports this module)
+
+                th_f, sc_f = flags_mm_fit(Xa, y, sw, theta0, floor)
+                tukey = TukeyBiweight(4.685)
+                cv = (*cv, cv_risk(Xa, y, sw, th_f, sc_f, tukey, wls))
+                if cv[2] < best:
+                    norm, theta, scale = tukey, th_f, sc_f
     return {"theta": theta, "loss": norm, "scale": scale, "variances": variances, "misspecification": test,
             "small": small, "cross_validation": cv, "n_iter": n_mm + n_iter, "theta_mm": theta_mm}  # fmt: skip
