@@ -63,3 +63,26 @@ def test_a_lock_first_taken_while_the_fork_is_being_prepared_does_not_deadlock_t
     assert out != "deadlock" and "ok" in out, out
     assert "refused" in out["ok"], out  # (was: {'acquired': False} -- the child would block forever)
     assert "was inherited by a fork" in out["ok"]["refused"]
+
+
+def test_a_ledger_opened_on_a_file_with_records_refuses_an_older_copy_restored_before_its_first_use(tmp_path):
+    """A process that opened a ledger file holding records has seen them, at the opening itself.
+
+    The count of records seen started at 0 and was set only by a later access: a file rolled
+    back to an older copy (a restored backup) between opening and the first use was taken as the
+    ledger, and the releases it lost were forgotten (it was: ``record`` succeeded, the budget
+    spent twice).  Now the opening counts the records too.
+    """
+    import shutil
+
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    path = tmp_path / "budget.ledger"
+    writer = PrivacyLedger(budget=(1.0, 0.0), path=path)
+    shutil.copyfile(path, tmp_path / "backup")  # same ledger id, nothing spent
+    writer.record("release", 1.0)  # the budget is spent
+    reader = PrivacyLedger(path=path)  # opens the file holding that release
+    shutil.copyfile(tmp_path / "backup", path)
+    with pytest.raises(ValueError, match="path=.*fewer records"):
+        reader.record("release", 1.0)
+    assert PrivacyLedger(path=path).n_releases == 0  # nothing was recorded in the restored copy

@@ -23,7 +23,7 @@ threads and processes (joblib workers, separate Python sessions).  Design:
   ledger, even with the same budget, or by an older copy of itself (restored from a backup)
   is refused with a ``ValueError`` naming ``path`` -- its spend would otherwise be
   forgotten.  A pickled ledger carries both (the copy in a worker checks them too).  An
-  older copy is seen only by a process that saw the records it lost.
+  older copy is seen only by a process that saw the records it lost (at the opening or since).
 """
 
 import fractions
@@ -94,7 +94,9 @@ class SQLiteStore:
         #: the file's id and the number of records this store has seen in it (checked at every
         #: transaction; None while the file is being opened)
         self.ledger_id, self.seen = None, int(seen)
-        self.budget, file_id = self._open(budget, create)
+        self.budget, file_id, last = self._open(budget, create)
+        if ledger_id is None:  # the records in the file at the opening were seen (a pickle checks its own count)
+            self.seen = max(self.seen, last)
         if ledger_id is not None and ledger_id != file_id:
             raise self._impostor(file_id, ledger_id)
         self.ledger_id = file_id
@@ -179,7 +181,7 @@ class SQLiteStore:
                     [("format", _FORMAT), ("budget_epsilon", eps), ("budget_delta", delta),
                      ("created", time.time()), ("ledger_id", ledger_id)],
                 )
-                return budget, ledger_id
+                return budget, ledger_id, 0
             if meta.get("format") != _FORMAT:
                 raise ValueError(f"path={self.path!r} is not a PrivacyLedger file of format {_FORMAT!r}.")
             stored = None if meta.get("budget_epsilon") is None else (
@@ -194,7 +196,8 @@ class SQLiteStore:
             if not isinstance(ledger_id, str) or not ledger_id:  # a file of an older version: give it its id
                 ledger_id = uuid.uuid4().hex
                 con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('ledger_id', ?)", (ledger_id,))
-            return stored, ledger_id
+            last = con.execute("SELECT MAX(seq) FROM records").fetchone()[0]
+            return stored, ledger_id, int(last or 0)
 
     # ------------------------------------------------------------------ reads
     @staticmethod
