@@ -5,6 +5,8 @@ failed on the code as it was are named in their docstring with what they saw.
 """
 
 import os
+
+import numpy as np
 import threading
 
 import pytest
@@ -86,3 +88,94 @@ def test_a_ledger_opened_on_a_file_with_records_refuses_an_older_copy_restored_b
     with pytest.raises(ValueError, match="path=.*fewer records"):
         reader.record("release", 1.0)
     assert PrivacyLedger(path=path).n_releases == 0  # nothing was recorded in the restored copy
+
+
+def _generators(obj):
+    return [g for g in vars(obj).values() if isinstance(g, np.random.Generator)]
+
+
+def _copies(est):
+    import copy
+    import io
+    import pickle
+
+    import joblib
+
+    out = {f"pickle protocol {p}": pickle.loads(pickle.dumps(est, protocol=p)) for p in (2, 3, 4, 5)}
+    buf = io.BytesIO()
+    joblib.dump(est, buf)
+    buf.seek(0)
+    out["joblib"] = joblib.load(buf)
+    out["deepcopy"] = copy.deepcopy(est)
+    return out
+
+
+def _os_seeded_fits():
+    from sklearn_bayes.privacy import AdaptiveLDPFrequencyEstimator, PrivateCountSketch
+
+    x = np.random.default_rng(0).integers(0, 8, size=300)
+    return [AdaptiveLDPFrequencyEstimator(n_categories=8).fit(x.reshape(-1, 1)),
+            PrivateCountSketch(width=64).fit(np.arange(50))]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["ldp", "sketch"])
+def test_every_copy_of_an_os_seeded_estimator_holds_os_seeded_generators_only(index):
+    """Pickle (protocols 2-5), joblib and deepcopy of an estimator fitted with ``random_state=None``.
+
+    Each copy must hold only generators that a ``fork()`` reseeds (registered ``_OSSeededGenerator``)
+    and none in its original's state.  A copy of a sketch held a plain ``Generator``
+    (``np.random.default_rng()``): fresh, but outside the registry, so only the sketch's own fork
+    handler stood between a forked child and its parent's noise (it failed: a plain Generator).
+    """
+    from sklearn_bayes.utils._validation import _OS_SEEDED, _OSSeededGenerator
+
+    est = _os_seeded_fits()[index]
+    (g0,) = _generators(est)
+    assert isinstance(g0, _OSSeededGenerator) and g0 in _OS_SEEDED
+    for how, twin in _copies(est).items():
+        (g,) = _generators(twin)
+        assert isinstance(g, _OSSeededGenerator) and g in _OS_SEEDED, how
+        assert g.bit_generator.state != g0.bit_generator.state, how
+
+
+@needs_fork
+def test_copies_of_os_seeded_estimators_in_fork_workers_all_draw_distinct_noise():
+    """A pool of fork()-ed workers, each releasing from the same inherited estimators and their copies.
+
+    Every worker (and the parent) draws its own noise: no two of the seven tasks' sketch answers,
+    nor the next draws of the LDP noise stream after a release, are equal (a replay would make two
+    equal).  Draws are continuous (Laplace/Gaussian
+    noise), so a false alarm has probability 0.
+    """
+    import multiprocessing
+
+    fits = _os_seeded_fits()
+    ldp, sketch = fits[0], fits[1]
+    copies = [ldp, *_copies(ldp).values()]
+    global _POOL_STATE
+    _POOL_STATE = (copies, sketch)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(3) as pool:
+            outs = pool.map(_release_in_worker, range(6))
+        outs.append(_release_in_worker(-1))
+    finally:
+        _POOL_STATE = None
+    for key in ("ldp", "sketch"):
+        rows = [tuple(np.round(o[key], 12)) for o in outs]
+        assert len(set(rows)) == len(rows), key
+
+
+_POOL_STATE = None
+
+
+def _release_in_worker(_):
+    import warnings
+
+    copies, sketch = _POOL_STATE
+    x = np.arange(8).reshape(-1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ldp = [c.partial_fit(x) for c in copies][-1]
+        return {"ldp": ldp._rng.standard_normal(4).tolist(),
+                "sketch": sketch.query([1, 2, 3]).tolist()}

@@ -19,7 +19,7 @@ import numpy as np
 from sklearn_bayes.exceptions import SeededNoiseWarning
 from sklearn_bayes.privacy._core import amplify_by_subsampling
 from sklearn_bayes.utils import instance_lock
-from sklearn_bayes.utils._validation import external_stacklevel
+from sklearn_bayes.utils._validation import _os_seeded_generator, external_stacklevel
 
 
 #: The live sketches of this process by fork id, to mark an original as a fork when a copy of
@@ -120,7 +120,7 @@ class _ForkedStream:
         """
         if copied_generator:
             if getattr(self, "_os_seeded", self.random_state is None):
-                self._rng = np.random.default_rng()
+                self._rng = _os_seeded_generator()  # (reseeded in a fork()-ed child too, as its source's was)
                 self._replays_noise = False
             else:
                 self._replays_noise = True
