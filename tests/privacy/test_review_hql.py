@@ -179,3 +179,35 @@ def _release_in_worker(_):
         ldp = [c.partial_fit(x) for c in copies][-1]
         return {"ldp": ldp._rng.standard_normal(4).tolist(),
                 "sketch": sketch.query([1, 2, 3]).tolist()}
+
+
+def test_spawn_of_an_os_seeded_generator_is_fresh_in_a_copy():
+    """``Generator.spawn`` of an OS-seeded noise generator and of its copy give different streams.
+
+    numpy spawns from the ``SeedSequence`` the generator was created with, which a copy keeps
+    and a fork's reseed cannot change: a deepcopy (and a forked child) spawned exactly the
+    children its original spawned (it did: equal draws).  The spawned generators are OS-seeded
+    and registered too.
+    """
+    import copy
+
+    from sklearn_bayes.utils._validation import _OS_SEEDED, check_privacy_random_state
+
+    g = check_privacy_random_state(None)
+    twin = copy.deepcopy(g)
+    a, b = g.spawn(2), twin.spawn(2)
+    draws = {tuple(c.random(4)) for c in a + b}
+    assert len(draws) == 4
+    assert all(c in _OS_SEEDED for c in a + b)
+    with pytest.raises(TypeError):
+        g.spawn(1.5)
+
+
+@needs_fork
+def test_spawn_in_a_forked_child_is_not_the_parents():
+    from sklearn_bayes.utils._validation import check_privacy_random_state
+
+    g = check_privacy_random_state(None)
+    out = _in_child(lambda: g.spawn(1)[0].random(4).tolist())
+    assert out != "deadlock" and "ok" in out, out
+    assert out["ok"] != g.spawn(1)[0].random(4).tolist()  # (was equal: the parent's next child)

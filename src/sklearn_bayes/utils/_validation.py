@@ -3,6 +3,7 @@
 import collections
 import collections.abc
 import numbers
+import operator
 import os
 import re
 import sys
@@ -162,6 +163,15 @@ class _OSSeededGenerator(np.random.Generator):
 
     def __reduce__(self):
         return (_os_seeded_generator, (self.bit_generator,))
+
+    def spawn(self, n_children):
+        """``n_children`` new OS-seeded generators, each on fresh operating-system entropy.
+
+        Not numpy's spawn from the ``SeedSequence`` the generator was created with: that one
+        is not reseeded by a fork nor by a copy, so a forked child (or a copy) would spawn
+        exactly the children its original spawns.
+        """
+        return [_os_seeded_generator() for _ in range(operator.index(n_children))]
 
 
 #: the live OS-seeded privacy-noise generators of this process (weak references)
