@@ -54,12 +54,17 @@ _STUCK = weakref.WeakSet()
 
 #: The registry of instance locks (``_transaction._LOCKS``: a WeakKeyDictionary object -> RLock).
 _INSTANCE_LOCKS = None
+#: A callable: how many instance locks were created so far (None: unknown, always list them again).
+_LOCKS_CREATED = None
 
 
-def register_instance_locks(registry):
-    """Register the weak-keyed registry ``object -> RLock`` of the instance locks (see ``_transaction``)."""
-    global _INSTANCE_LOCKS
-    _INSTANCE_LOCKS = registry
+def register_instance_locks(registry, created=None):
+    """Register the weak-keyed registry ``object -> RLock`` of the instance locks (see ``_transaction``).
+
+    ``created()``, if given, counts the locks created so far (it moves only under a registered guard).
+    """
+    global _INSTANCE_LOCKS, _LOCKS_CREATED
+    _INSTANCE_LOCKS, _LOCKS_CREATED = registry, created
 
 
 def register_guard(namespace, name):
@@ -103,6 +108,7 @@ def _before_fork():
     deadline = time.monotonic() + FORK_WAIT
     held = {"locks": [], "busy": [], "guards": []}
     try:
+        created = _LOCKS_CREATED() if _LOCKS_CREATED is not None else None
         pairs = _live_instance_locks()
         pairs.sort(key=lambda pair: pair[0] in _STUCK)  # the others first, with the time to wait
         for obj, lock in pairs:
@@ -118,15 +124,17 @@ def _before_fork():
                 held["guards"].append(lock)
         # a call that began on an object first locked after the list above was taken (its lock
         # is new): with the registry's guard held no lock is created any more, so list again
-        seen = {id(obj) for obj, _ in pairs}
-        for obj, lock in _live_instance_locks():
-            if id(obj) in seen:
-                continue
-            if lock.acquire(blocking=False):
-                held["locks"].append(lock)
-            else:
-                held["busy"].append(obj)
-                _STUCK.add(obj)
+        # (only if one was created since the list was taken)
+        if created is None or _LOCKS_CREATED() != created:
+            seen = {id(obj) for obj, _ in pairs}
+            for obj, lock in _live_instance_locks():
+                if id(obj) in seen:
+                    continue
+                if lock.acquire(blocking=False):
+                    held["locks"].append(lock)
+                else:
+                    held["busy"].append(obj)
+                    _STUCK.add(obj)
     except Exception:  # pragma: no cover - never fail a fork
         pass
     _HELD.update(held)

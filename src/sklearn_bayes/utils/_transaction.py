@@ -43,7 +43,9 @@ _LOCKS_GUARD = threading.Lock()
 _GENERATOR_CALLS = {}
 _GENERATOR_GUARD = threading.Lock()
 # fork(): acquired before, new ones in the child (see _fork); the instance locks are handled there too
-register_instance_locks(_LOCKS)
+#: how many instance locks were created (under _LOCKS_GUARD): a fork lists the locks again only if it moved
+_CREATED = [0]
+register_instance_locks(_LOCKS, lambda: _CREATED[0])
 register_guard(globals(), "_LOCKS_GUARD")
 register_guard(globals(), "_GENERATOR_GUARD")
 
@@ -68,6 +70,7 @@ def instance_lock(obj):
         lock = _LOCKS.get(obj)
         if lock is None:
             lock = _LOCKS[obj] = threading.RLock()
+            _CREATED[0] += 1
         return lock
 
 
