@@ -185,11 +185,29 @@ def _reseed_in_child():
     ``random_state=None`` would draw in the child exactly the noise its original draws in the
     parent, and two releases about data that differ in one individual would differ by that
     individual's contribution alone.  Runs single-threaded in the child and takes no lock.
+
+    A ``PCG64`` (every generator made here) gets a state read directly from one
+    ``os.urandom`` call for all (128 bits of state, an odd 128-bit increment: a uniformly
+    drawn valid state, which is what seeding from a ``SeedSequence`` aims at), 1.6 ms per
+    1,000 live generators instead of 9.6 ms for a new ``PCG64()`` each.
     """
-    for rng in list(_OS_SEEDED):
+    generators = list(_OS_SEEDED)
+    try:
+        raw = os.urandom(32 * len(generators))
+    except Exception:  # pragma: no cover - never fail a fork
+        raw = b""
+    for i, rng in enumerate(generators):
         try:
             bit_generator = rng.bit_generator
-            bit_generator.state = type(bit_generator)().state
+            if type(bit_generator) is np.random.PCG64 and len(raw) == 32 * len(generators):
+                bit_generator.state = {
+                    "bit_generator": "PCG64",
+                    "state": {"state": int.from_bytes(raw[32 * i:32 * i + 16], "little"),
+                              "inc": int.from_bytes(raw[32 * i + 16:32 * i + 32], "little") | 1},
+                    "has_uint32": 0, "uinteger": 0,
+                }
+            else:
+                bit_generator.state = type(bit_generator)().state
         except Exception:  # pragma: no cover - never fail a fork
             pass
 
