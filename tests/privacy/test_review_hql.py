@@ -230,3 +230,52 @@ def test_the_fork_reseed_gives_every_live_generator_its_own_fresh_stream():
     assert all(a["state"]["inc"] % 2 == 1 and a["has_uint32"] == 0 for a in after)
     draws = [int(g.integers(0, 2**63 - 1, dtype=np.int64)) for g in gens]
     assert len(set(draws)) == len(draws)
+
+
+_BUSY_LOOP = None
+
+
+def _use_in_worker(_):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sketch = _BUSY_LOOP
+        return sketch.query([1, 2, 3]).tolist()
+
+
+@needs_fork
+def test_a_fork_pool_started_while_a_thread_records_in_a_loop_neither_deadlocks_nor_fails():
+    """A thread records batches into a sketch in a tight loop (each call short) while the main thread starts a
+    ``fork`` pool whose workers query that sketch: each fork waits for the call in flight, so every worker gets
+    the sketch between two calls and answers (no RuntimeError, no deadlock), and the parent's loop goes on."""
+    import multiprocessing
+
+    from sklearn_bayes.privacy import PrivateCountSketch
+
+    global _BUSY_LOOP
+    sketch = PrivateCountSketch(width=64).fit(np.arange(50))
+    stop, errors, n_calls = threading.Event(), [], [0]
+
+    def loop():
+        try:
+            while not stop.is_set():
+                sketch.partial_fit(np.arange(20))
+                n_calls[0] += 1
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    _BUSY_LOOP = sketch
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(3) as pool:
+            outs = pool.map_async(_use_in_worker, range(6)).get(timeout=60)
+    finally:
+        _BUSY_LOOP = None
+        stop.set()
+        t.join(30)
+    assert not errors, errors
+    assert len(outs) == 6 and all(len(o) == 3 for o in outs)
+    assert n_calls[0] > 0
