@@ -197,3 +197,104 @@ def test_one_response_falls_back_to_eb():
     c, n, p, q = est._support_counts()
     assert est.convergence_["stack_weights"]["eb"] == 1.0
     assert np.allclose(est.theta_, eb_estimate(c, n, p, q)[0], rtol=0, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Round 16 (H28V): the stack's cost cut without changing its output.  Every shortcut is checked against the round-15
+# computation, bit for bit (array_equal), not to a tolerance.
+
+def _fold_counts_round15(sids, masks, K, fold, folds):
+    """Round 15's fold counts: np.add.at over the distinct (fold, row) pairs."""
+    rows = int(masks.shape[0])
+    keys, cnt = np.unique(np.asarray(fold, dtype=np.int64) * rows + np.asarray(sids, dtype=np.int64),
+                          return_counts=True)
+    out = np.zeros((folds, K))
+    bits = np.unpackbits(masks[keys % rows], axis=1, count=K).astype(float)
+    np.add.at(out, keys // rows, cnt[:, None] * bits)
+    return out
+
+
+@pytest.mark.parametrize("K, eps, n, folds", [(40, 4.0, 3000, 5), (70, 1.0, 4000, 5), (64, 1.0, 7, 5)])
+def test_fold_counts_are_round_15s_bit_for_bit(K, eps, n, folds):
+    """The bincount-times-rows fold counts equal round 15's np.add.at sums exactly: GRR (few rows, many users each),
+    SS with distinct rows, and 7 users in 5 folds (rows no user of a fold sent)."""
+    est = _fitted(np.random.default_rng(K).dirichlet(np.ones(K)), n, eps, K)
+    store = est._chain.store
+    sids, masks = store.sids[: store.n], store.masks[: store.n_sids]
+    fold = user_folds(store.n, folds, np.random.default_rng(1))
+    got = fold_support_counts(sids, masks, K, fold, folds)
+    assert np.array_equal(got, _fold_counts_round15(sids, masks, K, fold, folds))
+    assert np.array_equal(got.sum(axis=0), est._support_counts()[0])
+
+
+def test_beta_cdf_table_reuse_is_bit_for_bit():
+    """dirichlet_marginal_weights reusing another grid's CDF table gives the same weights as computing them afresh,
+    and its table holds the union of both grids' midpoints (betainc ran only at the new ones)."""
+    c = np.array([120.0, 3.0, 40.0, 0.0, 800.0, 77.0] * 8)
+    n, p, q, K = 5000, 0.6, 0.2, 48
+    u_data = _grid((c / n - q) / (p - q), n, p, q)
+    u0 = _grid(np.zeros(0), n, p, q)
+    w_data, table = dirichlet_marginal_weights(u_data, K, RHO_GRID, return_table=True)
+    assert np.array_equal(w_data, dirichlet_marginal_weights(u_data, K, RHO_GRID))
+    w0, table2 = dirichlet_marginal_weights(u0, K, RHO_GRID, known=table, return_table=True)
+    assert np.array_equal(w0, dirichlet_marginal_weights(u0, K, RHO_GRID))
+    mids = lambda u: np.r_[0.0, 0.5 * (u[1:] + u[:-1]), 1.0]  # noqa: E731
+    assert np.array_equal(table2[0], np.union1d(mids(u_data), mids(u0)))
+    assert table2[0].size < table[0].size + mids(u0).size  # most midpoints shared: not all re-evaluated
+
+
+def test_tilt_with_a_precomputed_log_likelihood_is_bit_for_bit():
+    from sklearn_bayes.privacy._ldp._empirical_bayes import _likelihood, npmle_weights, tilted_means
+
+    c = np.random.default_rng(2).binomial(4000, np.random.default_rng(3).uniform(0.2, 0.3, 90)).astype(float)
+    u = _grid((c / 4000 - 0.2) / 0.4, 4000, 0.6, 0.2)
+    L = _likelihood(c, 4000, 0.6, 0.2, u)
+    w = npmle_weights(L)[0]
+    with np.errstate(divide="ignore"):
+        logL = np.log(L)
+    a, b = tilted_means(L, w, u), tilted_means(L, w, u, logL=logL)
+    assert np.array_equal(a[0], b[0]) and a[1:] == b[1:]
+
+
+def _stack_round15(est, rng):
+    """Round 15's stacked_estimate at the decoder's inputs: every candidate on all users formed, theta from
+    ``weights @ full`` (e_1 when the guard refused); the weights and the guard from round 16's function (the same
+    code as round 15's), which this checks by the full-candidate formula."""
+    c, n, p, q = est._support_counts()
+    store = est._chain.store
+    theta, info = stacked_estimate(c, n, p, q, store.sids[:n], store.masks[: store.n_sids], rng, RHO_GRID)
+    u0 = _grid(np.zeros(0), n, p, q)
+    full, finfo = candidates(c, n, p, q, u0, dirichlet_marginal_weights(u0, c.size, RHO_GRID), RHO_GRID, True)
+    a = np.array([info["stack_weights"][k] for k in STACK_CANDIDATES])
+    ref = np.maximum(a @ full, 0.0)
+    return theta, info, ref / ref.sum(), finfo
+
+
+def test_the_stack_is_round_15s_bit_for_bit_used_or_not():
+    """theta from the lazily formed candidates equals round 15's ``max(a @ full, 0) / sum`` exactly, whether the
+    guard kept the stack (all candidates formed) or not ('eb''s row alone); the dict's EM keys are the full call's.
+    Among these fits the guard both keeps and refuses the stack, so both branches are checked."""
+    used = []
+    for seed, (theta, eps) in enumerate([(_peaks(100), 0.5), (np.random.default_rng(5).dirichlet(np.full(80, 0.3)), 8.0),
+                                         (np.random.default_rng(6).dirichlet(np.full(80, 20.0)), 6.0),
+                                         (np.random.default_rng(7).dirichlet(np.full(100, 0.1)), 8.0)]):
+        for rep in range(3):
+            est = _fitted(theta, 20_000, eps, 100 * seed + rep)
+            th, info, ref, finfo = _stack_round15(est, np.random.default_rng(rep))
+            assert np.array_equal(th, ref)
+            assert all(info[k] == finfo[k] for k in finfo)
+            used.append(info["stack_used"])
+    assert any(used) and not all(used)
+
+
+def test_auto_between_32_and_63_categories_reuses_the_cv_table_bit_for_bit():
+    """'auto' at 32-63 categories routed to the stack passes the cross-validated gain's Beta CDF table to it; theta_
+    and the stack's diagnostics equal those of 'eb-stack' by name (no cv gain, no table) on a twin fit (the same
+    responses and read generator)."""
+    theta = np.random.default_rng(0).dirichlet(np.full(50, 50.0))  # near-uniform: the NPMLE G wins the cv gain
+    est, twin = _fitted(theta, 20_000, 4.0, 3), _fitted(theta, 20_000, 4.0, 3).set_params(decoder="eb-stack")
+    conv, conv2 = est.convergence_, twin.convergence_
+    assert conv["method"] == "eb-stack" and conv["cv_gain"] >= 3.0 and "cv_gain" not in conv2
+    assert est._chain.store.cached("auto_cv_gain", None)[1].size > 0  # the table was kept with the gain
+    assert np.array_equal(est.theta_, twin.theta_)
+    assert {k: v for k, v in conv.items() if k != "cv_gain"} == conv2

@@ -135,9 +135,16 @@ class DecoderMixin:
         prior's grid of ``rho`` (memoised until the next recording)."""
         if self.n_responses_ == 0:
             return -np.inf
-        value = self._chain.store.cached(
-            "auto_cv_gain", lambda: (np.array([cv_prior_gain(*self._support_counts(), RHO_GRID)]),))
-        return float(value[0][0])
+        return float(self._auto_cv_cached()[0][0])
+
+    def _auto_cv_cached(self):
+        """``(gain, x, F)``: the memoised gain and its Beta CDF table (round 16: the stack reuses the table)."""
+
+        def compute():
+            gain, (x, F) = cv_prior_gain(*self._support_counts(), RHO_GRID, return_table=True)
+            return np.array([gain]), x, F
+
+        return self._chain.store.cached("auto_cv_gain", compute)
 
     def _uses_counts(self):
         """theta_, the intervals and the posterior draws from the posterior given the support counts
@@ -269,8 +276,10 @@ class DecoderMixin:
         unmeasured = dict(method=self.final_estimate, rhat=float("nan"), ess=float("nan"))
         if self._uses_eb() and self.decoder in ("auto", "eb-stack") and self.n_responses_ > 0:  # round 15 (_stacking)
             store = self._chain.store
+            # 32-63 categories: the cv gain that routed here evaluated the Beta CDF on most of the stack's midpoints
+            table = self._auto_cv_cached()[1:] if self._auto_cv_applies() else None
             theta, info = stacked_estimate(*self._support_counts(), store.sids[: store.n], store.masks[: store.n_sids],
-                                           rng, RHO_GRID)
+                                           rng, RHO_GRID, cdf_table=table)
             return theta, dict(method="eb-stack", **info)
         if self._uses_eb():
             rescale = self.decoder == "eb-rescale"

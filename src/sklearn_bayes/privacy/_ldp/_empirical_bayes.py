@@ -122,21 +122,36 @@ def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL):
     return w, int(max_iter), False
 
 
-def dirichlet_marginal_weights(u, K, rho):
+def dirichlet_marginal_weights(u, K, rho, known=None, return_table=False):
     """Weights of the atoms ``u`` (sorted) under ``Beta(rho, (K - 1) rho)``, one row per ``rho``.
 
     ``Beta(rho, (K - 1) rho)`` is the marginal of one coordinate of ``Dir(rho 1_K)``; atom ``j``
     gets the probability of the cell between the midpoints to its neighbours (0 and 1 at the
-    ends), so every row sums to 1.
+    ends), so every row sums to 1.  ``known``: ``(x, F)`` from an earlier call's ``return_table`` with the same ``K``
+    and ``rho`` (round 16): the CDF ``F`` at the sorted points ``x`` is reused where a midpoint is one of them and
+    ``betainc`` runs only at the others -- the same elementwise function of the same numbers, so the weights are the
+    same bit for bit (``'auto'`` from 32 to 63 categories evaluates it on two grids that share most midpoints).
+    With ``return_table`` returns ``(weights, (x, F))``, ``x`` the sorted union of the midpoints and ``known``'s.
     """
     from scipy.special import betainc
 
     rho = np.atleast_1d(np.asarray(rho, dtype=float))[:, None]
-    mid = np.concatenate([[0.0], 0.5 * (u[1:] + u[:-1]), [1.0]])[None, :]
-    return np.diff(betainc(rho, (K - 1) * rho, mid), axis=1)
+    mid = np.concatenate([[0.0], 0.5 * (u[1:] + u[:-1]), [1.0]])
+    if known is None:
+        x = np.unique(mid)
+        F = betainc(rho, (K - 1) * rho, x[None, :])
+    else:
+        x0, F0 = known
+        new = np.setdiff1d(mid, x0)
+        x = np.concatenate([x0, new])
+        F = np.concatenate([F0, betainc(rho, (K - 1) * rho, new[None, :])], axis=1)
+        order = np.argsort(x, kind="stable")
+        x, F = x[order], F[:, order]
+    weights = np.diff(F[:, np.searchsorted(x, mid)], axis=1)
+    return (weights, (x, F)) if return_table else weights
 
 
-def cv_prior_gain(c, n, p, q, rho_grid, folds=AUTO_CV_FOLDS):
+def cv_prior_gain(c, n, p, q, rho_grid, folds=AUTO_CV_FOLDS, return_table=False):
     """Cross-validated log marginal likelihood of the support counts: the NPMLE ``G`` minus the
     symmetric Dirichlet family (``Beta(rho, (K - 1) rho)`` marginals, ``rho`` on ``rho_grid``).
 
@@ -146,13 +161,14 @@ def cv_prior_gain(c, n, p, q, rho_grid, folds=AUTO_CV_FOLDS):
     binomial likelihood rows scaled alike, so the scaling cancels in the difference).  Both
     products treat the categories as independent.  Positive: ``G`` predicts unseen categories'
     counts better.  ``-inf`` when the NPMLE gives a held-out count zero probability; NaN never
-    (returns ``-inf`` then too).
+    (returns ``-inf`` then too).  With ``return_table`` returns ``(gain, table)``, ``table`` the Beta CDF table of
+    :func:`dirichlet_marginal_weights` (round 16: the stacked decoder reuses it).
     """
     c = np.asarray(c, dtype=float)
     K = c.size
     u = _grid((c / n - q) / (p - q), n, p, q)
     L = _likelihood(c, n, p, q, u)
-    WB = dirichlet_marginal_weights(u, K, rho_grid)
+    WB, table = dirichlet_marginal_weights(u, K, rho_grid, return_table=True)
     fold = np.arange(K) % folds
     s_eb = s_dir = 0.0
     with np.errstate(divide="ignore"):
@@ -163,7 +179,8 @@ def cv_prior_gain(c, n, p, q, rho_grid, folds=AUTO_CV_FOLDS):
             best = np.argmax(np.log(L[train] @ WB.T).sum(axis=0))
             s_dir += np.log(L[test] @ WB[best]).sum()
     gain = s_eb - s_dir
-    return float(gain) if not np.isnan(gain) else -np.inf
+    gain = float(gain) if not np.isnan(gain) else -np.inf
+    return (gain, table) if return_table else gain
 
 
 def _tilted(logP, u, lam):
@@ -176,7 +193,7 @@ def _tilted(logP, u, lam):
     return m, np.maximum(P @ (u * u) - m * m, 0.0)
 
 
-def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL):
+def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL, logL=None):
     """Posterior means under ``G`` conditioned on ``sum_v theta_v = 1``: one exponential tilt.
 
     Independent priors ``G`` conditioned on the sum (Gibbs conditioning, the saddlepoint) give
@@ -188,10 +205,11 @@ def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL):
     ``(means, lambda, converged)``; ``lambda = 0`` when the untilted sum is 1.  When 1 lies
     outside ``S``'s range (every row's support above or below it) the means are those of the
     bracket's end, ``converged`` False.  The means are divided by their sum at the end (a change
-    of at most ``tol``), so they sum to 1 up to rounding.
+    of at most ``tol``), so they sum to 1 up to rounding.  ``logL``: ``np.log(L)`` when the caller has it (the
+    stacked decoder tilts three priors on one ``L``; the same numbers, computed once).
     """
     with np.errstate(divide="ignore"):
-        logP = np.log(L) + np.log(w)[None, :]
+        logP = (np.log(L) if logL is None else logL) + np.log(w)[None, :]
     m, var = _tilted(logP, u, 0.0)
     lam, f, lo, hi, step = 0.0, m.sum() - 1.0, -np.inf, np.inf, 1.0
     converged = abs(f) <= tol

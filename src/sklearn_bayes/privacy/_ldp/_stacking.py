@@ -32,8 +32,15 @@ chosen for the squared risk, not the TV the benchmarks score (round 15 measured 
 grid of atoms that does not depend on the counts (the decoder's evenly spaced arcsine grid and geometric grid near
 0), except ``'eb'`` on all users, which is the previous default's estimate (its grid adds the clipped unbiased
 estimates); in the folds ``'eb'`` uses the common grid too.
+
+Round 16 (cost, the same output bit for bit): the folds' support counts by one ``bincount`` per fold times the
+unpacked rows (integer sums, exact in any order) instead of ``np.add.at``; the other candidates on all users formed
+only when the guard keeps the stack (otherwise ``theta_`` is ``'eb'``'s row, which ``e_1 @ full`` equals exactly);
+``np.log(L)`` once per grid for the tilts; and, from 32 to 63 categories, the Beta CDF table of ``'auto'``'s
+cross-validated gain reused for the common grid's midpoints it shares.
 """
 
+import functools
 import itertools
 
 import numpy as np
@@ -69,19 +76,30 @@ def user_folds(n, folds, rng):
 def fold_support_counts(sids, masks, K, fold, folds):
     """``(folds, K)`` support counts of the users of every fold.
 
-    ``sids``: every user's row of the packed response sets ``masks`` (``np.packbits`` rows); the rows are unpacked
-    by chunks of distinct ``(fold, row)`` pairs, as :func:`~._empirical_bayes.support_counts` does.
+    ``sids``: every user's row of the packed response sets ``masks`` (``np.packbits`` rows).  Round 16: how many
+    users of every fold sent every row (``np.bincount``, a ``(folds, rows)`` matrix), times the unpacked rows, by
+    chunks of rows (as :func:`~._empirical_bayes.support_counts` does).  Every term and partial sum is an integer
+    below ``2^53`` (at most the number of users), so the floating-point sums are exact in any order: the same
+    counts, bit for bit, as round 15's ``np.add.at`` over distinct ``(fold, row)`` pairs, at a fraction of its cost.
     """
     sids = np.asarray(sids, dtype=np.int64)
-    rows = int(masks.shape[0])
-    keys, cnt = np.unique(np.asarray(fold, dtype=np.int64) * rows + sids, return_counts=True)
-    fk, sk = keys // rows, keys % rows
-    out = np.zeros((int(folds), int(K)))
-    step = max(1, (1 << 22) // max(int(K), 1))
-    for lo in range(0, keys.size, step):
-        bits = np.unpackbits(masks[sk[lo : lo + step]], axis=1, count=int(K)).astype(float)
-        np.add.at(out, fk[lo : lo + step], cnt[lo : lo + step, None] * bits)
+    fold = np.asarray(fold, dtype=np.int64)
+    rows, folds, K = int(masks.shape[0]), int(folds), int(K)
+    per_row = np.zeros((folds, rows))
+    for k in range(folds):
+        per_row[k] = np.bincount(sids[fold == k], minlength=rows)
+    out = np.zeros((folds, K))
+    step = max(1, (1 << 22) // max(K, 1))
+    for lo in range(0, rows, step):
+        bits = np.unpackbits(masks[lo : lo + step], axis=1, count=K).astype(float)
+        out += per_row[:, lo : lo + step] @ bits
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _supports(J):
+    """Every support of ``J`` weights, by size then in ``itertools.combinations`` order: ``(S, np.ix_(S, S))``."""
+    return tuple((list(S), np.ix_(S, S)) for r in range(1, J + 1) for S in itertools.combinations(range(J), r))
 
 
 def simplex_least_squares(A, b):
@@ -95,20 +113,19 @@ def simplex_least_squares(A, b):
     A, b = np.asarray(A, dtype=float), np.asarray(b, dtype=float)
     J = b.size
     best, best_a = np.inf, None
-    for r in range(1, J + 1):
-        for S in itertools.combinations(range(J), r):
-            S = list(S)
-            M = np.zeros((r + 1, r + 1))
-            M[:r, :r], M[:r, r], M[r, :r] = A[np.ix_(S, S)], 1.0, 1.0
-            sol = np.linalg.lstsq(M, np.r_[b[S], 1.0], rcond=None)[0][:r]
-            if not np.all(np.isfinite(sol)) or np.any(sol < -1e-12):
-                continue
-            a = np.zeros(J)
-            a[S] = np.maximum(sol, 0.0)
-            a /= a.sum()
-            value = a @ A @ a - 2.0 * b @ a
-            if best_a is None or value < best - 1e-12 * max(1.0, abs(best)):
-                best, best_a = value, a
+    for S, ix in _supports(J):
+        r = len(S)
+        M = np.zeros((r + 1, r + 1))
+        M[:r, :r], M[:r, r], M[r, :r] = A[ix], 1.0, 1.0
+        sol = np.linalg.lstsq(M, np.r_[b[S], 1.0], rcond=None)[0][:r]
+        if not np.all(np.isfinite(sol)) or np.any(sol < -1e-12):
+            continue
+        a = np.zeros(J)
+        a[S] = np.maximum(sol, 0.0)
+        a /= a.sum()
+        value = a @ A @ a - 2.0 * b @ a
+        if best_a is None or value < best - 1e-12 * max(1.0, abs(best)):
+            best, best_a = value, a
     if best_a is None:  # not reached: every single candidate is feasible
         best_a = np.eye(J)[int(np.argmin(np.diag(A) - 2.0 * b))]
     return best_a
@@ -127,7 +144,7 @@ def _clip_renormalise(f):
     return g / s if s > 0 else np.full(f.size, 1.0 / f.size)
 
 
-def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False):
+def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only_eb=False):
     """``(J, K)`` candidate estimates (``STACK_CANDIDATES`` order) from the counts ``c`` of ``n`` users, and a dict:
     the NPMLE's EM (``n_iter``, ``converged``, ``n_atoms``), the tilt of ``'eb'`` (``tilt``, ``tilt_converged``) and
     the Dirichlet marginal's ``rho``.
@@ -136,14 +153,21 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False):
     ``WB``: the atoms' weights under ``Beta(rho, (K - 1) rho)`` for every ``rho`` of ``rho_grid``.  With
     ``eb_on_own_grid`` the candidate ``'eb'`` is the empirical-Bayes decoder's own estimate
     (:func:`~._empirical_bayes.eb_estimate`, whose grid includes the clipped unbiased estimates of ``c``): the
-    previous default, bit for bit; the info then describes its EM.
+    previous default, bit for bit; the info then describes its EM.  ``fit``: ``(L, (w, n_iter, converged))`` on
+    ``u`` when the caller has them (the same numbers).  ``only_eb`` (with ``eb_on_own_grid``): the ``(1, K)`` row of
+    ``'eb'`` and the same dict, without the NPMLE on ``u`` and the other candidates (round 16: :func:`stacked_estimate`
+    needs them on all users only when the guard keeps the stack).
     """
     c = np.asarray(c, dtype=float)
     f = (c / n - q) / (p - q)
-    L = _likelihood(c, n, p, q, u)
-    w, n_iter, converged = npmle_weights(L)
+    if fit is None:
+        L = _likelihood(c, n, p, q, u)
+        w, n_iter, converged = (None, 0, True) if only_eb and eb_on_own_grid else npmle_weights(L)
+    else:
+        L, (w, n_iter, converged) = fit
     with np.errstate(divide="ignore"):
         best = int(np.argmax(np.log(L @ WB.T).sum(axis=0)))
+        logL = np.log(L)  # once for the two or three tilts on this grid
     b = WB[best]
     if eb_on_own_grid:
         uo = _grid(f, n, p, q)
@@ -151,15 +175,17 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False):
         wo, n_iter, converged = npmle_weights(Lo)
         (eb, lam, ok), n_atoms = tilted_means(Lo, wo, uo), uo.size
     else:
-        (eb, lam, ok), n_atoms = tilted_means(L, w, u), u.size
-    out = [eb] + [tilted_means(L, (1 - a) * w + a * b, u)[0] for a in SMOOTH_WEIGHTS]
-    out += [_norm_sub(f), _clip_renormalise(f)]
+        (eb, lam, ok), n_atoms = tilted_means(L, w, u, logL=logL), u.size
     info = dict(n_iter=n_iter, converged=converged, n_atoms=int(n_atoms), tilt=lam, tilt_converged=ok,
                 rho=float(np.atleast_1d(rho_grid)[best]))
+    if only_eb and eb_on_own_grid:
+        return eb[None, :], info
+    out = [eb] + [tilted_means(L, (1 - a) * w + a * b, u, logL=logL)[0] for a in SMOOTH_WEIGHTS]
+    out += [_norm_sub(f), _clip_renormalise(f)]
     return np.array(out), info
 
 
-def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS):
+def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, cdf_table=None):
     """The stacked estimate (see the module's docstring) and its diagnostics.
 
     ``c``: the support counts of all ``n`` users; ``sids``, ``masks``: every user's packed response set (for the
@@ -167,19 +193,21 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS):
     :func:`candidates` dict, ``stack_weights`` (dict candidate -> weight; all on ``'eb'`` when the guard refused the
     stack), ``stack_folds``, ``stack_gain`` (the cross-fitted squared risk of ``'eb'`` alone minus the stack's, summed
     over the folds), ``stack_se`` (its standard error from the per-category terms) and ``stack_used``
-    (``stack_gain > STACK_Z * stack_se``).
+    (``stack_gain > STACK_Z * stack_se``).  ``cdf_table``: a Beta CDF table of
+    :func:`~._empirical_bayes.dirichlet_marginal_weights` with the same ``K`` and ``rho_grid`` (``'auto'``'s
+    cross-validated gain computed one), reused bit for bit.
     """
     c = np.asarray(c, dtype=float)
     K = c.size
     if n == 0:
         raise ValueError("stacked_estimate needs at least one recorded response (n >= 1).")
     u0 = _grid(np.zeros(0), n, p, q)  # atoms independent of the counts, shared by every fit
-    WB0 = dirichlet_marginal_weights(u0, K, rho_grid)
-    full, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True)
+    WB0 = dirichlet_marginal_weights(u0, K, rho_grid, known=cdf_table)
+    eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True)
     fold = user_folds(n, folds, rng)
     cf = fold_support_counts(sids, masks, K, fold, folds)
     nf = np.bincount(fold, minlength=folds)
-    J = full.shape[0]
+    J = len(STACK_CANDIDATES)
     A, b = np.zeros((J, J)), np.zeros(J)
     held = []  # per fold: the candidates fitted without it, its unbiased estimate, its terms of A and b
     for k in range(folds):
@@ -200,9 +228,12 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS):
         d += (a_k @ Fk - t) ** 2 - (Fk[0] - t) ** 2
     gain, se = float(-d.sum()), float(np.sqrt(K * np.var(d))) if K > 1 else 0.0
     used = bool(held) and gain > STACK_Z * se
-    if not used:
+    if used:  # the other candidates on all users (their 'eb' row on the common grid is not used)
+        full = np.vstack([eb_row, candidates(c, n, p, q, u0, WB0, rho_grid)[0][1:]])
+        theta = np.maximum(weights @ full, 0.0)
+    else:  # 'eb' alone: e_1 @ full is the 'eb' row exactly (1 x + 0 y = x for finite y), so it is not formed
         weights = np.eye(J)[0]
-    theta = np.maximum(weights @ full, 0.0)
+        theta = np.maximum(eb_row[0], 0.0)
     theta /= theta.sum()
     info = dict(info, stack_weights=dict(zip(STACK_CANDIDATES, (float(x) for x in weights))), stack_folds=int(folds),
                 stack_gain=gain, stack_se=se, stack_used=used)
