@@ -279,3 +279,41 @@ def test_a_fork_pool_started_while_a_thread_records_in_a_loop_neither_deadlocks_
     assert not errors, errors
     assert len(outs) == 6 and all(len(o) == 3 for o in outs)
     assert n_calls[0] > 0
+
+
+def _open_ledger_at(args):
+    import time
+
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    path, start = args
+    while time.time() < start:  # all the processes open the file at once
+        pass
+    return PrivacyLedger(budget=(1.0, 1e-6), path=path)._ledger_id()
+
+
+@needs_fork
+@pytest.mark.parametrize("legacy", [False, True], ids=["new file", "file of an older version"])
+def test_processes_opening_one_ledger_file_at_once_agree_on_its_id(tmp_path, legacy):
+    """Four processes open one ledger file at the same instant: a new file (who writes the id?) and a file of an
+    older version without an id (who adds it?).  All must read the one id the file keeps -- two ids would make
+    each refuse the other's sketches (from_bytes) and one of them refuse the file on its next access."""
+    import multiprocessing
+    import sqlite3
+    import time
+
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    path = str(tmp_path / "budget.ledger")
+    if legacy:
+        PrivacyLedger(budget=(1.0, 1e-6), path=path).record("release", 0.25)
+        con = sqlite3.connect(path)
+        con.execute("DELETE FROM meta WHERE key = 'ledger_id'")
+        con.commit()
+        con.close()
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        ids = pool.map(_open_ledger_at, [(path, time.time() + 1.0)] * 4)
+    assert len(set(ids)) == 1
+    ledger = PrivacyLedger(path=path)
+    assert ids[0] == ledger._ledger_id()
+    assert ledger.n_releases == (1 if legacy else 0)
