@@ -107,6 +107,11 @@ def _copies(est):
     buf.seek(0)
     out["joblib"] = joblib.load(buf)
     out["deepcopy"] = copy.deepcopy(est)
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - optional
+        return out
+    out["cloudpickle"] = pickle.loads(cloudpickle.dumps(est))
     return out
 
 
@@ -120,7 +125,7 @@ def _os_seeded_fits():
 
 @pytest.mark.parametrize("index", [0, 1], ids=["ldp", "sketch"])
 def test_every_copy_of_an_os_seeded_estimator_holds_os_seeded_generators_only(index):
-    """Pickle (protocols 2-5), joblib and deepcopy of an estimator fitted with ``random_state=None``.
+    """Pickle (protocols 2-5), joblib, deepcopy and cloudpickle of an estimator fitted with ``random_state=None``.
 
     Each copy must hold only generators that a ``fork()`` reseeds (registered ``_OSSeededGenerator``)
     and none in its original's state.  A copy of a sketch held a plain ``Generator``
