@@ -28,3 +28,23 @@ def test_grr_path_equals_argpartition_path(K, eps):
     ref = _reference_packed(x, K, eps, 1, np.random.default_rng(5))
     np.testing.assert_array_equal(got, ref)
     assert np.all(np.unpackbits(got, axis=1, count=K).sum(axis=1) == 1)
+
+
+def test_set_response_privatize_warns_on_seeded_noise_like_rrrr():
+    """Regression (HQL): ``SetResponseMechanism.privatize(random_state=int)`` gave no
+    ``SeededNoiseWarning`` while ``RRRRMechanism.privatize`` did; a bad ``x`` is refused
+    before the generator is looked at, and ``None`` stays silent."""
+    import warnings
+
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+    from sklearn_bayes.exceptions import SeededNoiseWarning
+
+    mech = AdaptiveLDPFrequencyEstimator(n_categories=10, epsilon=1.0).client_mechanism()
+    with pytest.warns(SeededNoiseWarning, match="SetResponseMechanism.privatize"):
+        out = mech.privatize([1, 2, 3], random_state=0)
+    assert out.shape == (3, 10) and out.dtype == bool
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mech.privatize([1, 2, 3]).shape == (3, 10)
+        with pytest.raises(ValueError, match="x must hold integer category positions"):
+            mech.privatize([10], random_state=0)

@@ -302,14 +302,20 @@ class SetResponseMechanism:
         return f"SetResponseMechanism(n_categories={self.n_categories}, epsilon={self.epsilon}, kind={self.kind!r}{k})"
 
     def privatize(self, x, random_state=None):
-        """Responses (boolean ``(n, K)`` masks) of the categories ``x`` (positions ``0..K-1``)."""
-        from sklearn_bayes.utils import check_generator
+        """Responses (boolean ``(n, K)`` masks) of the categories ``x`` (positions ``0..K-1``).
 
-        rng = check_generator(random_state)
+        ``random_state``: ``None`` (recommended outside tests) draws fresh operating-system
+        entropy; an int, or a generator state that already drew privacy noise for another
+        object, emits :class:`sklearn_bayes.exceptions.SeededNoiseWarning`, as
+        :meth:`RRRRMechanism.privatize` does.
+        """
+        from sklearn_bayes.utils import check_privacy_random_state
+
         x = np.atleast_1d(np.asarray(x))
         if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or np.any((x < 0) | (x >= self.n_categories)):
             # the users' true categories: never quoted in a message
             raise ValueError(f"x must hold integer category positions in [0, {self.n_categories}).")
+        rng = check_privacy_random_state(random_state, owner="SetResponseMechanism.privatize", instance=self)
         return np.unpackbits(self._privatize_packed(x, rng), axis=1, count=self.n_categories).astype(bool)
 
     def _privatize_packed(self, x, rng):
