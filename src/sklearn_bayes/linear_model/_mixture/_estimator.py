@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_bayes.utils import IntegerInterval, check_generator, serialized, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, validate_regression_data
-from sklearn_bayes.linear_model._mixture import _bootstrap, _finite_sample, _flags, _inference
+from sklearn_bayes.linear_model._mixture import _bootstrap, _copying, _finite_sample, _flags, _inference
 from sklearn_bayes.linear_model._mixture._inference import rounding_level as _rounding_level
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._dead_columns import dead_columns, fit_live
@@ -37,7 +37,7 @@ _POLISH_TOL = 1e-6  # tolerance of the all-rows polish (Newton steps) after a su
 _SUB_IRLS_TOL = 1e-4  # tolerance of the subsample fit that starts the polish (its error is ~1e-2 to the all-row root)
 
 
-class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstimator):
+class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin, RegressorMixin, BaseEstimator):
     """Robust linear regression with a mixture of M-estimators fitted by EM.
 
     The residuals ``r_i = y_i - b - x_i @ coef`` are modelled by a mixture of
@@ -648,7 +648,8 @@ class MixtureMEstimatorRegressor(LinearPredictorMixin, RegressorMixin, BaseEstim
         if _flags.finite_sample_flags(prob.sw, prob.Xa.shape[1]):
             flags_fit = _flags.mm_for_flags_small_sample(prob.Xa, prob.y, prob.sw, theta0, tiny)
         sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
-                                   slopes, mm=flag_fit, tol=1e-8 if full is None else _SUB_IRLS_TOL)  # fmt: skip
+                                   slopes, mm=flag_fit, tol=1e-8 if full is None else _SUB_IRLS_TOL,
+                                   fs_fit=_flags.flags_mm_fit)  # round 17's optional third candidate
         theta, norm, scale = sel["theta"], sel["loss"], sel["scale"]
         if full is not None:  # Newton steps to within 1e-6 (1 + max |theta|) of the all-row root (inside its SE)
             theta = _min_variance.polish_from_subsample(prob, full, theta, scale, norm, wls, _POLISH_TOL)
