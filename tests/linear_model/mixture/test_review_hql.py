@@ -26,9 +26,6 @@ def _answers(est, X, y):
     return (est.conf_int(), est.predict(X), est.flag_outliers(X, y))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "H30T (linear_model/_mixture): MixtureMEstimatorRegressor has no __getstate__/__deepcopy__ under its instance "
-    "lock, so a pickle or deepcopy taken during a refit holds coef_ of the new fit with coef_covariance_ of the old"))
 @pytest.mark.parametrize("how", ["pickle", "deepcopy"])
 def test_a_copy_taken_during_a_refit_holds_one_fit(monkeypatch, how):
     """A copy taken while a refit is between binding ``coef_`` and ``coef_covariance_`` must be the old fit or the
