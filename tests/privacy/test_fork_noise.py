@@ -186,8 +186,8 @@ def test_a_multiprocessing_fork_worker_draws_fresh_noise():
 
 
 def test_a_copy_of_an_os_seeded_estimator_draws_fresh_noise_in_a_forked_child():
-    # copies (deepcopy, pickle) keep their generator's state (the LDP estimator's copies replay by
-    # design in this process), but a forked child reseeds them like their original
+    # copies (deepcopy, pickle) of an OS-seeded LDP estimator reseed when made (eddf76e), and a forked
+    # child reseeds them again like their original
     est = _ldp().partial_fit(USERS[:50])
     for copy_ in (copy.deepcopy(est), pickle.loads(pickle.dumps(est))):
         def release():
