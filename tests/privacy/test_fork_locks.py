@@ -11,11 +11,8 @@ instead of blocking or answering from a half-updated state.  The module guards a
 locks are made usable in the child too.
 """
 
-import json
 import os
 import pickle
-import select
-import signal
 import threading
 import time
 
@@ -24,6 +21,7 @@ import pytest
 
 from sklearn_bayes.privacy import AdaptiveLDPFrequencyEstimator, PrivacyLedger, PrivateCountSketch
 from sklearn_bayes.utils import _fork, instance_lock
+from tests.privacy._fork_tools import child_result
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
@@ -32,31 +30,8 @@ pytestmark = [
 
 
 def _in_child(fn, timeout=20.0):
-    """Run ``fn()`` in a fork()-ed child; its JSON result, or ``"deadlock"`` if it did not end in ``timeout`` s."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            out = {"ok": fn()}
-        except BaseException as exc:
-            out = {"error": f"{type(exc).__name__}: {exc}"}
-        try:
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    ready, _, _ = select.select([r], [], [], timeout)
-    if not ready:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(r)
-        return "deadlock"
-    data = b""
-    while chunk := os.read(r, 1 << 16):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    return json.loads(data)
+    """``fn()`` in a fork()-ed child: its JSON result, or ``"deadlock"`` if it did not end in ``timeout`` s."""
+    return child_result(fn, timeout)
 
 
 class _Holder:

@@ -13,7 +13,6 @@ responsibility.
 
 import collections
 import copy
-import json
 import multiprocessing
 import pickle
 import os
@@ -30,6 +29,7 @@ from sklearn_bayes.privacy import (
     RRRRMechanism,
 )
 from sklearn_bayes.utils import check_privacy_random_state
+from tests.privacy._fork_tools import in_child as _in_child
 
 pytestmark = [
     pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
@@ -38,31 +38,6 @@ pytestmark = [
 ]
 
 USERS = (np.arange(300) % 4).reshape(-1, 1)
-
-
-def _in_child(fn):
-    """Run ``fn()`` in a fork()-ed child; return its JSON result (or raise what it raised)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            out = {"ok": fn()}
-        except BaseException as exc:
-            out = {"error": f"{type(exc).__name__}: {exc}"}
-        try:
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 1 << 16):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    out = json.loads(data)
-    if "error" in out:
-        raise AssertionError(f"the child failed: {out['error']}")
-    return out["ok"]
 
 
 def _ldp(random_state=None):

@@ -8,7 +8,6 @@ charged ε in the parent).  Now the child is a copy like an unpickled one: a fre
 from the operating system (a seeded stream replays and warns), charged afresh.
 """
 
-import json
 import os
 import warnings
 
@@ -17,35 +16,11 @@ import pytest
 
 from sklearn_bayes.exceptions import SeededNoiseWarning
 from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
+from tests.privacy._fork_tools import in_child as _in_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 ITEMS = list(range(40))
-
-
-def _in_child(fn):
-    """Run ``fn()`` in a fork()-ed child; return its JSON result (or raise what it raised)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            out = {"ok": fn()}
-        except BaseException as exc:  # report everything to the parent
-            out = {"error": f"{type(exc).__name__}: {exc}"}
-        try:
-            os.write(w, json.dumps(out).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while chunk := os.read(r, 1 << 16):
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    out = json.loads(data)
-    if "error" in out:
-        raise AssertionError(f"the child failed: {out['error']}")
-    return out["ok"]
 
 
 def test_a_forked_child_draws_fresh_noise_and_is_charged_afresh(tmp_path):
