@@ -6,20 +6,14 @@
 4. degenerate responses (most ``y`` tied, one distinct value) warn and give finite, non-degenerate intervals.
 """
 
-import threading
 import warnings
 
 import numpy as np
 import pytest
 
 from sklearn_bayes import MixtureMEstimatorRegressor
-from sklearn_bayes.linear_model._mixture import _estimator, _inference, _selection, _units
-
-
-def _data(seed, n=60, p=2):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    return X, 1.0 + X @ np.arange(1.0, p + 1) + rng.standard_t(3, size=n)
+from sklearn_bayes.linear_model._mixture import _estimator, _selection, _units
+from tests.linear_model.mixture._refit_race import answers, during_a_paused_refit, one_of, t3_data
 
 
 # --------------------------------------------------------------------------------------------- 1. threads
@@ -29,36 +23,9 @@ def test_reader_during_refit_sees_one_fit(monkeypatch):
     """A conf_int / predict / flag_outliers call that runs while a refit is between binding ``coef_`` and
     ``coef_covariance_`` must return the old fit's or the new fit's answer, not a mix.  The refit is paused there
     (deterministically) until the reader has finished or 0.5 s have passed."""
-    XA, yA = _data(0)
-    XB, yB = _data(1)
-    yB = 10.0 * yB - 50.0  # the two fits differ in every attribute
-    fitA = MixtureMEstimatorRegressor(random_state=0).fit(XA, yA)
-    fitB = MixtureMEstimatorRegressor(random_state=0).fit(XB, yB)
-    answers = {k: (f.conf_int(), f.predict(XA), f.flag_outliers(XA, yA)) for k, f in (("A", fitA), ("B", fitB))}
-    est = MixtureMEstimatorRegressor(random_state=0).fit(XA, yA)
-    in_fit, reader_done = threading.Event(), threading.Event()
-    original = _inference.parameter_covariance
-
-    def paused(*args, **kwargs):  # called after coef_ / intercept_ are bound, before coef_covariance_ is
-        in_fit.set()
-        reader_done.wait(0.5)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_inference, "parameter_covariance", paused)
-    seen = {}
-
-    def reader():
-        in_fit.wait(10.0)
-        seen["answer"] = (est.conf_int(), est.predict(XA), est.flag_outliers(XA, yA))
-        reader_done.set()
-
-    t = threading.Thread(target=reader)
-    t.start()
-    est.fit(XB, yB)
-    t.join(10.0)
-    got = seen["answer"]
-    matches = [k for k, ans in answers.items() if all(np.array_equal(a, b) for a, b in zip(got, ans))]
-    assert matches, "the reader saw a mix of two fits"
+    XA, yA = t3_data(0)
+    got, fits = during_a_paused_refit(monkeypatch, lambda est: answers(est, XA, yA))
+    assert one_of(got, fits), "the reader saw a mix of two fits"
 
 
 # --------------------------------------------------------------------------------------------- 2. random state
@@ -78,7 +45,7 @@ def _legacy_state(rs):
 
 @pytest.mark.parametrize("dead", [False, True])
 def test_rejected_fit_leaves_random_state(monkeypatch, dead):
-    X, y = _data(2)
+    X, y = t3_data(2)
     if dead:  # a constant column: the fit of the live ones runs in an inner estimator
         X = np.column_stack([X, np.ones(len(y))])
     rs = np.random.RandomState(7)
@@ -94,7 +61,7 @@ def test_rejected_fit_leaves_random_state(monkeypatch, dead):
 
 @pytest.mark.parametrize("dead", [False, True])
 def test_rejected_fit_leaves_generator(monkeypatch, dead):
-    X, y = _data(3)
+    X, y = t3_data(3)
     if dead:
         X = np.column_stack([X, X[:, 0]])  # aliased: a duplicate column
     g = np.random.default_rng(7)
@@ -124,7 +91,7 @@ def test_random_state_drawn_by_another_caller_is_not_rewound():
 
 def test_successful_fit_with_random_state_unchanged_outputs():
     """The RandomState path still draws one seed on success (seeded outputs as before) and advances the caller."""
-    X, y = _data(4)
+    X, y = t3_data(4)
     rs = np.random.RandomState(5)
     a = MixtureMEstimatorRegressor(random_state=rs).fit(X, y)
     seed = np.random.RandomState(5).randint(0, 2**63 - 1, dtype=np.int64)
@@ -191,7 +158,7 @@ def test_degenerate_response_warns_and_gives_finite_intervals(case, variant):
 
 
 def test_ordinary_fit_does_not_warn():
-    X, y = _data(5)
+    X, y = t3_data(5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         MixtureMEstimatorRegressor(random_state=0).fit(X, y)
@@ -199,7 +166,7 @@ def test_ordinary_fit_does_not_warn():
 
 def test_constant_y_still_refused():
     """All targets equal: a clear ValueError (documented; the scale is 0 and there is nothing to regress)."""
-    X, _ = _data(6)
+    X, _ = t3_data(6)
     with pytest.raises(ValueError, match="y is constant"):
         MixtureMEstimatorRegressor().fit(X, np.full(len(X), 3.0))
 

@@ -14,52 +14,17 @@ import pytest
 
 from sklearn_bayes import MixtureMEstimatorRegressor
 from sklearn_bayes.linear_model._mixture import _inference
-
-
-def _data(seed, n=60, p=2):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    return X, 1.0 + X @ np.arange(1.0, p + 1) + rng.standard_t(3, size=n)
-
-
-def _answers(est, X, y):
-    return (est.conf_int(), est.predict(X), est.flag_outliers(X, y))
+from tests.linear_model.mixture._refit_race import answers, during_a_paused_refit, one_of, t3_data
 
 
 @pytest.mark.parametrize("how", ["pickle", "deepcopy"])
 def test_a_copy_taken_during_a_refit_holds_one_fit(monkeypatch, how):
     """A copy taken while a refit is between binding ``coef_`` and ``coef_covariance_`` must be the old fit or the
     new one, never a mix (the refit is paused there until the copy is taken, or 0.5 s)."""
-    XA, yA = _data(0)
-    XB, yB = _data(1)
-    yB = 10.0 * yB - 50.0  # the two fits differ in every attribute
-    answers = {k: _answers(MixtureMEstimatorRegressor(random_state=0).fit(X, y), XA, yA)
-               for k, (X, y) in (("A", (XA, yA)), ("B", (XB, yB)))}
-    est = MixtureMEstimatorRegressor(random_state=0).fit(XA, yA)
-    in_fit, copied = threading.Event(), threading.Event()
-    original = _inference.parameter_covariance
-
-    def paused(*args, **kwargs):  # called after coef_ / intercept_ are bound, before coef_covariance_ is
-        in_fit.set()
-        copied.wait(0.5)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_inference, "parameter_covariance", paused)
-    seen = {}
-
-    def copier():
-        in_fit.wait(10.0)
-        seen["copy"] = pickle.loads(pickle.dumps(est)) if how == "pickle" else copy.deepcopy(est)
-        copied.set()
-
-    t = threading.Thread(target=copier)
-    t.start()
-    est.fit(XB, yB)
-    t.join(10.0)
-    monkeypatch.undo()
-    got = _answers(seen["copy"], XA, yA)
-    matches = [k for k, ans in answers.items() if all(np.array_equal(a, b) for a, b in zip(got, ans))]
-    assert matches, "the copy holds a mix of two fits"
+    take = (lambda est: pickle.loads(pickle.dumps(est))) if how == "pickle" else copy.deepcopy
+    copied, fits = during_a_paused_refit(monkeypatch, take)
+    XA, yA = t3_data(0)
+    assert one_of(answers(copied, XA, yA), fits), "the copy holds a mix of two fits"
 
 
 def test_grid_search_with_two_process_workers_equals_one_worker():
@@ -67,7 +32,7 @@ def test_grid_search_with_two_process_workers_equals_one_worker():
     estimators) runs and finds what ``n_jobs=1`` finds, score for score."""
     from sklearn.model_selection import GridSearchCV
 
-    X, y = _data(2, n=80)
+    X, y = t3_data(2, n=80)
     grid = {"fit_scales": [True, False]}
     one = GridSearchCV(MixtureMEstimatorRegressor(random_state=0), grid, cv=3, n_jobs=1).fit(X, y)
     two = GridSearchCV(MixtureMEstimatorRegressor(random_state=0), grid, cv=3, n_jobs=2).fit(X, y)
@@ -79,8 +44,8 @@ def test_readers_of_two_estimators_in_two_threads_do_not_block_each_other():
     """bootstrap_conf_int (which holds the lock while its refits call predict-like code) on two estimators at once,
     each thread also reading the other estimator: every call ends (no lock-order deadlock) and equals its
     single-threaded answer."""
-    XA, yA = _data(3)
-    XB, yB = _data(4)
+    XA, yA = t3_data(3)
+    XB, yB = t3_data(4)
     A = MixtureMEstimatorRegressor(random_state=0, n_subsets=50).fit(XA, yA)
     B = MixtureMEstimatorRegressor(random_state=0, n_subsets=50).fit(XB, yB)
     want = {"A": A.bootstrap_conf_int(XA, yA, n_boot=8, random_state=1),
@@ -120,7 +85,7 @@ def test_an_estimator_refitting_at_a_fork_is_refused_in_the_child_not_deadlocked
     from sklearn_bayes.utils import _fork
 
     monkeypatch.setattr(_fork, "FORK_WAIT", 0.2)
-    XA, yA = _data(0)
+    XA, yA = t3_data(0)
     busy = MixtureMEstimatorRegressor(random_state=0).fit(XA, yA)
     idle = MixtureMEstimatorRegressor(random_state=0).fit(XA, yA)
     in_fit, forked = threading.Event(), threading.Event()
@@ -132,7 +97,7 @@ def test_an_estimator_refitting_at_a_fork_is_refused_in_the_child_not_deadlocked
         return original(*args, **kwargs)
 
     monkeypatch.setattr(_inference, "parameter_covariance", paused)
-    t = threading.Thread(target=lambda: busy.fit(*_data(1)))
+    t = threading.Thread(target=lambda: busy.fit(*t3_data(1)))
     t.start()
     in_fit.wait(10.0)
     r, w = os.pipe()
