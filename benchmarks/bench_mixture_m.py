@@ -2834,13 +2834,27 @@ ROUND16_RULES = {
 }  # fmt: skip
 
 
-def averaging(n_splits, sets):
-    """Issue 30 round 16 (``--parts averaging``): below 12 rows per coefficient, convex combinations of the default's
-    fit with our MM fit and with the finite-sample MM (fixed weights, from 4 rows per coefficient on, or stacked by
-    10-fold cross-validated trimmed risk of the whole fits), against the default: per set (the splits below 12 rows
-    per coefficient; all 8 peers fitted) ours / statsmodels' MM (held-out MedAE, ratio of means), ours / best peer,
-    and the paired change against the default; then per rule the worst ratios, the sets over the limits (1.10 x MM,
-    1.30 x best peer) and the sets worse than the default by more than one paired SE."""
+def _fits_or_none(fitters, X, y):
+    """``{name: fitter(X, y)}`` with warnings silenced, ``None`` for a fitter that raised (statsmodels' MM raises on
+    some small sets)."""
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for m, f in fitters.items():
+            try:
+                fits[m] = f(X, y)
+            except Exception:  # noqa: BLE001 - a failed peer is recorded, not fatal
+                fits[m] = None
+    return fits
+
+
+def small_split_errors(sets, n_splits, fits_of):
+    """Rounds 16 and 17: held-out median absolute errors on the random 75/25 splits below 12 rows per coefficient.
+
+    For each set, splits ``0, 1, ...`` (``random_state=split``) up to ``n_splits``, stopping at the first with 12
+    or more training rows per coefficient; ``fits_of(Xtr, ytr)`` gives ``{method: (coef, intercept) or None}``.
+    Returns ``{set: {method: errors over the splits (NaN where the fit failed)}}`` (sets with no such split left out).
+    """
     from sklearn.model_selection import train_test_split
 
     t0 = time.perf_counter()
@@ -2850,27 +2864,37 @@ def averaging(n_splits, sets):
         err = {}
         for split in range(n_splits):
             Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
-            k = len(ytr) / (X.shape[1] + 1)
-            if not k < 12:
+            if not len(ytr) / (X.shape[1] + 1) < 12:
                 break
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fits = {}
-                for m, f in REAL_PEERS.items():
-                    try:
-                        fits[m] = f(Xtr, ytr)
-                    except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets
-                        fits[m] = None
-                fits.update(_round16_fits(Xtr, ytr, selection=True))
-                cv = _cv_pair(Xtr, ytr)
-            for rule, weights in ROUND16_RULES.items():
-                fits[rule] = combine(fits, weights(fits, cv, k))
-            for m, fit in fits.items():
+            for m, fit in fits_of(Xtr, ytr).items():
                 e = np.nan if fit is None else float(np.median(np.abs(yte - Xte @ np.asarray(fit[0]) - fit[1])))
                 err.setdefault(m, []).append(e)
         if err:
             table[item] = {m: np.array(v) for m, v in err.items()}
         print(f"  [{time.perf_counter() - t0:6.0f}s] {item} done", flush=True)
+    return table
+
+
+def averaging(n_splits, sets):
+    """Issue 30 round 16 (``--parts averaging``): below 12 rows per coefficient, convex combinations of the default's
+    fit with our MM fit and with the finite-sample MM (fixed weights, from 4 rows per coefficient on, or stacked by
+    10-fold cross-validated trimmed risk of the whole fits), against the default: per set (the splits below 12 rows
+    per coefficient; all 8 peers fitted) ours / statsmodels' MM (held-out MedAE, ratio of means), ours / best peer,
+    and the paired change against the default; then per rule the worst ratios, the sets over the limits (1.10 x MM,
+    1.30 x best peer) and the sets worse than the default by more than one paired SE."""
+
+    def fits_of(Xtr, ytr):
+        fits = _fits_or_none(REAL_PEERS, Xtr, ytr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.update(_round16_fits(Xtr, ytr, selection=True))
+            cv = _cv_pair(Xtr, ytr)
+        k = len(ytr) / (Xtr.shape[1] + 1)
+        for rule, weights in ROUND16_RULES.items():
+            fits[rule] = combine(fits, weights(fits, cv, k))
+        return fits
+
+    table = small_split_errors(sets, n_splits, fits_of)
     _print_averaging(table)
     return table
 
@@ -2937,31 +2961,8 @@ def candidate17(n_splits, sets, save=""):
     ours / statsmodels' MM (ratio of means) / best peer, the paired change against the default (``*``: beyond one
     paired SE, ``!``: beyond one paired SE and 1 %), and per variant the sets over the goal-1 limits (1.10 x MM, 1.30 x
     best peer) and the sets lost beyond 1 SE and 1 % (the adoption rule of round 17)."""
-    from sklearn.model_selection import train_test_split
-
-    t0 = time.perf_counter()
-    table = {}
-    for item in sets:
-        X, y = load_real(item)
-        err = {}
-        for split in range(n_splits):
-            Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=split)
-            if not len(ytr) / (X.shape[1] + 1) < 12:
-                break
-            fits = {}
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                for m, f in dict(REAL_PEERS, **ROUND17_FITS).items():
-                    try:
-                        fits[m] = f(Xtr, ytr)
-                    except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small sets
-                        fits[m] = None
-            for m, fit in fits.items():
-                e = np.nan if fit is None else float(np.median(np.abs(yte - Xte @ np.asarray(fit[0]) - fit[1])))
-                err.setdefault(m, []).append(e)
-        if err:
-            table[item] = {m: np.array(v) for m, v in err.items()}
-        print(f"  [{time.perf_counter() - t0:6.0f}s] {item} done", flush=True)
+    table = small_split_errors(sets, n_splits, lambda Xtr, ytr: _fits_or_none(dict(REAL_PEERS, **ROUND17_FITS), Xtr,
+                                                                              ytr))  # fmt: skip
     if save:
         import pickle
 
