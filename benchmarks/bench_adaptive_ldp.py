@@ -412,6 +412,31 @@ FRESH_15_CELLS = (
     ("Dir(0.02)", "fresh 15", 150, 6.0, 30_000, lambda rng: rng.dirichlet(np.full(150, 0.02))),
 )
 
+#: Round 17 (issue 28, task H28W): eight cells nobody has used, fixed and committed before any prototype ran
+#: (``--general --fresh-17 --paired-decoder <previous default>``; run once, 20 runs, after the round's adoption rule
+#: was fixed on the 23 dev cells).  Real frequencies of three installed data sets not used before: dslabs movielens
+#: ``genres`` (901 genre combinations of 100,004 ratings, long-tailed, K near 1000), wooldridge countymurders
+#: ``murders`` (356 yearly murder counts of 37,349 county-years: a spike at 0 and a long tail) and stevedata
+#: wvs_justifbribe ``country`` (97 countries of 348,532 World Values Survey answers, flat-ish) at eps = 0.2 with
+#: n = 1e6; a six-peak vector of unequal heights and widths on a floor, a sparse Dir(0.05) K = 300, a low-eps
+#: two-peak vector, a small-n Dir(0.3) (n = 1e3) and Dir(0.2) at K = 1000.
+FRESH_17_CELLS = (
+    ("real: movielens genres", "fresh 17", 901, 2.0, 200_000, lambda rng: _real("dslabs", "movielens", "genres")),
+    ("real: countymurders murders", "fresh 17", 356, 1.0, 100_000,
+     lambda rng: _real("wooldridge", "countymurders", "murders")),
+    ("real: wvs country, low eps", "fresh 17", 97, 0.2, 1_000_000,
+     lambda rng: _real("stevedata", "wvs_justifbribe", "country")),
+    ("six-peak", "fresh 17", 400, 1.0, 100_000,
+     lambda rng: (lambda t: t / t.sum())(sum(h * _peaks(400, (c,), w) for h, c, w in
+                                             ((1.0, 0.08, 0.01), (0.5, 0.22, 0.03), (2.0, 0.4, 0.015),
+                                              (0.7, 0.6, 0.04), (1.2, 0.78, 0.02), (0.4, 0.93, 0.01)))
+                                         + 0.02 / 400)),
+    ("Dir(0.05)", "fresh 17", 300, 1.0, 50_000, lambda rng: rng.dirichlet(np.full(300, 0.05))),
+    ("two-peak, low eps", "fresh 17", 150, 0.3, 300_000, lambda rng: _peaks(150, (0.3, 0.7), 0.06)),
+    ("Dir(0.3), small n", "fresh 17", 80, 2.0, 1_000, lambda rng: rng.dirichlet(np.full(80, 0.3))),
+    ("Dir(0.2)", "fresh 17", 1000, 3.0, 300_000, lambda rng: rng.dirichlet(np.full(1000, 0.2))),
+)
+
 
 def _geometric(K, r):
     t = r ** np.arange(K)
@@ -1087,6 +1112,8 @@ def main():
                     help="--general on round 14b's six high-eps / sparse / K >= 64 cells (FRESH_14_CELLS)")
     ap.add_argument("--fresh-15", action="store_true",
                     help="--general on round 15's eight cells nobody has used (FRESH_15_CELLS), run once, held out")
+    ap.add_argument("--fresh-17", action="store_true",
+                    help="--general on round 17's eight cells nobody has used (FRESH_17_CELLS), run once, held out")
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
@@ -1142,13 +1169,15 @@ def main():
         return
 
     if args.eb_sum_step:
-        pool = (FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS
+        pool = (FRESH_17_CELLS if args.fresh_17 else FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS
+                if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else GENERAL_CELLS)
         eb_sum_step([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
         return
 
     if args.general:
-        pool = (FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS if args.fresh_14 else FRESH_13_CELLS
+        pool = (FRESH_17_CELLS if args.fresh_17 else FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS
+                if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder, pool, args.importance_draws,
                 args.per_category, args.prior, args.paired_decoder)
