@@ -22,8 +22,9 @@ def test_held16_is_the_fixed_group_and_every_dev_selection_leaves_it_out():
     assert bench._chosen_sets("held16") == HELD16
     dev16 = bench._chosen_sets("dev16")
     assert not set(HELD16) & set(dev16) and not set(HELD16) & set(bench._chosen_sets("dev4"))
-    assert set(dev16) | set(HELD16) == {s[1] for s in bench.REAL_SETS}
-    assert len(dev16) + len(HELD16) == len(bench.REAL_SETS)
+    later = {s[1] for s in bench.REAL_HELD_OUT17 + bench.REAL_HELD_OUT18}  # the groups after round 16's
+    assert set(dev16) | set(HELD16) | later == {s[1] for s in bench.REAL_SETS} and not set(dev16) & later
+    assert len(dev16) + len(HELD16) + len(later) == len(bench.REAL_SETS)
     names = [s[1] for s in bench.REAL_SETS]
     assert len(names) == len(set(names))  # load_real finds each set by its name
 
