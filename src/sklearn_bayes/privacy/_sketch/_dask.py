@@ -130,7 +130,10 @@ def from_dask(cls, collection, split_every, params):
         if random_state is None:
             key = _key_of(np.random.SeedSequence().generate_state(4, np.uint64)[:2])
         else:
-            source = copy.deepcopy(random_state) if isinstance(random_state, np.random.Generator) else random_state
+            # a copy: reading the key must not advance the caller's generator (a RandomState gives
+            # check_generator a seed by drawing from it)
+            seeded = isinstance(random_state, (np.random.Generator, np.random.RandomState))
+            source = copy.deepcopy(random_state) if seeded else random_state
             key = _draw_key(check_generator(source))
     signed = sk.kind == "count"
     level = [

@@ -104,11 +104,13 @@ class PrivateCountSketch(
         ``ε₀ = ln(1 + (e^ε - 1)/ρ)`` so that the amplified guarantee is exactly ``ε``.
     hash_seed : int, default=0
         Seed of the (public) hash functions.  Sketches to be merged need the same.
-    random_state : None, int or numpy.random.Generator, default=None
+    random_state : None, int, numpy.random.Generator or numpy.random.RandomState, default=None
         Source of the privacy noise (and of the subsampling), read when the stream
         starts (``fit`` or the first ``partial_fit``): changing it later takes effect
         at the next ``fit``.  ``None`` seeds from the operating system; an int gives
-        reproducible noise for tests and emits ``SeededNoiseWarning``.  A copy of a
+        reproducible noise for tests and emits ``SeededNoiseWarning``; a legacy
+        ``RandomState`` is read as the package's other private estimators read it (a
+        seed drawn from it starts the stream's generator).  A copy of a
         sketch seeded by an int or a generator replays its source's noise and warns
         (see Notes, "Copies are forks").
     ledger : PrivacyLedger or None, default=None
@@ -216,7 +218,11 @@ class PrivateCountSketch(
     covers both.  A copy loaded in another process cannot mark its original: compose
     the ledgers of every copy that answers.  ``merge`` refuses a copy of a shard it
     already holds.  A child process started by ``os.fork()`` holds copies of the parent's
-    running sketches: they are marked as such in the child (the parent's are not).
+    running sketches: they are marked as such in the child (the parent's are not).  A copy
+    that this process's parent pickled (joblib's process workers: ``FeatureUnion`` or
+    ``ColumnTransformer`` with ``n_jobs > 1`` transform there) refuses to release
+    (``DetachedLedgerError``) unless the stream is bound to a ``PrivacyLedger(path=...)``: its
+    release and kept noise would be lost with it, unseen by the original.
 
     *The noise of a copy* depends on the ``random_state`` the stream was started with
     (a later ``set_params`` does not count): with ``None`` (production) the copy draws
@@ -275,7 +281,8 @@ class PrivateCountSketch(
         "pan_private": ["boolean"],
         "sampling_rate": [RealInterval(0, 1, closed="right")],
         "hash_seed": [IntegerInterval(None, None, closed="neither")],
-        "random_state": [None, IntegerInterval(None, None, closed="neither"), np.random.Generator],
+        "random_state": [None, IntegerInterval(None, None, closed="neither"), np.random.Generator,
+                         np.random.RandomState],
         "ledger": [None, PrivacyLedger],
     }
 
@@ -435,6 +442,7 @@ class PrivateCountSketch(
         self._os_seeded = self.random_state is None  # copies: fresh noise, or a warned replay (_mark_copy)
         self._replays_noise = False
         self._shared_ledger = self.ledger
+        self._parents_copy = False  # a new stream is this process's own (see _ForkedStream._charge)
         self._row_seeds = _hashing.row_seeds(int(self.hash_seed), d)
         self._item_kinds = kinds
         self.table_ = table

@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from sklearn_bayes.exceptions import SeededNoiseWarning
+from sklearn_bayes.exceptions import DetachedLedgerError, SeededNoiseWarning
 from sklearn_bayes.privacy._core import amplify_by_subsampling
 from sklearn_bayes.utils import instance_lock
 from sklearn_bayes.utils._validation import _os_seeded_generator, external_stacklevel
@@ -72,6 +72,10 @@ class _ForkedStream:
             for name in ("table_", "uses_"):
                 if isinstance(state.get(name), np.ndarray):
                     state[name] = state[name].copy()
+            if "ledger_" in state:
+                # who made the snapshot: a copy loaded by a child of this process is refused (_charge)
+                state["_pickled_by_pid"] = os.getpid()
+                state.pop("_parents_copy", None)  # a fact about the process that loaded it, re-derived
             return state
 
     def __copy__(self):
@@ -94,8 +98,12 @@ class _ForkedStream:
         # both are charged afresh.  The copy knows it is one; its original, when it is alive
         # in this process, is found by its fork id and marked too.  (Pickling alone marks
         # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
+        pickled_by = state.pop("_pickled_by_pid", None)
         super().__setstate__(state)
         if "ledger_" in self.__dict__:
+            # a snapshot made by this process's parent (a joblib / multiprocessing worker given a fitted
+            # sketch: FeatureUnion or ColumnTransformer with n_jobs > 1): its original may answer there
+            self._parents_copy = pickled_by is not None and pickled_by != os.getpid() and pickled_by == os.getppid()
             self._mark_copy()
 
     def _mark_copy(self, copied_generator=True, source_alive=True):
@@ -178,6 +186,17 @@ class _ForkedStream:
         after this call, and the transactional query rewinds a generator whose draws
         were never released.
         """
+        if getattr(self, "_parents_copy", False) and self._shared_ledger is None:
+            raise DetachedLedgerError(
+                "PrivateCountSketch is a copy that this process's parent pickled (e.g. a fitted sketch in "
+                "FeatureUnion or ColumnTransformer with n_jobs > 1, whose transform runs in joblib's process "
+                "workers): its release would be charged only to this copy's ledger_, which its original in the "
+                "parent never sees, and the noise it keeps would be lost with it, so repeated answers would "
+                "average the noise away. Nothing was released. Use n_jobs=1 (or a thread backend), or bind "
+                "the stream to a file ledger, PrivateCountSketch(ledger=PrivacyLedger(path=...)), which "
+                "records every process's release in one budget. To move a sketch on purpose, use "
+                "to_bytes() / from_bytes() (the loaded sketch is a fork: compose the ledgers)."
+            )
         fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
         if not (math.isfinite(chain0) and chain0 >= 0):
             raise ValueError(f"the privacy spend of this release is not finite ({chain0!r}); nothing was released.")

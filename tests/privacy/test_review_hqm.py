@@ -1,0 +1,169 @@
+"""An experienced scikit-learn user's review of the private linear models and PrivateCountSketch (task HQM).
+
+* A fitted ``PrivateCountSketch`` inside ``FeatureUnion`` / ``ColumnTransformer`` with ``n_jobs > 1``: every
+  ``transform`` ran in a joblib worker's unpickled copy, whose release was charged only to that copy's
+  ``ledger_`` and thrown away with it; the parent's ``epsilon_spent_`` stayed 0 and averaging the answers
+  of repeated transforms recovered an exact count (measured: 200 transforms at ε = 0.1 gave 36.5 and 37.7
+  for a count of 37).  Now such a copy (pickled by this process's parent, its original still there)
+  refuses to release unless its stream is bound to a ``PrivacyLedger(path=...)``, which records every
+  worker's release in one budget.
+* ``PrivateCountSketch(random_state=np.random.RandomState(0))`` was refused although every other private
+  estimator of the package, scikit-learn's convention and the sketch's own Notes accept a ``RandomState``.
+* ``epsilon=fractions.Fraction(1, 2)`` fails with numpy's "ufunc 'isnan' not supported", naming nothing
+  (``sklearn_bayes.utils.RealInterval``, outside this review's files: strict xfail).
+"""
+
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.pipeline import FeatureUnion
+
+from sklearn_bayes.exceptions import DetachedLedgerError, SeededNoiseWarning
+from sklearn_bayes.privacy import (
+    AdaOPSRegressor,
+    DPSGLDLogisticRegression,
+    OnePosteriorSampleRidge,
+    PrivacyLedger,
+    PrivateCountSketch,
+)
+
+
+def _stream():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"c": rng.choice(list("abc"), 400)})
+    frame.loc[:36, "c"] = "zz"  # 37 occurrences of the item asked about
+    return frame
+
+
+def _union(ledger=None, n_jobs=2):
+    return FeatureUnion([
+        ("s1", PrivateCountSketch(width=64, depth=1, epsilon=0.1, ledger=ledger)),
+        ("s2", PrivateCountSketch(width=64, depth=1, epsilon=0.1, hash_seed=1, ledger=ledger)),
+    ], n_jobs=n_jobs)
+
+
+# ------------------------------------------------------------------ a fitted sketch in joblib's process workers
+
+
+def test_a_fitted_sketch_queried_in_feature_union_workers_is_refused_and_the_parent_is_unchanged():
+    """Each worker would answer from a copy whose kept noise and charge are lost: refused, naming the remedy."""
+    union = _union().fit(_stream())
+    sketches = [t for _, t in union.transformer_list]
+    tables = [s.table_.copy() for s in sketches]
+    with pytest.raises(DetachedLedgerError, match=r"PrivacyLedger\(path=\.\.\.\)"):
+        union.transform(pd.DataFrame({"c": ["zz"]}))
+    for s, table in zip(sketches, tables):
+        assert s.epsilon_spent_ == 0.0 and s.n_query_sets_ == 0 and np.array_equal(s.table_, table)
+    # the same union with n_jobs=1 answers in this process: use-and-keep spends epsilon once
+    serial = _union(n_jobs=1).fit(_stream())
+    for _ in range(3):
+        serial.transform(pd.DataFrame({"c": ["zz"]}))
+    assert [t.epsilon_spent_ for _, t in serial.transformer_list] == [0.1, 0.1]
+
+
+def test_with_a_ledger_file_every_worker_release_is_charged_to_it(tmp_path):
+    """A shared file ledger sees each worker's copy: a fork charged afresh, 0.1 per sketch and transform."""
+    ledger = PrivacyLedger(path=tmp_path / "union.ledger")
+    union = _union(ledger=ledger).fit(_stream())
+    for _ in range(3):
+        union.transform(pd.DataFrame({"c": ["zz"]}))
+    assert ledger.n_releases == 6
+    assert ledger.epsilon_spent == pytest.approx(0.6, rel=1e-12)
+
+
+def test_sketches_fitted_in_workers_come_back_and_answer_in_the_parent():
+    """The reverse direction is not refused: a sketch pickled by a worker (not this process's parent) and loaded
+    here is an ordinary copy (a fork charged afresh, as documented)."""
+    union = _union()
+    out = union.fit_transform(_stream())  # fitted and queried in the workers, returned pickled
+    assert out.shape == (400, 2)
+    union.set_params(n_jobs=1).transform(pd.DataFrame({"c": ["zz"]}))  # in this process
+    assert [t.epsilon_spent_ for _, t in union.transformer_list] == [0.2, 0.2]
+
+
+_CHILD = """
+import pickle, sys
+from sklearn_bayes.exceptions import DetachedLedgerError
+sketch = pickle.loads(open(sys.argv[1], "rb").read())
+sketch.partial_fit(["zz"])  # consuming elements is not a release
+try:
+    sketch.query(["zz"])
+    print("answered")
+except DetachedLedgerError as exc:
+    print("refused" if "parent" in str(exc) else "other")
+fresh = type(sketch)(width=64).fit(["a"])  # a new stream in the child is its own: it answers
+fresh.query(["a"])
+print(fresh.epsilon_spent_)
+"""
+
+
+def test_a_child_process_refuses_its_parents_pickled_sketch_but_not_its_own_streams(tmp_path):
+    sketch = PrivateCountSketch(width=64).fit(_stream()["c"].to_numpy())
+    sketch.query(["a"])
+    path = tmp_path / "sketch.pkl"
+    path.write_bytes(pickle.dumps(sketch))
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["refused", "1.0"]
+    # in this process a pickle round trip goes on streaming and answering (a fork charged afresh)
+    copy_ = pickle.loads(pickle.dumps(sketch))
+    copy_.partial_fit(["zz"] * 5)
+    copy_.query(["zz"])
+    assert copy_.n_items_seen_ == 405 and copy_.epsilon_spent_ == 2.0
+
+
+# ------------------------------------------------------------------ random_state conventions
+
+
+def test_the_sketch_accepts_a_legacy_random_state_like_the_other_private_estimators():
+    stream = np.arange(200) % 7
+    answers = []
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SeededNoiseWarning)  # (the second RandomState(3) replays the first)
+            answers.append(PrivateCountSketch(width=64, random_state=np.random.RandomState(3)).fit(stream).query([1, 2]))
+    assert np.array_equal(answers[0], answers[1])  # reproducible from the RandomState's seed
+
+
+def test_from_dask_with_subsampling_reads_a_random_state_without_advancing_it():
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+    items = da.from_array(np.arange(4000) % 50, chunks=1000)
+    rs = np.random.RandomState(5)
+    before = rs.get_state()[1].copy()
+    with dask.config.set(scheduler="synchronous"):
+        a = PrivateCountSketch.from_dask(items, width=64, sampling_rate=0.5, random_state=rs)
+        b = PrivateCountSketch.from_dask(items, width=64, sampling_rate=0.5, random_state=np.random.RandomState(5))
+    assert np.array_equal(a.table_, b.table_)
+    assert not np.array_equal(rs.get_state()[1], before)  # the stream's generator was drawn from it, once
+    assert a.n_items_seen_ == 4000
+
+
+# ------------------------------------------------------------------ exact budgets as parameters
+
+
+@pytest.mark.xfail(strict=True, reason="sklearn_bayes.utils.RealInterval calls np.isnan on a Fraction (not HQM's file)")
+@pytest.mark.parametrize("make", [
+    lambda eps: AdaOPSRegressor(epsilon=eps, x_bound=1.0, y_bound=1.0, random_state=0),
+    lambda eps: OnePosteriorSampleRidge(epsilon=eps, x_bound=1.0, y_bound=1.0, random_state=0),
+    lambda eps: DPSGLDLogisticRegression(epsilon=eps, x_bound=1.0, n_iter=10, n_draws=2, n_mcmc=5, random_state=0),
+], ids=["AdaOPS", "OPS", "DPSGLD"])
+def test_an_exact_epsilon_is_accepted_or_refused_naming_epsilon(make):
+    X = np.random.default_rng(0).uniform(-1, 1, size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededNoiseWarning)
+        try:
+            est = make(Fraction(1, 2)).fit(X, y)
+        except (TypeError, ValueError) as exc:
+            assert "epsilon" in str(exc)
+        else:
+            assert est.epsilon_spent_ == pytest.approx(0.5)
