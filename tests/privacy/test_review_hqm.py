@@ -167,3 +167,48 @@ def test_an_exact_epsilon_is_accepted_or_refused_naming_epsilon(make):
             assert "epsilon" in str(exc)
         else:
             assert est.epsilon_spent_ == pytest.approx(0.5)
+
+
+# ------------------------------------------------------------------ the linear models as scikit-learn estimators
+
+
+def _regression(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 3))
+    return X, X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.standard_normal(n)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ledger: AdaOPSRegressor(x_bound=2.0, y_bound=2.0, ledger=ledger),
+    lambda ledger: OnePosteriorSampleRidge(ridge_lambda=300.0, x_bound=2.0, y_bound=2.0, ledger=ledger),
+], ids=["AdaOPS", "OPS"])
+def test_several_targets_go_through_multioutput_and_each_is_a_release(make):
+    from sklearn.multioutput import MultiOutputRegressor
+
+    X, y = _regression()
+    with pytest.raises(ValueError, match="1d array"):
+        make(None).fit(X, np.c_[y, -y])
+    ledger = PrivacyLedger()
+    model = MultiOutputRegressor(make(ledger)).fit(X, np.c_[y, -y])
+    assert model.predict(X[:5]).shape == (5, 2)
+    assert ledger.n_releases == 2 and ledger.epsilon_spent == 2.0
+
+
+def test_no_sample_weight_so_meta_estimators_pass_none():
+    from sklearn.utils.validation import has_fit_parameter
+
+    for est in (AdaOPSRegressor(), OnePosteriorSampleRidge(), DPSGLDLogisticRegression()):
+        assert not has_fit_parameter(est, "sample_weight")
+
+
+def test_column_y_and_sparse_x_as_documented():
+    from scipy import sparse
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y = _regression()
+    est = AdaOPSRegressor(x_bound=2.0, y_bound=2.0)
+    with pytest.warns(DataConversionWarning):
+        est.fit(X, y[:, None])
+    assert est.coef_.shape == (3,)
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        AdaOPSRegressor(x_bound=2.0, y_bound=2.0).fit(sparse.csr_matrix(X), y)
