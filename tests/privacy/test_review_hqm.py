@@ -212,3 +212,23 @@ def test_column_y_and_sparse_x_as_documented():
     assert est.coef_.shape == (3,)
     with pytest.raises(TypeError, match="[Ss]parse"):
         AdaOPSRegressor(x_bound=2.0, y_bound=2.0).fit(sparse.csr_matrix(X), y)
+
+
+def test_a_counter_is_refused_with_advice_that_keeps_its_counts():
+    """``list(Counter)`` keeps each key once: the message points to ``elements()``, which the sketch counts right."""
+    from collections import Counter
+
+    counts = Counter({"a": 3, "b": 1})
+    sketch = PrivateCountSketch(width=64, epsilon=50.0, random_state=0)
+    with pytest.raises(TypeError, match=r"elements\(\)") as info:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SeededNoiseWarning)
+            sketch.partial_fit(counts)
+    assert "pass list(X) for its items (a stream" not in str(info.value)
+    assert not hasattr(sketch, "table_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeededNoiseWarning)
+        sketch.partial_fit(list(counts.elements()))
+    assert sketch.n_items_seen_ == 4
+    with pytest.raises(TypeError, match=r"list\(X\) for its items, each once"):
+        sketch.partial_fit({"a", "b"})

@@ -152,9 +152,17 @@ def _as_2d_items(X, name):
     elif isinstance(X, (str, bytes)):
         raise TypeError(f"{name} must be an array-like of items, got a single {type(X).__name__}.")
     elif isinstance(X, (set, frozenset, dict)):  # (numpy reads them as one object: "a scalar")
+        if isinstance(X, dict):  # list() of a Counter or a dict of counts would keep each key once
+            hint = (
+                f"for a collections.Counter (or a dict of counts) pass list({name}.elements()) "
+                f"(resp. list(collections.Counter({name}).elements())): each item as many times as it is "
+                f"counted; list({name}) would keep each key once"
+            )
+        else:
+            hint = f"pass list({name}) for its items, each once (a stream counts repeated items)"
         raise TypeError(
             f"{name} must be an array-like of items (a list, a NumPy array, a DataFrame), got a "
-            f"{type(X).__name__}; pass list({name}) for its items (a stream counts repeated items)."
+            f"{type(X).__name__}; {hint}."
         )
     else:
         try:
