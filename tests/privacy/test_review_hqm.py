@@ -232,3 +232,13 @@ def test_a_counter_is_refused_with_advice_that_keeps_its_counts():
     assert sketch.n_items_seen_ == 4
     with pytest.raises(TypeError, match=r"list\(X\) for its items, each once"):
         sketch.partial_fit({"a", "b"})
+
+
+def test_without_a_ledger_the_best_estimator_reports_the_refit_alone():
+    """What the guide warns about: nothing adds the folds up when no ledger is passed."""
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _regression(n=600)
+    search = GridSearchCV(AdaOPSRegressor(x_bound=2.0, y_bound=2.0), {"epsilon": [0.5, 1.0]}, cv=3).fit(X, y)
+    assert search.best_estimator_.epsilon_spent_ == search.best_params_["epsilon"]
+    assert search.best_estimator_.ledger_.n_releases == 1
