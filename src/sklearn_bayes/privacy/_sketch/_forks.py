@@ -73,9 +73,9 @@ class _ForkedStream:
                 if isinstance(state.get(name), np.ndarray):
                     state[name] = state[name].copy()
             if "ledger_" in state:
-                # who made the snapshot: a copy loaded by a child of this process is refused (_charge)
+                # who made the snapshot: a copy loaded by a child of this process is refused (_charge);
+                # _parents_copy travels along and holds only where it was set (see __setstate__)
                 state["_pickled_by_pid"] = os.getpid()
-                state.pop("_parents_copy", None)  # a fact about the process that loaded it, re-derived
             return state
 
     def __copy__(self):
@@ -99,11 +99,16 @@ class _ForkedStream:
         # in this process, is found by its fork id and marked too.  (Pickling alone marks
         # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
         pickled_by = state.pop("_pickled_by_pid", None)
+        inherited = state.pop("_parents_copy", False)
         super().__setstate__(state)
         if "ledger_" in self.__dict__:
             # a snapshot made by this process's parent (a joblib / multiprocessing worker given a fitted
-            # sketch: FeatureUnion or ColumnTransformer with n_jobs > 1): its original may answer there
-            self._parents_copy = pickled_by is not None and pickled_by != os.getpid() and pickled_by == os.getppid()
+            # sketch: FeatureUnion or ColumnTransformer with n_jobs > 1), whose original may answer there,
+            # or a copy made in this process of such a copy
+            here = pickled_by == os.getpid()
+            self._parents_copy = bool(inherited and here) or (
+                pickled_by is not None and not here and pickled_by == os.getppid()
+            )
             self._mark_copy()
 
     def _mark_copy(self, copied_generator=True, source_alive=True):
