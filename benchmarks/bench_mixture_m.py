@@ -3063,6 +3063,11 @@ ROUND18_LOSS = (2.0, 0.05)
 #: the cells of goal 3 where the candidates run (4-12 rows per coefficient; the others of :data:`EXTRA_CELLS` have
 #: 12.5-16.7): n = 30 rows, 3 slopes and the intercept (7.5 rows per coefficient)
 ROUND18_CELLS = [("normal", 30, 3), ("t3", 30, 3), ("hetero |x1|", 30, 3)]
+#: printed by :func:`extra18` for information, not part of round 18's written rule (added after dev, before held18):
+#: round 11b's bad leverage cell at the same size, the law the leverage-group block (which C2 removes) was made for,
+#: and round 11's other cells at that size
+ROUND18_INFO_CELLS = [("bad leverage", 30, 3)] + [c for c in CHOICE_CELLS if c[1:] == (30, 3) and c not in
+                                                  ROUND18_CELLS + [("bad leverage", 30, 3)]]  # fmt: skip
 
 
 def candidate18(n_splits, sets, save="", names=None):
@@ -3163,7 +3168,9 @@ def extra18(reps, names=None):
     print(f"\nRound 18 (d): goal 3's cells at 7.5 rows per coefficient, slope MSE / best M-estimator's ({reps} draws);"
           " candidate - default over the default's MSE (paired SE)")
     out = {}
-    for law, n, p in ROUND18_CELLS:
+    for law, n, p in ROUND18_CELLS + ROUND18_INFO_CELLS:
+        if (law, n, p) == ROUND18_INFO_CELLS[0]:
+            print("(for information, not part of the written rule:)")
         mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
         vals = {m: float(np.nanmean(mse[n, p, law, m])) for m in meths}
         bestm = min((m for m in SINGLE_M if np.isfinite(vals[m])), key=vals.get)
