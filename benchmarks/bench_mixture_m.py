@@ -3072,9 +3072,10 @@ ROUND18_INFO_CELLS = [("bad leverage", 30, 3)] + [c for c in CHOICE_CELLS if c[1
 
 def candidate18(n_splits, sets, save="", names=None):
     """Issue 30 round 18 (``--parts candidate18``): the candidates ``names`` (default: all of :data:`ROUND18_FITS`;
-    ``--round18-fits``) with the 8 peers on the splits below 12 rows per coefficient (:func:`small_split_errors`),
+    ``--round18-fits C1,C2``: the labels of :data:`ROUND18_LABELS`) with the 8 peers on the splits below 12 rows per coefficient (:func:`small_split_errors`),
     judged by :func:`print_candidate18`; ``save`` pickles the per-split errors."""
-    fits = {m: ROUND18_FITS[m] for m in (names or ROUND18_FITS)}
+    by_label = {v: k for k, v in ROUND18_LABELS.items()}
+    fits = {by_label.get(m, m): ROUND18_FITS[by_label.get(m, m)] for m in (names or ROUND18_FITS)}
     fits = {"default": ROUND18_FITS["default"], **fits}
     table = small_split_errors(sets, n_splits, lambda Xtr, ytr: _fits_or_none(dict(REAL_PEERS, **fits), Xtr, ytr))
     if save:
@@ -3158,28 +3159,33 @@ def print_candidate18(table, names):
     return rule
 
 
-def extra18(reps, names=None):
-    """Round 18's rule (d) on goal 3's cells where the candidates run (:data:`ROUND18_CELLS`): slope MSE over the
-    best single M-estimator's (:data:`SINGLE_M`) and each candidate's change against the default over the default's
-    MSE, with its paired SE (``reps`` draws, common random numbers)."""
+def extra18(reps, names=None, cells=None):
+    """Round 18's rule (d) on goal 3's cells where the candidates run (:data:`ROUND18_CELLS`, then
+    :data:`ROUND18_INFO_CELLS`; ``cells``: these instead, ``--cells``): slope MSE over the best single M-estimator's
+    (:data:`SINGLE_M`) and each candidate's change against the default over the default's MSE, with its paired SE
+    (``reps`` draws, common random numbers)."""
     names = names or [m for m in ROUND18_FITS if m != "default"]
     meths = {m: PEERS[m] for m in SINGLE_M}
     meths.update({m: ROUND18_FITS[m] for m in ["default", *names]})
     print(f"\nRound 18 (d): goal 3's cells at 7.5 rows per coefficient, slope MSE / best M-estimator's ({reps} draws);"
           " candidate - default over the default's MSE (paired SE)")
     out = {}
-    for law, n, p in ROUND18_CELLS + ROUND18_INFO_CELLS:
+    for law, n, p in cells or ROUND18_CELLS + ROUND18_INFO_CELLS:
         if (law, n, p) == ROUND18_INFO_CELLS[0]:
             print("(for information, not part of the written rule:)")
         mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
         vals = {m: float(np.nanmean(mse[n, p, law, m])) for m in meths}
         bestm = min((m for m in SINGLE_M if np.isfinite(vals[m])), key=vals.get)
-        line = f"{f'{law} {n}/{p}':<16} best {bestm}: default {vals['default'] / vals[bestm]:.3f}"
+        x, y = mse[n, p, law, "default"], mse[n, p, law, bestm]
+        se0 = np.sqrt(np.var(x - x.mean() / y.mean() * y, ddof=1) / reps) / y.mean()
+        line = f"{f'{law} {n}/{p}':<16} best {bestm}: default {vals['default'] / vals[bestm]:.3f} +- {se0:.3f}"
         for m in names:
             d = mse[n, p, law, m] - mse[n, p, law, "default"]
             se = d.std(ddof=1) / np.sqrt(reps) / vals["default"]
+            x = mse[n, p, law, m]
+            se_b = np.sqrt(np.var(x - x.mean() / y.mean() * y, ddof=1) / reps) / y.mean()
             out[law, m] = (vals[m] / vals[bestm], d.mean() / vals["default"], se)
-            line += f" | {ROUND18_LABELS[m]} {out[law, m][0]:.3f}, {out[law, m][1]:+.4f} ({se:.4f})"
+            line += f" | {ROUND18_LABELS[m]} {out[law, m][0]:.3f} +- {se_b:.3f}, {out[law, m][1]:+.4f} ({se:.4f})"
         print(line, flush=True)
     return out
 
@@ -3276,7 +3282,8 @@ def main(argv=None):
     ap.add_argument("--n-boot", type=int, default=50, help="bootstrap: refits per interval (default 50)")
     ap.add_argument("--save", default="", help="real: pickle the per-split errors to this path")
     ap.add_argument("--round18-fits", default="",
-                    help="candidate18: comma-separated names of ROUND18_FITS besides the default (default: all)")
+                    help="candidate18: comma-separated labels C1, C2, C3 of ROUND18_FITS besides the default"
+                         " (default: all)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--sizes", default="100/5,400/20", help="error-law grid sizes n/p (comma-separated)")
     args = ap.parse_args(argv)
@@ -3361,7 +3368,7 @@ def main(argv=None):
             candidate18(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev18")), save=args.save,
                         names=names)
         if "extra18" in parts:
-            extra18(args.extra_reps)
+            extra18(args.extra_reps, cells=_cells_arg(args.cells))
         if "grid18" in parts:
             grid18(args.reps)
         if "spread13" in parts:

@@ -7,8 +7,9 @@ Robust regression with a mixture of M-estimators
 S-estimate (refined from least-trimmed-squares and deterministic starts), keeps
 the M-estimator (least squares, Huber, Tukey or Cauchy loss) with the smallest
 estimated coefficient variance (with fewer than 8 rows per coefficient: a Tukey
-fit started from a Huber fit; below 12, whichever of that fit and Huber's has the
-smaller cross-validated prediction error; see the user guide's *Small real data*), and
+fit started from a Huber fit; below 12, whichever of that fit, Huber's and, from 4
+rows per coefficient, robustbase lmrob's finite-sample MM has the smallest
+cross-validated prediction error; see the user guide's *Small real data*), and
 describes the residuals with a mixture of Gaussian, Laplace and Cauchy error laws
 fitted by EM.  :meth:`~sklearn_bayes.MixtureMEstimatorRegressor.flag_outliers`
 reads the residuals of the MM-estimate from the same start (``mm_coef_``), as

