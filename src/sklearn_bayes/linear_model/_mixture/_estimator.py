@@ -78,9 +78,9 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         chooses the loss by how precisely it estimates the coefficients, not
         by how well a density fits the residuals; see the user guide for the
         measured comparison.  Below 8 (effective) rows per coefficient the fit
-        is Tukey (4.685) from a Huber (1.345) fit, each with its own scale, and
-        below 12 it is compared with the Huber fit by cross-validation (see
-        Notes, *Small samples*).
+        is Tukey (4.685) from a Huber (1.345) fit, each with its own scale; below
+        12 it is compared by cross-validation with the Huber fit and, from 4, with
+        lmrob's finite-sample MM (see Notes, *Small samples*).
     init : {"s", "lts", "ols"}, default="s"
         Starting fit.  ``"s"``: an S-estimate (the smallest 50 %-breakdown
         Tukey-biweight M-scale of the residuals), computed by Fast-S I-steps
@@ -357,7 +357,8 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     4.685 of its scales); otherwise the variance rule decides.  Below 12 rows per coefficient (from 8 on unless its
     one-sided form, the largest normal-score correlation, rejects at 0.001: then Huber 1.0) the fit is replaced by
     the Huber (1.345) fit with its own scale if its 10-fold cross-validated risk (mean of the smallest 80 % of the
-    squared errors) is smaller (rock: the Tukey fit rejects a quarter of the rows, at 1.8 times).
+    squared errors) is smaller (rock: the Tukey fit rejects a quarter of the rows, at 1.8 times), and from 4 on by
+    lmrob's finite-sample MM (Tukey 4.685 at the finite-sample S scale) where its risk is the smallest of the three.
 
     Outliers: :meth:`flag_outliers` flags ``|r_i| > threshold *
     residual_scale_``, never a residual at the rounding level of its row;
