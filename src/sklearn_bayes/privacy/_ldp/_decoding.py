@@ -43,6 +43,13 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
 from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice, symmetric_probability
 from sklearn_bayes.privacy._ldp._stacking import stacked_estimate
+
+#: ``decoder='auto'``'s route from ``AUTO_EB_MIN_CATEGORIES`` (64) categories: ``'eb-stack'`` (round 15).  Round 17
+#: measured ``'eb-gmodel'`` there and did not adopt it (two dev cells lost 1.0-1.7 %; with a margin that avoids them no
+#: fewer cells stay above 1.05 of the best peer), so it is an option; were it routed here, 32-63 categories would keep
+#: ``'eb-stack'``: a smooth ``G`` from fewer than 64 values gained nothing on the near-uniform K = 50 dev cell (1.004
+#: +- 0.008 paired) and took its fit plus ``theta_`` from 7.2 to 11.4 times IBU (goal 3's bound is 10).
+AUTO_EB_DECODER = "eb-stack"
 from sklearn_bayes.privacy._ldp._samplers import (
     ADAPT_MAX_FACTOR,
     MAX_DRAW_VALUES,
@@ -106,7 +113,9 @@ class DecoderMixin:
         it used ``'eb'``: the keys of ``'eb'``'s EM and tilt, ``rho`` of the smoother priors, ``stack_weights`` (candidate
         -> convex weight; all on ``'eb'`` when the guard refused the stack), ``stack_folds``, ``stack_gain`` and
         ``stack_se`` (the nested cross-fitted squared-risk gain over ``'eb'`` and its standard error) and ``stack_used``,
-        :func:`~._stacking.stacked_estimate`), or ``final_estimate``'s name for the RRRR chains
+        :func:`~._stacking.stacked_estimate`), ``'eb-gmodel'`` (round 17, an option: the keys of ``'eb-stack'`` and
+        ``gmodel_gain``, the cross-fitted predictive log score of the g-model blend minus the NPMLE's in nats,
+        ``gmodel_used`` and ``gmodel_converged``, every fold's g-model fit converged), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
         With ``decoder='auto'`` at 32-63 categories (static mechanisms) also ``cv_gain``: the
         cross-validated log marginal likelihood of the empirical-Bayes prior minus the symmetric
@@ -121,7 +130,7 @@ class DecoderMixin:
         if self._client is None:
             return False
         if self.decoder != "auto":
-            return self.decoder in ("eb", "eb-rescale", "eb-stack")
+            return self.decoder in ("eb", "eb-rescale", "eb-stack", "eb-gmodel")
         return self.n_categories_ >= AUTO_EB_MIN_CATEGORIES or (
             self._auto_cv_applies() and self._auto_cv_gain() >= AUTO_CV_MARGIN)
 
@@ -274,13 +283,15 @@ class DecoderMixin:
 
     def _decode(self, rng):
         unmeasured = dict(method=self.final_estimate, rhat=float("nan"), ess=float("nan"))
-        if self._uses_eb() and self.decoder in ("auto", "eb-stack") and self.n_responses_ > 0:  # round 15 (_stacking)
+        if self._uses_eb() and self.decoder in ("auto", "eb-stack", "eb-gmodel") and self.n_responses_ > 0:  # round 15
             store = self._chain.store
             # 32-63 categories: the cv gain that routed here evaluated the Beta CDF on most of the stack's midpoints
             table = self._auto_cv_cached()[1:] if self._auto_cv_applies() else None
+            gmodel = self.decoder == "eb-gmodel" or (self.decoder == "auto" and AUTO_EB_DECODER == "eb-gmodel"
+                                                      and self.n_categories_ >= AUTO_EB_MIN_CATEGORIES)
             theta, info = stacked_estimate(*self._support_counts(), store.sids[: store.n], store.masks[: store.n_sids],
-                                           rng, RHO_GRID, cdf_table=table)
-            return theta, dict(method="eb-stack", **info)
+                                           rng, RHO_GRID, cdf_table=table, gmodel=gmodel)
+            return theta, dict(method="eb-gmodel" if gmodel else "eb-stack", **info)
         if self._uses_eb():
             rescale = self.decoder == "eb-rescale"
             theta, info = eb_estimate(*self._support_counts(), sum_to_one="rescale" if rescale else "tilt")

@@ -179,7 +179,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         Zipf(1.1) at K = 100, eps = 1 and 2, 30 runs; 3-10 % higher on sparse
         Dir(0.1) data, where ``'tv'`` is best).  Applies whenever the exact Gibbs
         posterior is used (static mechanisms or ``prior='hierarchical'``).
-    decoder : {'auto', 'posterior', 'counts', 'importance', 'eb', 'eb-rescale', 'eb-stack'}, default='auto'
+    decoder : {'auto', 'posterior', 'counts', 'importance', 'eb', 'eb-rescale', 'eb-stack', 'eb-gmodel'}, default='auto'
         How ``theta_`` and :meth:`credible_interval` are computed for a static mechanism.
         ``'posterior'``: from the exact posterior's draws (``prior``, ``point_estimate``; the
         behaviour before issue 28).  ``'counts'``: from the draws of the posterior given only the
@@ -190,14 +190,14 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         support count of every category is exactly binomial, the distribution of the values
         ``theta_k`` across categories is estimated by nonparametric maximum likelihood, and
         ``theta_`` holds the posterior means conditioned on summing to 1 (a tilt, see Notes); the intervals are binomial (Wilson)
-        confidence intervals; ``'eb-rescale'``: the same with the means divided by their sum (before round 14); ``'eb-stack'`` (round 15): the convex combination of ``'eb'``, two smoother priors' means, norm-sub and clipped MI whose weights minimise a squared risk cross-fitted over 5 folds of users, used only when its nested cross-fitted gain over ``'eb'`` exceeds 1.5 standard errors (else ``'eb'``; same intervals; see ``convergence_``).  ``'auto'``: ``'eb-stack'`` when ``n_categories_ >= 64``; from 32, ``'eb-stack'`` when
+        confidence intervals; ``'eb-rescale'``: the same with the means divided by their sum (before round 14); ``'eb-stack'`` (round 15): the convex combination of ``'eb'``, two smoother priors' means, norm-sub and clipped MI whose weights minimise a squared risk cross-fitted over 5 folds of users, used only when its nested cross-fitted gain over ``'eb'`` exceeds 1.5 standard errors (else ``'eb'``; same intervals; see ``convergence_``).  ``'eb-gmodel'`` (round 17, an option): the same stack whose ``'eb'`` row uses the NPMLE blended half and half with a smooth g-model of ``G`` (Efron's g-modeling) when that prior's cross-fitted predictive log score of held-out users' counts is higher (``_gmodel``).  ``'auto'``: ``'eb-stack'`` when ``n_categories_ >= 64``; from 32, ``'eb-stack'`` when
         its prior's 5-fold cross-validated log marginal likelihood of the support counts beats the
         symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else (still from 32) ``'counts'`` under
         SS(k) with ``k > 1`` when the exact chain would draw a latent category per user (``4 G K > n``
         or ``G K > 2^16`` for ``G`` distinct responses) and the counts' dependence is weak (plug-in
         sandwich variance ratio ``<= 1.07``); below 32 ``'importance'`` under the same per-user condition where ``G k > 11 K (K - 1)``; else
-        ``'posterior'``.  ``mechanism='rrrr'`` always uses the posterior (``'eb'``, ``'eb-rescale'``, ``'eb-stack'``, ``'counts'``, ``'importance'`` refused);
-        :meth:`sample_posterior` draws as ``theta_`` does (``'eb'``, ``'eb-rescale'``, ``'eb-stack'``: the exact posterior).  A compute knob: it may change after fitting.
+        ``'posterior'``.  ``mechanism='rrrr'`` always uses the posterior (``'eb'``, ``'eb-rescale'``, ``'eb-stack'``, ``'eb-gmodel'``, ``'counts'``, ``'importance'`` refused);
+        :meth:`sample_posterior` draws as ``theta_`` does (``'eb'``, ``'eb-rescale'``, ``'eb-stack'``, ``'eb-gmodel'``: the exact posterior).  A compute knob: it may change after fitting.
     random_state : None, int or numpy.random.Generator, default=None
         Source of the simulated privacy noise and of the MCMC.  An int emits
         :class:`sklearn_bayes.utils.SeededNoiseWarning` (reproducible noise is for
@@ -458,7 +458,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         "step_size": [StrOptions({"auto", "0.5/t"}), RealInterval(0, np.inf, closed="neither"), callable],
         "n_final_steps": [IntegerInterval(0, None, closed="left")],
         "final_estimate": [StrOptions({"mala", "gibbs", "sgld"})],
-        "decoder": [StrOptions({"auto", "posterior", "eb", "eb-rescale", "eb-stack", "counts", "importance"})],
+        "decoder": [StrOptions({"auto", "posterior", "eb", "eb-rescale", "eb-stack", "eb-gmodel", "counts", "importance"})],
         "random_state": ["random_state", np.random.Generator],
     }
 

@@ -88,7 +88,7 @@ class FrozenParamsMixin:
         if self.utility == "semi_adaptive" and self.alpha is None:
             raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
         decoder = getattr(self, "decoder", "auto")
-        if decoder in ("eb", "eb-rescale", "eb-stack", "counts", "importance") and self.mechanism == "rrrr":
+        if decoder in ("eb", "eb-rescale", "eb-stack", "eb-gmodel", "counts", "importance") and self.mechanism == "rrrr":
             raise ValueError(f"decoder={decoder!r} needs a static mechanism (its responses' support counts are "
                              "binomial); mechanism='rrrr' uses decoder='posterior' (or 'auto').")
 

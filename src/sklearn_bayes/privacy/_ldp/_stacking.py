@@ -38,6 +38,10 @@ unpacked rows (integer sums, exact in any order) instead of ``np.add.at``; the o
 only when the guard keeps the stack (otherwise ``theta_`` is ``'eb'``'s row, which ``e_1 @ full`` equals exactly);
 ``np.log(L)`` once per grid for the tilts; and, from 32 to 63 categories, the Beta CDF table of ``'auto'``'s
 cross-validated gain reused for the common grid's midpoints it shares.
+
+Round 17 (``decoder='eb-gmodel'``, an option; ``'auto'`` keeps ``'eb-stack'``): the same stack whose ``'eb'`` row on all
+users uses a smoother prior -- the NPMLE blended half and half with Efron's g-model (:mod:`._gmodel`) -- when that
+prior predicts the held-out users' counts of the same folds better (``stacked_estimate(..., gmodel=True)``).
 """
 
 import functools
@@ -52,6 +56,7 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
     npmle_weights,
     tilted_means,
 )
+from sklearn_bayes.privacy._ldp._gmodel import GMODEL_MARGIN, predictive_log_score, smooth_prior
 
 __all__ = ["STACK_CANDIDATES", "STACK_FOLDS", "STACK_Z", "SMOOTH_WEIGHTS", "candidates", "fold_support_counts",
            "simplex_least_squares", "stacked_estimate", "user_folds"]
@@ -144,7 +149,7 @@ def _clip_renormalise(f):
     return g / s if s > 0 else np.full(f.size, 1.0 / f.size)
 
 
-def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only_eb=False):
+def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only_eb=False, eb_prior=None):
     """``(J, K)`` candidate estimates (``STACK_CANDIDATES`` order) from the counts ``c`` of ``n`` users, and a dict:
     the NPMLE's EM (``n_iter``, ``converged``, ``n_atoms``), the tilt of ``'eb'`` (``tilt``, ``tilt_converged``) and
     the Dirichlet marginal's ``rho``.
@@ -156,7 +161,9 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     previous default, bit for bit; the info then describes its EM.  ``fit``: ``(L, (w, n_iter, converged))`` on
     ``u`` when the caller has them (the same numbers).  ``only_eb`` (with ``eb_on_own_grid``): the ``(1, K)`` row of
     ``'eb'`` and the same dict, without the NPMLE on ``u`` and the other candidates (round 16: :func:`stacked_estimate`
-    needs them on all users only when the guard keeps the stack).
+    needs them on all users only when the guard keeps the stack).  ``eb_prior`` (with ``eb_on_own_grid``; round 17):
+    ``eb_prior(L, u, w, p, q, f) -> (prior, converged)`` replaces the NPMLE's weights ``w`` in ``'eb'``'s tilt
+    (:func:`~._gmodel.smooth_prior`); ``info['n_iter']`` and ``converged`` still describe the NPMLE's EM.
     """
     c = np.asarray(c, dtype=float)
     f = (c / n - q) / (p - q)
@@ -173,6 +180,8 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
         uo = _grid(f, n, p, q)
         Lo = _likelihood(c, n, p, q, uo)
         wo, n_iter, converged = npmle_weights(Lo)
+        if eb_prior is not None:
+            wo = eb_prior(Lo, uo, wo, p, q, f)[0]
         (eb, lam, ok), n_atoms = tilted_means(Lo, wo, uo), uo.size
     else:
         (eb, lam, ok), n_atoms = tilted_means(L, w, u, logL=logL), u.size
@@ -185,7 +194,7 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     return np.array(out), info
 
 
-def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, cdf_table=None):
+def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, cdf_table=None, gmodel=False):
     """The stacked estimate (see the module's docstring) and its diagnostics.
 
     ``c``: the support counts of all ``n`` users; ``sids``, ``masks``: every user's packed response set (for the
@@ -196,6 +205,14 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
     (``stack_gain > STACK_Z * stack_se``).  ``cdf_table``: a Beta CDF table of
     :func:`~._empirical_bayes.dirichlet_marginal_weights` with the same ``K`` and ``rho_grid`` (``'auto'``'s
     cross-validated gain computed one), reused bit for bit.
+
+    ``gmodel`` (round 17, ``decoder='eb-gmodel'``): the ``'eb'`` row on all users uses the prior
+    :func:`~._gmodel.smooth_prior` (the NPMLE blended with Efron's g-model) instead of the NPMLE when, on the same user
+    folds, the blend's cross-fitted predictive log score of the held-out users' counts beats the NPMLE's by more than
+    ``GMODEL_MARGIN`` nats (:func:`~._gmodel.predictive_log_score`; both fitted without the fold, on the common grid).
+    The folds' candidates and the guard are unchanged; ``info`` gains ``gmodel_gain`` (the blend's score minus the
+    NPMLE's, summed over folds), ``gmodel_used`` and ``gmodel_converged`` (every fold's g-model fit converged).  Without it
+    the estimate is round 15's, bit for bit; with it, wherever the score keeps the NPMLE, too.
     """
     c = np.asarray(c, dtype=float)
     K = c.size
@@ -203,17 +220,29 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         raise ValueError("stacked_estimate needs at least one recorded response (n >= 1).")
     u0 = _grid(np.zeros(0), n, p, q)  # atoms independent of the counts, shared by every fit
     WB0 = dirichlet_marginal_weights(u0, K, rho_grid, known=cdf_table)
-    eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True)
+    if not gmodel:
+        eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True)
     fold = user_folds(n, folds, rng)
     cf = fold_support_counts(sids, masks, K, fold, folds)
     nf = np.bincount(fold, minlength=folds)
     J = len(STACK_CANDIDATES)
     A, b = np.zeros((J, J)), np.zeros(J)
     held = []  # per fold: the candidates fitted without it, its unbiased estimate, its terms of A and b
+    g_gain, g_ok = 0.0, True
     for k in range(folds):
         if nf[k] == 0 or nf[k] == n:
             continue
-        Fk = candidates(c - cf[k], n - nf[k], p, q, u0, WB0, rho_grid)[0]
+        if gmodel:  # the same EM as candidates' own (the same numbers), then the blend, both scored on fold k
+            cm, nm = c - cf[k], n - nf[k]
+            Lm = _likelihood(cm, nm, p, q, u0)
+            fit = npmle_weights(Lm)
+            Fk = candidates(cm, nm, p, q, u0, WB0, rho_grid, fit=(Lm, fit))[0]
+            blend, ok = smooth_prior(Lm, u0, fit[0], p, q, (cm / nm - q) / (p - q))
+            Lk = _likelihood(cf[k], nf[k], p, q, u0)
+            g_gain += predictive_log_score(Lm, blend, Lk) - predictive_log_score(Lm, fit[0], Lk)
+            g_ok = g_ok and ok
+        else:
+            Fk = candidates(c - cf[k], n - nf[k], p, q, u0, WB0, rho_grid)[0]
         t = (cf[k] / nf[k] - q) / (p - q)
         Ak, bk = Fk @ Fk.T, Fk @ t
         A += Ak
@@ -228,6 +257,11 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         d += (a_k @ Fk - t) ** 2 - (Fk[0] - t) ** 2
     gain, se = float(-d.sum()), float(np.sqrt(K * np.var(d))) if K > 1 else 0.0
     used = bool(held) and gain > STACK_Z * se
+    if gmodel:
+        g_used = bool(held) and g_gain > GMODEL_MARGIN
+        eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True,
+                                  eb_prior=smooth_prior if g_used else None)
+        info = dict(info, gmodel_gain=float(g_gain), gmodel_used=g_used, gmodel_converged=bool(g_ok))
     if used:  # the other candidates on all users (their 'eb' row on the common grid is not used)
         full = np.vstack([eb_row, candidates(c, n, p, q, u0, WB0, rho_grid)[0][1:]])
         theta = np.maximum(weights @ full, 0.0)
