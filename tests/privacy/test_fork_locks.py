@@ -60,20 +60,22 @@ class _Holder:
         self.thread.join()
 
 
-def _sketch():
-    return PrivateCountSketch(width=64).fit(np.arange(50))
+def _sketch(tmp_path):
+    # bound to a ledger file: without one a sketch inherited by a forked child refuses to release there
+    # (DetachedLedgerError, HQN); these tests are about the locks, so the child's queries must be able to answer
+    return PrivateCountSketch(width=64, ledger=PrivacyLedger(path=tmp_path / "budget.ledger")).fit(np.arange(50))
 
 
-def test_a_call_that_ends_within_the_wait_leaves_a_usable_sketch_in_the_child():
-    sketch = _sketch()
+def test_a_call_that_ends_within_the_wait_leaves_a_usable_sketch_in_the_child(tmp_path):
+    sketch = _sketch(tmp_path)
     with _Holder(instance_lock(sketch), hold=0.3):  # a call that ends 0.3 s after the fork began
         out = _in_child(lambda: sketch.query([1, 2]).tolist())
     assert out != "deadlock" and "ok" in out and len(out["ok"]) == 2
 
 
-def test_a_sketch_busy_past_the_wait_is_refused_in_the_child_not_deadlocked(monkeypatch):
+def test_a_sketch_busy_past_the_wait_is_refused_in_the_child_not_deadlocked(monkeypatch, tmp_path):
     monkeypatch.setattr(_fork, "FORK_WAIT", 0.2)
-    sketch, other = _sketch(), _sketch()
+    sketch, other = _sketch(tmp_path), _sketch(tmp_path)
     with _Holder(instance_lock(sketch)):  # a call that outlives the wait
         t0 = time.monotonic()
         out = _in_child(lambda: {"other": other.query([1]).tolist(), "busy": _refused(sketch)})
@@ -99,11 +101,11 @@ def _refused(sketch):
     return messages[0]
 
 
-def test_a_fork_while_a_thread_is_in_a_module_guard_does_not_deadlock_the_child(monkeypatch):
+def test_a_fork_while_a_thread_is_in_a_module_guard_does_not_deadlock_the_child(monkeypatch, tmp_path):
     from sklearn_bayes.utils import _transaction
 
     monkeypatch.setattr(_fork, "FORK_WAIT", 0.2)
-    sketch = _sketch()
+    sketch = _sketch(tmp_path)
     with _Holder(_transaction._LOCKS_GUARD, hold=5.0):
         out = _in_child(lambda: sketch.query([1]).tolist(), timeout=4.0)
     assert out != "deadlock" and "ok" in out, out
@@ -139,9 +141,9 @@ def test_any_estimator_busy_at_the_fork_is_refused_in_the_child(monkeypatch):
     assert est.n_responses_ == 4
 
 
-def test_a_long_call_delays_one_fork_not_every_fork(monkeypatch):
+def test_a_long_call_delays_one_fork_not_every_fork(monkeypatch, tmp_path):
     monkeypatch.setattr(_fork, "FORK_WAIT", 1.0)
-    sketch, other = _sketch(), _sketch()
+    sketch, other = _sketch(tmp_path), _sketch(tmp_path)
     with _Holder(instance_lock(sketch)):  # e.g. a long fit in a background thread
         times = []
         for _ in range(3):

@@ -115,12 +115,12 @@ def _copies(est):
     return out
 
 
-def _os_seeded_fits():
+def _os_seeded_fits(ledger=None):
     from sklearn_bayes.privacy import AdaptiveLDPFrequencyEstimator, PrivateCountSketch
 
     x = np.random.default_rng(0).integers(0, 8, size=300)
     return [AdaptiveLDPFrequencyEstimator(n_categories=8).fit(x.reshape(-1, 1)),
-            PrivateCountSketch(width=64).fit(np.arange(50))]
+            PrivateCountSketch(width=64, ledger=ledger).fit(np.arange(50))]
 
 
 @pytest.mark.parametrize("index", [0, 1], ids=["ldp", "sketch"])
@@ -144,8 +144,11 @@ def test_every_copy_of_an_os_seeded_estimator_holds_os_seeded_generators_only(in
 
 
 @needs_fork
-def test_copies_of_os_seeded_estimators_in_fork_workers_all_draw_distinct_noise():
+def test_copies_of_os_seeded_estimators_in_fork_workers_all_draw_distinct_noise(tmp_path):
     """A pool of fork()-ed workers, each releasing from the same inherited estimators and their copies.
+
+    The sketch is bound to a ledger file: without one an inherited sketch refuses to release in a forked
+    child (HQN; tests/privacy/sketch/test_process_fork.py), with one every worker's fork is charged to it.
 
     Every worker (and the parent) draws its own noise: after each task's release, the next draws of
     the LDP and the sketch noise streams are never equal in two tasks (a replay would make them
@@ -155,7 +158,10 @@ def test_copies_of_os_seeded_estimators_in_fork_workers_all_draw_distinct_noise(
     """
     import multiprocessing
 
-    fits = _os_seeded_fits()
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    ledger = PrivacyLedger(path=tmp_path / "budget.ledger")
+    fits = _os_seeded_fits(ledger)
     ldp, sketch = fits[0], fits[1]
     copies = [ldp, *_copies(ldp).values()]
     global _POOL_STATE
@@ -170,6 +176,7 @@ def test_copies_of_os_seeded_estimators_in_fork_workers_all_draw_distinct_noise(
     for key in ("ldp", "sketch"):
         rows = [tuple(np.round(o[key], 12)) for o in outs]
         assert len(set(rows)) == len(rows), key
+    assert ledger.n_releases == 7  # the six tasks' releases and the parent's, all in the file
 
 
 _POOL_STATE = None
@@ -253,16 +260,18 @@ def _use_in_worker(_):
 
 
 @needs_fork
-def test_a_fork_pool_started_while_a_thread_records_in_a_loop_neither_deadlocks_nor_fails():
+def test_a_fork_pool_started_while_a_thread_records_in_a_loop_neither_deadlocks_nor_fails(tmp_path):
     """A thread records batches into a sketch in a tight loop (each call short) while the main thread starts a
     ``fork`` pool whose workers query that sketch: each fork waits for the call in flight, so every worker gets
-    the sketch between two calls and answers (no RuntimeError, no deadlock), and the parent's loop goes on."""
+    the sketch between two calls and answers (no RuntimeError, no deadlock), and the parent's loop goes on.
+    (The sketch is bound to a ledger file, without which forked workers refuse to release: HQN.)"""
     import multiprocessing
 
-    from sklearn_bayes.privacy import PrivateCountSketch
+    from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
 
     global _BUSY_LOOP
-    sketch = PrivateCountSketch(width=64).fit(np.arange(50))
+    ledger = PrivacyLedger(path=tmp_path / "budget.ledger")
+    sketch = PrivateCountSketch(width=64, ledger=ledger).fit(np.arange(50))
     stop, errors, n_calls = threading.Event(), [], [0]
 
     def loop():
@@ -287,6 +296,7 @@ def test_a_fork_pool_started_while_a_thread_records_in_a_loop_neither_deadlocks_
     assert not errors, errors
     assert len(outs) == 6 and all(len(o) == 3 for o in outs)
     assert n_calls[0] > 0
+    assert ledger.n_releases == 6  # every worker's release reached the file
 
 
 def _open_ledger_at(args):

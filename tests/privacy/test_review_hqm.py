@@ -121,6 +121,48 @@ def test_a_child_process_refuses_its_parents_pickled_sketch_but_not_its_own_stre
     assert copy_.n_items_seen_ == 405 and copy_.epsilon_spent_ == 2.0
 
 
+_FORKSERVER = """
+import multiprocessing, sys
+import numpy as np
+from sklearn_bayes.exceptions import DetachedLedgerError
+from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
+
+
+def query(sketch):
+    try:
+        sketch.query([1])
+    except DetachedLedgerError as exc:
+        return "refused" if "ancestor" in str(exc) else str(exc)
+    return "answered"
+
+
+if __name__ == "__main__":
+    sketch = PrivateCountSketch(width=64).fit(np.arange(50))
+    ledger = PrivacyLedger(path=sys.argv[1])
+    bound = PrivateCountSketch(width=64, ledger=ledger).fit(np.arange(50))
+    with multiprocessing.get_context("forkserver").Pool(2) as pool:
+        print(*pool.map_async(query, [sketch] * 3).get(timeout=120))
+        print(*pool.map_async(query, [bound] * 3).get(timeout=120))
+    print(sketch.epsilon_spent_, sketch.n_query_sets_, ledger.n_releases, ledger.epsilon_spent)
+"""
+
+
+@pytest.mark.skipif("forkserver" not in __import__("multiprocessing").get_all_start_methods(),
+                    reason="needs the forkserver start method")
+def test_a_forkserver_pool_worker_refuses_the_sketch_its_grandparent_pickled(tmp_path):
+    """HQN: a 'forkserver' worker (the default start method on Linux from Python 3.14) is a child of the fork
+    server, itself a child of the process that pickled the task: the check of the parent alone let it answer
+    (measured: three tasks of three answered).  Now any ancestor counts; with a ledger file it answers and each
+    task's unpickled copy is a fork charged afresh in the file.  (A script file: the workers import its
+    functions from it.)"""
+    script = tmp_path / "forkserver_pool.py"
+    script.write_text(_FORKSERVER)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "budget.ledger")], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["refused refused refused", "answered answered answered", "0.0 0 3 3.0"]
+
+
 # ------------------------------------------------------------------ random_state conventions
 
 

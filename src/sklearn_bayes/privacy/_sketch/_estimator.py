@@ -217,12 +217,15 @@ class PrivateCountSketch(
     own history (the common history plus its own releases) and only the composition
     covers both.  A copy loaded in another process cannot mark its original: compose
     the ledgers of every copy that answers.  ``merge`` refuses a copy of a shard it
-    already holds.  A child process started by ``os.fork()`` holds copies of the parent's
-    running sketches: they are marked as such in the child (the parent's are not).  A copy
-    that this process's parent pickled (joblib's process workers: ``FeatureUnion`` or
-    ``ColumnTransformer`` with ``n_jobs > 1`` transform there) refuses to release
-    (``DetachedLedgerError``) unless the stream is bound to a ``PrivacyLedger(path=...)``: its
-    release and kept noise would be lost with it, unseen by the original.
+    already holds.  *A copy in a child process* -- pickled by one of its ancestors
+    (joblib's process workers: ``FeatureUnion`` or ``ColumnTransformer`` with ``n_jobs > 1``
+    transform there; a ``multiprocessing`` pool's task) or inherited through ``os.fork()``
+    (a module-level sketch in a ``"fork"`` pool) -- refuses to release
+    (``DetachedLedgerError``, before any noise is drawn, changing nothing) unless the stream
+    is bound to a ``PrivacyLedger(path=...)``: its release and kept noise would be lost with
+    it, unseen by the original.  Query in the parent, or give the stream a ledger file (each
+    child's copy is then a fork charged afresh in it).  ``partial_fit`` and a new ``fit`` in
+    the child are allowed.
 
     *The noise of a copy* depends on the ``random_state`` the stream was started with
     (a later ``set_params`` does not count): with ``None`` (production) the copy draws
@@ -593,6 +596,7 @@ class PrivateCountSketch(
         use counts and the ledgers as they were, and the generator that
         :func:`~sklearn_bayes.utils.transactional` rewinds has produced no released noise.
         """
+        self._check_attached()  # the parent's copy in a child process: refused before any noise is drawn
         self._writeable_state()
         uniq, inverse = np.unique(keys, return_inverse=True)
         cols, signs = self._locate(uniq)

@@ -22,22 +22,49 @@ from sklearn_bayes.utils import instance_lock
 from sklearn_bayes.utils._validation import _os_seeded_generator, external_stacklevel
 
 
+#: How many generations up a process looks for the process that pickled a copy (see :func:`_ancestor_pids`).
+MAX_ANCESTRY = 64
+
+
+def _ancestor_pids():
+    """The process ids of this process's ancestors, its parent first (Linux: read from ``/proc``).
+
+    A copy pickled by any of them is its ancestor's copy: a ``multiprocessing`` worker of the
+    ``"forkserver"`` start method (the default on Linux from Python 3.14) is a child of the fork
+    server, itself a child of the process that pickled the task; a Dask worker is a child of its
+    nanny.  Where ``/proc`` cannot be read, only the parent is known.
+    """
+    pids, pid = [], os.getppid()
+    while pid > 1 and len(pids) < MAX_ANCESTRY:
+        pids.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            pid = int(stat[stat.rindex(b")") + 2:].split()[1])  # (the name, in parentheses, may hold spaces)
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
 #: The live sketches of this process by fork id, to mark an original as a fork when a copy of
 #: it is made (``__setstate__``); weak references, so nothing is kept alive.
 _LIVE_FORKS = weakref.WeakValueDictionary()
 
 
 def _mark_inherited_copies():
-    """In a ``fork()``-ed child: every running sketch it inherited is a copy (see :meth:`_ForkedStream._mark_copy`).
+    """In a ``fork()``-ed child: every running sketch it inherited is its parent's copy (``_mark_copy``).
 
     The child holds the parent's sketches with their generators *in their state*: unmarked, an
     OS-seeded sketch would draw in the child the very noise its original draws in the parent
     (their answers would differ by exactly their counts' difference) and its next release would
     not be charged afresh.  Marked, the child's copy is a new fork with a fresh generator from the
-    operating system (a seeded stream replays and warns, as for any copy).  Its original, in the
-    parent, is not marked: as for a copy loaded in another process, compose the ledgers (a shared
-    ``PrivacyLedger(path=...)`` sees both forks' charges).  Runs single-threaded in the child and
-    takes no lock (a lock held by a parent thread at the fork is never released in the child).
+    operating system (a seeded stream replays and warns, as for any copy), and it is the parent's
+    copy (``_parents_copy = "fork"``): like a copy its parent pickled, it refuses to release unless
+    its stream is bound to a ledger file (:meth:`_ForkedStream._check_attached`), since its original
+    in the parent never sees its release nor the noise it keeps.  Consuming elements and a new
+    stream (``fit``) in the child are allowed.  The original, in the parent, is not marked.  Runs
+    single-threaded in the child and takes no lock (a lock held by a parent thread at the fork is
+    never released in the child).
     """
     seen = set()
     for sketch in list(_LIVE_FORKS.values()):
@@ -46,6 +73,7 @@ def _mark_inherited_copies():
         seen.add(id(sketch))
         try:
             sketch._mark_copy(source_alive=False)
+            sketch._parents_copy = "fork"
         except Exception:  # pragma: no cover - never fail a fork; the sketch keeps its state
             pass
 
@@ -73,7 +101,7 @@ class _ForkedStream:
                 if isinstance(state.get(name), np.ndarray):
                     state[name] = state[name].copy()
             if "ledger_" in state:
-                # who made the snapshot: a copy loaded by a child of this process is refused (_charge);
+                # who made the snapshot: a copy loaded by a descendant of this process is refused (_charge);
                 # _parents_copy travels along and holds only where it was set (see __setstate__)
                 state["_pickled_by_pid"] = os.getpid()
             return state
@@ -102,13 +130,16 @@ class _ForkedStream:
         inherited = state.pop("_parents_copy", False)
         super().__setstate__(state)
         if "ledger_" in self.__dict__:
-            # a snapshot made by this process's parent (a joblib / multiprocessing worker given a fitted
-            # sketch: FeatureUnion or ColumnTransformer with n_jobs > 1), whose original may answer there,
-            # or a copy made in this process of such a copy
+            # a snapshot made by this process's parent or another ancestor (a joblib / multiprocessing worker
+            # given a fitted sketch: FeatureUnion or ColumnTransformer with n_jobs > 1; a 'forkserver' worker is
+            # its pickler's grandchild), whose original may answer there, or a copy made here of such a copy
             here = pickled_by == os.getpid()
-            self._parents_copy = bool(inherited and here) or (
-                pickled_by is not None and not here and pickled_by == os.getppid()
-            )
+            if inherited and here:  # how its source got here ("fork" or "pickle"; True: pickled by HQM's version)
+                self._parents_copy = "pickle" if inherited is True else inherited
+            elif pickled_by is not None and not here and pickled_by in _ancestor_pids():
+                self._parents_copy = "pickle"
+            else:
+                self._parents_copy = False
             self._mark_copy()
 
     def _mark_copy(self, copied_generator=True, source_alive=True):
@@ -171,6 +202,36 @@ class _ForkedStream:
                 stacklevel=external_stacklevel(),
             )
 
+    def _check_attached(self):
+        """Refuse a release of the parent process's copy of a running stream unless it is bound to a ledger file.
+
+        The copy (pickled by an ancestor of this process, e.g. into joblib's process workers, or inherited
+        through ``os.fork()``; see ``_parents_copy``) would be charged only in its own ``ledger_``,
+        which its original in the parent never sees, and the noise it keeps would die with it:
+        repeated answers of such copies average the noise away.  Called before any noise is drawn
+        (``_answer``) and by :meth:`_charge`; a stream bound to a shared ledger is left to that
+        ledger, which accepts a file and refuses a detached in-memory copy.
+        """
+        how = getattr(self, "_parents_copy", False)
+        if not how or self._shared_ledger is not None:
+            return
+        if how == "fork":
+            got = ("inherited it through os.fork() (e.g. a module-level sketch used by a multiprocessing pool with "
+                   "the 'fork' start method, or a Process given it as an argument)")
+        else:
+            got = ("pickled it (e.g. a fitted sketch in FeatureUnion or ColumnTransformer with n_jobs > 1, whose "
+                   "transform runs in joblib's process workers, or a multiprocessing pool's task)")
+        raise DetachedLedgerError(
+            "PrivateCountSketch is a copy of a running stream whose original lives in this process's parent (or "
+            f"another ancestor), which {got}: its release would be charged only to this copy's ledger_, which its "
+            "original in the parent never sees, and the noise it keeps would be lost with it, so repeated answers "
+            "would average the noise away. Nothing was released. Query the sketch in the parent (n_jobs=1 or a "
+            "thread backend), or bind the stream to a file ledger, PrivateCountSketch(ledger=PrivacyLedger(path=...)), "
+            "which records every process's release in one budget. A new fit here starts a stream of this "
+            "process, which answers. To move a sketch on purpose, use to_bytes() / from_bytes() (the loaded "
+            "sketch is a fork: compose the ledgers)."
+        )
+
     @property
     def epsilon_spent_(self):
         """Privacy spent on this stream: the total of ``ledger_`` (see Notes, "Copies")."""
@@ -189,19 +250,10 @@ class _ForkedStream:
         worker).  This object's attributes are bound only after both records are made, so
         a refusal records nothing here and changes nothing: the caller binds its noise
         after this call, and the transactional query rewinds a generator whose draws
-        were never released.
+        were never released.  A copy of its parent process's running stream without a
+        ledger file is refused first (:meth:`_check_attached`).
         """
-        if getattr(self, "_parents_copy", False) and self._shared_ledger is None:
-            raise DetachedLedgerError(
-                "PrivateCountSketch is a copy that this process's parent pickled (e.g. a fitted sketch in "
-                "FeatureUnion or ColumnTransformer with n_jobs > 1, whose transform runs in joblib's process "
-                "workers): its release would be charged only to this copy's ledger_, which its original in the "
-                "parent never sees, and the noise it keeps would be lost with it, so repeated answers would "
-                "average the noise away. Nothing was released. Use n_jobs=1 (or a thread backend), or bind "
-                "the stream to a file ledger, PrivateCountSketch(ledger=PrivacyLedger(path=...)), which "
-                "records every process's release in one budget. To move a sketch on purpose, use "
-                "to_bytes() / from_bytes() (the loaded sketch is a fork: compose the ledgers)."
-            )
+        self._check_attached()
         fork_id, charged = (uuid.uuid4().hex, 0.0) if self._fork_pending else (self._fork_id, self._charged)
         if not (math.isfinite(chain0) and chain0 >= 0):
             raise ValueError(f"the privacy spend of this release is not finite ({chain0!r}); nothing was released.")
