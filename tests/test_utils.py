@@ -30,6 +30,38 @@ def test_check_epsilon_rejects_types(bad):
         check_epsilon(bad)
 
 
+def test_check_epsilon_takes_an_exact_number_that_is_a_float_and_refuses_one_that_would_be_rounded():
+    """HQN: a ``Fraction`` equal to a float is that float; one that no float equals is refused rather than rounded
+    to the nearest float, which may be above it (float(Fraction(1, 10)) > 1/10: a larger budget than asked)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    assert check_epsilon(Fraction(1, 2)) == 0.5 and type(check_epsilon(Fraction(1, 2))) is float
+    assert check_epsilon(Fraction(3, 1024)) == 3 / 1024
+    assert Fraction(float(Fraction(1, 10))) > Fraction(1, 10)  # (the rounding this refuses)
+    for inexact in (Fraction(1, 10), Fraction(1, 3)):
+        with pytest.raises(ValueError, match=r"eps_total=Fraction\(1, \d+\) is not exactly a float"):
+            check_epsilon(inexact, name="eps_total")
+    with pytest.raises(ValueError, match="must be finite and > 0"):
+        check_epsilon(Fraction(-1, 2))
+    with pytest.raises(TypeError, match="epsilon must be a real number"):
+        check_epsilon(Decimal("0.5"))  # not a numbers.Real (Python's choice): refused as before
+
+
+def test_real_interval_accepts_exact_floats_only_and_never_raises_numpys_error():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from sklearn_bayes.utils import RealInterval
+
+    c = RealInterval(0, 1, closed="right")
+    assert c.is_satisfied_by(Fraction(1, 2)) and c.is_satisfied_by(Fraction(1, 1))
+    # (numpy's "ufunc 'isnan' not supported" was raised for every Fraction)
+    assert not c.is_satisfied_by(Fraction(1, 10)) and not c.is_satisfied_by(Fraction(3, 2))
+    assert not c.is_satisfied_by(Fraction(0, 1)) and not c.is_satisfied_by(Decimal("0.5"))
+    assert "exactly" in str(c)
+
+
 def test_privacy_random_state():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -21,13 +21,30 @@ from sklearn_bayes.utils._fork import register_guard
 from sklearn_bayes.utils._streaming import state_digest
 
 
+def _exact_float(value):
+    """``float(value)`` for a :class:`numbers.Real` that a float equals exactly, else ``None``.
+
+    Python and NumPy ints and floats pass unchanged (as floats); another exact number, such as
+    :class:`fractions.Fraction`, only when some float equals it: ``Fraction(1, 2)`` is 0.5, while
+    ``Fraction(1, 10)`` has no float equal to it (its nearest float is *above* 1/10).
+    """
+    if isinstance(value, (numbers.Integral, float, np.floating)):
+        return float(value)
+    try:
+        as_float = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return as_float if as_float == value else None
+
+
 def check_epsilon(epsilon, name="epsilon"):
     """Validate a privacy budget: a finite real number > 0.
 
     Parameters
     ----------
     epsilon : float
-        The value to check.
+        The value to check: an int or a float (Python or NumPy), or another
+        :class:`numbers.Real` (e.g. :class:`fractions.Fraction`) equal to a float.
     name : str, default="epsilon"
         Argument name used in the error message.
 
@@ -38,16 +55,43 @@ def check_epsilon(epsilon, name="epsilon"):
     Raises
     ------
     TypeError
-        If ``epsilon`` is not a real number (booleans are rejected).
+        If ``epsilon`` is not a real number (booleans and :class:`decimal.Decimal`,
+        which Python does not count as a :class:`numbers.Real`, are rejected).
     ValueError
-        If ``epsilon`` is not finite or not strictly positive.
+        If ``epsilon`` is not finite or not strictly positive, or is an exact number that
+        no float equals.
+
+    Notes
+    -----
+    A budget is never rounded: the nearest float to an exact number may lie above it
+    (``float(Fraction(1, 10)) = 0.1000000000000000055...``), which would spend more than
+    asked without saying so.  Such a value is refused; pass the float you mean, e.g.
+    ``math.nextafter(float(x), 0)`` to stay below ``x``.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> check_epsilon(Fraction(1, 2))
+    0.5
+    >>> check_epsilon(Fraction(1, 10))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon=Fraction(1, 10) is not exactly a float: its nearest float, 0.1, lies above it, ...
     """
     if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {epsilon!r} of type {type(epsilon).__name__}.")
-    epsilon = float(epsilon)
-    if not np.isfinite(epsilon) or epsilon <= 0:
+    value = _exact_float(epsilon)
+    if value is None:
+        nearest = float(epsilon)
+        side = "above" if nearest > epsilon else "below"
+        raise ValueError(
+            f"{name}={epsilon!r} is not exactly a float: its nearest float, {nearest!r}, lies {side} it, and a "
+            f"budget is never rounded silently; pass the float you mean (e.g. math.nextafter(float({name}), 0) "
+            "to stay below it)."
+        )
+    if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be finite and > 0, got {epsilon!r}.")
-    return epsilon
+    return value
 
 
 class IntegerInterval(Interval):
@@ -75,27 +119,38 @@ class IntegerInterval(Interval):
 
 
 class RealInterval(Interval):
-    """``Interval(numbers.Real, ...)`` for ``_parameter_constraints`` that rejects booleans.
+    """``Interval(numbers.Real, ...)`` for ``_parameter_constraints`` that rejects booleans and inexact numbers.
 
     ``True`` is a :class:`numbers.Real` in Python, so scikit-learn's interval accepts
     ``epsilon=True`` as 1.0; a privacy budget, a bound or a rate given as a boolean is a
-    mistake and is refused with the usual ``InvalidParameterError``.
+    mistake and is refused with the usual ``InvalidParameterError``.  Another exact
+    :class:`numbers.Real` (e.g. :class:`fractions.Fraction`, on which scikit-learn's interval
+    raises NumPy's "ufunc 'isnan' not supported") is accepted when a float equals it
+    (``Fraction(1, 2)``), and refused naming the parameter when none does: the estimators
+    compute in floats, and the nearest float may lie above the value (``Fraction(1, 10)``),
+    a larger budget than asked, silently.
 
     Examples
     --------
+    >>> from fractions import Fraction
     >>> c = RealInterval(0, None, closed="neither")
     >>> c.is_satisfied_by(0.5), c.is_satisfied_by(True), c.is_satisfied_by(-1.0)
     (True, False, False)
+    >>> c.is_satisfied_by(Fraction(1, 2)), c.is_satisfied_by(Fraction(1, 10))
+    (True, False)
     """
 
     def __init__(self, left, right, *, closed):
         super().__init__(numbers.Real, left, right, closed=closed)
 
     def is_satisfied_by(self, val):
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+        if isinstance(val, (bool, np.bool_)) or not isinstance(val, numbers.Real):
+            return False
+        value = _exact_float(val)
+        return value is not None and super().is_satisfied_by(value)
 
     def __str__(self):
-        return super().__str__() + " (not a bool)"
+        return super().__str__() + " (not a bool; a Fraction only if exactly equal to a float)"
 
 
 def check_generator(random_state):
