@@ -94,6 +94,11 @@ numbers: every method sees the same data in every cell.
    :func:`candidate18`, round 17's candidates (:data:`ROUND18_FITS`) against the default under round 18's pooled rule
    (:func:`round18_rule`; ``--sets`` default ``dev18``, ``--round18-fits`` picks the candidates), and the rule's part
    (d): :func:`extra18` (goal 3's n = 30 cells) and :func:`grid18` (the error-law grid's fits bit for bit).
+22. ``--parts candidate18b``, ``extra18b`` (issue 30, round 18b; not in the default parts): :func:`candidate18b`,
+   round 18's default with the finite-sample MM not asked where the Huber residuals' spread grows with ``x``
+   (:data:`ROUND18B_FITS`) under round 18's rule, with ``--load`` the peers read from round 18's saved errors, and
+   the splits each variant moves against round 18; :func:`extra18b`, the 30/3 cells against round 17 and 18;
+   :func:`where18b`, the heteroscedastic 30/3 draws round 18 moved (``--extra-reps`` draws).
 """
 
 import argparse
@@ -3211,6 +3216,150 @@ def grid18(reps, names=None, sizes=SIZES, laws=LAWS):
     return same, total
 
 
+# --------------------------------------------------------------------------------------
+# 22. issue 30, round 18b: the finite-sample MM not asked where the Huber residuals' spread grows with x
+#     (``--parts candidate18b``, ``extra18b``)
+# --------------------------------------------------------------------------------------
+
+
+def _round18b_fit(level):
+    """Round 18's default (the finite-sample MM from 4 rows per coefficient) with
+    ``CV_FINITE_SAMPLE_MM_SPREAD_LEVEL = level`` (``None``: round 18 as adopted)."""
+    return lambda X, y: _fit_with_constants("_selection", X, y, CV_FINITE_SAMPLE_MM_ROWS_PER_COEF=4.0,
+                                            CV_FINITE_SAMPLE_MM_SPREAD_LEVEL=level)  # fmt: skip
+
+
+#: round 18b's fits, fixed before any run of them (after round 18b's task 1, which only read round 17's and round 18's
+#: defaults): ``default`` is round 17's default (the key round 18's rule compares with), ``round 18`` the default
+#: round 18 adopted, V1 / V2 / V3' that default with the finite-sample MM not asked where :func:`spread_growth` on the
+#: comparison's Huber residuals has p below 0.20 / 0.10 / 0.01 (V3' replaces the brief's V3, the two-sided test at
+#: 0.001, which moves none of the 17 heteroscedastic 30/3 draws round 18 changed)
+ROUND18B_FITS = {
+    "default": lambda X, y: _fit_with_constants("_selection", X, y, CV_FINITE_SAMPLE_MM_ROWS_PER_COEF=None),
+    "round 18": _round18b_fit(None),
+    "V1": _round18b_fit(0.20),
+    "V2": _round18b_fit(0.10),
+    "V3'": _round18b_fit(0.01),
+}
+#: round 18b's cells at 30/3: goal 3's (rule (i) and (iv)) and round 11b's bad leverage points
+ROUND18B_CELLS = [("hetero |x1|", 30, 3), ("normal", 30, 3), ("t3", 30, 3), ("bad leverage", 30, 3)]
+
+
+def candidate18b(n_splits, sets, load="", save=""):
+    """Issue 30 round 18b (``--parts candidate18b``): the fits of :data:`ROUND18B_FITS` on the splits below 12 rows
+    per coefficient (:func:`small_split_errors`).  With ``load`` (``--load``: round 18's pickled per-split errors of
+    ``--parts candidate18 --save``) the 8 peers are taken from it instead of refitted, after checking that round
+    17's and round 18's defaults give its errors bit for bit.  Prints round 18's rule (:func:`print_candidate18`)
+    for round 18 and each variant against round 17's default, and per variant the splits whose error differs from
+    round 18's."""
+    names = [m for m in ROUND18B_FITS if m != "default"]
+    old = {}
+    if load:
+        import pickle
+
+        with open(load, "rb") as fh:
+            old = pickle.load(fh)
+    peers = {} if old else REAL_PEERS
+    table = small_split_errors(sets, n_splits, lambda Xtr, ytr: _fits_or_none(dict(peers, **ROUND18B_FITS), Xtr, ytr))
+    for item, err in table.items():
+        if old:
+            same = (np.array_equal(err["default"], old[item]["default"], equal_nan=True)
+                    and np.array_equal(err["round 18"], old[item]["MMfs candidate from 4"], equal_nan=True))
+            if not same:
+                raise RuntimeError(f"{item}: round 17's or round 18's default differs from the loaded errors")
+            err.update({m: old[item][m] for m in REAL_PEERS})
+    if save:
+        import pickle
+
+        with open(save, "wb") as fh:
+            pickle.dump(table, fh)
+    print_candidate18(table, names)
+    for m in names[1:]:
+        moved = {i: int(np.sum(~np.isclose(e[m], e["round 18"], rtol=0, atol=0, equal_nan=True)))
+                 for i, e in table.items()}  # fmt: skip
+        print(f"{m}: splits whose error differs from round 18's: {sum(moved.values())} of "
+              f"{sum(len(e['default']) for e in table.values())}, in {sum(v > 0 for v in moved.values())} sets "
+              f"{ {i: v for i, v in moved.items() if v} }")
+    return table
+
+
+def where18b(reps, law="hetero |x1|", n=30, p=3):
+    """Round 18b's task 1 (``--parts where18b``): over ``reps`` draws of ``make_cell(law, n, p, .)``, the draws where
+    round 18's default differs from round 17's, with the loss each kept, the comparison's cross-validated risks, the
+    p-values of :func:`spread_growth` and :func:`spread_dependence` on the comparison's Huber residuals (recorded at
+    ``heteroscedastic_band``'s call, whatever the band decides), and each draw's share of the change in mean slope
+    MSE over round 17's."""
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    select, band, log = mv.select, mv.heteroscedastic_band, {}
+
+    def spy_band(Xa, r, sw, p_, slopes):
+        log["pg"], log["pd"] = mv.spread_growth(Xa, r, sw, slopes)[2], mv.spread_dependence(Xa, r, sw, slopes)[2]
+        return band(Xa, r, sw, p_, slopes)
+
+    def spy_select(*a, **k):
+        log["sel"] = select(*a, **k)
+        return log["sel"]
+
+    recs = []
+    mv.select, mv.heteroscedastic_band = spy_select, spy_band
+    try:
+        for rep in range(reps):
+            X, y = make_cell(law, n, p, rep)
+            rec = {}
+            for name in ("default", "round 18"):
+                log.clear()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    coef = np.asarray(ROUND18B_FITS[name](X, y)[0])
+                rec[name] = (coef, float(coef @ coef), log["sel"], log.get("pg", np.nan), log.get("pd", np.nan))
+            recs.append(rec)
+    finally:
+        mv.select, mv.heteroscedastic_band = select, band
+    m17 = np.array([r["default"][1] for r in recs])
+    d = np.array([r["round 18"][1] for r in recs]) - m17
+    moved = [i for i, r in enumerate(recs) if not np.array_equal(r["default"][0], r["round 18"][0])]
+    print(f"\nRound 18b, task 1: {law} {n}/{p}, {reps} draws: round 18 - round 17 {d.mean() / m17.mean():+.4f}"
+          f" ({d.std(ddof=1) / np.sqrt(reps) / m17.mean():.4f}) of round 17's MSE; {len(moved)} draws differ")
+    for i in moved:
+        a, b = recs[i]["default"], recs[i]["round 18"]
+        cv = "none" if b[2]["cross_validation"] is None else "/".join(f"{v:.3f}" for v in b[2]["cross_validation"])
+        print(f"  draw {i:4d}: {a[2]['loss']!r} -> {b[2]['loss']!r}, small path kept {b[2]['small']}, risks {cv},"
+              f" spread_growth p {b[3]:.4f}, spread_dependence p {b[4]:.4f}, share {d[i] / reps / m17.mean():+.4f}")
+    return recs
+
+
+def extra18b(reps, cells=None):
+    """Round 18b's rules (i) and (iv) on :data:`ROUND18B_CELLS` (``cells``: these instead): slope MSE over the best
+    single M-estimator's (ratio of means, with its SE), and each fit's paired change against round 17's default and
+    against round 18's over that fit's reference MSE (``reps`` draws, common random numbers)."""
+    meths = {m: PEERS[m] for m in SINGLE_M}
+    meths.update(ROUND18B_FITS)
+    names = list(ROUND18B_FITS)
+    print(f"\nRound 18b: 30/3 cells, slope MSE / best M-estimator's ({reps} draws); change against round 17's default"
+          " and against round 18's, over that reference's MSE (paired SE)")
+    out = {}
+    for law, n, p in cells or ROUND18B_CELLS:
+        mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
+        v = {m: mse[n, p, law, m] for m in meths}
+        bestm = min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+        y = v[bestm]
+        print(f"{f'{law} {n}/{p}':<16} best {bestm}")
+        for m in names:
+            x = v[m]
+            r = x.mean() / y.mean()
+            se = np.sqrt(np.var(x - r * y, ddof=1) / reps) / y.mean()
+            line = f"  {m:<9} {r:.3f} +- {se:.3f}"
+            for ref in ("default", "round 18"):
+                d = x - v[ref]
+                out[law, m, ref] = (d.mean() / v[ref].mean(), d.std(ddof=1) / np.sqrt(reps) / v[ref].mean(),
+                                    int(np.sum(d != 0)))  # fmt: skip
+                c, se, moved = out[law, m, ref]
+                line += f" | vs {ref}: {c:+.4f} ({se:.4f}), {moved} draws moved"
+            print(line, flush=True)
+    return out
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -3252,7 +3401,8 @@ def main(argv=None):
     ap.add_argument("--parts", default="laws,boston,speed,real,extra",
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
                          "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
-                         "fallbackboston,coverage,coveragetable,bootstrap,averaging,candidate17,candidate18,extra18,grid18")  # fmt: skip
+                         "fallbackboston,coverage,coveragetable,bootstrap,averaging,candidate17,candidate18,extra18,"
+                         "grid18,candidate18b,extra18b,where18b")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -3281,6 +3431,9 @@ def main(argv=None):
     ap.add_argument("--boot-reps", type=int, default=60, help="bootstrap: draws per cell (default 60)")
     ap.add_argument("--n-boot", type=int, default=50, help="bootstrap: refits per interval (default 50)")
     ap.add_argument("--save", default="", help="real: pickle the per-split errors to this path")
+    ap.add_argument("--load", default="",
+                    help="candidate18b: round 18's pickled per-split errors (--parts candidate18 --save); the peers are"
+                         " read from it, not refitted")
     ap.add_argument("--round18-fits", default="",
                     help="candidate18: comma-separated labels C1, C2, C3 of ROUND18_FITS besides the default"
                          " (default: all)")
@@ -3371,6 +3524,13 @@ def main(argv=None):
             extra18(args.extra_reps, cells=_cells_arg(args.cells))
         if "grid18" in parts:
             grid18(args.reps)
+        if "candidate18b" in parts:  # round 18b: the finite-sample MM not asked where the spread grows with x
+            candidate18b(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev18")), load=args.load,
+                         save=args.save)
+        if "where18b" in parts:
+            where18b(args.extra_reps)
+        if "extra18b" in parts:
+            extra18b(args.extra_reps, cells=_cells_arg(args.cells))
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 
