@@ -2,7 +2,6 @@
 stacked decoder whose 'eb' row uses it where a cross-fitted predictive score prefers it (``decoder='eb-gmodel'``)."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -23,16 +22,9 @@ from sklearn_bayes.privacy._ldp._gmodel import (
 )
 from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
 from sklearn_bayes.privacy._ldp._stacking import stacked_estimate
+from tests.privacy.ldp.test_eb_stack import _fitted  # one fitting helper for both decoders' tests
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning")
-
-
-def _fitted(theta, n, eps, seed, **params):
-    x = np.random.default_rng([seed, 1]).choice(theta.size, size=n, p=theta)
-    est = AdaptiveLDPFrequencyEstimator(n_categories=theta.size, epsilon=eps, random_state=seed, **params)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return est.fit(x.reshape(-1, 1))
 
 
 def _binomial_counts(seed, K=120, n=20_000, p=0.6, q=0.2):
