@@ -56,7 +56,10 @@ so the default's numbers do not change).
 fit plus ``theta_`` over SS's client, counts and IBU run to convergence; all times are CPU time of
 the process (``time.process_time``) for ours and IBU alike, not wall-clock (which moved the
 K = 10, eps = 8 ratio between 77 and 165 with no code change), and the IBU baseline is the median
-of ``IBU_REPEATS`` repetitions.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
+of ``IBU_REPEATS`` repetitions.  The held-out groups of later rounds replace the sixteen cells: ``--fresh-11b``,
+``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17`` (``FRESH_*_CELLS``, each fixed before the round that
+holds it out looked at it); ``--paired-decoder NAME`` reads the same fit with another decoder too (e.g. ``eb``,
+``eb-stack``, ``eb-gmodel``) and prints the paired TV ratio.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
 the count posterior (``convergence_['method'] == 'counts'``), the exact posterior too on the same responses
 (``decoder='posterior'`` after the fit), in a second table: paired TV ratio, both coverages, both costs;
 since round 11 also where it came from the importance-sampled exact posterior (``'importance'``, or
