@@ -174,18 +174,24 @@ def test_cross_fitted_risk_difference_is_unbiased_for_fixed_candidates():
     assert abs(d.mean() - truth) <= 4 * d.std(ddof=1) / np.sqrt(d.size)
 
 
+def _refused_decoders_leave_the_fit(est, bad, good, decoder):
+    """A misspelt decoder (``bad``) is refused naming decoder at the next read of ``theta_`` and, set back to ``good``,
+    the fit reads as before; ``decoder`` with RRRR is refused at fit (shared by the tests of every stacked decoder)."""
+    est.set_params(decoder=good)
+    before = est.theta_
+    est.set_params(decoder=bad)
+    with pytest.raises(ValueError, match="decoder"):
+        est.theta_
+    est.set_params(decoder=good)
+    assert np.array_equal(est.theta_, before)
+    with pytest.raises(ValueError, match="decoder"):
+        AdaptiveLDPFrequencyEstimator(n_categories=5, mechanism="rrrr", decoder=decoder).fit([[0], [1]])
+
+
 def test_bad_input_and_rrrr():
     """An unknown decoder or 'eb-stack' with RRRR is refused naming decoder; the refused read leaves the fit as it
     was; stacked_estimate refuses zero users naming n."""
-    est = _fitted(_peaks(64), 3000, 1.0, 2)
-    before = est.theta_
-    est.set_params(decoder="eb-stacked")
-    with pytest.raises(ValueError, match="decoder"):
-        est.theta_
-    est.set_params(decoder="auto")
-    assert np.array_equal(est.theta_, before)
-    with pytest.raises(ValueError, match="decoder"):
-        AdaptiveLDPFrequencyEstimator(n_categories=5, mechanism="rrrr", decoder="eb-stack").fit([[0], [1]])
+    _refused_decoders_leave_the_fit(_fitted(_peaks(64), 3000, 1.0, 2), "eb-stacked", "auto", "eb-stack")
     with pytest.raises(ValueError, match="n >= 1"):
         stacked_estimate(np.zeros(4), 0, 0.5, 0.1, np.zeros(0, int), np.zeros((0, 1), np.uint8),
                          np.random.default_rng(0), RHO_GRID)
