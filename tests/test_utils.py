@@ -62,6 +62,21 @@ def test_real_interval_accepts_exact_floats_only_and_never_raises_numpys_error()
     assert "exactly" in str(c)
 
 
+
+@pytest.mark.parametrize("huge", [10**400, "fraction"])
+def test_numbers_beyond_the_largest_float_are_refused_not_overflowed(huge):
+    """An int or Fraction beyond the largest float raised a bare OverflowError from check_epsilon and from
+    RealInterval (found re-reading HQN's change): both now refuse it as not finite."""
+    from fractions import Fraction
+
+    from sklearn_bayes.utils import RealInterval
+
+    value = Fraction(10**400, 3) if huge == "fraction" else huge
+    with pytest.raises(ValueError, match="epsilon must be finite and > 0"):
+        check_epsilon(value)
+    assert not RealInterval(0, None, closed="neither").is_satisfied_by(value)
+
+
 def test_privacy_random_state():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -28,12 +28,12 @@ def _exact_float(value):
     :class:`fractions.Fraction`, only when some float equals it: ``Fraction(1, 2)`` is 0.5, while
     ``Fraction(1, 10)`` has no float equal to it (its nearest float is *above* 1/10).
     """
-    if isinstance(value, (numbers.Integral, float, np.floating)):
-        return float(value)
     try:
         as_float = float(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError):  # e.g. an int or Fraction beyond the largest float
         return None
+    if isinstance(value, (numbers.Integral, float, np.floating)):
+        return as_float
     return as_float if as_float == value else None
 
 
@@ -82,7 +82,10 @@ def check_epsilon(epsilon, name="epsilon"):
         raise TypeError(f"{name} must be a real number, got {epsilon!r} of type {type(epsilon).__name__}.")
     value = _exact_float(epsilon)
     if value is None:
-        nearest = float(epsilon)
+        try:
+            nearest = float(epsilon)
+        except OverflowError:
+            raise ValueError(f"{name} must be finite and > 0, got a number beyond the largest float.") from None
         side = "above" if nearest > epsilon else "below"
         raise ValueError(
             f"{name}={epsilon!r} is not exactly a float: its nearest float, {nearest!r}, lies {side} it, and a "
