@@ -110,7 +110,8 @@ def gmodel_weights(L, Q, offset, penalty=GMODEL_PENALTY, max_iter=GMODEL_MAX_ITE
         grad = Q.T @ (post_sum - K * g) - 2.0 * penalty * a
         return -value, -grad
 
-    res = minimize(objective, np.zeros(Q.shape[1]), jac=True, method="L-BFGS-B", options=dict(maxiter=int(max_iter), ftol=GMODEL_FTOL, gtol=GMODEL_GTOL))
+    options = dict(maxiter=int(max_iter), ftol=GMODEL_FTOL, gtol=GMODEL_GTOL)
+    res = minimize(objective, np.zeros(Q.shape[1]), jac=True, method="L-BFGS-B", options=options)
     return _softmax(offset + Q @ res.x), res.x, bool(res.success)
 
 
