@@ -57,7 +57,7 @@ fit plus ``theta_`` over SS's client, counts and IBU run to convergence; all tim
 the process (``time.process_time``) for ours and IBU alike, not wall-clock (which moved the
 K = 10, eps = 8 ratio between 77 and 165 with no code change), and the IBU baseline is the median
 of ``IBU_REPEATS`` repetitions.  The held-out groups of later rounds replace the sixteen cells: ``--fresh-11b``,
-``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17`` (``FRESH_*_CELLS``, each fixed before the round that
+``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17``, ``--fresh-18`` (``FRESH_*_CELLS``, each fixed before the round that
 holds it out looked at it); ``--paired-decoder NAME`` reads the same fit with another decoder too (e.g. ``eb``,
 ``eb-stack``, ``eb-gmodel``) and prints the paired TV ratio.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
 the count posterior (``convergence_['method'] == 'counts'``), the exact posterior too on the same responses
@@ -438,6 +438,38 @@ FRESH_17_CELLS = (
     ("two-peak, low eps", "fresh 17", 150, 0.3, 300_000, lambda rng: _peaks(150, (0.3, 0.7), 0.06)),
     ("Dir(0.3), small n", "fresh 17", 80, 2.0, 1_000, lambda rng: rng.dirichlet(np.full(80, 0.3))),
     ("Dir(0.2)", "fresh 17", 1000, 3.0, 300_000, lambda rng: rng.dirichlet(np.full(1000, 0.2))),
+)
+
+
+def _sparse_floor(K, m, floor, rng):
+    """``m`` random categories share ``1 - floor`` by ``Dir(1)``, the other ``K - m`` share ``floor`` evenly."""
+    t = np.full(K, floor / (K - m))
+    t[rng.choice(K, m, replace=False)] = (1 - floor) * rng.dirichlet(np.ones(m))
+    return t
+
+
+#: Round 18 (issue 28, task H28X): eight cells nobody has used, all K >= 64 (only there does round 18's candidate route
+#: differ), fixed and committed before any fit on them (``--general --fresh-18 --paired-decoder eb-gmodel``; run once,
+#: 20 runs, after the round's pooled adoption rule was written into the user guide).  Real frequencies of four installed
+#: data sets not used before: openintro mn_police_use_of_force ``primary_offense`` (253 offences of 12,925 uses of force,
+#: long-tailed), modeldata tate_text ``artist`` (701 artists of 4,284 works: a few heavy heads on a long flat tail, K
+#: near 700), stevedata TV16 ``age`` (80 ages of 64,600 respondents: smooth, unimodal, flat-ish) at eps = 0.5 and
+#: wooldridge injury ``injdes`` (389 injury descriptions of 7,150 claims: a spike of 0.23 and a long tail) at eps = 4;
+#: a sparse vector with a floor (25 of 500 categories hold 0.9), three peaks of very unequal widths, a Zipf-Mandelbrot
+#: long tail (``(k + 10)^-2``) at eps = 0.15 with n = 1e6, and Dir(1) at K = 64, eps = 8, n = 2e3.
+FRESH_18_CELLS = (
+    ("real: mn_police offense", "fresh 18", 253, 1.0, 100_000,
+     lambda rng: _real("openintro", "mn_police_use_of_force", "primary_offense")),
+    ("real: tate_text artist", "fresh 18", 701, 2.0, 200_000, lambda rng: _real("modeldata", "tate_text", "artist")),
+    ("real: TV16 age, low eps", "fresh 18", 80, 0.5, 50_000, lambda rng: _real("stevedata", "TV16", "age")),
+    ("real: injury injdes", "fresh 18", 389, 4.0, 50_000, lambda rng: _real("wooldridge", "injury", "injdes")),
+    ("sparse+floor", "fresh 18", 500, 3.0, 100_000, lambda rng: _sparse_floor(500, 25, 0.1, rng)),
+    ("three-peak, unequal widths", "fresh 18", 250, 0.7, 100_000,
+     lambda rng: (lambda t: t / t.sum())(sum(h * _peaks(250, (c,), w) for h, c, w in
+                                             ((1.0, 0.15, 0.006), (1.0, 0.45, 0.04), (1.0, 0.78, 0.12))))),
+    ("Zipf-Mandelbrot, low eps", "fresh 18", 200, 0.15, 1_000_000,
+     lambda rng: rng.permutation((lambda t: t / t.sum())((np.arange(1, 201) + 10.0) ** -2.0))),
+    ("Dir(1), small n", "fresh 18", 64, 8.0, 2_000, lambda rng: rng.dirichlet(np.ones(64))),
 )
 
 
@@ -1117,6 +1149,8 @@ def main():
                     help="--general on round 15's eight cells nobody has used (FRESH_15_CELLS), run once, held out")
     ap.add_argument("--fresh-17", action="store_true",
                     help="--general on round 17's eight cells nobody has used (FRESH_17_CELLS), run once, held out")
+    ap.add_argument("--fresh-18", action="store_true",
+                    help="--general on round 18's eight cells nobody has used (FRESH_18_CELLS), run once, held out")
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
@@ -1172,14 +1206,16 @@ def main():
         return
 
     if args.eb_sum_step:
-        pool = (FRESH_17_CELLS if args.fresh_17 else FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS
+        pool = (FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS if args.fresh_17 else FRESH_15_CELLS
+                if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else GENERAL_CELLS)
         eb_sum_step([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
         return
 
     if args.general:
-        pool = (FRESH_17_CELLS if args.fresh_17 else FRESH_15_CELLS if args.fresh_15 else FRESH_14_CELLS
+        pool = (FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS if args.fresh_17 else FRESH_15_CELLS
+                if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder, pool, args.importance_draws,
