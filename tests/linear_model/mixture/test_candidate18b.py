@@ -37,9 +37,9 @@ def selections(monkeypatch):
         out["results"].append(select(*a, **k))
         return out["results"][-1]
 
-    def gate(Xa, r, sw, slopes):
+    def gate(Xa, y, sw, slopes, r, mm, refit):
         out["p"].append(mv.spread_growth(Xa, r, sw, slopes)[2])
-        return blocks(Xa, r, sw, slopes)
+        return blocks(Xa, y, sw, slopes, r, mm, refit)
 
     monkeypatch.setattr(mv, "select", logged)
     monkeypatch.setattr(mv, "_spread_blocks_fs", gate)
@@ -63,10 +63,11 @@ def test_gate_is_spread_growth_below_the_level(monkeypatch):
     sw, slopes = np.ones(len(y)), np.arange(3)
     p = mv.spread_growth(Xa, r, sw, slopes)[2]
     assert 0 < p < 1
-    assert mv._spread_blocks_fs(Xa, r, sw, slopes) is False  # level None: never
+    mm = (np.zeros(4), 1e9)  # an MM fit that rejects no row: the rows read are every row for each option
+    assert mv._spread_blocks_fs(Xa, y, sw, slopes, r, mm, None) is False  # level None: never
     for level, blocked in ((p * 1.001, True), (p, False), (p * 0.999, False)):  # strictly below the level
         monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_LEVEL", level)
-        assert mv._spread_blocks_fs(Xa, r, sw, slopes) is blocked, level
+        assert mv._spread_blocks_fs(Xa, y, sw, slopes, r, mm, None) is blocked, level
 
 
 def test_heteroscedastic_draw_round18_keeps_the_finite_sample_mm(selections):

@@ -488,6 +488,17 @@ CV_FINITE_SAMPLE_MM_MARGIN = 1.0
 #: MSE) but changed splits of the spent held-out group held18 and gave back round 18's gain on bad leverage points at
 #: 30/3 (worse than round 18 by 1.9 / 1.9 / 1.3 paired SE: their residuals far out in ``x`` read as growing spread)
 CV_FINITE_SAMPLE_MM_SPREAD_LEVEL = None
+#: the rows and residuals that test reads (issue 30, round 19): ``"all"`` (default) the comparison's Huber residuals
+#: on every row (round 18b); ``"mm_kept"`` those residuals on the rows the MM fit does not reject (``|r| <=``
+#: :data:`MM_REJECTION` ``scale_mm``); ``"refit"`` the residuals of the Huber fit refitted without the rows
+#: :func:`leverage_rows_left_out` leaves out (MM-rejected rows far out in ``x``), on the rows left (the comparison's
+#: Huber residuals on every row when none is left out)
+CV_FINITE_SAMPLE_MM_SPREAD_ROWS = "all"
+#: from :data:`CV_FINITE_SAMPLE_MM_ROWS_PER_COEF` rows per coefficient on, where the comparison runs and the MM fit
+#: rejects a row far out in ``x`` (:func:`leverage_rows_left_out` leaves one out: a bad leverage point), the fit is
+#: the MM fit (Tukey 4.685 at its scale) whatever the cross-validated risks say (issue 30, round 19; an option).
+#: False (default): the risks decide, as round 18 had it
+LEVERAGE_KEEPS_MM = False
 
 
 def cv_errors(Xa, y, sw, theta, scale, norm, wls, folds=CV_FOLDS):
@@ -600,11 +611,21 @@ def _spread_fires(Xa, y, sw, th, sc, r, sw_t, slopes, level, mm):
                                                      or _sees_the_mm_outliers(Xa, y, th, sc, *mm, sw=sw)))  # fmt: skip
 
 
-def _spread_blocks_fs(Xa, r, sw, slopes):
-    """Whether :func:`spread_growth` on the Huber residuals ``r`` rejects at :data:`CV_FINITE_SAMPLE_MM_SPREAD_LEVEL`
-    (then :func:`select` does not ask the finite-sample MM); false with the level ``None``."""
+def _spread_blocks_fs(Xa, y, sw, slopes, r, mm, refit):
+    """Whether :func:`spread_growth` rejects at :data:`CV_FINITE_SAMPLE_MM_SPREAD_LEVEL` (then :func:`select` does not
+    ask the finite-sample MM) on the rows and residuals :data:`CV_FINITE_SAMPLE_MM_SPREAD_ROWS` names: ``r`` the
+    comparison's Huber residuals, ``mm = (theta_mm, scale_mm)`` the MM fit, ``refit(w)`` the residuals of the Huber
+    fit with weights ``w``; false with the level ``None``."""
     level = CV_FINITE_SAMPLE_MM_SPREAD_LEVEL
-    return level is not None and spread_growth(Xa, r, sw, slopes)[2] < level
+    if level is None:
+        return False
+    w = sw
+    if CV_FINITE_SAMPLE_MM_SPREAD_ROWS == "mm_kept":
+        w = np.where(np.abs(y - Xa @ mm[0]) > MM_REJECTION * mm[1], 0.0, sw)
+    elif CV_FINITE_SAMPLE_MM_SPREAD_ROWS == "refit":
+        w = leverage_rows_left_out(Xa, y, sw, mm, slopes)
+        r = r if w is sw else refit(w)
+    return spread_growth(Xa, r, w, slopes)[2] < level
 
 
 def heteroscedastic_band(Xa, r, sw, p, slopes):
@@ -758,12 +779,17 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
                                       and leverage_group(Xa, y, sw, th_h, mm, slopes)):  # fmt: skip
                 norm, theta, scale, best = huber, th_h, sc_h, cv[1]
             fs = CV_FINITE_SAMPLE_MM_ROWS_PER_COEF
+            refit = lambda w: y - Xa @ huber_with_own_scale(Xa, y, w, theta_mm, common_scale, huber, wls,  # noqa: E731
+                                                            weighted_median, floor)[0]  # fmt: skip
             if (fs is not None and fs_fit is not None and not is_small(sw, p, fs)  # round 17: a third candidate
-                    and not _spread_blocks_fs(Xa, y - Xa @ th_h, sw, slopes)):  # fmt: skip
+                    and not _spread_blocks_fs(Xa, y, sw, slopes, y - Xa @ th_h, mm, refit)):  # fmt: skip
                 th_f, sc_f = fs_fit(Xa, y, sw, theta0, floor)
                 tukey = TukeyBiweight(4.685)
                 cv = (*cv, cv_risk(Xa, y, sw, th_f, sc_f, tukey, wls))
                 if cv[2] < CV_FINITE_SAMPLE_MM_MARGIN * best:
                     norm, theta, scale = tukey, th_f, sc_f
+            if (LEVERAGE_KEEPS_MM and fs is not None and not is_small(sw, p, fs)  # round 19: bad leverage -> MM
+                    and leverage_rows_left_out(Xa, y, sw, mm, slopes) is not sw):  # fmt: skip
+                norm, theta, scale = TukeyBiweight(4.685), mm[0], mm[1]
     return {"theta": theta, "loss": norm, "scale": scale, "variances": variances, "misspecification": test,
             "small": small, "cross_validation": cv, "n_iter": n_mm + n_iter, "theta_mm": theta_mm}  # fmt: skip
