@@ -3490,10 +3490,11 @@ def _print_where19(law, n, p, recs, top=12):
         print(f"  {m}: {q:.3f} +- {np.sqrt(np.var(v[m] - q * y, ddof=1) / reps) / y.mean():.3f}")
     ex = (v["r18"] - y) / reps / y.mean()
     far = [i for i, r in enumerate(recs) if np.any(r["d2"] > r["cut"])]
-    ranks = np.concatenate([r["rank"] for r in recs])
+    ranks = np.concatenate([r["rank"] for r in recs] + [[np.nan]])[:-1]
+    mean_rank, top5 = (ranks.mean(), np.mean(ranks > n - 5)) if len(ranks) else (np.nan, np.nan)
     print(f"  excess of round 18 over {best}: {ex.sum():+.4f} of its MSE; MM rejects rows in"
           f" {sum(len(r['rej']) > 0 for r in recs)} draws, far out in x in {len(far)}; rejected rows' |x1| rank"
-          f" mean {ranks.mean() if len(ranks) else np.nan:.1f} of {n}, top 5 share {np.mean(ranks > n - 5) if len(ranks) else np.nan:.2f}")
+          f" mean {mean_rank:.1f} of {n}, top 5 share {top5:.2f}")
     kept = {}
     for i, r in enumerate(recs):
         kept[r["kept"]] = kept.get(r["kept"], 0.0) + ex[i]
@@ -3501,8 +3502,9 @@ def _print_where19(law, n, p, recs, top=12):
     def line(i):
         r = recs[i]
         return (f"  draw {i:3d} excess {ex[i]:+.4f} kept {r['kept']:<24} r17 {r['r17']:.3f} r18 {r['r18']:.3f} best"
-                f" {y[i]:.3f}; rejected {len(r['rej'])} |x1| ranks {r['rank'].tolist()} d2 {np.round(r['d2'], 1).tolist()}"
-                f" cut {r['cut']:.1f}; p all/kept/refit {r['p'][0]:.4f}/{r['p'][1]:.4f}/{r['p'][2]:.4f}")
+                f" {y[i]:.3f}; rejected {len(r['rej'])} |x1| ranks {r['rank'].tolist()} d2"
+                f" {np.round(r['d2'], 1).tolist()} cut {r['cut']:.1f}; p all/kept/refit"
+                f" {r['p'][0]:.4f}/{r['p'][1]:.4f}/{r['p'][2]:.4f}")
     for i in np.argsort(-ex)[:top]:
         print(line(i))
     moved = [i for i, r in enumerate(recs) if r["moved"]]

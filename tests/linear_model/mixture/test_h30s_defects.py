@@ -80,12 +80,11 @@ def test_random_state_drawn_by_another_caller_is_not_rewound():
     rs = np.random.RandomState(3)
     with pytest.raises(RuntimeError):
         with _units.caller_random_state(rs) as guard:
-            rs.randint(10)
-            guard.drawn()
+            guard.generator()  # the fit's draw
             rs.randint(10)  # another caller's draw
             raise RuntimeError
     ref = np.random.RandomState(3)
-    ref.randint(10), ref.randint(10)
+    ref.randint(0, 2**63 - 1, dtype=np.int64), ref.randint(10)
     assert _legacy_state(rs)[1] == _legacy_state(ref)[1] and np.array_equal(_legacy_state(rs)[0], _legacy_state(ref)[0])
 
 
@@ -173,3 +172,59 @@ def test_constant_y_still_refused():
 
 def test_module_imports():
     assert _estimator.MixtureMEstimatorRegressor is MixtureMEstimatorRegressor
+
+
+def test_rejected_fit_keeps_another_threads_draw_made_before_its_own(monkeypatch):
+    """Round 19 (the carried-over defect): another thread draws from the caller's RandomState after the fit began
+    but before the fit's own draw; the fit is then rejected.  The rewind must undo only the fit's own draw: the
+    other thread's number stays consumed (before, the state was put back to the fit's start and that number would
+    be handed out again)."""
+    import threading
+
+    X, y = t3_data(2)
+    rs = np.random.RandomState(11)
+    est = MixtureMEstimatorRegressor(random_state=rs)
+    real, other = _estimator.validate_regression_data, []
+
+    def validate_while_another_thread_draws(*a, **k):  # runs after the fit began, before its draw
+        t = threading.Thread(target=lambda: other.append(rs.randint(0, 2**31)))
+        t.start()
+        t.join()
+        return real(*a, **k)
+
+    monkeypatch.setattr(_estimator, "validate_regression_data", validate_while_another_thread_draws)
+    _fail_mid_fit(monkeypatch)
+    with pytest.raises(RuntimeError, match="injected"):
+        est.fit(X, y)
+    ref = np.random.RandomState(11)
+    assert other == [ref.randint(0, 2**31)]
+    now, want = _legacy_state(rs), _legacy_state(ref)
+    assert np.array_equal(now[0], want[0]) and now[1:] == want[1:]
+
+
+def test_caller_random_state_leaves_a_draw_interleaved_with_its_own():
+    """If another draw lands between the state read just before the fit's draw and the one just after (the replay of
+    the fit's draw from the first does not give the second), nothing is rewound: the guard cannot tell which numbers
+    were the fit's."""
+    rs = np.random.RandomState(5)
+    guard = _units.caller_random_state(rs)
+    real = _units.check_generator
+
+    def draw_twice(r):  # the fit's draw with another caller's draw just before it, inside the window (not replayed)
+        if r is rs:
+            r.randint(10)
+        return real(r)
+
+    with pytest.raises(RuntimeError):
+        with guard:
+            _units.check_generator = draw_twice
+            try:
+                guard.generator()
+            finally:
+                _units.check_generator = real
+            raise RuntimeError
+    ref = np.random.RandomState(5)
+    ref.randint(10)
+    real(ref)
+    now, want = _legacy_state(rs), _legacy_state(ref)
+    assert np.array_equal(now[0], want[0]) and now[1:] == want[1:]

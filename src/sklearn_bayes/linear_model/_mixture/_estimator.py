@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_bayes.utils import IntegerInterval, check_generator, serialized, transactional
+from sklearn_bayes.utils import IntegerInterval, serialized, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, validate_regression_data
 from sklearn_bayes.linear_model._mixture import _bootstrap, _copying, _finite_sample, _flags, _inference
@@ -492,8 +492,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         sw, W = normalise_weights(sw)
         pos = sw > 0
         self._check_rows(y, pos, X.shape[1] + int(self.fit_intercept))
-        rng = check_generator(self.random_state)
-        guard.drawn()
+        rng = guard.generator()  # the fit's one draw from the caller's random_state
         # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then a polish on all rows
         sub = None
         if pos.sum() > 2 * _EM_SUBSAMPLE:

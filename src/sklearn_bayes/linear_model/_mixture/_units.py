@@ -4,6 +4,7 @@
 ``random_state`` is rewound when the fit is rejected (the instance transaction only rewinds ``Generator`` s).
 """
 
+import contextlib
 import math
 
 import numpy as np
@@ -12,6 +13,7 @@ from sklearn_bayes._glm import Standardisation
 from sklearn_bayes._glm._base import _column_offset_scale
 from sklearn_bayes.linear_model._mixture._lts_start import weighted_median
 from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD
+from sklearn_bayes.utils import check_generator
 
 __all__ = ["caller_random_state", "standardise_robust"]
 
@@ -41,28 +43,43 @@ def _same_state(a, b):
 
 
 class caller_random_state:
-    """Context manager: a ``numpy.random.RandomState`` passed as ``random_state`` is put back as it was on entry
-    if the block raises -- provided nothing else drew from it since the fit's own draw (the one seed
-    :func:`~sklearn_bayes.utils.check_generator` takes); a state that moved since is left alone, so no number
-    another caller received is handed out again.  Anything else passes through (a ``Generator`` held by the
-    estimator is rewound by :func:`~sklearn_bayes.utils.transactional`)."""
+    """Context manager: a ``numpy.random.RandomState`` passed as ``random_state`` gets back the one seed the fit drew
+    from it (:meth:`generator`) if the block raises -- only that draw: the state is put back to the one read just
+    before it, and only if nothing else drew from it since (a state that moved is left alone, so no number another
+    caller received is handed out again).  A draw another thread made between the fit's start and its own draw
+    stays consumed (issue 30, round 19: the state used to be put back to the fit's start), and if one lands between
+    the reads just before and just after the fit's draw (the replay of the fit's draw from the first does not give
+    the second) nothing is rewound.  The check and the rewind hold the generator's own lock (the one its draws
+    take), so no draw slips in between.  Anything else passes through (a ``Generator`` held by the estimator is
+    rewound by :func:`~sklearn_bayes.utils.transactional`)."""
 
     def __init__(self, random_state):
+        self.random_state = random_state
         self.rs = random_state if isinstance(random_state, np.random.RandomState) else None
-        self.after = None
+        self.before = self.after = None
 
     def __enter__(self):
-        if self.rs is not None:
-            self.entry = _legacy_state(self.rs)
         return self
 
-    def drawn(self):
-        """Record the state right after the fit's draw."""
-        if self.rs is not None:
-            self.after = _legacy_state(self.rs)
+    def generator(self):
+        """The fit's generator, ``check_generator(random_state)``; for a ``RandomState``, the states just before and
+        just after its one draw are recorded if that draw was the only one between them."""
+        if self.rs is None:
+            return check_generator(self.random_state)
+        before = _legacy_state(self.rs)
+        rng = check_generator(self.rs)
+        after = _legacy_state(self.rs)
+        replay = np.random.RandomState()
+        replay.set_state(before)
+        check_generator(replay)
+        if _same_state(_legacy_state(replay), after):
+            self.before, self.after = before, after
+        return rng
 
     def __exit__(self, exc_type, *exc):
         if exc_type is not None and self.rs is not None and self.after is not None:
-            if _same_state(_legacy_state(self.rs), self.after):
-                self.rs.set_state(self.entry)
+            lock = getattr(getattr(self.rs, "_bit_generator", None), "lock", None)
+            with lock if lock is not None else contextlib.nullcontext():
+                if _same_state(_legacy_state(self.rs), self.after):
+                    self.rs.set_state(self.before)
         return False
