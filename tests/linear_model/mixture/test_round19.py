@@ -1,0 +1,120 @@
+"""Issue 30, round 19: the finite-sample MM's spread gate read on other rows, and the MM fit kept at bad leverage points.
+
+``_selection.CV_FINITE_SAMPLE_MM_SPREAD_ROWS`` (with ``CV_FINITE_SAMPLE_MM_SPREAD_LEVEL`` set): which rows and
+residuals round 18b's gate on the comparison's third candidate reads -- ``"all"`` (round 18b), ``"mm_kept"`` (the rows
+the MM fit does not reject) or ``"refit"`` (the Huber fit refitted without the MM-rejected rows far out in ``x``).
+``_selection.LEVERAGE_KEEPS_MM``: where the MM fit rejects such a row, the fit is the MM fit.  Checked on draws of the
+benchmark's bad leverage cell at n = 30, p = 3 (10 % of the rows at ``x1 ~ N(10, 1)`` on ``y = 2 x1``), whose
+p-values round 19's task 1 recorded.
+"""
+
+import numpy as np
+import pytest
+
+import sklearn_bayes.linear_model._mixture._selection as mv
+from sklearn_bayes import MixtureMEstimatorRegressor
+
+
+def _bad_leverage(rep, n=30, p=3):
+    """The benchmark's ``make_cell("bad leverage", n, p, rep)`` (same draws in the same order)."""
+    rng = np.random.default_rng([15, n, p, rep])
+    X = rng.normal(size=(n, p))
+    z = rng.normal(size=n)
+    for df in (1, 3, 5):
+        rng.chisquare(df, size=n)
+    rng.random(n)
+    u2 = rng.random(n)
+    z2 = rng.normal(size=n)
+    e, bad = z.copy(), u2 < 0.1
+    X[bad, 0] = 10.0 + z2[bad]
+    e[bad] = 2.0 * X[bad, 0]
+    return X, e
+
+
+def _fit(X, y):
+    m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    return m
+
+
+def test_defaults():
+    assert mv.CV_FINITE_SAMPLE_MM_SPREAD_LEVEL is None
+    assert mv.CV_FINITE_SAMPLE_MM_SPREAD_ROWS == "all" and mv.LEVERAGE_KEEPS_MM is False
+
+
+def test_bench_bad_leverage_draw_is_reproduced():
+    X, y = _bad_leverage(148)
+    assert (X[:, 0] > 5).sum() == 2 and np.allclose(y[X[:, 0] > 5], 2 * X[X[:, 0] > 5, 0])
+
+
+def test_refit_gate_keeps_round18_where_the_all_row_gate_takes_the_fs_mm_away(monkeypatch):
+    """Draw 148: round 18 keeps the finite-sample MM (slope MSE 0.20 against round 17's 0.90); round 18b's gate at
+    0.01 reads p 0.006 on every row (the Huber fit is drawn to the two leverage points) and 0.0025 on the rows the MM
+    fit keeps, so both withhold it; refitted without the two far-out rows the Huber residuals give p 0.23, and the
+    ``"refit"`` gate leaves round 18's fit bit for bit."""
+    X, y = _bad_leverage(148)
+    ref = _fit(X, y)
+    assert ref.selected_loss_ == "tukey(c=4.685)"
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_LEVEL", 0.01)
+    for rows, same in (("all", False), ("mm_kept", False), ("refit", True)):
+        monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_ROWS", rows)
+        m = _fit(X, y)
+        assert np.array_equal(m.coef_, ref.coef_) is same, rows
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_ROWS", "all")
+    assert float(_fit(X, y).coef_ @ _fit(X, y).coef_) > 2 * float(ref.coef_ @ ref.coef_)
+
+
+def test_mm_kept_rows_are_the_rows_the_mm_fit_does_not_reject(monkeypatch):
+    rng = np.random.default_rng(0)
+    n = 30
+    Xa = np.column_stack([rng.normal(size=(n, 2)), np.ones(n)])
+    r = rng.normal(size=n) * (1 + np.abs(Xa[:, 0]))
+    y = r.copy()  # the MM fit 0: its residuals are y
+    y[:3] = 50.0
+    assert np.all(np.abs(y[3:]) < 46.85)
+    sw, slopes, mm = np.ones(n), np.arange(2), (np.zeros(3), 10.0)  # rejects |y| > 46.85: the first three rows
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_ROWS", "mm_kept")
+    p = mv.spread_growth(Xa, r, np.r_[np.zeros(3), np.ones(n - 3)], slopes)[2]
+    p_all = mv.spread_growth(Xa, r, sw, slopes)[2]
+    assert p != p_all
+    for level, blocked in ((p * 1.001, True), (p * 0.999, False)):
+        monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_LEVEL", level)
+        assert mv._spread_blocks_fs(Xa, y, sw, slopes, r, mm, None) is blocked
+
+
+def test_leverage_keeps_mm_gives_the_mm_fit_at_bad_leverage_points(monkeypatch):
+    """Draw 158: round 18 keeps the variance rule's Tukey (3.44) fit (slope MSE 0.67), our MM fit rejects the five
+    leverage points (0.034); with ``LEVERAGE_KEEPS_MM`` the fit is that MM fit."""
+    X, y = _bad_leverage(158)
+    ref = _fit(X, y)
+    assert ref.selected_loss_ == "tukey(c=3.44)" and float(ref.coef_ @ ref.coef_) > 0.5
+    monkeypatch.setattr(mv, "LEVERAGE_KEEPS_MM", True)
+    m = _fit(X, y)
+    assert m.selected_loss_ == "tukey(c=4.685)"
+    np.testing.assert_allclose(m.coef_, m.mm_coef_, rtol=0, atol=1e-12)
+    assert float(m.coef_ @ m.coef_) < 0.05
+
+
+def test_leverage_keeps_mm_leaves_a_draw_without_far_out_rejected_rows(monkeypatch):
+    """Heteroscedastic 30/3 draw 17: the rows the MM fit rejects are not far out in ``x`` (squared distance below
+    round 13's cut), so the option changes nothing."""
+    rng = np.random.default_rng([15, 30, 3, 17])
+    X = rng.normal(size=(30, 3))
+    y = rng.normal(size=30) * np.abs(X[:, 0]) / np.sqrt(2.0 / np.pi)
+    ref = _fit(X, y)
+    monkeypatch.setattr(mv, "LEVERAGE_KEEPS_MM", True)
+    assert np.array_equal(_fit(X, y).coef_, ref.coef_)
+
+
+@pytest.mark.parametrize("rows", ["mm_kept", "refit"])
+def test_twelve_rows_per_coefficient_or_more_are_untouched(monkeypatch, rows):
+    """Both options sit inside the comparison (below 12 rows per coefficient): the error-law grid's 100/5 with a bad
+    leverage point is the default's fit bit for bit."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(100, 5))
+    y = rng.normal(size=100)
+    X[:5, 0], y[:5] = 10.0, 20.0
+    ref = _fit(X, y).coef_
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_LEVEL", 0.5)
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_ROWS", rows)
+    monkeypatch.setattr(mv, "LEVERAGE_KEEPS_MM", True)
+    assert np.array_equal(_fit(X, y).coef_, ref)
