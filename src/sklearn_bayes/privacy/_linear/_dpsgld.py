@@ -767,6 +767,18 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         return self
 
     # ------------------------------------------------------------------ prediction
+    def _log_odds(self, X):
+        """``log p̄₁ - log p̄₀`` of the probabilities averaged over the draws, in log space.
+
+        ``log p̄₁ = logsumexp_s log σ(η_s) - log S`` and ``log p̄₀`` the same at ``-η_s``: finite for
+        finite scores (``log(p̄₁) - log(1 - p̄₁)`` was ``inf`` once ``p̄₁`` rounded to 1, above ~37).
+        """
+        check_is_fitted(self)
+        with naming("X", private=True):
+            X = validate_data(self, X, dtype=np.float64, reset=False)
+        eta = X @ self.coef_samples_.T + self.intercept_samples_[None, :]
+        return special.logsumexp(special.log_expit(eta), axis=1) - special.logsumexp(special.log_expit(-eta), axis=1)
+
     def predict_proba(self, X):
         """Posterior predictive probabilities, averaged over the released draws.
 
@@ -777,15 +789,17 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         Returns
         -------
         proba : ndarray of shape (n_samples, 2)
+
+        Notes
+        -----
+        ``p̄₁ = (1/S) Σ_s σ(x·θ_s + b_s)`` over the ``S`` released draws, returned as
+        ``σ(d)`` and ``σ(-d)`` with ``d`` the :meth:`decision_function` (the two columns sum to 1).
         """
-        check_is_fitted(self)
-        with naming("X", private=True):
-            X = validate_data(self, X, dtype=np.float64, reset=False)
-        p1 = special.expit(X @ self.coef_samples_.T + self.intercept_samples_[None, :]).mean(1)
-        return np.column_stack([1.0 - p1, p1])
+        d = self._log_odds(X)
+        return np.column_stack([special.expit(-d), special.expit(d)])
 
     def decision_function(self, X):
-        """Log-odds of the averaged predictive probability of ``classes_[1]``.
+        """Log-odds ``log p̄₁ - log p̄₀`` of the averaged predictive probability of ``classes_[1]``.
 
         Parameters
         ----------
@@ -794,13 +808,22 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         Returns
         -------
         scores : ndarray of shape (n_samples,)
+            Finite for finite ``X``; positive exactly where :meth:`predict` returns ``classes_[1]``.
+
+        Notes
+        -----
+        Not the plug-in score ``X @ coef_.T + intercept_`` (``coef_`` is the mean draw): the
+        prediction averages the draws' probabilities, and the sign of the mean score can differ
+        from that of the averaged log-odds where the draws' scores are skewed (then the plug-in
+        score would contradict :meth:`predict` and :meth:`predict_proba`).  Computed as
+        ``logsumexp_s log σ(η_s) - logsumexp_s log σ(-η_s)``: ``log p̄₁ - log(1 - p̄₁)`` was
+        ``inf`` once ``p̄₁`` rounded to 1 (scores above ~37).
         """
-        p = self.predict_proba(X)
-        with np.errstate(divide="ignore"):
-            return np.log(p[:, 1]) - np.log(p[:, 0])
+        return self._log_odds(X)
 
     def predict(self, X):
-        """Class with the larger averaged predictive probability.
+        """Class with the larger averaged predictive probability (``classes_[1]`` where the
+        :meth:`decision_function` is > 0, ``classes_[0]`` otherwise, ties included).
 
         Parameters
         ----------
@@ -810,5 +833,4 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        proba = self.predict_proba(X)
-        return self.classes_[(proba[:, 1] > 0.5).astype(int)]
+        return self.classes_[(self._log_odds(X) > 0).astype(int)]
