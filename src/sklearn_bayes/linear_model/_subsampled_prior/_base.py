@@ -37,7 +37,13 @@ from sklearn_bayes._glm import (
     wald_interval,
 )
 from sklearn_bayes.linear_model._subsampled_prior._fits import _fit_subsample_batch
-from sklearn_bayes.linear_model._subsampled_prior._plan import _rare_level_rows, _resolve_sizes
+from sklearn_bayes.linear_model._subsampled_prior._plan import (
+    _DOMINATED_REFUSE,
+    _DOMINATED_WARN,
+    _rare_level_rows,
+    _resolve_sizes,
+    dominated_columns,
+)
 from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units
 from sklearn_bayes.linear_model._subsampled_prior._tuning import (
     ridge_map,
@@ -133,6 +139,35 @@ class _PosteriorMixin:
         return out
 
 
+def _check_dominated_columns(X, sample_weight, stacklevel):
+    """ValueError naming X where one row holds a column's whole spread to rounding; a warning where nearly.
+
+    The fit runs on columns standardised by their standard deviation: a row 10¹⁵⁰ times the others
+    made every other row about 0 after centring (their digits rounded away), and the fit returned
+    ``coef_ ~ 1e-154`` and a constant prediction without a word (scikit-learn's Ridge: coefficients
+    of 1e-132 at 1e150, "array must not contain infs or NaNs" at 1e200).
+    """
+    ratio = dominated_columns(X, sample_weight)
+    with np.errstate(invalid="ignore"):
+        worst = int(np.nanargmin(ratio)) if np.any(np.isfinite(ratio)) else None
+    if worst is None or ratio[worst] >= _DOMINATED_WARN:
+        return
+    what = (f"X: in column {worst} one row holds nearly all the spread (the other rows vary by "
+            f"{ratio[worst]:.1e} of the column's standard deviation)")
+    if ratio[worst] < _DOMINATED_REFUSE:
+        raise ValueError(
+            what + ": after centring and scaling the column in float64 the other rows keep fewer than "
+            "4 significant digits, so the fit could not use them. Rescale that row (or the column, "
+            "e.g. by a log or rank transform), or remove it."
+        )
+    warnings.warn(
+        what + ": the fit runs on standardised columns, where the other rows are about 0 and the prior "
+        "dominates them; the coefficients mostly reflect that one row. Consider rescaling that row "
+        "or the column (e.g. a log or rank transform).",
+        UserWarning, stacklevel=stacklevel,
+    )
+
+
 class _BaseSubsampledPrior(BaseEstimator):
     """Shared machinery of the SubsampledPrior* estimators (Algorithm 1 + exact MAP)."""
 
@@ -217,7 +252,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         n, m, degraded = _resolve_sizes(
             n_rows, n_params_per_fit, self.subsample_size, self.n_subsamples,
             fraction=self._auto_fraction, rows_per_param=self._auto_rows_per_param,
-            min_subsamples=self._auto_min_subsamples, min_rows=min_rows,
+            min_subsamples=self._auto_min_subsamples, min_rows=min_rows, penalised=self.prior_scale != "paper",
         )
         return dict(pool=pool, n_rows=n_rows, n=n, m=m, degraded=degraded, auto_n=auto_n,
                     n_params=n_params_per_fit, rng=check_generator(self.random_state))
@@ -476,6 +511,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         # absolute tolerances and the weighted sums now see weights of order 1 (unit weights are
         # left as they are)
         sample_weight, weight_unit = normalise_weights(sample_weight)
+        _check_dominated_columns(X, sample_weight, stacklevel)
         if self._scale_target:
             Xs, ys, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=True)
             targets = [ys]

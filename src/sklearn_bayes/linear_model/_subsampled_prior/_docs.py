@@ -15,7 +15,9 @@ _PARAMETERS = """
         about 5 times{epv}; capped at ``max(p + 1, N // 2)`` and at ``N - 1``; on data so small that
         this is at most ``p``, the fits are rank-deficient or separated and the fallback below
         applies (with a :class:`SubsampleFitWarning`).  A float is a fraction of ``N``.  An
-        explicit size must satisfy ``p < n < N``, otherwise ``fit`` raises a ``ValueError``.
+        explicit size must satisfy ``n < N``, and ``p < n`` with ``prior_scale='paper'`` (whose
+        subsample fits are unregularised), otherwise ``fit`` raises a ``ValueError``; with
+        ``'loo'`` the subsample fits are penalised and exist at any size ``n >= 2``.
     covariance : {{'full', 'diag'}}, default='full'
         Prior covariance: the full covariance of the subsample coefficients, or only their
         variances (independent per-coefficient shrinkage, easy to interpret).

@@ -29,9 +29,13 @@ def _rare_level_rows(X, labels=None, count=_RARE_LEVEL_COUNT):
 
 
 def _resolve_sizes(n_rows, n_params, subsample_size, n_subsamples, *, fraction, rows_per_param, min_subsamples,
-                   min_rows=0):
+                   min_rows=0, penalised=False):
     """Return ``(n, m, degraded)``: the subsample size, the number of subsamples and whether
-    the ``'auto'`` size had to fall below ``n_params + 1`` (data too small)."""
+    the ``'auto'`` size had to fall below ``n_params + 1`` (data too small).
+
+    An explicit size ``n <= n_params`` is refused only for unregularised subsample fits
+    (``penalised=False``, ``prior_scale='paper'``): ``n`` rows do not determine ``n_params``
+    parameters.  The penalised fits of ``prior_scale='loo'`` (a unit prior) exist at any ``n >= 2``."""
     if n_rows < 2:
         raise ValueError(
             f"Found n_samples={n_rows} row(s) with positive sample weight; subsampling needs at least 2."
@@ -53,11 +57,14 @@ def _resolve_sizes(n_rows, n_params, subsample_size, n_subsamples, *, fraction, 
                 "(with positive sample weight) are available: the subsample size must be smaller than "
                 "the number of rows."
             )
-        if n <= n_params:
+        if n <= n_params and not penalised:
             raise ValueError(
                 f"subsample_size={subsample_size!r} means {n} rows per subsample, which must exceed the "
                 f"number of parameters of one unregularised fit ({n_params}: features plus intercept) for "
-                "that fit to exist."
+                "that fit to exist: with prior_scale='paper' every subsample is fitted without a prior, and "
+                f"{n} rows cannot determine {n_params} parameters (the fit is not unique, or does not exist "
+                f"under separation). Use a subsample_size above {n_params}, or prior_scale='loo' (the "
+                "default), whose penalised subsample fits exist at any size."
             )
     if isinstance(n_subsamples, str):  # 'auto': each row used about once (m ~ N / n)
         m = max(math.ceil(n_rows / n), min_subsamples)
@@ -66,3 +73,45 @@ def _resolve_sizes(n_rows, n_params, subsample_size, n_subsamples, *, fraction, 
     else:  # a float: expected number of times each row is used, m = coverage * N / n
         m = max(2, math.ceil(float(n_subsamples) * n_rows / n))
     return n, m, degraded
+
+
+#: a column whose rows other than its largest spread less than this fraction of its standard
+#: deviation (that one row holds more than 99.999 % of its variance) is dominated by that row:
+#: the standardised fit sees the others as about 0
+_DOMINATED_WARN = 3e-3
+#: ... and below this fraction centring in float64 keeps fewer than ~4 of the others' digits
+_DOMINATED_REFUSE = 1e-12
+
+
+def _weighted_sd(Z, w):
+    tot = w.sum(axis=0)
+    mean = (w * Z).sum(axis=0) / tot
+    return np.sqrt((w * (Z - mean) ** 2).sum(axis=0) / tot)
+
+
+def dominated_columns(X, sample_weight):
+    """Per column of ``X``: the weighted sd of the rows other than its largest ``|x|``, over the column's sd.
+
+    Each sd is computed on the rows divided by their own largest ``|x|`` (no overflow at entries
+    near 1e308, no underflow of the others at a ratio of 1e300) and the ratio is formed in logs;
+    it is 0 below 1e-308.  A column whose other rows are all equal (a dummy with one 1) or which
+    is constant gives ``nan`` (nothing to lose).  Example: a column of 79 standard normals and one
+    row times 1e6 gives about 1e-5.
+    """
+    X = np.asarray(X, dtype=float)
+    n, p = X.shape
+    if n < 3:
+        return np.full(p, np.nan)
+    w = np.asarray(sample_weight, dtype=float)
+    W = np.repeat((w / np.max(w))[:, None], p, axis=1)
+    top = np.argmax(np.abs(X), axis=0)
+    amax = np.abs(X[top, np.arange(p)])
+    rest = np.where(np.arange(n)[:, None] == top[None, :], 0.0, W)
+    rmax = np.max(np.where(rest > 0, np.abs(X), 0.0), axis=0)
+    safe = lambda a: np.where(a > 0, a, 1.0)  # noqa: E731
+    full = _weighted_sd(X / safe(amax), W)
+    other = _weighted_sd(np.where(rest > 0, X, 0.0) / safe(rmax), rest)  # the top row out (its weight is 0)
+    ok = (full > 0) & (other > 0) & (rmax > 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_ratio = np.log(safe(other)) + np.log(safe(rmax)) - np.log(safe(amax)) - np.log(safe(full))
+        return np.where(ok, np.exp(np.minimum(log_ratio, 0.0)), np.nan)
