@@ -162,3 +162,29 @@ def test_coverage_documents_the_ridge_bias():
     # one moderate coefficient among zeros, N = 50: shrinkage bias undercovers it (measured 0.888)
     cov = _coverage(np.array([0.3, 0.0, 0.0, 0.0, 0.0]), 50, 400)
     assert 0.84 <= cov[0] <= 0.92 and np.all(cov[1:] >= 0.94), cov
+
+
+def test_near_collinear_columns_collapse_the_closed_form_to_the_smallest_eigenvalue():
+    """Documented behaviour (Notes, *Near-collinear columns*): with two columns of correlation
+    1 - 1e-10 the first-order formula gives alpha_ = N w_min / (1 + t^2) up to O(w_min) terms (w_min
+    the smallest eigenvalue of S = X_s^T X_s / N, t the OLS t-statistic along its eigenvector): OLS
+    along the collinear direction, where RidgeCV picks an alpha a million times larger or more."""
+    from sklearn.linear_model import RidgeCV
+
+    N = 50
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        Z = rng.normal(size=(N, 5))
+        gap = 1e-10
+        Z[:, 1] = Z[:, 0] * (1 - gap) + np.sqrt(2 * gap - gap**2) * Z[:, 1]
+        y = Z @ np.array([1.0, 1.0, 0.5, 0.0, -0.5]) + rng.normal(size=N)
+        reg = ClosedFormRidge().fit(Z, y)
+        Xs, ys = (Z - Z.mean(0)) / Z.std(0), (y - y.mean()) / y.std()
+        beta = np.linalg.lstsq(Xs, ys, rcond=None)[0]
+        sigma2 = np.sum((ys - Xs @ beta) ** 2) / (N - 5 - 1)
+        w, V = np.linalg.eigh(Xs.T @ Xs / N)
+        t2 = (V[:, 0] @ beta) ** 2 * N * w[0] / sigma2
+        # neglected terms O(w_min), O(N w_min^2 |beta|^2 / sigma2): < 1e-6 relative; w_min itself is computed
+        # to eps ||S|| / w_min ~ 4e-6 relative (eigh of a nearly singular S): rel=1e-4
+        assert reg.alpha_ == pytest.approx(N * w[0] / (1.0 + t2), rel=1e-4), seed
+        assert RidgeCV(alphas=np.logspace(-6, 6, 61)).fit(Z, y).alpha_ > 1e6 * reg.alpha_

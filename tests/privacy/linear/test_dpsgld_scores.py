@@ -56,3 +56,11 @@ def test_predict_predict_proba_and_decision_function_agree(clf):
     np.testing.assert_array_equal(pred, clf.classes_[(d > 0).astype(int)])
     np.testing.assert_array_equal(pred, clf.classes_[np.argmax(proba, axis=1)])
     np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=1e-15)
+
+
+def test_unfitted_methods_raise_not_fitted():
+    from sklearn.exceptions import NotFittedError
+
+    for method in ("predict", "predict_proba", "decision_function"):
+        with pytest.raises(NotFittedError):
+            getattr(DPSGLDLogisticRegression(), method)(np.zeros((3, 2)))

@@ -833,4 +833,5 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return self.classes_[(self._log_odds(X) > 0).astype(int)]
+        d = self._log_odds(X)  # first: an unfitted estimator raises NotFittedError, not AttributeError
+        return self.classes_[(d > 0).astype(int)]
