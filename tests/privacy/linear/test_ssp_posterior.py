@@ -292,3 +292,19 @@ def test_gaussian_delta_keeps_a_positive_delta_where_the_terms_nearly_cancel():
         assert tv * (1 - 1e-15) <= gaussian_delta(mu, 0.0) <= tv * (1 + 1.01e-9 + 1e-15)
     # a negative ε (the snapping's ε - (μ + ω)ω may be one) keeps its closed form: δ >= 1 - e^ε
     assert gaussian_delta(1e-3, -0.5) >= -np.expm1(-0.5)
+
+
+@pytest.mark.parametrize("mu", [1e-12, 1e-8, 1e-6, 0.5, 3.0])
+def test_gaussian_delta_at_a_negative_epsilon_is_never_below_the_exact_value(mu):
+    """The snapping's ε - (μ + ω)ω may be negative: that path kept the two-logarithm form, which understated
+    δ = 4.0e-13 by 3.5e-4 (relative) at μ = 1e-12, ε = -1e-14.  Against 60-digit arithmetic: never below,
+    at most 1.01e-9 above (the accountant's margin)."""
+    mp = pytest.importorskip("mpmath")
+    from sklearn_bayes.privacy._linear._ssp_posterior import gaussian_delta
+
+    for eps in (-1e-14, -1e-12, -1e-8, -1e-4, -0.5):
+        with mp.workdps(60):
+            e, m = mp.mpf(eps), mp.mpf(mu)
+            ref = mp.ncdf(-e / m + m / 2) - mp.e**e * mp.ncdf(-e / m - m / 2)
+        got = gaussian_delta(mu, eps)
+        assert ref <= mp.mpf(got) <= ref * (1 + 1.01e-9), (mu, eps, got, float(ref))
