@@ -64,3 +64,20 @@ def test_unfitted_methods_raise_not_fitted():
     for method in ("predict", "predict_proba", "decision_function"):
         with pytest.raises(NotFittedError):
             getattr(DPSGLDLogisticRegression(), method)(np.zeros((3, 2)))
+
+
+def test_one_tie_rule_for_predict_predict_proba_and_the_score(clf):
+    """Draws set by hand so that the raw log-odds is 1.1e-16 (> 0, but σ(±d) both round to 0.5: before, predict
+    said classes_[1] and predict_proba's argmax classes_[0]), 1e-17 (0 exactly), 1e-10 and -1e-10: at a tie the
+    score is 0, the probabilities equal and predict gives classes_[0] (argmax's first index); off it the sign
+    decides all three."""
+    import copy
+
+    est = copy.deepcopy(clf)
+    X = np.zeros((1, 2))
+    for b, expected in ((1e-16, 0), (1e-17, 0), (1e-10, 1), (-1e-10, 0)):
+        est.coef_samples_ = np.zeros((2, 2))
+        est.intercept_samples_ = np.array([b, b])
+        d, proba, pred = est.decision_function(X), est.predict_proba(X), est.predict(X)
+        assert pred[0] == est.classes_[expected] == est.classes_[np.argmax(proba[0])]
+        assert (d[0] > 0) == bool(expected) and (d[0] == 0.0) == (proba[0, 0] == proba[0, 1])

@@ -777,7 +777,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         with naming("X", private=True):
             X = validate_data(self, X, dtype=np.float64, reset=False)
         eta = X @ self.coef_samples_.T + self.intercept_samples_[None, :]
-        return special.logsumexp(special.log_expit(eta), axis=1) - special.logsumexp(special.log_expit(-eta), axis=1)
+        d = special.logsumexp(special.log_expit(eta), axis=1) - special.logsumexp(special.log_expit(-eta), axis=1)
+        # one tie rule for the three methods: where σ(d) and σ(-d) round to the same probability
+        # (|d| below ~2e-16) the score is 0, so predict, predict_proba's argmax and the sign agree
+        return np.where(special.expit(d) == special.expit(-d), 0.0, d)
 
     def predict_proba(self, X):
         """Posterior predictive probabilities, averaged over the released draws.
