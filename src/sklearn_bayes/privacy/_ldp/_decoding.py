@@ -48,7 +48,9 @@ from sklearn_bayes.privacy._ldp._stacking import stacked_estimate
 #: measured ``'eb-gmodel'`` there and did not adopt it (two dev cells lost 1.0-1.7 %; with a margin that avoids them no
 #: fewer cells stay above 1.05 of the best peer), so it is an option; were it routed here, 32-63 categories would keep
 #: ``'eb-stack'``: a smooth ``G`` from fewer than 64 values gained nothing on the near-uniform K = 50 dev cell (1.004
-#: +- 0.008 paired) and took its fit plus ``theta_`` from 7.2 to 11.4 times IBU (goal 3's bound is 10).
+#: +- 0.008 paired) and took its fit plus ``theta_`` from 7.2 to 11.4 times IBU (goal 3's bound is 10).  Round 18
+#: passed it on 31 dev cells under a pooled rule (5 -> 3 above 1.05; paired 0.981 +- 0.004) but refused it on a fresh
+#: group: a sparse vector on a floor (K = 500) lost 1.56 +- 0.09 paired (the blend's tilt pulls the floor apart).
 AUTO_EB_DECODER = "eb-stack"
 from sklearn_bayes.privacy._ldp._samplers import (
     ADAPT_MAX_FACTOR,
@@ -115,7 +117,8 @@ class DecoderMixin:
         ``stack_se`` (the nested cross-fitted squared-risk gain over ``'eb'`` and its standard error) and ``stack_used``,
         :func:`~._stacking.stacked_estimate`), ``'eb-gmodel'`` (round 17, an option: the keys of ``'eb-stack'`` and
         ``gmodel_gain``, the cross-fitted predictive log score of the g-model blend minus the NPMLE's in nats,
-        ``gmodel_used`` and ``gmodel_converged``, every fold's g-model fit converged), or ``final_estimate``'s name for the RRRR chains
+        ``gmodel_used``, ``gmodel_converged``, every fold's g-model fit converged, and ``gmodel_final_converged``, the fit
+        on all users behind the estimate, None when the score kept the NPMLE), or ``final_estimate``'s name for the RRRR chains
         (``'mala'``, ``'gibbs'``, ``'sgld'``; ``rhat`` and ``ess`` are NaN: not measured).
         With ``decoder='auto'`` at 32-63 categories (static mechanisms) also ``cv_gain``: the
         cross-validated log marginal likelihood of the empirical-Bayes prior minus the symmetric

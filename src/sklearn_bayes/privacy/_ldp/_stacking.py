@@ -163,7 +163,8 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     ``'eb'`` and the same dict, without the NPMLE on ``u`` and the other candidates (round 16: :func:`stacked_estimate`
     needs them on all users only when the guard keeps the stack).  ``eb_prior`` (with ``eb_on_own_grid``; round 17):
     ``eb_prior(L, u, w, p, q, f) -> (prior, converged)`` replaces the NPMLE's weights ``w`` in ``'eb'``'s tilt
-    (:func:`~._gmodel.smooth_prior`); ``info['n_iter']`` and ``converged`` still describe the NPMLE's EM.
+    (:func:`~._gmodel.smooth_prior`); ``info['n_iter']`` and ``converged`` still describe the NPMLE's EM, and
+    ``info['eb_prior_converged']`` holds ``eb_prior``'s flag (round 18).
     """
     c = np.asarray(c, dtype=float)
     f = (c / n - q) / (p - q)
@@ -181,12 +182,14 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
         Lo = _likelihood(c, n, p, q, uo)
         wo, n_iter, converged = npmle_weights(Lo)
         if eb_prior is not None:
-            wo = eb_prior(Lo, uo, wo, p, q, f)[0]
+            wo, prior_ok = eb_prior(Lo, uo, wo, p, q, f)
         (eb, lam, ok), n_atoms = tilted_means(Lo, wo, uo), uo.size
     else:
         (eb, lam, ok), n_atoms = tilted_means(L, w, u, logL=logL), u.size
     info = dict(n_iter=n_iter, converged=converged, n_atoms=int(n_atoms), tilt=lam, tilt_converged=ok,
                 rho=float(np.atleast_1d(rho_grid)[best]))
+    if eb_on_own_grid and eb_prior is not None:
+        info["eb_prior_converged"] = bool(prior_ok)
     if only_eb and eb_on_own_grid:
         return eb[None, :], info
     out = [eb] + [tilted_means(L, (1 - a) * w + a * b, u, logL=logL)[0] for a in SMOOTH_WEIGHTS]
@@ -211,7 +214,9 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
     folds, the blend's cross-fitted predictive log score of the held-out users' counts beats the NPMLE's by more than
     ``GMODEL_MARGIN`` nats (:func:`~._gmodel.predictive_log_score`; both fitted without the fold, on the common grid).
     The folds' candidates and the guard are unchanged; ``info`` gains ``gmodel_gain`` (the blend's score minus the
-    NPMLE's, summed over folds), ``gmodel_used`` and ``gmodel_converged`` (every fold's g-model fit converged).  Without it
+    NPMLE's, summed over folds), ``gmodel_used``, ``gmodel_converged`` (every fold's g-model fit converged) and
+    ``gmodel_final_converged`` (round 18: the g-model fit on all users behind the ``'eb'`` row; None where the score
+    kept the NPMLE, so none was fitted).  Without it
     the estimate is round 15's, bit for bit; with it, wherever the score keeps the NPMLE, too.
     """
     c = np.asarray(c, dtype=float)
@@ -261,7 +266,9 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         g_used = bool(held) and g_gain > GMODEL_MARGIN
         eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True,
                                   eb_prior=smooth_prior if g_used else None)
-        info = dict(info, gmodel_gain=float(g_gain), gmodel_used=g_used, gmodel_converged=bool(g_ok))
+        final_ok = info.pop("eb_prior_converged", None)  # the blend's g-model on all users (None: not fitted)
+        info = dict(info, gmodel_gain=float(g_gain), gmodel_used=g_used, gmodel_converged=bool(g_ok),
+                    gmodel_final_converged=final_ok)
     if used:  # the other candidates on all users (their 'eb' row on the common grid is not used)
         full = np.vstack([eb_row, candidates(c, n, p, q, u0, WB0, rho_grid)[0][1:]])
         theta = np.maximum(weights @ full, 0.0)
