@@ -103,7 +103,8 @@ numbers: every method sees the same data in every cell.
    where round 18's default loses in the heteroscedastic and bad leverage 30/3 cells; :func:`extra19`, the variants
    :data:`ROUND19_FITS` on the 30/3 cells against round 18's default; :func:`candidate19`, the variants on real data
    under round 18's rule (``--sets dev18 --load <round 18's dev pickle>``, ``held18``, ``held19``:
-   :data:`REAL_HELD_OUT19`, round 19's fresh group).
+   :data:`REAL_HELD_OUT19`, round 19's fresh group); ``--parts scap19``: :func:`s_cap19`, information for a next
+   round (the S search's finalists iterated up to 500 I-steps).
 """
 
 import argparse
@@ -3582,6 +3583,53 @@ def candidate19(n_splits, sets, load="", save=""):
     return table
 
 
+def _with_s_steps(fit, steps=500):
+    """``fit`` with the S search's finalists given at most ``steps`` I-steps (``_s_start._S_MAX_STEPS``, 60)."""
+
+    def fitted(X, y):
+        with _patched("_s_start", _S_MAX_STEPS=steps):
+            return fit(X, y)
+
+    return fitted
+
+
+#: round 19, information for a next round (not a round-19 variant): the S finalists iterated up to 500 I-steps, alone
+#: and with V2
+ROUND19_INFO_FITS = {"S500": _with_s_steps(ROUND19_FITS["default"]), "V2+S500": _with_s_steps(ROUND19_FITS["V2"])}
+
+
+def s_cap19(reps, grid_reps=3):
+    """Round 19, information (``--parts scap19``): the 30/3 cells with :data:`ROUND19_INFO_FITS` against round 18's
+    default (slope MSE over the best M-estimator's, paired change, ``reps`` draws), and the error-law grid's fits
+    (``grid_reps`` draws per cell) with the S cap at 500 compared with round 18's bit for bit.  For the real sets:
+    ``ROUND19_FITS`` replaced by these fits in :func:`candidate19`."""
+    meths = {m: PEERS[m] for m in SINGLE_M}
+    meths.update({"default": ROUND19_FITS["default"], **ROUND19_INFO_FITS})
+    print(f"\nRound 19 (information): S finalists up to 500 I-steps, 30/3 cells ({reps} draws)")
+    for law, n, p in ROUND19_CELLS:
+        mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
+        v = {m: mse[n, p, law, m] for m in meths}
+        bestm = min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+        y, line = v[bestm], f"{f'{law} {n}/{p}':<18} best {bestm}:"
+        for m in ["default", *ROUND19_INFO_FITS]:
+            r = v[m].mean() / y.mean()
+            d = v[m] - v["default"]
+            line += (f" | {m} {r:.3f} +- {np.sqrt(np.var(v[m] - r * y, ddof=1) / reps) / y.mean():.3f}"
+                     f" {d.mean() / v['default'].mean():+.4f} ({d.std(ddof=1) / np.sqrt(reps) / v['default'].mean():.4f})")
+        print(line, flush=True)
+    same = total = 0
+    for n, p in SIZES:
+        for law in LAWS:
+            for rep in range(grid_reps):
+                X, y = make_cell(law, n, p, rep)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    a, c = ROUND19_FITS["default"](X, y), ROUND19_INFO_FITS["S500"](X, y)
+                total += 1
+                same += bool(np.array_equal(a[0], c[0]) and a[1] == c[1])
+    print(f"error-law grid: {same} of {total} fits with the S cap at 500 equal round 18's bit for bit")
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -3626,7 +3674,7 @@ def main(argv=None):
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
                          "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
                          "fallbackboston,coverage,coveragetable,bootstrap,averaging,candidate17,candidate18,extra18,"
-                         "grid18,candidate18b,extra18b,where18b,where19,extra19,candidate19")  # fmt: skip
+                         "grid18,candidate18b,extra18b,where18b,where19,extra19,candidate19,scap19")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -3759,6 +3807,8 @@ def main(argv=None):
             where19(args.extra_reps)
         if "extra19" in parts:
             extra19(args.extra_reps, cells=_cells_arg(args.cells))
+        if "scap19" in parts:  # round 19, information: the S finalists' I-step cap
+            s_cap19(args.extra_reps)
         if "candidate19" in parts:
             candidate19(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev18")), load=args.load,
                         save=args.save)
