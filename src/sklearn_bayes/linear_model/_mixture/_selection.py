@@ -713,7 +713,9 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
     estimator passes :func:`._flags.flags_mm_fit`, lmrob's finite-sample MM from ``theta0``) it is a third
     candidate, kept where its risk is below :data:`CV_FINITE_SAMPLE_MM_MARGIN` times the risk of the fit the two-way
     comparison kept (not asked where :data:`CV_FINITE_SAMPLE_MM_SPREAD_LEVEL`, an option, is set and
-    :func:`spread_growth` on the comparison's Huber residuals rejects at it).  Returns a dict with ``theta``,
+    :func:`spread_growth` on the comparison's Huber residuals, on the rows :data:`CV_FINITE_SAMPLE_MM_SPREAD_ROWS`
+    names, rejects at it); with :data:`LEVERAGE_KEEPS_MM` (an option) the fit there is ``mm`` itself where it rejects
+    a row far out in ``x`` (:func:`leverage_rows_left_out`).  Returns a dict with ``theta``,
     ``loss`` (the kept norm),
     ``scale``, ``variances`` of every member, ``misspecification`` (``(T, df, p_value)`` or
     ``None``), ``small`` (whether the small-sample path was taken), ``cross_validation`` (the risks
