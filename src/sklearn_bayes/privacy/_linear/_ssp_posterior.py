@@ -76,8 +76,7 @@ import math
 import numpy as np
 from scipy import linalg, special
 
-from sklearn_bayes.privacy._core import analytic_gaussian_sigma, sample_noise
-from sklearn_bayes.privacy._core._pld import _standard_hockey_stick
+from sklearn_bayes.privacy._core import analytic_gaussian_sigma, ops_ridge_delta, sample_noise
 
 __all__ = [
     "check_grid_range",
@@ -134,12 +133,16 @@ def gaussian_delta(mu, epsilon):
     mu, epsilon = float(mu), float(epsilon)
     if mu <= 0.0:  # identical distributions
         return 0.0 if epsilon >= 0.0 else -math.expm1(epsilon)
-    if math.isfinite(mu) and math.isfinite(epsilon):
-        # two unit Gaussians μ apart, either sign of ε (the snapping's ε may be negative): never below the
-        # exact δ and within 1.01e-9 of it, without cancellation where the two terms nearly agree (μ small,
-        # ε near 0: the form below rounded δ = 4e-21 at μ = 1e-20 to 0, and understated δ = 4e-13 by 3.5e-4
-        # at μ = 1e-12, ε = -1e-14)
-        return _standard_hockey_stick(mu, 0.0, 1.0, epsilon)
+    if math.isfinite(mu) and epsilon >= 0.0:
+        # two unit Gaussians μ apart (the ridge pair without leverage): never below the exact δ and within
+        # 1.01e-9 of it, without cancellation where the two terms nearly agree (μ small, ε near 0: the form
+        # below rounded δ = 4e-21 at μ = 1e-20 to 0)
+        return ops_ridge_delta(epsilon, 0.0, mu)
+    if math.isfinite(mu) and epsilon > -math.inf:
+        # ε < 0 (the snapping's ε may be one): δ(ε) = 1 - e^ε + e^ε δ(-ε) (complements of the optimal set; the
+        # pair is symmetric), a sum of two non-negative terms -- the form below understated δ = 4e-13 by
+        # 3.5e-4 at μ = 1e-12, ε = -1e-14 -- rounded up by its four roundings (4 ulps)
+        return min((-math.expm1(epsilon) + math.exp(epsilon) * ops_ridge_delta(-epsilon, 0.0, mu)) * (1 + 2.0**-50), 1.0)
     a = special.log_ndtr(-epsilon / mu + 0.5 * mu)
     b = epsilon + special.log_ndtr(-epsilon / mu - 0.5 * mu)
     return float(math.exp(a) * -math.expm1(b - a)) if b < a else 0.0
