@@ -198,3 +198,17 @@ def test_property_rounding_up_cannot_hide_in_numpy_scalars():
     a = gaussian_hockey_stick(np.float64(0.0), np.float64(1.0), np.float64(1e-6), np.float64(1.0 + 1e-10), 1e-8)
     b = gaussian_hockey_stick(0.0, 1.0, 1e-6, 1.0 + 1e-10, 1e-8)
     assert a == b > 0
+
+
+def test_the_inverting_callers_certify_their_target_with_the_exact_value():
+    """analytic_gaussian_sigma and ops_ridge_max_c invert the (now conservative) δ: at the σ and the c they
+    return, the 50-digit δ is at most the target."""
+    from sklearn_bayes.privacy._core._pld import analytic_gaussian_sigma, ops_ridge_max_c
+
+    for eps, target in ((0.5, 5e-7), (1e-3, 1e-10), (2.0, 1e-12), (0.0, 1e-6)):
+        sigma = analytic_gaussian_sigma(eps, target)
+        assert _reference(1.0, sigma, 0.0, sigma, eps) <= target
+    for eps, target, mu in ((1.0, 1e-6, 0.01), (0.1, 1e-10, 1e-11), (3.0, 1e-8, 1e-3)):
+        c = ops_ridge_max_c(eps, target, mu)
+        assert c is not None and c > 0
+        assert max(_ops_reference(eps, mu, c, d) for d in ("remove", "add")) <= target
