@@ -188,3 +188,38 @@ def test_near_collinear_columns_collapse_the_closed_form_to_the_smallest_eigenva
         # to eps ||S|| / w_min ~ 4e-6 relative (eigh of a nearly singular S): rel=1e-4
         assert reg.alpha_ == pytest.approx(N * w[0] / (1.0 + t2), rel=1e-4), seed
         assert RidgeCV(alphas=np.logspace(-6, 6, 61)).fit(Z, y).alpha_ > 1e6 * reg.alpha_
+
+
+@pytest.mark.parametrize("scale", [1e9, 1e150, 1e300])
+def test_a_row_holding_a_column_whole_spread_is_refused_naming_x(scale):
+    """One row times 1e9 and more: the other rows enter the normal equations at (1e-8)^2 of it and below;
+    the fit returned 0.90/0.89/-0.71 at 1e9 (the data give 1.08/1.46/-1.35), coef_ ~ 1e-150 with a
+    coef_covariance_ of 1e-283 (certainty) at 1e150, and a zero covariance at 1e300, silently.  Now a
+    ValueError naming X, and the fitted estimator is unchanged."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 3))
+    y = X @ np.array([1.0, 2.0, -1.0]) + 0.1 * rng.normal(size=80)
+    reg = ClosedFormRidge().fit(X, y)
+    before = reg.coef_.copy()
+    Xb = X.copy()
+    Xb[0] *= scale
+    with pytest.raises(ValueError, match=r"^X: in column \d one row holds nearly all the spread"):
+        reg.fit(Xb, y)
+    assert_allclose(reg.coef_, before, rtol=0, atol=0)
+
+
+def test_a_high_leverage_row_below_the_threshold_is_kept_and_solved_accurately():
+    """At 1e6 times the others (ratio 1e-5) the fit is kept.  The standardised weak directions have
+    eigenvalues ~1e-8, comparable to alpha_ (~4e-9, the near-collinear regime of the Notes), so this is
+    ridge, 0.2 % from least squares; it equals the ridge solution with that alpha_ computed by a stable
+    augmented least squares to 1e-5 (the normal equations' condition number is ~1e10)."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 3))
+    y = X @ np.array([1.0, 2.0, -1.0]) + 0.1 * rng.normal(size=80)
+    X[0] *= 1e6
+    reg = ClosedFormRidge().fit(X, y)
+    xs, ys = X.std(0), y.std()
+    Xs, yc = (X - X.mean(0)) / xs, (y - y.mean()) / ys
+    aug = np.vstack([Xs, np.sqrt(reg.alpha_) * np.eye(3)])
+    beta = np.linalg.lstsq(aug, np.r_[yc, np.zeros(3)], rcond=None)[0]
+    assert_allclose(reg.coef_, beta * ys / xs, rtol=1e-5)

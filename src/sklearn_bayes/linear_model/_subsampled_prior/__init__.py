@@ -8,6 +8,7 @@ See the layout in doc/user_guide/conventions.rst.
 """
 
 from sklearn_bayes.exceptions import SubsampleFitWarning
+from sklearn_bayes.linear_model._subsampled_prior._plan import dominated_columns
 from sklearn_bayes.linear_model._subsampled_prior._classifiers import (
     SubsampledPriorLinearSVC,
     SubsampledPriorLogisticRegression,
@@ -23,4 +24,5 @@ __all__ = [
     "SubsampledPriorLogisticRegression",
     "SubsampledPriorPoissonRegressor",
     "SubsampledPriorRidge",
+    "dominated_columns",
 ]
