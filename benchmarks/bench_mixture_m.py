@@ -3630,6 +3630,108 @@ def s_cap19(reps, grid_reps=3):
     print(f"error-law grid: {same} of {total} fits with the S cap at 500 equal round 18's bit for bit")
 
 
+# --------------------------------------------------------------------------------------
+# 24. issue 30, round 20: V2 and the S finalists' I-step cap at 500 below 12 rows per coefficient (``--parts extra20``,
+#     ``candidate20``, ``time20``)
+# --------------------------------------------------------------------------------------
+
+
+def _round20_fit(s_small=None, **constants):
+    """Round 18's default (:data:`_ROUND18_CONSTANTS`, ``_s_start.S_MAX_STEPS_SMALL = None``) with ``constants`` of
+    ``_selection`` changed and the S finalists' cap below 12 rows per coefficient at ``s_small``."""
+    inner = _round19_fit(**constants)
+
+    def fitted(X, y):
+        with _patched("_s_start", S_MAX_STEPS_SMALL=s_small):
+            return inner(X, y)
+
+    return fitted
+
+
+#: round 20's fits, fixed (and written into the user guide) before any run: ``default`` round 18's default; ``C`` round
+#: 19's V2 (the finite-sample MM's spread gate at 0.01 on the Huber refit without the far-out rows MM rejects) and the S
+#: search's finalists iterated up to 500 I-steps below 12 rows per coefficient (60 from 12 on)
+ROUND20_FITS = {
+    "default": _round20_fit(),
+    "C": _round20_fit(500, CV_FINITE_SAMPLE_MM_SPREAD_LEVEL=0.01, CV_FINITE_SAMPLE_MM_SPREAD_ROWS="refit"),
+}  # fmt: skip
+
+
+def extra20(reps, grid_reps=3):
+    """Round 20's rule (i) (``--parts extra20``): :func:`extra19` with :data:`ROUND20_FITS` on :data:`ROUND19_CELLS`
+    (``reps`` draws), then the error-law grid's fits (``grid_reps`` draws per cell) of ``C`` against round 18's default
+    bit for bit."""
+    global ROUND19_FITS
+    saved, ROUND19_FITS = ROUND19_FITS, ROUND20_FITS
+    try:
+        out = extra19(reps)
+    finally:
+        ROUND19_FITS = saved
+    same = total = 0
+    for n, p in SIZES:
+        for law in LAWS:
+            for rep in range(grid_reps):
+                X, y = make_cell(law, n, p, rep)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    a, c = ROUND20_FITS["default"](X, y), ROUND20_FITS["C"](X, y)
+                total += 1
+                same += bool(np.array_equal(a[0], c[0]) and a[1] == c[1])
+    print(f"error-law grid: {same} of {total} fits of C equal round 18's default bit for bit", flush=True)
+    return out
+
+
+def candidate20(n_splits, sets, load="", save=""):
+    """Round 20's rule (ii)/(iii) (``--parts candidate20``): :func:`candidate19` with :data:`ROUND20_FITS`."""
+    global ROUND19_FITS
+    saved, ROUND19_FITS = ROUND19_FITS, ROUND20_FITS
+    try:
+        return candidate19(n_splits, sets, load=load, save=save)
+    finally:
+        ROUND19_FITS = saved
+
+
+def time20(reps=30, sets=(), n_splits=3):
+    """Round 20's rule (iv) (``--parts time20``): fit time of ``C`` over round 18's default (one BLAS thread,
+    interleaved, best of 3 each) on the 30/3 cells' first ``reps`` draws and on the first ``n_splits`` 75/25 training
+    splits of each small real set in ``sets`` (below 12 rows per coefficient); median and max ratio, new/old."""
+    import time
+
+    def best(fit, X, y):
+        ts = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit(X, y)
+            ts.append(time.perf_counter() - t0)
+        return min(ts)
+
+    def ratios(pairs):
+        return np.array([best(ROUND20_FITS["C"], X, y) / best(ROUND20_FITS["default"], X, y) for X, y in pairs])
+
+    for law, n, p in ROUND19_CELLS:
+        r = ratios([make_cell(law, n, p, rep) for rep in range(reps)])
+        print(f"time {law} {n}/{p}: C / default median {np.median(r):.3f}, max {r.max():.3f} ({reps} draws)", flush=True)
+    rs = []
+    for name in sets:
+        X, y = load_real(name)[:2]
+        if X.shape[0] * 0.75 >= 12 * (X.shape[1] + 1):
+            continue
+        rng = np.random.default_rng(0)
+        pairs = []
+        for _ in range(n_splits):
+            tr = rng.permutation(len(y))[: int(round(0.75 * len(y)))]
+            pairs.append((X[tr], y[tr]))
+        r = ratios(pairs)
+        rs.append(r)
+        print(f"time {name}: median {np.median(r):.3f}, max {r.max():.3f}", flush=True)
+    if rs:
+        r = np.concatenate(rs)
+        print(f"time small real sets ({len(rs)} sets, {len(r)} fits): C / default median {np.median(r):.3f},"
+              f" max {r.max():.3f}", flush=True)
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -3674,7 +3776,8 @@ def main(argv=None):
                     help="comma-separated subset of laws,boston,speed,real,extra,mmscale,choosers,diagnostic,"
                          "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
                          "fallbackboston,coverage,coveragetable,bootstrap,averaging,candidate17,candidate18,extra18,"
-                         "grid18,candidate18b,extra18b,where18b,where19,extra19,candidate19,scap19")  # fmt: skip
+                         "grid18,candidate18b,extra18b,where18b,where19,extra19,candidate19,scap19,extra20,"
+                         "candidate20,time20")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -3812,6 +3915,13 @@ def main(argv=None):
         if "candidate19" in parts:
             candidate19(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev18")), load=args.load,
                         save=args.save)
+        if "extra20" in parts:  # round 20: V2 and the S cap at 500 below 12 rows per coefficient
+            extra20(args.extra_reps)
+        if "candidate20" in parts:
+            candidate20(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev18")), load=args.load,
+                        save=args.save)
+        if "time20" in parts:
+            time20(sets=_chosen_sets(args.sets, default=_chosen_sets("dev18")))
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 

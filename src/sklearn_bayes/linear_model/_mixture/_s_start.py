@@ -63,6 +63,11 @@ _S_TOL = 1e-5  # stop when no coefficient moves more than this (relative, standa
 #: is round 4's small-sample one, so fits from 12 rows per coefficient on are unchanged); ``None``: never
 #: (round 4's search: the LTS candidates and :func:`deterministic_starts`, two finalists)
 SMALL_N_STARTS_ROWS_PER_COEF = 12.0
+#: I-steps of a finalist at most below :data:`SMALL_N_STARTS_ROWS_PER_COEF` rows per coefficient (issue 30, round 20:
+#: at 60 the deterministic starts' fit of the good rows can stop short of its basin while a start on a cluster of
+#: leverage points has converged -- 30 rows, 3 exact-fit leverage points: criterion 1.094 after 60 steps, 0.978
+#: after 300); ``None``: :data:`_S_MAX_STEPS` there too (rounds 5-19)
+S_MAX_STEPS_SMALL = None
 
 
 def _rho(u):
@@ -292,10 +297,11 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
         return m_scale(y[rows] - Xa[rows] @ theta, sw[rows])
 
     starts = list(lts) + deterministic_starts(Xs, ys, ws)
-    n_final = max(n_keep, _S_FINAL)
+    n_final, max_steps = max(n_keep, _S_FINAL), _S_MAX_STEPS
     if SMALL_N_STARTS_ROWS_PER_COEF is not None and is_small(ws, Xs.shape[1], SMALL_N_STARTS_ROWS_PER_COEF):
         starts += small_n_starts(Xs, ys, ws)
         n_final = len(starts)  # every start iterated to convergence: the extra ones never displace a finalist
+        max_steps = _S_MAX_STEPS if S_MAX_STEPS_SMALL is None else S_MAX_STEPS_SMALL
     screened = []
     for theta in starts:
         theta, _ = _i_steps(Xs, ys, ws, theta, m_scale(ys - Xs @ theta, ws), _S_SCREEN_STEPS)
@@ -303,7 +309,7 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
     screened.sort(key=lambda t: t[0])
     final = []
     for _, th in screened[:n_final]:
-        th = _i_steps(Xs, ys, ws, th, m_scale(ys - Xs @ th, ws), _S_MAX_STEPS)[0]
+        th = _i_steps(Xs, ys, ws, th, m_scale(ys - Xs @ th, ws), max_steps)[0]
         final.append((criterion(th), th))
     final.sort(key=lambda t: t[0])
     out = []
