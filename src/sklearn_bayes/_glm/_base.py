@@ -24,7 +24,7 @@ from sklearn_bayes.utils._validation import check_container, naming
 
 __all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_features",
            "check_numeric_target", "naming", "normalise_weights", "rescale",
-           "standardise", "validate_regression_data", "wald_interval"]
+           "standardise", "validate_regression_data", "wald_interval", "dominated_columns"]
 
 
 def check_features(estimator, X, *, reset):
@@ -308,3 +308,37 @@ def wald_interval(coef, covariance, alpha):
     z = float(norm.ppf(1.0 - float(alpha) / 2.0))
     with np.errstate(over="ignore", invalid="ignore"):
         return np.stack([coef - z * sd, coef + z * sd], axis=-1)
+
+
+def _weighted_sd(Z, w):
+    tot = w.sum(axis=0)
+    mean = (w * Z).sum(axis=0) / tot
+    return np.sqrt((w * (Z - mean) ** 2).sum(axis=0) / tot)
+
+
+def dominated_columns(X, sample_weight):
+    """Per column of ``X``: the weighted sd of the rows other than its largest ``|x|``, over the column's sd.
+
+    Each sd is computed on the rows divided by their own largest ``|x|`` (no overflow at entries
+    near 1e308, no underflow of the others at a ratio of 1e300) and the ratio is formed in logs;
+    it is 0 below 1e-308.  A column whose other rows are all equal (a dummy with one 1) or which
+    is constant gives ``nan`` (nothing to lose).  Example: a column of 79 standard normals and one
+    row times 1e6 gives about 1e-5.
+    """
+    X = np.asarray(X, dtype=float)
+    n, p = X.shape
+    if n < 3:
+        return np.full(p, np.nan)
+    w = np.asarray(sample_weight, dtype=float)
+    W = np.repeat((w / np.max(w))[:, None], p, axis=1)
+    top = np.argmax(np.abs(X), axis=0)
+    amax = np.abs(X[top, np.arange(p)])
+    rest = np.where(np.arange(n)[:, None] == top[None, :], 0.0, W)
+    rmax = np.max(np.where(rest > 0, np.abs(X), 0.0), axis=0)
+    safe = lambda a: np.where(a > 0, a, 1.0)  # noqa: E731
+    full = _weighted_sd(X / safe(amax), W)
+    other = _weighted_sd(np.where(rest > 0, X, 0.0) / safe(rmax), rest)  # the top row out (its weight is 0)
+    ok = (full > 0) & (other > 0) & (rmax > 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        log_ratio = np.log(safe(other)) + np.log(safe(rmax)) - np.log(safe(amax)) - np.log(safe(full))
+        return np.where(ok, np.exp(np.minimum(log_ratio, 0.0)), np.nan)

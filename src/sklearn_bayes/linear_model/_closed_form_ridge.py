@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import transactional
-from sklearn_bayes.linear_model._subsampled_prior import dominated_columns
+from sklearn_bayes._glm import dominated_columns
 from sklearn_bayes._glm import (
     LinearPredictorMixin,
     inverse_spd,

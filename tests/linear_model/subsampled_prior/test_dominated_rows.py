@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sklearn_bayes import SubsampledPriorLogisticRegression, SubsampledPriorRidge
-from sklearn_bayes.linear_model._subsampled_prior._plan import dominated_columns
+from sklearn_bayes._glm import dominated_columns
 
 
 def _data(n=80, seed=0):

@@ -8,7 +8,6 @@ See the layout in doc/user_guide/conventions.rst.
 """
 
 from sklearn_bayes.exceptions import SubsampleFitWarning
-from sklearn_bayes.linear_model._subsampled_prior._plan import dominated_columns
 from sklearn_bayes.linear_model._subsampled_prior._classifiers import (
     SubsampledPriorLinearSVC,
     SubsampledPriorLogisticRegression,
@@ -24,5 +23,4 @@ __all__ = [
     "SubsampledPriorLogisticRegression",
     "SubsampledPriorPoissonRegressor",
     "SubsampledPriorRidge",
-    "dominated_columns",
 ]

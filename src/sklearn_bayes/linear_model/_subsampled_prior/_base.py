@@ -32,6 +32,7 @@ from sklearn_bayes._glm import (
     inverse_spd,
     mle_exists,
     normalise_weights,
+    dominated_columns,
     posterior_hessian,
     standardise,
     wald_interval,
@@ -42,7 +43,6 @@ from sklearn_bayes.linear_model._subsampled_prior._plan import (
     _DOMINATED_WARN,
     _rare_level_rows,
     _resolve_sizes,
-    dominated_columns,
 )
 from sklearn_bayes.linear_model._subsampled_prior._prior import _subsample_prior, _to_data_units
 from sklearn_bayes.linear_model._subsampled_prior._tuning import (
