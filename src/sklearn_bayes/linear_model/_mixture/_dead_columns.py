@@ -10,10 +10,16 @@ the fit with such columns is the fit without them, bit for bit.
 
 import numpy as np
 
+from sklearn_bayes._glm import dominated_columns
 from sklearn_bayes._glm._base import _column_offset_scale
 from sklearn_bayes.linear_model._mixture._inference import aliased_columns
 
 __all__ = ["dead_columns", "fit_live"]
+
+#: a column whose rows other than its largest vary by less than this fraction of its sd is refused: the fit's
+#: standardised normal equations carry them at the square of that ratio, below 100 rounding errors of that row
+#: (as ``ClosedFormRidge``; at 1e9-1e10 times the others the columns were set aside as aliased, silently)
+DOMINATED_REFUSE = 1e-7
 
 #: attributes of the fit with one entry (row and column) per feature
 _PER_FEATURE = ("coef_", "mm_coef_")
@@ -23,7 +29,21 @@ _PER_FEATURE_SQUARE = ("coef_covariance_", "_params_covariance")
 def dead_columns(X, sw, fit_intercept):
     """Boolean mask of the dead columns of ``X`` (weights ``sw``): constant (zero without an intercept) or aliased
     (:func:`~sklearn_bayes.linear_model._mixture._inference.aliased_columns` of the columns standardised as the fit
-    standardises them)."""
+    standardises them).
+
+    A ``ValueError`` naming ``X`` where one row holds a column's whole spread (:data:`DOMINATED_REFUSE`): the other
+    rows' digits would be rounded away by the standardisation, and the columns declared aliased."""
+    pos = sw > 0
+    ratio = dominated_columns(X[pos], sw[pos])
+    if np.any(ratio < DOMINATED_REFUSE):
+        j = int(np.nanargmin(ratio))
+        raise ValueError(
+            f"X: in column {j} one row holds nearly all the spread (the other rows vary by {ratio[j]:.1e} of the "
+            "column's standard deviation). The fit runs on standardised columns, where the other rows would keep "
+            "fewer digits than the fit needs (at 1e10 times the others their coefficients came out 0). A robust "
+            "fit sets such a row aside only if it can still tell the others apart: rescale that row (or the "
+            "column, e.g. by a log or rank transform), or remove it."
+        )
     offset, scale, flat = _column_offset_scale(X, sw, fit_intercept)
     if X.shape[1] - int(flat.sum()) < 2:  # aliasing needs two live columns
         return flat
