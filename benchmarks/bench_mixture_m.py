@@ -105,6 +105,10 @@ numbers: every method sees the same data in every cell.
    under round 18's rule (``--sets dev18 --load <round 18's dev pickle>``, ``held18``, ``held19``:
    :data:`REAL_HELD_OUT19`, round 19's fresh group); ``--parts scap19``: :func:`s_cap19`, information for a next
    round (the S search's finalists iterated up to 500 I-steps).
+24. ``--parts extra20``, ``candidate20``, ``time20`` (issue 30, round 20; not in the default parts): :func:`extra20`,
+   :data:`ROUND20_FITS` (round 18's default and C, round 19's V2 with the S finalists' cap at 500 below 12 rows per
+   coefficient) on the 30/3 cells and the error-law grid bit for bit; :func:`candidate20`, the same on real data
+   (``--sets dev18 --load ...``, ``held18``, ``held19``); :func:`time20`, C's fit time over the default's.
 """
 
 import argparse
@@ -3400,9 +3404,15 @@ _ROUND18_CONSTANTS = {"CV_FINITE_SAMPLE_MM_ROWS_PER_COEF": 4.0, "CV_FINITE_SAMPL
                       "CV_FINITE_SAMPLE_MM_SPREAD_ROWS": "all", "LEVERAGE_KEEPS_MM": False}  # fmt: skip
 
 
-def _round19_fit(**constants):
-    """Round 18's default (:data:`_ROUND18_CONSTANTS`) with ``constants`` of ``_selection`` changed."""
-    return lambda X, y: _fit_with_constants("_selection", X, y, **dict(_ROUND18_CONSTANTS, **constants))
+def _round19_fit(s_small=None, **constants):
+    """Round 18's default (:data:`_ROUND18_CONSTANTS`, ``_s_start.S_MAX_STEPS_SMALL = None``) with ``constants`` of
+    ``_selection`` changed and the S finalists' cap below 12 rows per coefficient at ``s_small`` (round 20)."""
+
+    def fitted(X, y):
+        with _patched("_s_start", S_MAX_STEPS_SMALL=s_small):
+            return _fit_with_constants("_selection", X, y, **dict(_ROUND18_CONSTANTS, **constants))
+
+    return fitted
 
 
 #: round 19's fits, fixed (and written into the user guide) after task 1 (:func:`where19`) and before any run of them:
@@ -3636,16 +3646,8 @@ def s_cap19(reps, grid_reps=3):
 # --------------------------------------------------------------------------------------
 
 
-def _round20_fit(s_small=None, **constants):
-    """Round 18's default (:data:`_ROUND18_CONSTANTS`, ``_s_start.S_MAX_STEPS_SMALL = None``) with ``constants`` of
-    ``_selection`` changed and the S finalists' cap below 12 rows per coefficient at ``s_small``."""
-    inner = _round19_fit(**constants)
-
-    def fitted(X, y):
-        with _patched("_s_start", S_MAX_STEPS_SMALL=s_small):
-            return inner(X, y)
-
-    return fitted
+#: round 20's fits are round 19's with the S cap below 12 rows per coefficient as a further constant
+_round20_fit = _round19_fit
 
 
 #: round 20's fits, fixed (and written into the user guide) before any run: ``default`` round 18's default; ``C`` round

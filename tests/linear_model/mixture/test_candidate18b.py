@@ -2,8 +2,9 @@
 
 ``_selection.CV_FINITE_SAMPLE_MM_SPREAD_LEVEL``: where set, the comparison's third candidate (round 17/18) is not
 asked when the one-sided ``spread_growth`` on the residuals of its Huber (1.345, own scale) fit has a p-value below
-it.  Round 18b measured three levels; each changed a split of the spent held-out group held18, so none is the
-default (``None``: round 18's fits bit for bit).  Checked on one heteroscedastic draw of the benchmark's 30/3 cell
+it.  Round 18b measured three levels; each changed a split of the spent held-out group held18, so none became the
+default then (``None``: round 18's fits bit for bit); round 20 made 0.01 the default, read on round 19's ``"refit"``
+rows.  The tests here pin round 18's constants (fixture ``round18``).  Checked on one heteroscedastic draw of the benchmark's 30/3 cell
 (sd proportional to ``|x1|``, draw 17) where round 18 keeps the finite-sample MM and the test's p-value is known.
 """
 
@@ -51,8 +52,20 @@ def _fit(X, y):
     return np.r_[m.coef_, m.intercept_], m.selected_loss_
 
 
-def test_default_is_round18():
+@pytest.fixture(autouse=True)
+def round18(monkeypatch):
+    """Round 18's constants pinned (round 20 made the gate the default, at 0.01 on round 19's ``"refit"`` rows, and
+    raised the S finalists' cap below 12 rows per coefficient): these tests are of round 18b's option on round 18."""
+    import sklearn_bayes.linear_model._mixture._s_start as ss
+
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_LEVEL", None)
+    monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_SPREAD_ROWS", "all")
+    monkeypatch.setattr(ss, "S_MAX_STEPS_SMALL", None)
+
+
+def test_round18_is_reachable():
     assert mv.CV_FINITE_SAMPLE_MM_SPREAD_LEVEL is None
+    assert mv.CV_FINITE_SAMPLE_MM_ROWS_PER_COEF == 4.0
     assert mv.CV_FINITE_SAMPLE_MM_ROWS_PER_COEF == 4.0
 
 

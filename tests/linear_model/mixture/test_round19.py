@@ -37,8 +37,9 @@ def _fit(X, y):
 
 
 def test_defaults():
-    assert mv.CV_FINITE_SAMPLE_MM_SPREAD_LEVEL is None
-    assert mv.CV_FINITE_SAMPLE_MM_SPREAD_ROWS == "all" and mv.LEVERAGE_KEEPS_MM is False
+    """Round 20 made V2 the default (the gate at 0.01 on the ``"refit"`` rows); V3's option stays off."""
+    assert mv.CV_FINITE_SAMPLE_MM_SPREAD_LEVEL == 0.01
+    assert mv.CV_FINITE_SAMPLE_MM_SPREAD_ROWS == "refit" and mv.LEVERAGE_KEEPS_MM is False
 
 
 def test_bench_bad_leverage_draw_is_reproduced():

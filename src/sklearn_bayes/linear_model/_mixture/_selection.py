@@ -486,14 +486,16 @@ CV_FINITE_SAMPLE_MM_MARGIN = 1.0
 #: 18b).  None (default): always asked, as round 18 had it.  Round 18b measured 0.20, 0.10 and 0.01: each took back
 #: part of round 18's cost in the heteroscedastic 30/3 cell (+0.018 -> +0.006 / +0.006 / +0.005 of round 17's slope
 #: MSE) but changed splits of the spent held-out group held18 and gave back round 18's gain on bad leverage points at
-#: 30/3 (worse than round 18 by 1.9 / 1.9 / 1.3 paired SE: their residuals far out in ``x`` read as growing spread)
-CV_FINITE_SAMPLE_MM_SPREAD_LEVEL = None
-#: the rows and residuals that test reads (issue 30, round 19): ``"all"`` (default) the comparison's Huber residuals
-#: on every row (round 18b); ``"mm_kept"`` those residuals on the rows the MM fit does not reject (``|r| <=``
-#: :data:`MM_REJECTION` ``scale_mm``); ``"refit"`` the residuals of the Huber fit refitted without the rows
-#: :func:`leverage_rows_left_out` leaves out (MM-rejected rows far out in ``x``), on the rows left (the comparison's
-#: Huber residuals on every row when none is left out)
-CV_FINITE_SAMPLE_MM_SPREAD_ROWS = "all"
+#: 30/3 (worse than round 18 by 1.9 / 1.9 / 1.3 paired SE: their residuals far out in ``x`` read as growing spread).
+#: 0.01 (default since round 20, with :data:`CV_FINITE_SAMPLE_MM_SPREAD_ROWS` ``"refit"``: round 19's V2); None:
+#: always asked, rounds 18-19
+CV_FINITE_SAMPLE_MM_SPREAD_LEVEL = 0.01
+#: the rows and residuals that test reads (issue 30, round 19): ``"all"`` the comparison's Huber residuals on every
+#: row (round 18b); ``"mm_kept"`` those residuals on the rows the MM fit does not reject (``|r| <=``
+#: :data:`MM_REJECTION` ``scale_mm``); ``"refit"`` (default since round 20) the residuals of the Huber fit refitted
+#: without the rows :func:`leverage_rows_left_out` leaves out (MM-rejected rows far out in ``x``), on the rows left
+#: (the comparison's Huber residuals on every row when none is left out)
+CV_FINITE_SAMPLE_MM_SPREAD_ROWS = "refit"
 #: from :data:`CV_FINITE_SAMPLE_MM_ROWS_PER_COEF` rows per coefficient on, where the comparison runs and the MM fit
 #: rejects a row far out in ``x`` (:func:`leverage_rows_left_out` leaves one out: a bad leverage point), the fit is
 #: the MM fit (Tukey 4.685 at its scale) whatever the cross-validated risks say (issue 30, round 19; an option).
