@@ -476,7 +476,8 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         self : object
             Fitted estimator.
         """
-        with caller_random_state(self.random_state) as guard:  # a rejected fit rewinds a caller's RandomState
+        # overflow to inf is the intended value in the robust losses' saturating parts (a gross target's square)
+        with caller_random_state(self.random_state) as guard, np.errstate(over="ignore"):
             return self._fit(X, y, sample_weight, guard)
 
     def _fit(self, X, y, sample_weight, guard):

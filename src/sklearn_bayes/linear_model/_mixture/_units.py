@@ -18,9 +18,18 @@ from sklearn_bayes.utils import check_generator
 __all__ = ["caller_random_state", "standardise_robust"]
 
 
+#: ``y`` is centred on its weighted median instead of its mean where the two are more than this many robust scales
+#: apart: a few gross targets (one y of 1e100 among values of order 1) then carry the mean, and centring there would
+#: leave the other targets fewer than 10 of their 16 digits (the fit broke down: ``coef_`` of order 1e81).  The
+#: intercept column makes the centre arbitrary in exact arithmetic; ordinary data never come near (``|mean - median|``
+#: is a few robust scales), so their fits are unchanged bit for bit.
+FAR_MEAN = 1e6
+
+
 def standardise_robust(X, y, sw, rows, fit_intercept):
-    """Units of the EM fit: ``X`` columns by weighted mean and sd, ``y`` by weighted mean and its
-    robust scale (1.4826 MAD on ``rows``; the sd if more than half the targets tie)."""
+    """Units of the EM fit: ``X`` columns by weighted mean and sd, ``y`` by its weighted mean (its weighted median
+    where the mean is more than :data:`FAR_MEAN` robust scales away) and its robust scale (1.4826 MAD on ``rows``;
+    the sd if more than half the targets tie)."""
     x_offset, x_scale, constant = _column_offset_scale(X, sw, fit_intercept)
     big = float(np.max(np.abs(y)))  # > 0: y is not constant; dividing keeps sums finite
     y1 = y / big
@@ -28,8 +37,10 @@ def standardise_robust(X, y, sw, rows, fit_intercept):
     scale = _MAD_TO_SD * weighted_median(np.abs(ys - weighted_median(ys, sws)), sws)
     if scale == 0:  # more than half the (subsampled) targets tie: the sd of all targets
         scale = math.sqrt(np.average((y1 - np.average(y1, weights=sw)) ** 2, weights=sw))
-    y_offset = float(np.average(y1, weights=sw)) * big if fit_intercept else 0.0
-    return Standardisation(x_offset, x_scale, y_offset, scale * big, constant)
+    centre = float(np.average(y1, weights=sw)) if fit_intercept else 0.0
+    if fit_intercept and abs(centre - weighted_median(y1, sw)) > FAR_MEAN * scale:
+        centre = weighted_median(y1, sw)  # a few gross targets carry the mean: centring there rounds the rest away
+    return Standardisation(x_offset, x_scale, centre * big, scale * big, constant)
 
 
 def _legacy_state(rs):
