@@ -92,13 +92,17 @@ def _grid(f, n, p, q):
 def _likelihood(c, n, p, q, u):
     """``L[v, j] = P(c_v | theta_v = u_j) / max_j`` (binomial, scaled per row)."""
     pi = q + (p - q) * u
+    nc = n - c
     with np.errstate(divide="ignore", invalid="ignore"):
-        a, b = c[:, None] * np.log(pi)[None, :], (n - c)[:, None] * np.log1p(-pi)[None, :]
+        ll, b = c[:, None] * np.log(pi)[None, :], nc[:, None] * np.log1p(-pi)[None, :]
     # 0 log 0 = 0: with q = 0 (GRR above eps ~ 37 + ln K) or p = 1, a count of 0 (or n) at an atom with
-    # pi = 0 (or 1) was 0 * -inf = NaN, which made theta_ uniform; the other entries are the same products
-    ll = np.where(c[:, None] == 0, 0.0, a) + np.where((n - c)[:, None] == 0, 0.0, b)
+    # pi = 0 (or 1) was 0 * -inf = NaN, which made theta_ uniform; the other entries are the same products.
+    # Round 18b: the same numbers as ``np.where(c == 0, 0, a) + np.where(n - c == 0, 0, b)``, formed in place.
+    ll[c == 0] = 0.0
+    b[nc == 0] = 0.0
+    ll += b
     ll -= ll.max(axis=1, keepdims=True)
-    return np.exp(ll)
+    return np.exp(ll, out=ll)
 
 
 def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL):
@@ -112,10 +116,16 @@ def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL):
     w = np.full(G, 1.0 / G)
     m = L @ w
     ll = np.log(m).sum()
+    # round 18b: the same operations in the same order (``w * (L.T @ (1 / m)) / K``, ``L @ w``, ``log(m).sum()``:
+    # the same BLAS calls on the same arrays) into buffers allocated once, so the same numbers bit for bit
+    LT, r, g, lm = L.T, np.empty(K), np.empty(G), np.empty(K)
     for it in range(1, int(max_iter) + 1):
-        w = w * (L.T @ (1.0 / m)) / K
-        m = L @ w
-        new = np.log(m).sum()
+        np.divide(1.0, m, out=r)
+        np.matmul(LT, r, out=g)
+        np.multiply(w, g, out=w)
+        np.divide(w, K, out=w)
+        np.matmul(L, w, out=m)
+        new = np.add.reduce(np.log(m, out=lm))  # what ndarray.sum calls, without its Python wrapper
         if new - ll < tol:
             return w, it, True
         ll = new
@@ -185,9 +195,9 @@ def cv_prior_gain(c, n, p, q, rho_grid, folds=AUTO_CV_FOLDS, return_table=False)
 
 def _tilted(logP, u, lam):
     """Posterior means and variances of every row under the tilt ``lam`` (rows of ``logP``: ``ln L + ln w``)."""
-    lg = logP + lam * u[None, :]
-    lg -= lg.max(axis=1, keepdims=True)
-    P = np.exp(lg)
+    P = logP + lam * u[None, :]
+    P -= P.max(axis=1, keepdims=True)
+    np.exp(P, out=P)  # round 18b: in place, the same numbers
     P /= P.sum(axis=1, keepdims=True)
     m = P @ u
     return m, np.maximum(P @ (u * u) - m * m, 0.0)

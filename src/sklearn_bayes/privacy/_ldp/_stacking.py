@@ -118,12 +118,15 @@ def simplex_least_squares(A, b):
     A, b = np.asarray(A, dtype=float), np.asarray(b, dtype=float)
     J = b.size
     best, best_a = np.inf, None
+    lstsq = np.linalg.lstsq
     for S, ix in _supports(J):
         r = len(S)
         M = np.zeros((r + 1, r + 1))
         M[:r, :r], M[:r, r], M[r, :r] = A[ix], 1.0, 1.0
-        sol = np.linalg.lstsq(M, np.r_[b[S], 1.0], rcond=None)[0][:r]
-        if not np.all(np.isfinite(sol)) or np.any(sol < -1e-12):
+        rhs = np.empty(r + 1)  # np.r_[b[S], 1.0], without np.r_'s overhead (round 18b: the same numbers)
+        rhs[:r], rhs[r] = b[S], 1.0
+        sol = lstsq(M, rhs, rcond=None)[0][:r]
+        if not np.isfinite(sol).all() or (sol < -1e-12).any():
             continue
         a = np.zeros(J)
         a[S] = np.maximum(sol, 0.0)
