@@ -644,6 +644,73 @@ def general(runs, n_jobs, only=None, versus_posterior=False, decoder=None, cells
           f"({time.perf_counter() - t0:.0f} s, n_jobs={n_jobs})")
 
 
+def _wilson_clipped(c, n, p, q, level):
+    """Round 28z: the previous empirical-Bayes intervals (Wilson's, mapped and clipped), for the before/after."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    ph = np.asarray(c, dtype=float) / n
+    centre = (ph + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n))
+    return np.column_stack([np.clip((centre - half - q) / (p - q), 0, 1), np.clip((centre + half - q) / (p - q), 0, 1)])
+
+
+def _zero_width_run(cell, run):
+    """The default's fit on a general cell's users and seeds (as :func:`_general_run`, without the peers): its
+    intervals now and the previous ones (equal unless the fit used an empirical-Bayes decoder)."""
+    name, split, K, eps, n, make = cell
+    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
+    r_theta, r_users, r_ours, _ = (np.random.default_rng(c) for c in ss.spawn(4))
+    theta = make(r_theta)
+    x = r_users.choice(K, size=n, p=theta)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x.reshape(-1, 1))
+        est.theta_
+        new = est.credible_interval(0.95)
+    old = _wilson_clipped(*est._support_counts(), 0.95) if est._uses_eb() else new
+    return dict(theta=theta, old=old, new=new, method=est.convergence_["method"])
+
+
+def zero_width(cells, runs, n_jobs):
+    """Round 28z: per cell, the previous intervals of zero width ([1, 1] / [0, 0], and how many of the [0, 0] had a
+    truth of exactly 0), the coverage before and after, and how many of the changed intervals cover."""
+    from joblib import Parallel, delayed
+
+    res = Parallel(n_jobs=n_jobs)(delayed(_zero_width_run)(c, r) for c in cells for r in range(runs))
+    rows = []
+    for i, cell in enumerate(cells):
+        rs = res[i * runs : (i + 1) * runs]
+        cnt = dict(top=0, bottom=0, bottom0=0, cov_old=0, cov_new=0, changed=0, ch_old=0, ch_new=0)
+        minw = np.inf
+        for r in rs:
+            th, o, nw = r["theta"], r["old"], r["new"]
+            deg = o[:, 1] <= o[:, 0]
+            co, cn = (o[:, 0] <= th) & (th <= o[:, 1]), (nw[:, 0] <= th) & (th <= nw[:, 1])
+            ch = np.any(o != nw, axis=1)
+            cnt["top"] += int(np.sum(deg & (o[:, 0] == 1)))
+            cnt["bottom"] += int(np.sum(deg & (o[:, 1] == 0)))
+            cnt["bottom0"] += int(np.sum(deg & (o[:, 1] == 0) & (th == 0)))
+            cnt["cov_old"] += int(co.sum())
+            cnt["cov_new"] += int(cn.sum())
+            cnt["changed"] += int(ch.sum())
+            cnt["ch_old"] += int(co[ch].sum())
+            cnt["ch_new"] += int(cn[ch].sum())
+            minw = min(minw, float((nw[:, 1] - nw[:, 0]).min()))
+        N = cell[2] * runs
+        rows.append(dict(cell=f"{cell[0]} K={cell[2]} eps={cell[3]:g} n={cell[4]:.0e}", split=cell[1],
+                         decoder=_methods(rs), zero_top=cnt["top"], zero_bottom=f"{cnt['bottom']} ({cnt['bottom0']})",
+                         pairs=N, cov_before=cnt["cov_old"] / N, cov_after=cnt["cov_new"] / N,
+                         changed_cover=f"{cnt['ch_old']} -> {cnt['ch_new']} of {cnt['changed']}", min_width=minw))
+    print(f"== round 28z: zero-width intervals of the previous code over {runs} runs (zero_bottom: [0, 0], in "
+          "brackets those whose truth is exactly 0); coverage of the 95 % intervals before / after over (category, "
+          "run) pairs; changed_cover: the changed intervals holding the truth before -> after; min_width: the "
+          "narrowest interval now ==")
+    print(format_table(rows, ["cell", "split", "decoder", "zero_top", "zero_bottom", "pairs", "cov_before",
+                              "cov_after", "changed_cover", "min_width"]))
+
+
 def _paired_decoder_table(cells, res, runs, other):
     """Round 14b: ours (the default) against ``other`` decoded from the same fit: medians, the paired geometric
     ratio ours / other +- SE, runs won, |lambda| of the tilt (median, max) and (fit + theta_) / IBU for both."""
@@ -1137,6 +1204,8 @@ def main():
                          "(common random numbers where the mechanisms coincide)")
     ap.add_argument("--default-only", action="store_true", help="no RRRR columns ('non_adaptive', 'honest')")
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 16 cells)")
+    ap.add_argument("--zero-width", action="store_true",
+                    help="--general: instead, round 28z's zero-width intervals before / after (its cell options)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
     ap.add_argument("--importance-draws", type=int, default=None,
                     help="--versus-posterior: theta_'s weighted draws of decoder='importance' (round 11b's M; "
@@ -1218,6 +1287,9 @@ def main():
                 if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
+        if args.zero_width:
+            zero_width([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
+            return
         general(runs, args.n_jobs, args.cells, args.versus_posterior, args.decoder, pool, args.importance_draws,
                 args.per_category, args.prior, args.paired_decoder)
         return

@@ -17,7 +17,9 @@ support count ``c_v`` is exactly ``Binomial(n, pi_v)``: an exact marginal likeli
 3. and gives every category the Wilson score interval of ``pi_v`` mapped to ``theta_v``
    (:func:`binomial_intervals`): a confidence interval with the binomial's coverage (95 %
    up to the normal approximation; about 97.5 % for a category of probability exactly 0,
-   whose clipped interval misses only when the raw lower bound is above 0).
+   whose clipped interval misses only when the raw lower bound is above 0); where Wilson's interval lies
+   wholly outside the feasible ``[q, p]`` (it was ``[0, 0]`` or ``[1, 1]`` once clipped) the likelihood-ratio
+   set of ``pi_v`` restricted to ``[q, p]`` instead (round 28z: never zero width).
 
 Why: on multi-modal and long-tailed ``theta`` with many categories the symmetric Dirichlet
 prior of the exact posterior is misspecified and its estimate follows the noise (issue 28:
@@ -282,8 +284,65 @@ def eb_estimate(c, n, p, q, sum_to_one="tilt"):
     return theta, info
 
 
+#: Bisection steps of the constrained likelihood-ratio bound (:func:`binomial_intervals`), in theta's units.
+LR_BISECTION_STEPS = 64
+
+
+def _loglik_drop(c, n, p, q, t, at_p):
+    """``l(pi_m) - l(pi)`` of ``Binomial(n, pi)`` at the count ``c``, ``pi = q + t (p - q)``, ``pi_m = p`` (``at_p``) or
+    ``q``; through ``log1p`` of ``d = pi_m - pi`` formed from ``t`` (exact when ``p - q`` is tiny)."""
+    pi = q + t * (p - q)
+    d = (1.0 - t) * (p - q) if at_p else -t * (p - q)
+    return c * np.log1p(d / pi) + (n - c) * np.log1p(-d / (1.0 - pi))
+
+
+def _lr_bound(c, n, p, q, crit, at_p):
+    """The far end, in theta, of the likelihood-ratio set ``{theta in [0, 1]: 2 (l(pi_m) - l(pi)) <= crit}`` where the
+    constrained MLE ``pi_m`` is ``p`` (``at_p``: the set is ``[t, 1]``, returns ``t``) or ``q`` (``[0, t]``)."""
+    far = np.full(c.size, 0.0 if at_p else 1.0)
+    inside = 2.0 * _loglik_drop(c, n, p, q, far, at_p) <= crit
+    near, far = np.full(c.size, 1.0 if at_p else 0.0), far  # near: in the set; far: outside unless ``inside``
+    for _ in range(LR_BISECTION_STEPS):
+        mid = 0.5 * (near + far)
+        ok = 2.0 * _loglik_drop(c, n, p, q, mid, at_p) <= crit
+        near, far = np.where(ok, mid, near), np.where(ok, far, mid)
+    return np.where(inside, 0.0 if at_p else 1.0, near)
+
+
 def binomial_intervals(c, n, p, q, level):
-    """Wilson score interval of every ``pi_v`` at ``level``, mapped to ``theta_v`` and clipped to [0, 1]."""
+    """Interval of every ``theta_v`` at ``level`` from its support count: Wilson's for ``pi_v``, mapped to ``theta_v``
+    and clipped to [0, 1]; where that leaves zero width, the constrained likelihood-ratio interval.
+
+    Parameters
+    ----------
+    c : array-like of shape (K,)
+        Support counts, ``c_v ~ Binomial(n, pi_v)``, ``pi_v = q + (p - q) theta_v``.
+    n : int
+        Number of responses.
+    p, q : float
+        Support probabilities, ``0 < q < p < 1``.
+    level : float
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    interval : ndarray of shape (K, 2)
+        Lower and upper bounds, ``0 <= lower < upper <= 1`` when ``n > 0`` (``[0, 1]`` when ``n = 0``).
+
+    Notes
+    -----
+    With ``z`` the normal ``(1 + level) / 2`` quantile and ``pi_hat = c / n``, Wilson's interval of ``pi`` is
+    ``(pi_hat + z^2/(2n) -+ z sqrt(pi_hat (1 - pi_hat)/n + z^2/(4n^2))) / (1 + z^2/n)``, and
+    ``theta = (pi - q) / (p - q)``, clipped to [0, 1].  Only ``pi in [q, p]`` is feasible.  When Wilson's interval
+    lies wholly above ``p`` (below ``q``) the clipped interval is ``[1, 1]`` (``[0, 0]``): a claim of certainty
+    the count does not give.  There (round 28z) the interval is instead the likelihood-ratio set restricted to the
+    feasible values, ``{pi in [q, p]: 2 (l(pi_m) - l(pi)) <= z^2}``, ``l`` the binomial log-likelihood and ``pi_m``
+    its maximiser on ``[q, p]`` (``p`` above, ``q`` below): ``[theta_l, 1]`` (``[0, theta_u]``), the asymptotic
+    form of Feldman and Cousins' ordering by the likelihood ratio to the best feasible value.  It contains
+    ``pi_m`` and, ``l`` being continuous, a neighbourhood of it in ``[q, p]``: its width is positive.  Its bound is
+    found by bisection in ``theta`` (``LR_BISECTION_STEPS``), keeping the end inside the set.  Intervals that
+    meet ``[q, p]`` with positive width are Wilson's, unchanged.
+    """
     from scipy.stats import norm
 
     c = np.asarray(c, dtype=float)
@@ -293,6 +352,13 @@ def binomial_intervals(c, n, p, q, level):
     ph = c / n
     centre = (ph + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * np.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n))
-    lo = np.clip((centre - half - q) / (p - q), 0.0, 1.0)
-    hi = np.clip((centre + half - q) / (p - q), 0.0, 1.0)
+    lo = (centre - half - q) / (p - q)
+    hi = (centre + half - q) / (p - q)
+    above, below = lo >= 1.0, hi <= 0.0  # Wilson's interval outside the feasible [q, p]: [1, 1] or [0, 0] once clipped
+    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if above.any():
+            lo[above], hi[above] = _lr_bound(c[above], n, p, q, z * z, True), 1.0
+        if below.any():
+            lo[below], hi[below] = 0.0, _lr_bound(c[below], n, p, q, z * z, False)
     return np.column_stack([lo, hi])
