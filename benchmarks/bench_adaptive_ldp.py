@@ -51,6 +51,10 @@ issue's metric (``ratio``, best of 12 peers, independent streams) is the run wit
 ``--default-only`` skips the RRRR columns ('non_adaptive', 'honest'; their seeds are by index,
 so the default's numbers do not change).
 
+``--general --zero-width`` (round 28z; with the same cell options): per cell, the default's intervals that the
+previous code gave zero width ([1, 1] / [0, 0], and whether the truth is exactly 0 there), coverage before and
+after, without the peers.
+
 ``--general`` (only this part; ``--cells`` picks cells by index): issue 28's sixteen cells
 (``GENERAL_CELLS``), the ratio to the best of the twelve static peers, coverage, and the cost of
 fit plus ``theta_`` over SS's client, counts and IBU run to convergence; all times are CPU time of
