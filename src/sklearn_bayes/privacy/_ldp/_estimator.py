@@ -279,9 +279,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     Monte Carlo.  The symmetric Dirichlet prior cannot represent two-peaked or long-tailed
     ``theta``, and there its posterior follows the noise (issue 28: 1.11-1.40x the best
     static decoder's TV); ``G`` adapts to the shape.  The interval of ``theta_v`` is the
-    Wilson score interval of ``pi_v`` mapped linearly and clipped to ``[0, 1]``: a
-    frequentist interval with the binomial's coverage (about 97.5 % for a category of
-    probability exactly 0).
+    Wilson score interval of ``pi_v`` mapped linearly and clipped to ``[0, 1]``: a frequentist interval with the
+    binomial's coverage (about 97.5 % for a category of probability exactly 0); where Wilson's interval lies wholly outside
+    the feasible ``[q, p]``, the likelihood-ratio set of ``pi_v`` restricted to ``[q, p]`` (never zero width, round 28z).
 
     Count posterior (``decoder='counts'``, issue 28 round 9): ``p(theta, rho | c) ∝ prod_v
     Bin(c_v; n, pi_v) Dir(theta; rho 1) p(rho)``, the exact posterior's prior with the product of the
