@@ -69,6 +69,11 @@ def test_norms_equal_the_old_string_switch_bit_for_bit(norm):
         old = _old_psi_terms(norm.name, grid, norm.c)
         new = norm.psi_terms(grid)
         separate = (norm.weights(grid), norm.psi(grid), norm.psi_deriv(grid))
+    if norm.name == "cauchy":  # H30Y: psi' at |u| > 1e154 ((u/c)^2 = inf) is its limit 0, no longer -inf * 0 = NaN
+        with np.errstate(over="ignore"):
+            big = np.isinf((grid / norm.c) ** 2)
+        assert np.isnan(old[2][big]).all() and np.all(new[2][big] == 0.0)
+        old = (old[0], old[1], np.where(big, 0.0, old[2]))
     for o, n, s in zip(old, new, separate):
         np.testing.assert_array_equal(n, o)
         np.testing.assert_array_equal(s, o)

@@ -11,8 +11,8 @@ the fit with such columns is the fit without them, bit for bit.
 import numpy as np
 
 from sklearn_bayes._glm import dominated_columns
-from sklearn_bayes._glm._base import _column_offset_scale
 from sklearn_bayes.linear_model._mixture._inference import aliased_columns
+from sklearn_bayes.linear_model._mixture._units import column_units
 
 __all__ = ["dead_columns", "fit_live"]
 
@@ -21,22 +21,50 @@ __all__ = ["dead_columns", "fit_live"]
 #: (as ``ClosedFormRidge``; at 1e9-1e10 times the others the columns were set aside as aliased, silently)
 DOMINATED_REFUSE = 1e-7
 
+#: a *far* column (standardised by its median and MAD, see ``_units.column_units``) with a value more than this many
+#: robust scales from its median is refused: beyond about 1e154 the squares of the standardised values overflow and
+#: the sandwich's standard errors came out NaN (a whole row times 1e160 among 99 of order 1); 1e100 leaves room for
+#: the sums over rows and the coefficients' size (times 1e9 ... 1e150, the fit equals that at 1e3 times, bit for bit)
+FAR_REFUSE = 1e100
+
 #: attributes of the fit with one entry (row and column) per feature
 _PER_FEATURE = ("coef_", "mm_coef_")
 _PER_FEATURE_SQUARE = ("coef_covariance_", "_params_covariance")
 
 
-def dead_columns(X, sw, fit_intercept):
+def dead_columns(X, sw, fit_intercept, return_units=False):
     """Boolean mask of the dead columns of ``X`` (weights ``sw``): constant (zero without an intercept) or aliased
     (:func:`~sklearn_bayes.linear_model._mixture._inference.aliased_columns` of the columns standardised as the fit
     standardises them).
 
-    A ``ValueError`` naming ``X`` where one row holds a column's whole spread (:data:`DOMINATED_REFUSE`): the other
-    rows' digits would be rounded away by the standardisation, and the columns declared aliased."""
+    A ``ValueError`` naming ``X`` where one row holds a column's whole spread (:data:`DOMINATED_REFUSE`) and the
+    column is not *far* (:func:`~sklearn_bayes.linear_model._mixture._units.column_units`: its MAD is 0, or its
+    sd less than ``FAR_MEAN`` robust scales): the other rows' digits would be rounded away by the standardisation,
+    and the columns declared aliased.  A far column is standardised by its median and MAD, which keep them.
+    ``return_units``: also return the :func:`~sklearn_bayes.linear_model._mixture._units.column_units` computed
+    here, for the fit's standardisation (one pass of the screen a fit)."""
+    units = column_units(X, sw, fit_intercept)
+    mask = _dead_mask(X, sw, fit_intercept, units)
+    return (mask, units) if return_units else mask
+
+
+def _dead_mask(X, sw, fit_intercept, units):
+    """:func:`dead_columns` given the column units."""
     pos = sw > 0
+    offset, scale, flat, far, reach = units
+    beyond = far & (reach > FAR_REFUSE)
+    if np.any(beyond):
+        j = int(np.flatnonzero(beyond)[0])
+        raise ValueError(
+            f"X: column {j} has a value {reach[j]:.1e} robust scales (1.4826 MAD) from its median. A robust fit "
+            f"sets such a row aside up to {FAR_REFUSE:.0e} robust scales; beyond, the squares of the standardised "
+            "values overflow and the standard errors come out NaN. Rescale that row (or the column, e.g. by a log "
+            "or rank transform), or remove it."
+        )
     ratio = dominated_columns(X[pos], sw[pos])
-    if np.any(ratio < DOMINATED_REFUSE):
-        j = int(np.nanargmin(ratio))
+    refused = (ratio < DOMINATED_REFUSE) & ~far  # a far column is standardised by its median and MAD
+    if np.any(refused):
+        j = int(np.nanargmin(np.where(refused, ratio, np.nan)))
         raise ValueError(
             f"X: in column {j} one row holds nearly all the spread (the other rows vary by {ratio[j]:.1e} of the "
             "column's standard deviation). The fit runs on standardised columns, where the other rows would keep "
@@ -44,12 +72,20 @@ def dead_columns(X, sw, fit_intercept):
             "fit sets such a row aside only if it can still tell the others apart: rescale that row (or the "
             "column, e.g. by a log or rank transform), or remove it."
         )
-    offset, scale, flat = _column_offset_scale(X, sw, fit_intercept)
     if X.shape[1] - int(flat.sum()) < 2:  # aliasing needs two live columns
         return flat
     Z = (X - offset) / scale if fit_intercept else X / scale
     Z[:, flat] = 0.0
-    return flat | aliased_columns(Z, sw)
+    if not far.any():
+        return flat | aliased_columns(Z, sw)
+    # a far column is centred on its median, not its mean: the intercept's span is not projected out, so it is a
+    # column of its own; and each row is divided by its largest |z| beyond 1 (a positive row scaling leaves linear
+    # dependence as it was), so a gross row neither overflows the norms nor passes for the only direction
+    if fit_intercept:
+        Z = np.column_stack([np.ones(len(Z)), Z])
+    Z /= np.maximum(1.0, np.max(np.abs(Z), axis=1))[:, None]
+    aliased = aliased_columns(Z, sw)
+    return flat | (aliased[1:] if fit_intercept else aliased)
 
 
 def fit_live(est, X, y, sw, dead, guard):

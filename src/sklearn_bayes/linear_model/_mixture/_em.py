@@ -19,6 +19,17 @@ from sklearn_bayes.linear_model._mixture._lts_start import _WLS_BLOCK, wls
 
 __all__ = ["EMProblem", "EMResult", "describe_residuals", "em", "log_joint"]
 
+#: residuals (in robust scales of ``y``) beyond this are taken at it by the E- and M-steps: a gross target's square
+#: overflowed (y >= 1e155 gave r^2 = inf and 0 * inf = NaN in the sufficient statistics, a NaN run of EM with
+#: thousands of ``RuntimeWarning`` s); every law's responsibility and weight there are already 0 to rounding
+R_CAP = 1e100
+
+
+def _capped(r):
+    """``r`` itself where ``|r| <= R_CAP`` everywhere (ordinary fits: no copy, bit for bit), else clipped to it."""
+    return r if float(np.max(np.abs(r), initial=0.0)) <= R_CAP else np.clip(r, -R_CAP, R_CAP)
+
+
 _KINDS = {GaussianComponent: 0, LaplaceComponent: 1, CauchyComponent: 2}  # laws with fused Cython passes
 
 
@@ -124,6 +135,7 @@ class EMProblem:
         The statistics ``(sum_i w_i z_ij, sum_i w_i z_ij r_i^2, sum_i w_i z_ij |r_i|)`` (a
         ``(3, J)`` array) come from the fused Cython pass for built-in laws, else ``None``.
         """
+        r = _capped(r)
         if self.kinds is not None:
             z = np.empty((len(self.comps), r.shape[0]))
             stats = np.empty((3, len(self.comps)))
@@ -161,6 +173,7 @@ class EMProblem:
 
         ``stats``: the sufficient statistics :meth:`responsibilities` returned with ``z``
         (built-in laws), used instead of new passes over the rows."""
+        r = _capped(r)
         if stats is not None:
             return self._m_mix_fast(r, z, scales, stats)
         zs = z * self.sw
@@ -197,6 +210,7 @@ class EMProblem:
         return a, scales
 
     def irls_weights(self, r, z, scales):
+        r = _capped(r)
         if self.kinds is not None:
             W = np.empty_like(r)
             _fast.irls_weights(r, self.kinds, z, np.asarray(scales, dtype=float), self.deltas, W)

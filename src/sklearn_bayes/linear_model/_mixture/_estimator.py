@@ -484,7 +484,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         """:meth:`fit` inside the caller's transaction (``guard``: :class:`caller_random_state`)."""
         comps = _resolve_components(self.components)
         X, y, sw = validate_regression_data(self, X, y, sample_weight)
-        dead = dead_columns(X, sw, self.fit_intercept)
+        dead, units = dead_columns(X, sw, self.fit_intercept, return_units=True)
         if dead.any() and not dead.all():  # constant (with an intercept) or aliased columns: the fit of the others
             return fit_live(self, X, y, sw, dead, guard)
         # weights of any overall size (1e-300, 1e308): the fit runs on sw / W, W the power of two
@@ -499,7 +499,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         if pos.sum() > 2 * _EM_SUBSAMPLE:
             sub = np.sort(rng.choice(np.flatnonzero(pos), _EM_SUBSAMPLE, replace=False))
         rows = slice(None) if sub is None else sub
-        st, Xa, yc = self._design(X, y, sw, rows)
+        st, Xa, yc = self._design(X, y, sw, rows, units)
         Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
         if self.init == "s":
             starts = s_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)[0]
@@ -538,7 +538,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         if np.ptp(y[pos]) == 0:
             raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
 
-    def _design(self, X, y, sw, rows):
+    def _design(self, X, y, sw, rows, units=None):
         """Standardisation and the augmented standardised design ``Xa`` and target ``yc``.
 
         EM runs in standardised units: ``X`` columns by their weighted moments, ``y`` by its
@@ -547,7 +547,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         last column is 1 and constant columns are 0.
         """
         n, d = X.shape
-        st = _standardise_robust(X, y, sw, rows, self.fit_intercept)
+        st = _standardise_robust(X, y, sw, rows, self.fit_intercept, units)  # units: dead_columns' column_units
         Xa = np.empty((n, d + int(self.fit_intercept)))
         np.subtract(X, st.x_offset, out=Xa[:, :d])
         Xa[:, :d] /= st.x_scale
@@ -699,7 +699,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         else:
             norm, scale = loss, loss_scale
             flagged = self.outlier_mask_ if len(self.outlier_mask_) == len(best.residuals) else None
-        notes = []  # why the least-squares sandwich replaced the loss's (exact fit, A not positive definite)
+        notes = self._fitted_with["fallback"] = []  # why the least-squares sandwich replaced the loss's (summary)
         cov, self.df_resid_ = _inference.parameter_covariance(prob.Xa, best.residuals, prob.sw, scale, norm, st,
                                                               self.fit_intercept, flagged=flagged, exact=exact,
                                                               rows=None if loss is None else sub,

@@ -278,6 +278,22 @@ def validate_threshold(threshold):
     return float(threshold)
 
 
+#: ``summary().info["covariance"]`` of a fit whose covariance is the least-squares (HC3) fallback, by its reason
+_FALLBACK_LABELS = {"exact": "least-squares sandwich (HC3; fallback: more than half the rows fitted exactly)",
+                    "not_pd": "least-squares sandwich (HC3; fallback: the selected loss's A is not positive definite)"}
+
+
+def _covariance_label(fitted, corrected):
+    """What ``coef_covariance_`` is, as the fit recorded it in ``_fitted_with`` (``"fallback"``: the reasons
+    :func:`parameter_covariance` gave for the least-squares sandwich; absent in a pickle from before H30Y)."""
+    if fitted["variant"] != "min_variance":
+        return "outer product of scores"
+    fallback = fitted.get("fallback") or []
+    if fallback:
+        return _FALLBACK_LABELS.get(fallback[0], "least-squares sandwich (HC3; fallback)")
+    return "sandwich (HC, selected loss)" + (" x Huber's K^2" if corrected else "")
+
+
 def summarise(est, alpha, X, y, threshold):
     """:class:`MixtureSummary` of the fitted ``est`` (``summary()``).
 
@@ -320,8 +336,7 @@ def summarise(est, alpha, X, y, threshold):
         "rows": int(len(est.outlier_mask_)),
         "df resid": int(est.df_resid_),
         "df intervals": float(interval_dof(est)),
-        "covariance": ("sandwich (HC, selected loss)" + (" x Huber's K^2" if corrected else ""))
-        if fitted["variant"] == "min_variance" else "outer product of scores",
+        "covariance": _covariance_label(fitted, corrected),
         "threshold": threshold,
         "alpha": alpha,
     }  # fmt: skip

@@ -136,4 +136,6 @@ class Cauchy(RobustNorm):
     def psi_deriv(self, u):
         t = (u / self.c) ** 2
         w = 1.0 / (1.0 + t)
-        return (1.0 - t) * w * w
+        with np.errstate(invalid="ignore"):  # t = inf (|u| > 1e154): -inf * 0, whose limit is 0
+            d = (1.0 - t) * w * w
+        return np.where(np.isinf(t), 0.0, d)

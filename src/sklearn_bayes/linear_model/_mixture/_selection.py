@@ -111,18 +111,36 @@ def psi_curvature(Xa, r, sw, scale, norm):
     return Xa.T @ (Xa * (sw * dpsi)[:, None])
 
 
+def _overflowed(M):
+    """Whether ``M`` holds an infinity (an overflow: the fit runs under ``np.errstate(over="ignore")``)."""
+    return bool(np.isinf(M).any())
+
+
 def sandwich_core(Xa, r, sw, scale, norm, A=None):
     """``A^-1 B A^-1`` of the ``norm`` M-estimator at residuals ``r`` (the sandwich in units of ``s^2``).
 
     ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i psi(u_i)^2 x_i x_i^T``, ``u = r / s``;
-    ``None`` if ``A`` is not positive definite.  :func:`sandwich_variance` (the selection) and
-    the estimator's ``coef_covariance_`` both use it.  ``A``: the matrix if already computed
+    ``None`` if ``A`` is not positive definite, or if ``A`` or ``B`` overflows (an infinite variance: least
+    squares' ``psi^2`` of a gross target, ``y >= 1e155``; its products with zeros were NaN, with ~1500
+    ``RuntimeWarning`` s a fit).  A NaN among the residuals or weights is not hidden.  :func:`sandwich_variance`
+    (the selection) and the estimator's ``coef_covariance_`` both use it.  ``A``: the matrix if already computed
     (it is then not recomputed).
     """
     _, psi, dpsi = norm.psi_terms(r / scale)
     if A is None:
-        A = Xa.T @ (Xa * (sw * dpsi)[:, None])
-    B = Xa.T @ (Xa * (sw * psi * psi)[:, None])
+        XA = Xa * (sw * dpsi)[:, None]
+        if _overflowed(XA):
+            return None
+        A = Xa.T @ XA
+    wB = sw * psi * psi
+    if np.isinf(wB).any():
+        return None
+    XB = Xa * wB[:, None]
+    if _overflowed(XB):
+        return None
+    B = Xa.T @ XB
+    if _overflowed(A) or _overflowed(B):
+        return None
     try:
         L = np.linalg.cholesky(A)
     except np.linalg.LinAlgError:
@@ -674,6 +692,33 @@ def _sees_the_mm_outliers(Xa, y, theta, scale, theta_mm, scale_mm, cut=2.5, reje
 COMMON_FIT = "mad"
 
 
+#: a row the common (MM) fit rejects (Tukey 4.685 weight 0) with least-squares leverage above this makes least
+#: squares ineligible in the variance rule (H30Y; see :func:`_rejected_leverage_point`)
+LS_REJECTED_LEVERAGE = 0.5
+
+
+def _rejected_leverage_point(Xa, r, sw, scale):
+    """Whether the MM fit (residuals ``r``, scale ``s``) rejects a row, ``|r| >= 4.685 s``, whose least-squares
+    leverage ``h_i = w_i x_i^T (X^T W X)^-1 x_i`` exceeds :data:`LS_REJECTED_LEVERAGE`: a bad leverage point.
+
+    The variance rule judges every loss at the MM residuals; least squares' ``A`` (``psi' = 1``) then counts that
+    row's ``x x^T``, and the larger ``x`` the smaller its sandwich in that direction -- yet least squares would fit
+    the row, not leave its residual: a row 1e6-1e8 times the others made it the selected loss, 17 SEs off.  The
+    other losses have ``psi' = 0`` there (Huber beyond ``c``, the redescending ones far out) and are unaffected.
+    Leverages from the QR factor of ``sqrt(w) X`` on its non-zero columns (stable at 1e100 times the others)."""
+    pos = sw > 0
+    out = (np.abs(r) >= 4.685 * scale) & pos
+    if not out.any():
+        return False
+    A = Xa[pos] * np.sqrt(sw[pos])[:, None]
+    A = A[:, np.any(A != 0, axis=0)]
+    if A.shape[1] == 0 or A.shape[0] <= A.shape[1]:
+        return False
+    Q = np.linalg.qr(A, mode="reduced")[0]
+    h = np.einsum("ij,ij->i", Q, Q)
+    return bool(np.any(h[out[pos]] > LS_REJECTED_LEVERAGE))
+
+
 def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, family=FAMILY,
            level=MISSPECIFICATION_LEVEL, small=None, mm=None, tol=1e-8, fs_fit=None):  # fmt: skip
     """Choose the member of ``family`` with the smallest estimated slope variance and fit it.
@@ -739,6 +784,8 @@ def select(Xa, y, sw, theta0, scale0, wls, weighted_median, floor, slopes, famil
         r = y - Xa @ theta_mm
         scale = max(residual_scale(r, sw, p, weighted_median), floor)
     variances = {norm: sandwich_variance(Xa, r, sw, scale, norm, slopes) for norm in family}
+    if _rejected_leverage_point(Xa, r, sw, scale):  # least squares would fit that row: its variance says nothing
+        variances = {norm: math.inf if isinstance(norm, LeastSquares) else v for norm, v in variances.items()}
     test = None if level is None else mean_misspecification(Xa, y, r, sw, scale, slopes)
     small = is_small(sw, p) if small is None else bool(small)
     n_iter = 0

@@ -15,7 +15,7 @@ from sklearn_bayes.linear_model._mixture._lts_start import weighted_median
 from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD
 from sklearn_bayes.utils import check_generator
 
-__all__ = ["caller_random_state", "standardise_robust"]
+__all__ = ["caller_random_state", "column_units", "standardise_robust"]
 
 
 #: ``y`` is centred on its weighted median instead of its mean where the two are more than this many robust scales
@@ -25,20 +25,100 @@ __all__ = ["caller_random_state", "standardise_robust"]
 #: is a few robust scales), so their fits are unchanged bit for bit.
 FAR_MEAN = 1e6
 
+#: bins of the screen in :func:`column_units` (a column divided by its largest magnitude, over [-1, 1])
+_BINS = 1024
 
-def standardise_robust(X, y, sw, rows, fit_intercept):
-    """Units of the EM fit: ``X`` columns by weighted mean and sd, ``y`` by its weighted mean (its weighted median
-    where the mean is more than :data:`FAR_MEAN` robust scales away) and its robust scale (1.4826 MAD on ``rows``;
-    the sd if more than half the targets tie)."""
+
+def _concentrated(A, w):
+    """Per column of ``A``: whether half the weight ``w`` lies in 3 adjacent bins of 1024 over [-1, 1] after
+    dividing the column by its largest magnitude.  An exact screen for :func:`column_units`: a far column has half
+    its weight within 2 MADs < 1.35e-6 of its centre (its sd, at most 1, exceeds 1.48e6 MADs), inside 2 adjacent
+    bins of width 2e-3 (3 with the bins' rounding); ordinary columns spread over many bins.  One ``bincount`` a
+    column: O(n p)."""
+    out = np.zeros(A.shape[1], dtype=bool)
+    half = 0.49 * float(w.sum())
+    for j in range(A.shape[1]):
+        a = A[:, j]
+        big = float(np.max(np.abs(a)))
+        if big > 0:
+            h = np.bincount(np.minimum(((a / big + 1.0) * (_BINS / 2)).astype(np.intp), _BINS - 1), weights=w,
+                            minlength=_BINS)  # fmt: skip
+            out[j] = float(np.max(h[:-2] + h[1:-1] + h[2:])) >= half
+    return out
+
+
+def column_units(X, sw, fit_intercept):
+    """Offset, scale, constant and *far* masks of the columns of ``X`` in the fit's units (weights ``sw``).
+
+    Each column is standardised by its weighted mean and sd (``_column_offset_scale``), except a *far* column: one
+    whose sd is more than :data:`FAR_MEAN` times its robust scale (1.4826 times its weighted MAD about its weighted
+    median, on the rows with positive weight; without an intercept its root mean square and 1.4826 times the
+    weighted median of ``|x|``).  Such a column is standardised by its weighted median and that robust scale
+    (offset 0 without an intercept): a few gross cells carry its mean and sd, and centring there would
+    leave the other rows fewer digits than the fit needs (10 cells of 1e15 among 100 standard normals gave
+    ``coef_`` 0 with standard error 0, silently).  Since ``|mean - median| <= sd``, the sd test also covers a mean
+    far from the median.  A column whose MAD is 0 (more than half its rows tie) is never far.  Ordinary columns
+    (sd a few robust scales) keep their units bit for bit.  Medians and MADs are taken on the column divided by its
+    largest magnitude (no overflow at entries near 1e308).
+
+    Returns ``(x_offset, x_scale, constant, far, reach)``; ``reach``: for a far column, its largest standardised
+    ``|x|`` (distance from its median, from 0 without an intercept, in robust scales; NaN elsewhere).  Medians are
+    only computed for columns with half their weight in 3 adjacent bins of 1024 (an exact screen: O(n) per column,
+    so ordinary fits cost ~1 ms more at 1e5 rows)."""
     x_offset, x_scale, constant = _column_offset_scale(X, sw, fit_intercept)
+    far = np.zeros(X.shape[1], dtype=bool)
+    reach = np.full(X.shape[1], np.nan)
+    pos = sw > 0
+    A, w = (X, sw) if pos.all() else (X[pos], sw[pos])
+    for j in np.flatnonzero(~constant & _concentrated(A, w)):
+        big = float(np.max(np.abs(A[:, j])))
+        a = A[:, j] / big
+        med = weighted_median(a, w)
+        centre = med if fit_intercept else 0.0
+        rs = _MAD_TO_SD * weighted_median(np.abs(a - centre), w)
+        if rs > 0 and x_scale[j] / big > FAR_MEAN * rs:
+            far[j] = True
+            x_offset[j] = med * big if fit_intercept else 0.0
+            x_scale[j] = rs * big
+            with np.errstate(over="ignore"):
+                reach[j] = float(np.max(np.abs(a - centre))) / rs
+    return x_offset, x_scale, constant, far, reach
+
+
+def _untied_spread(ys, sws):
+    """1.4826 MAD of the targets other than the tied majority (about their own median); ``inf`` if it is 0 or
+    there are none.  A spread one gross target cannot carry, for :data:`FAR_MEAN` when the MAD of all is 0 (more
+    than half tie: one y of 1e20 among ties gave ``coef_`` of order 1e8 where the others give 0)."""
+    rest = ys != weighted_median(ys, sws)
+    rest &= sws > 0
+    if not rest.any():
+        return math.inf
+    yr, wr = ys[rest], sws[rest]
+    spread = _MAD_TO_SD * weighted_median(np.abs(yr - weighted_median(yr, wr)), wr)
+    return spread if spread > 0 else math.inf
+
+
+def standardise_robust(X, y, sw, rows, fit_intercept, units=None):
+    """Units of the EM fit: ``X`` columns by :func:`column_units` (weighted mean and sd; median and robust scale
+    for a column a few gross cells carry), ``y`` by its weighted mean (its weighted median where the mean is more
+    than :data:`FAR_MEAN` robust scales away) and its robust scale (1.4826 MAD on ``rows``).  If more than half the
+    targets tie, the scale is their sd, or the spread of the untied targets (:func:`_untied_spread`) where the sd is
+    more than :data:`FAR_MEAN` times it (a gross target carries the sd), and the test for the median centre uses
+    the smaller of the two.  ``units``: :func:`column_units` of ``X`` if already computed (with ``sw`` or a power
+    of two times it: the same units, bit for bit)."""
+    x_offset, x_scale, constant = (column_units(X, sw, fit_intercept) if units is None else units)[:3]
     big = float(np.max(np.abs(y)))  # > 0: y is not constant; dividing keeps sums finite
     y1 = y / big
     ys, sws = y1[rows], sw[rows]
     scale = _MAD_TO_SD * weighted_median(np.abs(ys - weighted_median(ys, sws)), sws)
+    far_scale = scale
     if scale == 0:  # more than half the (subsampled) targets tie: the sd of all targets
         scale = math.sqrt(np.average((y1 - np.average(y1, weights=sw)) ** 2, weights=sw))
+        far_scale = min(scale, _untied_spread(ys, sws))  # the sd may carry a gross target: not for the tests below
+        if scale > FAR_MEAN * far_scale:  # it does: the untied targets' spread is the scale
+            scale = far_scale
     centre = float(np.average(y1, weights=sw)) if fit_intercept else 0.0
-    if fit_intercept and abs(centre - weighted_median(y1, sw)) > FAR_MEAN * scale:
+    if fit_intercept and abs(centre - weighted_median(y1, sw)) > FAR_MEAN * far_scale:
         centre = weighted_median(y1, sw)  # a few gross targets carry the mean: centring there rounds the rest away
     return Standardisation(x_offset, x_scale, centre * big, scale * big, constant)
 
