@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from sklearn_bayes import MixtureMEstimatorRegressor
+from sklearn_bayes._glm._base import _column_offset_scale
 from sklearn_bayes.linear_model._mixture._dead_columns import FAR_REFUSE
 from sklearn_bayes.linear_model._mixture._norms import LeastSquares
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
@@ -59,9 +60,11 @@ def test_gross_cells_give_the_fit_of_moderate_ones(mag):
 
 def test_ordinary_columns_keep_their_mean_and_sd_units():
     X, _ = _cells(1e6)  # sd about 2e5 robust scales: below FAR_MEAN, not far
-    offset, scale, constant, far, reach = column_units(X, np.ones(len(X)), True)
-    assert not far.any() and np.isnan(reach).all()
-    assert np.array_equal(offset, X.mean(axis=0)) or np.allclose(offset, X.mean(axis=0), rtol=1e-15)
+    for fit_intercept in (True, False):
+        offset, scale, constant, far, reach = column_units(X, np.ones(len(X)), fit_intercept)
+        assert not far.any() and np.isnan(reach).all()
+        ref = _column_offset_scale(X, np.ones(len(X)), fit_intercept)  # the mean/sd units, bit for bit
+        assert np.array_equal(offset, ref[0]) and np.array_equal(scale, ref[1]) and np.array_equal(constant, ref[2])
     X, _ = _cells(1e15)
     offset, scale, constant, far, reach = column_units(X, np.ones(len(X)), True)
     assert far.all()
