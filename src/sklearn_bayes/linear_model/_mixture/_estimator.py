@@ -279,9 +279,9 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     |intercept|`` at the start) if that is larger, so exact fits cannot make
     the likelihood unbounded and no scale is fitted to rounding noise.
 
-    Units: EM runs on standardised data (each column of ``X`` centred and
-    divided by its weighted standard deviation, ``y`` centred and divided by
-    its robust scale) and every fitted quantity is mapped back to the units
+    Units: EM runs on standardised data (``X`` by column mean and sd, or median
+    and MAD where gross cells carry the sd; ``y`` by mean, or median where gross
+    targets carry it, and robust scale); every fitted quantity is mapped to the units
     of the data.  The algorithm is equivariant, so multiplying ``X`` by ``c``
     and ``y`` by ``s`` multiplies ``coef_`` by ``s / c`` and ``intercept_``
     and ``scales_`` by ``s``, to the accuracy of the EM (``tol``), for any
