@@ -531,16 +531,22 @@ def _importance_draws(m):
         ci_mod.IMPORTANCE_DRAWS = int(m)
 
 
+def _cell_draws(K, eps, n, make, run):
+    """A general cell's draws for one run, shared by every part so that all read the same users: ``theta``, the
+    users' categories, and the generators of our estimator and of the peers."""
+    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
+    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
+    theta = make(r_theta)
+    return theta, r_users.choice(K, size=n, p=theta), r_ours, r_peers
+
+
 def _general_run(cell, run, interval_timing, versus_posterior=False, decoder=None, importance_draws=None, prior=None,
                  paired_decoder=None):
     _importance_draws(importance_draws)
     from sklearn_bayes.experiments._ldp_peers import peer_estimates
 
     name, split, K, eps, n, make = cell
-    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
-    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
-    theta = make(r_theta)
-    x = r_users.choice(K, size=n, p=theta)
+    theta, x, r_ours, r_peers = _cell_draws(K, eps, n, make, run)
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours, **_decoder_params(decoder),
                                         **({} if prior is None else dict(prior=prior)))
     with warnings.catch_warnings():
@@ -663,10 +669,7 @@ def _zero_width_run(cell, run):
     """The default's fit on a general cell's users and seeds (as :func:`_general_run`, without the peers): its
     intervals now and the previous ones (equal unless the fit used an empirical-Bayes decoder)."""
     name, split, K, eps, n, make = cell
-    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
-    r_theta, r_users, r_ours, _ = (np.random.default_rng(c) for c in ss.spawn(4))
-    theta = make(r_theta)
-    x = r_users.choice(K, size=n, p=theta)
+    theta, x, r_ours, _ = _cell_draws(K, eps, n, make, run)
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -878,10 +881,8 @@ def _cv_below_run(cell, run):
         ci_rng = lambda: np.random.default_rng(ci_seed)  # noqa: E731
     else:
         name, split, K, eps, n, make = cell
-        ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
-        r_theta, r_users, r_ours, _ = (np.random.default_rng(c) for c in ss.spawn(4))
-        theta = make(r_theta)
-        X = r_users.choice(K, size=n, p=theta).reshape(-1, 1)
+        theta, X, r_ours, _ = _cell_draws(K, eps, n, make, run)
+        X = X.reshape(-1, 1)
         est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
         ci_rng = lambda: None  # noqa: E731
     out = {}
@@ -979,10 +980,7 @@ def _eb_sum_step_run(cell, run):
     from sklearn_bayes.privacy._ldp._posterior import RHO_GRID
 
     name, split, K, eps, n, make = cell
-    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
-    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
-    theta = make(r_theta)
-    x = r_users.choice(K, size=n, p=theta)
+    theta, x, r_ours, r_peers = _cell_draws(K, eps, n, make, run)
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -1094,10 +1092,7 @@ def _sparse_choice_run(cell, run, w_shape, mass, burn=300, keep=1500):
     from sklearn_bayes.privacy._ldp._sparse_prior import SpikeBulkChoice
 
     name, split, K, eps, n, make = cell
-    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 28])
-    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
-    theta = make(r_theta)
-    x = r_users.choice(K, size=n, p=theta)
+    theta, x, r_ours, r_peers = _cell_draws(K, eps, n, make, run)
     est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours, decoder="counts")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

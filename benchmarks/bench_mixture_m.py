@@ -3627,6 +3627,13 @@ def s_cap19(reps, grid_reps=3):
             line += (f" | {m} {r:.3f} +- {np.sqrt(np.var(v[m] - r * y, ddof=1) / reps) / y.mean():.3f}"
                      f" {d.mean() / v['default'].mean():+.4f} ({d.std(ddof=1) / np.sqrt(reps) / v['default'].mean():.4f})")
         print(line, flush=True)
+    same, total = _grid_bit_for_bit(ROUND19_FITS["default"], ROUND19_INFO_FITS["S500"], grid_reps)
+    print(f"error-law grid: {same} of {total} fits with the S cap at 500 equal round 18's bit for bit")
+
+
+def _grid_bit_for_bit(fit_a, fit_b, grid_reps):
+    """``(same, total)``: the error-law grid's fits (``grid_reps`` draws per cell) where ``fit_b`` gives ``fit_a``'s
+    coefficients and intercept bit for bit."""
     same = total = 0
     for n, p in SIZES:
         for law in LAWS:
@@ -3634,10 +3641,10 @@ def s_cap19(reps, grid_reps=3):
                 X, y = make_cell(law, n, p, rep)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    a, c = ROUND19_FITS["default"](X, y), ROUND19_INFO_FITS["S500"](X, y)
+                    a, c = fit_a(X, y), fit_b(X, y)
                 total += 1
                 same += bool(np.array_equal(a[0], c[0]) and a[1] == c[1])
-    print(f"error-law grid: {same} of {total} fits with the S cap at 500 equal round 18's bit for bit")
+    return same, total
 
 
 # --------------------------------------------------------------------------------------
@@ -3669,16 +3676,7 @@ def extra20(reps, grid_reps=3):
         out = extra19(reps)
     finally:
         ROUND19_FITS = saved
-    same = total = 0
-    for n, p in SIZES:
-        for law in LAWS:
-            for rep in range(grid_reps):
-                X, y = make_cell(law, n, p, rep)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    a, c = ROUND20_FITS["default"](X, y), ROUND20_FITS["C"](X, y)
-                total += 1
-                same += bool(np.array_equal(a[0], c[0]) and a[1] == c[1])
+    same, total = _grid_bit_for_bit(ROUND20_FITS["default"], ROUND20_FITS["C"], grid_reps)
     print(f"error-law grid: {same} of {total} fits of C equal round 18's default bit for bit", flush=True)
     return out
 

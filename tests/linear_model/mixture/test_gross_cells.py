@@ -24,6 +24,7 @@ from sklearn_bayes.linear_model._mixture._dead_columns import FAR_REFUSE
 from sklearn_bayes.linear_model._mixture._norms import LeastSquares
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 from sklearn_bayes.linear_model._mixture._units import column_units
+from tests.linear_model.mixture.test_extreme_rows import _data  # shared with the lead's gross-row tests
 
 
 def _cells(mag):
@@ -71,12 +72,7 @@ def test_ordinary_columns_keep_their_mean_and_sd_units():
     assert np.all(scale < 10) and np.all(np.abs(offset) < 1)  # median and 1.4826 MAD of ~90 standard normals
 
 
-def _row(scale):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3))
-    y = X @ np.array([1.0, 2.0, 3.0]) + rng.normal(size=60)
-    X[0] *= scale
-    return X, y
+_row = _data  # 60 normal rows, y = X [1, 2, 3] + noise, row 0 times ``scale``
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])

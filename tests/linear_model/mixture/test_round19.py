@@ -13,21 +13,12 @@ import pytest
 
 import sklearn_bayes.linear_model._mixture._selection as mv
 from sklearn_bayes import MixtureMEstimatorRegressor
+from tests.linear_model.mixture.test_s_start import bad_leverage_cell  # one copy of the benchmark's draws
 
 
 def _bad_leverage(rep, n=30, p=3):
     """The benchmark's ``make_cell("bad leverage", n, p, rep)`` (same draws in the same order)."""
-    rng = np.random.default_rng([15, n, p, rep])
-    X = rng.normal(size=(n, p))
-    z = rng.normal(size=n)
-    for df in (1, 3, 5):
-        rng.chisquare(df, size=n)
-    rng.random(n)
-    u2 = rng.random(n)
-    z2 = rng.normal(size=n)
-    e, bad = z.copy(), u2 < 0.1
-    X[bad, 0] = 10.0 + z2[bad]
-    e[bad] = 2.0 * X[bad, 0]
+    X, e, _ = bad_leverage_cell(rep, n, p)
     return X, e
 
 

@@ -12,12 +12,10 @@ from sklearn_bayes.linear_model._mixture._lts_start import lts_starts
 from sklearn_bayes.utils import check_generator
 
 
-def _bad_leverage_rep132():
-    """Repetition 132 of the bad-leverage 100/5 cell of ``benchmarks/bench_mixture_m.py``
-    (``make_cell("bad leverage", 100, 5, 132)``, same draws in the same order): 19 of the
-    100 rows are leverage points lying exactly on ``y = 2 x_1``; true coefficients 0."""
-    n, p = 100, 5
-    rng = np.random.default_rng([15, n, p, 132])
+def bad_leverage_cell(rep, n, p):
+    """``make_cell("bad leverage", n, p, rep)`` of ``benchmarks/bench_mixture_m.py`` (same draws in the same order):
+    ``(X, y, bad)``, ``bad`` the leverage points lying exactly on ``y = 2 x_1``; true coefficients 0."""
+    rng = np.random.default_rng([15, n, p, rep])
     X = rng.normal(size=(n, p))
     z = rng.normal(size=n)
     for df in (1, 3, 5):
@@ -30,6 +28,11 @@ def _bad_leverage_rep132():
     X[bad, 0] = 10.0 + z2[bad]
     e[bad] = 2.0 * X[bad, 0]
     return X, e, bad
+
+
+def _bad_leverage_rep132():
+    """Repetition 132 of the bad-leverage 100/5 cell: 19 of the 100 rows are the cluster."""
+    return bad_leverage_cell(132, 100, 5)
 
 
 def test_rep132_is_the_exact_fit_cluster():
