@@ -14,6 +14,7 @@ since H30Y such a column is standardised by its median and MAD and the row is fi
 """
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -100,3 +101,20 @@ def test_a_fifth_of_gross_targets_is_rejected_as_a_fifth_of_moderate_ones():
     moderate, _, _ = _fit(1e3, k=12)
     assert gross.outlier_mask_[:12].all()
     assert np.all(np.abs(gross.coef_ - moderate.coef_) < 0.01 * _se(moderate))
+
+
+def test_the_exact_fit_warning_does_not_send_users_to_a_bootstrap_that_is_exact_too():
+    # 80 % of y tied at 0 (more than half the rows fitted exactly): the bootstrap's resamples are exact fits as well,
+    # so its intervals are as narrow as rounding; the warning used to recommend it (review HQP, M6)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2))
+    y = np.zeros(40)
+    y[:8] = X[:8] @ np.array([1.0, -1.0]) + rng.normal(size=8)
+    with pytest.warns(UserWarning, match="fitted exactly") as record:
+        est = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    text = " ".join(str(w.message) for w in record if "fitted exactly" in str(w.message))
+    assert "bootstrap_conf_int is no remedy here" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ci = est.bootstrap_conf_int(X, y, n_boot=50, random_state=0)
+    assert np.all(ci[:, 1] - ci[:, 0] < 1e-6)  # the reason: the resampled fits are exact too

@@ -163,13 +163,13 @@ def fallback_message(reason, dof):
     if reason == "exact":
         why = ("more than half the rows are fitted exactly (the robust scale is 0: e.g. most y values tie, as a count "
                "that is mostly 0); the M-estimator's sandwich would give intervals of the width of rounding noise")
-        how = "conservative: every residual enters at its full size"
+        how = ("conservative: every residual enters at its full size; bootstrap_conf_int is no remedy here, its "
+               "resamples are fitted exactly too and its intervals come out as narrow as rounding")
     else:
         why = "the selected loss's sandwich matrix A is not positive definite (a redescending loss on few rows)"
-        how = "an approximation: not the selected loss's variance"
+        how = "an approximation: not the selected loss's variance; bootstrap_conf_int gives resampling intervals"
     return (f"MixtureMEstimatorRegressor: {why}; coef_covariance_ and conf_int use the least-squares (HC3) sandwich "
-            f"of the fit's residuals instead, with t quantiles on {int(dof)} degrees of freedom ({how}; "
-            "bootstrap_conf_int gives resampling intervals).")
+            f"of the fit's residuals instead, with t quantiles on {int(dof)} degrees of freedom ({how}).")
 
 
 def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None, exact=False,
