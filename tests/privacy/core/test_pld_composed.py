@@ -12,17 +12,24 @@ independent of dp-accounting and of the closed forms in ``_pld.py``: with the dr
 ``g = 0``), by mpmath quadrature at 20 digits, split at the roots of ``L(t) = ε``; both directions,
 the larger one.  Every loss is rounded up by less than ``interval`` in each of the two
 distributions, and the tails dp-accounting truncates (mass <= 1e-15 in total here) count as an
-infinite loss, so ``δ(ε) <= composed(ε) <= δ(ε - 2 interval) + 1e-15``.
+infinite loss.  dp-accounting's pessimistic Gaussian distribution also carries a little more
+than unit mass (rounding in its construction: 1 + 4.5e-10 at ``g = 5``, interval 1e-3; 1 + 7e-12
+at AdaOPS's ``g``), which can only raise δ, by at most that excess.  So
+``δ(ε) <= composed(ε) <= δ(ε - 2 interval) + excess + 1e-15``; without the excess the upper bound
+fails by up to 4.3e-10 where δ is within 1e-6 of 1 (``c = 10``, ``g >= 2``, the last cell).
 
 Measured (session HQQ, 2 940 grid cells μ 1e-6..1, c 0..10, g 0..5, ε 0..10, interval 1e-3 and
 1e-2, 30 digits): never below the exact δ where the exact δ is representable (> 1e-300); at the
-calibrated ``c`` of AdaOPS's released-norm accounting the composed δ is 0.3 % to 3 % above it.
+calibrated ``c`` of AdaOPS's released-norm accounting (24 points) the composed δ is 0.3 % to 3.8 %
+above it.
 """
+
+import math
 
 import mpmath as mp
 import pytest
 
-from sklearn_bayes.privacy._core._pld import ops_ridge_composed_delta, ops_ridge_delta
+from sklearn_bayes.privacy._core._pld import _gaussian_pld, ops_ridge_composed_delta, ops_ridge_delta
 
 
 def _direction(m1, s1, m2, s2, g, eps):
@@ -79,7 +86,17 @@ CELLS = [
     (0.5, 0.0078125, 0.10128115559403317, 0.06573689617648595, 1e-3),
     (2.0, 0.03125, 0.2913953036376561, 0.20331014192918218, 1e-3),
     (4.0, 0.03125, 0.4794379174727758, 0.31965592192587733, 1e-3),
+    (2.0, 1e-4, 10.0, 5.0, 1e-3),
 ]
+
+
+def _excess_mass(g, interval):
+    """Total mass minus 1 of dp-accounting's pessimistic Gaussian distribution (remove = add)."""
+    if g == 0:
+        return 0.0
+    pmf = _gaussian_pld(g, interval)._pmf_remove
+    probs = pmf._probs if hasattr(pmf, "_probs") else list(pmf._loss_probs.values())
+    return max(math.fsum(probs) + pmf._infinity_mass - 1.0, 0.0)
 
 
 @pytest.mark.parametrize("eps, mu, c, g, interval", CELLS)
@@ -88,4 +105,5 @@ def test_composed_delta_is_between_the_exact_delta_and_its_discretisation_bound(
     exact = exact_composed_delta(eps, mu, c, g)
     loose = exact_composed_delta(eps - 2 * interval, mu, c, g)
     assert composed >= exact, (composed, exact)  # never below: the privacy guarantee
-    assert composed <= loose + 1e-15, (composed, loose)  # and not more than its discretisation allows
+    # and not more than its discretisation and the Gaussian distribution's excess mass allow
+    assert composed <= loose + _excess_mass(g, interval) + 1e-15, (composed, loose)
