@@ -18,8 +18,10 @@ at AdaOPS's ``g``), which can only raise δ, by at most that excess.  So
 ``δ(ε) <= composed(ε) <= δ(ε - 2 interval) + excess + 1e-15``; without the excess the upper bound
 fails by up to 4.3e-10 where δ is within 1e-6 of 1 (``c = 10``, ``g >= 2``, the last cell).
 
-Measured (session HQQ, 2 940 grid cells μ 1e-6..1, c 0..10, g 0..5, ε 0..10, interval 1e-3 and
-1e-2, 30 digits): never below the exact δ where the exact δ is representable (> 1e-300); at the
+Measured (session HQQ, 2 686 grid cells μ 1e-6..1, c 0..10, g 0..5, ε 0..10, interval 1e-3 and
+1e-2, 30 digits): never below the exact δ where the exact δ is representable (> 1e-300; the 17
+cells below it have an exact δ under 1e-438 and a composed 0.0); where δ < 0.5 the composed δ is at
+least 1.4e-4 (interval 1e-3) and 1.4e-3 (1e-2) relatively above it; at the
 calibrated ``c`` of AdaOPS's released-norm accounting (24 points) the composed δ is 0.3 % to 3.8 %
 above it.
 """
