@@ -3364,6 +3364,14 @@ def where18b(reps, law="hetero |x1|", n=30, p=3):
     return recs
 
 
+def _cell_slope_mse(reps, meths, law, n, p):
+    """Per-draw slope MSE of every fit of ``meths`` on one error-law cell (``reps`` draws, common random numbers)
+    and the best single M-estimator there (finite on every draw, smallest mean)."""
+    mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
+    v = {m: mse[n, p, law, m] for m in meths}
+    return v, min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+
+
 def extra18b(reps, cells=None):
     """Round 18b's rules (i) and (iv) on :data:`ROUND18B_CELLS` (``cells``: these instead): slope MSE over the best
     single M-estimator's (ratio of means, with its SE), and each fit's paired change against round 17's default and
@@ -3375,9 +3383,7 @@ def extra18b(reps, cells=None):
           " and against round 18's, over that reference's MSE (paired SE)")
     out = {}
     for law, n, p in cells or ROUND18B_CELLS:
-        mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
-        v = {m: mse[n, p, law, m] for m in meths}
-        bestm = min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+        v, bestm = _cell_slope_mse(reps, meths, law, n, p)
         y = v[bestm]
         print(f"{f'{law} {n}/{p}':<16} best {bestm}")
         for m in names:
@@ -3535,9 +3541,7 @@ def extra19(reps, cells=None):
           " over its MSE (paired SE), draws moved")
     out = {}
     for law, n, p in cells or ROUND19_CELLS:
-        mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
-        v = {m: mse[n, p, law, m] for m in meths}
-        bestm = min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+        v, bestm = _cell_slope_mse(reps, meths, law, n, p)
         y = v[bestm]
         line = f"{f'{law} {n}/{p}':<18} best {bestm}:"
         for m in ROUND19_FITS:
@@ -3617,9 +3621,7 @@ def s_cap19(reps, grid_reps=3):
     meths.update({"default": ROUND19_FITS["default"], **ROUND19_INFO_FITS})
     print(f"\nRound 19 (information): S finalists up to 500 I-steps, 30/3 cells ({reps} draws)")
     for law, n, p in ROUND19_CELLS:
-        mse = error_law_grid(reps, meths, sizes=[(n, p)], laws=[law], verbose=False)
-        v = {m: mse[n, p, law, m] for m in meths}
-        bestm = min((m for m in SINGLE_M if np.isfinite(v[m]).all()), key=lambda m: v[m].mean())
+        v, bestm = _cell_slope_mse(reps, meths, law, n, p)
         y, line = v[bestm], f"{f'{law} {n}/{p}':<18} best {bestm}:"
         for m in ["default", *ROUND19_INFO_FITS]:
             r = v[m].mean() / y.mean()
