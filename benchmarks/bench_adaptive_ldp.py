@@ -61,7 +61,7 @@ fit plus ``theta_`` over SS's client, counts and IBU run to convergence; all tim
 the process (``time.process_time``) for ours and IBU alike, not wall-clock (which moved the
 K = 10, eps = 8 ratio between 77 and 165 with no code change), and the IBU baseline is the median
 of ``IBU_REPEATS`` repetitions.  The held-out groups of later rounds replace the sixteen cells: ``--fresh-11b``,
-``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17``, ``--fresh-18`` (``FRESH_*_CELLS``, each fixed before the round that
+``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17``, ``--fresh-18``, ``--fresh-21`` (``FRESH_*_CELLS``, each fixed before the round that
 holds it out looked at it); ``--paired-decoder NAME`` reads the same fit with another decoder too (e.g. ``eb``,
 ``eb-stack``, ``eb-gmodel``) and prints the paired TV ratio.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
 the count posterior (``convergence_['method'] == 'counts'``), the exact posterior too on the same responses
@@ -474,6 +474,35 @@ FRESH_18_CELLS = (
     ("Zipf-Mandelbrot, low eps", "fresh 18", 200, 0.15, 1_000_000,
      lambda rng: rng.permutation((lambda t: t / t.sum())((np.arange(1, 201) + 10.0) ** -2.0))),
     ("Dir(1), small n", "fresh 18", 64, 8.0, 2_000, lambda rng: rng.dirichlet(np.ones(64))),
+)
+
+
+def _sparse_zeros(K, m, rng):
+    """``m`` random categories share everything by ``Dir(1)``; the other ``K - m`` are exactly 0."""
+    t = np.zeros(K)
+    t[rng.choice(K, m, replace=False)] = rng.dirichlet(np.ones(m))
+    return t
+
+
+#: Round 21 (issue 28, task H28R21): eight cells nobody has used, all K >= 100 on the empirical-Bayes route and most
+#: with many categories near (or at) 0 -- where round 28z's intervals over-cover -- fixed and committed before any fit
+#: on them (``--general --fc-intervals --fresh-21 --runs 10``; run once, after the round's adoption rule was written).
+#: Real frequencies of four installed data sets not used before: dplyr storms ``name`` (260 storm names of 19,537
+#: observations, 42 % of them below half the uniform share), openintro loans_full_schema ``loan_amount`` (612 amounts of
+#: 10,000 loans: a few round amounts and a long sparse tail, 86 % below half the uniform share), wooldridge census2000
+#: ``puma`` (610 areas of 29,501 people, 64 % below half the uniform share) and plyr baseball ``team`` (132 teams of
+#: 21,699 player-seasons, 71 % below half the uniform share) at eps = 0.5, n = 1e6; Dir(0.03) at K = 400, exact zeros
+#: (12 of 300 categories hold everything), Zipf(1.8) at K = 800 and a geometric(0.97) long tail at eps = 0.7.
+FRESH_21_CELLS = (
+    ("real: storms name", "fresh 21", 260, 1.0, 100_000, lambda rng: _real("dplyr", "storms", "name")),
+    ("real: loans loan_amount", "fresh 21", 612, 2.0, 200_000,
+     lambda rng: _real("openintro", "loans_full_schema", "loan_amount")),
+    ("real: census2000 puma", "fresh 21", 610, 4.0, 50_000, lambda rng: _real("wooldridge", "census2000", "puma")),
+    ("real: baseball team, low eps", "fresh 21", 132, 0.5, 1_000_000, lambda rng: _real("plyr", "baseball", "team")),
+    ("Dir(0.03)", "fresh 21", 400, 1.0, 50_000, lambda rng: rng.dirichlet(np.full(400, 0.03))),
+    ("exact zeros (12 of 300)", "fresh 21", 300, 2.0, 20_000, lambda rng: _sparse_zeros(300, 12, rng)),
+    ("Zipf(1.8)", "fresh 21", 800, 3.0, 300_000, lambda rng: _zipf(800, 1.8, rng)),
+    ("geometric(0.97)", "fresh 21", 150, 0.7, 100_000, lambda rng: rng.permutation(_geometric(150, 0.97))),
 )
 
 
@@ -1219,6 +1248,8 @@ def main():
                     help="--general on round 17's eight cells nobody has used (FRESH_17_CELLS), run once, held out")
     ap.add_argument("--fresh-18", action="store_true",
                     help="--general on round 18's eight cells nobody has used (FRESH_18_CELLS), run once, held out")
+    ap.add_argument("--fresh-21", action="store_true",
+                    help="--general on round 21's eight cells nobody has used (FRESH_21_CELLS), run once, held out")
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
@@ -1282,7 +1313,8 @@ def main():
         return
 
     if args.general:
-        pool = (FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS if args.fresh_17 else FRESH_15_CELLS
+        pool = (FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
+                if args.fresh_17 else FRESH_15_CELLS
                 if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
