@@ -94,12 +94,12 @@ def test_eb_estimate_is_a_distribution_and_recovers_theta_with_many_responses():
 @pytest.mark.slow
 @pytest.mark.parametrize("theta_v", [0.0, 0.02, 0.3])
 def test_binomial_intervals_cover_at_the_nominal_level(theta_v):
-    """4000 replications: coverage within 4 binomial SE of 0.95 (interior) or 0.975 (theta_v = 0:
+    """4000 replications, round 28z's rule: coverage within 4 binomial SE of 0.95 (interior) or 0.975 (theta_v = 0:
     the clipped interval misses only when the raw lower bound is above 0)."""
     rng = np.random.default_rng(5)
     n, p, q, reps = 2000, 0.55, 0.15, 4000
     c = rng.binomial(n, q + (p - q) * theta_v, size=reps).astype(float)
-    ci = binomial_intervals(c, n, p, q, 0.95)
+    ci = binomial_intervals(c, n, p, q, 0.95, rule="wilson-lr")
     cover = np.mean((ci[:, 0] <= theta_v) & (theta_v <= ci[:, 1]))
     target = 0.975 if theta_v == 0 else 0.95
     assert abs(cover - target) < 4 * np.sqrt(target * (1 - target) / reps) + 0.005  # + Wilson's own error

@@ -13,6 +13,7 @@ from scipy.optimize import brentq
 from scipy.stats import binom, chi2, norm
 
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+from sklearn_bayes.privacy._ldp import _empirical_bayes as _eb
 from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
 
@@ -50,7 +51,7 @@ def test_never_zero_width_and_wilson_unchanged_elsewhere(level):
     for eps, K, k, n in _grid():
         p, q = ss_support_probabilities(K, eps, k)
         c = _counts(n, p, q)
-        new, old = binomial_intervals(c, n, p, q, level), _wilson_clipped(c, n, p, q, level)
+        new, old = binomial_intervals(c, n, p, q, level, rule="wilson-lr"), _wilson_clipped(c, n, p, q, level)
         assert np.all(np.isfinite(new)) and np.all(new[:, 0] >= 0) and np.all(new[:, 1] <= 1), (eps, K, k, n)
         assert np.all(new[:, 1] > new[:, 0]), (eps, K, k, n, c[new[:, 1] <= new[:, 0]])
         kept = old[:, 1] > old[:, 0]
@@ -66,7 +67,7 @@ def test_never_zero_width_and_wilson_unchanged_elsewhere(level):
 def test_boundary_interval_is_the_constrained_likelihood_ratio_set(c, n, p, q):
     """The changed end solves 2 (l(pi_m) - l(pi)) = chi2_1(0.95), pi_m the MLE on [q, p], checked against brentq
     on scipy's binomial log-pmf (independent of the module's log1p form), to the bisection's resolution."""
-    lo, hi = binomial_intervals(np.array([c]), n, p, q, 0.95)[0]
+    lo, hi = binomial_intervals(np.array([c]), n, p, q, 0.95, rule="wilson-lr")[0]
     old = _wilson_clipped(np.array([c]), n, p, q, 0.95)[0]
     assert old[0] == old[1]  # a boundary case of the previous code
     crit = chi2.ppf(0.95, 1)
@@ -98,9 +99,11 @@ def test_reproducer_eps_1e3_K5_no_certainty():
 
 
 @pytest.mark.parametrize("eps", [1e-3, 1.0])
-def test_default_decoder_K1000_no_zero_width(eps):
+def test_default_decoder_K1000_no_zero_width(eps, monkeypatch):
     """HQP's second reproducer's setting (K = 1000, n = 1000, Dirichlet(0.5) frequencies, the default decoder):
-    48 (eps = 1e-3) and 24 (eps = 1) zero-width intervals before; none now, and Wilson's kept elsewhere."""
+    48 (eps = 1e-3) and 24 (eps = 1) zero-width intervals before; none under round 28z's rule (``INTERVAL_RULE =
+    'wilson-lr'``, kept reachable), and Wilson's kept elsewhere."""
+    monkeypatch.setattr(_eb, "INTERVAL_RULE", "wilson-lr")
     rng = np.random.default_rng(12345)
     K = 1000
     pr = rng.dirichlet(np.full(K, 0.5))
@@ -124,7 +127,7 @@ def test_coverage_near_the_boundary_is_at_least_nominal(theta_v):
     rng = np.random.default_rng(28)
     n, p, q, reps = 2000, 0.55, 0.15, 4000
     c = rng.binomial(n, q + (p - q) * theta_v, size=reps).astype(float)
-    ci = binomial_intervals(c, n, p, q, 0.95)
+    ci = binomial_intervals(c, n, p, q, 0.95, rule="wilson-lr")
     old = _wilson_clipped(c, n, p, q, 0.95)
     assert np.any(old[:, 1] == old[:, 0])  # the boundary cases occur at this theta_v
     cover = np.mean((ci[:, 0] <= theta_v) & (theta_v <= ci[:, 1]))

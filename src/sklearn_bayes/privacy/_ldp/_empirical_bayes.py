@@ -14,12 +14,12 @@ support count ``c_v`` is exactly ``Binomial(n, pi_v)``: an exact marginal likeli
    0.1-0.7 % of 1 on the median run, and the tilt lowers the TV by 0.3-2.2 % on the dev cells, between
    -0.7 % and 2.7 % on held-out ones, where dividing by that sum scaled every category alike;
    ``decoder='eb-rescale'`` keeps the division, :func:`eb_estimate`),
-3. and gives every category the Wilson score interval of ``pi_v`` mapped to ``theta_v``
-   (:func:`binomial_intervals`): a confidence interval with the binomial's coverage (95 %
-   up to the normal approximation; about 97.5 % for a category of probability exactly 0,
-   whose clipped interval misses only when the raw lower bound is above 0); where Wilson's interval lies
-   wholly outside the feasible ``[q, p]`` (it was ``[0, 0]`` or ``[1, 1]`` once clipped) the likelihood-ratio
-   set of ``pi_v`` restricted to ``[q, p]`` instead (round 28z: never zero width).
+3. and gives every category a confidence interval of ``pi_v`` on the feasible ``[q, p]`` mapped to ``theta_v``
+   (:func:`binomial_intervals`): since round 21 Feldman and Cousins' unified interval near ``q`` and ``p``
+   (one-sided there, so a category of probability exactly 0 is covered at 95 %, not at the 97.5 % of a
+   clipped two-sided interval) and Wilson's score interval away from them (``INTERVAL_RULE``); round 28z's
+   rule (Wilson's, clipped; the constrained likelihood-ratio set where Wilson's lies wholly outside
+   ``[q, p]``) is ``INTERVAL_RULE = 'wilson-lr'``.
 
 Why: on multi-modal and long-tailed ``theta`` with many categories the symmetric Dirichlet
 prior of the exact posterior is misspecified and its estimate follows the noise (issue 28:
@@ -35,7 +35,8 @@ import numpy as np
 
 from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
 
-__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES", "binomial_intervals",
+__all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES", "INTERVAL_RULE",
+           "INTERVAL_RULES", "binomial_intervals",
            "cv_prior_gain", "dirichlet_marginal_weights", "eb_estimate", "npmle_weights", "support_counts",
            "support_probabilities", "tilted_means"]
 
@@ -309,9 +310,9 @@ def _lr_bound(c, n, p, q, crit, at_p):
     return np.where(inside, 0.0 if at_p else 1.0, near)
 
 
-def binomial_intervals(c, n, p, q, level):
-    """Interval of every ``theta_v`` at ``level`` from its support count: Wilson's for ``pi_v``, mapped to ``theta_v``
-    and clipped to [0, 1]; where that leaves zero width, the constrained likelihood-ratio interval.
+def _wilson_lr_intervals(c, n, p, q, level):
+    """Round 28z's rule (``'wilson-lr'``): Wilson's interval for ``pi_v``, mapped to ``theta_v`` and clipped to [0, 1];
+    where that leaves zero width, the constrained likelihood-ratio interval.
 
     Parameters
     ----------
@@ -362,3 +363,168 @@ def binomial_intervals(c, n, p, q, level):
         if below.any():
             lo[below], hi[below] = 0.0, _lr_bound(c[below], n, p, q, z * z, False)
     return np.column_stack([lo, hi])
+
+
+#: The empirical-Bayes route's interval rule (``credible_interval``, :func:`binomial_intervals`): ``'fc-wilson'`` (round
+#: 21, the default: Feldman and Cousins' unified intervals near ``q`` and ``p``, Wilson's where the belt is the central
+#: interval), ``'fc'`` (the unified intervals everywhere) or ``'wilson-lr'`` (round 28z: Wilson's interval, the
+#: constrained likelihood-ratio set where Wilson's lies outside ``[q, p]``).
+INTERVAL_RULE = "fc-wilson"
+INTERVAL_RULES = ("wilson-lr", "fc", "fc-wilson")
+#: ``'fc'``: points of the belt's grid of the standardised mean on ``[0, min(z, W / 2)]`` (the rest is exact: the
+#: central interval in the middle, the mirror image at the upper end), bisection steps of its half-width, and the
+#: feasible width ``W`` (in standard deviations) below which the interval is all of ``[0, 1]``.
+FC_GRID = 2049
+FC_BISECTION_STEPS = 60
+FC_MIN_WIDTH = 0.1
+
+
+def _fc_ends(m, s, W):
+    """Ends ``(x1, x2)`` of ``{x: t(x; m) <= s^2}`` for ``x ~ N(m, 1)``, ``m in [0, W]``, ``t`` the likelihood-ratio
+    statistic to the best feasible mean ``clip(x, 0, W)`` (``-inf`` at ``m = 0``, ``+inf`` at ``m = W``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x1 = np.where(s <= m, m - s, (m * m - s * s) / (2 * m))
+        r = W - m
+        x2 = np.where(s <= r, m + s, m + (r * r + s * s) / (2 * r))
+    return x1, x2
+
+
+def _fc_belt(W, level):
+    """Feldman-Cousins belt of the mean ``m in [0, W]`` of ``N(m, 1)`` at ``level``: ``(m, x1, x2)`` on a grid of
+    ``[0, W]``, the acceptance region of ``m`` being ``[x1, x2]`` (nondecreasing in ``m``)."""
+    from scipy.special import ndtr
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    h = min(z, 0.5 * W)
+    m = np.linspace(0.0, h, FC_GRID)
+    lo, hi = np.zeros(m.size), np.full(m.size, z)  # P(s = z) >= level (the region holds m -+ z), P(0) = 0
+    for _ in range(FC_BISECTION_STEPS):
+        s = 0.5 * (lo + hi)
+        x1, x2 = _fc_ends(m, s, W)
+        ok = ndtr(x2 - m) - ndtr(x1 - m) >= level
+        lo, hi = np.where(ok, lo, s), np.where(ok, s, hi)
+    x1, x2 = _fc_ends(m, hi, W)
+    if W > 2 * h:  # the middle: the central interval m -+ z (a line: its two ends suffice)
+        m, x1, x2 = np.r_[m, W - h], np.r_[x1, W - h - z], np.r_[x2, W - h + z]
+    # the upper end is the mirror image (x -> W - x, m -> W - m) of the lower one
+    mm = np.r_[m, W - m[::-1]]
+    x1, x2 = np.r_[x1, W - x2[::-1]], np.r_[x2, W - x1[::-1]]
+    keep = np.r_[True, np.diff(mm) > 0]
+    return mm[keep], np.maximum.accumulate(x1[keep]), np.maximum.accumulate(x2[keep])
+
+
+def _fc_invert(x, W, level):
+    """``{m in [0, W]: x1(m) <= x <= x2(m)}`` for every observed ``x``: ``(lower, upper)``, linear between the grid's
+    points; beyond the first finite ``x1`` (last finite ``x2``) the ends follow ``x1 ~ -s^2 / (2 m)`` near ``m = 0``
+    (the mirror at ``W``), so they are positive (below ``W``) for every finite ``x``."""
+    m, x1, x2 = _fc_belt(W, level)
+    f1, f2 = np.isfinite(x1), np.isfinite(x2)
+    m1, a1 = m[f1], x1[f1]
+    m2, a2 = m[f2], x2[f2]
+    upper = np.interp(x, a1, m1)
+    lower = np.interp(x, a2, m2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        upper = np.where(x < a1[0], m1[0] * a1[0] / np.minimum(x, a1[0]), upper)
+        lower = np.where(x > a2[-1], W - (W - m2[-1]) * (W - a2[-1]) / (W - np.maximum(x, a2[-1])), lower)
+    return np.clip(lower, 0.0, W), np.clip(upper, 0.0, W)
+
+
+def _fc_intervals(c, n, p, q, level, interior_wilson=False):
+    """Round 21's rule (``'fc'``): Feldman-Cousins unified intervals of ``pi_v`` on ``[q, p]``, mapped to ``theta_v``.
+
+    In the variance-stabilised scale ``phi = arcsin sqrt(pi)`` Anscombe's ``phi_hat = arcsin sqrt((c + 3/8) / (n + 3/4))``
+    is close to ``N(phi, 1 / (4 n + 2))``; standardised, ``x = (phi_hat - a) / sd`` has mean ``m = (phi - a) / sd`` in
+    ``[0, W]`` (``a = arcsin sqrt q``, ``W = (arcsin sqrt p - a) / sd``, ``sd = 1 / (2 sqrt(n + 1/2))``).  Round 21 chose
+    Anscombe's form over the plain ``c / n`` on the exact binomial coverage alone (no benchmark cell): equal where
+    ``n q`` is in the hundreds, and at ``n q = 0.66`` (GRR, ``K = 64``, ``eps = 8``, ``n = 2000``) its coverage within
+    six standard deviations of ``theta = 0`` is 0.909-0.988 (mean 0.953) against the plain form's 0.753-0.987 (0.920).  One belt serves every category
+    of a fit (:func:`_fc_belt`), inverted at each ``x`` (:func:`_fc_invert`), and ``m`` is mapped back by
+    ``theta = sin(m sd) sin(2 a + m sd) / (sin(b - a) sin(b + a))`` (``sin^2 u - sin^2 v = sin(u - v) sin(u + v)``: no
+    cancellation when ``p - q`` is small).  ``[0, 1]`` when ``W < FC_MIN_WIDTH``.  ``interior_wilson`` (rule
+    ``'fc-wilson'``): where the belt's interval is the central ``x -+ z`` (``2 z <= x <= W - 2 z``: both ends at least
+    ``z`` from the feasible ends, where the ordering no longer matters) Wilson's interval instead, as ``'wilson-lr'``.
+    """
+    c = np.asarray(c, dtype=float)
+    a, b = np.arcsin(np.sqrt(q)), np.arcsin(np.sqrt(p))
+    sd = 0.5 / np.sqrt(n + 0.5)
+    W = (b - a) / sd
+    if not W >= FC_MIN_WIDTH:
+        return np.column_stack([np.zeros(c.size), np.ones(c.size)])
+    x = (np.arcsin(np.sqrt(np.clip((c + 0.375) / (n + 0.75), 0.0, 1.0))) - a) / sd
+    lm, um = _fc_invert(x, W, level)
+    den = np.sin(b - a) * np.sin(b + a)
+
+    def theta(m):
+        t = np.clip(np.sin(m * sd) * np.sin(2 * a + m * sd) / den, 0.0, 1.0)
+        return np.where(m >= W, 1.0, np.where(m <= 0, 0.0, t))
+
+    out = np.column_stack([theta(lm), theta(um)])
+    if interior_wilson:
+        from scipy.stats import norm
+
+        z = float(norm.ppf(0.5 + level / 2))
+        mid = (x >= 2 * z) & (x <= W - 2 * z)  # where the belt gives the central x -+ z: both ends in [z, W - z]
+        if mid.any():
+            out[mid] = _wilson_lr_intervals(c[mid], n, p, q, level)
+    return out
+
+
+def binomial_intervals(c, n, p, q, level, rule=None):
+    """Interval of every ``theta_v`` at ``level`` from its support count, by ``rule`` (default ``INTERVAL_RULE``).
+
+    Parameters
+    ----------
+    c : array-like of shape (K,)
+        Support counts, ``c_v ~ Binomial(n, pi_v)``, ``pi_v = q + (p - q) theta_v``.
+    n : int
+        Number of responses.
+    p, q : float
+        Support probabilities, ``0 < q < p < 1``.
+    level : float
+        Confidence level in (0, 1).
+    rule : {'fc-wilson', 'fc', 'wilson-lr'} or None, default=None
+        ``'fc-wilson'`` (round 21's default): Feldman and Cousins' unified intervals, except Wilson's where the
+        belt's interval is the central one (``2 z <= x <= W - 2 z`` in the Notes' units); ``'fc'``: the unified
+        intervals everywhere; ``'wilson-lr'``: round 28z's (Wilson's interval of ``pi_v``, mapped and clipped; the
+        constrained likelihood-ratio set where Wilson's lies outside ``[q, p]``).  None: the module's
+        ``INTERVAL_RULE``.
+
+    Returns
+    -------
+    interval : ndarray of shape (K, 2)
+        Lower and upper bounds, ``0 <= lower < upper <= 1`` when ``n > 0`` (``[0, 1]`` when ``n = 0``).
+
+    Notes
+    -----
+    ``'wilson-lr'``: see :func:`_wilson_lr_intervals`.  Near ``theta_v = 0`` its intervals cannot miss from below, so
+    they cover at about the one-sided 97.5 % there (round 28z's over-covering cells).
+
+    ``'fc'`` and ``'fc-wilson'``: a Neyman belt with Feldman and Cousins' ordering (Phys. Rev. D 57, 3873, 1998).  With ``x`` the
+    standardised ``arcsin sqrt(c / n)`` and ``m in [0, W]`` its mean (see :func:`_fc_intervals`), the acceptance region
+    of ``m`` holds the ``x`` of largest likelihood ratio ``R(x | m) = phi(x - m) / phi(x - clip(x, 0, W))`` up to
+    probability ``level``.  ``-2 ln R`` is ``(x - m)^2`` for ``x in [0, W]``, ``m (m - 2 x)`` below and
+    ``(W - m)(2 x - W - m)`` above: it decreases then increases in ``x``, so the region is ``[x1(m), x2(m)]`` with
+    ``-2 ln R = s(m)^2`` at both ends, ``s`` found by bisection.  For ``m in [z, W - z]`` it is ``m -+ z`` exactly
+    (the region lies inside ``[0, W]``, where ``-2 ln R = (x - m)^2``), so the belt is computed only on ``[0, z]``
+    and mirrored at ``W``.  The interval is ``{m: x1(m) <= x <= x2(m)}``: two-sided 95 % away from the ends, one-sided
+    at them (at ``m = 0`` the region is ``(-inf, z_level]``, so a truth of 0 is covered with probability ``level``,
+    not ``(1 + level) / 2``), never empty (``x1 <= x2`` are nondecreasing) and of positive width.  When ``W`` is
+    below ``FC_MIN_WIDTH`` the count says nothing about ``theta``: ``[0, 1]``.  The normal approximation of
+    ``arcsin sqrt(c / n)`` is the only approximation: the exact binomial coverage is checked in the tests.
+    ``'fc-wilson'`` replaces the central ``x -+ z`` by Wilson's interval where both ends are at least ``z`` inside
+    ``[0, W]``: there the ordering no longer acts, and Wilson's shape covered 0.003 more than the arcsine one on
+    round 21's over-dispersed near-uniform cell.  Round 21 (``bench_adaptive_ldp.py --general --fc-intervals``): the
+    95 % intervals cover 0.932-0.951 on the 10 empirical-Bayes cells of the general table (``'wilson-lr'``
+    0.932-0.967), 0.941-0.960 on the 31 of the fresh groups 13-18 (0.949-0.974, five above 0.97) and 0.944-0.954 on
+    the held-out ``FRESH_21`` (0.956-0.971); a category of probability 0 is covered at about 0.95.
+    """
+    rule = INTERVAL_RULE if rule is None else rule
+    if rule not in INTERVAL_RULES:
+        raise ValueError(f"rule must be one of {INTERVAL_RULES}, got {rule!r}.")
+    c = np.asarray(c, dtype=float)
+    if n == 0:
+        return np.column_stack([np.zeros(c.size), np.ones(c.size)])
+    if rule in ("fc", "fc-wilson"):
+        return _fc_intervals(c, n, p, q, level, interior_wilson=rule == "fc-wilson")
+    return _wilson_lr_intervals(c, n, p, q, level)

@@ -189,7 +189,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         where the counts' dependence is strong) times the counts, resampled (at most 128 categories; the exact chain when the weights fail; see Notes).  ``'eb'``: the empirical-Bayes decoder (see Notes): the
         support count of every category is exactly binomial, the distribution of the values
         ``theta_k`` across categories is estimated by nonparametric maximum likelihood, and
-        ``theta_`` holds the posterior means conditioned on summing to 1 (a tilt, see Notes); the intervals are binomial (Wilson)
+        ``theta_`` holds the posterior means conditioned on summing to 1 (a tilt, see Notes); the intervals are binomial (Feldman-Cousins)
         confidence intervals; ``'eb-rescale'``: the same with the means divided by their sum (before round 14); ``'eb-stack'`` (round 15): the convex combination of ``'eb'``, two smoother priors' means, norm-sub and clipped MI whose weights minimise a squared risk cross-fitted over 5 folds of users, used only when its nested cross-fitted gain over ``'eb'`` exceeds 1.5 standard errors (else ``'eb'``; same intervals; see ``convergence_``).  ``'eb-gmodel'`` (round 17, an option): the same stack whose ``'eb'`` row uses the NPMLE blended half and half with a smooth g-model of ``G`` (Efron's g-modeling) when that prior's cross-fitted predictive log score of held-out users' counts is higher (``_gmodel``).  ``'auto'``: ``'eb-stack'`` when ``n_categories_ >= 64``; from 32, ``'eb-stack'`` when
         its prior's 5-fold cross-validated log marginal likelihood of the support counts beats the
         symmetric Dirichlet's by >= 3 nats (``convergence_['cv_gain']``); else (still from 32) ``'counts'`` under
@@ -279,9 +279,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     Monte Carlo.  The symmetric Dirichlet prior cannot represent two-peaked or long-tailed
     ``theta``, and there its posterior follows the noise (issue 28: 1.11-1.40x the best
     static decoder's TV); ``G`` adapts to the shape.  The interval of ``theta_v`` is the
-    Wilson score interval of ``pi_v`` mapped linearly and clipped to ``[0, 1]``: a frequentist interval with the
-    binomial's coverage (about 97.5 % for a category of probability exactly 0); where Wilson's interval lies wholly outside
-    the feasible ``[q, p]``, the likelihood-ratio set of ``pi_v`` restricted to ``[q, p]`` (never zero width, round 28z).
+    confidence interval of ``pi_v`` on the feasible ``[q, p]``, mapped linearly to ``[0, 1]`` (round 21): Feldman and Cousins'
+    unified interval (one-sided at a feasible end, so 95 % and not 97.5 % for a probability of 0) near ``q`` and ``p``, Wilson's
+    away from them (``_empirical_bayes.binomial_intervals``; ``INTERVAL_RULE = 'wilson-lr'`` gives round 28z's).
 
     Count posterior (``decoder='counts'``, issue 28 round 9): ``p(theta, rho | c) ∝ prod_v
     Bin(c_v; n, pi_v) Dir(theta; rho 1) p(rho)``, the exact posterior's prior with the product of the
@@ -842,7 +842,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         """Equal-tailed posterior credible interval of every category probability.
 
         With the empirical-Bayes decoder (``decoder='eb'``, or ``'auto'`` when it chose it)
-        it is the binomial (Wilson) confidence interval of every category (see Notes);
+        it is the binomial (Feldman-Cousins / Wilson) confidence interval of every category (see Notes);
         ``n_samples`` and ``random_state`` are then unused.
 
         Parameters
