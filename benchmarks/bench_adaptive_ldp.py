@@ -55,13 +55,21 @@ so the default's numbers do not change).
 previous code gave zero width ([1, 1] / [0, 0], and whether the truth is exactly 0 there), coverage before and
 after, without the peers.
 
+``--general --fc-intervals`` (round 21; the same cell options, ``--rules``, ``--cache DIR``): the default's fits on the
+cells' users and seeds, and on the same support counts every interval rule of ``binomial_intervals`` (``'wilson-lr'``
+of round 28z, ``'fc'``, ``'fc-wilson'``): coverage as the mean over runs of each run's coverage +- its run-clustered
+SE, the paired difference to the first rule, coverage split by the truth (0; below 2 binomial SD; larger), the
+narrowest interval and the interval's time over the fit's.  ``--cache`` keeps each fit's counts (the same fits for
+every rule).
+
 ``--general`` (only this part; ``--cells`` picks cells by index): issue 28's sixteen cells
 (``GENERAL_CELLS``), the ratio to the best of the twelve static peers, coverage, and the cost of
 fit plus ``theta_`` over SS's client, counts and IBU run to convergence; all times are CPU time of
 the process (``time.process_time``) for ours and IBU alike, not wall-clock (which moved the
 K = 10, eps = 8 ratio between 77 and 165 with no code change), and the IBU baseline is the median
 of ``IBU_REPEATS`` repetitions.  The held-out groups of later rounds replace the sixteen cells: ``--fresh-11b``,
-``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17``, ``--fresh-18``, ``--fresh-21`` (``FRESH_*_CELLS``, each fixed before the round that
+``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17``, ``--fresh-18``, ``--fresh-21`` (``FRESH_*_CELLS``, each fixed
+before the round that
 holds it out looked at it); ``--paired-decoder NAME`` reads the same fit with another decoder too (e.g. ``eb``,
 ``eb-stack``, ``eb-gmodel``) and prints the paired TV ratio.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
 the count posterior (``convergence_['method'] == 'counts'``), the exact posterior too on the same responses
@@ -747,6 +755,106 @@ def zero_width(cells, runs, n_jobs):
                               "cov_after", "changed_cover", "min_width"]))
 
 
+def _fc_counts(cell, run, cache):
+    """Round 21: the default's fit on a general cell's users and seeds (as :func:`_zero_width_run`; ``theta_`` is not
+    read: the intervals do not depend on it): the support counts of an empirical-Bayes route fit (None on the
+    posterior route) and the fit's CPU time, kept in ``cache`` (a directory; the same fit whatever the interval
+    rule)."""
+    import hashlib
+    import os
+
+    name, split, K, eps, n, make = cell
+    path = None
+    if cache:
+        key = hashlib.sha1(repr((name, split, K, eps, n, run)).encode()).hexdigest()[:16]
+        path = os.path.join(cache, f"fc21_{key}.npz")
+        if os.path.exists(path):
+            z = np.load(path)
+            return dict(theta=z["theta"], c=z["c"] if z["eb"] else None, n=int(z["n"]), p=float(z["p"]),
+                        q=float(z["q"]), t_fit=float(z["t_fit"]))
+    theta, x, r_ours, _ = _cell_draws(K, eps, n, make, run)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.process_time()
+        est.fit(x.reshape(-1, 1))
+        t_fit = time.process_time() - t0
+        eb = est._uses_eb()
+        c, nn, p, q = est._support_counts() if eb else (np.zeros(K), n, 0.0, 0.0)
+    if path:
+        np.savez(path, theta=theta, c=c, eb=eb, n=nn, p=p, q=q, t_fit=t_fit)
+    return dict(theta=theta, c=c if eb else None, n=int(nn), p=float(p), q=float(q), t_fit=t_fit)
+
+
+def _clustered(x):
+    """Mean over runs and its SE (the run-clustered SE of a coverage: one value per run)."""
+    x = np.asarray(x, dtype=float)
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
+
+
+def fc_intervals(cells, runs, n_jobs, cache=None, rules=("wilson-lr", "fc", "fc-wilson")):
+    """Round 21: per cell, the coverage of the empirical-Bayes route's 95 % intervals under each rule of
+    ``binomial_intervals`` on the same fits (mean over runs of each run's coverage +- its run-clustered SE), the paired
+    difference, the coverage split by the truth (``theta = 0``; ``0 < theta < 2 sd``, ``sd`` the binomial's standard
+    deviation in theta's units at the truth; larger), the narrowest interval, and each rule's time over the fit's."""
+    from joblib import Parallel, delayed
+
+    from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
+
+    res = Parallel(n_jobs=n_jobs)(delayed(_fc_counts)(c, r, cache) for c in cells for r in range(runs))
+    rows, splits = [], []
+    for i, cell in enumerate(cells):
+        rs = [r for r in res[i * runs : (i + 1) * runs] if r["c"] is not None]
+        label = f"{cell[0]} K={cell[2]} eps={cell[3]:g} n={cell[4]:.0e}"
+        if not rs:
+            rows.append(dict(cell=label, split=cell[1], eb_runs=0))
+            continue
+        cov = {m: [] for m in rules}
+        part = {m: np.zeros((3, 2)) for m in rules}
+        minw = {m: np.inf for m in rules}
+        t_ci = {m: [] for m in rules}
+        for r in rs:
+            th, c, n, p, q = r["theta"], r["c"], r["n"], r["p"], r["q"]
+            pi = q + (p - q) * th
+            sd = np.sqrt(pi * (1 - pi) / n) / (p - q)
+            cls = np.where(th == 0, 0, np.where(th < 2 * sd, 1, 2))
+            for m in rules:
+                t0 = time.process_time()
+                ci = binomial_intervals(c, n, p, q, 0.95, rule=m)
+                t_ci[m].append((time.process_time() - t0) / max(r["t_fit"], 1e-9))
+                hit = (ci[:, 0] <= th) & (th <= ci[:, 1])
+                cov[m].append(hit.mean())
+                for k in range(3):
+                    part[m][k] += (hit[cls == k].sum(), (cls == k).sum())
+                minw[m] = min(minw[m], float((ci[:, 1] - ci[:, 0]).min()))
+        row = dict(cell=label, split=cell[1], eb_runs=len(rs))
+        for m in rules:
+            mu, se = _clustered(cov[m])
+            row[m] = f"{mu:.4f} +- {se:.4f}"
+            row[f"{m} in band"] = "yes" if 0.93 <= mu <= 0.97 else ("1 SE" if 0.93 - se <= mu <= 0.97 + se else "no")
+            row[f"{m} min width"] = f"{minw[m]:.1e}"
+            row[f"{m} ci/fit"] = f"{np.median(t_ci[m]):.3f}"
+            splits.append(dict(cell=label, rule=m, **{
+                f"{name} (pairs)": (f"{part[m][k][0] / part[m][k][1]:.4f} ({int(part[m][k][1])})" if part[m][k][1]
+                                    else "--") for k, name in enumerate(("theta=0", "0<theta<2sd", "larger"))}))
+        for m in rules[1:]:  # paired with the first rule, run by run
+            mu, se = _clustered(np.asarray(cov[m]) - np.asarray(cov[rules[0]]))
+            row[f"{m} - {rules[0]}"] = f"{mu:+.4f} +- {se:.4f}"
+        rows.append(row)
+    cols = ["cell", "split", "eb_runs"] + [f"{m}{x}" for m in rules for x in ("", " in band", " min width", " ci/fit")]
+    cols += [f"{m} - {rules[0]}" for m in rules[1:]]
+    print(f"== round 21: 95 % intervals of the empirical-Bayes route under each rule on the same fits ({runs} runs; "
+          "coverage = mean over runs of the run's coverage +- run-clustered SE; in band: [0.93, 0.97], '1 SE' within "
+          "one SE of it; ci/fit: median credible-interval time over the fit's, CPU) ==")
+    print(format_table(rows, cols))
+    print("== coverage split by the truth (pairs pooled over runs) ==")
+    print(format_table(splits, ["cell", "rule", "theta=0 (pairs)", "0<theta<2sd (pairs)", "larger (pairs)"]))
+    for m in rules:
+        inb = [r for r in rows if r.get("eb_runs")]
+        print(f"{m}: in band {sum(r[f'{m} in band'] == 'yes' for r in inb)}/{len(inb)}, within 1 SE of it "
+              f"{sum(r[f'{m} in band'] != 'no' for r in inb)}/{len(inb)}")
+
+
 def _paired_decoder_table(cells, res, runs, other):
     """Round 14b: ours (the default) against ``other`` decoded from the same fit: medians, the paired geometric
     ratio ours / other +- SE, runs won, |lambda| of the tilt (median, max) and (fit + theta_) / IBU for both."""
@@ -1232,6 +1340,13 @@ def main():
                          "(common random numbers where the mechanisms coincide)")
     ap.add_argument("--default-only", action="store_true", help="no RRRR columns ('non_adaptive', 'honest')")
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 16 cells)")
+    ap.add_argument("--fc-intervals", action="store_true",
+                    help="--general: instead, round 21's interval rules ('wilson-lr' of round 28z, 'fc', "
+                         "'fc-wilson') on the same fits: run-clustered coverage, coverage by truth, cost (its cell options)")
+    ap.add_argument("--rules", nargs="+", default=["wilson-lr", "fc", "fc-wilson"],
+                    help="--fc-intervals: the interval rules compared (the first is the reference of the paired columns)")
+    ap.add_argument("--cache", default=None,
+                    help="--fc-intervals: a directory keeping each fit's support counts (the same fits for every rule)")
     ap.add_argument("--zero-width", action="store_true",
                     help="--general: instead, round 28z's zero-width intervals before / after (its cell options)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
@@ -1318,6 +1433,10 @@ def main():
                 if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else FRESH_11B_CELLS if args.fresh_11b else GENERAL_CELLS)
+        if args.fc_intervals:
+            fc_intervals([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs,
+                         args.cache, tuple(args.rules))
+            return
         if args.zero_width:
             zero_width([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
             return
