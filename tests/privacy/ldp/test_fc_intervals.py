@@ -128,7 +128,6 @@ def _brute_force_belt_interval(x_obs, W, level, dm=0.004, dx=0.002):
     the hull of the means whose region holds it."""
     xs = np.arange(-12.0, W + 12.0, dx)
     best = np.clip(xs, 0.0, W)
-    mass = norm.cdf(xs + dx / 2) - norm.cdf(xs - dx / 2)
     accept = []
     ms = np.linspace(0.0, W, int(np.ceil(W / dm)) + 1)
     for m in ms:
@@ -138,7 +137,6 @@ def _brute_force_belt_interval(x_obs, W, level, dm=0.004, dx=0.002):
         k = np.searchsorted(np.cumsum(pm[order]), level) + 1
         sel = xs[order[:k]]
         accept.append((sel.min(), sel.max()))
-    del mass
     accept = np.array(accept)
     out = []
     for x in x_obs:
