@@ -1,4 +1,4 @@
-"""Issue 28 goal 4 study (round 12b; user guide, "Round 12b"): shared helpers (benchmark seeds: compare_one_run / same_responses_run)."""
+"""Issue 28 goal 4 study (round 12b; doc/development/adaptive_ldp_log.rst, "Round 12b"): shared helpers (benchmark seeds: compare_one_run / same_responses_run)."""
 import argparse, time, warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning

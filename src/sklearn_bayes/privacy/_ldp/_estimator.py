@@ -286,7 +286,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
     Count posterior (``decoder='counts'``, issue 28 round 9): ``p(theta, rho | c) ∝ prod_v
     Bin(c_v; n, pi_v) Dir(theta; rho 1) p(rho)``, the exact posterior's prior with the product of the
     counts' exact binomial marginals (a composite likelihood: under SS(k) the counts sum to ``n k``;
-    the variance this ignores is 2-3 % at ``K >= 35``, see the user guide).  Each factor is a group of
+    the variance this ignores is 2-3 % at ``K >= 35``, see the development log).  Each factor is a group of
     the three-level likelihood (``pi_v``: special category ``v``; ``1 - pi_v``: the set of all other
     categories), so the exact chain runs on ``2 K`` groups instead of ``n`` distinct subsets.  ``'importance'``: 1000 draws of
     it on a <= 0.9 times the counts weighted by exact / composite likelihood (the prior cancels) and resampled (``_count_importance``).

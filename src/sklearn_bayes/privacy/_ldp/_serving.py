@@ -96,7 +96,7 @@ class ServingMixin:
             5), so the subsets of a batch vary as the posterior's uncertainty does.
             ``'mean'``: the subset for an estimate of the posterior mean (the chains'
             average over 200 iterations), the same for the batch: less exploration
-            than a draw, which pays off early on sparse ``theta`` (see the user guide).
+            than a draw, which pays off early on sparse ``theta`` (see the development log).
 
         Returns
         -------
