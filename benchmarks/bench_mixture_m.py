@@ -109,10 +109,15 @@ numbers: every method sees the same data in every cell.
    :data:`ROUND20_FITS` (round 18's default and C, round 19's V2 with the S finalists' cap at 500 below 12 rows per
    coefficient) on the 30/3 cells and the error-law grid bit for bit; :func:`candidate20`, the same on real data
    (``--sets dev18 --load ...``, ``held18``, ``held19``); :func:`time20`, C's fit time over the default's.
+25. ``--parts m3r21``, ``extra21``, ``candidate21`` (issue 30, round 21, review M3; not in the default parts):
+   :func:`m3r21`, the strong-trend reproducer before and after; :func:`extra21`, the error-law grid, the 30/3 cells
+   and goal 4's speed cells bit for bit; :func:`candidate21`, :data:`ROUND21_FITS` on real data (``--sets dev18
+   --load <round 20's pickle>``, ``held18``, ``held19``) with every changed split.
 """
 
 import argparse
 import contextlib
+import math
 import time
 import warnings
 
@@ -3734,6 +3739,109 @@ def time20(reps=30, sets=(), n_splits=3):
               f" max {r.max():.3f}", flush=True)
 
 
+# --------------------------------------------------------------------------------------
+# 25. issue 30, round 21 (review M3): the exact-fit test under a strong trend (``--parts m3r21``, ``extra21``,
+#     ``candidate21``)
+# --------------------------------------------------------------------------------------
+
+
+def _round21_fit(trend_spread):
+    """Round 20's adopted fit (:data:`ROUND20_FITS` ``"C"``, the default since) with ``_units.TREND_SPREAD`` at
+    ``trend_spread`` (``math.inf``: never refit on the start's residuals, rounds 1-20)."""
+
+    def fitted(X, y):
+        with _patched("_units", TREND_SPREAD=trend_spread):
+            return ROUND20_FITS["C"](X, y)
+
+    return fitted
+
+
+#: round 21's fits, fixed (and written into the round's text) before any benchmark run: ``default`` round 20's
+#: default (no refit under a trend); ``C`` the fit of the start's residuals where the start is not exact and its
+#: residual scale is more than 1000 times below ``y``'s robust scale (``_units.trend_dominated``)
+ROUND21_FITS = {"default": _round21_fit(math.inf), "C": _round21_fit(1e3)}
+
+
+def m3r21(bigs=(0.0, 1e5, 1e7, 1e9, 1e12)):
+    """Round 21, the reproducer (``--parts m3r21``): ``n = 100``, ``p = 3``, ``y = X @ [1, 2, 3] + N(0, 1) + big
+    x_0``; per variant and ``big``, the exact-fit warning and the standard errors over the ``big = 0`` fit's, for the
+    default before (``TREND_SPREAD = inf``) and after round 21."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = X @ np.array([1.0, 2.0, 3.0]) + rng.normal(size=100)
+    print("\nRound 21: y = X @ [1, 2, 3] + N(0, 1) + big x_0; exact-fit warning, max |se / se(big = 0) - 1|,"
+          " max |coef - big e_0 - coef(big = 0)| / se(big = 0)")
+    for variant in ("min_variance", "paper"):
+        for label, spread in (("round 20", math.inf), ("round 21", 1e3)):
+            se0 = coef0 = None
+            for big in bigs:
+                with _patched("_units", TREND_SPREAD=spread), warnings.catch_warnings(record=True) as w:
+                    warnings.simplefilter("always")
+                    m = MixtureMEstimatorRegressor(random_state=0, variant=variant).fit(X, y + big * X[:, 0])
+                se, coef = np.sqrt(np.diag(m.coef_covariance_)), m.coef_ - np.array([big, 0.0, 0.0])
+                se0, coef0 = (se, coef) if se0 is None else (se0, coef0)
+                warned = any("fitted exactly" in str(x.message) for x in w)
+                print(f"{variant:<13} {label} big {big:7.0e}: warns {warned!s:<5} se {np.abs(se / se0 - 1).max():.2e}"
+                      f" coef {np.abs(coef - coef0).max() / se0.min():.2e}", flush=True)
+
+
+def extra21(reps=300, grid_reps=20, speed_n=100_000, speed_d=20):
+    """Round 21's rule (d) (``--parts extra21``): fits of ``C`` equal to the default's bit for bit (coefficients,
+    intercept, standard errors) on the error-law grid (``grid_reps`` draws a cell), the 30/3 cells (``reps`` draws)
+    and goal 4's speed cells (``speed_n`` rows, ``speed_d`` columns, the three contamination types)."""
+
+    def both(X, y):
+        out = []
+        for spread in (math.inf, 1e3):
+            with _patched("_units", TREND_SPREAD=spread), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+            out.append((m.coef_, m.intercept_, m.coef_covariance_))
+        (a, b, c), (a2, b2, c2) = out
+        return bool(np.array_equal(a, a2) and b == b2 and np.array_equal(c, c2, equal_nan=True))
+
+    cells = [(law, n, p, grid_reps) for n, p in SIZES for law in LAWS] + [(law, n, p, reps) for law, n, p in
+                                                                           ROUND19_CELLS]  # fmt: skip
+    for law, n, p, k in cells:
+        same = sum(both(*make_cell(law, n, p, rep)) for rep in range(k))
+        print(f"{law} {n}/{p}: {same} of {k} fits of C equal the default's bit for bit", flush=True)
+    for kind in SPEED_DATA:
+        X, y, _ = make_speed_data(kind, speed_n, speed_d)
+        print(f"speed {kind} ({speed_n} x {speed_d}): bit for bit {both(X, y)}", flush=True)
+
+
+def candidate21(n_splits, sets, load=""):
+    """Round 21's rule (c) (``--parts candidate21``): :data:`ROUND21_FITS` on the splits below 12 rows per
+    coefficient, judged by round 18's rule (:func:`print_candidate18`), the peers read from ``load`` (round 20's
+    pickle, ``--parts candidate20 --save``) after checking that the default gives its ``"C"`` errors bit for bit
+    (sets it does not hold, or where it differs: peers fitted); every changed split listed."""
+    old = {}
+    if load:
+        import pickle
+
+        with open(load, "rb") as fh:
+            old = pickle.load(fh)
+    table = {}
+    for item in sets:
+        part = small_split_errors([item], n_splits, lambda Xtr, ytr: _fits_or_none(ROUND21_FITS, Xtr, ytr))
+        for it, err in part.items():
+            if it in old and np.array_equal(err["default"], old[it]["C"], equal_nan=True):
+                err.update({m: old[it][m] for m in REAL_PEERS})
+            else:
+                print(f"  {it}: peers fitted (not in the loaded errors, or round 20's C differs)", flush=True)
+                err.update(small_split_errors([it], n_splits, lambda Xtr, ytr: _fits_or_none(REAL_PEERS, Xtr, ytr))[it])
+            table[it] = err
+    print_candidate18(table, ["C"])
+    moved = {i: np.flatnonzero(e["C"] != e["default"]) for i, e in table.items()}
+    print(f"C: splits whose error differs from the default: {sum(len(v) for v in moved.values())} of"
+          f" {sum(len(e['default']) for e in table.values())}")
+    for i, v in moved.items():
+        for s in v:
+            e = table[i]
+            print(f"  {i} split {s}: {e['default'][s]:.6g} -> {e['C'][s]:.6g} ({e['C'][s] / e['default'][s] - 1:+.2e})")
+    return table
+
+
 def _chosen_sets(arg, default=ROUND6_SETS):
     """The data sets ``--sets`` names: comma-separated names (none: ``default``), ``dev4`` (round 4's development
     sets: every real set but the held-out groups of rounds 4, 7 and 13b), ``held7`` (the groups of rounds 4 and 7),
@@ -3779,7 +3887,7 @@ def main(argv=None):
                          "decompose,hetconst,power,choice,leverage,sscale,spread13,flags,cleanflags,fallback,"
                          "fallbackboston,coverage,coveragetable,bootstrap,averaging,candidate17,candidate18,extra18,"
                          "grid18,candidate18b,extra18b,where18b,where19,extra19,candidate19,scap19,extra20,"
-                         "candidate20,time20")  # fmt: skip
+                         "candidate20,time20,m3r21,extra21,candidate21")  # fmt: skip
     ap.add_argument("--extra-reps", type=int, default=100, help="extra cells: repetitions (default 100)")
     ap.add_argument("--real-splits", type=int, default=30, help="real data: random 75/25 splits per set (default 30)")
     ap.add_argument("--sets", default="",
@@ -3924,6 +4032,12 @@ def main(argv=None):
                         save=args.save)
         if "time20" in parts:
             time20(sets=_chosen_sets(args.sets, default=_chosen_sets("dev18")))
+        if "m3r21" in parts:  # round 21: the exact-fit test under a strong trend
+            m3r21()
+        if "extra21" in parts:
+            extra21(args.extra_reps)
+        if "candidate21" in parts:
+            candidate21(args.real_splits, _chosen_sets(args.sets, default=_chosen_sets("dev18")), load=args.load)
         if "spread13" in parts:
             spread_leverage(args.real_splits, _chosen_sets(args.sets), args.extra_reps, _cells_arg(args.cells))
 

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_bayes.utils import IntegerInterval, serialized, transactional
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, validate_regression_data
-from sklearn_bayes.linear_model._mixture import _bootstrap, _copying, _finite_sample, _flags, _inference
+from sklearn_bayes.linear_model._mixture import _bootstrap, _copying, _finite_sample, _flags, _inference, _units
 from sklearn_bayes.linear_model._mixture._inference import rounding_level as _rounding_level
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._dead_columns import dead_columns, fit_live
@@ -279,13 +279,16 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     |intercept|`` at the start) if that is larger, so exact fits cannot make
     the likelihood unbounded and no scale is fitted to rounding noise.
 
-    Units: EM runs on standardised data (``X`` by column mean and sd, or median
-    and MAD where gross cells carry the sd; ``y`` by mean, or median where gross
-    targets carry it, and robust scale); every fitted quantity is mapped to the units
-    of the data.  The algorithm is equivariant, so multiplying ``X`` by ``c``
-    and ``y`` by ``s`` multiplies ``coef_`` by ``s / c`` and ``intercept_``
-    and ``scales_`` by ``s``, to the accuracy of the EM (``tol``), for any
-    units (``y`` up to ``1e+-300``).
+    Units: EM runs on standardised data (``X`` by column mean and sd, or median and MAD where gross cells carry
+    the sd; ``y`` by mean, or median where gross targets carry it, and robust scale); every fitted quantity is
+    mapped to the units of the data.  The algorithm is equivariant, so multiplying ``X`` by ``c`` and ``y`` by ``s``
+    multiplies ``coef_`` by ``s / c`` and ``intercept_`` and ``scales_`` by ``s``, to the accuracy of the EM
+    (``tol``), for any units (``y`` up to ``1e+-300``).  It is regression equivariant (``y + X g + c`` shifts
+    ``coef_`` by ``g``, ``intercept_`` by ``c``): where the start is not exact and its residual scale is more than
+    1000 times below ``y``'s robust scale (a strong trend), the fit runs on the start's residuals and adds the start
+    back, so floors, the exact-fit test and the stopping rules follow the residuals, not the trend.  The choice of
+    loss is not affine equivariant in ``X`` (``X -> X A``): the variances it compares are the slopes' in the given
+    coordinates.
 
     EM maps are combined by SQUAREM with a monotonicity safeguard (an
     extrapolated point is kept only if its likelihood beats the plain double
@@ -480,8 +483,9 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         with caller_random_state(self.random_state) as guard, np.errstate(over="ignore"):
             return self._fit(X, y, sample_weight, guard)
 
-    def _fit(self, X, y, sample_weight, guard):
-        """:meth:`fit` inside the caller's transaction (``guard``: :class:`caller_random_state`)."""
+    def _fit(self, X, y, sample_weight, guard, detrended=None):
+        """:meth:`fit` inside the caller's transaction (``guard``: :class:`caller_random_state`); ``detrended``: the
+        per-row rounding bounds of the start's subtraction in :func:`_units.refit_detrended`, else None."""
         comps = _resolve_components(self.components)
         X, y, sw = validate_regression_data(self, X, y, sample_weight)
         dead, units = dead_columns(X, sw, self.fit_intercept, return_units=True)
@@ -492,8 +496,9 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         # prior's strength is relative to the mean weight: the objective is the documented one / W
         sw, W = normalise_weights(sw)
         pos = sw > 0
-        self._check_rows(y, pos, X.shape[1] + int(self.fit_intercept))
+        _units.check_rows(type(self).__name__, y, pos, X.shape[1] + int(self.fit_intercept))
         rng = guard.generator()  # the fit's one draw from the caller's random_state
+        replay = _units.Replay(rng)  # its state now: a detrended fit draws the same numbers
         # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then a polish on all rows
         sub = None
         if pos.sum() > 2 * _EM_SUBSAMPLE:
@@ -507,8 +512,11 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             starts = lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
         else:
             starts = [wls(Xs, ycs, sws)]
-        tiny, mad, floors, scales0, prior = self._scales_from_start(comps, st, X[rows], y[rows], Xs, ycs, sws, starts[0],
-                                                                    float(np.mean(sw[pos])))
+        tiny, mad, floors, scales0, prior, trend = self._scales_from_start(
+            comps, st, X[rows], y[rows], Xs, ycs, sws, starts[0], float(np.mean(sw[pos])),
+            None if detrended is None else detrended[rows])
+        if trend is not None and detrended is None:  # y's scale is the trend's: the fit of the start's residuals
+            return _units.refit_detrended(self, X, y, sample_weight, replay, *trend)
         prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         full = None if sub is None else (Xa, yc, sw)
         if self.variant == "min_variance":
@@ -526,17 +534,6 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             loss is not None and loss_scale <= 100.0 * tiny)  # exactly, or the loss's scale at its floor (H30S)
         self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit, sub, exact)
         return self
-
-    def _check_rows(self, y, pos, p):
-        """Enough positive-weight rows for ``p`` parameters, and a non-constant target."""
-        n_pos = int(pos.sum())
-        if n_pos < p + 1:
-            raise ValueError(
-                f"{type(self).__name__} needs at least n_features + fit_intercept + 1 = {p + 1} "
-                f"samples with positive weight, got n_samples={n_pos}."
-            )
-        if np.ptp(y[pos]) == 0:
-            raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
 
     def _design(self, X, y, sw, rows, units=None):
         """Standardisation and the augmented standardised design ``Xa`` and target ``yc``.
@@ -556,20 +553,22 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             Xa[:, d] = 1.0
         return st, Xa, (y - st.y_offset) / st.y_scale
 
-    def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0, mean_weight=1.0):
+    def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0, mean_weight=1.0, rounding=None):
         """Scale floors, starting scales and the scale prior, from the best high-breakdown start.
 
-        Every start then maximises the same objective, so runs can be compared.  The absolute
-        floor ``tiny`` is 1e-9 of the robust scale of ``y``, or the rounding level of the
-        residuals if that is larger (scales fitted to rounding noise would depend on the BLAS).
-        Returns ``(tiny, mad, floors, scales0, prior)`` in standardised units.
+        Every start then maximises the same objective, so runs can be compared.  The absolute floor ``tiny`` is
+        1e-9 of the robust scale of ``y``, or the rounding level of the residuals (plus ``rounding``) if larger
+        (scales fitted to rounding noise would depend on the BLAS).  Returns ``(tiny, mad, floors, scales0, prior,
+        trend)`` in standardised units; ``trend``: the start's ``(coef, intercept)`` if :func:`_units.trend_dominated`.
         """
         d = X.shape[1]
         coef0 = st.coef(theta0[:d])
         icpt0 = float(st.intercept(theta0[d], coef0)) if self.fit_intercept else 0.0
-        noise = weighted_median(_rounding_level(X, y, coef0, icpt0), sws) / st.y_scale
+        bound = _rounding_level(X, y, coef0, icpt0)
+        noise = weighted_median(bound if rounding is None else bound + rounding, sws) / st.y_scale
         tiny = max(_SCALE_FLOOR, noise)
         mad = weighted_median(np.abs(ycs - Xs @ theta0), sws)
+        trend = (coef0, icpt0) if _units.trend_dominated(Xs, ycs, sws, theta0, mad, noise) else None
         floors = np.array([max(self.min_scale_ratio * c.scale_from_mad(mad), tiny) for c in comps])
         scales0 = [
             max(float(c.scale) / st.y_scale, tiny) if getattr(c, "scale", None) is not None
@@ -581,7 +580,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         # the fit runs on, sw / weight_unit; exactly k for unit weights), so the weights' overall
         # size does not matter
         k = self.scale_prior * mean_weight if len(comps) > 1 else 0.0
-        return tiny, mad, floors, scales0, {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}
+        return tiny, mad, floors, scales0, {"prior_scales": np.array(scales0, dtype=float), "prior_strength": k}, trend
 
     def _fit_paper(self, prob, starts, scales0, full):
         """``variant="paper"``: EM from every start, keep the largest objective; polish on all rows.
