@@ -74,6 +74,11 @@ def test_norms_equal_the_old_string_switch_bit_for_bit(norm):
             big = np.isinf((grid / norm.c) ** 2)
         assert np.isnan(old[2][big]).all() and np.all(new[2][big] == 0.0)
         old = (old[0], old[1], np.where(big, 0.0, old[2]))
+    inf = np.isinf(grid)  # round 21: psi at u = +-inf is its limit (c sign(u) for Huber, 0 else), no longer inf * 0
+    if norm.name != "least squares":
+        assert np.isnan(old[1][inf]).all()
+        limit = norm.c * np.sign(grid) if norm.name == "huber" else np.zeros_like(grid)
+        old = (old[0], np.where(inf, limit, old[1]), old[2])
     for o, n, s in zip(old, new, separate):
         np.testing.assert_array_equal(n, o)
         np.testing.assert_array_equal(s, o)

@@ -138,3 +138,34 @@ def test_refit_keeps_names_weights_and_dead_columns():
     assert not any("fitted exactly" in s for s in w3)
     np.testing.assert_allclose(m3.coef_[:3], m1.coef_, rtol=0, atol=rounding)
     assert m3.coef_[3] == 0.0 and np.isnan(m3.coef_covariance_[3, 3])
+
+
+def test_psi_at_infinite_residuals():
+    """A residual of 1e300 over a floor scale of 1e-9 overflows to ``u = inf``; ``u * weight(u)`` was ``inf * 0``."""
+    from sklearn_bayes.linear_model._mixture._norms import Cauchy, HuberT, LeastSquares, TukeyBiweight
+
+    u = np.array([-np.inf, -2.0, 0.0, 3.0, np.inf])
+    with np.errstate(all="raise"):
+        np.testing.assert_array_equal(HuberT(1.5).psi(u), [-1.5, -1.5, 0.0, 1.5, 1.5])
+        np.testing.assert_array_equal(HuberT(1.5).psi_terms(u)[1], [-1.5, -1.5, 0.0, 1.5, 1.5])
+        assert TukeyBiweight().psi(u)[[0, -1]].tolist() == [0.0, 0.0]
+        assert Cauchy().psi_terms(u)[1][[0, -1]].tolist() == [0.0, 0.0]
+        assert LeastSquares().psi(u)[[0, -1]].tolist() == [-np.inf, np.inf]
+    finite = np.linspace(-10, 10, 101)
+    for norm in (HuberT(), TukeyBiweight(), Cauchy()):  # finite residuals: u * weight(u), bit for bit
+        np.testing.assert_array_equal(norm.psi(finite), finite * norm.weights(finite))
+
+
+@pytest.mark.parametrize("init", ["s", "lts"])
+@pytest.mark.parametrize("gross", [1e300, -1e300, 1.7e308])
+def test_one_gross_target_among_ties(init, gross):
+    """70 of 100 targets tie at 0, one is gross: the fit passes through the tied rows and warns (before: coefficients
+    of order 1e297, from NaN scores of the gross row's infinite standardised residual)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = np.zeros(100)
+    y[:30] = rng.normal(size=30) + X[:30, 0]
+    y[50] = gross
+    m, w = _fit(X, y, init=init)
+    assert any("fitted exactly" in s for s in w)
+    assert np.all(m.coef_ == 0.0) and m.intercept_ == 0.0

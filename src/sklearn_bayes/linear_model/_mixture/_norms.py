@@ -36,7 +36,19 @@ class RobustNorm:
     def psi_terms(self, u):
         """``(weights(u), psi(u), psi_deriv(u))``, the three terms IRLS and the sandwich use."""
         w = self.weights(u)
-        return w, u * w, self.psi_deriv(u)
+        return w, self._psi(u, w), self.psi_deriv(u)
+
+    def _psi(self, u, w):
+        """``u w``, with ``psi``'s limit where ``u`` is infinite (a residual of 1e300 over a scale of 1e-9: ``inf * 0``
+        would be NaN)."""
+        with np.errstate(invalid="ignore"):  # inf * 0, replaced below
+            psi = u * w
+        inf = np.isinf(u)
+        return np.where(inf, self.psi_at_infinity(u), psi) if inf.any() else psi
+
+    def psi_at_infinity(self, u):
+        """The limit of ``psi`` at ``u = +-inf``: 0 for the redescending norms."""
+        return np.zeros_like(u, dtype=float)
 
     def label(self):
         """``name`` followed by ``(c=...)`` when the norm has a tuning constant (``'huber(c=1.345)'``)."""
@@ -82,10 +94,13 @@ class HuberT(RobustNorm):
         return np.where(a <= self.c, 0.5 * a * a, self.c * a - 0.5 * self.c * self.c)
 
     def psi(self, u):
-        return u * self.weights(u)
+        return self._psi(u, self.weights(u))
 
     def weights(self, u):
         return np.minimum(1.0, self.c / np.maximum(np.abs(u), np.finfo(float).tiny))
+
+    def psi_at_infinity(self, u):
+        return self.c * np.sign(u)
 
     def psi_deriv(self, u):
         return (np.abs(u) <= self.c).astype(float)
@@ -106,7 +121,7 @@ class TukeyBiweight(RobustNorm):
         return self.c * self.c / 6.0 * np.where(np.abs(u) < self.c, 1.0 - (1.0 - t) ** 3, 1.0)
 
     def psi(self, u):
-        return u * self.weights(u)
+        return self._psi(u, self.weights(u))
 
     def weights(self, u):
         t = (u / self.c) ** 2
@@ -128,7 +143,7 @@ class Cauchy(RobustNorm):
         return 0.5 * self.c * self.c * np.log1p((u / self.c) ** 2)
 
     def psi(self, u):
-        return u * self.weights(u)
+        return self._psi(u, self.weights(u))
 
     def weights(self, u):
         return 1.0 / (1.0 + (u / self.c) ** 2)
