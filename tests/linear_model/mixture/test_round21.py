@@ -169,3 +169,31 @@ def test_one_gross_target_among_ties(init, gross):
     m, w = _fit(X, y, init=init)
     assert any("fitted exactly" in s for s in w)
     assert np.all(m.coef_ == 0.0) and m.intercept_ == 0.0
+
+
+@pytest.mark.parametrize("gross", [1e150, 1e200, 1e300, -1e300])
+def test_exact_fit_fallback_covariance_with_a_gross_target(gross):
+    """The least-squares fallback sandwich after an exact fit is quadratic in the residuals: with one target ``g``
+    among ties, ``coef_covariance_ / g^2`` is the same matrix for every ``g`` while ``g^2`` times it is a float
+    (here up to ``g ~ 1e152``), and +-inf beyond, never NaN (before: NaN from ``(g / 1e-9)^2 = inf`` at ``g >=
+    1e150``).  Reference: ``g = 1e100``, relative error within 64 rounding units (exact powers of two but for ``g``'s
+    own rounding)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = np.zeros(100)
+    y[:30] = rng.normal(size=30) + X[:30, 0]
+
+    def cov(g):
+        y[50] = g
+        m, w = _fit(X, y)
+        assert any("fitted exactly" in s for s in w)
+        return m.coef_covariance_
+
+    ref = cov(1e100) / 1e100 / 1e100
+    c = cov(gross)
+    assert not np.isnan(c).any()
+    with np.errstate(over="ignore"):
+        expected = ref * gross * gross
+    finite = np.isfinite(expected)
+    assert np.array_equal(np.isfinite(c), finite) and np.array_equal(np.sign(c), np.sign(expected))
+    np.testing.assert_allclose(c[finite], expected[finite], rtol=64 * EPS)

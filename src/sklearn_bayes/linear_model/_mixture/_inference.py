@@ -7,6 +7,7 @@ chooses the loss) from the standardised augmented design to the data's units;
 fitted estimator and never writes to it).  Everything else takes plain arrays.
 """
 
+import math
 from dataclasses import dataclass
 from numbers import Real
 
@@ -221,8 +222,13 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
         norm = FlaggedCurvatureClipped(norm, np.asarray(flagged, dtype=bool))
     Xk = Xa if p == Xa.shape[1] else Xa[:, keep]  # no copy when every column is identified
     V = None if exact else _sandwich(Xk, r, sw, scale, norm, power, factor)
+    unit = 1.0
     if V is None:  # the least-squares sandwich of the same residuals (docstring: Fallback)
-        V = _sandwich(Xk, r, sw, scale, LeastSquares(), power, factor)
+        big = _overflow_unit(r, scale)
+        if big is None:
+            V = _sandwich(Xk, r, sw, scale, LeastSquares(), power, factor)
+        else:  # (r / scale)^2 would overflow: the sandwich of r / big at scale 1, times big^2 in the data's units
+            V, scale, unit = _sandwich(Xk, r / big, sw, 1.0, LeastSquares(), power, factor), 1.0, big
         if notes is not None:
             notes.append("exact" if exact else "not_pd")
     if V is None:
@@ -238,10 +244,21 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
         if fit_intercept:
             J[d, : len(kept_x)] = -st.x_offset[kept_x] * D
             J[d, p - 1] = st.y_scale
-        C = J @ V @ J.T
+        C = J @ V @ J.T * unit * unit  # unit 1, or +-inf only where the true value overflows
     idx = np.append(kept_x, d) if fit_intercept else kept_x
     out[np.ix_(idx, idx)] = C[np.ix_(idx, idx)]
     return out, dof
+
+
+def _overflow_unit(r, scale):
+    """None, or where ``max |r| / scale`` exceeds ``2^500`` (its square would overflow: a target of 1e300 over a
+    floor scale of 1e-9), the power of two at most ``max |r|`` (the least-squares sandwich is quadratic in ``r``
+    and free of ``scale``, so it is computed for ``r / unit`` at scale 1 and multiplied by ``unit^2`` at the end;
+    exact powers of two)."""
+    a = float(np.max(np.abs(r))) if len(r) else 0.0
+    if not a > scale * 2.0**500:
+        return None
+    return math.ldexp(1.0, math.frexp(a)[1] - 1)
 
 
 def _sandwich(Xk, r, sw, scale, norm, power, factor):
