@@ -35,6 +35,9 @@ from sklearn_bayes._glm._map import (
     mle_exists,
     objective_value,
     posterior_hessian,
+    rank_tolerance,
+    split_null_space,
+    unidentified,
 )
 
 __all__ = [
@@ -59,8 +62,11 @@ __all__ = [
     "normalise_weights",
     "objective_value",
     "posterior_hessian",
+    "rank_tolerance",
     "rescale",
+    "split_null_space",
     "standardise",
+    "unidentified",
     "validate_regression_data",
     "wald_interval",
 ]
