@@ -468,7 +468,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             if data_inv is None:  # a rank-deficient design under a non-identity shape
                 data_inv = inverse_information(posterior_hessian(X, y, loss, res.coef, res.intercept,
                                                          sample_weight=kw["sample_weight"],
-                                                         fit_intercept=self.fit_intercept))
+                                                         fit_intercept=self.fit_intercept), X.shape[0])
             sampling_cov = data_inv * (penalty_scale / weight_unit)
         elif self._laplace:
             # the objective is (sum_i w_i L_i / sigma^2 + prior) * sigma^2 / weight_unit: the negative
@@ -477,7 +477,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             # the observed information of the data alone at the MAP (the prior left out)
             H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
                                   fit_intercept=self.fit_intercept)
-            sampling_cov = inverse_information(H) * (penalty_scale / weight_unit)
+            sampling_cov = inverse_information(H, X.shape[0]) * (penalty_scale / weight_unit)
         else:
             theta_cov = sampling_cov = None
         return dict(
