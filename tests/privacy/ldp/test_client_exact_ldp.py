@@ -22,12 +22,17 @@ GRID = 2**53
 
 
 class _Uniforms:
-    """A generator stub whose uniforms are all ``j / 2^53``."""
+    """A generator stub whose uniforms are all ``j / 2^53``, except in redraws: the samplers redraw a row whose
+    subset keys tie (all of them here), and the stub's later 2-d draws are distinct keys, so the sampler ends."""
 
     def __init__(self, j):
         self.value = j / GRID
+        self.keys_drawn = False
 
     def random(self, size=None):
+        if isinstance(size, tuple) and self.keys_drawn:
+            return np.broadcast_to(np.arange(size[1]) / size[1], size).copy()
+        self.keys_drawn |= isinstance(size, tuple)
         return np.full(size, self.value)
 
 

@@ -70,8 +70,13 @@ class _Uniforms:
 
     def __init__(self, value):
         self.value = value
+        self.keys_drawn = False
 
     def random(self, size=None):
+        # the SS sampler redraws rows whose keys tie (all of them here): redraws are distinct keys
+        if isinstance(size, tuple) and self.keys_drawn:
+            return np.broadcast_to(np.arange(size[1]) / size[1], size).copy()
+        self.keys_drawn |= isinstance(size, tuple)
         return np.full(size, self.value)
 
 

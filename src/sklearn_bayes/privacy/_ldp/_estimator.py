@@ -16,7 +16,6 @@ The estimator is thin: parameters, the fitting and reading methods.  The work is
 - ``_utilities``: the utilities that choose the subset.
 """
 
-import copy
 import numbers
 
 import numpy as np
@@ -35,6 +34,7 @@ from sklearn_bayes.utils import (
 from sklearn_bayes.utils._streaming import state_digest
 import sklearn_bayes.privacy._ldp._input as inp
 from sklearn_bayes.privacy._ldp._chain import ChainState
+from sklearn_bayes.privacy._ldp._copies import CopiesMixin
 from sklearn_bayes.privacy._ldp._driver import process_users, step_sizes
 from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, warn_if_unconverged
 from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
@@ -50,7 +50,7 @@ __all__ = ["AdaptiveLDPFrequencyEstimator"]
 _FITTED_ATTRS = ("categories_", "n_categories_", "n_responses_", "subset_sizes_")
 
 
-class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, FrozenParamsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                                     BaseEstimator):
     """Bayesian estimation of a categorical distribution under epsilon-LDP (static or adaptive mechanisms).
 
@@ -505,35 +505,6 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         tags.requires_fit = True
         return tags
 
-    # ------------------------------------------------------------------ copies and pickles
-    @serialized
-    def __getstate__(self):
-        """Pickle only the used part of the response store (see ``ResponseStore.__getstate__``)."""
-        state = dict(super().__getstate__())
-        if "_chain" in state:
-            # a trimmed store; subset_sizes_ is its sizes array (pickled once)
-            state["_chain"] = state["_chain"].trimmed()
-            state["subset_sizes_"] = state["_chain"].store.sizes
-        return state
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        if "_chain" in self.__dict__ and "subset_sizes_" in self.__dict__:
-            self.subset_sizes_ = self._chain.store.used_sizes()
-
-    def __copy__(self):
-        """A copy of a fitted estimator is a deep copy: it never shares the noise generator.
-
-        ``copy.copy`` would otherwise share ``_rng`` between the two estimators.  A copy
-        (``copy.copy``, ``copy.deepcopy``, pickle) of a seeded estimator replays the
-        original's noise; one of an OS-seeded estimator draws fresh noise (class Notes).
-        """
-        if "n_responses_" not in vars(self):
-            new = type(self).__new__(type(self))
-            new.__dict__.update(self.__dict__)
-            return new
-        return copy.deepcopy(self)
-
     @serialized
     def client_mechanism(self):
         """The mechanism users privatise with, for a static ``mechanism`` (deployment).
@@ -546,7 +517,9 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
             one-hot released category; OUE: the bit vector); record the masks with
             ``partial_fit_responses(masks)``.  ``log_probability(response, x)`` is the
             exact likelihood.  For ``mechanism='rrrr'`` use :meth:`propose_subset` and
-            :class:`sklearn_bayes.RRRRMechanism` instead.
+            :class:`sklearn_bayes.RRRRMechanism` instead.  A read-only copy: the first client
+            handed out freezes ``n_categories``, ``epsilon`` and ``mechanism`` (a later change
+            makes this method and :meth:`partial_fit_responses` raise ``ValueError``).
         """
         if "n_responses_" in vars(self):
             self._check_frozen()
@@ -557,7 +530,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         if client is None:
             raise ValueError("mechanism='rrrr' is adaptive: each user's subset comes from propose_subset "
                              "(client: sklearn_bayes.RRRRMechanism).")
-        return client
+        return self._hand_out(client)
 
     # ------------------------------------------------------------------ state
     # The fitting methods are ``transactional``: they bind new state on ``self`` as they
@@ -761,6 +734,7 @@ class AdaptiveLDPFrequencyEstimator(DecoderMixin, ServingMixin, FrozenParamsMixi
         else:
             self._check_frozen()
             K = self.n_categories_
+        self._check_handed_out("partial_fit_responses")
         client = self._resolve_mechanism(K)[1] if first else self._client
         if client is not None:  # a static protocol: the responses are sets
             packed = inp.static_masks(y, subsets, K, client, self.mechanism)

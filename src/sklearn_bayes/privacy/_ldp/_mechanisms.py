@@ -16,6 +16,8 @@ frequency estimate at the uniform distribution (``k ≈ K / (e^eps + 1)``; ``1``
 when ``K < 3 e^eps + 2``).
 """
 
+import numbers
+
 import numpy as np
 from scipy.special import gammaln
 
@@ -136,11 +138,59 @@ def ss_privatize(x, K, epsilon, k, rng):
     return np.unpackbits(ss_privatize_packed(x, K, epsilon, k, rng), axis=1, count=K).astype(bool)
 
 
+def _repeated(a, idx):
+    """Rows of ``a`` whose value at column ``idx`` occurs more than once."""
+    return np.flatnonzero(np.count_nonzero(a == np.take_along_axis(a, idx[:, None], 1), axis=1) > 1)
+
+
+def _grr_others(keys, x, rng):
+    """The other category GRR releases for each row: the argmin of i.i.d. uniform keys (``x``'s set to 2),
+    each row with a tied minimum redrawn until its minimum is unique (see :func:`ss_privatize_packed`)."""
+    keys[np.arange(x.size), x] = 2.0
+    idx = np.argmin(keys, axis=1)
+    tied = _repeated(keys, idx)
+    while tied.size:
+        new = rng.random((tied.size, keys.shape[1]))
+        new[np.arange(tied.size), x[tied]] = 2.0
+        sub = np.argmin(new, axis=1)
+        idx[tied] = sub
+        tied = tied[_repeated(new, sub)]
+    return idx
+
+
+def _smallest_k(keys, k, x, fill, rng):
+    """The ``k`` smallest keys' positions per row (``x``'s key set to ``fill``), each row whose ``k``-th smallest
+    key occurs more than once redrawn until it does not (see :func:`ss_privatize_packed`)."""
+    m, K = keys.shape
+    keys[np.arange(m), x] = fill
+    idx = np.argpartition(keys, k - 1, axis=1)
+    tied = _repeated(keys, idx[:, k - 1])
+    while tied.size:
+        new = rng.random((tied.size, K))
+        new[np.arange(tied.size), x[tied]] = fill[tied]
+        sub = np.argpartition(new, k - 1, axis=1)
+        idx[tied] = sub
+        tied = tied[_repeated(new, sub[:, k - 1])]
+    return idx[:, :k]
+
+
 def ss_privatize_packed(x, K, epsilon, k, rng):
     """SS(k) responses of the categories ``x`` as packed bit rows ``(n, ceil(K / 8))`` (``np.packbits``).
 
     The uniforms are drawn in chunks of users (at most ``2^22`` at a time): the same stream,
     in the same order, as one ``(n, K)`` draw, so the responses do not depend on the chunking.
+
+    Notes
+    -----
+    Every category gets an i.i.d. uniform key on numpy's ``2^-53`` grid; a kept ``x`` gets ``-1`` (always in),
+    a left-out one ``2`` (never in), and the response is the ``k`` smallest keys.  Two keys can be equal on the
+    grid, and ``argmin`` / ``argpartition`` break a tie by position, so the last category was under-drawn (GRR:
+    ``1 / (K - 1) - 2^-54``, a ratio above ``e^eps`` by about ``(K - 1) 2^-54``).  A row whose decisive keys tie
+    (the ``k``-th smallest key occurs twice or more) is therefore redrawn, with fresh keys appended to the stream,
+    until it occurs once.  The event "the ``k``-th smallest key is unique" is symmetric in the keys, and i.i.d. keys
+    conditioned on a symmetric event are exchangeable, so the argmin (the set of the ``k`` smallest) is then
+    exactly uniform over the other categories (their ``k``-subsets).  A tie has probability below
+    ``K^2 2^-54``: seeded outputs without one are unchanged.
     """
     x = np.asarray(x, dtype=np.intp)
     n = x.size
@@ -157,18 +207,17 @@ def ss_privatize_packed(x, K, epsilon, k, rng):
         m = hi - lo
         keys = rng.random((m, K))
         rows = np.arange(m)
-        if k == 1:  # the smallest key (argpartition's choice but for exact ties of two uniforms): x
-            # when kept (key -1), else the smallest of the other keys (x's key 2), searched only there
+        if k == 1:  # x when kept, else the smallest of the other keys, searched only there
             idx = x[lo:hi].copy()
             left = np.flatnonzero(~keep[lo:hi])
-            sub = keys[left]
-            sub[np.arange(left.size), idx[left]] = 2.0
-            idx[left] = np.argmin(sub, axis=1)
+            idx[left] = _grr_others(keys[left], idx[left], rng)
             del keys
             out[lo + rows, idx >> 3] = np.left_shift(1, 7 - (idx & 7)).astype(np.uint8)
             continue
-        keys[rows, x[lo:hi]] = np.where(keep[lo:hi], -1.0, 2.0)  # first when kept, never otherwise
-        idx = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < K else np.tile(np.arange(K), (m, 1))
+        if k < K:  # x first when kept, never otherwise
+            idx = _smallest_k(keys, k, x[lo:hi], np.where(keep[lo:hi], -1.0, 2.0), rng)
+        else:
+            idx = np.tile(np.arange(K), (m, 1))
         del keys
         mask = np.zeros((m, K), dtype=bool)
         mask[rows[:, None], idx] = True
@@ -285,17 +334,89 @@ class SetResponseMechanism:
     Parameters
     ----------
     n_categories : int
+        ``K >= 2``.
     epsilon : float
+        The budget, validated by :func:`sklearn_bayes.utils.check_epsilon` (finite, > 0, exactly a float).
     kind : {'subset_selection', 'oue'}
     subset_size : int or None
         ``k`` of subset selection (``1 <= k <= K - 1``); ignored for OUE.
+
+    Notes
+    -----
+    The parameters are validated at construction and read-only afterwards (assigning one raises
+    :class:`AttributeError`; build a new mechanism): the object a server hands out
+    (``AdaptiveLDPFrequencyEstimator.client_mechanism``, a copy) always runs, and its repr always
+    describes, the mechanism the server records under.
     """
 
+    __slots__ = ("_n_categories", "_epsilon", "_kind", "_subset_size")
+    _KINDS = ("subset_selection", "oue")
+
     def __init__(self, n_categories, epsilon, kind, subset_size=None):
-        self.n_categories = int(n_categories)
-        self.epsilon = float(epsilon)
-        self.kind = kind
-        self.subset_size = None if kind == "oue" else int(subset_size)
+        from sklearn_bayes.privacy._ldp._rrrr import _check_n_categories
+        from sklearn_bayes.utils import check_epsilon
+
+        K = _check_n_categories(n_categories)
+        eps = check_epsilon(epsilon)
+        if not isinstance(kind, str) or kind not in self._KINDS:
+            raise ValueError(f"kind must be one of {self._KINDS}, got {kind!r}.")
+        k = None
+        if kind != "oue":
+            if isinstance(subset_size, (bool, np.bool_)) or not isinstance(subset_size, numbers.Integral):
+                raise TypeError(f"subset_size must be an integer in [1, {K - 1}] for subset selection, "
+                                f"got {subset_size!r}.")
+            k = int(subset_size)
+            if not 1 <= k <= K - 1:
+                raise ValueError(f"subset_size must be in [1, {K - 1}] (n_categories - 1), got {k}.")
+        object.__setattr__(self, "_n_categories", K)
+        object.__setattr__(self, "_epsilon", eps)
+        object.__setattr__(self, "_kind", kind)
+        object.__setattr__(self, "_subset_size", k)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(
+            f"SetResponseMechanism.{name.lstrip('_')} is read-only (the mechanism is fixed at construction); "
+            "build a new SetResponseMechanism."
+        )
+
+    def __delattr__(self, name):
+        raise AttributeError(f"SetResponseMechanism.{name.lstrip('_')} is read-only.")
+
+    def __reduce__(self):  # copies and pickles re-run the constructor's validation
+        return (type(self), (self._n_categories, self._epsilon, self._kind, self._subset_size))
+
+    def __setstate__(self, state):
+        """Pickles written before the parameters were read-only (a ``__dict__``): validated anew."""
+        state = state[1] if isinstance(state, tuple) else state
+        new = type(self)(state["n_categories"], state["epsilon"], state["kind"], state.get("subset_size"))
+        for name in self.__slots__:
+            object.__setattr__(self, name, getattr(new, name))
+
+    @property
+    def n_categories(self):
+        """Number of categories ``K`` (read-only)."""
+        return self._n_categories
+
+    @property
+    def epsilon(self):
+        """The local privacy budget (read-only)."""
+        return self._epsilon
+
+    @property
+    def kind(self):
+        """``'subset_selection'`` or ``'oue'`` (read-only)."""
+        return self._kind
+
+    @property
+    def subset_size(self):
+        """``k`` of subset selection, ``None`` for OUE (read-only)."""
+        return self._subset_size
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self.__reduce__()[1] == other.__reduce__()[1]
+
+    def __hash__(self):
+        return hash(self.__reduce__()[1])
 
     def __repr__(self):
         k = "" if self.kind == "oue" else f", subset_size={self.subset_size}"

@@ -8,6 +8,7 @@ every later call compares them with the current values and refuses a changed one
 ``mechanism`` into a client object, and the bound on the arrays a reading method returns.
 """
 
+import copy
 import numbers
 
 import numpy as np
@@ -154,6 +155,33 @@ class FrozenParamsMixin:
             return "oue", SetResponseMechanism(K, eps, "oue")
         k = 1 if name == "grr" else best_subset_size(K, eps)
         return ("grr" if k == 1 else "subset_selection"), SetResponseMechanism(K, eps, "subset_selection", k)
+
+    #: the parameters a handed-out client is built from (see ``_hand_out``)
+    _CLIENT_PARAMS = ("n_categories", "epsilon", "mechanism")
+
+    def _hand_out(self, client):
+        """A copy of the server's ``client`` for the devices; the first one handed out freezes
+        :data:`_CLIENT_PARAMS` (``_check_handed_out``): responses privatised by a client are never
+        recorded under other parameters, even when it was handed out before any data."""
+        self._check_handed_out("client_mechanism")
+        if "_client_params" not in vars(self):
+            self._client_params = {name: getattr(self, name) for name in self._CLIENT_PARAMS}
+        return copy.copy(client)
+
+    def _check_handed_out(self, call):
+        """ValueError naming the first of :data:`_CLIENT_PARAMS` changed since a client was handed out."""
+        handed = vars(self).get("_client_params")
+        if handed is None:
+            return
+        for name, old in handed.items():
+            new = getattr(self, name)
+            if not same_value(old, new):
+                raise ValueError(
+                    f"{name} was {old!r} when client_mechanism() handed out a client and is now {new!r}: "
+                    f"{call} would record that client's responses (privatised with {name}={old!r}) under "
+                    f"{new!r}. Set {name} back to {old!r}, or start a new estimator (sklearn.base.clone) "
+                    "and hand out its client."
+                )
 
     def _check_adaptive(self, client):
         if client is not None:

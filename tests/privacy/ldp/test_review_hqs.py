@@ -1,0 +1,185 @@
+"""Review HQS (local-DP release paths): budget escapes through the client object, a client handed out
+before the budget changed, tie-breaks of the subset samplers, replays without a warning, epsilon rounding."""
+
+import copy
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism
+
+K = 5
+
+
+# ---------------------------------------------------------------- B1: the client object is validated and read-only
+@pytest.mark.parametrize("mechanism", ["grr", "subset_selection", "oue"])
+def test_handed_out_client_is_a_read_only_copy(mechanism):
+    est = AdaptiveLDPFrequencyEstimator(n_categories=12, epsilon=1.0, mechanism=mechanism, n_final_steps=50,
+                                        random_state=np.random.default_rng(1))
+    est.partial_fit(np.arange(12).reshape(-1, 1))
+    client = est.client_mechanism()
+    assert client is not est._client and client == est._client
+    for name, value in [("epsilon", 30.0), ("subset_size", 3), ("kind", "oue"), ("n_categories", 3),
+                        ("_epsilon", 30.0)]:
+        with pytest.raises(AttributeError, match="read-only"):
+            setattr(client, name, value)
+    with pytest.raises(AttributeError, match="read-only"):
+        del client.epsilon
+    assert client.epsilon == 1.0 and est._client.epsilon == 1.0
+
+
+def test_simulation_releases_follow_the_server_budget_not_a_client():
+    """The reproducer's attack: with a mutable shared client, epsilon = 30 released the true category 100 %."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, K, size=4000).reshape(-1, 1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, mechanism="grr", n_final_steps=50,
+                                        random_state=np.random.default_rng(1))
+    est.partial_fit(X[:100])
+    client = est.client_mechanism()
+    with pytest.raises(AttributeError):
+        client.epsilon = 30.0
+    est.partial_fit(X[100:])
+    st = est._chain.store
+    released = np.unpackbits(st.masks[st.sids[100:st.n]], axis=1, count=K).argmax(axis=1)
+    p = np.e / (np.e + K - 1)  # GRR at eps = 1; 3900 draws: SE 0.0074
+    assert abs(np.mean(released == X[100:, 0]) - p) < 4 * np.sqrt(p * (1 - p) / 3900)
+
+
+@pytest.mark.parametrize("eps", [float("nan"), 0.0, -1.0, float("inf"), Fraction(1, 10), "1", True])
+def test_set_response_mechanism_refuses_bad_epsilon(eps):
+    with pytest.raises((ValueError, TypeError), match="epsilon"):
+        SetResponseMechanism(K, eps, "subset_selection", 1)
+
+
+@pytest.mark.parametrize("k", [0, K, K + 3, -1, 1.0, None, True])
+def test_set_response_mechanism_refuses_bad_subset_size(k):
+    with pytest.raises((ValueError, TypeError), match="subset_size"):
+        SetResponseMechanism(K, 1.0, "subset_selection", k)
+
+
+@pytest.mark.parametrize("kind", ["bogus", "grr", None, 1])
+def test_set_response_mechanism_refuses_bad_kind(kind):
+    with pytest.raises(ValueError, match="kind"):
+        SetResponseMechanism(K, 1.0, kind, 1)
+
+
+@pytest.mark.parametrize("n", [1, 0, 2.0, True])
+def test_set_response_mechanism_refuses_bad_n_categories(n):
+    with pytest.raises((ValueError, TypeError), match="n_categories"):
+        SetResponseMechanism(n, 1.0, "subset_selection", 1)
+
+
+def test_set_response_mechanism_copies_and_pickles_are_equal_and_validated():
+    m = SetResponseMechanism(K, 0.5, "subset_selection", 2)
+    for c in (copy.copy(m), copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert c == m and repr(c) == repr(m)
+    # a pickle written when the parameters were a __dict__ is validated anew
+    old = SetResponseMechanism.__new__(SetResponseMechanism)
+    old.__setstate__({"n_categories": K, "epsilon": 0.5, "kind": "subset_selection", "subset_size": 2})
+    assert old == m
+    with pytest.raises(ValueError, match="epsilon"):
+        SetResponseMechanism.__new__(SetResponseMechanism).__setstate__(
+            {"n_categories": K, "epsilon": float("nan"), "kind": "oue", "subset_size": None})
+
+
+def test_grr_store_refuses_three_sets_even_after_an_attempted_client_change():
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=1.0, mechanism="grr", n_final_steps=50)
+    c = est.client_mechanism()
+    est.partial_fit_responses(c.privatize(np.array([0, 1, 2]), random_state=np.random.default_rng(3)))
+    with pytest.raises(AttributeError):
+        est.client_mechanism().subset_size = 3
+    y3 = np.zeros((4, K), dtype=bool)
+    y3[:, :3] = True
+    with pytest.raises(ValueError):
+        est.partial_fit_responses(y3)
+    assert est.n_responses_ == 3
+
+
+# ---------------------------------------------------------------- B2: a handed-out client freezes its parameters
+@pytest.mark.parametrize("mechanism", ["grr", "oue", "subset_selection"])
+@pytest.mark.parametrize("fitted", [False, True])
+def test_client_handed_out_then_budget_changed_is_refused(mechanism, fitted):
+    est = AdaptiveLDPFrequencyEstimator(n_categories=40, epsilon=3.0, mechanism=mechanism, n_final_steps=50)
+    if fitted:
+        est.fit(np.arange(40).reshape(-1, 1))
+    client = est.client_mechanism()
+    y = client.privatize(np.zeros(50, dtype=int), random_state=np.random.default_rng(0))
+    est.set_params(epsilon=0.5)
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match="epsilon was 3.0 when"):  # (fitted: the frozen-parameter check first)
+        est.partial_fit_responses(y)
+    with pytest.raises(ValueError, match="epsilon"):
+        est.client_mechanism()
+    assert pickle.dumps(est) == before
+    if fitted:  # a restart does not free the handed-out client either
+        est.fit(np.arange(40).reshape(-1, 1))
+        with pytest.raises(ValueError, match="epsilon was 3.0 when client_mechanism"):
+            est.partial_fit_responses(y)
+    est.set_params(epsilon=3.0)
+    if fitted:
+        est.fit(np.arange(40).reshape(-1, 1))
+    est.partial_fit_responses(y)
+    assert est.n_responses_ == 50 + 40 * fitted
+
+
+def test_clone_starts_free_of_handed_out_clients():
+    from sklearn.base import clone
+
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=3.0, mechanism="grr", n_final_steps=50)
+    est.client_mechanism()
+    new = clone(est).set_params(epsilon=0.5)
+    assert new.client_mechanism().epsilon == 0.5
+    new.partial_fit_responses(np.array([0, 1]))
+    assert new.n_responses_ == 2
+
+
+# ---------------------------------------------------------------- V2 / V3: ties of the subset keys
+class _GridFeed:
+    """A generator stub: the left-out draw, then every key vector of the grid ``{0, ..., G-1} / G`` (one per
+    user), then tie-free redraws (counted)."""
+
+    def __init__(self, first, keys):
+        self.first, self.keys, self.redrawn = first, keys, 0
+
+    def random(self, size=None):
+        if self.first is not None:
+            a, self.first = self.first, None
+            assert a.shape == (size,)
+            return a
+        if self.keys is not None:
+            a, self.keys = self.keys, None
+            assert a.shape == size
+            return a
+        self.redrawn += size[0]
+        return np.broadcast_to((np.arange(size[1]) + 0.5) / size[1], size).copy()
+
+
+@pytest.mark.parametrize("K, k", [(3, 1), (4, 1), (5, 1), (4, 2), (5, 2), (5, 3), (5, 4), (6, 3)])
+@pytest.mark.parametrize("kept", [False, True])
+def test_subset_law_on_a_coarse_grid_is_exactly_uniform(K, k, kept):
+    """On every key vector of a coarse grid (G = 4: ties are common), the sampler's subset of the other categories
+    is exactly uniform among the vectors whose k-th smallest key is unique, and exactly the others are redrawn.  The shipped sampler
+    (argmin / argpartition break ties by position) failed: K=5, k=1, left out, G=4 gave the last category
+    0.227 instead of 0.25."""
+    import itertools
+    from math import comb
+
+    from sklearn_bayes.privacy._ldp._mechanisms import ss_privatize_packed
+
+    j = k - 1 if kept else k  # members drawn among the K - 1 other categories
+    if j == 0:
+        pytest.skip("nothing drawn")
+    G, x = 4, 2
+    keys = np.array(list(itertools.product(range(G), repeat=K)), dtype=float) / G
+    n = keys.shape[0]
+    feed = _GridFeed(np.full(n, 0.999 if kept else 0.0), keys.copy())
+    out = np.unpackbits(ss_privatize_packed(np.full(n, x), K, 1.0, k, feed), axis=1, count=K).astype(bool)
+    assert (out[:, x] == kept).all() and (out.sum(axis=1) == k).all()
+    others = np.sort(np.delete(keys, x, axis=1), axis=1)
+    tied = (others == others[:, j - 1:j]).sum(axis=1) > 1  # the decisive (k-th smallest) key repeated
+    assert feed.redrawn == tied.sum() > 0
+    _, counts = np.unique(out[~tied], axis=0, return_counts=True)
+    assert counts.size == comb(K - 1, j) and (counts == counts[0]).all(), counts
