@@ -2,6 +2,7 @@
 
 import collections
 import collections.abc
+import fractions
 import numbers
 import operator
 import os
@@ -24,16 +25,26 @@ from sklearn_bayes.utils._streaming import state_digest
 def _exact_float(value):
     """``float(value)`` for a :class:`numbers.Real` that a float equals exactly, else ``None``.
 
-    Python and NumPy ints and floats pass unchanged (as floats); another exact number, such as
-    :class:`fractions.Fraction`, only when some float equals it: ``Fraction(1, 2)`` is 0.5, while
-    ``Fraction(1, 10)`` has no float equal to it (its nearest float is *above* 1/10).
+    Every type is checked exactly: Python and NumPy floats up to 64 bits always pass; an int
+    only below ``2^53`` or where it is a float's value (``2^53 + 1`` is not); a
+    ``numpy.longdouble`` or a :class:`fractions.Fraction` only when some float equals it
+    (``np.longdouble('0.1')`` and ``Fraction(1, 10)`` do not: their nearest floats lie above them).
     """
     try:
         as_float = float(value)
     except (TypeError, ValueError, OverflowError):  # e.g. an int or Fraction beyond the largest float
         return None
-    if isinstance(value, (numbers.Integral, float, np.floating)):
+    if isinstance(value, (float, np.float64, np.float32, np.float16)) or not np.isfinite(as_float):
         return as_float
+    if isinstance(value, numbers.Integral):
+        return as_float if int(as_float) == int(value) else None
+    ratio = getattr(value, "as_integer_ratio", None)
+    if ratio is not None and not isinstance(value, numbers.Rational):  # np.longdouble and other binary floats
+        try:
+            exact = fractions.Fraction(*ratio())
+        except (TypeError, ValueError, OverflowError):
+            return None
+        return as_float if fractions.Fraction(as_float) == exact else None
     return as_float if as_float == value else None
 
 
@@ -65,8 +76,11 @@ def check_epsilon(epsilon, name="epsilon"):
     -----
     A budget is never rounded: the nearest float to an exact number may lie above it
     (``float(Fraction(1, 10)) = 0.1000000000000000055...``), which would spend more than
-    asked without saying so.  Such a value is refused; pass the float you mean, e.g.
-    ``math.nextafter(float(x), 0)`` to stay below ``x``.
+    asked without saying so.  Such a value is refused, whatever its type: a
+    :class:`fractions.Fraction`, a ``numpy.longdouble`` (``np.longdouble('0.1')`` is 5.5e-18
+    below its nearest float), an int above ``2^53`` that no float equals (it would round by up
+    to half an ulp, either way); pass the float you mean, e.g. ``math.nextafter(float(x), 0)``
+    to stay below ``x``.
 
     Examples
     --------
@@ -86,7 +100,13 @@ def check_epsilon(epsilon, name="epsilon"):
             nearest = float(epsilon)
         except OverflowError:
             raise ValueError(f"{name} must be finite and > 0, got a number beyond the largest float.") from None
-        side = "above" if nearest > epsilon else "below"
+        if isinstance(epsilon, numbers.Integral):
+            exact = int(epsilon)
+        elif hasattr(epsilon, "as_integer_ratio"):
+            exact = fractions.Fraction(*epsilon.as_integer_ratio())
+        else:
+            exact = epsilon
+        side = "above" if fractions.Fraction(nearest) > exact else "below"
         raise ValueError(
             f"{name}={epsilon!r} is not exactly a float: its nearest float, {nearest!r}, lies {side} it, and a "
             f"budget is never rounded silently; pass the float you mean (e.g. math.nextafter(float({name}), 0) "

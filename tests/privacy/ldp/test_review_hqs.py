@@ -183,3 +183,30 @@ def test_subset_law_on_a_coarse_grid_is_exactly_uniform(K, k, kept):
     assert feed.redrawn == tied.sum() > 0
     _, counts = np.unique(out[~tied], axis=0, return_counts=True)
     assert counts.size == comb(K - 1, j) and (counts == counts[0]).all(), counts
+
+
+# ---------------------------------------------------------------- B3: check_epsilon is exact for every type
+@pytest.mark.parametrize("eps", [np.longdouble("0.1"), np.longdouble(1) / 3, 2**53 + 1, 2**53 + 3,
+                                 np.int64(2**53 + 3), np.uint64(2**63 + 1), Fraction(1, 10)])
+def test_check_epsilon_refuses_a_value_no_float_equals(eps):
+    from sklearn_bayes.privacy import RRRRMechanism
+    from sklearn_bayes.utils import check_epsilon
+
+    if isinstance(eps, np.longdouble) and np.finfo(np.longdouble).nmant <= 52:
+        pytest.skip("longdouble is float64 on this platform")
+    with pytest.raises(ValueError, match="epsilon=.* is not exactly a float"):
+        check_epsilon(eps)
+    with pytest.raises(ValueError, match="epsilon"):
+        RRRRMechanism(4, eps)
+    with pytest.raises(ValueError, match="epsilon"):
+        SetResponseMechanism(4, eps, "oue")
+
+
+@pytest.mark.parametrize("eps, value", [(np.longdouble("0.5"), 0.5), (2**53, 2.0**53), (np.int64(7), 7.0),
+                                        (np.float32(0.1), float(np.float32(0.1))), (np.float16(0.1),
+                                        float(np.float16(0.1))), (Fraction(3, 4), 0.75), (2**60, 2.0**60)])
+def test_check_epsilon_keeps_exact_values(eps, value):
+    from sklearn_bayes.utils import check_epsilon
+
+    out = check_epsilon(eps)
+    assert type(out) is float and out == value and Fraction(out) == Fraction(value)
