@@ -304,6 +304,17 @@ class PoissonLoss(_Loss):
         m = np.average(y, weights=w) if w.sum() > 0 else 1.0
         return np.array([np.log(max(m, 1e-6))])
 
+    def profile_intercept(self, y, eta, w):
+        """The intercept shift that minimises the loss for fixed coefficients: ``log(sum w y / sum w e^eta)``
+        (the intercept's score equation ``sum w (mu - y) = 0``), in logs (no overflow); None when ``sum w y = 0``."""
+        pos = w > 0
+        top = float(np.dot(w, y))
+        if not top > 0 or not np.any(pos):
+            return None
+        e = eta[pos, 0]
+        m = float(e.max())
+        return np.array([np.log(top) - m - np.log(float(np.dot(w[pos], np.exp(e - m))))])
+
     def exploding(self, eta):
         # counts fitted as 0 (eta -> -inf) signal a zero-count pattern without a finite MLE
         return eta.size > 0 and float(eta.min()) < -self.divergence_threshold

@@ -419,6 +419,7 @@ def _fit_map_stage(
         raise FloatingPointError("The objective is not finite at the starting point.")
     factor, singular = None, False
     converged, diverged, it, exploding = False, False, 0, 0
+    restarted = False
     for it in range(1, max_iter + 1):
         g, h = loss.derivatives(y, eta, w)
         grad = (g.T @ X).ravel() + prior.gradient(B)
@@ -458,6 +459,18 @@ def _fit_map_stage(
             t *= 0.5
         if accepted:
             B, b0, f, eta = Bn, b0n, fn, etan
+        elif fit_intercept and not restarted and hasattr(loss, "profile_intercept"):
+            # no step length in [1e-12, 1] decreased F: a start far from the data's level (Poisson: an
+            # intercept where every e^eta is ~0 next to a huge count gives a Newton step of 1e20).  Restart
+            # once from the intercept that solves its own score equation for the current coefficients
+            # (a decrease of F: it minimises F over b0), then go on with Newton's method
+            restarted = True
+            shift = loss.profile_intercept(y, predictor(B, np.zeros(q)), w)
+            if shift is not None:
+                fr, etar = objective(B, shift)
+                if np.isfinite(fr) and fr <= f:
+                    b0, f, eta = shift, fr, etar
+                    continue
         if small or not accepted:
             # no decrease possible: converged if the Newton decrement is at rounding level
             converged = small or (-slope <= 1e-10 * max(1.0, abs(f)))

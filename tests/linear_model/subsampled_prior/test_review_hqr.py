@@ -82,3 +82,24 @@ def test_inverse_information_keeps_the_cholesky_inverse_when_the_rank_is_full():
     Xd = np.column_stack([X, X[:, 0] * (1 + 1e-9 * rng.normal(size=50))])
     out = inverse_information(Xd.T @ Xd, 50)
     assert np.all(np.isinf(out[[0, 4]][:, [0, 4]])) and np.all(np.isfinite(out[1:4, 1:4]))
+
+
+@pytest.mark.parametrize("outlier", [1e5, 1e7, 1e9])
+def test_poisson_with_one_huge_count_solves_the_intercept_score_equation(outlier):
+    """F2: one count of 1e7 or 1e9 among Poisson(exp(0.5 x0)) counts.  The MAP fits started at the mean of the
+    subsample fits' intercepts (-36), where every e^eta is ~1e-16: Newton's step was ~1e23, no step length down
+    to 1e-12 decreased the objective, and the fit stopped there (coef_ 0, sum(predict) / sum(y) = 1e-15 or
+    1e-23, a ConvergenceWarning).  Now a failed line search restarts once from the intercept that solves its
+    score equation.  With a free intercept every converged fit has sum(mu) = sum(y) up to the last Newton step
+    on the intercept, at most tol * max(1, |theta|) (the stopping rule), i.e. relatively e^step - 1."""
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(80, 4))
+        y = rng.poisson(np.exp(0.5 * X[:, 0])).astype(float)
+        y[-1] = outlier
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est = SubsampledPriorPoissonRegressor(random_state=0).fit(X, y)
+        theta = max(1.0, abs(est.intercept_), np.abs(est.coef_).max())
+        assert abs(est.predict(X).sum() / y.sum() - 1.0) <= np.expm1(est.tol * theta), seed
+        assert np.all(est.coef_ != 0.0)
