@@ -343,9 +343,13 @@ STATIC_USERS = st.lists(st.integers(0, K_STATIC - 1), min_size=1, max_size=8)
 
 
 def _bad_static_responses(est):
-    """(label, y, subsets, exception types, argument named) for the estimator's mechanism."""
+    """(label, y, subsets, exception types, argument named) for the estimator's mechanism.
+
+    Built from a copy of the server's own client (``est._client``), not ``client_mechanism()``: handing out
+    a client freezes its parameters on the estimator (review HQS B2), and the clean program makes no such call."""
     K = K_STATIC
-    good = _static_responses(est, [0, 1], 0)
+    client = copy.copy(est._client)
+    good = client.privatize(np.array([0, 1]), random_state=_gen(0))
     too_many = good.copy()
     too_many[0] = True
     cases = [
@@ -357,7 +361,7 @@ def _bad_static_responses(est):
         ("strings", np.array([["a"] * K]), None, (ValueError, TypeError), "y"),
         ("subsets given", good, [0], (ValueError,), "subsets"),
     ]
-    k = est.client_mechanism().subset_size
+    k = client.subset_size
     if k is not None:  # subset selection / GRR: every response holds exactly k categories
         cases.append(("wrong set size", too_many, None, (ValueError,), "y"))
     if k == 1:  # GRR also takes released positions
