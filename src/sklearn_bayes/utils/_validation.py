@@ -315,6 +315,47 @@ def _state_digest(random_state):
     return state_digest(random_state).hex()
 
 
+def _small_seed(generator):
+    """Whether ``generator``'s seed sequence holds at most 64 bits of entropy (``default_rng(42)``; an OS
+    draw holds 128).  ``False`` when it keeps no :class:`numpy.random.SeedSequence`."""
+    seq = getattr(generator.bit_generator, "seed_seq", None)
+    entropy = getattr(seq, "entropy", None) if isinstance(seq, np.random.SeedSequence) else None
+    if entropy is None:
+        return False
+    words = [entropy] if isinstance(entropy, (numbers.Integral, np.integer)) else list(np.ravel(entropy))
+    return sum(int(w).bit_length() for w in words) <= 64
+
+
+def register_noise_state(random_state, owner="this mechanism", instance=None):
+    """The replay guard of :func:`check_privacy_random_state`: record that ``random_state``'s current state
+    draws privacy noise for ``instance``; warn (:class:`SeededNoiseWarning`) if it already did in this process
+    for another object (or for any object, when ``instance`` is ``None``).  Estimators call it at every
+    noise-drawing call; other inputs than a ``Generator`` or ``RandomState`` are ignored."""
+    if not isinstance(random_state, (np.random.Generator, np.random.RandomState)):
+        return
+    digest = _state_digest(random_state)
+    try:
+        ref = weakref.ref(instance) if instance is not None else None
+    except TypeError:
+        ref = None
+    with _RELEASED_LOCK:
+        previous = _RELEASED_STATES.get(digest, False)
+        _RELEASED_STATES[digest] = ref
+        _RELEASED_STATES.move_to_end(digest)
+        while len(_RELEASED_STATES) > MAX_RELEASED_STATES:
+            _RELEASED_STATES.popitem(last=False)
+    replay = previous is not False and (previous is None or ref is None or previous() is not instance)
+    if replay:
+        warnings.warn(
+            f"{owner} was given a {type(random_state).__name__} random_state whose current state "
+            "already drew privacy noise in this process: it is a copy (clone, deepcopy or pickle "
+            "copy a generator with its state), so it replays that noise, which then cancels "
+            "between the two releases. Use random_state=None for private releases.",
+            SeededNoiseWarning,
+            stacklevel=external_stacklevel(),
+        )
+
+
 def check_privacy_random_state(random_state, owner="this mechanism", instance=None):
     """:func:`check_generator` for privacy noise, with warnings where the noise is not private.
 
@@ -328,8 +369,15 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
       of one estimator (cross-validation folds, grid-search candidates) would draw the
       same noise, which cancels between their releases.  The same ``instance`` asking
       again from the same state (a retry after a rejected call rewound its generator)
-      is not a replay.  Copies in other processes are not seen, nor a copy of a state that
-      more than ``MAX_RELEASED_STATES`` (65,536) later states have drawn noise since.
+      is not a replay (a client object, which validates before drawing and never retries,
+      passes ``instance=None``: any second use of a state warns).  Copies in other processes are
+      not seen, nor a copy of a state that more than ``MAX_RELEASED_STATES`` (65,536) later
+      states have drawn noise since.  An estimator registers its generator's state at every
+      call that draws noise (:func:`register_noise_state`), not only at the first fit, so a copy
+      of a fitted estimator warns too;
+    * for a ``Generator`` whose seed sequence holds at most 64 bits of entropy
+      (``np.random.default_rng(42)``): its noise is as reproducible as an int seed's (a
+      ``RandomState`` keeps no seed sequence: it is not checked).
 
     ``None`` gives a generator seeded from operating-system entropy, which is reseeded from
     fresh entropy in a ``fork()``-ed child (``os.register_at_fork``): an estimator inherited
@@ -351,28 +399,15 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
     -------
     rng : numpy.random.Generator
     """
-    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
-        digest = _state_digest(random_state)
-        try:
-            ref = weakref.ref(instance) if instance is not None else None
-        except TypeError:
-            ref = None
-        with _RELEASED_LOCK:
-            previous = _RELEASED_STATES.get(digest, False)
-            _RELEASED_STATES[digest] = ref
-            _RELEASED_STATES.move_to_end(digest)
-            while len(_RELEASED_STATES) > MAX_RELEASED_STATES:
-                _RELEASED_STATES.popitem(last=False)
-        replay = previous is not False and (previous is None or ref is None or previous() is not instance)
-        if replay:
-            warnings.warn(
-                f"{owner} was given a {type(random_state).__name__} random_state whose current state "
-                "already drew privacy noise in this process: it is a copy (clone, deepcopy or pickle "
-                "copy a generator with its state), so it replays that noise, which then cancels "
-                "between the two releases. Use random_state=None for private releases.",
-                SeededNoiseWarning,
-                stacklevel=external_stacklevel(),
-            )
+    register_noise_state(random_state, owner, instance)
+    if isinstance(random_state, np.random.Generator) and _small_seed(random_state):
+        warnings.warn(
+            f"{owner} was given a Generator seeded with at most 64 bits of entropy (e.g. default_rng(42)): "
+            "its privacy noise is reproducible from the seed. Use seeded noise for testing only; use "
+            "random_state=None in production.",
+            SeededNoiseWarning,
+            stacklevel=external_stacklevel(),
+        )
     rng = _os_seeded_generator() if random_state is None else check_generator(random_state)
     if isinstance(random_state, (numbers.Integral, np.integer)):
         warnings.warn(

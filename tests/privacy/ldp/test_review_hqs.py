@@ -161,9 +161,9 @@ class _GridFeed:
 @pytest.mark.parametrize("kept", [False, True])
 def test_subset_law_on_a_coarse_grid_is_exactly_uniform(K, k, kept):
     """On every key vector of a coarse grid (G = 4: ties are common), the sampler's subset of the other categories
-    is exactly uniform among the vectors whose k-th smallest key is unique, and exactly the others are redrawn.  The shipped sampler
-    (argmin / argpartition break ties by position) failed: K=5, k=1, left out, G=4 gave the last category
-    0.227 instead of 0.25."""
+    is exactly uniform among the vectors whose k-th smallest key is unique, and exactly the others are
+    redrawn.  The shipped sampler (argmin / argpartition break ties by position) redrew none: K=5, k=1, left out,
+    G=4 gave the last category 144/1024 and the first 400/1024."""
     import itertools
     from math import comb
 
@@ -210,3 +210,80 @@ def test_check_epsilon_keeps_exact_values(eps, value):
 
     out = check_epsilon(eps)
     assert type(out) is float and out == value and Fraction(out) == Fraction(value)
+
+
+# ---------------------------------------------------------------- R1-R3: replays and small seeds warn
+REPLAY = "already drew privacy noise"
+
+
+def _warnings_of(call):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        call()
+    return [str(x.message) for x in w if x.category.__name__ == "SeededNoiseWarning"]
+
+
+def _big_rng(seed):
+    """A Generator with more than 64 bits of seed entropy (no small-seed warning)."""
+    return np.random.default_rng([seed, 2**40 + 7, 2**40 + 11])
+
+
+@pytest.mark.parametrize("client", ["set_response", "rrrr"])
+def test_a_copied_generator_on_the_same_client_warns(client):
+    """The guard treated the same instance asking again from the same state as a retry: a device object
+    reused with a copied Generator replayed its noise silently (differencing: the releases differ only
+    where the users do)."""
+    from sklearn_bayes.privacy import RRRRMechanism
+
+    if client == "rrrr":
+        mech, call = RRRRMechanism(K, 1.0), (lambda x, r: mech.privatize(x, [0, 1], random_state=r))
+    else:
+        mech = AdaptiveLDPFrequencyEstimator(n_categories=K, mechanism="grr").client_mechanism()
+        call = lambda x, r: mech.privatize(x, random_state=r)  # noqa: E731
+    g = _big_rng(12345 + (client == "rrrr"))  # the registry is process-wide: a state per test
+    snap = copy.deepcopy(g)
+    x = np.zeros(200, dtype=int)
+    assert not any(REPLAY in m for m in _warnings_of(lambda: call(x, g)))
+    assert any(REPLAY in m for m in _warnings_of(lambda: call(x, snap)))
+    assert not any(REPLAY in m for m in _warnings_of(lambda: call(x, g)))  # the advanced original: fresh
+
+
+@pytest.mark.parametrize("how", ["clone", "deepcopy", "pickle"])
+def test_a_copy_of_a_fitted_generator_seeded_estimator_warns(how):
+    """The guard registered the generator's state only at the first fit: a copy of the fitted estimator (or a
+    clone, whose random_state is the advanced Generator) replayed the original's next noise silently."""
+    from sklearn.base import clone
+
+    X = np.random.default_rng(0).integers(0, K, 300).reshape(-1, 1)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, mechanism="grr", n_final_steps=50,
+                                        random_state=_big_rng(70 + ["clone", "deepcopy", "pickle"].index(how)))
+    est.fit(X)
+    cp = {"clone": clone, "deepcopy": copy.deepcopy, "pickle": lambda e: pickle.loads(pickle.dumps(e))}[how](est)
+    assert not any(REPLAY in m for m in _warnings_of(lambda: est.partial_fit(X[:50])))
+    refit = (lambda: cp.fit(X[:50])) if how == "clone" else (lambda: cp.partial_fit(X[:50]))
+    assert any(REPLAY in m for m in _warnings_of(refit))
+
+
+def test_a_rejected_call_retried_from_the_same_state_does_not_warn():
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, mechanism="grr", n_final_steps=50, random_state=_big_rng(8))
+    est.fit(np.zeros((20, 1), dtype=int))
+    with pytest.raises(ValueError):
+        est.partial_fit(np.array([[0], [K + 5]]))
+    assert _warnings_of(lambda: est.partial_fit(np.zeros((5, 1), dtype=int))) == []
+
+
+@pytest.mark.parametrize("seed, small", [(42, True), (2**64 - 1, True), ([1, 2], True), (2**64, False),
+                                         ([2**40, 2**40], False), (None, False)])
+def test_a_generator_with_a_small_seed_warns(seed, small):
+    from sklearn_bayes.privacy import RRRRMechanism
+
+    def calls():
+        RRRRMechanism(K, 1.0).privatize([0, 1], [0], random_state=np.random.default_rng(seed))
+        SetResponseMechanism(K, 1.0, "oue").privatize([0, 1], random_state=np.random.default_rng(seed))
+        AdaptiveLDPFrequencyEstimator(n_categories=K, mechanism="grr", n_final_steps=20,
+                                      random_state=np.random.default_rng(seed)).fit(np.array([[0], [1]]))
+
+    msgs = [m for m in _warnings_of(calls) if "64 bits of entropy" in m]
+    assert len(msgs) == (3 if small else 0)

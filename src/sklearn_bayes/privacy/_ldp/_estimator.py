@@ -32,6 +32,7 @@ from sklearn_bayes.utils import (
     transactional,
 )
 from sklearn_bayes.utils._streaming import state_digest
+from sklearn_bayes.utils._validation import register_noise_state
 import sklearn_bayes.privacy._ldp._input as inp
 from sklearn_bayes.privacy._ldp._chain import ChainState
 from sklearn_bayes.privacy._ldp._copies import CopiesMixin
@@ -579,6 +580,8 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
 
     def _process(self, values, given=None):
         """Add users (true categories if given is None, else responses with subset ids)."""
+        if given is None:  # privacy noise: a copy of a seeded fitted estimator replaying it warns
+            register_noise_state(self._rng, "AdaptiveLDPFrequencyEstimator", self)
         self._begin_update()
         if self._client is not None:  # a static protocol: privatise all users at once (packed bits)
             self._chain.store.append_packed(self._client._privatize_packed(values, self._rng))

@@ -436,7 +436,9 @@ class SetResponseMechanism:
         if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or np.any((x < 0) | (x >= self.n_categories)):
             # the users' true categories: never quoted in a message
             raise ValueError(f"x must hold integer category positions in [0, {self.n_categories}).")
-        rng = check_privacy_random_state(random_state, owner="SetResponseMechanism.privatize", instance=self)
+        # instance=None: x is validated before any draw and a client never retries, so any second use of a
+        # generator state (a copied Generator, even on this same object) is a replay and warns
+        rng = check_privacy_random_state(random_state, owner="SetResponseMechanism.privatize", instance=None)
         return np.unpackbits(self._privatize_packed(x, rng), axis=1, count=self.n_categories).astype(bool)
 
     def _privatize_packed(self, x, rng):

@@ -377,7 +377,9 @@ class RRRRMechanism:
         if bad.size:  # the users' true categories: never quoted in a message (rows only)
             raise ValueError(f"x holds categories outside [0, {self.n_categories}): {bad.size} "
                              f"value{'s' if bad.size != 1 else ''}, first at position {int(bad[0])}.")
-        rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize", instance=self)
+        # instance=None: x is validated before any draw and a client never retries, so any second use of a
+        # generator state (a copied Generator, even on this same object) is a replay and warns
+        rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize", instance=None)
         K = self.n_categories
         mask = np.zeros(K, dtype=bool)
         mask[s] = True
