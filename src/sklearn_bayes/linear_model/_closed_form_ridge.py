@@ -253,7 +253,9 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
             Numeric targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights (not all zero).
+            Non-negative frequency weights (not all zero): ``N = sum(sample_weight)``, so an integer
+            weight is a repeated row and multiplying every weight by ``c`` narrows the intervals by
+            ``sqrt(c)`` (unlike the SubsampledPrior* estimators, whose weights are relative).
 
         Returns
         -------

@@ -103,3 +103,32 @@ def test_poisson_with_one_huge_count_solves_the_intercept_score_equation(outlier
         theta = max(1.0, abs(est.intercept_), np.abs(est.coef_).max())
         assert abs(est.predict(X).sum() / y.sum() - 1.0) <= np.expm1(est.tol * theta), seed
         assert np.all(est.coef_ != 0.0)
+
+
+@pytest.mark.parametrize("kind", ["ridge", "poisson", "logistic"])
+def test_intervals_do_not_depend_on_the_overall_scale_of_the_weights(kind):
+    """F3: the fit was invariant under w -> c w but the covariances were per unit of the user's weights: a factor
+    c narrowed every interval by sqrt(c) (14x wider at c = 1/N), and c = 1e-320 gave (-inf, inf).  Now they are
+    per mean unit of weight.  The two fits run the same arithmetic on weights that differ by one rounding each,
+    so the intervals agree to rounding noise amplified by the (well-conditioned, standardised) solves and the
+    ridge's search over the prior scale: 1e-11 of the interval's width (measured at most 9e-14), against the
+    factor sqrt(c) >= 1.4 before."""
+    X, y = _data(kind, 0)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, N)
+    est = _EST[kind](random_state=0)
+    for base in (None, w):
+        ref = est.fit(X, y, sample_weight=base)
+        ci = [ref.conf_int(), ref.conf_int(covariance="posterior")]
+        prior = ref.prior_covariance_.copy()
+        sd = ref.predict(X[:5], return_std=True)[1] if kind == "ridge" else None
+        # 1e-320 is subnormal (about 10 significant bits): only equal weights stay equal after the product
+        for c in (1.0 / N, 100.0, 1e-300) + ((1e-320,) if base is None else ()):
+            scaled = (np.ones(N) if base is None else base) * c
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no overflow / invalid-value warnings either
+                m = _EST[kind](random_state=0).fit(X, y, sample_weight=scaled)
+            for a, b in zip([m.conf_int(), m.conf_int(covariance="posterior")], ci):
+                assert np.all(np.abs(a - b) <= 1e-11 * np.diff(b, axis=-1)), c
+            np.testing.assert_allclose(m.prior_covariance_, prior, rtol=1e-10, atol=1e-10 * np.abs(prior).max())
+            if sd is not None:
+                np.testing.assert_allclose(m.predict(X[:5], return_std=True)[1], sd, rtol=1e-11)

@@ -335,11 +335,13 @@ class _BaseSubsampledPrior(BaseEstimator):
                         float(np.mean(sample_weight)), penalise_intercept=self.prior_mean_method == "offset")
 
     def _select_prior(self, X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale,
-                      weight_unit, forced=None):
+                      weight_unit, forced=None, per_weight=None):
         """``prior_scale='loo'``: the prior ``N(c, tau Sigma)`` with the smallest leave-one-out risk
         (see ``_tuning``).  Returns ``(mean, cov, precision, shrinkage, penalty_scale, choice, start)``
         in the units of the prior (the data term's weights are ``sample_weight``, divided by
-        ``weight_unit``)."""
+        ``weight_unit``; the prior's moments are reported per ``1 / per_weight`` units of weight, see
+        :meth:`_prior_and_map`)."""
+        per_weight = 1.0 / weight_unit if per_weight is None else per_weight
         start = closed = None
         # the subsample covariance and mean are candidates only when a subsample holds at most a
         # quarter of the rows: fitted on most rows, they follow those rows' noise and their
@@ -360,7 +362,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             sigma2 = penalty_scale if getattr(self, "noise_variance", "auto") != "auto" else sel["noise_variance"]
             # objective sum_i w_i r_i^2 / 2 + lam / 2 (b - c)^T Sigma^-1 (b - c); times weight_unit / sigma^2
             # it is the negative log posterior: prior covariance sigma^2 / (weight_unit * lam) * Sigma
-            num, den, obj = (sigma2,), (weight_unit, sel["lam"]), sel["lam"]
+            num, den, obj = (sigma2, per_weight), (sel["lam"],), sel["lam"]
             penalty_scale = sigma2
             if self.prior_mean_method == "offset":
                 # the MAP fit and its inverse Hessians from the eigendecomposition that chose the
@@ -372,7 +374,7 @@ class _BaseSubsampledPrior(BaseEstimator):
                 X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol, self.max_iter,
                 intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples, wbar,
                 penalise_intercept=offset)
-            num, den, obj = (sel["tau"],), (weight_unit, wbar), wbar / sel["tau"]
+            num, den, obj = (sel["tau"], per_weight), (wbar,), wbar / sel["tau"]
             start = (sel["coef"], sel["intercept"])
             if offset:  # the fit at the chosen prior is the MAP fit (the intercept possibly penalised)
                 closed = (np.ravel(sel["coef"]), np.ravel(sel["intercept"]), None, None, sel["n_iter"], sel["converged"])
@@ -381,7 +383,7 @@ class _BaseSubsampledPrior(BaseEstimator):
                              self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
                              wbar, evidence=self.prior_scale == "evidence")
             # objective sum_i w_i L_i + wbar / (2 tau) (b - c)^T Sigma^-1 (b - c), times weight_unit
-            num, den, obj = (sel["tau"],), (weight_unit, wbar), wbar / sel["tau"]
+            num, den, obj = (sel["tau"], per_weight), (wbar,), wbar / sel["tau"]
             start = (sel["coef"], sel["intercept"])
         S = sel["shape"]
         if sel["shape_name"] == "identity":
@@ -403,8 +405,15 @@ class _BaseSubsampledPrior(BaseEstimator):
         return sel["mean"], cov, precision, used, penalty_scale, choice, start, obj * Sinv, closed
 
     def _prior_and_map(self, X, y, sample_weight, loss, results, n, n_rows, penalty_scale=1.0, weight_unit=1.0,
-                       indices=None, forced=None):
-        """Prior from the subsample fits, then the MAP fit on all rows."""
+                       indices=None, forced=None, per_weight=None):
+        """Prior from the subsample fits, then the MAP fit on all rows.
+
+        The objective carries the weights ``sample_weight`` (the user's divided by ``weight_unit``); the
+        covariances are reported per ``1 / per_weight`` units of those weights: ``per_weight`` is their mean
+        (so per mean unit of the user's weights, invariant under ``w -> c w``) for the chosen priors, whose fit
+        is invariant too, and ``1 / weight_unit`` (the user's units: weights as frequencies) for
+        ``prior_scale='paper'``, whose fixed prior weighs against the weighted sum of losses."""
+        per_weight = 1.0 / weight_unit if per_weight is None else per_weight
         coefs = np.vstack([r[0] for r in results])
         intercepts = np.vstack([r[1] for r in results])
         choice = start = objective_precision = closed = None
@@ -416,7 +425,8 @@ class _BaseSubsampledPrior(BaseEstimator):
             factor = 2.0 if self.penalty == "full" else 1.0
         else:
             mean, cov, precision, used, penalty_scale, choice, start, objective_precision, closed = self._select_prior(
-                X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale, weight_unit, forced)
+                X, y, sample_weight, loss, coefs, intercepts, indices, n, n_rows, penalty_scale, weight_unit, forced,
+                per_weight)
             factor = 1.0  # the scale is chosen: 'penalty' and 'covariance_scaling' would only be undone
         # the data term carries the weights divided by weight_unit (normalise_weights): so does the prior
         weight = penalty_scale * factor / weight_unit
@@ -464,20 +474,20 @@ class _BaseSubsampledPrior(BaseEstimator):
                                       prior_precision=P_obj, fit_intercept=self.fit_intercept)
                 theta_cov = inverse_spd(H)
         if self._laplace and closed is not None:
-            theta_cov = theta_cov * (penalty_scale / weight_unit)
+            theta_cov = theta_cov * (penalty_scale * per_weight)
             if data_inv is None:  # a rank-deficient design under a non-identity shape
                 data_inv = inverse_information(posterior_hessian(X, y, loss, res.coef, res.intercept,
                                                          sample_weight=kw["sample_weight"],
                                                          fit_intercept=self.fit_intercept), X.shape[0])
-            sampling_cov = data_inv * (penalty_scale / weight_unit)
+            sampling_cov = data_inv * (penalty_scale * per_weight)
         elif self._laplace:
             # the objective is (sum_i w_i L_i / sigma^2 + prior) * sigma^2 / weight_unit: the negative
-            # log posterior is the objective times weight_unit / penalty_scale
-            theta_cov = theta_cov * (penalty_scale / weight_unit)
+            # log posterior is the objective times weight_unit / penalty_scale (then per 1 / per_weight units)
+            theta_cov = theta_cov * (penalty_scale * per_weight)
             # the observed information of the data alone at the MAP (the prior left out)
             H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
                                   fit_intercept=self.fit_intercept)
-            sampling_cov = inverse_information(H, X.shape[0]) * (penalty_scale / weight_unit)
+            sampling_cov = inverse_information(H, X.shape[0]) * (penalty_scale * per_weight)
         else:
             theta_cov = sampling_cov = None
         return dict(
@@ -511,6 +521,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         # absolute tolerances and the weighted sums now see weights of order 1 (unit weights are
         # left as they are)
         sample_weight, weight_unit = normalise_weights(sample_weight)
+        # covariances per mean unit of weight (exactly 1.0 for unit weights), except under the fixed 'paper' prior
+        per_weight = float(np.mean(sample_weight)) if self.prior_scale != "paper" else 1.0 / weight_unit
         _check_dominated_columns(X, sample_weight, stacklevel)
         if self._scale_target:
             Xs, ys, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=True)
@@ -532,7 +544,7 @@ class _BaseSubsampledPrior(BaseEstimator):
             forced = select_svm_ovr(paths, np.argmax(np.stack(targets, axis=1), axis=1), sample_weight)
         outs = [self._prior_and_map(Xs, t, sample_weight, loss, r, plan["n"], plan["n_rows"],
                                     self._penalty_scale(Xs, t, sample_weight, indices, r, st.y_scale), weight_unit,
-                                    indices, f)
+                                    indices, f, per_weight)
                 for t, r, f in zip(targets, results, forced)]
         self._report([s for o in outs for s in o["statuses"]], plan, all(o["converged"] for o in outs),
                      "a zero-count pattern" if isinstance(loss, PoissonLoss) else "separation",

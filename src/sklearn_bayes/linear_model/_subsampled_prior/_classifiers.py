@@ -124,6 +124,9 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
+            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
+            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
 
         Returns
         -------
@@ -413,6 +416,9 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
         y : array-like of shape (n_samples,)
             Class labels.
         sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
+            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
+            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
 
         Returns
         -------

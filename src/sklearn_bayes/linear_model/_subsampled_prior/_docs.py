@@ -93,7 +93,7 @@ _ATTRIBUTES = """
     prior_choice_ : dict or None{per_class_list}
         ``prior_scale='loo'``: the chosen candidate, ``{{'shape': 'subsample' or 'identity',
         'mean': 'subsample' or 'zero', 'scale': tau (prior variance scale in the standardised
-        units), 'loo_risk': the leave-one-out risk at that scale (the GLMs: the strongest prior
+        units, per mean unit of weight), 'loo_risk': the leave-one-out risk at that scale (the GLMs: the strongest prior
         within half a standard error of the minimum; the SVMs: the number of leave-one-out
         misclassifications), 'at_grid_boundary': bool}}``, for the SVMs also ``'intercept':
         'free', 'penalised'`` or ``'none'`` (without ``fit_intercept``; penalised: the intercept under the same prior :math:`N(0, \tau)`, with
@@ -221,7 +221,13 @@ _NOTES = """
 
     **Sample weights** multiply the losses, in the subsample fits and the MAP fit; rows with
     zero weight are never drawn.  Because subsamples are drawn by rows, a weight of 2 is not
-    the same as a repeated row.
+    the same as a repeated row.  They are relative weights: the prior's scale is searched per
+    mean unit of weight, and the covariances (``coef_covariance_``, ``coef_sampling_covariance_``,
+    ``prior_covariance_``, the predictive standard deviations) are per mean unit of weight too,
+    so multiplying every weight by a constant changes neither the fit nor the intervals (before,
+    a factor ``c`` narrowed them by ``sqrt(c)``, and weights of 1e-320 gave ``(-inf, inf)``).  Only
+    ``prior_scale='paper'``, whose fixed prior weighs against the weighted sum of losses, reads
+    them as frequencies (its fit and covariances are in the weights' own units).
 
     **Units.**  All fits run on standardised features (each column centred at its weighted
     mean when an intercept is fitted, and divided by its weighted standard deviation -- root

@@ -83,7 +83,9 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
         y : array-like of shape (n_samples,)
             Numeric targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights.
+            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
+            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
+            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
 
         Returns
         -------
@@ -238,7 +240,9 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
         y : array-like of shape (n_samples,)
             Non-negative targets (integer counts if ``integer_counts=True``).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights.
+            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
+            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
+            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
 
         Returns
         -------
