@@ -197,3 +197,22 @@ def test_exact_fit_fallback_covariance_with_a_gross_target(gross):
     finite = np.isfinite(expected)
     assert np.array_equal(np.isfinite(c), finite) and np.array_equal(np.sign(c), np.sign(expected))
     np.testing.assert_allclose(c[finite], expected[finite], rtol=64 * EPS)
+
+
+@pytest.mark.parametrize("gross", [1e17, 1e20, 1e100])
+def test_ols_start_with_one_gross_target(gross):
+    """``init="ols"``: the least-squares start carries ``g / n`` in its coefficients, and the rounding floor evaluated
+    there (median ``(d + 2) eps (|y_i| + |x_i| @ |b_0|)``) exceeded the noise from ``g ~ 1e17`` on: the loss scale
+    sat on it, the exact-fit fallback was used and the standard errors were ``~2e-3 g``.  The fit is now redone
+    with the floor at its own coefficients: the fit of ``g = 1e10`` (where the start's floor is below the noise)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = X @ np.array([1.0, 2.0, 3.0]) + rng.normal(size=100)
+    y[0] = 1e10
+    ref, w0 = _fit(X, y, init="ols")
+    y[0] = gross
+    m, w = _fit(X, y, init="ols")
+    assert not w0 and not w
+    np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-6)
+    np.testing.assert_allclose(_se(m), _se(ref), rtol=1e-6)
+    assert m.selected_loss_ == ref.selected_loss_

@@ -483,22 +483,22 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         with caller_random_state(self.random_state) as guard, np.errstate(over="ignore"):
             return self._fit(X, y, sample_weight, guard)
 
-    def _fit(self, X, y, sample_weight, guard, detrended=None):
-        """:meth:`fit` inside the caller's transaction (``guard``: :class:`caller_random_state`); ``detrended``: the
-        per-row rounding bounds of the start's subtraction in :func:`_units.refit_detrended`, else None."""
+    def _fit(self, X, y, sample_weight, guard, detrended=None, at=None):
+        """:meth:`fit` inside the caller's transaction (``guard``: :class:`caller_random_state`); ``detrended``, ``at``:
+        the refits of :func:`_units.refit_detrended` and :func:`_units.refit_floor_at_fit`, else None."""
         comps = _resolve_components(self.components)
         X, y, sw = validate_regression_data(self, X, y, sample_weight)
         dead, units = dead_columns(X, sw, self.fit_intercept, return_units=True)
         if dead.any() and not dead.all():  # constant (with an intercept) or aliased columns: the fit of the others
             return fit_live(self, X, y, sw, dead, guard)
-        # weights of any overall size (1e-300, 1e308): the fit runs on sw / W, W the power of two
-        # putting the largest weight in [1, 2) (exact; unit weights unchanged), and the scale
-        # prior's strength is relative to the mean weight: the objective is the documented one / W
+        # weights of any overall size (1e-300, 1e308): the fit runs on sw / W, W the power of two putting the largest
+        # weight in [1, 2) (exact; unit weights unchanged), and the scale prior's strength is relative to the mean
+        # weight: the objective is the documented one / W
         sw, W = normalise_weights(sw)
         pos = sw > 0
         _units.check_rows(type(self).__name__, y, pos, X.shape[1] + int(self.fit_intercept))
         rng = guard.generator()  # the fit's one draw from the caller's random_state
-        replay = _units.Replay(rng)  # its state now: a detrended fit draws the same numbers
+        replay = _units.Replay(rng)  # its state now: a refit (trend, floor) draws the same numbers
         # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then a polish on all rows
         sub = None
         if pos.sum() > 2 * _EM_SUBSAMPLE:
@@ -514,7 +514,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             starts = [wls(Xs, ycs, sws)]
         tiny, mad, floors, scales0, prior, trend = self._scales_from_start(
             comps, st, X[rows], y[rows], Xs, ycs, sws, starts[0], float(np.mean(sw[pos])),
-            None if detrended is None else detrended[rows])
+            None if detrended is None else detrended[rows], at)
         if trend is not None and detrended is None:  # y's scale is the trend's: the fit of the start's residuals
             return _units.refit_detrended(self, X, y, sample_weight, replay, *trend)
         prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
@@ -523,13 +523,12 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             best, loss, prob, loss_scale, flag_fit = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
         else:
             (best, loss, prob), loss_scale, flag_fit = self._fit_paper(prob, starts, scales0, full), None, None
-        if not best.converged:
-            warnings.warn(
-                f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
-                f"(tol={self.tol}); increase max_iter or tol.",
-                ConvergenceWarning,
-            )
         self._store(best, loss, prob, st, comps, X, y, sw, tiny, W)
+        if at is None and _units.floor_from_start(tiny, _SCALE_FLOOR, X[rows], y[rows], self, sws, st.y_scale):
+            return _units.refit_floor_at_fit(self, X, y, sample_weight, replay, detrended)  # a start's floor (ols)
+        if not best.converged:
+            warnings.warn(f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
+                          f"(tol={self.tol}); increase max_iter or tol.", ConvergenceWarning)
         exact = weighted_median(np.abs(best.residuals), prob.sw) <= 100.0 * tiny or (  # half the rows fitted
             loss is not None and loss_scale <= 100.0 * tiny)  # exactly, or the loss's scale at its floor (H30S)
         self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit, sub, exact)
@@ -553,18 +552,18 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             Xa[:, d] = 1.0
         return st, Xa, (y - st.y_offset) / st.y_scale
 
-    def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0, mean_weight=1.0, rounding=None):
+    def _scales_from_start(self, comps, st, X, y, Xs, ycs, sws, theta0, mean_weight=1.0, rounding=None, at=None):
         """Scale floors, starting scales and the scale prior, from the best high-breakdown start.
 
         Every start then maximises the same objective, so runs can be compared.  The absolute floor ``tiny`` is
-        1e-9 of the robust scale of ``y``, or the rounding level of the residuals (plus ``rounding``) if larger
-        (scales fitted to rounding noise would depend on the BLAS).  Returns ``(tiny, mad, floors, scales0, prior,
-        trend)`` in standardised units; ``trend``: the start's ``(coef, intercept)`` if :func:`_units.trend_dominated`.
+        1e-9 of the robust scale of ``y``, or the rounding level of the residuals (at the start, or at ``at``; plus
+        ``rounding``) if larger (scales fitted to rounding would depend on the BLAS).  Returns ``(tiny, mad, floors,
+        scales0, prior, trend)`` in standardised units; ``trend``: the start's fit if :func:`_units.trend_dominated`.
         """
         d = X.shape[1]
         coef0 = st.coef(theta0[:d])
         icpt0 = float(st.intercept(theta0[d], coef0)) if self.fit_intercept else 0.0
-        bound = _rounding_level(X, y, coef0, icpt0)
+        bound = _rounding_level(X, y, *(at or (coef0, icpt0)))  # at: a first fit's (coef, intercept)
         noise = weighted_median(bound if rounding is None else bound + rounding, sws) / st.y_scale
         tiny = max(_SCALE_FLOOR, noise)
         mad = weighted_median(np.abs(ycs - Xs @ theta0), sws)

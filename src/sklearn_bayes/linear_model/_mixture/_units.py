@@ -15,8 +15,8 @@ from sklearn_bayes.linear_model._mixture._lts_start import weighted_median
 from sklearn_bayes.linear_model._mixture._selection import _MAD_TO_SD
 from sklearn_bayes.utils import check_generator
 
-__all__ = ["Replay", "caller_random_state", "check_rows", "column_units", "refit_detrended", "standardise_robust",
-           "trend_dominated"]
+__all__ = ["Replay", "caller_random_state", "check_rows", "column_units", "floor_from_start", "refit_detrended",
+           "refit_floor_at_fit", "standardise_robust", "trend_dominated"]
 
 #: issue 30, round 21: a start whose residual scale (1.4826 MAD) is more than this many times below the robust scale
 #: of ``y`` (a strong trend) makes the fit start again on the start's residuals (:func:`trend_dominated`)
@@ -176,6 +176,34 @@ class Replay:
     def generator(self):
         self.rng.bit_generator.state = self.state
         return self.rng
+
+
+#: the fit is redone with its rounding floor at its own coefficients where the start's floor exceeds this many times
+#: the floor there (:func:`floor_from_start`)
+FLOOR_FROM_START = 1e3
+
+
+def floor_from_start(tiny, floor, X, y, est, sws, y_scale):
+    """Whether the scale floor ``tiny`` (``max(floor, start's rounding level)``, standardised units) exceeds
+    :data:`FLOOR_FROM_START` times ``max(floor, the rounding level at est's fit)``: a non-robust start (``init="ols"``
+    with one target of 1e20: coefficients of 1e18, whose rounding level is hundreds of noise scales) put the floor
+    above the noise, and the loss scale sat on it (standard errors ~2e-3 of the gross target).  Ordinary fits: both
+    floors are ``floor``, no refit."""
+    from sklearn_bayes.linear_model._mixture._inference import rounding_level  # (an import cycle at module level)
+
+    if not tiny > FLOOR_FROM_START * floor:
+        return False
+    at_fit = weighted_median(rounding_level(X, y, est.coef_, est.intercept_), sws) / y_scale
+    return bool(tiny > FLOOR_FROM_START * max(floor, at_fit))
+
+
+def refit_floor_at_fit(est, X, y, sample_weight, replay, detrended):
+    """Fit ``est`` again with the random numbers of its first fit and the rounding floor at that fit's coefficients
+    (:func:`floor_from_start`).  Returns ``est``."""
+    inner = type(est)(**est.get_params(deep=False))
+    inner._fit(X, y, sample_weight, replay, detrended=detrended, at=(est.coef_, est.intercept_))
+    vars(est).update({k: v for k, v in vars(inner).items() if k not in ("n_features_in_", "feature_names_in_")})
+    return est
 
 
 def refit_detrended(est, X, y, sample_weight, replay, coef0, intercept0):
