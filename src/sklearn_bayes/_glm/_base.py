@@ -16,20 +16,49 @@ from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
+import scipy.sparse
 from scipy.stats import norm
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
 
 from sklearn_bayes.utils._validation import check_container, naming
 
-__all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_features",
+__all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_dense", "check_features",
            "check_numeric_target", "naming", "normalise_weights", "rescale",
            "standardise", "validate_regression_data", "wald_interval", "dominated_columns"]
+
+
+def check_dense(X):
+    """A ``TypeError`` naming ``X`` when it is a SciPy sparse matrix or array, with the way out.
+
+    The linear models here centre the columns of ``X`` (which makes a sparse matrix dense) and
+    factorise dense Gram matrices, so they take dense arrays only.  scikit-learn's own message
+    says only "use .toarray()"; the common source of sparse input is a one-hot encoder, whose
+    default output is sparse, so the message names the switches that give dense output and the
+    memory a dense copy needs.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> check_dense(sp.eye(3, format="csr"))
+    Traceback (most recent call last):
+    ...
+    TypeError: Sparse data was passed for X, but dense data is required ...
+    """
+    if scipy.sparse.issparse(X):
+        n, p = X.shape
+        raise TypeError(
+            f"Sparse data was passed for X, but dense data is required (X is a {n} x {p} sparse {X.format} "
+            f"matrix; a dense float64 copy takes {8.0 * n * p / 2**20:.3g} MiB): the columns are centred and "
+            "the Gram matrices factorised densely. Pass X.toarray(), or ask the transformer for dense output: "
+            "OneHotEncoder(sparse_output=False), ColumnTransformer(..., sparse_threshold=0)."
+        )
 
 
 def check_features(estimator, X, *, reset):
     """``validate_data`` of ``X`` alone (float64/float32 for prediction), errors naming ``X``."""
     check_container(X, "X")
+    check_dense(X)
     with naming("X", private=getattr(estimator, "_private_inputs", False)):
         return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
 
@@ -45,6 +74,7 @@ def validate_regression_data(estimator, X, y, sample_weight=None, *, reset=True)
     private = getattr(estimator, "_private_inputs", False)
     check_container(X, "X")
     check_container(y, "y")
+    check_dense(X)
     if y is not None and np.asarray(y).dtype.kind in "OUS":  # before sklearn's unnamed conversion error
         check_numeric_target(np.asarray(y), type(estimator).__name__, private=private)
     with naming("X", private=private):

@@ -132,3 +132,33 @@ def test_intervals_do_not_depend_on_the_overall_scale_of_the_weights(kind):
             np.testing.assert_allclose(m.prior_covariance_, prior, rtol=1e-10, atol=1e-10 * np.abs(prior).max())
             if sd is not None:
                 np.testing.assert_allclose(m.predict(X[:5], return_std=True)[1], sd, rtol=1e-11)
+
+
+def test_sparse_X_is_refused_naming_X_and_the_dense_switches():
+    """F8: a one-hot encoder's default output is sparse; scikit-learn's message said only "use .toarray()".  Now
+    the TypeError names X, its size as a dense copy and the encoders' switches for dense output, in fit and in
+    prediction; a refused fit leaves a fitted estimator as it was.  (check_estimator's sparse checks want a
+    TypeError or ValueError mentioning "sparse": unchanged.)"""
+    import pickle
+
+    import scipy.sparse as sp
+
+    from sklearn_bayes import ClosedFormRidge, SubsampledPriorLinearSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] + rng.normal(size=60)
+    labels = (y > 0).astype(int)
+    for est, target in [(SubsampledPriorRidge(random_state=0), y), (ClosedFormRidge(), y),
+                        (SubsampledPriorPoissonRegressor(random_state=0), np.round(np.exp(y / 2))),
+                        (SubsampledPriorLogisticRegression(random_state=0), labels),
+                        (SubsampledPriorLinearSVC(random_state=0), labels)]:
+        est.fit(X, target)
+        before = pickle.dumps(est)
+        for fmt in ("csr", "csc"):
+            Xs = sp.csr_matrix(X) if fmt == "csr" else sp.csc_array(X)
+            with pytest.raises(TypeError, match=r"X is a 60 x 3 sparse .*sparse_output=False.*sparse_threshold=0"):
+                est.fit(Xs, target)
+            assert pickle.dumps(est) == before
+            with pytest.raises(TypeError, match="dense data is required"):
+                est.predict(Xs)

@@ -16,6 +16,7 @@ from sklearn_bayes._glm import (
     MultinomialLoss,
     SquaredHingeLoss,
     check_consistent_rows,
+    check_dense,
     check_features,
     naming,
 )
@@ -46,6 +47,7 @@ class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def _encode(self, X, y, sample_weight):
+        check_dense(X)
         with naming("X"):
             check_array(X, dtype=np.float64, input_name="X", estimator=self)
         check_consistent_rows(X, y)
