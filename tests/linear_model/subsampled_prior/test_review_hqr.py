@@ -162,3 +162,46 @@ def test_sparse_X_is_refused_naming_X_and_the_dense_switches():
             assert pickle.dumps(est) == before
             with pytest.raises(TypeError, match="dense data is required"):
                 est.predict(Xs)
+
+
+def test_predict_with_std_warns_once_about_feature_names():
+    """F9: predict(X, return_std=True) validated X twice, so a fit on a DataFrame and a prediction on an array
+    warned twice per call.  Now once, and the mean is the plain prediction bit for bit."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    y = X[:, 0] + rng.normal(size=50)
+    est = SubsampledPriorRidge(random_state=0).fit(pd.DataFrame(X, columns=list("abc")), y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mean, sd = est.predict(X[:2], return_std=True)
+    assert len(caught) == 1 and "feature names" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.testing.assert_array_equal(mean, est.predict(X[:2]))
+    assert np.all(sd > 0)
+
+
+def test_absurd_n_subsamples_is_refused_before_drawing():
+    """F10: n_subsamples had no upper bound (10**7 ran for minutes and held > 2 GB of index arrays).  Now m * n
+    above max(100 N, 10**6) is refused naming n_subsamples, at once, and the estimator is unchanged; the bound
+    itself is accepted."""
+    import pickle
+    import time
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    y = X[:, 0] + rng.normal(size=80)
+    est = SubsampledPriorRidge(random_state=0, subsample_size=10).fit(X, y)
+    before = pickle.dumps(est)
+    for m in (10**7, 10**5 + 1):
+        est.set_params(n_subsamples=m)
+        t = time.perf_counter()
+        with pytest.raises(ValueError, match=r"n_subsamples=.*max\(100 N, 1000000\)"):
+            est.fit(X, y)
+        assert time.perf_counter() - t < 5.0
+        est.set_params(n_subsamples="auto")
+        assert pickle.dumps(est) == before
+    est.set_params(n_subsamples=2000.0)  # a float: each row used 2000 times on average -> m * n = 160 000
+    assert est.fit(X, y).n_subsamples_ * est.subsample_size_ <= 10**6

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import RegressorMixin, _fit_context
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import transactional
 from sklearn_bayes._glm import LinearPredictorMixin, PoissonLoss, SquaredLoss, check_features, validate_regression_data
@@ -120,10 +121,13 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
         y_std : ndarray of shape (n_samples,)
             Only with ``return_std=True``.
         """
-        y_mean = self._linear_predictor(X)
+        check_is_fitted(self)
+        # X validated once (a second check_features repeated its feature-name warning: review HQR, F9)
+        X = check_features(self, X, reset=False)
+        y_mean = X @ self.coef_ + self.intercept_  # as LinearPredictorMixin._linear_predictor
         if not return_std:
             return y_mean
-        X = np.asarray(check_features(self, X, reset=False), dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
         S = self._theta_covariance
         if self._fitted_param("fit_intercept"):
             X = np.hstack([X, np.ones((X.shape[0], 1))])
