@@ -168,6 +168,11 @@ def _check_dominated_columns(X, sample_weight, stacklevel):
     )
 
 
+#: the most rows drawn in all (m * n): each row used this many times on average, or _MAX_DRAWN if larger
+_MAX_USES = 100
+_MAX_DRAWN = 10**6
+
+
 class _BaseSubsampledPrior(BaseEstimator):
     """Shared machinery of the SubsampledPrior* estimators (Algorithm 1 + exact MAP)."""
 
@@ -254,6 +259,13 @@ class _BaseSubsampledPrior(BaseEstimator):
             fraction=self._auto_fraction, rows_per_param=self._auto_rows_per_param,
             min_subsamples=self._auto_min_subsamples, min_rows=min_rows, penalised=self.prior_scale != "paper",
         )
+        if m * n > max(_MAX_USES * n_rows, _MAX_DRAWN):
+            raise ValueError(
+                f"n_subsamples={self.n_subsamples!r} gives m = {m} subsamples of n = {n} rows, {m * n} drawn rows "
+                f"in all: more than max({_MAX_USES} N, {_MAX_DRAWN}) = {max(_MAX_USES * n_rows, _MAX_DRAWN)} with "
+                f"N = {n_rows} rows (each row in {_MAX_USES} subsamples on average), where more subsamples only "
+                "cost time and memory. Use a smaller n_subsamples (the default 'auto' uses each row about once)."
+            )
         return dict(pool=pool, n_rows=n_rows, n=n, m=m, degraded=degraded, auto_n=auto_n,
                     n_params=n_params_per_fit, rng=check_generator(self.random_state))
 

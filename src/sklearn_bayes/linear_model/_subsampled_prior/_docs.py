@@ -5,7 +5,11 @@ _PARAMETERS = """
         Number ``m`` of subsamples.  ``'auto'`` is the dissertation's rule of thumb
         ``m = ceil(N / n)`` (each row used about once, so the subsample fits are weakly
         dependent), but at least {min_subsamples}.  A float is the expected number of times each
-        row is used: ``m = ceil(n_subsamples * N / n)``.
+        row is used: ``m = ceil(n_subsamples * N / n)``.  At most ``m * n <= max(100 N, 10**6)``
+        drawn rows (each row used 100 times on average, or a million indices): more only costs
+        time and memory -- the prior's Monte Carlo error is already below a tenth of its sampling
+        error -- and a larger value is refused with a ``ValueError`` naming ``n_subsamples`` (10**7
+        ran for minutes and held over 2 GB of index arrays).
     subsample_size : 'auto', int >= 2 or float in (0, 1), default='auto'
         Rows ``n`` per subsample, drawn without replacement.  ``'auto'`` is
         ``max(ceil({fraction} N), ceil({rows_per_param} p), ceil(5 / r))`` with ``p`` the number of
