@@ -130,7 +130,7 @@ def _coverage(n, d, law, R):
 
 @pytest.mark.slow
 def test_coverage_small_sample_corrected():
-    """n = 20, p = 4 (3 slopes + intercept), t3: the development cell of round 15 (user guide) measured 0.939
+    """n = 20, p = 4 (3 slopes + intercept), t3: the development cell of round 15 (development log) measured 0.939
     uncorrected and 0.949 corrected over 200 draws (800 slopes and intercepts); here 100 other draws' slopes
     (300 intervals; measured 0.937, ``"none"`` 0.920), the band 93-97 % widened by 3 binomial standard errors."""
     cov, k = _coverage(20, 3, "t3", 100)

@@ -1,7 +1,7 @@
 """Opt-in intervals over the whole rule (issue 30, round 15): a residual bootstrap of the fit, loss choice included.
 
 The sandwich (:meth:`MixtureMEstimatorRegressor.conf_int`) conditions on the selected loss and its scale; at 12-30
-rows the choice is noisy (user guide, round 15: the draws at n = 16, p = 4 that fail the small-sample guard get a
+rows the choice is noisy (development log, round 15: the draws at n = 16, p = 4 that fail the small-sample guard get a
 collapsed scale and cover 0.41-0.44).  :func:`bootstrap_intervals` refits a clone of the estimator ``n_boot`` times
 to ``y* = predict(X) + e*`` at the same ``X`` and ``sample_weight``, ``e*`` drawn with replacement from the fit's
 residuals on the rows of positive weight, centred at their weighted median and scaled by ``sqrt(n / (n - p))`` (the
@@ -58,7 +58,7 @@ BOOTSTRAP_CONF_INT_DOC = """Opt-in intervals over the whole rule, loss choice in
         (start, loss choice, scale), so the spread includes the choice that :meth:`conf_int`
         conditions on; they run the parameters of the fit (``set_params`` after ``fit`` does not change
         them).  ``X`` is checked as in :meth:`predict` (feature names, ``n_features_in_``).  At 16 rows
-        and 4 coefficients it covered 0.94-0.96 where :meth:`conf_int` covers 0.80-0.87 (user guide,
+        and 4 coefficients it covered 0.94-0.96 where :meth:`conf_int` covers 0.80-0.87 (development log,
         round 15; 60 draws).  The estimator is not changed.  A
         residual bootstrap resamples gross outliers' residuals too: with many outliers the
         intervals are wide.

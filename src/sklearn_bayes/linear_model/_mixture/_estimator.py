@@ -308,7 +308,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     subsample above that), the winner polished by three I-steps on all rows.  A
     trimmed sum of squares sees only the best half of the residuals: when 20 %
     of the rows are leverage points exactly on one hyperplane LTS can prefer
-    the fit through them (user guide); the M-scale sees every residual and the
+    the fit through them (development log, "The start"); the M-scale sees every residual and the
     deterministic starts never contain such a cluster.
 
     Uncertainty: ``coef_covariance_`` is the sandwich of the fitted estimating
@@ -339,7 +339,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     failing the small-sample guard get a collapsed scale); :meth:`bootstrap_conf_int` (opt-in, ``n_boot`` refits)
     includes the choice.  A row flagged as an outlier contributes no negative ``psi'`` to ``A`` (clipped at 0): a
     gross outlier just inside a redescending loss's cut-off otherwise cancels most of ``A`` at a leverage point
-    (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78; user guide).  If ``A`` is still not positive
+    (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78; development log, "Uncertainty").  If ``A`` is still not positive
     definite (a redescending loss on few rows; was NaN), or the fit passes exactly through more than half the rows
     (``y`` mostly tied, as a count that is mostly 0: intervals of rounding width), ``coef_covariance_`` is the
     least-squares HC3 sandwich of the same residuals (no ``K``, ``df_resid_``), with a ``UserWarning`` (H30S).
@@ -372,7 +372,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     coefficient the S scale normalised by ``n`` collapses towards an exact fit of half the rows
     (the flags marked 16-40 % of clean Gaussian rows at n = 8-16, p = 4), so there the S fit
     and scale are lmrob's finite-sample ones, :math:`\\sum_i \\rho(r_i/s) = b (n - p)` (I-steps
-    from the start), and the MM step runs at that scale (1.9-2.3 %; user guide, round 14);
+    from the start), and the MM step runs at that scale (1.9-2.3 %; development log, round 14);
     the fit and its loss choice do not change.  At ``n = p + 1`` nothing is flagged, and
     near ``n = 2p`` they are conservative (a +50 sd row was missed in 2 of 30 draws at n = 8,
     p = 4).  A fit tuned for prediction can mask (wood: the fit of the small-sample path leaves
@@ -888,7 +888,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         would depend on the BLAS.  At most 4 rows per coefficient the flags use lmrob's
         finite-sample S scale (class Notes): few false flags, little power at ``n <= 2p``,
         none at ``n = p + 1``.  Above, clean Gaussian rows are flagged more often than the
-        nominal 1.24 %: 5.6 % at n = 24, p = 4; 2.0 % at n = 48 (user guide, round 14).
+        nominal 1.24 %: 5.6 % at n = 24, p = 4; 2.0 % at n = 48 (development log, round 14).
         """
         threshold = _inference.validate_threshold(threshold)
         X, y, _ = self._residuals(X, y)

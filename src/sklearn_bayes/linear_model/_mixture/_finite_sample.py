@@ -1,7 +1,7 @@
 """Finite-sample correction of the ``"min_variance"`` intervals (issue 30, round 15): Huber's ``K`` and effective rows.
 
 The sandwich ``s^2 A^-1 B A^-1`` (:func:`~sklearn_bayes.linear_model._mixture._inference.parameter_covariance`)
-is asymptotic: at 12-30 rows its nominal 95 % intervals covered 0.74-0.95 (user guide, round 15).  Two
+is asymptotic: at 12-30 rows its nominal 95 % intervals covered 0.74-0.95 (development log, round 15).  Two
 corrections, both from the fitted loss at its final residuals, neither changing the fit:
 
 * Huber's (1981, *Robust Statistics*, section 7.6) correction factor of the covariance of a regression

@@ -3,7 +3,7 @@
 The 50 %-breakdown M-scale ``s`` solving ``mean_i rho(r_i / s) = 1/2`` is biased low in small
 samples: the S-estimate minimises it over the coefficients, and with ``n <= 2 p`` rows an exact
 fit through half of them is available, towards which the minimised scale collapses (under normal
-errors of sd 1 its mean was 0.43 at ``n = 15``, ``p = 4``; user guide, round 12).  An MM step
+errors of sd 1 its mean was 0.43 at ``n = 15``, ``p = 4``; development log, round 12).  An MM step
 (Tukey 4.685) at that scale then hugs part of the rows, and ``|r_i| > 2.5 s`` flagged 26 % of
 the rows of clean Gaussian samples at ``n = 12``, ``p = 4`` (nominal 1.24 %).
 
@@ -16,7 +16,7 @@ MAD of the MM residuals (the rule of the flags before).  For even ``n`` and ``p`
 p) / n`` equals ``(n - h) / n`` at the maximal-breakdown quantile ``h = n // 2 + (p + 1) // 2``
 of LMS and LTS.  Above the gate the flags read round 13's MM fit (``_s_start.mm_for_flags``):
 there the larger scale would let the MM step re-admit rows that statsmodels' MM flags on the
-classical sets (stackloss, aircraft, road; user guide, round 14).  The fit's coefficients, its
+classical sets (stackloss, aircraft, road; development log, round 14).  The fit's coefficients, its
 loss choice and the MM fit that choice's guard reads are not changed: this module serves the
 flags only (``outlier_mask_``, ``flag_outliers``, ``mm_coef_``, ``residual_scale_``, and the
 sandwich's clipping of flagged rows).

@@ -199,7 +199,7 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     reason (``"exact"`` or ``"not_pd"``) appended to the list ``notes``.  Its ``psi(u) = u`` never saturates,
     so outlying residuals enter with their full size (conservative after an exact fit, whose robust scale is 0);
     finite whenever the identified columns have full rank.  For ``"not_pd"`` it only approximates the selected
-    loss's variance (n = 12, p = 4: median 1.16, range 0.19-9.1 times the Monte Carlo spread of the fit; user guide).
+    loss's variance (n = 12, p = 4: median 1.16, range 0.19-9.1 times the Monte Carlo spread of the fit; development log, "Degenerate responses").
     """
     pos = sw > 0
     m = int(pos.sum())
