@@ -287,3 +287,57 @@ def test_a_generator_with_a_small_seed_warns(seed, small):
 
     msgs = [m for m in _warnings_of(calls) if "64 bits of entropy" in m]
     assert len(msgs) == (3 if small else 0)
+
+
+# ---------------------------------------------------------------- V4: the SS / GRR left-out threshold is exact
+def _exp_decimal(eps):
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 80
+    return Decimal(eps).exp()
+
+
+def _ratio_decimal(num, den):
+    from decimal import Decimal
+
+    return Decimal(num.numerator * den.denominator) / Decimal(num.denominator * den.numerator)
+
+
+SS_EPS = [1e-300, 1e-16, 1.5e-14, 1e-14, 1e-12, 1e-10, 1e-6, 1e-3, 0.1, 1.0, 3.0, 5.030968229583157, 10.0, 20.0,
+          36.0, 40.0, 700.0, 800.0, 1e300]
+
+
+@pytest.mark.parametrize("K", [2, 3, 4, 5, 6, 10, 1000, 10**6, 2**31 - 1])
+def test_ss_left_out_threshold_is_exactly_epsilon_ldp_or_refused(K):
+    """The realised SS(k) law (left out with P = n / 2^53, subsets uniform) keeps both ratios
+    (1 - P)(K - k) / (P k) and its inverse within e^eps, checked exactly; a budget no grid point can honour is
+    refused naming epsilon.  The former threshold exceeded e^eps by 2.9e-11 nats at K = 10^6, eps <= 1e-12, and
+    by 4.7e-10 at K = 2^31 - 1."""
+    from sklearn_bayes.privacy._ldp._mechanisms import ss_left_out_threshold
+
+    accepted = 0
+    for k in sorted(k for k in {1, 2, K // 2, K - 2, K - 1} if 1 <= k < K):
+        for eps in SS_EPS:
+            try:
+                t = ss_left_out_threshold(K, eps, k)
+            except ValueError as exc:
+                assert "epsilon=" in str(exc) and eps < 1e-6
+                continue
+            accepted += 1
+            P = Fraction(t)
+            assert P * 2**53 == int(P * 2**53) and 0 < P < 1  # exactly n / 2^53: P(u < t) = P
+            up = (1 - P) * (K - k) / (P * k)
+            bound = _exp_decimal(min(eps, 700.0))  # e^700 <= e^eps
+            for r in (up, 1 / up):
+                assert _ratio_decimal(Fraction(r), Fraction(1)) <= bound, (K, k, eps)
+    assert accepted > 0
+
+
+def test_ss_budget_below_the_grid_is_refused_at_construction():
+    with pytest.raises(ValueError, match="epsilon=1e-300 is below the smallest budget"):
+        SetResponseMechanism(10, 1e-300, "subset_selection", 3)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=10, epsilon=1e-300, mechanism="grr")
+    with pytest.raises(ValueError, match="epsilon"):
+        est.partial_fit_responses(np.array([0]))
+    assert "n_responses_" not in vars(est)
+    SetResponseMechanism(10, 1e-12, "subset_selection", 5)  # honoured

@@ -16,7 +16,10 @@ frequency estimate at the uniform distribution (``k ≈ K / (e^eps + 1)``; ``1``
 when ``K < 3 e^eps + 2``).
 """
 
+import functools
+import math
 import numbers
+from fractions import Fraction
 
 import numpy as np
 from scipy.special import gammaln
@@ -107,19 +110,50 @@ def ss_log_probabilities(K, epsilon, k):
 _ROUND_UP = 1.0 + 8 * np.finfo(float).eps
 
 
-def ss_left_out_threshold(K, epsilon, k):
-    """The SS(k) sampler's threshold ``t``: a user's category is left out of her report when ``u < t``.
+#: Numpy's uniforms are ``j / 2^53``: a threshold ``n / 2^53`` is met by exactly ``n`` of them.
+_GRID = 2**53
 
-    ``q = (K - k) e^-eps / (k + (K - k) e^-eps)``, the exact probability, computed from ``e^-eps`` (a relative
-    error of a few ulps whatever ``eps``; the former ``exp(ln(K - k) - logaddexp(ln k + eps, ln(K - k)))``
-    carried the absolute rounding of a log of magnitude ``eps + ln k``, up to 1.4e-15 relative at eps ~ 5, beyond
-    its margin: the realised ratio exceeded ``e^eps`` at K = 10, k = 4, eps = 5.03), times :data:`_ROUND_UP`; at
-    most ``(K - k) / K`` (the ``eps = 0`` value, which the upper ratio needs), at least the smallest double (an
-    underflow above eps ~ 745 would make leaving out impossible: an unbounded privacy loss).
+
+def _exp_lower(epsilon):
+    """An exact rational ``L <= e^eps`` (``e^eps`` for eps above 100 as ``e^100``, still a lower bound):
+    ``1 + expm1(eps) (1 - 2^-49)``, ``expm1`` being accurate to a few ulps, and ``1`` at worst."""
+    return 1 + Fraction(math.expm1(min(float(epsilon), 100.0))) * Fraction(2**49 - 1, 2**49)
+
+
+@functools.lru_cache(maxsize=256)
+def ss_left_out_threshold(K, epsilon, k):
+    """The SS(k) sampler's threshold ``t = n / 2^53``: a user's category is left out of her report when ``u < t``.
+
+    ``n`` is chosen exactly (integer and rational arithmetic) so that the realised left-out probability
+    ``P = n / 2^53`` gives every response a likelihood ratio at most ``e^eps`` in both directions::
+
+        (1 - P) (K - k) <= L P k    and    P k <= L (1 - P) (K - k),    L = a rational lower bound of e^eps,
+
+    ``n`` the smallest integer meeting the first (the most random mechanism on the grid; at least 1, so leaving
+    out stays possible at any budget).  The former threshold (the exact probability times ``1 + 8 ulps``, capped
+    at ``(K - k) / K`` then rounded up by the grid) broke the second inequality at tiny budgets and large ``K``
+    (the cap is not on the grid): an excess of 2.9e-11 nats at K = 10^6, eps <= 1e-12.
+
+    Raises
+    ------
+    ValueError
+        If no ``n`` meets both: ``epsilon`` is below what a 53-bit comparison can honour for this ``K`` and
+        ``k`` (about ``K^2 / (k (K - k) 2^53)``).
     """
-    r = (K - k) * float(np.exp(-float(epsilon)))
-    q = r / (k + r) * _ROUND_UP
-    return max(min(q, (K - k) / K), float(np.nextafter(0.0, 1.0)))
+    K, k = int(K), int(k)
+    L = _exp_lower(epsilon)
+    a, b = K - k, k  # (N - n) a <= L n b  <=>  n >= N a / (a + L b)
+    num = _GRID * a
+    den = a + L * b
+    n = max(1, -(-num // den) if isinstance(den, int) else math.ceil(Fraction(num) / den))
+    if not (n * b <= L * (_GRID - n) * a and (_GRID - n) * a <= L * n * b):
+        bound = K * K / (k * (K - k) * float(_GRID))
+        raise ValueError(
+            f"epsilon={float(epsilon)!r} is below the smallest budget that numpy's 53-bit uniforms can honour "
+            f"exactly for subset selection with n_categories={K}, subset_size={k} (about {bound:.1e}): no "
+            "left-out probability on the 2^-53 grid keeps every likelihood ratio within e^epsilon."
+        )
+    return n / _GRID
 
 
 def oue_bit_threshold(epsilon):
@@ -194,12 +228,10 @@ def ss_privatize_packed(x, K, epsilon, k, rng):
     """
     x = np.asarray(x, dtype=np.intp)
     n = x.size
-    # the rare event "x is left out" is drawn with its own probability, rounded up:
-    # P(u < q) = ceil(q 2^53) / 2^53 >= q for numpy's 53-bit uniforms, so the realised
-    # mechanism is never less random than SS(k) (drawing "kept" with p_in = 1 - q instead
-    # rounds q down, to exactly 0 above eps ~ 37: an unbounded privacy loss)
-    # (an underflow to 0 at eps > ~745 would make it impossible: keep the smallest double, so
-    # u = 0, probability 2^-53 >= q, still leaves x out)
+    # the rare event "x is left out" is drawn with its own probability n / 2^53, chosen exactly on numpy's
+    # 53-bit grid (ss_left_out_threshold): every ratio within e^eps, and n >= 1 so that leaving x out stays
+    # possible at any budget (drawing "kept" with p_in = 1 - q instead rounded q down, to exactly 0 above
+    # eps ~ 37: an unbounded privacy loss)
     q_out = ss_left_out_threshold(K, epsilon, k)
     keep = ~(rng.random(n) < q_out)
     out = np.zeros((n, (K + 7) // 8), dtype=np.uint8)
@@ -368,6 +400,7 @@ class SetResponseMechanism:
             k = int(subset_size)
             if not 1 <= k <= K - 1:
                 raise ValueError(f"subset_size must be in [1, {K - 1}] (n_categories - 1), got {k}.")
+            ss_left_out_threshold(K, eps, k)  # a budget too small for the 2^-53 grid: ValueError naming epsilon
         object.__setattr__(self, "_n_categories", K)
         object.__setattr__(self, "_epsilon", eps)
         object.__setattr__(self, "_kind", kind)
