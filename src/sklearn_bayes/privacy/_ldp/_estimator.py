@@ -209,7 +209,9 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     Attributes
     ----------
     categories_ : ndarray of shape (n_categories_,)
-        The category labels; responses and subsets use their positions.
+        The category labels; responses and subsets use their positions.  Not private:
+        with ``n_categories=None`` (simulation mode) they are the labels seen in ``X``,
+        one user's label included; give ``n_categories`` and positions when they matter.
     n_categories_ : int
     theta_ : ndarray of shape (n_categories_,)
         Estimated probabilities (MCMC estimate of the posterior mean, see
