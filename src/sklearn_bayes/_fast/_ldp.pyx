@@ -111,11 +111,20 @@ cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* p
 
     Each keep/leave branch draws its rare side with :func:`_rare`: ``drop1 = 1 - a1`` is
     ``k a0`` (``(K - 1) a0`` for plain SRR) and ``drop2 = 1 - r = (K - k - 1) / B`` is
-    ``(K - k - 1) b_out / a1``."""
+    ``(K - k - 1) b_out / a1``, both rounded up by :func:`_rare_probability`."""
+    cdef double drop1 = _rare_probability((K - 1 if k == 0 else k) * c[A0])
+    cdef double drop2 = 0.0
+    if k > 0 and pos[x] >= k and K - k > 1:
+        drop2 = _rare_probability((K - k - 1) * (c[B_OUT] / c[A1]))
+    return _rrrr_draw(r, x, sigma, pos, k, K, drop1, drop2)
+
+
+cdef inline int _rrrr_draw(_Rng* r, int x, const int32_t* sigma, const int32_t* pos, int k, int K,
+                           double drop1, double drop2) noexcept nogil:
+    """One RRRR draw given the rare branches' probabilities ``drop1`` (outer SRR) and ``drop2``
+    (SRR on S^c, read only when x is not in S and |S^c| > 1)."""
     cdef int px = pos[x]
     cdef int j, rr, sc = K - k
-    cdef double drop1 = _rare_probability((K - 1 if k == 0 else k) * c[A0])
-    cdef double drop2
     if k == 0:
         # plain SRR(x; [K], eps): keep x with e^eps / (e^eps + K - 1)
         if not _rare(r, drop1):
@@ -135,7 +144,7 @@ cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* p
             return rr
         return sigma[j]
     # x not in S: R = SRR(x; S^c, e2)
-    if sc == 1 or not _rare(r, _rare_probability((sc - 1) * (c[B_OUT] / c[A1]))):
+    if sc == 1 or not _rare(r, drop2):
         rr = x
     else:
         j = k + _randint(r, sc - 1)
@@ -166,6 +175,28 @@ def rrrr_sample(object generator, const int32_t[::1] x, const int32_t[::1] sigma
     with generator.bit_generator.lock, nogil:
         for i in range(n):
             out[i] = _rrrr_one(&r, x[i], &sigma[0], &pos[0], k, K, &consts_k[0])
+
+
+def rrrr_sample_thresholds(object generator, const int32_t[::1] x, const int32_t[::1] sigma,
+                           int k, double t1, double t2, int32_t[::1] out):
+    """:func:`rrrr_sample` with the rare branches' probabilities given: ``t1`` (outer SRR) and ``t2``
+    (SRR on S^c), multiples of 2^-53 in (0, 1), each realised exactly (``P(rare) = t``)."""
+    cdef int K = sigma.shape[0]
+    cdef Py_ssize_t i, n = x.shape[0]
+    cdef _Rng r
+    cdef int32_t[::1] pos = np.empty(K, dtype=np.int32)
+    for i in range(K):
+        pos[sigma[i]] = <int32_t>i
+    r.bg = _bitgen(generator)
+    r.has_spare = 0
+    with generator.bit_generator.lock, nogil:
+        for i in range(n):
+            out[i] = _rrrr_draw(&r, x[i], &sigma[0], &pos[0], k, K, t1, t2)
+
+
+def rare_given_threshold(double u, double t):
+    """The rare-branch decision of :func:`rrrr_sample_thresholds` for the uniform ``u`` (tests)."""
+    return bool(_rare_given(u, t))
 
 
 # --------------------------------------------------------------------------------------

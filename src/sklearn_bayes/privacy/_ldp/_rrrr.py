@@ -183,17 +183,19 @@ class RRRRMechanism:
     works, and lazily, per subset size actually used: construction is O(1) and a
     release costs O(K + n) time and memory (``n_categories = 10**7`` is fine).
 
-    Floating point: :meth:`privatize` compares a 53-bit uniform with the rare branches'
-    probabilities rounded *up* onto the ``2**-53`` grid (never below the smallest
-    double), so every output of the exact mechanism stays possible: an output of
-    probability below ``2**-53`` is drawn with probability at least ``2**-53`` (for
-    ``epsilon1 = kappa * epsilon`` above about 36 the release is then the true category
-    except with probability about ``2**-53``).  (An earlier version of this note said such
-    outputs are "never drawn, as epsilon-LDP already allows": wrong -- an impossible output
-    is an infinite likelihood ratio.)  The rounding is not exact: review HQS measured
-    realised ratios above ``e^epsilon`` by up to 9.3e-13 nats at ``K = 1000`` (default
-    ``kappa``), 2.5e-9 at ``K = 10**6`` and about 1e-6 at ``K = 2**31 - 1``; exact grid
-    thresholds (as subset selection now uses) are open work.
+    Floating point: :meth:`privatize` draws each rare branch (``x`` left by the outer SRR,
+    ``x`` left by the SRR on ``S^c``) with a threshold chosen exactly on numpy's ``2**-53``
+    grid per subset size (``_rrrr_grid``): every column's realised max/min ratio is verified
+    in integer arithmetic to be at most ``e^epsilon``, and every output of the exact
+    mechanism stays possible (probability at least ``2**-53``; for ``epsilon1`` above about
+    36 the release is the true category except with about that probability).  A budget no
+    grid point can honour for a subset size (a tiny ``epsilon`` at a large ``K``) raises
+    ``ValueError`` naming ``epsilon`` when that size is used.  (An earlier version of this
+    note said outputs below ``2**-53`` are "never drawn, as epsilon-LDP already allows":
+    wrong -- an impossible output is an infinite likelihood ratio -- and the former
+    thresholds, the float probability times ``1 + 8 ulps``, exceeded ``e^epsilon`` by up to
+    9.3e-13 nats at ``K = 1000`` and about 1e-6 at ``K = 2**31 - 1``; the estimator's
+    simulation mode still draws with those.)
 
     Examples
     --------
@@ -271,6 +273,19 @@ class RRRRMechanism:
             log_c.setflags(write=False)
             c.setflags(write=False)
             pair = self._log_consts[subset_size] = (log_c, c)
+        return pair
+
+    def _thresholds(self, subset_size):
+        """``(t1, t2)``: the sampler's rare-branch thresholds on the 2^-53 grid for ``|S| = subset_size``,
+        every realised ratio verified exactly against ``e^epsilon`` (``_rrrr_grid``; cached)."""
+        from sklearn_bayes.privacy._ldp._rrrr_grid import grid_thresholds
+
+        cache = vars(self).setdefault("_grid_thresholds", {})  # (a pickle from before has none)
+        pair = cache.get(subset_size)
+        if pair is None:
+            pair = cache[subset_size] = grid_thresholds(
+                self.n_categories, self.epsilon, self.kappa, subset_size,
+                lambda eps: _epsilon2(self.n_categories, subset_size, eps, self.kappa))
         return pair
 
     def _log_constants(self, subset_size):
@@ -368,7 +383,7 @@ class RRRRMechanism:
         y : int or ndarray of int
             Released categories, same shape as ``x``.
         """
-        from sklearn_bayes._fast._ldp import rrrr_sample
+        from sklearn_bayes._fast._ldp import rrrr_sample_thresholds
 
         s = self._check_subset(subset)
         scalar = np.ndim(x) == 0
@@ -390,9 +405,9 @@ class RRRRMechanism:
         mask = np.zeros(K, dtype=bool)
         mask[s] = True
         sigma = np.concatenate([s, np.flatnonzero(~mask)]).astype(np.int32)
-        c = self._constants(s.size)
+        t1, t2 = self._thresholds(s.size)
         out = np.empty(xa.size, dtype=np.int32)
-        rrrr_sample(rng, xa.astype(np.int32), sigma, int(s.size), np.ascontiguousarray(c, dtype=np.float64), out)
+        rrrr_sample_thresholds(rng, xa.astype(np.int32), sigma, int(s.size), t1, t2, out)
         out = out.astype(np.int64)
         if scalar:
             return int(out[0])
