@@ -106,7 +106,10 @@ class _PosteriorMixin:
             raise ValueError(f"covariance must be 'posterior' or 'sampling', got {covariance!r}.")
         coef = np.asarray(self.coef_, dtype=np.float64)
         if covariance == "sampling" and self._fitted_param("prior_mean_method") == "offset":
-            coef = self._debiased(coef, C)
+            # the Newton step uses the inverse information itself (Poisson dispersion='pearson' scales C only
+            # for the width)
+            pearson = getattr(self, "_fit_params", {}).get("dispersion", getattr(self, "dispersion", None)) == "pearson"
+            coef = self._debiased(coef, C / self.dispersion_ if pearson else C)
         if coef.ndim == 2 and coef.shape[0] == 1:
             return wald_interval(coef[0], C, alpha)
         if coef.ndim == 2:  # multinomial: the reference row is fixed at 0

