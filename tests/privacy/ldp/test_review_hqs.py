@@ -422,3 +422,21 @@ def test_rrrr_device_release_follows_its_transition_matrix():
         freq = np.bincount(y, minlength=K) / n
         se = np.sqrt(P[x] * (1 - P[x]) / n)
         assert np.all(np.abs(freq - P[x]) <= 5 * se), (x, freq, P[x])
+
+
+def test_rrrr_client_mechanism_is_the_devices_rrrr_with_frozen_parameters():
+    """mechanism='rrrr' hands out an RRRRMechanism with the estimator's parameters (it raised before); a later
+    kappa or epsilon change is refused like the static clients' (review HQS B2)."""
+    from sklearn_bayes.privacy import RRRRMechanism
+
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, mechanism="rrrr", epsilon=2.0, kappa=0.8, n_final_steps=20)
+    client = est.client_mechanism()
+    assert isinstance(client, RRRRMechanism)
+    assert (client.n_categories, client.epsilon, client.kappa) == (K, 2.0, 0.8)
+    y = client.privatize(np.array([0, 1, 2]), [0], random_state=_big_rng(31))
+    est.set_params(kappa=0.5)
+    with pytest.raises(ValueError, match="kappa was 0.8 when client_mechanism"):
+        est.partial_fit_responses(y, [[0]] * 3, update="defer")
+    est.set_params(kappa=0.8)
+    est.partial_fit_responses(y, [[0]] * 3, update="defer")
+    assert est.n_responses_ == 3 and est.client_mechanism().kappa == 0.8

@@ -41,7 +41,7 @@ from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, warn_if_unconverg
 from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
 from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
-from sklearn_bayes.privacy._ldp._rrrr import _rrrr_constants
+from sklearn_bayes.privacy._ldp._rrrr import RRRRMechanism, _rrrr_constants
 from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS
 from sklearn_bayes.privacy._ldp._serving import ServingMixin
 from sklearn_bayes.privacy._ldp._utilities import UTILITIES
@@ -510,29 +510,29 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
 
     @serialized
     def client_mechanism(self):
-        """The mechanism users privatise with, for a static ``mechanism`` (deployment).
+        """The mechanism users privatise with (deployment).
 
         Returns
         -------
-        mechanism : SetResponseMechanism
-            ``privatize(x, random_state)`` returns each user's response as a boolean
-            mask of length ``K`` (subset selection: the reported ``k``-subset; GRR: the
-            one-hot released category; OUE: the bit vector); record the masks with
-            ``partial_fit_responses(masks)``.  ``log_probability(response, x)`` is the
-            exact likelihood.  For ``mechanism='rrrr'`` use :meth:`propose_subset` and
-            :class:`sklearn_bayes.RRRRMechanism` instead.  A read-only copy: the first client
-            handed out freezes ``n_categories``, ``epsilon`` and ``mechanism`` (a later change
-            makes this method and :meth:`partial_fit_responses` raise ``ValueError``).
+        mechanism : SetResponseMechanism or RRRRMechanism
+            Static ``mechanism``: ``privatize(x, random_state)`` returns each user's response
+            as a boolean mask of length ``K`` (subset selection: the reported ``k``-subset;
+            GRR: the one-hot released category; OUE: the bit vector); record the masks with
+            ``partial_fit_responses(masks)``; ``log_probability(response, x)`` is the exact
+            likelihood.  ``mechanism='rrrr'``: a :class:`sklearn_bayes.RRRRMechanism` with the
+            estimator's ``n_categories``, ``epsilon`` and ``kappa``; each user's subset comes from
+            :meth:`propose_subset`.  A read-only copy: the first client handed out freezes
+            ``n_categories``, ``epsilon``, ``mechanism`` and ``kappa`` (a later change makes this
+            method and :meth:`partial_fit_responses` raise ``ValueError``).
         """
         if "n_responses_" in vars(self):
             self._check_frozen()
-            client = self._client
+            K, client = self.n_categories_, self._client
         else:
             K = self._check_unfitted_params("to build the client mechanism before any data")
             client = self._resolve_mechanism(K)[1]
-        if client is None:
-            raise ValueError("mechanism='rrrr' is adaptive: each user's subset comes from propose_subset "
-                             "(client: sklearn_bayes.RRRRMechanism).")
+        if client is None:  # the adaptive mechanism: the device's RRRR with the frozen parameters
+            client = RRRRMechanism(K, self.epsilon, self.kappa)
         return self._hand_out(client)
 
     # ------------------------------------------------------------------ state

@@ -157,7 +157,7 @@ class FrozenParamsMixin:
         return ("grr" if k == 1 else "subset_selection"), SetResponseMechanism(K, eps, "subset_selection", k)
 
     #: the parameters a handed-out client is built from (see ``_hand_out``)
-    _CLIENT_PARAMS = ("n_categories", "epsilon", "mechanism")
+    _CLIENT_PARAMS = ("n_categories", "epsilon", "mechanism", "kappa")
 
     def _hand_out(self, client):
         """A copy of the server's ``client`` for the devices; the first one handed out freezes
