@@ -55,6 +55,10 @@ cdef enum:  # columns of the RRRR constants table (privacy/_rrrr.py: CONST_FIELD
     B_OUT = 4
     R_KEEP = 5
 
+cdef enum:  # optional columns of the simulation table (privacy/_ldp/_rrrr_grid.py: simulation_table)
+    T1 = 6  # the outer SRR's exact rare-branch threshold on the 2^-53 grid (<= 0: not given)
+    T2 = 7  # the SRR on S^c's
+
 #: The column names and indices as the kernels use them (tests check them against ``_rrrr.py``).
 CONST_COLUMNS = {"a1": A1, "a0": A0, "b_self": B_SELF, "b_in": B_IN, "b_out": B_OUT, "r": R_KEEP}
 
@@ -105,13 +109,17 @@ cdef inline double _rare_probability(double q) noexcept nogil:
 
 
 cdef inline int _rrrr_one(_Rng* r, int x, const int32_t* sigma, const int32_t* pos, int k, int K,
-                          const double* c) noexcept nogil:
+                          const double* c, Py_ssize_t ncols) noexcept nogil:
     """One RRRR draw: S = sigma[:k], S^c = sigma[k:], pos = inverse of sigma; ``c`` is the
-    size-k row (a1, a0, b_self, b_in, b_out, r) of the RRRR constants table.
+    size-k row (a1, a0, b_self, b_in, b_out, r[, t1, t2]) of the RRRR constants table.
 
-    Each keep/leave branch draws its rare side with :func:`_rare`: ``drop1 = 1 - a1`` is
-    ``k a0`` (``(K - 1) a0`` for plain SRR) and ``drop2 = 1 - r = (K - k - 1) / B`` is
-    ``(K - k - 1) b_out / a1``, both rounded up by :func:`_rare_probability`."""
+    With the exact grid thresholds ``t1, t2`` (``ncols >= 8``, ``t1 > 0``) the rare branches are
+    drawn with exactly those probabilities.  Otherwise each keep/leave branch draws its rare
+    side with :func:`_rare`: ``drop1 = 1 - a1`` is ``k a0`` (``(K - 1) a0`` for plain SRR) and
+    ``drop2 = 1 - r = (K - k - 1) / B`` is ``(K - k - 1) b_out / a1``, both rounded up by
+    :func:`_rare_probability`."""
+    if ncols >= 8 and c[T1] > 0.0:
+        return _rrrr_draw(r, x, sigma, pos, k, K, c[T1], c[T2])
     cdef double drop1 = _rare_probability((K - 1 if k == 0 else k) * c[A0])
     cdef double drop2 = 0.0
     if k > 0 and pos[x] >= k and K - k > 1:
@@ -174,7 +182,7 @@ def rrrr_sample(object generator, const int32_t[::1] x, const int32_t[::1] sigma
     r.has_spare = 0
     with generator.bit_generator.lock, nogil:
         for i in range(n):
-            out[i] = _rrrr_one(&r, x[i], &sigma[0], &pos[0], k, K, &consts_k[0])
+            out[i] = _rrrr_one(&r, x[i], &sigma[0], &pos[0], k, K, &consts_k[0], consts_k.shape[0])
 
 
 def rrrr_sample_thresholds(object generator, const int32_t[::1] x, const int32_t[::1] sigma,
@@ -604,8 +612,8 @@ def choose_prefix(int mode, const double[::1] phi, int32_t[::1] sigma, const dou
     ties by index: the subset is ``sigma[:k]``.  The same kernel as the online loop.
     """
     cdef int K = phi.shape[0], k
-    if sigma.shape[0] != K or consts.shape[0] < K or consts.shape[1] != 6:
-        raise ValueError("choose_prefix: sigma must have K entries and consts K rows of 6 columns.")
+    if sigma.shape[0] != K or consts.shape[0] < K or consts.shape[1] < 6:
+        raise ValueError("choose_prefix: sigma must have K entries and consts K rows of at least 6 columns.")
     if mode not in (1, 2, 3, 5, 6, 7, 8, 9):
         raise ValueError(f"choose_prefix: unknown mode {mode}.")
     cdef double[::1] buf = np.zeros(8 * K + 2)
@@ -710,7 +718,7 @@ def run_online(object generator, double[::1] phi, int32_t[::1] sigma,
                 for j in range(K):
                     pos[sigma[j]] = j
                 x = values[i]
-                y = _rrrr_one(&r, x, &sigma[0], &pos[0], k, K, &consts[k, 0])
+                y = _rrrr_one(&r, x, &sigma[0], &pos[0], k, K, &consts[k, 0], consts.shape[1])
                 # subset row: reuse the previous one if identical
                 same = 0
                 if prev_sid >= 0 and sid_k[prev_sid] == k:

@@ -356,7 +356,7 @@ def register_noise_state(random_state, owner="this mechanism", instance=None):
         )
 
 
-def check_privacy_random_state(random_state, owner="this mechanism", instance=None):
+def check_privacy_random_state(random_state, owner="this mechanism", instance=None, warn_small_seed=False):
     """:func:`check_generator` for privacy noise, with warnings where the noise is not private.
 
     Emits :class:`SeededNoiseWarning`
@@ -375,8 +375,9 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
       states have drawn noise since.  An estimator registers its generator's state at every
       call that draws noise (:func:`register_noise_state`), not only at the first fit, so a copy
       of a fitted estimator warns too;
-    * for a ``Generator`` whose seed sequence holds at most 64 bits of entropy
-      (``np.random.default_rng(42)``): its noise is as reproducible as an int seed's (a
+    * with ``warn_small_seed=True`` (the local-DP clients and estimator), for a ``Generator``
+      whose seed sequence holds at most 64 bits of entropy (``np.random.default_rng(42)``,
+      children of ``SeedSequence(0).spawn``): its noise is as reproducible as an int seed's (a
       ``RandomState`` keeps no seed sequence: it is not checked).
 
     ``None`` gives a generator seeded from operating-system entropy, which is reseeded from
@@ -394,13 +395,15 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
         Name used in the warning.
     instance : object or None
         The object that will draw the noise (held by a weak reference).
+    warn_small_seed : bool, default=False
+        Also warn for a ``Generator`` seeded with at most 64 bits of entropy.
 
     Returns
     -------
     rng : numpy.random.Generator
     """
     register_noise_state(random_state, owner, instance)
-    if isinstance(random_state, np.random.Generator) and _small_seed(random_state):
+    if warn_small_seed and isinstance(random_state, np.random.Generator) and _small_seed(random_state):
         warnings.warn(
             f"{owner} was given a Generator seeded with at most 64 bits of entropy (e.g. default_rng(42)): "
             "its privacy noise is reproducible from the seed. Use seeded noise for testing only; use "

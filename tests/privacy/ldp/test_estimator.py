@@ -636,8 +636,9 @@ def test_fit_restarts_with_the_new_parameters():
     est.fit([[0], [1], [2], [3]])
     assert est.n_responses_ == 4
     mech = RRRRMechanism(4, 0.5, 0.8)
-    for k in range(4):
-        np.testing.assert_array_equal(est._chain.consts[k], mech._constants(k))
+    for k in range(4):  # the six constants, then the exact grid thresholds (review HQS V1)
+        np.testing.assert_array_equal(est._chain.consts[k, :6], mech._constants(k))
+        assert tuple(est._chain.consts[k, 6:]) == mech._thresholds(k)
     np.testing.assert_array_equal(est._chain.prior, np.full(4, 2.0))
     est.partial_fit([[1]])  # the new values are now the recorded ones
 

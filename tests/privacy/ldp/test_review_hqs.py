@@ -440,3 +440,35 @@ def test_rrrr_client_mechanism_is_the_devices_rrrr_with_frozen_parameters():
     est.set_params(kappa=0.8)
     est.partial_fit_responses(y, [[0]] * 3, update="defer")
     assert est.n_responses_ == 3 and est.client_mechanism().kappa == 0.8
+
+
+def test_simulation_mode_draws_with_the_devices_exact_thresholds():
+    """mechanism='rrrr' in simulation mode: the chain's constants table carries the device's exact grid
+    thresholds for every subset size (K <= EXACT_SIMULATION_MAX), so the kernel realises the same audited law;
+    its release frequencies follow the closed form (Monte Carlo, 5 SE)."""
+    from sklearn_bayes.privacy import RRRRMechanism
+    from sklearn_bayes.privacy._ldp._rrrr import simulation_table
+    from sklearn_bayes.privacy._ldp._rrrr_grid import EXACT_SIMULATION_MAX
+
+    Kc, eps, kappa = 6, 1.0, 0.9
+    est = AdaptiveLDPFrequencyEstimator(n_categories=Kc, mechanism="rrrr", epsilon=eps, kappa=kappa,
+                                        n_final_steps=20, random_state=_big_rng(41))
+    est.partial_fit(np.zeros((3, 1), dtype=int))
+    table = est._chain.consts
+    mech = RRRRMechanism(Kc, eps, kappa)
+    assert table.shape == (Kc, 8)
+    for k in range(Kc):
+        assert tuple(table[k, 6:]) == mech._thresholds(k)
+    assert simulation_table(EXACT_SIMULATION_MAX + 1, eps, kappa).shape[1] == 6  # large K: the former rounding
+    # the kernel with the table's row draws the closed-form law
+    from sklearn_bayes._fast._ldp import rrrr_sample
+
+    n, S = 60000, [1, 3]
+    P = mech.transition_matrix(S)
+    sigma = np.array([1, 3, 0, 2, 4, 5], dtype=np.int32)
+    rng = _big_rng(42)
+    for x in (0, 1):
+        out = np.empty(n, dtype=np.int32)
+        rrrr_sample(rng, np.full(n, x, dtype=np.int32), sigma, 2, np.ascontiguousarray(table[2]), out)
+        freq = np.bincount(out, minlength=Kc) / n
+        assert np.all(np.abs(freq - P[x]) <= 5 * np.sqrt(P[x] * (1 - P[x]) / n)), (x, freq, P[x])

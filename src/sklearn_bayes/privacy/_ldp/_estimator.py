@@ -41,7 +41,7 @@ from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, warn_if_unconverg
 from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
 from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
-from sklearn_bayes.privacy._ldp._rrrr import RRRRMechanism, _rrrr_constants
+from sklearn_bayes.privacy._ldp._rrrr import RRRRMechanism, simulation_table
 from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS
 from sklearn_bayes.privacy._ldp._serving import ServingMixin
 from sklearn_bayes.privacy._ldp._utilities import UTILITIES
@@ -553,9 +553,9 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         self.mechanism_, self._client = self._resolve_mechanism(K)
         # the RRRR likelihood table (48 bytes per category): static mechanisms never read it
         # (4.8 GB at K = 10^8 for two GRR responses)
-        consts = _rrrr_constants(K, float(self.epsilon), float(self.kappa)) if self._client is None else None
+        consts = simulation_table(K, float(self.epsilon), float(self.kappa)) if self._client is None else None
         self._rng = check_privacy_random_state(self.random_state, owner="AdaptiveLDPFrequencyEstimator",
-                                               instance=self)
+                                               instance=self, warn_small_seed=True)
         # member lists serve the RRRR kernels only: a static mechanism's sets (one per
         # response, mostly distinct) would cost 4 K bytes each (4 GB for 10^6 users at K=1000)
         self._chain = ChainState.start(K, self._rng, consts, prior, members=self._client is None)

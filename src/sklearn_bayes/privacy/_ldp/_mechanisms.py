@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from sklearn_bayes.privacy._ldp._posterior import Groups
+from sklearn_bayes.privacy._ldp._rrrr_grid import _exp_lower
 
 __all__ = ["MECHANISMS", "SetResponseMechanism", "best_subset_size", "ss_privatize", "oue_privatize",
            "ss_privatize_packed", "oue_privatize_packed", "groups_from_masks", "groups_from_unique",
@@ -112,12 +113,6 @@ _ROUND_UP = 1.0 + 8 * np.finfo(float).eps
 
 #: Numpy's uniforms are ``j / 2^53``: a threshold ``n / 2^53`` is met by exactly ``n`` of them.
 _GRID = 2**53
-
-
-def _exp_lower(epsilon):
-    """An exact rational ``L <= e^eps`` (``e^eps`` for eps above 100 as ``e^100``, still a lower bound):
-    ``1 + expm1(eps) (1 - 2^-49)``, ``expm1`` being accurate to a few ulps, and ``1`` at worst."""
-    return 1 + Fraction(math.expm1(min(float(epsilon), 100.0))) * Fraction(2**49 - 1, 2**49)
 
 
 @functools.lru_cache(maxsize=256)
@@ -471,7 +466,8 @@ class SetResponseMechanism:
             raise ValueError(f"x must hold integer category positions in [0, {self.n_categories}).")
         # instance=None: x is validated before any draw and a client never retries, so any second use of a
         # generator state (a copied Generator, even on this same object) is a replay and warns
-        rng = check_privacy_random_state(random_state, owner="SetResponseMechanism.privatize", instance=None)
+        rng = check_privacy_random_state(random_state, owner="SetResponseMechanism.privatize", instance=None,
+                                         warn_small_seed=True)
         return np.unpackbits(self._privatize_packed(x, rng), axis=1, count=self.n_categories).astype(bool)
 
     def _privatize_packed(self, x, rng):

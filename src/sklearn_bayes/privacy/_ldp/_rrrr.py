@@ -4,6 +4,7 @@ import numbers
 
 import numpy as np
 
+from sklearn_bayes.privacy._ldp._rrrr_grid import EXACT_SIMULATION_MAX, grid_thresholds
 from sklearn_bayes.utils import check_epsilon, check_privacy_random_state
 
 __all__ = ["RRRRMechanism"]
@@ -117,6 +118,22 @@ def _rrrr_constants(n_categories, epsilon, kappa, sizes=None):
     return np.exp(_log_rrrr_constants(n_categories, epsilon, kappa, sizes))
 
 
+def simulation_table(K, epsilon, kappa):
+    """The estimator's RRRR constants table ``(K, 6)``, with two more columns (``t1, t2``, the exact
+    thresholds of :func:`grid_thresholds` per size; ``-1`` where no grid point honours the budget) when
+    ``K <= EXACT_SIMULATION_MAX``: the simulation-mode kernel then draws exactly like the device."""
+    consts = _rrrr_constants(K, epsilon, kappa)
+    if K > EXACT_SIMULATION_MAX:
+        return consts
+    t = np.full((K, 2), -1.0)
+    for k in range(K):
+        try:
+            t[k] = grid_thresholds(K, epsilon, kappa, k, lambda eps, k=k: _epsilon2(K, k, eps, kappa))
+        except ValueError:
+            pass  # this size keeps the 8-ulp rounding
+    return np.ascontiguousarray(np.hstack([consts, t]))
+
+
 def _transition_matrix_from_mask(mask, consts_k):
     """P[x, y] = P(Y = y | X = x) for a boolean membership mask of S (K,).
 
@@ -195,7 +212,8 @@ class RRRRMechanism:
     wrong -- an impossible output is an infinite likelihood ratio -- and the former
     thresholds, the float probability times ``1 + 8 ulps``, exceeded ``e^epsilon`` by up to
     9.3e-13 nats at ``K = 1000`` and about 1e-6 at ``K = 2**31 - 1``; the estimator's
-    simulation mode still draws with those.)
+    simulation mode uses the exact thresholds up to ``K = 1024`` and still draws with the
+    former ones above.)
 
     Examples
     --------
@@ -278,8 +296,6 @@ class RRRRMechanism:
     def _thresholds(self, subset_size):
         """``(t1, t2)``: the sampler's rare-branch thresholds on the 2^-53 grid for ``|S| = subset_size``,
         every realised ratio verified exactly against ``e^epsilon`` (``_rrrr_grid``; cached)."""
-        from sklearn_bayes.privacy._ldp._rrrr_grid import grid_thresholds
-
         cache = vars(self).setdefault("_grid_thresholds", {})  # (a pickle from before has none)
         pair = cache.get(subset_size)
         if pair is None:
@@ -400,7 +416,8 @@ class RRRRMechanism:
                              f"value{'s' if bad.size != 1 else ''}, first at position {int(bad[0])}.")
         # instance=None: x is validated before any draw and a client never retries, so any second use of a
         # generator state (a copied Generator, even on this same object) is a replay and warns
-        rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize", instance=None)
+        rng = check_privacy_random_state(random_state, owner="RRRRMechanism.privatize", instance=None,
+                                         warn_small_seed=True)
         K = self.n_categories
         mask = np.zeros(K, dtype=bool)
         mask[s] = True

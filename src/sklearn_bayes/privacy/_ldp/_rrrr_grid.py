@@ -25,12 +25,16 @@ from fractions import Fraction
 
 import numpy as np
 
-from sklearn_bayes.privacy._ldp._mechanisms import _exp_lower
-
-__all__ = ["grid_thresholds", "realised_entries"]
+__all__ = ["EXACT_SIMULATION_MAX", "grid_thresholds", "realised_entries"]
 
 _N = 2**53
 _SHAVES = (0.0,) + tuple(2.0**-e for e in (40, 30, 24, 20, 16, 12, 8, 5, 3, 2))
+
+
+def _exp_lower(epsilon):
+    """An exact rational ``L <= e^eps`` (``e^eps`` for eps above 100 as ``e^100``, still a lower bound):
+    ``1 + expm1(eps) (1 - 2^-49)``, ``expm1`` being accurate to a few ulps, and ``1`` at worst."""
+    return 1 + Fraction(math.expm1(min(float(epsilon), 100.0))) * Fraction(2**49 - 1, 2**49)
 
 
 def _tail_pair(log_m, e):
@@ -95,3 +99,8 @@ def grid_thresholds(K, epsilon, kappa, k, epsilon2):
         f"exactly for RRRR with n_categories={K}, subset size {k}, kappa={kappa!r}: no pair of thresholds on "
         "the 2^-53 grid keeps every likelihood ratio within e^epsilon."
     )
+
+
+#: Largest ``K`` whose simulation-mode table gets the exact thresholds (80-300 us per subset size: about
+#: 0.3 s at 1024); above, the simulation kernel keeps the former 8-ulp rounding.
+EXACT_SIMULATION_MAX = 1024
