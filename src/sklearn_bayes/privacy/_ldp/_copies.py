@@ -2,7 +2,7 @@
 
 A pickle holds only the used part of the response store; a ``copy.copy`` of a fitted estimator is a deep
 copy, so two estimators never share a noise generator.  Every noise-drawing call registers the generator's
-state with the replay guard (``_begin_update``), so a copy of a seeded estimator that replays the
+state with the replay guard (``_process``), so a copy of a seeded estimator that replays the
 original's noise warns (:class:`sklearn_bayes.exceptions.SeededNoiseWarning`).
 """
 
