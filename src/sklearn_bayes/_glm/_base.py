@@ -167,7 +167,8 @@ def _column_offset_scale(A, w, centre):
     w = normalise_weights(w)[0]  # only ratios of weights enter: exact, and no overflow of sum(w)
     n, d = A.shape
     wsum = float(w.sum())
-    big = np.maximum(np.max(A, axis=0), -np.min(A, axis=0)) if n else np.zeros(d)
+    top, bottom = (np.max(A, axis=0), np.min(A, axis=0)) if n else (np.zeros(d), np.zeros(d))
+    big = np.maximum(top, -bottom)
     big = np.where(big > 0, big, 1.0)
     # two passes over cache-sized blocks of rows (no n x d temporaries): weighted sums of the
     # columns divided by their magnitudes, then of the squared deviations from the means
@@ -186,9 +187,12 @@ def _column_offset_scale(A, w, centre):
         D *= D
         ss += w[s:e] @ D
     scale = np.sqrt(ss / wsum)
-    # a constant column: centring leaves rounding-level values (|offset| * eps)
+    # a constant column: centring leaves rounding-level values (|offset| * eps) whose size depends on the
+    # order of the sums (another BLAS or SIMD width); equal extremes decide it exactly, on every machine
     flat = scale <= 4.0 * np.finfo(float).eps * np.maximum(np.abs(offset), 0.0 if centre else 1.0)
     flat |= ~(scale > 0)
+    if centre:
+        flat |= top == bottom
     scale = np.where(flat, 1.0, scale)
     return offset * big, scale * big, flat
 
