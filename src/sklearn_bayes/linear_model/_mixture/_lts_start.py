@@ -214,7 +214,9 @@ def _lts_search(Xa, y, sw, n_subsets, n_keep, rng, polish):
         thetas = np.einsum("kij,kj->ki", np.linalg.pinv(Xs[picks]), ys[picks])
     thetas = thetas[np.all(np.isfinite(thetas), axis=1)]
     if len(thetas) > _LTS_SCREEN:  # pre-screen by the raw trimmed objective (vectorised)
-        R2 = (ys[:, None] - Xs @ thetas.T) ** 2
+        with np.errstate(over="ignore", invalid="ignore"):  # a gross y: products overflow, inf - inf on some BLAS
+            R2 = (ys[:, None] - Xs @ thetas.T) ** 2
+        R2[np.isnan(R2)] = np.inf  # an overflowing fit is as bad as it gets, whatever the kernel's inf/nan
         if hn_sub is not None:
             raw = np.partition(R2, hn_sub - 1, axis=0)[:hn_sub].sum(axis=0)
         else:
