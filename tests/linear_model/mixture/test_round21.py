@@ -7,10 +7,14 @@ start back (regression equivariance).
 Tolerances.  The fit of ``y + big x_0`` and the fit of ``y`` are the same fit shifted, up to (i) the rounding of
 ``y + big x_0`` and of the subtraction of the start, at most ``eps big max|x_0|`` per row a few times over, and
 (ii) the solvers' stopping rules, which leave the fit of the same data shifted by ``-X @ [1, 2, 3]`` (no trend, no
-refit) ``2.1e-6`` (``"min_variance"``: IRLS steps below ``1e-8 (1 + max|theta|)``) and ``3.9e-4`` (``"paper"``:
-EM stops on the objective's relative change, ``tol = 1e-5``, so its parameters carry ``sqrt(tol)``-sized errors)
-away in relative standard error.  The tests allow 5 and 5 times those, plus 10 ``eps big max|x_0| / s`` (``s = 1``,
-the noise's scale).
+refit) ``2.1e-6`` (``"min_variance"``: IRLS steps below ``1e-8 (1 + max|theta|)``; the tests allow 5 times that)
+and ``3.9e-4`` (``"paper"``) away in relative standard error.  ``"paper"``'s EM stops on the objective's relative
+change, ``tol``: its log-likelihood ``L`` is then within about ``tol |L|`` of its maximum, and a parameter ``delta``
+standard errors from the maximiser lowers ``L`` by ``delta^2 / 2``, so the fit is determined only to
+``sqrt(2 tol |L|)`` standard errors (0.05 here).  On one machine two such fits agree far better (1e-4), but another
+BLAS kernel or SIMD width (other rounding, another EM iteration count) moved the intercept by 2.6e-3 SE, past the
+empirical 2e-3 this test first used; the bound from the stopping rule holds on every machine.  Plus 10
+``eps big max|x_0| / s`` (``s = 1``, the noise's scale) for the rounding of the trend.
 """
 
 import warnings
@@ -22,7 +26,12 @@ from sklearn_bayes import MixtureMEstimatorRegressor
 from sklearn_bayes.linear_model._mixture import _units
 
 EPS = np.finfo(float).eps
-STOP = {"min_variance": 1e-5, "paper": 2e-3}  # 5 x the stopping rules' own error (module docstring)
+STOP = {"min_variance": 1e-5}  # 5 x the IRLS stopping rule's own error (module docstring)
+
+
+def _stop(variant, m0):
+    """The stopping rule's reach in standard errors (module docstring): ``sqrt(2 tol |L|)`` for the EM."""
+    return STOP[variant] if variant in STOP else float(np.sqrt(2.0 * m0.tol * abs(m0.log_likelihood_)))
 
 
 def _data(n=100):
@@ -55,12 +64,13 @@ def test_strong_trend_is_not_an_exact_fit(variant, big):
     m, w = _fit(X, y + big * X[:, 0], variant=variant)
     assert not w0 and not any("fitted exactly" in s for s in w)
     rounding = 10 * EPS * big * np.abs(X[:, 0]).max()
-    np.testing.assert_allclose(_se(m), _se(m0), rtol=STOP[variant] + rounding)
+    stop = _stop(variant, m0)
+    np.testing.assert_allclose(_se(m), _se(m0), rtol=stop + rounding)
     shift = np.array([big, 0.0, 0.0])
-    assert np.abs(m.coef_ - shift - m0.coef_).max() <= STOP[variant] * _se(m0).min() + rounding
-    assert abs(m.intercept_ - m0.intercept_) <= STOP[variant] * _se(m0).min() + rounding
+    assert np.abs(m.coef_ - shift - m0.coef_).max() <= stop * _se(m0).min() + rounding
+    assert abs(m.intercept_ - m0.intercept_) <= stop * _se(m0).min() + rounding
     np.testing.assert_array_equal(m.outlier_mask_, m0.outlier_mask_)
-    np.testing.assert_allclose(m.residual_scale_, m0.residual_scale_, rtol=STOP[variant] + rounding)
+    np.testing.assert_allclose(m.residual_scale_, m0.residual_scale_, rtol=stop + rounding)
 
 
 def _half_on_a_line(scale, trend, n=40, seed=1):
