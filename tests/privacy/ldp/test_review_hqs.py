@@ -157,8 +157,9 @@ class _GridFeed:
         return np.broadcast_to((np.arange(size[1]) + 0.5) / size[1], size).copy()
 
 
-@pytest.mark.parametrize("K, k", [(3, 1), (4, 1), (5, 1), (4, 2), (5, 2), (5, 3), (5, 4), (6, 3)])
-@pytest.mark.parametrize("kept", [False, True])
+@pytest.mark.parametrize("K, k, kept", [(K, k, kept) for K, k in [(3, 1), (4, 1), (5, 1), (4, 2), (5, 2), (5, 3),
+                                                                   (5, 4), (6, 3)]
+                                          for kept in (False, True) if not (kept and k == 1)])
 def test_subset_law_on_a_coarse_grid_is_exactly_uniform(K, k, kept):
     """On every key vector of a coarse grid (G = 4: ties are common), the sampler's subset of the other categories
     is exactly uniform among the vectors whose k-th smallest key is unique, and exactly the others are
@@ -169,9 +170,7 @@ def test_subset_law_on_a_coarse_grid_is_exactly_uniform(K, k, kept):
 
     from sklearn_bayes.privacy._ldp._mechanisms import ss_privatize_packed
 
-    j = k - 1 if kept else k  # members drawn among the K - 1 other categories
-    if j == 0:
-        pytest.skip("nothing drawn")
+    j = k - 1 if kept else k  # members drawn among the K - 1 other categories (>= 1 here)
     G, x = 4, 2
     keys = np.array(list(itertools.product(range(G), repeat=K)), dtype=float) / G
     n = keys.shape[0]
