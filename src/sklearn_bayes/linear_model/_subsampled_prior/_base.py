@@ -26,7 +26,9 @@ from sklearn_bayes._glm import (
     SquaredHingeLoss,
     PoissonLoss,
     SquaredLoss,
+    _dual,
     fit_map,
+    rank_tolerance,
     rescale,
     inverse_information,
     inverse_spd,
@@ -485,9 +487,14 @@ class _BaseSubsampledPrior(BaseEstimator):
             res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P_obj,
                           coef_init=mean if start is None else start[0], **kw)
             if self._laplace:
-                H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
-                                      prior_precision=P_obj, fit_intercept=self.fit_intercept)
-                theta_cov = inverse_spd(H)
+                # wide data under an isotropic prior: H^-1 from the n x n system (_glm._dual), else dense
+                theta_cov = _dual.posterior_inverse(X, y, loss, res.coef, res.intercept,
+                                                    sample_weight=kw["sample_weight"], prior_precision=P_obj,
+                                                    fit_intercept=self.fit_intercept)
+                if theta_cov is None:
+                    H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
+                                          prior_precision=P_obj, fit_intercept=self.fit_intercept)
+                    theta_cov = inverse_spd(H)
         if self._laplace and closed is not None:
             theta_cov = theta_cov * (penalty_scale * per_weight)
             if data_inv is None:  # a rank-deficient design under a non-identity shape
@@ -500,9 +507,14 @@ class _BaseSubsampledPrior(BaseEstimator):
             # log posterior is the objective times weight_unit / penalty_scale (then per 1 / per_weight units)
             theta_cov = theta_cov * (penalty_scale * per_weight)
             # the observed information of the data alone at the MAP (the prior left out)
-            H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
-                                  fit_intercept=self.fit_intercept)
-            sampling_cov = inverse_information(H, X.shape[0]) * (penalty_scale * per_weight)
+            data_inv = _dual.information_inverse(X, y, loss, res.coef, res.intercept,
+                                                 sample_weight=kw["sample_weight"], fit_intercept=self.fit_intercept,
+                                                 rank_tolerance=rank_tolerance)
+            if data_inv is None:
+                H = posterior_hessian(X, y, loss, res.coef, res.intercept, sample_weight=kw["sample_weight"],
+                                      fit_intercept=self.fit_intercept)
+                data_inv = inverse_information(H, X.shape[0])
+            sampling_cov = data_inv * (penalty_scale * per_weight)
         else:
             theta_cov = sampling_cov = None
         return dict(
@@ -568,7 +580,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         self.subsample_size_ = plan["n"]
         # what the predictive and interval methods need of the parameters, as they were at this fit
         self._fit_params = dict(fit_intercept=bool(self.fit_intercept), prior_mean_method=self.prior_mean_method)
-        return [_to_data_units(o, st, loss.n_outputs) for o in outs]
+        wide = _dual.use_dual(*Xs.shape, loss.n_outputs)
+        return [_to_data_units(o, st, loss.n_outputs, structured=wide) for o in outs]
 
     def _report(self, statuses, plan, converged, what, stacklevel=5):
         """Warn once per fit about fallbacks, rank deficiency and non-convergence."""

@@ -71,13 +71,15 @@ def _subsample_prior(coefs, *, covariance, scaling, shrinkage, n, n_rows):
     return mean, prior_cov, precision, used
 
 
-def _to_data_units(out, st, q):
+def _to_data_units(out, st, q, structured=False):
     """Map one problem's standardised results (coefficients, intercepts, prior) to the data's units.
 
     With ``x = x_offset + x_scale * x_s`` and ``y = y_offset + y_scale * y_s`` a standardised
     coefficient ``b_s`` is ``b = b_s * y_scale / x_scale``; the prior moments transform with
     the same factors ``t`` (flattened like the prior, ``q`` rows of features): mean ``* t``,
-    covariance ``* t t^T``, precision ``/ t t^T``.
+    covariance ``* t t^T``, precision ``/ t t^T``.  ``structured`` (one output; used on wide data): the
+    covariance of all the parameters ``J C J^T`` by rows and columns of the sparse ``J`` (``O(k^2)``)
+    instead of two dense products (``O(k^3)``); equal up to rounding in the intercept's row and column.
     """
     x = np.tile(st.x_scale, q)
     out = dict(out)
@@ -106,6 +108,9 @@ def _to_data_units(out, st, q):
         # b = t * b_s (t = y_scale / x_scale) and b0 = y_offset + y_scale * b0_s - x_offset . b
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             t = rescale(np.ones(k), num=(st.y_scale,), den=(x,))
+            if structured and q == 1:
+                out["theta_covariance"] = _sandwich(C, t, np.tile(st.x_offset, q) * t, st.y_scale)
+                return out
             J = np.diag(t)
             if C.shape[0] > k:
                 off = np.tile(st.x_offset, q) * t
@@ -114,4 +119,20 @@ def _to_data_units(out, st, q):
                     Jb[r, r * (k // q):(r + 1) * (k // q)] = -off[r * (k // q):(r + 1) * (k // q)]
                 J = np.block([[J, np.zeros((k, q))], [Jb, st.y_scale * np.eye(q)]])
             out["theta_covariance"] = J @ C @ J.T
+    return out
+
+
+def _sandwich(C, t, off, y_scale):
+    """``J C J^T`` for ``J = [[diag(t), 0], [-off^T, y_scale]]`` (``C`` of side ``k + 1``) or ``J = diag(t)``
+    (side ``k``), by rows and columns: the coefficient block is ``t_i C_ij t_j`` exactly as the dense product
+    gives it, the intercept's row ``-off^T C_(:k) + y_scale C_k``."""
+    k = t.size
+    JC = np.empty_like(C)
+    JC[:k] = t[:, None] * C[:k]
+    if C.shape[0] > k:
+        JC[k] = y_scale * C[k] - off @ C[:k]
+    out = np.empty_like(C)
+    out[:, :k] = JC[:, :k] * t[None, :]
+    if C.shape[0] > k:
+        out[:, k] = y_scale * JC[:, k] - JC[:, :k] @ off
     return out

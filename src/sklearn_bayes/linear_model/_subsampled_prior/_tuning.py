@@ -52,7 +52,7 @@ change of the MAP fit with its prior mean, ``d eta_i = x_i^T H^{-1} P (c_{-i} - 
 import numpy as np
 from scipy import linalg, optimize, special
 
-from sklearn_bayes._glm import HingeLoss, LogisticLoss, SquaredHingeLoss, fit_map, posterior_hessian
+from sklearn_bayes._glm import HingeLoss, LogisticLoss, SquaredHingeLoss, _dual, fit_map, posterior_hessian
 
 #: rows above which the squared loss uses generalised cross-validation instead of exact LOO
 _EXACT_LOO_MAX_ROWS = 20000
@@ -367,23 +367,32 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
     b0 = np.asarray(intercept, dtype=float).reshape(q)
     eta = X @ B.T + (b0[None, :] if fit_intercept else 0.0)
     g, h = loss.derivatives(y, eta, w)
-    H = posterior_hessian(X, y, loss, B, b0, sample_weight=w, prior_precision=precision,
-                          fit_intercept=fit_intercept)
-    try:
-        cH = linalg.cho_factor(H, lower=True)
-        Hinv = linalg.cho_solve(cH, np.eye(H.shape[0]))
-    except (linalg.LinAlgError, ValueError):
-        Hinv = linalg.pinvh(H)
     Xa = np.hstack([X, np.ones((N, 1))]) if fit_intercept else X
     blocks = _design_rows(X, q, fit_intercept)
     shift = np.zeros((N, q))
-    if D is not None:
+    # wide data under an isotropic prior: the rows of X H^-1 from the n x n (Woodbury) system
+    iso = _dual.isotropic_scale(precision) if _dual.use_dual(N, d, q) else None
+    dual = None if iso is None else _dual.DualFactor.build(X, h[:, 0], iso, fit_intercept, False)
+    if dual is not None:
+        Z = dual.solve(Xa.T).T  # (N, d [+ 1]): row i is (H^-1 x_i)^T
+        if D is not None:  # row i of T is (H^-1 P D_i)^T with P = iso I: the shift x_i^T H^-1 P D_i
+            shift[:, 0] = iso * np.einsum("ij,ij->i", Z[:, :d], D)
+    else:
+        H = posterior_hessian(X, y, loss, B, b0, sample_weight=w, prior_precision=precision,
+                              fit_intercept=fit_intercept)
+        try:
+            cH = linalg.cho_factor(H, lower=True)
+            Hinv = linalg.cho_solve(cH, np.eye(H.shape[0]))
+        except (linalg.LinAlgError, ValueError):
+            Hinv = linalg.pinvh(H)
+        Z = Xa @ Hinv if q == 1 else None
+    if D is not None and dual is None:
         k = q * d
-        T = D @ (precision @ Hinv[:k, :])  # (N, K): row i is (H^-1 P D_i)^T
+        Pm = precision * np.eye(k) if np.ndim(precision) == 0 else precision  # a scalar: wide data (select_glm)
+        T = D @ (Pm @ Hinv[:k, :])  # (N, K): row i is (H^-1 P D_i)^T
         for a, cols in enumerate(blocks):
             shift[:, a] = np.einsum("ij,ij->i", Xa, T[:, cols])
     if q == 1:
-        Z = Xa @ Hinv
         J = np.einsum("ij,ij->i", Z, Xa)
         W = h[:, 0]
         denom = np.maximum(1.0 - W * J, 1e-12)
@@ -533,14 +542,18 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
              if c[0] in _CANDIDATES["mean"] and (use_subsamples or c[0] == "zero")]
     best = None
     for sname, S, _ in _shapes(cov, use_subsamples):
-        Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
+        # the identity's inverse is itself, exactly (no O(d^3) solve on wide data)
+        Sinv = np.eye(S.shape[0]) if sname == "identity" else linalg.cho_solve(
+            linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
         Sinv = 0.5 * (Sinv + Sinv.T)
+        scalar = sname == "identity" and _dual.use_dual(N, X.shape[1], loss.n_outputs)
         for mname, mean, Dm in means:
             state = {"coef": mean, "intercept": intercept_init}
             cache = {}
 
-            def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv):
-                P = wbar * Sinv / 10.0 ** log10_tau  # tau per mean unit of weight
+            def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv, scalar=scalar):
+                # tau per mean unit of weight (wide data, the identity: the same P as a scalar, no d x d matrix)
+                P = wbar / 10.0 ** log10_tau if scalar else wbar * Sinv / 10.0 ** log10_tau
                 res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
                               fit_intercept=fit_intercept, coef_init=state["coef"],
                               intercept_init=state["intercept"], tol=tol, max_iter=max_iter)
@@ -595,9 +608,12 @@ def svm_path(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, i
              if c[0] in _CANDIDATES["mean"] and (use_subsamples or c[0] == "zero")]
     lo, hi = _LOG10_TAU
     grid = np.arange(lo, hi + 1e-9, _SVM_STEP)
+    wide = _dual.use_dual(N, d, loss.n_outputs)  # the identity's P as a scalar (no d x d matrix per tau)
     families = []
     for sname, S, _ in _shapes(cov, use_subsamples):
-        Sinv = linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
+        # the identity's inverse is itself, exactly (no O(d^3) solve on wide data)
+        Sinv = np.eye(S.shape[0]) if sname == "identity" else linalg.cho_solve(
+            linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
         for mname, mean, Dm in means:
             families.append((sname, S, 0.5 * (Sinv + Sinv.T), mname, mean, Dm, False))
     pen_ok = penalise_intercept and fit_intercept
@@ -609,14 +625,14 @@ def svm_path(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, i
         coef0, b0 = (np.append(mean, 0.0), None) if pen else (mean, intercept_init)
         for t in grid:
             if pen:  # the intercept as a column under the same prior (fitted without a free intercept)
-                P = (wbar / 10.0 ** t) * np.eye(d + 1)
+                P = (wbar / 10.0 ** t) if wide else (wbar / 10.0 ** t) * np.eye(d + 1)
                 res = fit_map(Xa, y, loss, prior_mean=np.zeros(d + 1), prior_precision=P, sample_weight=w,
                               fit_intercept=False, coef_init=coef0, tol=tol, max_iter=max_iter)
                 eta, var = alo_risk(Xa, y, w, loss, res.coef, res.intercept, P, False, loo_eta=True, loo_var=True)
                 coef0 = res.coef
                 coef, intercept = res.coef[:, :d], res.coef[:, d]
             else:
-                P = wbar * Sinv / 10.0 ** t
+                P = wbar / 10.0 ** t if wide and sname == "identity" else wbar * Sinv / 10.0 ** t
                 res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
                               fit_intercept=fit_intercept, coef_init=coef0, intercept_init=b0, tol=tol,
                               max_iter=max_iter)
