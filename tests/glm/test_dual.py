@@ -171,6 +171,7 @@ def test_dual_information_inverse_finite_part():
 
 def test_shape_rule_and_isotropic_detection():
     assert _dual.use_dual(10, 21, 1) and not _dual.use_dual(10, 20, 1) and not _dual.use_dual(10, 100, 3)
+    assert not _dual.use_dual(0, 5, 1)
     assert _dual.isotropic_scale(2.0) == 2.0
     assert _dual.isotropic_scale(np.full(4, 2.0)) == 2.0
     assert _dual.isotropic_scale(2.0 * np.eye(4)) == 2.0

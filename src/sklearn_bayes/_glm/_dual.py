@@ -32,8 +32,8 @@ _DUAL_RCOND = 1e-10
 
 
 def use_dual(n, d, q):
-    """The shape rule: one output and more than ``DUAL_RATIO`` times as many columns as rows."""
-    return q == 1 and d > DUAL_RATIO * n
+    """The shape rule: one output, some rows, and more than ``DUAL_RATIO`` times as many columns as rows."""
+    return q == 1 and n > 0 and d > DUAL_RATIO * n
 
 
 def isotropic_precision(prior):
