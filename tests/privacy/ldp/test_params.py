@@ -99,3 +99,18 @@ def test_theta_revalidates_only_changed_parameters():
     est.set_params(n_final_steps=-1, point_estimate="tv")
     with pytest.raises(ValueError, match="n_final_steps"):
         est.theta_
+
+
+def test_frozen_message_does_not_offer_fit_once_a_client_was_handed_out():
+    """``fit`` restarts the stream but not the devices: after ``client_mechanism()`` the message offers a new
+    estimator instead (a refit with the new epsilon would then refuse the handed-out client's responses)."""
+    from sklearn_bayes import AdaptiveLDPFrequencyEstimator
+
+    est = AdaptiveLDPFrequencyEstimator(n_categories=8, epsilon=1.0)
+    client = est.client_mechanism()
+    est.partial_fit_responses(client.privatize([0, 1, 2]))
+    est.set_params(epsilon=2.0)
+    with pytest.raises(ValueError, match=r"^epsilon was 1\.0 when this .*or start a new estimator \(sklearn\.base\.clone\)"):
+        est.partial_fit_responses(client.privatize([3]))
+    est.set_params(epsilon=1.0)
+    assert est.partial_fit_responses(client.privatize([3])).n_responses_ == 4

@@ -109,11 +109,14 @@ class FrozenParamsMixin:
         changed = first_changed_parameter(self, self._fitted_params, self._same_param)
         if changed is not None:
             name, old, new = changed
+            # fit restarts the stream, but not the devices: once a client was handed out its parameters stay frozen
+            restart = ("call fit to restart" if vars(self).get("_client_params") is None else
+                       "start a new estimator (sklearn.base.clone) and hand out its client (a client was handed out)")
             raise ValueError(
                 f"{name} was {old!r} when this {type(self).__name__} was fitted and is now {new!r} "
                 f"(set_params or assignment after fitting). The recorded responses and the posterior "
                 f"were built with {name}={old!r}: continuing with {new!r} would mix the two. "
-                f"Set {name} back to {old!r}, or call fit to restart."
+                f"Set {name} back to {old!r}, or {restart}."
             )
 
     def _same_param(self, name, old, new):
