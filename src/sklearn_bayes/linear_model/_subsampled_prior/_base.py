@@ -34,7 +34,7 @@ from sklearn_bayes._glm import (
     inverse_spd,
     mle_exists,
     normalise_weights,
-    dominated_columns,
+    dominated_columns_below,
     posterior_hessian,
     standardise,
     wald_interval,
@@ -152,7 +152,7 @@ def _check_dominated_columns(X, sample_weight, stacklevel):
     ``coef_ ~ 1e-154`` and a constant prediction without a word (scikit-learn's Ridge: coefficients
     of 1e-132 at 1e150, "array must not contain infs or NaNs" at 1e200).
     """
-    ratio = dominated_columns(X, sample_weight)
+    ratio = dominated_columns_below(X, sample_weight, _DOMINATED_WARN)  # exact where it may be below; inf elsewhere
     with np.errstate(invalid="ignore"):
         worst = int(np.nanargmin(ratio)) if np.any(np.isfinite(ratio)) else None
     if worst is None or ratio[worst] >= _DOMINATED_WARN:
