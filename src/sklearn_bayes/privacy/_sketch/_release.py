@@ -83,6 +83,37 @@ def _scale(sensitivity, epsilon):
     """``sensitivity / epsilon``, infinite when ``epsilon`` underflowed to 0 (e.g. ``ε(1-η)`` for ε = 5e-324)."""
     return sensitivity / epsilon if epsilon > 0 else math.inf
 
+def _add_integer_noise(est, noise, half):
+    """``f̂ + n`` (``(2f̂ + n) / 2`` when ``half``) computed in int64, then rounded to float64 once.
+
+    ``f̂`` is a median (or minimum) of integer counters: an integer, or a half-integer for an
+    even depth, so ``m = f̂`` (``2f̂``) is an integer and the discrete Laplace mechanism releases
+    the integer ``m + n``.  Adding the int64 noise to the float estimate in floating point
+    would round ``n`` and then the sum, so the output would depend on the low bits of ``f̂``
+    and not only on ``m + n`` (holes once ``|n| >= 2**53``: an infinite privacy loss with
+    positive probability).  Here the float output is a function of ``m + n`` alone
+    (``fl(m + n)``, halved exactly), hence post-processing of the private integer.
+
+    Raises
+    ------
+    ValueError
+        If ``m`` or ``m + n`` would leave int64 (nothing is released).
+    """
+    twice = 2.0 * est if half else est
+    if np.any(np.abs(twice) >= 2.0**62):
+        raise ValueError(
+            "median_perturbation: an estimate is too large (|f| >= 2**62) to add the integer noise exactly."
+        )
+    m = np.rint(twice).astype(np.int64)
+    total = m + noise
+    if np.any(((m ^ total) & (noise ^ total)) < 0):
+        raise ValueError(
+            "median_perturbation: an estimate plus its noise would overflow int64; use a larger epsilon."
+        )
+    out = total.astype(np.float64)
+    return out / 2.0 if half else out
+
+
 class Release:
     """A release mechanism of the sketch: its noise scale, noise step, spend and merge rule.
 
@@ -341,7 +372,11 @@ class MedianPerturbation(Release):
         scale = math.exp(min(log_scale, _LOG_SCALE_CAP))
         check_noise_scale(scale, _median_exhausted(k, eta))
         noise = sketch._draw_noise(scale, cols.shape[1])
-        est = sketch._estimate(sketch.table_, cols, signs) + (noise / 2.0 if half else noise)
+        est = sketch._estimate(sketch.table_, cols, signs)
+        if noise.dtype.kind == "i":  # exact: the integer f̂ + n (2f̂ + n), rounded to float once
+            est = _add_integer_noise(est, noise, half)
+        else:
+            est = est + noise
 
         def bind():
             return est
