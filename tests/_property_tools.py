@@ -136,3 +136,23 @@ def _gen(seed):
     return np.random.default_rng(seed)
 
 
+
+
+def dominated_design(rng):
+    """A random design for the dominated-row checks (``_glm.dominated_candidates`` and the mixture's screen): columns
+    over the float range, one row blown up by 1 to 1e14 (the callers' levels 1e-12, 1e-7 and 3e-3 fall inside),
+    ties, a dummy with one 1, zero and unequal weights.  Returns ``(X, w)``."""
+    import numpy as np
+
+    n, p = int(rng.integers(3, 300)), int(rng.integers(1, 5))
+    X = rng.normal(size=(n, p)) * 10.0 ** rng.uniform(-200, 200, size=p)
+    kind = int(rng.integers(0, 4))
+    if kind >= 1:
+        X[rng.integers(n), rng.integers(p)] *= 10.0 ** rng.uniform(0, 14)
+    if kind == 2:
+        X[:, 0] = np.round(X[:, 0])
+    if kind == 3:
+        X[:, -1] = 0.0
+        X[rng.integers(n), -1] = 1.0
+    w = rng.uniform(0, 2, size=n) if rng.random() < 0.5 else np.ones(n)
+    return X, w

@@ -9,23 +9,15 @@ in the docstring of ``dominated_candidates``.
 import numpy as np
 import pytest
 
+from tests._property_tools import dominated_design
+
 from sklearn_bayes._glm import dominated_candidates, dominated_columns, dominated_columns_below
 
 EPS = np.finfo(float).eps
 
 
 def _design(rng):
-    n, p = int(rng.integers(3, 300)), int(rng.integers(1, 5))
-    X = rng.normal(size=(n, p)) * 10.0 ** rng.uniform(-200, 200, size=p)
-    kind = int(rng.integers(0, 4))
-    if kind >= 1:
-        X[rng.integers(n), rng.integers(p)] *= 10.0 ** rng.uniform(0, 14)
-    if kind == 2:
-        X[:, 0] = np.round(X[:, 0])
-    if kind == 3:
-        X[:, -1] = 0.0
-        X[rng.integers(n), -1] = 1.0
-    w = rng.uniform(0, 2, size=n) if rng.random() < 0.5 else np.ones(n)
+    X, w = dominated_design(rng)
     return X, w
 
 

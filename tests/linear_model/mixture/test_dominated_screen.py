@@ -10,25 +10,17 @@ zero and unequal weights, with and without an intercept: the refused columns are
 import numpy as np
 import pytest
 
+from tests._property_tools import dominated_design
+
 from sklearn_bayes._glm import dominated_columns
 from sklearn_bayes.linear_model._mixture import _dead_columns as dc
 from sklearn_bayes.linear_model._mixture._units import column_units
 
 
 def _design(rng):
-    n, p = int(rng.integers(3, 300)), int(rng.integers(1, 5))
-    X = rng.normal(size=(n, p)) * 10.0 ** rng.uniform(-200, 200, size=p)
-    kind = int(rng.integers(0, 4))
-    if kind >= 1:
-        X[rng.integers(n), rng.integers(p)] *= 10.0 ** rng.uniform(0, 14)
-    if kind == 2:
-        X[:, 0] = np.round(X[:, 0])
-    if kind == 3:
-        X[:, -1] = 0.0
-        X[rng.integers(n), -1] = 1.0
-    sw = rng.uniform(0, 2, size=n) if rng.random() < 0.5 else np.ones(n)
-    sw[rng.random(n) < 0.2] = 0.0
-    return X, sw
+    X, w = dominated_design(rng)
+    w[rng.random(len(w)) < 0.2] = 0.0
+    return X, w
 
 
 @pytest.mark.parametrize("seed", range(4))
