@@ -163,12 +163,15 @@ def test_huge_scales_have_no_holes_and_never_vanish(scale):
 
 def test_tiny_and_mixed_scales():
     rng = np.random.default_rng(4)
-    # P(K != 0) = 2p / (1 + p) with p = e^{-1/b}: about 4e-9 at b = 0.05, 0 in double at 1e-300
-    assert not np.any(sample_discrete_laplace(rng, 1e-300, size=10_000))
-    assert not np.any(sample_discrete_laplace(rng, 5e-324, size=10))
-    scales = np.tile([1e-300, 0.5, 1e6, MAX_NOISE_SCALE], 50_000)
+    # P(K != 0) = 2p / (1 + p) with p = e^{-1/b}: about 4e-9 at b = 0.05, e^-1024 at 2**-10 (the smallest
+    # accepted scale; below it the kernel's int64 tail cut would make the noise 0 whatever the law: refused)
+    assert not np.any(sample_discrete_laplace(rng, 2.0**-10, size=10_000))
+    for tiny in (1e-300, 5e-324):
+        with pytest.raises(ValueError, match="smallest supported scale"):
+            sample_discrete_laplace(rng, tiny, size=10)
+    scales = np.tile([2.0**-10, 0.5, 1e6, MAX_NOISE_SCALE], 50_000)
     x = sample_discrete_laplace(rng, scales)
-    assert np.all(x[scales == 1e-300] == 0)
+    assert np.all(x[scales == 2.0**-10] == 0)
     for s in (0.5, 1e6):
         v = x[scales == s].astype(float)
         var = discrete_laplace_variance(s)

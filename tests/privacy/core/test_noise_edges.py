@@ -61,10 +61,13 @@ def test_numpy_scalars_and_exact_sigmas_are_accepted():
 
 @pytest.mark.parametrize("tiny", [1e-12, 1e-300, 5e-324])
 def test_tiny_scales_are_exactly_zero_noise(tiny):
-    """At scale ``b`` the mass off 0 is ``2p/(1+p)``, ``p = e^{-1/b}`` (below 1e-400000 here): 0 exactly,
-    and so for the discrete Gaussian (``2 e^{-1/(2σ²)}/Z``)."""
+    """The discrete Gaussian's mass off 0 is ``2 e^{-1/(2σ²)}/Z`` (below 1e-400000 here): 0 exactly.  A discrete
+    Laplace scale below ``2**-10`` is refused (review HQU F4: the kernel's int64 tail cut is 0 there, so the
+    noise would vanish whatever the law); at ``2**-10`` the mass off 0 is ``2p/(1+p)``, ``p = e^{-1024}``: 0."""
     rng = np.random.default_rng(1)
-    assert not sample_discrete_laplace(rng, tiny, size=2000).any()
+    with pytest.raises(ValueError, match="smallest supported scale"):
+        sample_discrete_laplace(rng, tiny, size=2000)
+    assert not sample_discrete_laplace(rng, 2.0**-10, size=2000).any()
     assert not sample_discrete_gaussian(rng, tiny, size=2000).any()
 
 

@@ -9,6 +9,7 @@ first and rounded to float once.
 """
 
 import math
+from fractions import Fraction
 import warnings
 
 import numpy as np
@@ -87,3 +88,46 @@ def test_end_to_end_outputs_2_mod_4_are_possible_under_both_neighbours():
             o = sk.query(np.array(["a"]))[0]
             hits += 2.0**53 <= abs(o) < 2.0**54 and int(o) % 4 == 2
         assert abs(hits - expect) <= 4 * se, (data, hits, expect, se)
+
+
+# F4: the exact discrete Laplace kernel draws an int64 X <= 2**63 - 1 and returns X >> shift, so |noise| is at most
+# y_max = (2**63 - 1) >> shift: 0 below the scale 2**-10 (eps / Delta > 1024) -- the counts were released exactly.
+
+def _y_max(b):
+    from sklearn_bayes.privacy._core._noise import _exact_rational
+
+    numer, shift = _exact_rational(np.array([b]))
+    k = int(shift[0])
+    assert Fraction(int(numer[0]), 2**k) == Fraction(b)  # the kernel's rational is the float's
+    return (2**63 - 1) >> k if k < 64 else 0
+
+
+def test_every_accepted_scale_has_a_tail_cut_far_in_the_tail():
+    from sklearn_bayes.privacy._core._noise import MAX_NOISE_SCALE, MIN_NOISE_SCALE
+
+    assert MIN_NOISE_SCALE == 2.0**-10 and MAX_NOISE_SCALE == 2.0**56
+    for e in range(-10, 57):  # both ends of every binade of accepted scales
+        for b in (2.0**e, np.nextafter(2.0**(e + 1), 0.0)):
+            if b > MAX_NOISE_SCALE:
+                continue
+            y = _y_max(b)
+            assert y >= 1 and y + 1 >= 128 * Fraction(b), (b, y)  # tail mass beyond the cut <= e^-127
+    assert _y_max(np.nextafter(2.0**-10, 0.0)) == 0  # the first refused scale would have no noise at all
+
+
+@pytest.mark.parametrize("scale", [np.nextafter(2.0**-10, 0.0), 1 / 1100, 1e-300])
+@pytest.mark.parametrize("noise", ["discrete_laplace", "laplace"])
+def test_a_scale_below_2_pow_minus_10_is_refused(scale, noise):
+    from sklearn_bayes.privacy._core._noise import sample_noise
+
+    with pytest.raises(ValueError, match=r"scale .* below the smallest supported scale 2\*\*-10"):
+        sample_noise(np.random.default_rng(0), noise, scale, size=3)
+
+
+def test_the_smallest_accepted_scale_still_draws_noise():
+    from sklearn_bayes.privacy._core._noise import sample_discrete_laplace
+
+    # at b = 2**-10, P(Y != 0) = 2p / (1 + p), p = e^-1024: a float 0; the support is still {-1, 0, 1}
+    z = sample_discrete_laplace(np.random.default_rng(0), 2.0**-10, size=1000)
+    assert set(z.tolist()) <= {-1, 0, 1}
+

@@ -43,7 +43,10 @@ Scales above :data:`MAX_NOISE_SCALE` (``2**56``, ε/d below 1.4e-17) are refused
 ``ValueError`` for both noises: a discrete draw of that scale would not fit the
 sketch's int64 table, and noise that large leaves no information in an answer.  At
 the largest accepted scale a draw leaves int64 with probability below ``e^{-128}``;
-such draws are rejected and redrawn (a deviation far below ``2**-128``).
+such draws are rejected and redrawn (a deviation far below ``2**-128``).  Scales below
+:data:`MIN_NOISE_SCALE` (``2**-10``, ε/Δ above 1024) are refused too: the kernel's draw
+``floor(X / 2**shift)`` of an int64 ``X`` could never reach 1 there, so the noise would be
+exactly 0 (see :func:`check_noise_scale`).
 
 Discrete Gaussian
 -----------------
@@ -69,6 +72,7 @@ from sklearn_bayes._fast import _sketch
 
 __all__ = [
     "MAX_NOISE_SCALE",
+    "MIN_NOISE_SCALE",
     "check_noise_scale",
     "discrete_laplace_cdf",
     "discrete_laplace_pmf",
@@ -85,6 +89,11 @@ __all__ = [
 
 #: Largest noise scale the samplers accept (both noises): ``2**56 ≈ 7.2e16``.
 MAX_NOISE_SCALE = 2.0**56
+
+#: Smallest noise scale the samplers accept (both noises): ``2**-10`` (ε/Δ up to 1024).  Below it the
+#: exact discrete Laplace kernel's int64 draw ``X`` (``X <= 2**63 - 1``) shifted by ``53 - e`` bits
+#: (``b = m 2**e``, ``m`` in ``[0.5, 1)``) cannot reach 1: the noise would be exactly 0.
+MIN_NOISE_SCALE = 2.0**-10
 
 
 def _as_scales(scale):
@@ -111,7 +120,7 @@ def _check_scale(scale):
 
 
 def check_noise_scale(scale, context="noise"):
-    """Validate noise scales for sampling: finite, > 0 and at most :data:`MAX_NOISE_SCALE`.
+    """Validate noise scales for sampling: finite, at least :data:`MIN_NOISE_SCALE` and at most :data:`MAX_NOISE_SCALE`.
 
     Parameters
     ----------
@@ -126,7 +135,18 @@ def check_noise_scale(scale, context="noise"):
     Raises
     ------
     ValueError
-        Naming the largest offending scale and the limit.
+        Naming the largest (smallest) offending scale and the limit.
+
+    Notes
+    -----
+    The exact discrete Laplace kernel builds an int64 geometric draw ``X <= 2**63 - 1`` and
+    returns ``Y = X >> shift``, ``shift = max(0, 53 - e)`` for ``b = m 2**e``, ``m`` in
+    ``[0.5, 1)``: ``|Y|`` is at most ``y_max = (2**63 - 1) >> shift``.  Below ``2**-10``,
+    ``y_max = 0`` (the noise vanishes), so such scales are refused.  In the accepted range
+    ``y_max >= 1`` and ``y_max + 1 >= 128 b`` (``y_max ≈ 1024 b .. 2048 b`` for ``b < 2**52``,
+    ``(2**63 - 1) / b >= 128 - 2**-56`` above): conditioning on ``X`` fitting int64 changes the
+    law by a tail mass ``P(|Y| >= y_max) <= e^{-y_max / b}``, below ``e^{-127}`` at the
+    largest scale and ``e^{-1023}`` below ``2**52``: pure ε-DP up to a δ of that size.
 
     Examples
     --------
@@ -148,7 +168,15 @@ def check_noise_scale(scale, context="noise"):
             "discrete Laplace draws of that scale do not fit in int64 (the sketch's table) and noise that "
             "large leaves no information in an answer. Use a larger epsilon (or fewer rows, or a larger decay)."
         )
-    return _check_scale(scale)
+    scale = _check_scale(scale)
+    if np.any(scale < MIN_NOISE_SCALE):
+        raise ValueError(
+            f"{context} scale {float(np.min(scale)):.3g} is below the smallest supported scale 2**-10 "
+            f"({MIN_NOISE_SCALE:.3g}, i.e. epsilon / sensitivity above 1024): the exact discrete Laplace "
+            "sampler cuts its tail at int64, and below that scale its draw would be exactly 0 (no noise at all). "
+            "Use a smaller epsilon."
+        )
+    return scale
 
 
 def _exact_rational(scale):
@@ -170,7 +198,7 @@ def sample_discrete_laplace(rng, scale, size=None):
     ----------
     rng : numpy.random.Generator
     scale : float or array-like of float
-        Scale ``b`` with ``0 < b <= MAX_NOISE_SCALE`` (``2**56``).  Broadcast against
+        Scale ``b`` with ``MIN_NOISE_SCALE <= b <= MAX_NOISE_SCALE`` (``2**-10 .. 2**56``).  Broadcast against
         ``size``.
     size : int or tuple of int, optional
 
@@ -181,7 +209,7 @@ def sample_discrete_laplace(rng, scale, size=None):
     Raises
     ------
     ValueError
-        If a scale is not finite and > 0, or exceeds ``MAX_NOISE_SCALE``.
+        If a scale is not finite and > 0, or lies outside ``[2**-10, 2**56]``.
 
     Examples
     --------
@@ -326,7 +354,7 @@ def discrete_gaussian_pmf(k, sigma, tail=None):
 
 
 def sample_laplace(rng, scale, size=None):
-    """Draw continuous Laplace noise ``Laplace(0, scale)`` (float64), ``0 < scale <= 2**56``.
+    """Draw continuous Laplace noise ``Laplace(0, scale)`` (float64), ``2**-10 <= scale <= 2**56``.
 
     NumPy's textbook inversion sampler: kept to reproduce the papers (it is exposed to
     the floating-point attack of Mironov 2012, unlike :func:`sample_discrete_laplace`).

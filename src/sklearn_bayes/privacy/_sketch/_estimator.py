@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy._core import PrivacyLedger, subsampled_base_epsilon
 from sklearn_bayes.privacy._core import check_noise_scale, sample_noise
+from sklearn_bayes.privacy._core._noise import MIN_NOISE_SCALE
 from sklearn_bayes.utils import (
     IntegerInterval,
     RealInterval,
@@ -418,8 +419,12 @@ class PrivateCountSketch(
             float(self.epsilon) if self.sampling_rate == 1
             else subsampled_base_epsilon(float(self.epsilon), float(self.sampling_rate))
         )
+        first = make_release(self.mechanism, eps0, d, float(self.decay)).first_scale()  # the stream's smallest
+        if first < MIN_NOISE_SCALE:
+            check_noise_scale(first, f"epsilon={self.epsilon!r} is too large for depth={d} and "
+                              f"mechanism={self.mechanism!r}: the noise")
         check_noise_scale(
-            make_release(self.mechanism, eps0, d, float(self.decay)).first_scale(),
+            first,
             f"epsilon={self.epsilon!r} is too small for depth={d} and mechanism={self.mechanism!r}: the first "
             "release's noise",
         )
