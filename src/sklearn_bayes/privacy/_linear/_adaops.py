@@ -139,11 +139,13 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         ``predict(return_std=True)``.
     lambda_min_noisy_ : float
         The released λ̃ (scaled units).  This and the attributes below are those of the
-        posterior draw and are ``None`` with ``calibration="ssp_posterior"``.
+        posterior draw and are ``None`` with ``calibration="ssp_posterior"``.  With
+        ``"thesis"`` an exact multiple of a power-of-two grid spacing (see Notes).
     noise_scale_lambda_ : float
-        σ₁ of the λ_min release.
+        σ₁ of the λ_min release (with ``"thesis"`` the grid's ``g s``).
     margin_ : float
-        ``1 + σ₁ Φ⁻¹(1 - δ_event)`` (``δ_ar/8`` released_norm, ``δ/4`` thesis).
+        ``1 + σ₁ Φ⁻¹(1 - δ_event)`` (``δ_ar/8`` released_norm); ``1 + 1.5 g + σ₁ Φ⁻¹(1 - δ/4)``
+        (thesis: snapping and the lattice coupling add ``1.5 g``).
     log_norm_noisy_ : float or None
         The released ``ℓ̃`` (``None`` with ``calibration="thesis"``).
     noise_scale_norm_ : float or None
@@ -203,7 +205,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     estimate, never the guarantee.
 
     **Corrections to the thesis.**  (1) ``λ_n = max{0, …}`` (printed ``min``, which makes
-    it ≤ 0); (2) σ₁ from the analytic Gaussian mechanism (the printed
+    it ≤ 0); (2) σ₁ from the analytic Gaussian mechanism, on a grid (the printed
     ``√log(4/δ)/(ε/2)`` achieves δ ≈ 1.8e-6 against 5e-7 at ε = 1, δ = 1e-6) and
     ``margin = 1 + σ₁ Φ⁻¹(1 - δ/4)`` (the ``1`` covers the change of λ_min when the record
     is removed); (3) γ from the exact privacy-loss distribution instead of the printed
@@ -245,6 +247,30 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     the draw is (ε/2, δ/2)-DP for every pair whose shared part ``Z`` has
     ``λ_min(Z) + λ_n >= h``; this fails only if λ̃ exceeds ``λ_min(Z) + margin``, with
     probability at most δ/4 under either data set.  Total: ``(ε/2 + ε/2, δ/4 + δ/4 + δ/2)``.
+    λ̃ is released as ``g (⌊λ_min/g⌉ + K)``, ``K ~ N_Z(0, s²)`` an exact discrete Gaussian, ``g``
+    a power of two: the SSP release's proved snapping bound with one coordinate
+    (:func:`~sklearn_bayes.privacy._linear._ssp_posterior.scalar_grid_budget`) makes it
+    ``(ε/2, δ/4)``-DP at ``10⁻³`` of that ε given up to the grid (σ₁ 0.2 % larger than the
+    continuous mechanism's); ``P(λ̃ - λ_min > 1.5 g + σ₁ Φ⁻¹(1 - δ/4)) <= δ/4`` (snapping
+    ``<= g/2``, the quantile coupling ``K <= X + 1``, ``X ~ N(0, s²)``, except on an event below
+    ``10^{-30000}``).  The ledger records are unchanged.
+
+    **Floating point: the posterior draws are not covered (review HQU F2).**  The (ε, δ) of
+    ``"released_norm"`` and ``"thesis"`` is exact for *real* arithmetic.  Their posterior draw
+    ``θ̂ + L⁻ᵀz/√γ`` is computed in float64 from numpy's ziggurat normals, and so are
+    ``"released_norm"``'s λ̃ and ``log(1 + ||θ̂||)`` releases (``fl(f + fl(σ z))``); such releases
+    are exposed to the floating-point attack (Mironov 2012).  For ``fl(λ + fl(σ z))`` the
+    review measured outputs impossible under a neighbour -- δ >= 6·10⁻⁵ to 9·10⁻⁴ at *every*
+    ε for λ = 0 vs 1 at σ = 1, i.e. λ_min near 0 -- and up to 0.47 nats of extra loss from the
+    last bit on half of the outputs in the bulk when ``|λ| <~ σ|z|``; the draw's coordinates are
+    built the same way (for ``p > 1`` sums of such terms, not measured separately).  Only
+    ``"thesis"``'s λ̃ is on a grid: ``"released_norm"``'s two scalars are composed with the
+    draw in one privacy-loss distribution, so the grid's ε shift would have to enter that
+    composition, and the draw would stay exposed anyway.  Rounding ``coef_`` to a coarse grid
+    before publishing is post-processing (never less private, and it discards the low bits
+    that carry both effects), but no bound is proved for it here.  The default
+    ``"ssp_posterior"`` is the floating-point-sound choice: its only data-dependent noise is
+    the exact grid release, and everything after it is post-processing.
 
     **Default floor (thesis calibration).**  ``h_floor = max(4(1 + log(4/δ))/ε, h_var)`` (the thesis's bound
     on κ, and the smallest floor whose leverage alone uses at most half of δ₀).  Raising

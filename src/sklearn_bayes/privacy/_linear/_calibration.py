@@ -20,7 +20,6 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg, special
 
-from sklearn_bayes.privacy._core import analytic_gaussian_sigma
 from sklearn_bayes.privacy._linear._adaops_accounting import (
     _choose_floor,
     _choose_floor_norm,
@@ -39,6 +38,8 @@ from sklearn_bayes.privacy._linear._ssp_posterior import (
     check_grid_range,
     noise_aware_posterior,
     release_sufficient_statistics,
+    scalar_grid_budget,
+    scalar_grid_release,
     ssp_posterior_budget,
 )
 
@@ -321,9 +322,16 @@ class ReleasedNormCalibration(Calibration):
 class ThesisCalibration(Calibration):
     """``"thesis"``: Algorithm 6 of *Statistical and Computational Tradeoffs in Differential Privacy*, corrected.
 
-    Releases λ̃_min (analytic Gaussian mechanism, sensitivity 1 by Weyl) and one
-    ridge-posterior draw calibrated at the public worst case ``μ <= 1/h``,
-    ``|r| <= 1 + √((n-1)/h)``.
+    Releases λ̃_min (sensitivity 1 by Weyl) and one ridge-posterior draw calibrated at the
+    public worst case ``μ <= 1/h``, ``|r| <= 1 + √((n-1)/h)``.
+
+    λ̃_min is an exact discrete Gaussian on a power-of-two grid,
+    ``g (⌊λ_min/g⌉ + K)`` (:func:`~sklearn_bayes.privacy._linear._ssp_posterior.scalar_grid_budget`,
+    the SSP release's proved snapping bound with one coordinate): an exact multiple of ``g``
+    whose law depends on the data only through ``⌊λ_min/g⌉``, so the low bits of ``λ_min``
+    do not leak; it is ``(ε/2, δ/4)``-DP at ``10⁻³`` of that ε given up to the grid, and
+    ``margin_`` adds ``1.5 g`` (snapping and coupling).  The posterior draw stays a
+    floating-point Gaussian: see *Floating point* in the estimator's Notes.
 
     Privacy (replace-one, ``n`` public;
     :func:`~sklearn_bayes.privacy._linear._adaops_accounting.adaops_budget`): the λ_min release
@@ -345,7 +353,8 @@ class ThesisCalibration(Calibration):
     def ledger_entries(self, epsilon, delta, budget):
         b = budget
         return (
-            LedgerEntry("lambda_min", b["eps_lambda"], b["delta_lambda"], "analytic Gaussian mechanism"),
+            LedgerEntry("lambda_min", b["eps_lambda"], b["delta_lambda"],
+                        "exact discrete Gaussian on a power-of-two grid (snapping bound)"),
             LedgerEntry(
                 "posterior_sample", b["eps_ops"], b["delta_ops"] + b["delta_event"],
                 "replace-one; exact PLD of the ridge posterior; includes delta/4 for lambda_tilde > lambda_min + margin",
@@ -356,11 +365,13 @@ class ThesisCalibration(Calibration):
         n, p = Xs.shape
         b = budget if budget is not None else self.budget(epsilon, delta)
         # 1. release lambda_min (sensitivity 1 for rows in the unit ball)
-        sigma1 = analytic_gaussian_sigma(b["eps_lambda"], b["delta_lambda"], 1.0)
+        # on a grid: g (round(lambda_min/g) + K), K an exact discrete Gaussian (no low bits to leak)
+        g1, s1, sigma1 = scalar_grid_budget(b["eps_lambda"], b["delta_lambda"], 1.0)
         gram = Xs.T @ Xs
         lam_min = float(linalg.eigvalsh(gram, subset_by_index=[0, 0])[0])
-        lam_noisy = lam_min + sigma1 * float(rng.standard_normal())
-        margin = 1.0 + sigma1 * float(-special.ndtri(b["delta_event"]))
+        lam_noisy = scalar_grid_release(lam_min, g1, s1, rng, bound=max(n, 1))  # 0 <= lambda_min <= n
+        # overshoot: snapping <= g/2, coupling K <= X + 1 with X ~ N(0, s^2) (module _ssp_posterior)
+        margin = 1.0 + 1.5 * g1 + sigma1 * float(-special.ndtri(b["delta_event"]))
         # 2. eigenvalue floor and penalty (post-processing of lam_noisy and public n, d)
         h_floor = max(4.0 * (1.0 + math.log(4.0 / delta)) / epsilon, _min_h_for_variance(b["eps0"], b["delta0"]))
         if kappa is None:

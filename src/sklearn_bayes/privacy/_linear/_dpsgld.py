@@ -497,6 +497,18 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     L-Lipschitz ones (here: clipping).  Its noise variance ``η`` (drift ``η``) targets the
     squared posterior; the Langevin step needs ``2η``.
 
+    **Floating point: not covered by the guarantee (review HQU F2).**  Both accountings
+    (the accountant's ``z`` for DP-SGLD, Theorem 3.4 for the OPS start) hold for *real*
+    arithmetic.  Each SGLD step adds ``s Z`` computed in float64 from numpy's ziggurat
+    normals to a data-dependent ``θ - η·drift``, and the MALA proposals are built the same
+    way; such releases are exposed to the floating-point attack (Mironov 2012).  For one
+    scalar ``fl(λ + fl(σ z))`` the review measured outputs impossible under a neighbour (δ >=
+    6·10⁻⁵ to 9·10⁻⁴ at every ε, means 0 vs 1 at σ = 1) and up to 0.47 nats of extra loss from
+    the last bit in the bulk; the effect on the released iterates after many steps was not
+    measured, and no bound on it is proved.  Rounding ``coef_`` to a coarse grid before
+    publishing is post-processing (never less private, and it discards the low bits) but is
+    not certified either.
+
     Examples
     --------
     >>> import numpy as np, warnings

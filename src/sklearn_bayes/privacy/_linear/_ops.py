@@ -1,10 +1,12 @@
 """One-posterior-sample ridge regression (OPS): the worst-case calibration of γ and the estimator.
 
-One exact draw from the tempered ridge posterior on clipped, scaled data (Chapter 5 of
+One draw from the tempered ridge posterior on clipped, scaled data (Chapter 5 of
 *Statistical and Computational Tradeoffs in Differential Privacy*), with γ calibrated
 exactly from the draw's privacy-loss distribution at the public worst case (replace-one
 neighbours through the intermediate data set, :mod:`sklearn_bayes.privacy._linear._base`).
-The worst-case accounting here is also used by AdaOPS's ``"thesis"`` calibration.
+The worst-case accounting here is also used by AdaOPS's ``"thesis"`` calibration.  The
+accounting is exact for a draw in real arithmetic; the draw itself is a floating-point Gaussian
+(see *Floating point* in :class:`OnePosteriorSampleRidge`'s Notes).
 """
 
 import functools
@@ -94,7 +96,7 @@ def _min_h_for_variance(eps0, delta0):
 
 
 class OnePosteriorSampleRidge(_RidgePosteriorBase):
-    """Differentially private ridge regression by one exact draw from a tempered posterior (OPS).
+    """Differentially private ridge regression by one draw from a tempered posterior (OPS).
 
     Clips every row to the public bound ``x_bound`` and every target to ``[-y_bound, y_bound]``,
     maps them into the unit ball, and releases **one** draw
@@ -185,6 +187,23 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
 
     Plain OPS therefore needs λ growing with ``n`` to be useful;
     :class:`AdaOPSRegressor` picks it from the data privately.
+
+    **Floating point (not covered by the guarantee).**  The (ε, δ) above is exact for a draw
+    in *real* arithmetic.  The implementation computes ``θ̂ + L⁻ᵀz/√γ`` in float64 from
+    numpy's ziggurat normals ``z``, and such a release is exposed to the floating-point
+    attack (Mironov 2012): the set of floats it can output, and the parity of their last
+    bit, depend on the mean, not only through the Gaussian density.  For the scalar form
+    ``fl(λ + fl(σ z))`` a review (HQU, 2026) measured outputs that are *impossible* under a
+    neighbour -- δ >= 6·10⁻⁵ to 9·10⁻⁴ at *every* ε for means 0 vs 1 at σ = 1 -- and up to
+    0.47 nats of extra privacy loss from the last bit on half of the outputs in the bulk
+    when ``|mean| <~ σ|z|``; each coordinate of the draw is built the same way (for
+    ``p > 1`` a sum of such terms, not measured separately).  Rounding ``coef_`` to a
+    coarse grid before publishing is post-processing: it cannot make the release less
+    private and it discards the low bits that carry both effects, but no bound for the
+    rounded release is proved here, so do not read the (ε, δ) as certified for it either.
+    For linear regression with a floating-point-sound release use
+    :class:`AdaOPSRegressor` with its default ``calibration="ssp_posterior"`` (exact
+    discrete Gaussian on a grid; everything after it is post-processing).
 
     Examples
     --------

@@ -84,6 +84,8 @@ __all__ = [
     "gaussian_delta",
     "noise_aware_posterior",
     "release_sufficient_statistics",
+    "scalar_grid_budget",
+    "scalar_grid_release",
     "ssp_joint_sensitivity_sq",
     "ssp_posterior_budget",
 ]
@@ -285,6 +287,40 @@ def _grid_release(values, g, s, rng):
             f"spacing >= 2**53 with grid spacing {g:.3g}): use a smaller epsilon or fewer rows."
         )
     return ints * g  # exact: an integer below 2**53 times a power of two
+
+
+def scalar_grid_budget(epsilon, delta, sensitivity=1.0):
+    """The grid of an ``(ε, δ)``-DP exact discrete Gaussian release of one scalar of sensitivity ``Δ``.
+
+    The module docstring's construction with ``m = 1``: ``M = Δ/σ`` of the analytic Gaussian
+    mechanism at ``(ε(1 - κ), δ)``, ``ω_t = min(κε/M, κM)``, ``s >= max(64, ⌈1/ω_t⌉)`` and a
+    power-of-two spacing ``g`` with ``g s >= Δ/(M - ω_t)``; then ``μ_c + ω <= M`` and
+    ``(μ_c + ω) ω <= κε``, so ``δ(ε) <= δ_G(M; ε(1 - κ)) = δ`` (the coupling term is below
+    ``10^{-30000}``).  Returns ``(g, s, sigma)``, ``sigma = g s`` the noise sd.
+    """
+    sensitivity = float(sensitivity)
+    big_m = sensitivity / analytic_gaussian_sigma(epsilon * (1.0 - _GRID_KAPPA), delta, sensitivity)
+    omega_t = min(_GRID_KAPPA * epsilon / big_m, _GRID_KAPPA * big_m)
+    s_min = max(_MIN_GRID_SIGMA, math.ceil(1.0 / omega_t))
+    sigma_c = sensitivity / (big_m - omega_t)
+    g = math.ldexp(1.0, math.floor(math.log2(sigma_c / s_min)))  # power of two: exact snapping
+    s = math.ceil(sigma_c / g)  # integer in [s_min, 2 s_min]
+    return g, s, g * s
+
+
+def scalar_grid_release(value, g, s, rng, *, bound):
+    """``g (⌊value/g⌉ + K)``, ``K ~ N_Z(0, s²)``: the exact release of :func:`scalar_grid_budget`'s grid.
+
+    ``bound`` is a public bound on ``|value|``; a grid too fine for it (``bound/g >= 2**52`` or
+    ``s >= 2**40``) is refused with a ``ValueError`` *before* any noise is drawn.
+    """
+    if not (float(bound) / g < 2.0**52 and s < 2**40):
+        raise ValueError(
+            f"epsilon is too large for an exact grid release of a statistic bounded by {float(bound):.3g}: "
+            f"the grid spacing {g:.3g} (noise sd/64 or finer, a power of two) would leave the exact integer "
+            "range of float64; use a smaller epsilon."
+        )
+    return float(_grid_release(np.array([float(value)]), g, s, rng)[0])
 
 
 def release_sufficient_statistics(Xs, ys, budget, rng):
