@@ -9,7 +9,6 @@ from scipy import special
 
 from sklearn_bayes.privacy import AdaOPSRegressor, PrivacyLedger
 from sklearn_bayes.privacy._core import analytic_gaussian_sigma, clip_rows
-from sklearn_bayes.privacy._core._pld import analytic_gaussian_delta
 from sklearn_bayes.privacy._linear._adaops_accounting import adaops_budget, adaops_norm_budget
 from sklearn_bayes.privacy._linear._calibration import (
     CALIBRATIONS,
