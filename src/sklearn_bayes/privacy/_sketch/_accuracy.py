@@ -20,7 +20,7 @@ from sklearn_bayes.privacy._sketch._bounds import (
     kappas,
     noise_quantile,
 )
-from sklearn_bayes.privacy._sketch._release import MECHANISMS
+from sklearn_bayes.privacy._sketch._release import MECHANISMS, scale_up
 from sklearn_bayes.utils import serialized
 
 __all__ = []
@@ -260,7 +260,7 @@ class _AccuracyMixin:
             raise ValueError(f"method must be 'auto', 'binomial' or 'theorem5', got {method!r}.")
         keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)
         d, w = self.table_.shape
-        var1 = float(noise_variance(self._fp("noise"), d / self._base_epsilon()))
+        var1 = float(noise_variance(self._fp("noise"), scale_up(d, self._base_epsilon())))
         if f2 is None:
             f2 = estimate_f2(self.table_, release.table_noise_draws(self), var1)
         else:

@@ -17,6 +17,7 @@ from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy._core import sample_noise
 from sklearn_bayes.utils import check_generator
 from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _item_keys
+from sklearn_bayes.privacy._sketch._release import scale_up
 
 _NAME = "collection"
 
@@ -164,7 +165,7 @@ def from_dask(cls, collection, split_every, params):
             drawn = _draw_key(sk._rng)
             assert drawn == key, "the subsampling key must be the bound generator's first draw"
         if sk.pan_private:
-            sk.table_ += sample_noise(sk._rng, sk.noise, d / eps0, size=(d, w))
+            sk.table_ += sample_noise(sk._rng, sk.noise, scale_up(d, eps0), size=(d, w))
             sk._pan_draws = 1
     sk.table_ += total.table
     sk.n_items_seen_ = total.n_items

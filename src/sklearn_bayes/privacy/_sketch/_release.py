@@ -23,6 +23,7 @@ up by its ``mechanism`` name.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -37,6 +38,7 @@ __all__ = [
     "UseAndForget",
     "UseAndKeep",
     "make_release",
+    "scale_up",
 ]
 
 
@@ -77,6 +79,67 @@ def _median_exhausted(k, eta):
         "mechanism='use_and_keep'. The noise"
     )
 
+
+
+#: Relative margin on the scales of the geometric schedules and on their charges.  A scale
+#: ``exp(-(log(ε/d) + log1p(-η) + u log η))`` in ``[2**-10, 2**56]`` has terms of size below 50, so
+#: its float evaluation errs by a few 1e-14 relatively (libm's log, log1p, exp within an ulp), and
+#: a charge ``(ε/d)(-expm1(U log η))`` summed with ``math.fsum`` by less: ``2**-40`` (9.1e-13) is
+#: 30 times that, so each release's realised loss ``Δ/b`` is at most its exact share of the schedule
+#: and the charge at least the exact sum (checked with exact rationals in the tests).
+_MARGIN = 1.0 + 2.0**-40
+
+#: Largest bit length of ``η^k``'s exact denominator for which the schedules are rounded exactly
+#: (``η = 0.5``: always; ``η = 0.9``: ``k`` up to about 1200); beyond it ``_MARGIN`` bounds them.
+_EXACT_BITS = 1 << 16
+
+
+def _pow_exact(eta, k):
+    """``η^k`` as an exact ``Fraction`` of the double ``η``, or None when its denominator is too long."""
+    f = Fraction(eta)
+    return f**k if k * f.denominator.bit_length() <= _EXACT_BITS else None
+
+
+def _round_up(x, exact):
+    """The smallest double at least the rational ``exact`` (``x``: its float estimate, returned if larger)."""
+    y = float(exact)  # correctly rounded to nearest
+    if Fraction(y) < exact:
+        y = math.nextafter(y, math.inf)
+    return max(x, y) if x <= y * _MARGIN else y
+
+
+def _scale_for(sensitivity, b, share):
+    """The smallest double ``c`` with ``Δ/c <= share`` exactly (``share``: a Fraction); ``b``: its float estimate.
+
+    An estimate above ``2**56`` (refused as exhausted, possibly capped) is returned as is.
+    """
+    if not b <= 2.0**56:
+        return b
+    return _round_up(0.0, Fraction(sensitivity) / share)
+
+
+def scale_up(sensitivity, epsilon):
+    """The smallest double ``b >= fl(sensitivity / epsilon)`` with ``sensitivity / b <= epsilon`` exactly.
+
+    ``sensitivity / epsilon`` rounded to nearest may be one ulp below the exact quotient, and a
+    Laplace (or discrete Laplace) release of scale ``b`` loses exactly ``Δ/b`` nats: up to
+    ``8e-15`` above the ``ε`` charged.  The scale is rounded up (``nextafter``) until the exact
+    rational ``Δ/b`` of the doubles is at most ``ε``.  Infinite when ``epsilon`` underflowed to 0.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> b = scale_up(3, 0.1)
+    >>> Fraction(3) / Fraction(b) <= Fraction(0.1), b >= 3 / 0.1
+    (True, True)
+    """
+    if not epsilon > 0:
+        return math.inf
+    b = sensitivity / epsilon
+    num, eps = Fraction(sensitivity), Fraction(epsilon)
+    while math.isfinite(b) and num > eps * Fraction(b):
+        b = math.nextafter(b, math.inf)
+    return b
 
 
 def _scale(sensitivity, epsilon):
@@ -148,7 +211,7 @@ class Release:
 
     def first_scale(self):
         """Smallest noise scale of the first release: if even it is too large, no query can be answered."""
-        return self.depth / self.eps0
+        return scale_up(self.depth, self.eps0)
 
     def answer(self, sketch, cols, signs, k):
         """The noise step of the ``(k+1)``-th query set of distinct items at ``cols``/``signs`` (d, n).
@@ -185,7 +248,7 @@ class Release:
         ``var_of_scale`` maps a noise scale to the variance of one draw of the stream's noise.
         """
         draws = self.noise_draws(np.take_along_axis(sketch.uses_, cols, axis=1) + sketch._pan_draws, sketch._pan_draws)
-        return draws * var_of_scale(self.depth / self.eps0)
+        return draws * var_of_scale(scale_up(self.depth, self.eps0))
 
     def answer_noise_scale(self, sketch, cols):
         """``(scale, factor)`` of the noise added to the answers themselves (``factor * N(scale)``), or None."""
@@ -221,7 +284,7 @@ class UseAndKeep(Release):
 
     def answer(self, sketch, cols, signs, k):
         cells = self._cells(sketch, cols)
-        new = sketch._noisy_cells(cells, self.depth / self.eps0, f"{self.name}: the noise")
+        new = sketch._noisy_cells(cells, scale_up(self.depth, self.eps0), f"{self.name}: the noise")
         flat_uses = sketch.uses_.reshape(-1)
 
         def bind():  # the noise stays in the cells (in place: cannot fail)
@@ -237,7 +300,7 @@ class UseAndKeep(Release):
 
     def released_noise(self, sketch, cols):
         draws = np.take_along_axis(sketch.uses_, cols, axis=1) + sketch._pan_draws
-        return np.full(draws.shape, self.depth / self.eps0), draws
+        return np.full(draws.shape, scale_up(self.depth, self.eps0)), draws
 
 
 class CellPerturbation(UseAndKeep):
@@ -268,7 +331,7 @@ class CellPerturbation(UseAndKeep):
 
     def released_noise(self, sketch, cols):
         draws = np.take_along_axis(sketch.uses_, cols, axis=1) + sketch._pan_draws  # one draw, plus the start
-        return np.full(draws.shape, self.depth / self.eps0), draws
+        return np.full(draws.shape, scale_up(self.depth, self.eps0)), draws
 
 
 class UseAndForget(Release):
@@ -290,17 +353,36 @@ class UseAndForget(Release):
 
     def spend(self, row_max):
         """``Σ_i max_j (ε₀/d)(1 - η^{U_ij})`` from the rows' largest use counts ``max_j U_ij``."""
-        d = row_max.shape[0]
-        return float(np.sum((self.eps0 / d) * -np.expm1(row_max * math.log(float(self.decay)))))
+        d, eta = row_max.shape[0], float(self.decay)
+        shares = (self.eps0 / d) * -np.expm1(row_max * math.log(eta))
+        approx = math.fsum(shares.tolist())
+        powers = [_pow_exact(eta, int(u)) for u in row_max.tolist()]
+        if any(p is None for p in powers):
+            return min(self.eps0, approx * _MARGIN)
+        # rounded up from the exact sum (at most ε₀: the exact sum is below it)
+        return min(self.eps0, _round_up(approx, Fraction(self.eps0) / d * sum(1 - p for p in powers)))
+
+    def scales(self, uses):
+        """Scales ``1/ε'_{u+1}`` of the next use of cells used ``uses`` times, rounded up (exactly, or ``_MARGIN``)."""
+        d, eta = self.depth, float(self.decay)
+        # ε'_u = (ε/d)(1-η)η^u in log space: the scale is checked, never inf or 0
+        uses = np.asarray(uses)
+        log_scale = -(math.log(self.eps0 / d) + math.log1p(-eta) + uses * math.log(eta))
+        scale = np.exp(np.minimum(log_scale, _LOG_SCALE_CAP))
+        out = np.empty(scale.shape)
+        for u in np.unique(uses).tolist():  # up: Δ/b at most the exact share (ε/d)(1-η)η^u
+            power = _pow_exact(eta, int(u))
+            b = float(scale[uses == u].flat[0])
+            share = None if power is None else Fraction(self.eps0) / d * (1 - Fraction(eta)) * power
+            out[uses == u] = b * _MARGIN if share is None else _scale_for(1, b, share)
+        return out
 
     def answer(self, sketch, cols, signs, k):
         d, w = sketch.table_.shape
-        eps0, eta = self.eps0, float(self.decay)
+        eta = float(self.decay)
         flat_uses = sketch.uses_.reshape(-1)
         cells = _sketch.distinct_cells(cols, w)
-        # ε'_u = (ε/d)(1-η)η^u in log space: the scale 1/ε'_u is checked, never inf or 0
-        log_scale = -(math.log(eps0 / d) + math.log1p(-eta) + flat_uses[cells] * math.log(eta))
-        scale = np.exp(np.minimum(log_scale, _LOG_SCALE_CAP))
+        scale = self.scales(flat_uses[cells])
         new = sketch._noisy_cells(
             cells, scale, _forget_exhausted(int(flat_uses[cells].max()) if cells.size else 0, eta),
         )
@@ -321,17 +403,15 @@ class UseAndForget(Release):
         # the table is exact: a query now adds one fresh draw of 1/ε'_{u+1} to each cell (u: its uses so far);
         # a cell whose schedule is exhausted refuses the error bound as it would refuse the query
         uses = np.take_along_axis(sketch.uses_, cols, axis=1)
-        d, eta = self.depth, float(self.decay)
-        log_scale = -(math.log(self.eps0 / d) + math.log1p(-eta) + uses * math.log(eta))
-        scale = np.exp(np.minimum(log_scale, _LOG_SCALE_CAP))
+        eta = float(self.decay)
+        scale = self.scales(uses)
         check_noise_scale(scale, _forget_exhausted(int(uses.max()) if uses.size else 0, eta))
         return np.vectorize(var_of_scale, otypes=[float])(scale)
 
     def released_noise(self, sketch, cols):
         # after bind the cell's use count is u: its released value held one fresh draw of 1/ε'_u
         uses = np.take_along_axis(sketch.uses_, cols, axis=1)
-        d, eta = self.depth, float(self.decay)
-        scale = np.exp(-(math.log(self.eps0 / d) + math.log1p(-eta) + (uses - 1) * math.log(eta)))
+        scale = self.scales(uses - 1)
         return scale, np.ones_like(uses)
 
     def merge_uses(self, uses_a, uses_b):
@@ -361,15 +441,29 @@ class MedianPerturbation(Release):
     def first_scale(self):
         return _scale(1.0, self.eps0 * (1.0 - float(self.decay)))
 
+    def scale(self, sensitivity, k):
+        """Scale ``Δ/ε_k`` of the ``(k+1)``-th query set, ``ε_k = ε(1-η)η^k``, rounded up (exactly, or ``_MARGIN``)."""
+        eta = float(self.decay)
+        log_scale = math.log(sensitivity) - (math.log(self.eps0) + math.log1p(-eta) + k * math.log(eta))
+        b, power = math.exp(min(log_scale, _LOG_SCALE_CAP)), _pow_exact(eta, k)
+        if power is None:
+            return b * _MARGIN
+        return _scale_for(sensitivity, b, Fraction(self.eps0) * (1 - Fraction(eta)) * power)  # Δ/b <= ε_k exactly
+
+    def charge(self, k):
+        """ε spent after ``k + 1`` query sets, ``ε(1 - η^{k+1})`` rounded up (exactly, or ``_MARGIN``), at most ε."""
+        eta = float(self.decay)
+        approx, power = self.eps0 * -math.expm1((k + 1) * math.log(eta)), _pow_exact(eta, k + 1)
+        if power is None:
+            return min(self.eps0, approx * _MARGIN)
+        return min(self.eps0, _round_up(approx, Fraction(self.eps0) * (1 - power)))
+
     def answer(self, sketch, cols, signs, k):
         d, w = sketch.table_.shape
         eps0, eta = self.eps0, float(self.decay)
         m_q = _median_sensitivity_bound(cols, w)
         half = sketch._fp("noise") == "discrete_laplace" and sketch._fp("kind") == "count" and d % 2 == 0
-        log_scale = math.log((2.0 if half else 1.0) * m_q) - (
-            math.log(eps0) + math.log1p(-eta) + k * math.log(eta)
-        )
-        scale = math.exp(min(log_scale, _LOG_SCALE_CAP))
+        scale = self.scale((2 if half else 1) * m_q, k)
         check_noise_scale(scale, _median_exhausted(k, eta))
         noise = sketch._draw_noise(scale, cols.shape[1])
         est = sketch._estimate(sketch.table_, cols, signs)
@@ -381,7 +475,7 @@ class MedianPerturbation(Release):
         def bind():
             return est
 
-        return eps0 * -math.expm1((k + 1) * math.log(eta)), bind
+        return self.charge(k), bind
 
     def row_noise_variance(self, sketch, cols, var_of_scale):
         return np.zeros(cols.shape)  # the rows are exact; the noise goes on the answers
@@ -392,9 +486,7 @@ class MedianPerturbation(Release):
         eta, k = float(self.decay), sketch.n_query_sets_
         m_q = max(_median_sensitivity_bound(cols, w), 1)
         half = sketch._fp("noise") == "discrete_laplace" and sketch._fp("kind") == "count" and d % 2 == 0
-        log_scale = math.log((2.0 if half else 1.0) * m_q) - (math.log(self.eps0) + math.log1p(-eta)
-                                                              + k * math.log(eta))
-        scale = math.exp(min(log_scale, _LOG_SCALE_CAP))
+        scale = self.scale((2 if half else 1) * m_q, k)
         check_noise_scale(scale, _median_exhausted(k, eta))  # the query would be refused: so is its bound
         return scale, (0.5 if half else 1.0)
 
