@@ -311,7 +311,9 @@ cdef inline bint _bernoulli_exp(bitgen_t* bg, uint64_t num, uint64_t den) noexce
     index ``K`` of that failure is odd with probability ``exp(-γ)``.  Each ``A_k`` is an
     exact comparison of a uniform integer below ``k * den`` with ``num``.  ``K`` exceeds
     64 with probability below ``1/64!``; beyond that (``k * den`` could overflow) the
-    draw stops there, a deviation far below any representable probability.
+    draw stops there: each ratio ``P(k)/P(k+1)`` of the discrete Laplace built on it moves
+    off ``e^{1/b}`` by at most ``1.4e-87`` nats (``1/64! = 7.9e-90`` is a double: small, not
+    unrepresentable).
     """
     cdef uint64_t k = 1
     while k < 64:
@@ -350,9 +352,11 @@ def discrete_laplace(object bit_generator, const uint64_t[::1] numer, const int6
     ``numer`` accepted with probability ``exp(-U/numer)``, ``V`` geometric with ratio
     ``e^{-1}``), ``Y = floor(X / 2**shift)`` is geometric with ratio ``exp(-1/b)``, and
     a random sign is attached, rejecting ``-0``.  Only uniform integers from the bit
-    generator are used, so the law is exact (no floating point), at every scale with
-    ``1 <= numer < 2**57``.  ``numer`` and ``shift`` have length 1 (one scale for all)
-    or ``len(out)``.
+    generator are used (no floating point), for ``1 <= numer < 2**57``.  Exact up to: the
+    Bernoulli series cut at 64 terms (``<= 1.4e-87`` nats on each ratio) and ``X`` kept in
+    int64, which conditions ``|Y| <= (2**63 - 1) >> shift`` (0 below ``b = 2**-10``: the
+    callers refuse such scales, ``check_noise_scale``).  ``numer`` and ``shift`` have
+    length 1 (one scale for all) or ``len(out)``.
     """
     cdef Py_ssize_t n = out.shape[0], k, kn = 0 if numer.shape[0] == 1 else 1
     cdef Py_ssize_t ks = 0 if shift.shape[0] == 1 else 1

@@ -191,3 +191,10 @@ def test_median_perturbation_loses_at_most_its_charge(eta, sensitivity):
             real += Fraction(sensitivity) / Fraction(b)
             assert real <= Fraction(rel.charge(k)) <= Fraction(e), (e, eta, k)
             k += 1
+
+
+def test_sample_noise_names_every_noise_it_accepts():
+    from sklearn_bayes.privacy._core._noise import sample_noise
+
+    with pytest.raises(ValueError, match="'discrete_laplace', 'laplace' or 'discrete_gaussian'"):
+        sample_noise(np.random.default_rng(0), "gaussian", 1.0, size=2)

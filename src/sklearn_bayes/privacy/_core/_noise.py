@@ -17,7 +17,7 @@ integer queries of sensitivity Δ, exactly like ``Laplace(Δ/ε)``.
 
 Exact sampling
 --------------
-The draws are *exact*: :func:`sample_discrete_laplace` uses only uniform integers from
+The draws are exact up to two stated deviations (below): :func:`sample_discrete_laplace` uses only uniform integers from
 the generator's bit stream (never floating point), following Algorithm 2 of *The
 Discrete Gaussian for Differential Privacy* (Canonne, Kamath and Steinke 2020) in a
 Cython kernel.  The scale, a float, is the exact rational ``b = s / 2**k``; a geometric
@@ -25,6 +25,11 @@ variable with ratio ``exp(-1/s)`` is ``U + s V`` (``U`` uniform below ``s``, acc
 with probability ``exp(-U/s)`` by the exact Bernoulli-of-an-exponential series, ``V``
 geometric with ratio ``e^{-1}``), ``floor((U + s V) / 2**k)`` is geometric with ratio
 ``exp(-1/b)``, and a random sign (rejecting ``-0``) makes it two-sided.
+
+What is not exact: the Bernoulli-of-an-exponential series stops at its 64th term
+(``P(K > 64) = 1/64!``-size mass), which moves each ratio ``P(k)/P(k+1)`` off ``e^{1/b}`` by at
+most ``1.4e-87`` nats; and the int64 draw conditions the law on ``|K| <= y_max`` (see
+:func:`check_noise_scale`), a tail below ``e^{-127}``.  Scales below ``2**-10`` are refused.
 
 NumPy's ``Generator.geometric`` is not used because it is not exact.  For a success
 probability below 1/3 it returns ``ceil(-E / log1p(-q))`` with a ziggurat exponential
@@ -381,7 +386,7 @@ def sample_noise(rng, kind, scale, size=None):
         return sample_discrete_laplace(rng, scale, size)
     if kind == "laplace":
         return sample_laplace(rng, scale, size)
-    raise ValueError(f"noise must be 'discrete_laplace' or 'laplace', got {kind!r}.")
+    raise ValueError(f"noise must be 'discrete_laplace', 'laplace' or 'discrete_gaussian', got {kind!r}.")
 
 
 def discrete_laplace_pmf(k, scale):

@@ -24,7 +24,7 @@ from sklearn_bayes.privacy._sketch._format import _BytesMixin
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS, _ForkedStream
 from sklearn_bayes.privacy._sketch._accuracy import _AccuracyMixin
 from sklearn_bayes.privacy._sketch._bounds import OWN_POOL_SIZE, POOL_SIZE, count_residuals
-from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release
+from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release, scale_up
 
 __all__ = ["PrivateCountSketch"]
 
@@ -94,7 +94,8 @@ class PrivateCountSketch(
         cell) and ``"median_perturbation"`` (per query set); ignored otherwise.
     noise : {"discrete_laplace", "laplace"}, default="discrete_laplace"
         Noise distribution.  Discrete Laplace keeps integer cells integer and is the
-        exact mechanism for counts; ``"laplace"`` reproduces the paper.
+        exact mechanism for counts; ``"laplace"`` reproduces the paper but is exposed to the
+        floating-point attack of Mironov (2012): not for production.
     pan_private : bool, default=False
         Start every cell with noise of scale ``depth/ε`` so that one intrusion into the
         table (followed by queries) is also covered.  Only for ``"use_and_keep"`` and
@@ -443,7 +444,7 @@ class PrivateCountSketch(
         table = np.zeros((d, w), dtype=np.int64 if self.noise == "discrete_laplace" else np.float64)
         pan_draws = 0
         if self.pan_private and start_noise:
-            table += sample_noise(rng, self.noise, d / eps0, size=(d, w))
+            table += sample_noise(rng, self.noise, scale_up(d, eps0), size=(d, w))
             pan_draws = 1
         self.fitted_params_ = record_parameters(self, _STREAM_PARAMS)
         self._rng = rng
