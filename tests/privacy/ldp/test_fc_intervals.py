@@ -9,7 +9,9 @@ The checks here: the Gaussian belt against a brute-force Neyman construction, th
 of ``theta`` (nominal at ``theta = 0``, where the old rule gives 0.975), widths, the old rule reproduced bit for bit,
 and bad arguments refused."""
 
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +21,9 @@ from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy._ldp import _empirical_bayes as _eb
 from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_zero_width_intervals import _counts, _grid  # noqa: E402  (round 28z's grid of (eps, K, k, n) and counts)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning")
 FC_RULES = ("fc", "fc-wilson")
@@ -60,19 +65,6 @@ def _binomial_intervals_28z(c, n, p, q, level):
         if below.any():
             lo[below], hi[below] = 0.0, _lr_bound_28z(c[below], n, p, q, z * z, False)
     return np.column_stack([lo, hi])
-
-
-def _grid():
-    for eps in (1e-3, 1e-2, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0):
-        for K in (5, 10, 64, 1000):
-            for k in sorted({1, max(1, int(round(K / (np.exp(eps) + 1))))}):
-                for n in (1, 7, 200, 10_000, 1_000_000):
-                    yield eps, K, k, n
-
-
-def _counts(n, p, q):
-    c = np.unique(np.r_[0, 1, 2, n - 2, n - 1, n, np.floor(n * q), np.ceil(n * p), np.linspace(0, n, 201).round()])
-    return c[(c >= 0) & (c <= n)]
 
 
 def _pq(K, eps):
