@@ -17,6 +17,7 @@ from sklearn_bayes.privacy._core._accounting import (
 )
 from sklearn_bayes.privacy._core._clipping import RowNormClipper, clip_rows, clip_values
 from sklearn_bayes.privacy._core._noise import (
+    MIN_NOISE_SCALE,
     check_noise_scale,
     discrete_gaussian_pmf,
     noise_variance,
@@ -33,6 +34,7 @@ from sklearn_bayes.privacy._core._pld import (
 )
 
 __all__ = [
+    "MIN_NOISE_SCALE",
     "PrivacyLedger",
     "RowNormClipper",
     "amplify_by_subsampling",

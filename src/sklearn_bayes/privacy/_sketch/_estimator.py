@@ -9,8 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy._core import PrivacyLedger, subsampled_base_epsilon
-from sklearn_bayes.privacy._core import check_noise_scale, sample_noise
-from sklearn_bayes.privacy._core._noise import MIN_NOISE_SCALE
+from sklearn_bayes.privacy._core import MIN_NOISE_SCALE, check_noise_scale, sample_noise
 from sklearn_bayes.utils import (
     IntegerInterval,
     RealInterval,
