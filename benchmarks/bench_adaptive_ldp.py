@@ -68,7 +68,7 @@ fit plus ``theta_`` over SS's client, counts and IBU run to convergence; all tim
 the process (``time.process_time``) for ours and IBU alike, not wall-clock (which moved the
 K = 10, eps = 8 ratio between 77 and 165 with no code change), and the IBU baseline is the median
 of ``IBU_REPEATS`` repetitions.  The held-out groups of later rounds replace the sixteen cells: ``--fresh-11b``,
-``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17``, ``--fresh-18``, ``--fresh-21`` (``FRESH_*_CELLS``, each fixed
+``--fresh-13``, ``--fresh-14``, ``--fresh-15``, ``--fresh-17``, ``--fresh-18``, ``--fresh-21``, ``--fresh-g3`` (``FRESH_*_CELLS``, each fixed
 before the round that
 holds it out looked at it); ``--paired-decoder NAME`` reads the same fit with another decoder too (e.g. ``eb``,
 ``eb-stack``, ``eb-gmodel``) and prints the paired TV ratio.  ``--versus-posterior`` (round 9): where the default's ``theta_`` came from
@@ -511,6 +511,25 @@ FRESH_21_CELLS = (
     ("exact zeros (12 of 300)", "fresh 21", 300, 2.0, 20_000, lambda rng: _sparse_zeros(300, 12, rng)),
     ("Zipf(1.8)", "fresh 21", 800, 3.0, 300_000, lambda rng: _zipf(800, 1.8, rng)),
     ("geometric(0.97)", "fresh 21", 150, 0.7, 100_000, lambda rng: rng.permutation(_geometric(150, 0.97))),
+)
+
+
+#: Round G3 (issue 28 goal 3 at high eps, task H28G3): eight cells nobody has used, eps 6-8 and n <= 5000 (the corner
+#: where the stack's fixed cost missed 10x IBU), fixed and committed before any fit of the round's candidate on them
+#: (``--general --fresh-g3 --paired-decoder <previous default>``; run once, after the adoption rule -- every dev cell
+#: at eps = 8, n <= 5000 within 10x IBU, paired TV within 1 SE of 1 and geometric mean <= 1.005, coverage 0.93-0.97
+#: -- held on the dev cells).  Real frequencies of two installed data sets not used before: MASS Aids2 ``age`` (74
+#: ages of 2,843 patients, unimodal) and datasets quakes ``stations`` (102 station counts of 1,000 quakes); Dir(1) at
+#: K = 64 and K = 20 (the posterior route: a control), Zipf at K = 300 and 64, two peaks at K = 1000 and 300.
+FRESH_G3_CELLS = (
+    ("Dir(1)", "fresh g3", 64, 8.0, 1_000, lambda rng: rng.dirichlet(np.ones(64))),
+    ("Zipf(1.3)", "fresh g3", 300, 8.0, 2_000, lambda rng: _zipf(300, 1.3, rng)),
+    ("two-peak", "fresh g3", 1000, 8.0, 5_000, lambda rng: _peaks(1000, (0.3, 0.7), 0.05)),
+    ("Zipf(1.1)", "fresh g3", 64, 6.0, 5_000, lambda rng: _zipf(64, 1.1, rng)),
+    ("two-peak", "fresh g3", 300, 6.0, 1_000, lambda rng: _peaks(300, (0.2, 0.6), 0.08)),
+    ("Dir(1), posterior route", "fresh g3", 20, 8.0, 2_000, lambda rng: rng.dirichlet(np.ones(20))),
+    ("real: Aids2 age", "fresh g3", 74, 8.0, 2_000, lambda rng: _real("MASS", "Aids2", "age")),
+    ("real: quakes stations", "fresh g3", 102, 6.0, 5_000, lambda rng: _real("datasets", "quakes", "stations")),
 )
 
 
@@ -1365,6 +1384,8 @@ def main():
                     help="--general on round 18's eight cells nobody has used (FRESH_18_CELLS), run once, held out")
     ap.add_argument("--fresh-21", action="store_true",
                     help="--general on round 21's eight cells nobody has used (FRESH_21_CELLS), run once, held out")
+    ap.add_argument("--fresh-g3", action="store_true",
+                    help="--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out")
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
@@ -1428,7 +1449,7 @@ def main():
         return
 
     if args.general:
-        pool = (FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
+        pool = (FRESH_G3_CELLS if args.fresh_g3 else FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
                 if args.fresh_17 else FRESH_15_CELLS
                 if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
