@@ -21,7 +21,10 @@ __all__ = ["EMProblem", "EMResult", "describe_residuals", "em", "log_joint"]
 
 #: residuals (in robust scales of ``y``) beyond this are taken at it by the E- and M-steps: a gross target's square
 #: overflowed (y >= 1e155 gave r^2 = inf and 0 * inf = NaN in the sufficient statistics, a NaN run of EM with
-#: thousands of ``RuntimeWarning`` s); every law's responsibility and weight there are already 0 to rounding
+#: thousands of ``RuntimeWarning`` s); every law's responsibility and weight there are already 0 to rounding.  The
+#: IRLS weight of such a row is set to 0, not taken at the cap: the least-squares step applies it to the uncapped
+#: target, and the Cauchy weight at the cap, 2 / (s^2 + R_CAP^2) ~ 1e-200, times y = 1e250 pulled the fit to 1e247
+#: (review HQV, F3); a row that far out has influence |w(r) r| < 2 / R_CAP under every built-in law
 R_CAP = 1e100
 
 
@@ -210,14 +213,17 @@ class EMProblem:
         return a, scales
 
     def irls_weights(self, r, z, scales):
-        r = _capped(r)
+        """``sum_j z_ij w_j(r_i)``; 0 for a row beyond ``R_CAP`` (see there)."""
+        rc = _capped(r)
         if self.kinds is not None:
-            W = np.empty_like(r)
-            _fast.irls_weights(r, self.kinds, z, np.asarray(scales, dtype=float), self.deltas, W)
-            return W
-        W = np.zeros_like(r)
-        for j, comp in enumerate(self.comps):
-            W += z[j] * comp.weight(r, scales[j])
+            W = np.empty_like(rc)
+            _fast.irls_weights(rc, self.kinds, z, np.asarray(scales, dtype=float), self.deltas, W)
+        else:
+            W = np.zeros_like(rc)
+            for j, comp in enumerate(self.comps):
+                W += z[j] * comp.weight(rc, scales[j])
+        if rc is not r:
+            W[np.abs(r) > R_CAP] = 0.0
         return W
 
     # parameter vector for SQUAREM extrapolation: theta, log a, log scales
