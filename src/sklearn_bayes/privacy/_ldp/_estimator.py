@@ -713,7 +713,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
             ``client_mechanism().privatize``; subset selection rows hold exactly
             ``subset_size`` categories; GRR also accepts the released positions).
         subsets : array-like or None, default=None
-            ``mechanism='rrrr'`` only (``None`` for a static mechanism).  The subset of each response: one subset (list of category positions,
+            Required for ``mechanism='rrrr'`` (``None`` for a static mechanism).  The subset of each response: one subset (list of category positions,
             possibly empty for SRR) used for all, a list of ``n_responses`` subsets, or
             a boolean array of shape ``(n_responses, K)`` (as returned by
             :meth:`propose_subsets`; validated and stored without a Python loop per

@@ -196,8 +196,12 @@ def subset_masks(subsets, n, K):
         if masks.shape != (n, K):
             raise ValueError(f"subsets as a boolean mask must have shape ({n}, {K}), got {subsets.shape}.")
     else:
-        if subsets is None:
-            subsets = []
+        if subsets is None:  # a forgotten argument would record every response as plain SRR
+            raise ValueError(
+                "subsets is required for mechanism='rrrr': pass the subset each response was produced "
+                "with (as returned by propose_subsets); plain SRR reports are passed as empty subsets, "
+                f"e.g. [[]] * {n}."
+            )
         if not hasattr(subsets, "__len__") or isinstance(subsets, (str, bytes)) or (
                 isinstance(subsets, np.ndarray) and subsets.ndim == 0):
             raise TypeError(f"subsets must be a list of category positions, a list of such lists or a boolean "
