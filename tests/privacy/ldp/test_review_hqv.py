@@ -49,3 +49,36 @@ def test_rrrr_forgotten_subsets_would_have_biased_the_estimate():
     with pytest.raises(ValueError, match="subsets"):
         srv.partial_fit_responses(y, update="defer")
     assert srv.n_responses_ == 500
+
+
+# ---------------------------------------------------------------- F2: n_final_steps too small for the exact chain
+def _static_fit(n_final_steps, **kw):
+    x = _gen(0).choice(5, size=20_000, p=[0.5, 0.3, 0.1, 0.05, 0.05])[:, None]
+    return AdaptiveLDPFrequencyEstimator(n_categories=5, n_final_steps=n_final_steps, random_state=_gen(1),
+                                         **kw).fit(x)
+
+
+@pytest.mark.parametrize("n_final_steps", [0, 1])
+@pytest.mark.parametrize("mechanism", ["auto", "grr", "oue", "subset_selection"])
+def test_static_mechanism_refuses_n_final_steps_below_two_when_theta_is_read(mechanism, n_final_steps):
+    """theta_ was the uniform start of a chain a static mechanism never moves, with method 'mala'."""
+    est = _static_fit(n_final_steps, mechanism=mechanism, decoder="posterior")  # fitting works (a warm-up)
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match=r"n_final_steps=%d.*>= 2" % n_final_steps):
+        est.theta_
+    assert pickle.dumps(est) == before
+    est.set_params(n_final_steps=2000)
+    assert 0.5 * np.abs(est.theta_ - [0.5, 0.3, 0.1, 0.05, 0.05]).sum() < 0.05
+    assert est.convergence_["method"] != "mala"
+
+
+def test_static_eb_route_needs_no_final_steps():
+    est = _static_fit(0, decoder="eb")
+    assert est.convergence_["method"] == "eb" and abs(est.theta_.sum() - 1) < 1e-12
+
+
+def test_rrrr_without_final_phase_reports_the_online_sample():
+    est = AdaptiveLDPFrequencyEstimator(n_categories=5, mechanism="rrrr", n_final_steps=0, random_state=_gen(2))
+    est.fit(_gen(3).integers(0, 5, size=200)[:, None])
+    assert np.array_equal(est.theta_, est._chain.theta)
+    assert est.convergence_["method"] == "online"

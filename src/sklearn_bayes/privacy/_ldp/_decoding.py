@@ -299,12 +299,17 @@ class DecoderMixin:
             rescale = self.decoder == "eb-rescale"
             theta, info = eb_estimate(*self._support_counts(), sum_to_one="rescale" if rescale else "tilt")
             return theta, dict(method=self.decoder if rescale else "eb", **info)
-        if self.n_final_steps == 0 or self.n_responses_ == 0:
-            return self._chain.theta, unmeasured
         burn = self.n_final_steps - self.n_final_steps // 2
         keep = self.n_final_steps // 2
-        if keep == 0:
-            return self._chain.theta, unmeasured
+        if keep == 0 and self._client is not None and self.n_responses_ > 0:
+            # a static mechanism's online sample never moves: it would be the prior's start (review HQV, F2)
+            raise ValueError(
+                f"n_final_steps={self.n_final_steps} gives no estimate for mechanism={self.mechanism_!r}: its "
+                "theta_ comes from the exact posterior's chain, which needs n_final_steps >= 2 (default 2000); "
+                "only mechanism='rrrr' has an online sample to report with n_final_steps < 2."
+            )
+        if keep == 0 or self.n_responses_ == 0:  # the online sample (its start before any response), no final phase
+            return self._chain.theta, dict(unmeasured, method="online")
         if self._uses_exact_gibbs():
             # extended until R-hat and ESS pass, at most 4 n_final_steps iterations; at most
             # MAX_DRAW_VALUES values held (above, the fixed-length chain, thinned evenly)

@@ -134,8 +134,9 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     n_final_steps : int, default=2000
         ``theta_`` is the average over the second half of ``n_final_steps`` extra
         iterations of the final phase (see ``final_estimate``), run from a copy of
-        the current sample (the first half is burn-in); ``0`` makes ``theta_`` the
-        current sample.  With ``'mala'`` these are iterations of each of 8 chains.  For the
+        the current sample (the first half is burn-in); ``0`` or ``1`` makes ``theta_`` the current
+        (online) sample of ``mechanism='rrrr'`` (a static mechanism has none: reading ``theta_``
+        then raises ``ValueError``).  With ``'mala'`` these are iterations of each of 8 chains.  For the
         exact posterior (static mechanisms, ``prior='hierarchical'``) it bounds an adaptive
         chain instead: draws until R-hat and ESS pass, at most ``4 n_final_steps`` iterations.
     final_estimate : {'mala', 'gibbs', 'sgld'}, default='mala'
@@ -231,7 +232,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         posterior, the largest split R-hat and the smallest effective sample size over the
         categories (``'rhat'``, ``'ess'``, ``'n_draws'``; the chain is extended until they
         pass, and a :class:`~sklearn.exceptions.ConvergenceWarning` says when the bound
-        ``4 n_final_steps`` stopped it first; ``'method'``: ``'mcmc'``, ``'counts'`` for the count posterior, ``'importance'``
+        ``4 n_final_steps`` stopped it first; ``'method'``: ``'mcmc'``, ``'online'`` (no final phase), ``'counts'`` for the count posterior, ``'importance'``
         with the weights' ESS and Pareto k, or ``'importance->exact'``; ``'p_symmetric'`` under ``prior='spike-bulk'``, the
         posterior probability of the symmetric model); for ``decoder='eb'`` the EM's ``n_iter`` and ``converged``.
     n_features_in_ : int (always 1)
