@@ -32,3 +32,35 @@ def test_paper_variant_ignores_one_gross_target(value):
     assert np.abs(est.coef_ - clean.coef_).max() < 0.01
     assert abs(est.intercept_ - clean.intercept_) < 0.01
     assert np.all(np.isfinite(est.scales_)) and est.scales_.max() < 10
+
+
+# ---------------------------------------------------------------- F5: one row with most of the sample weight
+@pytest.mark.parametrize("big, reason", [(80.0, "Kish's effective number of rows"), (100.0, "50.3% of the total weight"),
+                                         (1e3, "more than half"), (1e12, "more than half"), (1e300, "more than half")])
+def test_weight_concentrated_on_one_row_is_refused(big, reason):
+    """w0 = 1e3 (91 % of the weight) gave coef [2.76, -0.78, 2.52] (WLS [2.18, -1.03, 0.88]) with a warning about
+    ties; 1e12 coef 0; 1e300 NaN standard errors.  Kish's n_eff = (99 + w0)^2 / (99 + w0^2) is 4.93 at w0 = 80
+    (p + 1 = 5), so 80 is refused too; a refused fit leaves a fitted estimator as it was."""
+    X, y = _data(100)
+    est = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    coef = est.coef_.copy()
+    w = np.ones(100)
+    w[0] = big
+    with pytest.raises(ValueError, match="sample_weight") as info:
+        est.fit(X, y, sample_weight=w)
+    assert reason in str(info.value)
+    assert np.array_equal(est.coef_, coef)
+
+
+def test_weights_short_of_the_bounds_zero_weights_and_relative_weights_still_fit():
+    X, y = _data(100)
+    w = np.ones(100)
+    w[0] = 78.0  # Kish's n_eff 5.02 >= 5, 44 % of the weight
+    a = MixtureMEstimatorRegressor(random_state=0).fit(X, y, sample_weight=w)
+    b = MixtureMEstimatorRegressor(random_state=0).fit(X, y, sample_weight=w * 1e-200)
+    assert np.allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
+    w0 = np.ones(100)
+    w0[:90] = 0.0  # 10 rows with weight: n_eff = 10 >= 5
+    c = MixtureMEstimatorRegressor(random_state=0).fit(X, y, sample_weight=w0)
+    d = MixtureMEstimatorRegressor(random_state=0).fit(X[90:], y[90:])
+    assert np.allclose(c.coef_, d.coef_, rtol=1e-8, atol=1e-10)

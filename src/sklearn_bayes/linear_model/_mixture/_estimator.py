@@ -496,7 +496,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         # weight: the objective is the documented one / W
         sw, W = normalise_weights(sw)
         pos = sw > 0
-        _units.check_rows(type(self).__name__, y, pos, X.shape[1] + int(self.fit_intercept))
+        _units.check_rows(type(self).__name__, y, pos, X.shape[1] + int(self.fit_intercept), sw)
         rng = guard.generator()  # the fit's one draw from the caller's random_state
         replay = _units.Replay(rng)  # its state now: a refit (trend, floor) draws the same numbers
         # above 2 * _EM_SUBSAMPLE rows: start and EM on a random subsample, then a polish on all rows

@@ -154,15 +154,37 @@ def trend_dominated(Xs, ycs, sws, theta0, mad, noise):
     return bool(TREND_SPREAD * _MAD_TO_SD * mad < 1.0 and mad > EXACT_START * max(noise, nstd))
 
 
-def check_rows(name, y, pos, p):
+def check_rows(name, y, pos, p, sw=None):
     """Enough positive-weight rows (``pos``) for ``p`` parameters, and a non-constant target (``name``: the
-    estimator's, for the message)."""
+    estimator's, for the message).
+
+    With weights ``sw`` (largest in ``[1, 2)``, :func:`normalise_weights`), the rows must also count as enough
+    *effectively*: Kish's effective number of rows ``(sum w)^2 / sum w^2`` (``n`` for equal weights, whatever
+    their size; zero weights count for nothing) at least ``p + 1``, and no row holding more than half the total
+    weight (the weighted median of ``y`` is then that row's value, so every robust scale is 0 and the fit is that
+    row's; review HQV, F5).
+    """
     n_pos = int(pos.sum())
     if n_pos < p + 1:
         raise ValueError(
             f"{name} needs at least n_features + fit_intercept + 1 = {p + 1} "
             f"samples with positive weight, got n_samples={n_pos}."
         )
+    if sw is not None:
+        total, top = float(sw.sum()), float(sw.max())
+        n_eff = total**2 / float(sw @ sw)
+        if top > 0.5 * total:
+            raise ValueError(
+                f"sample_weight gives row {int(np.argmax(sw))} {top / total:.1%} of the total weight: with more than "
+                f"half the weight on one row every robust scale is 0 and {name}'s fit is that row's; spread the "
+                "weight (no row above half of it)."
+            )
+        if n_eff < p + 1:
+            raise ValueError(
+                f"sample_weight is concentrated on too few rows: Kish's effective number of rows "
+                f"(sum w)^2 / sum w^2 is {n_eff:.3g}, below the n_features + fit_intercept + 1 = {p + 1} that "
+                f"{name} needs."
+            )
     if np.ptp(y[pos]) == 0:
         raise ValueError(f"y is constant (all values equal {y[pos][0]!r}): there is nothing to regress.")
 
