@@ -20,6 +20,7 @@ import scipy.sparse
 from scipy.stats import norm
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_sample_weight, _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_feature_names, _check_n_features
 
 from sklearn_bayes.utils._validation import check_container, naming
 
@@ -81,6 +82,10 @@ def validate_regression_data(estimator, X, y, sample_weight=None, *, reset=True)
     with naming("X", private=private):
         check_array(X, dtype=np.float64, input_name="X", estimator=estimator)
     check_consistent_rows(X, y)
+    if not reset:  # X's names and width against the fit, named X (the joint check below names y)
+        with naming("X", private=private):
+            _check_feature_names(estimator, X, reset=False)
+            _check_n_features(estimator, X, reset=False)
     with naming("y", private=private):
         X, y = validate_data(estimator, X, y, y_numeric=True, dtype=np.float64, reset=reset)
     y = check_numeric_target(y, type(estimator).__name__, private=private)

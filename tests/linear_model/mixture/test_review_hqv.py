@@ -64,3 +64,42 @@ def test_weights_short_of_the_bounds_zero_weights_and_relative_weights_still_fit
     c = MixtureMEstimatorRegressor(random_state=0).fit(X, y, sample_weight=w0)
     d = MixtureMEstimatorRegressor(random_state=0).fit(X[90:], y[90:])
     assert np.allclose(c.coef_, d.coef_, rtol=1e-8, atol=1e-10)
+
+
+# ---------------------------------------------------------------- F7: a component class for an instance
+def test_component_class_is_refused_naming_components():
+    from sklearn_bayes import GaussianComponent
+
+    X, y = _data(50)
+    with pytest.raises(TypeError, match=r"components .*GaussianComponent.*an instance, not the class"):
+        MixtureMEstimatorRegressor(components=(GaussianComponent,)).fit(X, y)
+    with pytest.raises(TypeError, match="an instance, not the class"):
+        MixtureMEstimatorRegressor(components=("cauchy", GaussianComponent)).fit(X, y)
+
+
+# ---------------------------------------------------------------- F6: X's mismatches name X, not y
+def _scoring_calls(est, X, y):
+    return {
+        "flag_outliers": lambda: est.flag_outliers(X, y),
+        "score_samples": lambda: est.score_samples(X, y),
+        "predict_proba_components": lambda: est.predict_proba_components(X, y),
+        "bootstrap_conf_int": lambda: est.bootstrap_conf_int(X, y, n_boot=2, random_state=0),
+        "summary": lambda: est.summary(X=X, y=y),
+    }
+
+
+@pytest.mark.parametrize("method", ["flag_outliers", "score_samples", "predict_proba_components",
+                                    "bootstrap_conf_int", "summary"])
+def test_reordered_or_narrow_x_is_named_x(method):
+    pd = pytest.importorskip("pandas")
+    X, y = _data(100)
+    df = pd.DataFrame(X, columns=list("abc"))
+    est = MixtureMEstimatorRegressor(random_state=0).fit(df, y)
+    with pytest.raises(ValueError, match="feature names") as info:
+        _scoring_calls(est, df[["c", "b", "a"]], y)[method]()
+    assert "argument X" in str(info.value) and "argument y" not in str(info.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # X without names for a fit with names
+        with pytest.raises(ValueError, match="X has 2 features") as info:
+            _scoring_calls(est, X[:, :2], y)[method]()
+    assert "argument y" not in str(info.value)

@@ -355,6 +355,9 @@ def _resolve_components(components):
                     f"{sorted(set(_NAMED) - {'normal'})} or a MixtureComponent instance."
                 )
             out.append(_NAMED[key]())
+        elif isinstance(item, type):  # GaussianComponent for GaussianComponent(): its methods need an instance
+            raise TypeError(f"components holds the class {item.__name__}: pass an instance, not the class "
+                            f"(e.g. {item.__name__}()), or a name ('gaussian', 'laplace', 'cauchy').")
         elif all(callable(getattr(item, m, None)) for m in ("log_pdf", "weight", "fit_scale", "scale_from_mad")):
             comp = copy.deepcopy(item)
             if hasattr(comp, "_validate"):
