@@ -3,8 +3,9 @@
 ``_losses`` holds the loss objects (one small class per loss: squared, logistic, multinomial,
 squared hinge, hinge, Poisson); ``_map`` the Gaussian prior and the damped-Newton MAP solver
 :func:`fit_map`; ``_dual`` its Newton system in ``n`` dimensions on wide data (``p > 2 n``, an isotropic
-prior: Woodbury); ``_base`` the data validation, the standardisation of columns and the
-:class:`LinearPredictorMixin` of the linear estimators.  Used by ``linear_model`` and
+prior: Woodbury); ``_leverage`` the leverages of a tall design in cache-sized row blocks; ``_base`` the
+data validation, the standardisation of columns and the :class:`LinearPredictorMixin` of the linear
+estimators.  Used by ``linear_model`` and
 ``privacy._linear``; it imports neither.  See the layout in doc/user_guide/conventions.rst.
 """
 
@@ -25,6 +26,7 @@ from sklearn_bayes._glm._base import (
     validate_regression_data,
     wald_interval,
 )
+from sklearn_bayes._glm._leverage import leverages
 from sklearn_bayes._glm._map import (
     HingeLoss,
     LogisticLoss,
@@ -64,6 +66,7 @@ __all__ = [
     "fit_map",
     "inverse_information",
     "inverse_spd",
+    "leverages",
     "mle_exists",
     "naming",
     "normalise_weights",

@@ -178,6 +178,21 @@ class MAPResult:
         For a smoothed loss (:class:`HingeLoss`): the width of the last homotopy stage that
         converged, whose minimiser is returned (the hinge objective is within
         ``smoothing * sum(w) / 2`` of its optimum).  None for the other losses.
+    hessian : ndarray or None
+        With ``keep_factor=True``: the Hessian of the data term alone (the prior left out) last
+        formed -- at the returned ``(coef, intercept)`` when ``factor`` is not None, else one Newton
+        step before it; None where it was damped or in the dual (wide-data) form.  A
+        ``hessian_init`` for a fit at a neighbouring prior.
+    factor : ndarray or None
+        With ``keep_factor=True``: the lower Cholesky factor of the whole Hessian (data plus prior)
+        at the returned point, or None where the last Hessian was formed elsewhere (a step was taken
+        after it), damped, or in the dual form.
+    data_term : float or None
+        With ``keep_factor=True``: the data term ``sum_i w_i L_i`` of the objective at the returned
+        point (a ``data_term_init`` for a fit started there).
+    point : tuple or None
+        With ``factor``: ``(eta, g, h)``, the linear predictor and the loss's first and second
+        derivatives at the returned point (those of the last iteration).
     """
 
     coef: np.ndarray
@@ -188,11 +203,19 @@ class MAPResult:
     singular: bool = False
     diverged: bool = False
     smoothing: float = None
+    hessian: np.ndarray = None
+    factor: np.ndarray = None
+    data_term: float = None
+    point: tuple = None
 
 
 #: consecutive Newton iterations with an exploding predictor before an unregularised fit is
 #: declared diverging
 _EXPLODING_PATIENCE = 8
+#: chord steps (fit_map's hessian_init): the largest ratio of consecutive decrements at which the
+#: Hessian is kept, and the most chord steps of one fit
+_CHORD_RATE = 0.1
+_CHORD_MAX = 50
 
 
 def _factor(H, rcond=1e-12):
@@ -327,6 +350,9 @@ def _fit_map_stage(
     tol=1e-8,
     max_iter=100,
     abort_on_divergence=False,
+    hessian_init=None,
+    keep_factor=False,
+    data_term_init=None,
 ):
     """Minimise the penalised GLM objective of this module by damped Newton's method.
 
@@ -364,10 +390,24 @@ def _fit_map_stage(
         multinomial, squared hinge: a certificate that the unregularised fit does not exist)
         or the linear predictor stays beyond the loss's divergence threshold for 8
         consecutive iterations; used for unregularised fits that may not exist.
-
-    Returns
-    -------
-    result : MAPResult
+    hessian_init : ndarray of shape (q * n_features [+ q],) * 2, default=None
+        A data Hessian from a nearby point (:attr:`MAPResult.hessian` of the fit at a neighbouring
+        prior, e.g. along a path of prior scales).  The iterations are then chord steps with a
+        fixed factor -- first that of ``hessian_init + P``, later that of the last Hessian formed --
+        each costing a gradient and no Hessian, as long as each full step is accepted (Armijo) and the
+        chord decrement ``g^T (H_0 + P)^{-1} g`` falls by at least the factor 10 per step; otherwise,
+        and once the chord decrement reaches the stopping level ``tol**2 * max(1, |F|)``, a Hessian is
+        formed at the current point and the Newton step and tests above follow.  Convergence is only
+        declared by those tests, with the Hessian of the returned point's neighbourhood exactly as
+        without ``hessian_init``, so the stopping rule, and the minimiser to within it, are those
+        of a cold fit.  Ignored in the dual (wide-data) form and for the squared loss.
+    keep_factor : bool, default=False
+        Return the last data Hessian and the Cholesky factor of the whole Hessian at the returned
+        point (:attr:`MAPResult.hessian`, :attr:`MAPResult.factor`), with the data term and the
+        derivatives there (:attr:`MAPResult.data_term`, :attr:`MAPResult.point`).
+    data_term_init : float, default=None
+        The data term ``sum_i w_i L_i`` at the starting point (:attr:`MAPResult.data_term` of the fit
+        it comes from, with the same data), which then is not evaluated again.
 
     Examples
     --------
@@ -418,27 +458,66 @@ def _fit_map_stage(
         eta = predictor(B, b0)
         return loss.value(y, eta, w) + prior.value(B), eta
 
-    f, eta = objective(B, b0)
-    if not np.isfinite(f):
-        raise FloatingPointError("The objective is not finite at the starting point.")
     factor, singular = None, False
     converged, diverged, it, exploding = False, False, 0, 0
     restarted = False
     # wide data under an isotropic prior: the Newton system in n dimensions (_dual), same steps
     iso = _dual.isotropic_precision(prior) if _dual.use_dual(n, d, q) else None
-    for it in range(1, max_iter + 1):
+    # Newton's method with the Hessian kept while it serves (hessian_init): chord steps with a factor formed
+    # at an earlier point, a fresh Hessian where they converge slowly and for every convergence test
+    reuse = hessian_init is not None and iso is None and not loss.constant_hessian
+    chord = _chord(hessian_init, prior, size + (q if fit_intercept else 0)) if reuse else None
+    # fresh: the factor was formed at the current point; prev: the point before the last chord step;
+    # stale: F not evaluated at the current point (chord steps need only the gradient)
+    fresh, H_data, last, n_chord, prev, stale = False, None, np.inf, 0, None, False
+    if data_term_init is not None and np.isfinite(data_term_init):
+        f, eta = float(data_term_init) + prior.value(B), predictor(B, b0)
+    else:
+        f, eta = objective(B, b0)
+    if not np.isfinite(f):
+        raise FloatingPointError("The objective is not finite at the starting point.")
+    it = 0
+    while it < max_iter:
         g, h = loss.derivatives(y, eta, w)
         grad = (g.T @ X).ravel() + prior.gradient(B)
         if fit_intercept:
             grad = np.concatenate([grad, g.sum(axis=0)])
+        if chord is not None:
+            step = -_solve(chord, grad)
+            dec = -float(grad @ step)
+            if not (np.isfinite(dec) and dec <= _CHORD_RATE * last):
+                # the last step did not shrink the chord decrement 10-fold: back to the point before it
+                # (if it was a chord step), where a fresh Hessian takes over
+                if prev is not None:
+                    B, b0, eta, g, h, grad = prev
+                chord = None
+            elif dec > tol * tol * max(1.0, abs(f)) and n_chord < _CHORD_MAX:
+                # the full chord step, judged at the next point by its decrement (the objective is not
+                # evaluated: a strictly convex F has one stationary point, and convergence is declared
+                # below only, with a fresh Hessian)
+                prev = (B, b0, eta, g, h, grad)
+                B = B + step[:size]
+                if fit_intercept:
+                    b0 = b0 + step[size:]
+                eta = predictor(B, b0)
+                last, fresh, stale, n_chord = dec, False, True, n_chord + 1
+                continue
+            else:
+                chord = None  # at the stopping level: a fresh Hessian decides
+        if stale:  # F at the current point (skipped along the chord steps)
+            f = loss.value(y, eta, w) + prior.value(B)
+            stale = False
+        it += 1
         if factor is None or not loss.constant_hessian:
             factor = _dual.DualFactor.build(X, h[:, 0], iso, fit_intercept, unit) if iso is not None else None
             if factor is None:  # the dense system (declined dual factors too: damping decides there)
                 H = _hessian(X, h, q, fit_intercept, unit)
+                H_data = H.copy() if keep_factor else None
                 prior.add_hessian(H)
                 factor, singular = _factor(H)
             else:
                 singular = False
+            fresh = True
         step = -(factor.solve(grad) if isinstance(factor, _dual.DualFactor) else _solve(factor, grad))
         slope = float(grad @ step)
         theta_scale = max(1.0, _amax(B), _amax(b0))
@@ -455,7 +534,7 @@ def _fit_map_stage(
             if fit_intercept:
                 b0 = b0 + step[size:]
             f, eta = objective(B, b0)
-            converged = True
+            converged, fresh = True, False
             break
         # Armijo backtracking line search
         t, accepted = 1.0, False
@@ -468,7 +547,9 @@ def _fit_map_stage(
                 break
             t *= 0.5
         if accepted:
-            B, b0, f, eta = Bn, b0n, fn, etan
+            B, b0, f, eta, fresh = Bn, b0n, fn, etan, False
+            if reuse and not singular and not isinstance(factor, _dual.DualFactor):
+                chord, last, prev = factor, -slope, None  # keep this Hessian while chord steps converge fast
         elif fit_intercept and not restarted and hasattr(loss, "profile_intercept"):
             # no step length in [1e-12, 1] decreased F: a start far from the data's level (Poisson: an
             # intercept where every e^eta is ~0 next to a huge count gives a Newton step of 1e20).  Restart
@@ -479,7 +560,7 @@ def _fit_map_stage(
             if shift is not None:
                 fr, etar = objective(B, shift)
                 if np.isfinite(fr) and fr <= f:
-                    b0, f, eta = shift, fr, etar
+                    b0, f, eta, fresh = shift, fr, etar, False
                     continue
         if small or not accepted:
             # no decrease possible: converged if the Newton decrement is at rounding level
@@ -492,6 +573,8 @@ def _fit_map_stage(
             if exploding >= _EXPLODING_PATIENCE or loss.separates(y, eta):
                 diverged = True
                 break
+    if stale:
+        f = loss.value(y, eta, w) + prior.value(B)
     return MAPResult(
         coef=B.reshape(q, d).copy(),
         intercept=b0.copy(),
@@ -500,7 +583,22 @@ def _fit_map_stage(
         objective=float(f),
         singular=bool(singular),
         diverged=diverged,
+        hessian=H_data if keep_factor and H_data is not None and not singular else None,
+        factor=factor if keep_factor and fresh and H_data is not None and not singular else None,
+        data_term=float(f) - prior.value(B) if keep_factor else None,
+        point=(eta, g, h) if keep_factor and fresh and H_data is not None and not singular else None,
     )
+
+
+def _chord(hessian_init, prior, side):
+    """The Cholesky factor of ``hessian_init + P`` for the chord steps of :func:`_fit_map_stage`, or None
+    (a wrong shape, non-finite entries or not positive definite: Newton's method from the start)."""
+    H = np.array(hessian_init, dtype=float, copy=True)
+    if H.shape != (side, side) or not np.all(np.isfinite(H)):
+        return None
+    prior.add_hessian(H)
+    L, info = lapack.dpotrf(H, lower=1, clean=1)
+    return L if info == 0 and np.all(L.diagonal() > 0) else None
 
 
 def objective_value(X, y, loss, coef, intercept=0.0, *, prior_mean=None, prior_precision=None,

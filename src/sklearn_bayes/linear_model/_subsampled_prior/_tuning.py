@@ -52,7 +52,15 @@ change of the MAP fit with its prior mean, ``d eta_i = x_i^T H^{-1} P (c_{-i} - 
 import numpy as np
 from scipy import linalg, optimize, special
 
-from sklearn_bayes._glm import HingeLoss, LogisticLoss, SquaredHingeLoss, _dual, fit_map, posterior_hessian
+from sklearn_bayes._glm import (
+    HingeLoss,
+    LogisticLoss,
+    SquaredHingeLoss,
+    _dual,
+    fit_map,
+    leverages,
+    posterior_hessian,
+)
 
 #: rows above which the squared loss uses generalised cross-validation instead of exact LOO
 _EXACT_LOO_MAX_ROWS = 20000
@@ -72,6 +80,17 @@ _LOG10_TAU = (-4.0, 3.0)
 _SE_RULE = 0.5
 #: the SVMs (see select_svm): the step of their grid of log10 tau (decades)
 _SVM_STEP = 1.0
+
+#: the GLMs' search along log tau (select_glm): warm-started fits with chord steps (fit_map's hessian_init),
+#: the factor of each fit's Hessian reused by its leave-one-out step, and the local searches of candidates
+#: that cannot win skipped (_prune_margin).  False: every fit cold and every candidate searched -- the
+#: computation before these changes, the same choices to within the solver's tolerance (kept for tests and
+#: benchmarks/bench_subsampled_prior_tall.py)
+_FAST_PATH = True
+#: ... the chord steps from this many rows up: below, every step costs about its Python overhead and Newton's
+#: method takes fewer (measured, chord / Newton-only time: 1.01-1.04 on the benchmark's cells of 60-150 rows,
+#: 0.94 at 300 rows, 0.82 at 5000 x 10)
+_CHORD_MIN_ROWS = 250
 
 #: the candidates tried (experiments may restrict them)
 _CANDIDATES = {"shape": ("subsample", "identity"), "mean": ("subsample", "zero")}
@@ -107,10 +126,12 @@ def _loo_means(coefs, indices, n_rows):
         total[idx] += c
         count[idx] += 1
     rest = m - count
-    D = np.zeros((n_rows, k))
     ok = (count > 0) & (rest > 0)
-    D[ok] = (m * mean - total[ok]) / rest[ok, None] - mean
-    return D
+    # (m mean - total_i) / rest_i - mean = (count_i mean - total_i) / rest_i, 0 for rows in every subsample or none
+    # (in place: one N x k array, no masked copies)
+    total -= count[:, None] * mean
+    total *= np.where(ok, -1.0 / np.where(ok, rest, 1.0), 0.0)[:, None]
+    return total
 
 
 # ---- squared loss: exact LOO (or GCV) from one eigendecomposition per shape -----------------
@@ -347,8 +368,16 @@ def _design_rows(X, q, fit_intercept):
     return blocks
 
 
+def _inverse(H):
+    """``H^-1`` by Cholesky, the pseudo-inverse where that fails."""
+    try:
+        return linalg.cho_solve(linalg.cho_factor(H, lower=True), np.eye(H.shape[0]))
+    except (linalg.LinAlgError, ValueError):
+        return linalg.pinvh(H)
+
+
 def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, errors=False, rows=False,
-             loo_eta=False, loo_var=False):
+             loo_eta=False, loo_var=False, factor=None, PD=None, Xa=None, point=None):
     """Approximate leave-one-out risk ``sum_i w_i L(y_i, eta_{-i})`` of a MAP fit.
 
     ``precision`` is the prior precision of the objective (matrix), ``D`` the optional
@@ -359,16 +388,27 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
     predictors ``eta_{-i}`` instead; with ``loo_var=True`` also their variances under the
     Laplace posterior without row ``i``, ``J_i / (1 - W_i J_i)``.  ``rows=True`` also the loss of every
     row, ``(risk, w_i L(y_i, eta_{-i}))`` (with ``errors``: the weighted misclassification
-    indicators in units of the mean weight).
+    indicators in units of the mean weight).  ``factor``: the lower Cholesky factor of the Hessian
+    ``H`` of the objective at this fit (:attr:`MAPResult.factor`), which is then not formed again;
+    With ``factor`` (one output) ``J`` and the shifts ``x_i^T H^-1 P D_i`` come from one blocked pass
+    over ``X`` (:func:`sklearn_bayes._glm._leverage.leverages`); ``PD = (R, c)`` gives the rows
+    ``(P D_i)^T = c R_i`` (``R = D Sinv`` computed once per candidate, ``P = c Sinv``).  ``Xa``: ``X``
+    with a column of ones appended (with an intercept), if at hand; ``point``: ``(eta, g, h)`` at this fit
+    (:attr:`MAPResult.point`), if at hand.
     """
     N, d = X.shape
     q = loss.n_outputs
     B = np.asarray(coef, dtype=float).reshape(q, d)
     b0 = np.asarray(intercept, dtype=float).reshape(q)
-    eta = X @ B.T + (b0[None, :] if fit_intercept else 0.0)
-    g, h = loss.derivatives(y, eta, w)
-    Xa = np.hstack([X, np.ones((N, 1))]) if fit_intercept else X
+    if point is not None:
+        eta, g, h = point
+    else:
+        eta = X @ B.T + (b0[None, :] if fit_intercept else 0.0)
+        g, h = loss.derivatives(y, eta, w)
+    if Xa is None:
+        Xa = np.hstack([X, np.ones((N, 1))]) if fit_intercept else X
     blocks = _design_rows(X, q, fit_intercept)
+    J = None
     shift = np.zeros((N, q))
     # wide data under an isotropic prior: the rows of X H^-1 from the n x n (Woodbury) system
     iso = _dual.isotropic_scale(precision) if _dual.use_dual(N, d, q) else None
@@ -377,23 +417,35 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
         Z = dual.solve(Xa.T).T  # (N, d [+ 1]): row i is (H^-1 x_i)^T
         if D is not None:  # row i of T is (H^-1 P D_i)^T with P = iso I: the shift x_i^T H^-1 P D_i
             shift[:, 0] = iso * np.einsum("ij,ij->i", Z[:, :d], D)
-    else:
-        H = posterior_hessian(X, y, loss, B, b0, sample_weight=w, prior_precision=precision,
-                              fit_intercept=fit_intercept)
-        try:
-            cH = linalg.cho_factor(H, lower=True)
-            Hinv = linalg.cho_solve(cH, np.eye(H.shape[0]))
-        except (linalg.LinAlgError, ValueError):
-            Hinv = linalg.pinvh(H)
+    elif q == 1 and (factor is not None or PD is not None):
+        # J (and the shifts) in one blocked pass over X (_glm._leverage), H^-1 from the factor of the fit's
+        # Hessian when at hand
+        if factor is not None:
+            Hinv = linalg.cho_solve((factor, True), np.eye(factor.shape[0]))
+        else:
+            Hinv = _inverse(posterior_hessian(X, y, loss, B, b0, sample_weight=w, prior_precision=precision,
+                                              fit_intercept=fit_intercept))
+        if D is not None and PD is None:  # the rows (P D_i)^T of a general P
+            PD = (D @ (precision * np.eye(d) if np.ndim(precision) == 0 else precision), 1.0)
+        J, sh = leverages(X, Hinv, fit_intercept, None if D is None else PD[0], 1.0 if D is None else PD[1])
+        if D is not None:
+            shift[:, 0] = sh
+    elif factor is not None:
+        Hinv = linalg.cho_solve((factor, True), np.eye(factor.shape[0]))
         Z = Xa @ Hinv if q == 1 else None
-    if D is not None and dual is None:
+    else:
+        Hinv = _inverse(posterior_hessian(X, y, loss, B, b0, sample_weight=w, prior_precision=precision,
+                                          fit_intercept=fit_intercept))
+        Z = Xa @ Hinv if q == 1 else None
+    if D is not None and dual is None and J is None:
         k = q * d
         Pm = precision * np.eye(k) if np.ndim(precision) == 0 else precision  # a scalar: wide data (select_glm)
         T = D @ (Pm @ Hinv[:k, :])  # (N, K): row i is (H^-1 P D_i)^T
         for a, cols in enumerate(blocks):
             shift[:, a] = np.einsum("ij,ij->i", Xa, T[:, cols])
     if q == 1:
-        J = np.einsum("ij,ij->i", Z, Xa)
+        if J is None:
+            J = np.einsum("ij,ij->i", Z, Xa)
         W = h[:, 0]
         denom = np.maximum(1.0 - W * J, 1e-12)
         eta_loo = eta[:, 0] + J * g[:, 0] / denom + shift[:, 0]
@@ -445,7 +497,8 @@ def _one_se(risk, cache, state, t_min, k):
     outside = [t for t in below if t < pick]
     if outside:
         a, b = max(outside), pick
-        state["coef"], state["intercept"] = cache[b][1].coef, cache[b][1].intercept
+        r = cache[b][1]
+        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term)
         for _ in range(3):
             mid = 0.5 * (a + b)
             risk(mid)
@@ -513,9 +566,20 @@ def _evidence_scale(X, y, w, loss, fit_intercept, best, wbar):
     j = int(np.argmin(vals))
     if j in (0, len(grid) - 1) or not np.isfinite(vals[j]):
         return None
-    state["coef"], state["intercept"] = cache[grid[j]][1].coef, cache[grid[j]][1].intercept
+    r = cache[grid[j]][1]
+    state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term)
     optimize.minimize_scalar(neg_ev, bounds=(grid[j - 1], grid[j + 1]), method="bounded", options=dict(xatol=0.05))
     return min(ev, key=ev.get)
+
+
+def _prune_margin(vals, j):
+    """The larger gap between the grid value ``vals[j]`` (the smallest) and its neighbours: four times the
+    most a parabola through the three points can dip below ``vals[j]`` (vertex at ``x*``, ``|x*| <= 1/2``
+    grid steps from ``j``, curvature ``c``: the dip is ``c x*^2 <= c / 4`` and the larger gap ``c (1 + 2
+    |x*|) >= c``).  Infinite where a neighbour is not finite, so that such a family is always searched."""
+    nb = [vals[k] for k in (j - 1, j + 1) if 0 <= k < len(vals)]
+    gap = max(nb) - vals[j] if nb else 0.0
+    return gap if np.isfinite(gap) else np.inf
 
 
 def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init,
@@ -540,7 +604,11 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
     D = _loo_means(coefs, indices, N)
     means = [c for c in [("subsample", coefs.mean(axis=0), D), ("zero", np.zeros(coefs.shape[1]), None)]
              if c[0] in _CANDIDATES["mean"] and (use_subsamples or c[0] == "zero")]
-    best = None
+    Xa = np.hstack([X, np.ones((N, 1))]) if fit_intercept else X
+    lo, hi = _LOG10_TAU
+    grid = np.arange(lo, hi + 1e-9, 1.0)
+    families = []
+    chord = _FAST_PATH and N >= _CHORD_MIN_ROWS
     for sname, S, _ in _shapes(cov, use_subsamples):
         # the identity's inverse is itself, exactly (no O(d^3) solve on wide data)
         Sinv = np.eye(S.shape[0]) if sname == "identity" else linalg.cho_solve(
@@ -548,36 +616,63 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
         Sinv = 0.5 * (Sinv + Sinv.T)
         scalar = sname == "identity" and _dual.use_dual(N, X.shape[1], loss.n_outputs)
         for mname, mean, Dm in means:
-            state = {"coef": mean, "intercept": intercept_init}
+            # the first fit of a candidate starts from the data Hessian of the previous candidate's first fit
+            state = {"coef": mean, "intercept": intercept_init,
+                     "hessian": families[-1]["cache"][grid[0]][1].hessian if families and _FAST_PATH else None}
             cache = {}
 
-            def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv, scalar=scalar):
+            # the rows (Sinv D_i)^T once per candidate: P D_i = wbar Sinv D_i / tau at every tau (one output)
+            DS = None if Dm is None or scalar or loss.n_outputs > 1 else (
+                Dm if sname == "identity" else Dm @ Sinv)
+
+            def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv, scalar=scalar, DS=DS):
                 # tau per mean unit of weight (wide data, the identity: the same P as a scalar, no d x d matrix)
                 P = wbar / 10.0 ** log10_tau if scalar else wbar * Sinv / 10.0 ** log10_tau
+                # warm start at the last fit along the path, with its data Hessian for chord steps (the
+                # minimiser and stopping rule of a cold fit: fit_map's hessian_init); the factor of the
+                # Hessian at the fit serves the leave-one-out step
                 res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
                               fit_intercept=fit_intercept, coef_init=state["coef"],
-                              intercept_init=state["intercept"], tol=tol, max_iter=max_iter)
-                state["coef"], state["intercept"] = res.coef, res.intercept
-                val, rows = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm, rows=True)
+                              intercept_init=state["intercept"], tol=tol, max_iter=max_iter,
+                              hessian_init=state.get("hessian") if chord else None, keep_factor=_FAST_PATH,
+                              data_term_init=state.get("data_term"))
+                state.update(coef=res.coef, intercept=res.intercept, hessian=res.hessian, data_term=res.data_term)
+                val, rows = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm, rows=True,
+                                     factor=res.factor, PD=None if DS is None else (DS, wbar / 10.0 ** log10_tau),
+                                     Xa=Xa, point=res.point)
+                res.point = None  # N-vectors: not kept in the cache
                 if not np.isfinite(val):
                     val = np.inf
                 cache[log10_tau] = (val, res, rows)
                 return val
 
-            # coarse grid from strong to weak prior (warm starts), then a local bounded search
-            lo, hi = _LOG10_TAU
-            grid = np.arange(lo, hi + 1e-9, 1.0)
+            # coarse grid from strong to weak prior (warm starts); the local searches follow below
             vals = [risk(t) for t in grid]
-            j = int(np.argmin(vals))
-            a, b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
-            state["coef"], state["intercept"] = cache[grid[j]][1].coef, cache[grid[j]][1].intercept
-            optimize.minimize_scalar(risk, bounds=(a, b), method="bounded", options=dict(xatol=0.15))
-            t = min(cache, key=lambda key: cache[key][0])
-            val, res, _ = cache[t]
-            if best is None or val < best["risk"]:
-                best = dict(risk=float(val), tau=10.0 ** t, shape=S, mean=mean, shape_name=sname, mean_name=mname,
-                            coef=res.coef, intercept=res.intercept, boundary=t in (lo, hi), loo_min_tau=10.0 ** t,
-                            _search=(risk, cache, state, t))
+            families.append(dict(vals=vals, j=int(np.argmin(vals)), risk=risk, cache=cache, state=state, S=S,
+                                 sname=sname, mean=mean, mname=mname))
+    # a bounded search between the neighbours of each family's best grid point, best families first; a
+    # family whose best grid value exceeds the best value found so far by more than its larger gap to a
+    # neighbouring grid value is not searched (a parabola through the three points dips below its best
+    # grid value by at most a quarter of that gap; _prune_margin)
+    found = np.inf
+    for fam in sorted(families, key=lambda f: f["vals"][f["j"]]):
+        vals, j, cache, state = fam["vals"], fam["j"], fam["cache"], fam["state"]
+        if _FAST_PATH and vals[j] - _prune_margin(vals, j) > found:
+            continue
+        a, b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+        start = cache[grid[j]][1]
+        state.update(coef=start.coef, intercept=start.intercept, hessian=start.hessian, data_term=start.data_term)
+        optimize.minimize_scalar(fam["risk"], bounds=(a, b), method="bounded", options=dict(xatol=0.15))
+        found = min(found, min(v[0] for v in cache.values()))
+    best = None
+    for fam in families:  # the first family of the smallest value, in the order of the candidates
+        cache = fam["cache"]
+        t = min(cache, key=lambda key: cache[key][0])
+        val, res, _ = cache[t]
+        if best is None or val < best["risk"]:
+            best = dict(risk=float(val), tau=10.0 ** t, shape=fam["S"], mean=fam["mean"], shape_name=fam["sname"],
+                        mean_name=fam["mname"], coef=res.coef, intercept=res.intercept, boundary=t in (lo, hi),
+                        loo_min_tau=10.0 ** t, _search=(fam["risk"], cache, fam["state"], t))
     t_ev = _evidence_scale(X, y, w, loss, fit_intercept, best, wbar) if (
         evidence and isinstance(loss, LogisticLoss)) else None
     risk, cache, state, t = best.pop("_search")
@@ -621,25 +716,34 @@ def svm_path(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, i
         families.append(("identity", np.eye(d), None, "zero", np.zeros(d), None, True))
     Xa = np.hstack([X, np.ones((N, 1))]) if pen_ok else None
     path = []
+    # the squared hinge (not the smoothed hinge, whose stages change the loss): warm-started fits with chord
+    # steps and the factor of each fit's Hessian reused by the leave-one-out step, as in select_glm
+    fast = _FAST_PATH and getattr(loss, "stages", None) is None
     for fam, (sname, S, Sinv, mname, mean, Dm, pen) in enumerate(families):
         coef0, b0 = (np.append(mean, 0.0), None) if pen else (mean, intercept_init)
+        warm = dict(keep_factor=True) if fast else {}
         for t in grid:
             if pen:  # the intercept as a column under the same prior (fitted without a free intercept)
                 P = (wbar / 10.0 ** t) if wide else (wbar / 10.0 ** t) * np.eye(d + 1)
                 res = fit_map(Xa, y, loss, prior_mean=np.zeros(d + 1), prior_precision=P, sample_weight=w,
-                              fit_intercept=False, coef_init=coef0, tol=tol, max_iter=max_iter)
-                eta, var = alo_risk(Xa, y, w, loss, res.coef, res.intercept, P, False, loo_eta=True, loo_var=True)
+                              fit_intercept=False, coef_init=coef0, tol=tol, max_iter=max_iter, **warm)
+                eta, var = alo_risk(Xa, y, w, loss, res.coef, res.intercept, P, False, loo_eta=True, loo_var=True,
+                                    factor=res.factor, point=res.point)
                 coef0 = res.coef
                 coef, intercept = res.coef[:, :d], res.coef[:, d]
             else:
                 P = wbar / 10.0 ** t if wide and sname == "identity" else wbar * Sinv / 10.0 ** t
                 res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
                               fit_intercept=fit_intercept, coef_init=coef0, intercept_init=b0, tol=tol,
-                              max_iter=max_iter)
+                              max_iter=max_iter, **warm)
                 eta, var = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm, loo_eta=True,
-                                    loo_var=True)
+                                    loo_var=True, factor=res.factor, point=res.point)
                 coef0, b0 = res.coef, res.intercept
                 coef, intercept = res.coef, res.intercept
+            if fast:
+                chord = N >= _CHORD_MIN_ROWS
+                warm = dict(keep_factor=True, hessian_init=res.hessian if chord else None, data_term_init=res.data_term)
+                res.point = res.factor = res.hessian = None
             count = float(w @ (y * eta <= 0)) / float(np.mean(w))
             pwrong = _misclassification_probability(y, eta, var)
             prob = float(w @ pwrong) / float(np.mean(w))
