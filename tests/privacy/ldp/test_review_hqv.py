@@ -82,3 +82,40 @@ def test_rrrr_without_final_phase_reports_the_online_sample():
     est.fit(_gen(3).integers(0, 5, size=200)[:, None])
     assert np.array_equal(est.theta_, est._chain.theta)
     assert est.convergence_["method"] == "online"
+
+
+# ---------------------------------------------------------------- decoders limited to 128 categories: refused at fit
+@pytest.mark.parametrize("decoder", ["counts", "importance"])
+@pytest.mark.parametrize("given_k", [True, False])
+def test_count_decoders_above_128_categories_are_refused_when_fitting(decoder, given_k):
+    X = np.arange(200)[:, None]
+    est = AdaptiveLDPFrequencyEstimator(n_categories=200 if given_k else None, decoder=decoder, random_state=_gen(0))
+    with pytest.raises(ValueError, match=rf"decoder='{decoder}' runs up to 128 categories.*got 200"):
+        est.fit(X)
+    assert "n_responses_" not in vars(est)
+    fitted = AdaptiveLDPFrequencyEstimator(n_categories=200, random_state=_gen(0)).fit(X)
+    before = pickle.dumps(fitted)
+    with pytest.raises(ValueError, match=rf"decoder='{decoder}' runs up to 128"):
+        fitted.set_params(decoder=decoder).partial_fit(X[:5])
+    fitted.set_params(decoder="auto")
+    assert pickle.dumps(fitted) == before
+
+
+# ---------------------------------------------------------------- F12: messages
+def test_client_mechanism_refusal_after_set_params_reads_right():
+    est = AdaptiveLDPFrequencyEstimator(n_categories=5)
+    est.client_mechanism()
+    est.set_params(epsilon=2.0)
+    with pytest.raises(ValueError, match="epsilon was 1.0") as info:
+        est.client_mechanism()
+    msg = str(info.value)
+    assert "client_mechanism would record" not in msg and "a client handed out now would privatise" in msg
+
+
+def test_one_dimensional_users_say_what_is_expected():
+    pd = pytest.importorskip("pandas")
+    for X, hint in [(pd.Series([0, 1, 2, 1]), "to_frame()"), (np.array([0, 1, 2]), "reshape(-1, 1)"),
+                    ([0, 1, 2], "reshape(-1, 1)")]:
+        with pytest.raises(ValueError, match=r"X must be 2-d with one row per user") as info:
+            AdaptiveLDPFrequencyEstimator(n_categories=3).fit(X)
+        assert hint in str(info.value)

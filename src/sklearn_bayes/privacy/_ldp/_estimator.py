@@ -547,6 +547,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     def _init_state(self, categories):
         """Bind a fresh fitted state, recording the parameters it is built with."""
         K = categories.size
+        self._check_decoder_size(K)  # K inferred from the data (a set n_categories: checked with the parameters)
         self.categories_ = categories
         self.n_categories_ = K
         prior = self._prior_vector(K)

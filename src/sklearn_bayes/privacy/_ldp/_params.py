@@ -13,6 +13,7 @@ import numbers
 
 import numpy as np
 
+from sklearn_bayes.privacy._ldp._count_posterior import COUNTS_MAX_CATEGORIES
 from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism, best_subset_size
 from sklearn_bayes.utils._streaming import first_changed_parameter, record_parameters
 from sklearn_bayes.utils._validation import _OSSeededGenerator
@@ -92,6 +93,14 @@ class FrozenParamsMixin:
         if decoder in ("eb", "eb-rescale", "eb-stack", "eb-gmodel", "counts", "importance") and self.mechanism == "rrrr":
             raise ValueError(f"decoder={decoder!r} needs a static mechanism (its responses' support counts are "
                              "binomial); mechanism='rrrr' uses decoder='posterior' (or 'auto').")
+        self._check_decoder_size(vars(self).get("n_categories_", self.n_categories))
+
+    def _check_decoder_size(self, K):
+        """decoder="counts" / "importance" above COUNTS_MAX_CATEGORIES: refused when fitting (review HQV)."""
+        decoder = getattr(self, "decoder", "auto")
+        if decoder in ("counts", "importance") and K is not None and int(K) > COUNTS_MAX_CATEGORIES:
+            raise ValueError(f"decoder={decoder!r} runs up to {COUNTS_MAX_CATEGORIES} categories (its chain costs "
+                             f"O(K^2) per iteration), got {int(K)}: use decoder='eb' or 'posterior'.")
 
     def _check_frozen(self):
         """A fitted estimator continues only with the parameters it was built with.
@@ -179,11 +188,14 @@ class FrozenParamsMixin:
         for name, old in handed.items():
             new = getattr(self, name)
             if not same_value(old, new):
+                why = (f"a client handed out now would privatise with {name}={new!r}, and the server could not "
+                       f"tell its responses from those of the first client (privatised with {name}={old!r})"
+                       if call == "client_mechanism" else
+                       f"{call} would record that client's responses (privatised with {name}={old!r}) under {new!r}")
                 raise ValueError(
-                    f"{name} was {old!r} when client_mechanism() handed out a client and is now {new!r}: "
-                    f"{call} would record that client's responses (privatised with {name}={old!r}) under "
-                    f"{new!r}. Set {name} back to {old!r}, or start a new estimator (sklearn.base.clone) "
-                    "and hand out its client."
+                    f"{name} was {old!r} when client_mechanism() handed out a client and is now {new!r}: {why}. "
+                    f"Set {name} back to {old!r}, or start a new estimator (sklearn.base.clone) and hand out its "
+                    "client."
                 )
 
     def _check_adaptive(self, client):
