@@ -267,7 +267,9 @@ def test_floor_is_not_pushed_to_the_grid_end_by_a_low_norm_release():
     tr, _ = D.split(X.shape[0], 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeededNoiseWarning)
-        est = AdaOPSRegressor(epsilon=0.5, calibration="released_norm", random_state=3, **bounds).fit(X[tr], y[tr])
+        # noise seed 16: a released norm below 1 (seed 3 before int seeds' noise was domain-separated, review HQV F4;
+        # 1 seed of 0-39 gives one now)
+        est = AdaOPSRegressor(epsilon=0.5, calibration="released_norm", random_state=16, **bounds).fit(X[tr], y[tr])
     assert est.log_norm_noisy_ < 0  # the case of the regression
     assert est.h_ < 1e3 * est.h_base_
 
