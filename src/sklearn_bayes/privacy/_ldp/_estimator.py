@@ -778,7 +778,9 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         ``max(1000, n_final_steps // 2)`` burn-in iterations, thinned every 5 / 1 iterations;
         ``'sgld'`` continues a copy of the online chain, as in the papers.
         Consecutive draws are autocorrelated.  Reading samples never changes the
-        estimator: later fitting is the same whether or not this is called.
+        estimator: later fitting is the same whether or not this is called.  On the
+        empirical-Bayes route (``K >= 64``) the draws cost far more than ``theta_``: K = 1000,
+        n = 10^5: about 20 s for 200 draws, 29 s for 1000, against 1.2 s for fit and ``theta_``.
 
         Parameters
         ----------
@@ -797,11 +799,19 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         ValueError
             If ``n_samples * n_categories_`` exceeds ``2^27`` (the draws would take more
             than 1 GiB): ask for fewer draws, in several calls with their own ``random_state``.
+
+        Warns
+        -----
+        ConvergenceWarning
+            Empirical-Bayes route: when the draws fail split R-hat <= 1.05 (4 segments) or
+            ESS >= min(100, n_samples / 10) (K = 1000, n = 10^5: R-hat 4.1, lag-1 autocorrelation 0.88).
         """
         check_is_fitted(self)
         self._check_frozen()
         n_samples = check_count(n_samples, "n_samples", self.n_categories_, "posterior draws of float64")
-        return self._posterior_draws(n_samples, random_state)
+        draws = self._posterior_draws(n_samples, random_state)
+        self._check_eb_draws(draws)  # the EB route: no theta_ chain was checked (see Warns)
+        return draws
 
     def _posterior_draws(self, n_samples, random_state, max_values=None):
         """``n_samples`` posterior draws (see :meth:`sample_posterior`); the exact sampler thins them
