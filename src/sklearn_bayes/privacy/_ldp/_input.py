@@ -69,9 +69,10 @@ def column(estimator, X, reset, n_categories):
             if re.search(r"\bX\b", msg) or any(p.search(msg) for p, _ in _DATA_ECHOES):
                 raise
             if "Expected 2D array" in msg or "Expected a 2-dimensional container" in msg:  # a 1-d X (a Series)
-                hint = "series.to_frame()" if hasattr(X, "to_frame") else "one column, e.g. reshape(-1, 1)"
+                hint = "series.to_frame()" if hasattr(X, "to_frame") else "reshape(-1, 1)"
                 raise ValueError(f"X must be 2-d with one row per user (one column of categories: shape "
-                                 f"(n_users, 1)); got a 1-d {type(X).__name__}: pass {hint}.") from None
+                                 f"(n_users, 1)); got a 1-d {type(X).__name__}. Reshape your data into one "
+                                 f"column: {hint}.") from None
             raise ValueError(f"X is not a valid batch of users: {msg}") from None
     if X.dtype.kind == "c":
         raise ValueError("X holds complex numbers, which are not categories.")
