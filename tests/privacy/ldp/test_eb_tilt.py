@@ -74,7 +74,9 @@ def test_the_tilt_makes_the_posterior_means_sum_to_one(eps):
     assert abs(_tilted(_log_post(L, w), u, lam)[0].sum() - 1.0) <= TILT_TOL
     assert abs(theta.sum() - 1.0) <= c.size * np.finfo(float).eps
     assert np.all(theta >= 0) and np.all(np.isfinite(theta))
-    assert np.allclose(theta, eb_estimate(c, n, p, q)[0], rtol=0, atol=0)
+    # round G3: eb_estimate's default numerics give these numbers up to rounding; fast=False, bit for bit
+    assert np.allclose(theta, eb_estimate(c, n, p, q, fast=False)[0], rtol=0, atol=0)
+    assert np.allclose(theta, eb_estimate(c, n, p, q)[0], rtol=0, atol=1e-12)
 
 
 def test_the_sum_of_tilted_means_is_monotone_in_lambda():

@@ -42,6 +42,16 @@ cross-validated gain reused for the common grid's midpoints it shares.
 Round 17 (``decoder='eb-gmodel'``, an option; ``'auto'`` keeps ``'eb-stack'``): the same stack whose ``'eb'`` row on all
 users uses a smoother prior -- the NPMLE blended half and half with Efron's g-model (:mod:`._gmodel`) -- when that
 prior predicts the held-out users' counts of the same folds better (``stacked_estimate(..., gmodel=True)``).
+
+Round G3 (cost at high ``eps`` and small ``n``, the same output up to rounding; ``STACK_FAST_NUMERICS``, False
+restores round 18b's numbers bit for bit): the atoms where every category's likelihood is exactly 0 dropped before
+the EMs and tilts (:func:`~._empirical_bayes.nonzero_columns`), the EMs compiled up to 512 categories, the tilts'
+moments by one product with the likelihood instead of an ``exp`` of every entry, the Dirichlet-marginal rows computed
+only where the search for the best ``rho`` reads them (:class:`DirichletRows`), the weights' 31 KKT systems solved in
+one batched call, and the common grid's NPMLE on all users fitted only when a candidate that needs it has weight.
+``theta_`` moves by at most ``1.1e-14``; the same ``rho``, EM iterations, guard decisions and intervals on the round's
+checks.  Fit plus ``theta_`` at ``eps = 8``: 0.31-0.60 of round 18b's time.  Looser EMs (``STACK_FOLD_NPMLE_TOL``,
+``STACK_NPMLE_TOL``) are options: they cut more but changed the estimate beyond the round's accuracy rule.
 """
 
 import functools
@@ -50,15 +60,19 @@ import itertools
 import numpy as np
 
 from sklearn_bayes.privacy._ldp._empirical_bayes import (
+    COMPILED_EM_MAX_CATEGORIES,
     _grid,
     _likelihood,
     dirichlet_marginal_weights,
+    eb_estimate,
+    nonzero_columns,
     npmle_weights,
     tilted_means,
 )
 from sklearn_bayes.privacy._ldp._gmodel import GMODEL_MARGIN, predictive_log_score, smooth_prior
 
-__all__ = ["STACK_CANDIDATES", "STACK_FOLDS", "STACK_Z", "SMOOTH_WEIGHTS", "candidates", "fold_support_counts",
+__all__ = ["STACK_CANDIDATES", "STACK_FAST_NUMERICS", "STACK_FOLDS", "STACK_FOLD_NPMLE_TOL", "STACK_NPMLE_TOL",
+           "STACK_Z", "SMOOTH_WEIGHTS", "DirichletRows", "candidates", "fold_support_counts",
            "simplex_least_squares", "stacked_estimate", "user_folds"]
 
 #: Folds of users of the cross-fitted risk, and the candidates in the order of ``convergence_['stack_weights']``.
@@ -68,6 +82,20 @@ STACK_CANDIDATES = ("eb", "smooth", "dir", "ns", "mi")
 STACK_Z = 1.5
 #: The smoother priors ``(1 - a) G + a Beta(rho, (K - 1) rho)`` of the candidates ``'smooth'`` and ``'dir'``.
 SMOOTH_WEIGHTS = (0.25, 1.0)
+#: Round G3 (options, not the default): the NPMLE EMs of the candidates fitted without a fold (they set only the
+#: stack's weights and its guard) stop when an iteration raises the log-likelihood by less than
+#: ``STACK_FOLD_NPMLE_TOL``, the EMs behind ``theta_`` (``'eb'`` on its own grid, the common grid's on all users) by
+#: less than ``STACK_NPMLE_TOL``.  Both are ``NPMLE_TOL`` (``1e-4``, 400-1700 iterations at ``eps = 8``), as in round
+#: 18b.  ``1e-2`` (30-80 iterations) for the folds, or for both, cut the cost at ``eps = 8`` 3-8 times but failed
+#: round G3's accuracy rule on its dev cells (``doc/development/adaptive_ldp_log.rst``, round G3).
+STACK_FOLD_NPMLE_TOL = 1e-4
+STACK_NPMLE_TOL = 1e-4
+#: Round G3: the Dirichlet-marginal rows computed only where the search for the best ``rho`` looks
+#: (:class:`DirichletRows`) and the weights' least squares batched by support size (:func:`simplex_least_squares`).
+#: False restores round 18b's code path (with ``STACK_NPMLE_TOL = NPMLE_TOL``: round 18b's output, bit for bit).
+STACK_FAST_NUMERICS = True
+#: :class:`DirichletRows`: every this many points of ``rho_grid`` first, then a climb to a local maximum by unit steps.
+RHO_SEARCH_STRIDE = 8
 
 
 def user_folds(n, folds, rng):
@@ -117,6 +145,8 @@ def simplex_least_squares(A, b):
     """
     A, b = np.asarray(A, dtype=float), np.asarray(b, dtype=float)
     J = b.size
+    if STACK_FAST_NUMERICS:
+        return _simplex_least_squares_batched(A, b)
     best, best_a = np.inf, None
     lstsq = np.linalg.lstsq
     for S, ix in _supports(J):
@@ -139,6 +169,117 @@ def simplex_least_squares(A, b):
     return best_a
 
 
+@functools.lru_cache(maxsize=8)
+def _padded_supports(J):
+    """Every support of ``J`` weights (:func:`_supports`' order) as a ``(m, J)`` 0/1 mask."""
+    return np.array([[j in S for j in range(J)] for S, _ in _supports(J)], dtype=bool)
+
+
+def _simplex_least_squares_batched(A, b):
+    """:func:`simplex_least_squares` with every support's KKT system solved in one batched call (round G3).
+
+    Support ``S``'s system is padded to ``(J + 1) x (J + 1)`` with the identity (and 0 on the right) in the rows and
+    columns of the candidates outside ``S``, so its solution is ``S``'s with zeros outside.  The same candidates in
+    the same order and the same selection as the loop; the systems by LU (``np.linalg.solve``) instead of
+    ``lstsq``'s SVD, so the weights agree with the loop's up to rounding (and where a system is singular, all of
+    them by the pseudo-inverse: ``lstsq``'s minimum-norm solutions, singular values below ``(J + 1) eps`` of the
+    largest cut).
+    """
+    J = b.size
+    on = _padded_supports(J)
+    m = on.shape[0]
+    both = on[:, :, None] & on[:, None, :]
+    M = np.zeros((m, J + 1, J + 1))
+    M[:, :J, :J] = np.where(both, A[None, :, :], 0.0) + np.where(~on, 1.0, 0.0)[:, :, None] * np.eye(J)[None]
+    M[:, :J, J] = on
+    M[:, J, :J] = on
+    rhs = np.zeros((m, J + 1, 1))
+    rhs[:, :J, 0] = np.where(on, b[None, :], 0.0)
+    rhs[:, J, 0] = 1.0
+    try:
+        sol = np.linalg.solve(M, rhs)[:, :J, 0]
+    except np.linalg.LinAlgError:
+        sol = np.matmul(np.linalg.pinv(M), rhs)[:, :J, 0]
+    sol = np.where(on, sol, 0.0)
+    ok = np.isfinite(sol).all(axis=1) & ~(sol < -1e-12).any(axis=1)
+    a = np.maximum(sol, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a /= a.sum(axis=1, keepdims=True)
+        values = np.einsum("si,ij,sj->s", a, A, a) - 2.0 * (a @ b)
+    best, best_a = np.inf, None
+    for i in np.flatnonzero(ok):
+        value = values[i]
+        if best_a is None or value < best - 1e-12 * max(1.0, abs(best)):
+            best, best_a = value, a[i]
+    if best_a is None:  # not reached: every single candidate is feasible
+        best_a = np.eye(J)[int(np.argmin(np.diag(A) - 2.0 * b))]
+    return best_a
+
+
+class DirichletRows:
+    """Rows of :func:`~._empirical_bayes.dirichlet_marginal_weights` ``(u, K, rho_grid)``, each computed when first
+    read and kept (round G3: the full table is 97 rows of ``betainc`` at every midpoint, 10 ms at ``K = 64``).
+
+    ``row(i)`` is the same elementwise function of the same numbers as the table's row ``i``, so the same weights bit
+    for bit.  :meth:`best` finds the ``rho`` of largest marginal likelihood ``sum_v ln (L[v] . row(i))``: every
+    ``RHO_SEARCH_STRIDE``-th point of the grid (and the last), then unit steps up the slope from the best of those
+    until neither neighbour is higher (later calls, the folds', climb from the previous call's answer).  It is the
+    table's ``argmax`` whenever the profile is unimodal on the grid (a
+    log marginal likelihood of one scale parameter; checked on the tests' and the round's cells), and a local
+    maximum at worst.
+    """
+
+    def __init__(self, u, K, rho_grid):
+        self.mid = np.concatenate([[0.0], 0.5 * (u[1:] + u[:-1]), [1.0]])
+        self.rho = np.atleast_1d(np.asarray(rho_grid, dtype=float))
+        self.K = int(K)
+        self._rows, self._last = {}, None
+
+    def row(self, i):
+        r = self._rows.get(i)
+        if r is None:
+            from scipy.special import betainc
+
+            rho = self.rho[i]
+            r = self._rows[i] = np.diff(betainc(rho, (self.K - 1) * rho, self.mid))
+        return r
+
+    def best(self, L, keep=None):
+        """Index of the best ``rho`` for the likelihood rows ``L`` on the atoms ``keep`` (None: all; see the class).
+
+        The first call scans every ``RHO_SEARCH_STRIDE``-th point, later calls (the folds') climb from the previous
+        call's answer."""
+        G = self.rho.size
+        score = {}
+
+        def value(i):
+            if i not in score:
+                r = self.row(i)
+                score[i] = float(np.log(L @ (r if keep is None else r[keep])).sum())
+            return score[i]
+
+        if self._last is None:
+            start = sorted(set(range(0, G, max(1, int(RHO_SEARCH_STRIDE)))) | {G - 1})
+            i = max(start, key=lambda j: (value(j), -j))
+        else:
+            i = self._last
+        while True:
+            nb = [j for j in (i - 1, i + 1) if 0 <= j < G]
+            j = max(nb, key=lambda k: (value(k), -k))
+            if value(j) > value(i) or (value(j) == value(i) and j < i):
+                i = j
+            else:
+                self._last = i
+                return i
+
+
+def _compiled_em(K):
+    return bool(STACK_FAST_NUMERICS and K <= COMPILED_EM_MAX_CATEGORIES)
+
+
+_nonzero_columns = nonzero_columns
+
+
 def _norm_sub(f):
     """Projection of ``f`` onto the simplex (norm-sub: subtract one constant, clip at 0)."""
     s = np.sort(f)[::-1]
@@ -152,7 +293,8 @@ def _clip_renormalise(f):
     return g / s if s > 0 else np.full(f.size, 1.0 / f.size)
 
 
-def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only_eb=False, eb_prior=None):
+def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only_eb=False, eb_prior=None, tol=None,
+               need=None, return_fit=False):
     """``(J, K)`` candidate estimates (``STACK_CANDIDATES`` order) from the counts ``c`` of ``n`` users, and a dict:
     the NPMLE's EM (``n_iter``, ``converged``, ``n_atoms``), the tilt of ``'eb'`` (``tilt``, ``tilt_converged``) and
     the Dirichlet marginal's ``rho``.
@@ -167,36 +309,71 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     needs them on all users only when the guard keeps the stack).  ``eb_prior`` (with ``eb_on_own_grid``; round 17):
     ``eb_prior(L, u, w, p, q, f) -> (prior, converged)`` replaces the NPMLE's weights ``w`` in ``'eb'``'s tilt
     (:func:`~._gmodel.smooth_prior`); ``info['n_iter']`` and ``converged`` still describe the NPMLE's EM, and
-    ``info['eb_prior_converged']`` holds ``eb_prior``'s flag (round 18).
+    ``info['eb_prior_converged']`` holds ``eb_prior``'s flag (round 18).  ``tol``: the EMs' tolerance (round G3;
+    None: ``STACK_NPMLE_TOL``).  ``need`` (round G3, without ``eb_on_own_grid``): the names of the rows the caller
+    reads; the others are zeros (the stack's weight on them is 0, and ``0 x = 0``), and without ``'eb'`` and
+    ``'smooth'`` the NPMLE is not fitted (``'dir'``'s prior ``0 w + B`` is ``B`` exactly).  ``return_fit``: also
+    ``(w_full, L_full)``, the NPMLE's weights on all of ``u`` (0 on the dropped atoms) and the likelihood on ``u``
+    (round G3: ``'eb-gmodel'``'s folds score the same EM the candidates used).
     """
     c = np.asarray(c, dtype=float)
+    tol = STACK_NPMLE_TOL if tol is None else tol
     f = (c / n - q) / (p - q)
+    keep = None
     if fit is None:
-        L = _likelihood(c, n, p, q, u)
-        w, n_iter, converged = (None, 0, True) if only_eb and eb_on_own_grid else npmle_weights(L)
+        L = L_full = _likelihood(c, n, p, q, u)
+        n_u = u.size
+        if STACK_FAST_NUMERICS and eb_prior is None:  # round G3: the atoms no category can have (exact zeros) dropped
+            L, u, keep = _nonzero_columns(L, u)
+        no_w = (only_eb and eb_on_own_grid) or (need is not None and not {"eb", "smooth"} & set(need))
+        w, n_iter, converged = (None, 0, True) if no_w else npmle_weights(L, tol=tol, n_atoms=n_u,
+                                                                          compiled=_compiled_em(c.size))
     else:
         L, (w, n_iter, converged) = fit
+        L_full, n_u = L, u.size
     with np.errstate(divide="ignore"):
-        best = int(np.argmax(np.log(L @ WB.T).sum(axis=0)))
-        logL = np.log(L)  # once for the two or three tilts on this grid
-    b = WB[best]
-    if eb_on_own_grid:
+        if isinstance(WB, DirichletRows):  # round G3: the rows the search reads, not the whole table
+            best = WB.best(L, keep)
+            b = WB.row(best)
+        else:
+            best = int(np.argmax(np.log(L @ (WB if keep is None else WB[:, keep]).T).sum(axis=0)))
+            b = WB[best]
+        b = b if keep is None else b[keep]
+        # once for the two or three tilts on this grid (round G3: not needed by the linear tilts)
+        logL = None if STACK_FAST_NUMERICS else np.log(L)
+    if eb_on_own_grid and eb_prior is None:  # the decoder 'eb''s estimate, by the same code (round G3)
+        eb, e_info = eb_estimate(c, n, p, q, fast=STACK_FAST_NUMERICS, tol=tol)
+        n_iter, converged, n_atoms = e_info["n_iter"], e_info["converged"], e_info["n_atoms"]
+        lam, ok = e_info["tilt"], e_info["tilt_converged"]
+    elif eb_on_own_grid:  # round 17's prior in place of the NPMLE's weights (on the whole grid)
         uo = _grid(f, n, p, q)
         Lo = _likelihood(c, n, p, q, uo)
-        wo, n_iter, converged = npmle_weights(Lo)
-        if eb_prior is not None:
-            wo, prior_ok = eb_prior(Lo, uo, wo, p, q, f)
-        (eb, lam, ok), n_atoms = tilted_means(Lo, wo, uo), uo.size
+        wo, n_iter, converged = npmle_weights(Lo, tol=tol, compiled=_compiled_em(c.size))
+        wo, prior_ok = eb_prior(Lo, uo, wo, p, q, f)
+        (eb, lam, ok), n_atoms = tilted_means(Lo, wo, uo, linear=STACK_FAST_NUMERICS), uo.size
+    elif need is not None and "eb" not in need:
+        (eb, lam, ok), n_atoms = (np.zeros(c.size), 0.0, True), n_u
     else:
-        (eb, lam, ok), n_atoms = tilted_means(L, w, u, logL=logL), u.size
+        (eb, lam, ok), n_atoms = tilted_means(L, w, u, logL=logL, linear=STACK_FAST_NUMERICS), n_u
     info = dict(n_iter=n_iter, converged=converged, n_atoms=int(n_atoms), tilt=lam, tilt_converged=ok,
                 rho=float(np.atleast_1d(rho_grid)[best]))
     if eb_on_own_grid and eb_prior is not None:
         info["eb_prior_converged"] = bool(prior_ok)
     if only_eb and eb_on_own_grid:
         return eb[None, :], info
-    out = [eb] + [tilted_means(L, (1 - a) * w + a * b, u, logL=logL)[0] for a in SMOOTH_WEIGHTS]
+    out = [eb]
+    for name, a in zip(STACK_CANDIDATES[1:3], SMOOTH_WEIGHTS):
+        if need is not None and name not in need:
+            out.append(np.zeros(c.size))
+        else:
+            prior = b if w is None and a == 1.0 else (1 - a) * w + a * b
+            out.append(tilted_means(L, prior, u, logL=logL, linear=STACK_FAST_NUMERICS)[0])
     out += [_norm_sub(f), _clip_renormalise(f)]
+    if return_fit:
+        w_full = w if keep is None else np.zeros(keep.size)
+        if keep is not None:
+            w_full[keep] = w
+        return np.array(out), info, (w_full, L if keep is None else L_full)
     return np.array(out), info
 
 
@@ -227,7 +404,10 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
     if n == 0:
         raise ValueError("stacked_estimate needs at least one recorded response (n >= 1).")
     u0 = _grid(np.zeros(0), n, p, q)  # atoms independent of the counts, shared by every fit
-    WB0 = dirichlet_marginal_weights(u0, K, rho_grid, known=cdf_table)
+    if STACK_FAST_NUMERICS and cdf_table is None:
+        WB0 = DirichletRows(u0, K, rho_grid)
+    else:
+        WB0 = dirichlet_marginal_weights(u0, K, rho_grid, known=cdf_table)
     if not gmodel:
         eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True)
     fold = user_folds(n, folds, rng)
@@ -242,15 +422,13 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
             continue
         if gmodel:  # the same EM as candidates' own (the same numbers), then the blend, both scored on fold k
             cm, nm = c - cf[k], n - nf[k]
-            Lm = _likelihood(cm, nm, p, q, u0)
-            fit = npmle_weights(Lm)
-            Fk = candidates(cm, nm, p, q, u0, WB0, rho_grid, fit=(Lm, fit))[0]
-            blend, ok = smooth_prior(Lm, u0, fit[0], p, q, (cm / nm - q) / (p - q))
+            Fk, _, (w_m, Lm) = candidates(cm, nm, p, q, u0, WB0, rho_grid, tol=STACK_FOLD_NPMLE_TOL, return_fit=True)
+            blend, ok = smooth_prior(Lm, u0, w_m, p, q, (cm / nm - q) / (p - q))
             Lk = _likelihood(cf[k], nf[k], p, q, u0)
-            g_gain += predictive_log_score(Lm, blend, Lk) - predictive_log_score(Lm, fit[0], Lk)
+            g_gain += predictive_log_score(Lm, blend, Lk) - predictive_log_score(Lm, w_m, Lk)
             g_ok = g_ok and ok
         else:
-            Fk = candidates(c - cf[k], n - nf[k], p, q, u0, WB0, rho_grid)[0]
+            Fk = candidates(c - cf[k], n - nf[k], p, q, u0, WB0, rho_grid, tol=STACK_FOLD_NPMLE_TOL)[0]
         t = (cf[k] / nf[k] - q) / (p - q)
         Ak, bk = Fk @ Fk.T, Fk @ t
         A += Ak
@@ -273,7 +451,8 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         info = dict(info, gmodel_gain=float(g_gain), gmodel_used=g_used, gmodel_converged=bool(g_ok),
                     gmodel_final_converged=final_ok)
     if used:  # the other candidates on all users (their 'eb' row on the common grid is not used)
-        full = np.vstack([eb_row, candidates(c, n, p, q, u0, WB0, rho_grid)[0][1:]])
+        need = {m for m, a in zip(STACK_CANDIDATES, weights) if a > 0} if STACK_FAST_NUMERICS else None
+        full = np.vstack([eb_row, candidates(c, n, p, q, u0, WB0, rho_grid, need=need)[0][1:]])
         theta = np.maximum(weights @ full, 0.0)
     else:  # 'eb' alone: e_1 @ full is the 'eb' row exactly (1 x + 0 y = x for finite y), so it is not formed
         weights = np.eye(J)[0]
