@@ -39,6 +39,10 @@ closed form; a second step refines it (iterative refinement) and confirms conver
 On wide data (one output, more than ``_dual.DUAL_RATIO = 2`` columns per row) under an isotropic
 prior ``P = a I`` the same Newton step is solved in ``n`` dimensions (Woodbury, the intercept by its
 Schur complement; :mod:`sklearn_bayes._glm._dual`): ``O(n^2 d)`` per step instead of ``O(n d^2 + d^3)``.
+Along a path of priors (``hessian_init``: the leave-one-out search of the subsampled-prior GLMs) the
+steps are chord steps with a Hessian formed at an earlier point, each costing a gradient (``O(n d)``)
+instead of a Hessian (``O(n d^2)``), and a fresh Hessian is formed where they converge slowly and for
+the convergence test.
 """
 
 import numbers

@@ -87,9 +87,9 @@ _SVM_STEP = 1.0
 #: computation before these changes, the same choices to within the solver's tolerance (kept for tests and
 #: benchmarks/bench_subsampled_prior_tall.py)
 _FAST_PATH = True
-#: ... the chord steps from this many rows up: below, every step costs about its Python overhead and Newton's
-#: method takes fewer (measured, chord / Newton-only time: 1.01-1.04 on the benchmark's cells of 60-150 rows,
-#: 0.94 at 300 rows, 0.82 at 5000 x 10)
+#: ... the chord steps and the reused factors from this many rows up (below, only the skipped searches): with
+#: fewer rows every step costs about its Python overhead and Newton's method takes fewer (measured, chord /
+#: Newton-only time: 1.01-1.04 on the benchmark's cells of 60-150 rows, 0.94 at 300 rows, 0.82 at 5000 x 10)
 _CHORD_MIN_ROWS = 250
 
 #: the candidates tried (experiments may restrict them)
@@ -622,7 +622,7 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
             cache = {}
 
             # the rows (Sinv D_i)^T once per candidate: P D_i = wbar Sinv D_i / tau at every tau (one output)
-            DS = None if Dm is None or scalar or loss.n_outputs > 1 else (
+            DS = None if Dm is None or scalar or loss.n_outputs > 1 or not chord else (
                 Dm if sname == "identity" else Dm @ Sinv)
 
             def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv, scalar=scalar, DS=DS):
@@ -634,7 +634,7 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
                 res = fit_map(X, y, loss, prior_mean=mean, prior_precision=P, sample_weight=w,
                               fit_intercept=fit_intercept, coef_init=state["coef"],
                               intercept_init=state["intercept"], tol=tol, max_iter=max_iter,
-                              hessian_init=state.get("hessian") if chord else None, keep_factor=_FAST_PATH,
+                              hessian_init=state.get("hessian"), keep_factor=chord,
                               data_term_init=state.get("data_term"))
                 state.update(coef=res.coef, intercept=res.intercept, hessian=res.hessian, data_term=res.data_term)
                 val, rows = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm, rows=True,
@@ -718,7 +718,7 @@ def svm_path(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, i
     path = []
     # the squared hinge (not the smoothed hinge, whose stages change the loss): warm-started fits with chord
     # steps and the factor of each fit's Hessian reused by the leave-one-out step, as in select_glm
-    fast = _FAST_PATH and getattr(loss, "stages", None) is None
+    fast = _FAST_PATH and getattr(loss, "stages", None) is None and N >= _CHORD_MIN_ROWS
     for fam, (sname, S, Sinv, mname, mean, Dm, pen) in enumerate(families):
         coef0, b0 = (np.append(mean, 0.0), None) if pen else (mean, intercept_init)
         warm = dict(keep_factor=True) if fast else {}
@@ -741,8 +741,7 @@ def svm_path(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, i
                 coef0, b0 = res.coef, res.intercept
                 coef, intercept = res.coef, res.intercept
             if fast:
-                chord = N >= _CHORD_MIN_ROWS
-                warm = dict(keep_factor=True, hessian_init=res.hessian if chord else None, data_term_init=res.data_term)
+                warm = dict(keep_factor=True, hessian_init=res.hessian, data_term_init=res.data_term)
                 res.point = res.factor = res.hessian = None
             count = float(w @ (y * eta <= 0)) / float(np.mean(w))
             pwrong = _misclassification_probability(y, eta, var)
