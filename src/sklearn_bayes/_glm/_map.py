@@ -324,6 +324,9 @@ def fit_map(X, y, loss, **kwargs):
         kw = dict(kwargs)
         if res is not None:
             kw["coef_init"], kw["intercept_init"] = res.coef, res.intercept
+            # the starting point and the loss changed: the given data term and Hessian were the first stage's
+            kw.pop("data_term_init", None)
+            kw.pop("hessian_init", None)
         new = _fit_map_stage(X, y, stage, **kw)
         n_iter += new.n_iter
         if res is not None and res.converged and not new.converged:

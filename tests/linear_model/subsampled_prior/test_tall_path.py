@@ -244,3 +244,25 @@ def test_svm_fast_path_equals_the_previous_one(monkeypatch, n_classes):
     else:  # one prior for all the one-vs-rest problems: the same predictions
         np.testing.assert_array_equal(fast.predict(X), slow.predict(X))
     np.testing.assert_array_equal(fast.predict(X), slow.predict(X))
+
+
+def test_staged_loss_uses_the_start_hints_in_its_first_stage_only():
+    """The smoothed hinge is minimised stage by stage: a data term and Hessian given for the starting point
+    belong to the first stage's loss and point only; the result equals the fit without them."""
+    from sklearn_bayes._glm import HingeLoss
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 5))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=400) > 0, 1.0, -1.0)
+    plain = fit_map(X, y, HingeLoss(), prior_precision=1.0)
+    first = next(iter(HingeLoss().stages()))
+    start = fit_map(X, y, first, prior_precision=3.0, keep_factor=True)
+    hinted = fit_map(X, y, HingeLoss(), prior_precision=1.0, coef_init=start.coef, intercept_init=start.intercept,
+                     hessian_init=start.hessian, data_term_init=start.data_term)
+    assert hinted.converged and plain.converged and hinted.smoothing == plain.smoothing
+    # the last stage's objective is strongly convex with modulus >= the prior precision 1, so two fits that
+    # stop at Newton decrements <= tol^2 max(1, |F|) differ by at most 4 tol sqrt(max(1, |F|)) per
+    # coefficient; |F| <= F(0) <= 1.5 per row (the smoothed hinge at 0 is at most 1 + the smoothing width)
+    bound = 4 * 1e-8 * np.sqrt(1.5 * X.shape[0])
+    np.testing.assert_allclose(hinted.coef, plain.coef, rtol=0, atol=bound)
+    np.testing.assert_allclose(hinted.intercept, plain.intercept, rtol=0, atol=bound)
