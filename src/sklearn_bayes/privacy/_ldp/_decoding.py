@@ -89,6 +89,35 @@ def warn_if_unconverged(conv):
             ConvergenceWarning, stacklevel=external_stacklevel())
 
 
+#: ``tails='auto'``: a category whose equal-tailed lower end is below ``ZERO_END / n`` (``n`` responses) gets the
+#: one-sided interval ``[0, q_level]`` (review HQV, F9)
+ZERO_END = 0.1
+
+
+def draw_intervals(draws, level, tails, n):
+    """Credible intervals ``(K, 2)`` from posterior draws ``(m, K)`` (see ``credible_interval``).
+
+    The equal-tailed interval never holds an exact 0: an empty category's posterior piles up
+    at 0 (lower ends 1e-32 to 1e-66 at K = 50) and true zeros were covered 0-8 % of the time.
+    With ``tails='auto'`` a category whose equal-tailed lower end is below ``ZERO_END / n``
+    (a tenth of one user's share) gets ``[0, q_level]``, the one-sided interval of the same
+    level.  Adopted on a rule fixed before measuring (true zeros covered >= 0.93, every general
+    cell of the benchmark below 64 categories in [0.93, 0.97]); 20 runs each, mean of per-run
+    coverage: true zeros 0.000 -> 0.995-1.000 on four sparse cells (K = 20, 50; all categories
+    0.09-0.46 -> 0.94-0.98), the general cells 0.936-0.980 -> 0.936-0.970 (paired change 0 to
+    -0.020, SE <= 0.014).  Small non-zero categories made one-sided lose 0.02-0.05 of their
+    coverage on the sparse cells.
+    """
+    q = (1 - level) / 2
+    lo, hi = np.quantile(draws, [q, 1 - q], axis=0)
+    if tails == "auto" and n > 0:
+        at0 = lo < ZERO_END / n
+        if at0.any():
+            lo[at0] = 0.0
+            hi[at0] = np.quantile(draws[:, at0], level, axis=0)
+    return np.c_[lo, hi]
+
+
 class DecoderMixin:
     """The decoder of ``theta_`` and its diagnostics (reads the estimator's fitted state)."""
 

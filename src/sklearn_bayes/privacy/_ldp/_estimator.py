@@ -37,7 +37,7 @@ import sklearn_bayes.privacy._ldp._input as inp
 from sklearn_bayes.privacy._ldp._chain import ChainState
 from sklearn_bayes.privacy._ldp._copies import CopiesMixin
 from sklearn_bayes.privacy._ldp._driver import process_users, step_sizes
-from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, warn_if_unconverged
+from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, draw_intervals, warn_if_unconverged
 from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
 from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
@@ -829,8 +829,8 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         return self._sgld_draws(n_samples * thin, thin, rng)
 
     @serialized
-    def credible_interval(self, level=0.95, n_samples=2000, random_state=None):
-        """Equal-tailed posterior credible interval of every category probability.
+    def credible_interval(self, level=0.95, n_samples=2000, random_state=None, tails="auto"):
+        """Posterior credible interval of every category probability (equal-tailed, or one-sided at 0).
 
         With the empirical-Bayes decoder (``decoder='eb'``, or ``'auto'`` when it chose it)
         it is the binomial (Feldman-Cousins / Wilson) confidence interval of every category (see Notes);
@@ -847,6 +847,10 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
             chain still runs ``n_samples`` iterations).
         random_state : None, int or numpy.random.Generator, default=None
             Passed to :meth:`sample_posterior`.
+        tails : {'auto', 'equal'}, default='auto'
+            ``'equal'``: the draws' ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles (before review HQV:
+            true zeros were never covered).  ``'auto'``: the same, except ``[0, q_level]`` where that lower
+            end is below ``1 / (10 n_responses_)``.  Unused on the empirical-Bayes route.
 
         Returns
         -------
@@ -855,6 +859,8 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         """
         if not isinstance(level, numbers.Real) or not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1), got {level!r}.")
+        if tails not in ("auto", "equal"):
+            raise ValueError(f"tails must be 'auto' or 'equal', got {tails!r}.")
         check_is_fitted(self)
         self._check_frozen()
         if self._uses_eb():
@@ -865,8 +871,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
             s = self._posterior_draws(n_samples, random_state, max_values=MAX_DRAW_VALUES)
         else:
             s = self.sample_posterior(n_samples, random_state=random_state)
-        q = (1 - level) / 2
-        return np.quantile(s, [q, 1 - q], axis=0).T
+        return draw_intervals(s, float(level), tails, self.n_responses_)
 
     @serialized
     def transform(self, X):
