@@ -428,7 +428,9 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
         rng = np.random.default_rng(np.random.SeedSequence([int(random_state), PRIVACY_NOISE_TAG]))
         warnings.warn(
             f"{owner} was given an integer random_state: its privacy noise is reproducible "
-            "from the seed. Use seeded noise for testing only; use random_state=None in production.",
+            "from the seed (drawn from SeedSequence([seed, PRIVACY_NOISE_TAG]), not default_rng(seed), so data "
+            "drawn from default_rng(seed) are not privatised with their own stream). Use seeded noise for "
+            "testing only; use random_state=None in production.",
             SeededNoiseWarning,
             stacklevel=external_stacklevel(),
         )

@@ -223,3 +223,8 @@ def test_tails_is_validated_and_equal_is_the_previous_rule():
     s = est._posterior_draws(2000, None, max_values=MAX_DRAW_VALUES)
     q = (1 - 0.9) / 2  # as before the change, bit for bit
     np.testing.assert_array_equal(est.credible_interval(0.9, tails="equal"), np.quantile(s, [q, 1 - q], axis=0).T)
+
+
+def test_int_seed_warning_says_the_noise_is_not_the_seeds_plain_stream():
+    with pytest.warns(SeededNoiseWarning, match=r"not default_rng\(seed\)"):
+        AdaptiveLDPFrequencyEstimator(n_categories=3, random_state=0).fit([[0], [1], [2]])
