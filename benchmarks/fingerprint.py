@@ -102,7 +102,7 @@ def fingerprints():
         answers.append(sketch.query([1, 2, 3, 77]))
     rows["PrivateCountSketch"] = _digest([answers, sketch.epsilon_spent_, sketch.n_query_sets_,
                                           _ledger_rows(sketch.ledger)])
-    loaded = sb.PrivateCountSketch.from_bytes(sketch.to_bytes(), random_state=5)  # bytes hold uuids
+    loaded = sb.PrivateCountSketch.from_bytes(sketch.to_bytes(), random_state=5, ledger=sketch.ledger)  # bytes hold uuids
     rows["PrivateCountSketch.bytes"] = _digest([loaded.table_, loaded.query([1, 2, 3, 77]), loaded.n_query_sets_])
     for mech in _sketch_mechanisms(sb.PrivateCountSketch):
         sk = sb.PrivateCountSketch(epsilon=2.0, depth=3, width=128, mechanism=mech, random_state=1)
