@@ -309,8 +309,8 @@ def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL, logL=None, linea
 
 #: Round G3: the decoder's cheaper numerics (``'eb'``, and the stacked decoder's ``'eb'`` row): the atoms where every
 #: row's likelihood is exactly 0 dropped (:func:`nonzero_columns`), the EM compiled up to
-#: ``COMPILED_EM_MAX_CATEGORIES`` categories, the tilt's moments by one product with ``L`` (``tilted_means(linear=True)``).
-#: The same estimate up to rounding; False restores round 18b's numbers bit for bit.
+#: ``COMPILED_EM_MAX_CATEGORIES`` categories, the tilt's moments by one product with ``L``
+#: (``tilted_means(linear=True)``).  The same estimate up to rounding; False restores round 18b's numbers bit for bit.
 EB_FAST_NUMERICS = True
 #: The compiled EM (``npmle_weights(compiled=True)``) up to this many categories: at ``K = 64`` the numpy loop's calls
 #: are half an iteration's time; at ``K = 1000`` the products dominate and numpy's BLAS and vectorised division were 5 %
