@@ -344,9 +344,8 @@ def test_refusals_and_bounds():
     with pytest.raises(ValueError, match="decoder"):
         AdaptiveLDPFrequencyEstimator(n_categories=6, epsilon=1.0, decoder="importanc", random_state=0).fit(X)
     big = AdaptiveLDPFrequencyEstimator(n_categories=130, epsilon=1.0, decoder="importance", random_state=0)
-    big.fit(_users(130, 500, 0))
     with pytest.raises(ValueError, match="up to 128 categories"):
-        big.theta_
+        big.fit(_users(130, 500, 0))  # refused when fitting (review HQV), not when theta_ is read
 
 
 def test_clone_pickle_set_params_and_reproducibility():

@@ -252,12 +252,15 @@ def test_two_categories_match_quadrature():
 
 
 def test_category_bound_128_and_129():
-    """128 categories run; 129 are refused by every reading with a ValueError naming the bound, and the
-    estimator stays usable with another decoder."""
+    """128 categories run; 129 are refused by fit (review HQV) and, with the decoder set after fitting, by every
+    reading with a ValueError naming the bound, and the estimator stays usable with another decoder."""
     X = (np.arange(3000) % 128).reshape(-1, 1)
     ok = _est(n_categories=128, decoder="counts", n_final_steps=100).fit(X)
     assert ok.convergence_["method"] == "counts" and ok.theta_.shape == (128,)
-    big = _est(n_categories=129, decoder="counts", n_final_steps=100).fit((np.arange(3000) % 129).reshape(-1, 1))
+    X129 = (np.arange(3000) % 129).reshape(-1, 1)
+    with pytest.raises(ValueError, match="up to 128 categories"):
+        _est(n_categories=129, decoder="counts", n_final_steps=100).fit(X129)
+    big = _est(n_categories=129, decoder="eb", n_final_steps=100).fit(X129).set_params(decoder="counts")
     for read in (lambda: big.theta_, lambda: big.credible_interval(), lambda: big.sample_posterior(5)):
         with pytest.raises(ValueError, match="up to 128 categories"):
             read()
