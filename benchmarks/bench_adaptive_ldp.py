@@ -533,6 +533,23 @@ FRESH_G3_CELLS = (
 )
 
 
+#: Round RT (issue 28 goal 3 at high eps, task H28RT): eight cells nobody has used, eps 5-8, n 1000-5000, K 64-1000
+#: (the corner of round RT's cost route: ``_stacking.STACK_ROUTE``), fixed and committed before any run of the route
+#: on them (run once, after the round's rule -- the route where it fires within 1.05 of the best peer and 10x IBU on
+#: the dev cells, the output bit for bit where it does not -- was checked on the dev cells).  Real frequencies of an
+#: installed package no earlier group used: mlmRev ScotsSec ``primary`` (148 primary schools of 3,435 pupils).
+FRESH_RT_CELLS = (
+    ("Dir(1)", "fresh rt", 128, 7.0, 2_000, lambda rng: rng.dirichlet(np.ones(128))),
+    ("Dir(0.3)", "fresh rt", 400, 8.0, 3_000, lambda rng: rng.dirichlet(np.full(400, 0.3))),
+    ("Zipf(1.2)", "fresh rt", 1000, 8.0, 2_000, lambda rng: _zipf(1000, 1.2, rng)),
+    ("geometric(0.95)", "fresh rt", 64, 6.0, 1_000, lambda rng: rng.permutation(_geometric(64, 0.95))),
+    ("three-peak", "fresh rt", 400, 6.0, 5_000, lambda rng: _peaks(400, (0.2, 0.5, 0.8), 0.03)),
+    ("Dir(0.3)", "fresh rt", 64, 8.0, 5_000, lambda rng: rng.dirichlet(np.full(64, 0.3))),
+    ("Zipf(1.2)", "fresh rt", 128, 5.0, 3_000, lambda rng: _zipf(128, 1.2, rng)),
+    ("real: ScotsSec primary", "fresh rt", 148, 7.0, 3_000, lambda rng: _real("mlmRev", "ScotsSec", "primary")),
+)
+
+
 def _geometric(K, r):
     t = r ** np.arange(K)
     return t / t.sum()
@@ -1386,6 +1403,8 @@ def main():
                     help="--general on round 21's eight cells nobody has used (FRESH_21_CELLS), run once, held out")
     ap.add_argument("--fresh-g3", action="store_true",
                     help="--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out")
+    ap.add_argument("--fresh-rt", action="store_true",
+                    help="--general: round RT's eight fresh cells (eps 5-8, n <= 5000; the stack's cost route)")
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
@@ -1449,7 +1468,7 @@ def main():
         return
 
     if args.general:
-        pool = (FRESH_G3_CELLS if args.fresh_g3 else FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
+        pool = (FRESH_RT_CELLS if args.fresh_rt else FRESH_G3_CELLS if args.fresh_g3 else FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
                 if args.fresh_17 else FRESH_15_CELLS
                 if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS

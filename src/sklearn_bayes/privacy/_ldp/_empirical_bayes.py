@@ -333,7 +333,7 @@ def nonzero_columns(L, u):
     return L[:, keep], u[keep], keep
 
 
-def eb_estimate(c, n, p, q, sum_to_one="tilt", fast=None, tol=NPMLE_TOL):
+def eb_estimate(c, n, p, q, sum_to_one="tilt", fast=None, tol=NPMLE_TOL, stats=None):
     """The empirical-Bayes estimate from the support counts ``c`` of ``n`` responses.
 
     Returns ``(theta, info)``: ``theta`` the posterior means under the NPMLE ``G``, made to sum
@@ -342,6 +342,7 @@ def eb_estimate(c, n, p, q, sum_to_one="tilt", fast=None, tol=NPMLE_TOL):
     the estimate of rounds 1-13); ``info`` a dict with ``n_iter``, ``converged`` (the EM's),
     ``n_atoms`` and, for the tilt, ``tilt`` (its ``lambda``) and ``tilt_converged``.  ``fast`` (round G3; None:
     ``EB_FAST_NUMERICS``): the cheaper numerics, the same estimate up to rounding.  ``tol``: the EM's tolerance.
+    ``stats`` (round RT): a dict that receives ``atoms_used``, the atoms the EM ran on (read by the stack's route).
     """
     c = np.asarray(c, dtype=float)
     K = c.size
@@ -359,6 +360,8 @@ def eb_estimate(c, n, p, q, sum_to_one="tilt", fast=None, tol=NPMLE_TOL):
         w, n_iter, converged = npmle_weights(L, tol=tol, n_atoms=n_u, compiled=K <= COMPILED_EM_MAX_CATEGORIES)
     else:
         w, n_iter, converged = npmle_weights(L, tol=tol)
+    if stats is not None:
+        stats["atoms_used"] = int(L.shape[1])
     info = dict(n_iter=n_iter, converged=converged, n_atoms=int(n_u))
     if tilt:
         theta, lam, ok = tilted_means(L, w, u, linear=fast)

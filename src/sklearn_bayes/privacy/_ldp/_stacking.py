@@ -71,9 +71,10 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
 )
 from sklearn_bayes.privacy._ldp._gmodel import GMODEL_MARGIN, predictive_log_score, smooth_prior
 
-__all__ = ["STACK_CANDIDATES", "STACK_FAST_NUMERICS", "STACK_FOLDS", "STACK_FOLD_NPMLE_TOL", "STACK_NPMLE_TOL",
-           "STACK_Z", "SMOOTH_WEIGHTS", "DirichletRows", "candidates", "fold_support_counts",
-           "simplex_least_squares", "stacked_estimate", "user_folds"]
+__all__ = ["ROUTE_BUDGET", "ROUTE_MAX_NOISE_RATIO", "ROUTE_WORK_PER_IBU", "STACK_CANDIDATES", "STACK_FAST_NUMERICS",
+           "STACK_FOLDS", "STACK_FOLD_NPMLE_TOL", "STACK_NPMLE_TOL", "STACK_ROUTE", "STACK_Z", "SMOOTH_WEIGHTS",
+           "DirichletRows", "candidates", "fold_support_counts", "noise_ratio", "simplex_least_squares", "stack_route",
+           "stacked_estimate", "user_folds"]
 
 #: Folds of users of the cross-fitted risk, and the candidates in the order of ``convergence_['stack_weights']``.
 STACK_FOLDS = 5
@@ -96,6 +97,20 @@ STACK_NPMLE_TOL = 1e-4
 STACK_FAST_NUMERICS = True
 #: :class:`DirichletRows`: every this many points of ``rho_grid`` first, then a climb to a local maximum by unit steps.
 RHO_SEARCH_STRIDE = 8
+#: Round RT (issue 28 goal 3 at high ``eps``): the cost route.  :func:`stacked_estimate` skips the stack (``theta_`` is
+#: ``'eb'``'s estimate, ``convergence_['stack_skipped']`` says why) where the channel is near the identity
+#: (:func:`noise_ratio` at most ``ROUTE_MAX_NOISE_RATIO``) and the stack's predicted cost exceeds ``ROUTE_BUDGET``
+#: times IBU's (:func:`stack_route`).  False: the stack everywhere (round G3's output, bit for bit).
+STACK_ROUTE = False
+#: The unbiased estimate's variance over the multinomial sampling variance, at the uniform ``theta``, at most this:
+#: the privacy noise at most the sampling noise.
+ROUTE_MAX_NOISE_RATIO = 2.0
+#: Goal 3's budget: fit plus ``theta_`` within this many times IBU's time.
+ROUTE_BUDGET = 10.0
+#: IBU's time per user in units of ``2 G K`` multiply-adds' EM time per iteration over ``K``: ``U`` of the cost model
+#: (:func:`stack_route`), measured on eight neutral settings (``K`` 100/300, ``eps = 7``, ``n`` 1500/4000, uniform and
+#: Dir(0.5) ``theta``: 90-188, geometric mean 115), before any dev or fresh cell was run with the route.
+ROUTE_WORK_PER_IBU = 115.0
 
 
 def user_folds(n, folds, rng):
@@ -273,6 +288,53 @@ class DirichletRows:
         return max(found, key=key)
 
 
+def noise_ratio(K, p, q):
+    """The unbiased estimate's variance over the multinomial sampling variance at the uniform ``theta``.
+
+    Notes
+    -----
+    A category of probability ``theta_v`` is supported with probability ``pi_v = q + (p - q) theta_v``; the unbiased
+    estimate ``f_v = (c_v / n - q) / (p - q)`` has variance ``pi_v (1 - pi_v) / (n (p - q)^2)``, against
+    ``theta_v (1 - theta_v) / n`` for the users' own frequencies (no privacy).  At ``theta_v = 1 / K`` their ratio is
+
+    .. math:: R = \\frac{\\pi (1 - \\pi)}{(p - q)^2 \\, K^{-1} (1 - K^{-1})}, \\qquad \\pi = q + (p - q) / K,
+
+    1 for the identity channel (``p = 1, q = 0``); ``1 / (p - q)^2`` for GRR.  ``R - 1`` is the privacy noise in units
+    of the sampling noise.
+    """
+    K, p, q = int(K), float(p), float(q)
+    if K < 2 or p <= q:
+        return float("inf")
+    pi = q + (p - q) / K
+    return pi * (1.0 - pi) / ((p - q) ** 2 * (1.0 / K) * (1.0 - 1.0 / K))
+
+
+def stack_route(K, n, p, q, n_iter, atoms_used, folds=STACK_FOLDS):
+    """``(skip, reason)``: whether :func:`stacked_estimate` skips the stack (round RT's cost route), and why.
+
+    Notes
+    -----
+    The stack fits ``'eb'`` on all users, then every candidate on ``folds`` subsets of ``(F - 1) / F`` of them: one
+    NPMLE EM each, on the common grid.  Its cost is predicted from ``'eb'``'s EM on all users, which has run when this
+    is called (``n_iter`` iterations on ``atoms_used`` atoms): ``F + 1`` such EMs, ``2 G K`` multiply-adds an
+    iteration.  IBU's cost at high ``eps`` is the client and the counts, ``n K`` unit steps.  The predicted ratio is
+
+    .. math:: \\hat r = \\frac{(F + 1)\\, 2\\, n_{iter}\\, G}{n\\, U},
+
+    ``U = ROUTE_WORK_PER_IBU`` (the machine's ratio, measured once).  The stack is skipped when
+    ``r_hat > ROUTE_BUDGET`` *and* :func:`noise_ratio` ``<= ROUTE_MAX_NOISE_RATIO``: then the channel adds at most
+    the sampling noise, every decoder is close to the users' own frequencies, and what the stack can add over
+    ``'eb'``'s shrinkage (round 18b: 0-8 % TV on Dir(1) at ``eps = 8``) is not worth the cost.  Only ``K``, ``n``,
+    ``p``, ``q`` and the counts (through ``'eb'``'s EM) are read.
+    """
+    R = noise_ratio(K, p, q)
+    r_hat = (int(folds) + 1) * 2.0 * float(n_iter) * float(atoms_used) / (max(int(n), 1) * ROUTE_WORK_PER_IBU)
+    skip = bool(R <= ROUTE_MAX_NOISE_RATIO and r_hat > ROUTE_BUDGET)
+    reason = (f"cost: predicted {r_hat:.1f}x IBU > {ROUTE_BUDGET:g}, noise ratio {R:.3f} <= "
+              f"{ROUTE_MAX_NOISE_RATIO:g}") if skip else None
+    return skip, reason, r_hat, R
+
+
 def _compiled_em(K):
     return bool(STACK_FAST_NUMERICS and K <= COMPILED_EM_MAX_CATEGORIES)
 
@@ -294,7 +356,7 @@ def _clip_renormalise(f):
 
 
 def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only_eb=False, eb_prior=None, tol=None,
-               need=None, return_fit=False):
+               need=None, return_fit=False, eb_done=None):
     """``(J, K)`` candidate estimates (``STACK_CANDIDATES`` order) from the counts ``c`` of ``n`` users, and a dict:
     the NPMLE's EM (``n_iter``, ``converged``, ``n_atoms``), the tilt of ``'eb'`` (``tilt``, ``tilt_converged``) and
     the Dirichlet marginal's ``rho``.
@@ -314,7 +376,8 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     reads; the others are zeros (the stack's weight on them is 0, and ``0 x = 0``), and without ``'eb'`` and
     ``'smooth'`` the NPMLE is not fitted (``'dir'``'s prior ``0 w + B`` is ``B`` exactly).  ``return_fit``: also
     ``(w_full, L_full)``, the NPMLE's weights on all of ``u`` (0 on the dropped atoms) and the likelihood on ``u``
-    (round G3: ``'eb-gmodel'``'s folds score the same EM the candidates used).
+    (round G3: ``'eb-gmodel'``'s folds score the same EM the candidates used).  ``eb_done`` (round RT): ``'eb'``'s
+    ``(theta, info)`` by :func:`~._empirical_bayes.eb_estimate` with the same arguments, when the caller has it.
     """
     c = np.asarray(c, dtype=float)
     tol = STACK_NPMLE_TOL if tol is None else tol
@@ -342,7 +405,7 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
         # once for the two or three tilts on this grid (round G3: not needed by the linear tilts)
         logL = None if STACK_FAST_NUMERICS else np.log(L)
     if eb_on_own_grid and eb_prior is None:  # the decoder 'eb''s estimate, by the same code (round G3)
-        eb, e_info = eb_estimate(c, n, p, q, fast=STACK_FAST_NUMERICS, tol=tol)
+        eb, e_info = eb_done if eb_done is not None else eb_estimate(c, n, p, q, fast=STACK_FAST_NUMERICS, tol=tol)
         n_iter, converged, n_atoms = e_info["n_iter"], e_info["converged"], e_info["n_atoms"]
         lam, ok = e_info["tilt"], e_info["tilt_converged"]
     elif eb_on_own_grid:  # round 17's prior in place of the NPMLE's weights (on the whole grid)
@@ -403,17 +466,30 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
     K = c.size
     if n == 0:
         raise ValueError("stacked_estimate needs at least one recorded response (n >= 1).")
+    J = len(STACK_CANDIDATES)
+    route, eb_done = None, None
+    if STACK_ROUTE and not gmodel:  # round RT: 'eb' first (the same call as candidates'), then the cost route
+        stats = {}
+        eb_done = eb_estimate(c, n, p, q, fast=STACK_FAST_NUMERICS, tol=STACK_NPMLE_TOL, stats=stats)
+        skip, reason, r_hat, R = stack_route(K, n, p, q, eb_done[1]["n_iter"], stats["atoms_used"], folds)
+        route = dict(stack_predicted_cost=r_hat, stack_noise_ratio=R, stack_skipped=reason)
+        if skip:  # 'eb''s estimate, as where the guard refuses the stack
+            theta = np.maximum(eb_done[0], 0.0)
+            theta /= theta.sum()
+            info = dict(eb_done[1], rho=float("nan"), stack_weights=dict(zip(STACK_CANDIDATES, np.eye(J)[0].tolist())),
+                        stack_folds=int(folds), stack_gain=float("nan"), stack_se=float("nan"), stack_used=False,
+                        **route)
+            return theta, info
     u0 = _grid(np.zeros(0), n, p, q)  # atoms independent of the counts, shared by every fit
     if STACK_FAST_NUMERICS and cdf_table is None:
         WB0 = DirichletRows(u0, K, rho_grid)
     else:
         WB0 = dirichlet_marginal_weights(u0, K, rho_grid, known=cdf_table)
     if not gmodel:
-        eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True)
+        eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True, eb_done=eb_done)
     fold = user_folds(n, folds, rng)
     cf = fold_support_counts(sids, masks, K, fold, folds)
     nf = np.bincount(fold, minlength=folds)
-    J = len(STACK_CANDIDATES)
     A, b = np.zeros((J, J)), np.zeros(J)
     held = []  # per fold: the candidates fitted without it, its unbiased estimate, its terms of A and b
     g_gain, g_ok = 0.0, True
@@ -459,5 +535,5 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         theta = np.maximum(eb_row[0], 0.0)
     theta /= theta.sum()
     info = dict(info, stack_weights=dict(zip(STACK_CANDIDATES, (float(x) for x in weights))), stack_folds=int(folds),
-                stack_gain=gain, stack_se=se, stack_used=used)
+                stack_gain=gain, stack_se=se, stack_used=used, **(route or {}))
     return theta, info
