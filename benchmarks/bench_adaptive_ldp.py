@@ -538,6 +538,7 @@ FRESH_G3_CELLS = (
 #: on them (run once, after the round's rule -- the route where it fires within 1.05 of the best peer and 10x IBU on
 #: the dev cells, the output bit for bit where it does not -- was checked on the dev cells).  Real frequencies of an
 #: installed package no earlier group used: mlmRev ScotsSec ``primary`` (148 primary schools of 3,435 pupils).
+#: Round RT's rule failed on its dev cells, so the group was not run: it is still unseen.
 FRESH_RT_CELLS = (
     ("Dir(1)", "fresh rt", 128, 7.0, 2_000, lambda rng: rng.dirichlet(np.ones(128))),
     ("Dir(0.3)", "fresh rt", 400, 8.0, 3_000, lambda rng: rng.dirichlet(np.full(400, 0.3))),

@@ -52,6 +52,12 @@ one batched call, and the common grid's NPMLE on all users fitted only when a ca
 ``theta_`` moves by at most ``1.1e-14``; the same ``rho``, EM iterations, guard decisions and intervals on the round's
 checks.  Fit plus ``theta_`` at ``eps = 8``: 0.31-0.60 of round 18b's time.  Looser EMs (``STACK_FOLD_NPMLE_TOL``,
 ``STACK_NPMLE_TOL``) are options: they cut more but changed the estimate beyond the round's accuracy rule.
+
+Round RT (an option, ``STACK_ROUTE``; off by default): the cost route (:func:`stack_route`) returns ``'eb'``'s
+estimate without the folds where the channel is near the identity (:func:`noise_ratio` ``<= 2``) and the stack's
+predicted cost, from ``'eb'``'s own EM, exceeds 10 times IBU's; ``convergence_['stack_skipped']`` says so.  On the
+dev map it cut fit plus ``theta_`` 4-5 times where it fired, but missed the round's rule (``K = 64, eps = 8,
+n = 1000``: 1.11 times the best peer, as the stack; ``K = 1000, eps = 8, n = 1000``: 12.7 times IBU).
 """
 
 import functools
@@ -100,7 +106,8 @@ RHO_SEARCH_STRIDE = 8
 #: Round RT (issue 28 goal 3 at high ``eps``): the cost route.  :func:`stacked_estimate` skips the stack (``theta_`` is
 #: ``'eb'``'s estimate, ``convergence_['stack_skipped']`` says why) where the channel is near the identity
 #: (:func:`noise_ratio` at most ``ROUTE_MAX_NOISE_RATIO``) and the stack's predicted cost exceeds ``ROUTE_BUDGET``
-#: times IBU's (:func:`stack_route`).  False: the stack everywhere (round G3's output, bit for bit).
+#: times IBU's (:func:`stack_route`).  False: the stack everywhere (round G3's output, bit for bit).  Part of the fast
+#: path: ``STACK_FAST_NUMERICS = False`` (round 18b's code path) runs the stack everywhere too.
 STACK_ROUTE = False
 #: The unbiased estimate's variance over the multinomial sampling variance, at the uniform ``theta``, at most this:
 #: the privacy noise at most the sampling noise.
@@ -468,7 +475,7 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         raise ValueError("stacked_estimate needs at least one recorded response (n >= 1).")
     J = len(STACK_CANDIDATES)
     route, eb_done = None, None
-    if STACK_ROUTE and not gmodel:  # round RT: 'eb' first (the same call as candidates'), then the cost route
+    if STACK_ROUTE and STACK_FAST_NUMERICS and not gmodel:  # round RT: 'eb' first (candidates' call), then the route
         stats = {}
         eb_done = eb_estimate(c, n, p, q, fast=STACK_FAST_NUMERICS, tol=STACK_NPMLE_TOL, stats=stats)
         skip, reason, r_hat, R = stack_route(K, n, p, q, eb_done[1]["n_iter"], stats["atoms_used"], folds)
