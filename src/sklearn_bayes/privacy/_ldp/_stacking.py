@@ -57,7 +57,7 @@ Round RT (an option, ``STACK_ROUTE``; off by default): the cost route (:func:`st
 estimate without the folds where the channel is near the identity (:func:`noise_ratio` ``<= 2``) and the stack's
 predicted cost, from ``'eb'``'s own EM, exceeds 10 times IBU's; ``convergence_['stack_skipped']`` says so.  On the
 dev map it cut fit plus ``theta_`` 4-5 times where it fired, but missed the round's rule (``K = 64, eps = 8,
-n = 1000``: 1.11 times the best peer, as the stack; ``K = 1000, eps = 8, n = 1000``: 12.7 times IBU).
+n = 1000``: 1.11 times the best peer, as the stack; ``K = 1000, eps = 8, n = 1000``: 11.0-12.7 times IBU).
 """
 
 import functools
