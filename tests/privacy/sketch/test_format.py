@@ -135,11 +135,14 @@ def test_a_loaded_sketch_is_a_fork_charged_afresh():
     assert sk._fork_pending and copy._fork_pending  # the live writer is marked, like after pickle.loads
     copy.query([3])
     sk.query([4])
-    assert copy.epsilon_spent_ == 2.0 and sk.epsilon_spent_ == 2.0
+    # loaded where its writer is alive, the copy shares the writer's ledger (review HQW F1): both
+    # report the total of the two forks, the common history once
+    assert copy.ledger_ is sk.ledger_
+    assert copy.epsilon_spent_ == 3.0 and sk.epsilon_spent_ == 3.0
     assert PrivacyLedger.compose(sk.ledger_, copy.ledger_).epsilon_spent == 3.0
     # a second query of each fork is covered (use-and-keep)
     copy.query([5])
-    assert copy.epsilon_spent_ == 2.0
+    assert copy.epsilon_spent_ == 3.0
 
 
 def test_to_bytes_marks_nothing_and_changes_nothing():

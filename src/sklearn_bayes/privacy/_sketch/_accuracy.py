@@ -18,6 +18,7 @@ from sklearn_bayes.privacy._sketch._bounds import (
     count_min_noise,
     estimate_f2,
     kappas,
+    lent_pool,
     noise_quantile,
 )
 from sklearn_bayes.privacy._sketch._release import MECHANISMS, scale_up
@@ -67,9 +68,10 @@ class _AccuracyMixin:
         solve ``2 P(Binomial(d, p/2) >= t) = 0.8 δ`` for ``p`` and take ``κ`` as a
         distribution-free upper confidence bound, at ``1 - 0.2 δ``, of the ``1 - p`` quantile of
         ``|Y|``: an order statistic of the pool of released residuals ``|v_i(y) - answer_y|``
-        over the rows and items ``y`` of the last query set (with the earlier ones, newest
-        first up to 32 768 values, only while it has fewer than 500: the noise grows with the
-        uses), an item whose rows carry another noise level (mean noise variance over its rows,
+        over the rows and items ``y`` of the last query set (its own only, unless they are too
+        few for a finite ``κ`` -- under 5 items at ``d = 5`` -- when the newest earlier sets lend
+        theirs, scaled up to the current noise variance, until it is finite: earlier releases
+        have fewer collisions and less noise), an item whose rows carry another noise level (mean noise variance over its rows,
         in half-octave classes: use-and-forget's schedule, use-and-keep's kept draws) using the
         residuals of its own class when they are at least 500, each residual divided by
         ``sqrt(1 - 2/d + v_d)`` (``v_d`` the variance of the median of ``d`` standard normals):
@@ -156,8 +158,11 @@ class _AccuracyMixin:
         answers = last["answers"][pos]
         delta = 1.0 - float(confidence)
         d = self.table_.shape[0]
-        pool = np.sort(self._bound_pool)
         count = self._fp("kind") == "count"
+        sets = self._bound_pool
+        sets = [(sets, 0.0)] if isinstance(sets, np.ndarray) else sets  # (a pickle of an older version)
+        pool = lent_pool(sets, (lambda p: count_kappa(p, d, delta)) if count else
+                         (lambda p: count_min_collision(p, d, delta / 2)), rescale=count)
         part = np.empty(answers.shape[0])  # κ (Count Sketch) or q (Count-Min) per item, by noise class
         cls = last["cls"][pos]
         for c in np.unique(cls):

@@ -22,7 +22,7 @@ from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _i
 from sklearn_bayes.privacy._sketch._format import _BytesMixin
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS, _ForkedStream
 from sklearn_bayes.privacy._sketch._accuracy import _AccuracyMixin
-from sklearn_bayes.privacy._sketch._bounds import OWN_POOL_SIZE, POOL_SIZE, count_residuals
+from sklearn_bayes.privacy._sketch._bounds import OWN_POOL_SIZE, POOL_SIZE, count_residuals, newest_sets
 from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release, scale_up
 
 __all__ = ["PrivateCountSketch"]
@@ -214,9 +214,11 @@ class PrivateCountSketch(
     use-and-keep sketch that both answered after a copy made before any release, never
     ``ε``.  What one object's ``epsilon_spent_`` covers is its ``ledger_``: a deep copy
     shares ``ledger_`` with its original (``PrivacyLedger`` is never deep-copied), so
-    both report the composed total; a pickled copy has a snapshot, so each reports its
-    own history (the common history plus its own releases) and only the composition
-    covers both.  A copy loaded in another process cannot mark its original: compose
+    both report the composed total; so does a pickled or ``from_bytes`` copy loaded in a
+    process where its original is alive (it takes the original's ``ledger_``).  A copy
+    loaded where its original is not has a snapshot and reports its own history (the
+    common history plus its own releases); only the composition covers both.  A copy
+    loaded in another process cannot mark its original: compose
     the ledgers of every copy that answers.  ``merge`` refuses a copy of a shard it
     already holds.  *A copy in a child process* -- pickled by one of its ancestors
     (joblib's process workers: ``FeatureUnion`` or ``ColumnTransformer`` with ``n_jobs > 1``
@@ -625,8 +627,8 @@ class PrivateCountSketch(
 
         The answers, the noise law of each item's rows (largest scale and number of draws over its
         rows: public functions of the hashes and the query sets), its noise class and, in a pool
-        (this query set's values, or the newest ``POOL_SIZE`` of the query sets while this one has
-        fewer than ``OWN_POOL_SIZE``) and in per-class pools, the released row values' residuals
+        (this query set's values, and the newest earlier sets' to lend while this one is too small:
+        ``_bounds.lent_pool``) and in per-class pools, the released row values' residuals
         (Count Sketch) or the values themselves (Count-Min).  Nothing here reads unreleased
         state: the row values are the noisy cells of this release (``releases_rows``), each a
         differentially private output.
@@ -640,17 +642,13 @@ class PrivateCountSketch(
             new = count_residuals(rows, raw)
         else:
             new = rows.ravel()
-        pool = getattr(self, "_bound_pool", None)
-        if pool is None or new.shape[0] >= OWN_POOL_SIZE:
-            pool = _thinned(new)  # a large query set is its own pool: earlier ones may carry another noise level
-        else:
-            pool = np.concatenate([pool, new])[-POOL_SIZE:]
-        self._bound_pool = pool
         scale, ndraws = scales.max(axis=0), draws.max(axis=0)
         # items whose rows carry another noise law (use-and-forget's schedule, use-and-keep's kept
         # draws) get the pool of their own noise class when it is large enough
         # class: the item's mean noise variance over its rows, in half-octave bins
         mean_var = np.mean(scales.astype(np.float64) ** 2 * draws, axis=0)
+        # the pools of this set and the newest earlier ones (a small set borrows: see _bounds.lent_pool)
+        self._bound_pool = newest_sets(getattr(self, "_bound_pool", None), _thinned(new), np.mean(mean_var))
         _, cls = np.unique(np.round(2.0 * np.log2(np.maximum(mean_var, 1e-300))), return_inverse=True)
         cls = cls.ravel()
         class_pools = {}
@@ -716,7 +714,7 @@ class PrivateCountSketch(
 
         Both sketches must have been fitted with the same parameters (``fitted_params_``;
         ``random_state`` and ``ledger`` may differ), on the same item type, and their
-        current parameters must still be those.  ``other`` is left unchanged.  The
+        current parameters must still be those.  ``other``'s counts are left unchanged.  The
         shards must be disjoint: merging a sketch with itself, with a copy of itself or
         with a sketch that already contains one of its shards (see ``shard_ids_``) is
         refused, because it would count the same elements twice.
@@ -735,8 +733,11 @@ class PrivateCountSketch(
         - ``cell_perturbation``: refused once either sketch has answered a query
           (merge the shards before the static release).
 
-        Releasing again from the *shard* sketches after merging composes with the
-        merged sketch's releases and is not tracked: query only the merged sketch.
+        ``other`` becomes a new fork: its next release composes with the merged sketch's
+        releases about its individuals, so it charges its history afresh to its ledgers
+        (``other.epsilon_spent_`` doubles).  Query only the merged sketch.  Shards seeded
+        with the same ``random_state`` draw the same noise: the merge warns
+        (``SeededNoiseWarning``).
 
         Budgets: a merge charges the merged history to ``self``'s ledgers only, so
         ``other`` must not be bound to a shared ``ledger`` that ``self`` is not bound to
@@ -804,6 +805,7 @@ class PrivateCountSketch(
             )
         release = self._release
         release.check_merge(self.n_query_sets_, other.n_query_sets_)
+        self._warn_if_same_noise(other)
         uses = release.merge_uses(self.uses_, other.uses_)
         table = self.table_ + other.table_
         self.uses_, self.table_ = uses, table
@@ -819,6 +821,7 @@ class PrivateCountSketch(
             chain0, n_items=None, mechanism="merge",
             note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
         )
+        other._new_fork()  # its next release composes with the merged sketch's: charged afresh (HQW F2)
         return self
 
     # ------------------------------------------------------------------ scale-out

@@ -177,7 +177,35 @@ class _ForkedStream:
             with instance_lock(source):
                 if getattr(source, "stream_id_", None) == self.stream_id_:
                     source._fork_pending = True
+                    if "ledger_" in source.__dict__:
+                        # one ledger for the forks of this process (as deepcopy's): an unpickled or
+                        # loaded copy's releases count in its source's epsilon_spent_ (review HQW F1:
+                        # 400 loaded copies averaged the noise away while each reported one release)
+                        self.ledger_ = source.ledger_
         self._new_fork()
+
+    def _warn_if_same_noise(self, other):
+        """Warn (``SeededNoiseWarning``) when a merged shard was seeded like this one (review HQW F4).
+
+        Shards fitted with the same int ``random_state`` (or generators in the same state) draw the
+        same noise: their answers differ by exactly their counts' difference.
+        """
+        if getattr(self, "_os_seeded", True) or getattr(other, "_os_seeded", True):
+            return
+        a, b = self.random_state, other.random_state
+        same = isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) and int(a) == int(b)
+        try:
+            same = same or repr(self._rng.bit_generator.state) == repr(other._rng.bit_generator.state)
+        except AttributeError:  # a RandomState
+            same = same or repr(self._rng.get_state()) == repr(other._rng.get_state())
+        if same:
+            warnings.warn(
+                "merge: both shards' noise was seeded with the same random_state (or generators in the same "
+                "state), so they drew the same noise: their answers differ by exactly their counts' difference. "
+                "Use random_state=None (or different seeds) for private shards.",
+                SeededNoiseWarning,
+                stacklevel=external_stacklevel(),
+            )
 
     def _new_fork(self):
         """Give this object a fresh fork id: its next release charges its history afresh."""

@@ -381,7 +381,9 @@ class _BytesMixin:
         unpickled copy (see Notes of the class, "Copies are forks"): it keeps
         ``stream_id_``, ``shard_ids_`` and the records of ``ledger_``; its next release
         charges its history afresh, and if the writer lives in this process it is
-        marked as a fork too.  ``merge`` refuses to merge it with the writer or with any
+        marked as a fork too and the copy takes its ``ledger_`` (both then report the
+        forks' total spend).  The checksum guards against accidents, not deliberate
+        edits: whoever may edit the bytes holds the exact table anyway.  ``merge`` refuses to merge it with the writer or with any
         sketch that holds one of its shards.
 
         Parameters

@@ -1,8 +1,11 @@
 """Item keys of the private count sketch.
 
-Every item (an int, float, str or bytes, or a row of them) maps to one 64-bit key, distinct
-items to distinct keys; batches of items are validated here, with messages that never echo an
-item.
+Every item (an int, float, str or bytes, or a row of them) maps to one 64-bit key; batches of
+items are validated here, with messages that never echo an item.  Distinct ints get distinct
+keys, and so do distinct non-integral floats, but int64 items use all 2**64 keys, so each
+non-integral float shares its key with one int64 (0.5 with 4659673196758792633: its bit
+pattern XOR ``_FLOAT_TAG``) and str / bytes keys (hashed) can collide with either: a stream
+that mixes such types may count two items together (review HQW F5; see the user guide).
 """
 
 import math
