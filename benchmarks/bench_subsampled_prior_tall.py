@@ -5,18 +5,20 @@ logistic (labels drawn from the logistic model) against
 ``LogisticRegressionCV(Cs=20, cv=10, scoring='neg_log_loss')``; Poisson (counts with log-mean 0.5 x^T beta)
 against ``GridSearchCV(PoissonRegressor, 20 alphas 1e-4..1e2, cv=10)``; the linear SVM (the logistic labels)
 against ``GridSearchCV(LinearSVC, 20 Cs 1e-3..1e3, cv=10)`` (test loss: error %); every method in a
-``StandardScaler`` pipeline, one BLAS thread, all in one process.  Three fits per method: the default
-(``ours``), the same estimator with ``_tuning._FAST_PATH = False`` (``previous``: the search of log tau as
+``StandardScaler`` pipeline, one BLAS thread, all in one process.  Four fits: the default (``ours``), the
+same with ``_tuning._WEAK_END = False`` (``hspt``: HSPT's search, every decade computed -- HSPT2's round
+compares against it), the same with ``_tuning._FAST_PATH = False`` (``previous``: the search of log tau as
 it was before HSPT -- every fit cold, every candidate searched, the Hessian formed again for the
 leave-one-out step; the same choices to within the solver's tolerance) and the peer.  Each of ``--repeats``
-rounds fits all three in turn (the order rotated); printed per cell: the fastest time of each, the ratio of
-the fastest times ``ours / peer`` and ``ours / previous``, the mean of the per-round paired ratios with its
+rounds fits all four in turn (the order rotated); printed per cell: the fastest time of each, the ratio of
+the fastest times ``ours / peer``, ``ours / hspt`` and ``ours / previous``, the mean of the per-round paired ratios with its
 standard error, the test losses, and whether the chosen prior is the same (shape and mean; the scale to a
 relative 1e-6: the bounded search's parabolic steps carry the fits' differences within the solver's
 tolerance into the scale at about 1e-7, against its resolution of 0.15 decade).
 
 HSPT's goals, fixed before measuring: ``ours / peer <= 0.5`` at N = 20 000 and 50 000 (p = 30, logistic),
-best of 3, one thread; no cell slower than ``previous``.
+best of 3, one thread; no cell slower than ``previous``.  HSPT2's: the same at N = 20 000 and 50 000, no
+cell slower than ``hspt``, the same choices as ``hspt``.
 
 Usage::
 
@@ -72,26 +74,27 @@ def _loss(kind, model, X, y):
 
 def _fit(name, est, X, y):
     model = make_pipeline(StandardScaler(), est)
-    fast = _tuning._FAST_PATH
+    fast, weak = _tuning._FAST_PATH, _tuning._WEAK_END
     _tuning._FAST_PATH = name != "previous"
+    _tuning._WEAK_END = name not in ("previous", "hspt")
     try:
         t0 = time.perf_counter()
         model.fit(X, y)
         return time.perf_counter() - t0, model
     finally:
-        _tuning._FAST_PATH = fast
+        _tuning._FAST_PATH, _tuning._WEAK_END = fast, weak
 
 
 def run_cell(kind, n, p, repeats):
     X, y = _data(kind, n, p)
     Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
     peer, Ours = _methods(kind)
-    ests = {"ours": Ours(random_state=0), "previous": Ours(random_state=0), "peer": peer}
+    ests = {"ours": Ours(random_state=0), "hspt": Ours(random_state=0), "previous": Ours(random_state=0), "peer": peer}
     names = list(ests)
     times = {m: [] for m in names}
     models = {}
     for r in range(repeats):
-        for m in names[r % 3:] + names[:r % 3]:  # the order rotated: no method always first
+        for m in names[r % 4:] + names[:r % 4]:  # the order rotated: no method always first
             t, models[m] = _fit(m, ests[m], Xtr, ytr)
             times[m].append(t)
     T = {m: np.array(v) for m, v in times.items()}
@@ -99,20 +102,21 @@ def run_cell(kind, n, p, repeats):
     for m in names:
         out[m] = T[m].min()
         out[m + "_loss"] = _loss(kind, models[m], Xte, yte)
-    for ref in ("peer", "previous"):
+    for ref in ("peer", "hspt", "previous"):
         per = T["ours"] / T[ref]
         out["vs_" + ref] = T["ours"].min() / T[ref].min()
         out["vs_" + ref + "_mean"] = per.mean()
         out["vs_" + ref + "_se"] = per.std(ddof=1) / np.sqrt(per.size) if per.size > 1 else np.nan
-    a, b = models["ours"][-1].prior_choice_, models["previous"][-1].prior_choice_
-    out["same_prior"] = (a["shape"], a["mean"]) == (b["shape"], b["mean"]) and abs(a["scale"] / b["scale"] - 1) <= 1e-6
+    for ref in ("hspt", "previous"):
+        a, b = models["ours"][-1].prior_choice_, models[ref][-1].prior_choice_
+        out["same_" + ref] = (a["shape"], a["mean"]) == (b["shape"], b["mean"]) and abs(a["scale"] / b["scale"] - 1) <= 1e-6
     return out
 
 
-def small_cells(splits, repeats=4):
+def small_cells(splits, repeats=4, ref="previous"):
     """Rule (c): every logistic, Poisson and SVM cell of bench_subsampled_prior.py (dev and held-out), the
     default against ``previous`` in this process, interleaved (each first in half the rounds), the fastest
-    of ``repeats`` fits each per split; per cell the geometric mean over the splits of the time ratio ours / previous with the standard
+    of ``repeats`` fits each per split (``ref='hspt'``: against HSPT's search instead); per cell the geometric mean over the splits of the time ratio ours / ref with the standard
     error of its log (delta method), and the splits where the prior differs beyond 1e-4 relative."""
     import importlib.util
     import pathlib
@@ -121,7 +125,8 @@ def small_cells(splits, repeats=4):
         "bench_subsampled_prior", pathlib.Path(__file__).with_name("bench_subsampled_prior.py"))
     B = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(B)
-    print(f"{'task':8s} {'cell':34s} {'half':8s} {'ours/prev':>9s} {'+-se':>6s} {'prev ms':>8s}  differ", flush=True)
+    print(f"{'task':8s} {'cell':34s} {'half':8s} {'ours/' + ref[:4]:>9s} {'+-se':>6s} {ref[:4] + ' ms':>8s}  differ",
+          flush=True)
     for task, name, loader, n_train, dev in B.CELLS:
         if task == "ridge":  # the ridge's closed form: untouched
             continue
@@ -135,12 +140,12 @@ def small_cells(splits, repeats=4):
             t = {}
             fits = {}
             for r in range(repeats):
-                for m in (("ours", "previous") if r % 2 == 0 else ("previous", "ours")):
+                for m in (("ours", ref) if r % 2 == 0 else (ref, "ours")):
                     dt, fits[m] = _fit(m, B.OURS[task](random_state=s), X[tr], y[tr])
                     t[m] = min(t.get(m, np.inf), dt)
-            logs.append(np.log(t["ours"] / t["previous"]))
-            base.append(t["previous"])
-            a, b = fits["ours"][-1].prior_choice_, fits["previous"][-1].prior_choice_
+            logs.append(np.log(t["ours"] / t[ref]))
+            base.append(t[ref])
+            a, b = fits["ours"][-1].prior_choice_, fits[ref][-1].prior_choice_
             for u, v in (zip(a, b) if isinstance(a, list) else [(a, b)]):
                 same = all(u.get(k) == v.get(k) for k in ("shape", "mean", "intercept"))
                 differ += not (same and abs(u["scale"] / v["scale"] - 1) <= 1e-4)
@@ -158,24 +163,29 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--small", type=int, default=0, metavar="SPLITS",
                     help="instead: the benchmark's small cells, ours against previous on SPLITS splits (rule (c))")
+    ap.add_argument("--small-ref", default="previous", choices=["previous", "hspt"],
+                    help="the reference of --small: the search before HSPT (default) or HSPT's")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     if args.small:
         with threadpool_limits(limits=1):
-            small_cells(args.small, 2 * ((args.repeats + 1) // 2))
+            small_cells(args.small, 2 * ((args.repeats + 1) // 2), args.small_ref)
         return
-    print(f"{'kind':8s} {'N':>7s} {'p':>4s} {'peer s':>7s} {'prev s':>7s} {'ours s':>7s}  "
-          f"{'ours/peer':>9s} {'(mean+-se)':>14s}  {'ours/prev':>9s} {'(mean+-se)':>14s}  "
-          f"{'loss ours':>9s} {'loss peer':>9s}  same prior", flush=True)
+    print(f"{'kind':8s} {'N':>7s} {'p':>4s} {'peer s':>7s} {'prev s':>7s} {'hspt s':>7s} {'ours s':>7s}  "
+          f"{'ours/peer':>9s} {'(mean+-se)':>14s}  {'ours/hspt':>9s} {'(mean+-se)':>14s}  "
+          f"{'ours/prev':>9s} {'(mean+-se)':>14s}  {'loss ours':>9s} {'loss peer':>9s}  same prior (hspt, prev)",
+          flush=True)
     with threadpool_limits(limits=1):
         for kind in args.kinds:
             for p in args.p:
                 for n in args.n:
                     o = run_cell(kind, n, p, args.repeats)
-                    print(f"{kind:8s} {n:7d} {p:4d} {o['peer']:7.2f} {o['previous']:7.2f} {o['ours']:7.2f}  "
-                          f"{o['vs_peer']:9.2f} {o['vs_peer_mean']:7.2f}+-{o['vs_peer_se']:.2f}  "
+                    print(f"{kind:8s} {n:7d} {p:4d} {o['peer']:7.2f} {o['previous']:7.2f} {o['hspt']:7.2f} "
+                          f"{o['ours']:7.2f}  {o['vs_peer']:9.2f} {o['vs_peer_mean']:7.2f}+-{o['vs_peer_se']:.2f}  "
+                          f"{o['vs_hspt']:9.2f} {o['vs_hspt_mean']:7.2f}+-{o['vs_hspt_se']:.2f}  "
                           f"{o['vs_previous']:9.2f} {o['vs_previous_mean']:7.2f}+-{o['vs_previous_se']:.2f}  "
-                          f"{o['ours_loss']:9.5f} {o['peer_loss']:9.5f}  {o['same_prior']}", flush=True)
+                          f"{o['ours_loss']:9.5f} {o['peer_loss']:9.5f}  {o['same_hspt']} {o['same_previous']}",
+                          flush=True)
 
 
 if __name__ == "__main__":

@@ -197,6 +197,9 @@ class MAPResult:
     point : tuple or None
         With ``factor``: ``(eta, g, h)``, the linear predictor and the loss's first and second
         derivatives at the returned point (those of the last iteration).
+    data_gradient : ndarray or None
+        With ``point``: the gradient of the data term at the returned point (the coefficients, then the
+        intercepts), with ``point`` a ``point_init`` for a fit started there.
     """
 
     coef: np.ndarray
@@ -211,6 +214,7 @@ class MAPResult:
     factor: np.ndarray = None
     data_term: float = None
     point: tuple = None
+    data_gradient: np.ndarray = None
 
 
 #: consecutive Newton iterations with an exploding predictor before an unregularised fit is
@@ -327,6 +331,7 @@ def fit_map(X, y, loss, **kwargs):
             # the starting point and the loss changed: the given data term and Hessian were the first stage's
             kw.pop("data_term_init", None)
             kw.pop("hessian_init", None)
+            kw.pop("point_init", None)
         new = _fit_map_stage(X, y, stage, **kw)
         n_iter += new.n_iter
         if res is not None and res.converged and not new.converged:
@@ -360,6 +365,8 @@ def _fit_map_stage(
     hessian_init=None,
     keep_factor=False,
     data_term_init=None,
+    fast_value=False,
+    point_init=None,
 ):
     """Minimise the penalised GLM objective of this module by damped Newton's method.
 
@@ -415,6 +422,13 @@ def _fit_map_stage(
     data_term_init : float, default=None
         The data term ``sum_i w_i L_i`` at the starting point (:attr:`MAPResult.data_term` of the fit
         it comes from, with the same data), which then is not evaluated again.
+    fast_value : bool, default=False
+        Evaluate the data term by the loss's ``fast_value`` where it has one (the logistic loss: the
+        same to within 1 ulp per row, vectorised; the GLMs' search on tall data).
+    point_init : tuple, default=None
+        With ``data_term_init``: ``(eta, g, h, data_gradient)`` at the starting point
+        (:attr:`MAPResult.point` and :attr:`MAPResult.data_gradient` of the fit it comes from, with the same
+        data), which the first iteration then does not compute again (the same arithmetic, bit for bit).
 
     Examples
     --------
@@ -461,9 +475,11 @@ def _fit_map_stage(
     def predictor(B, b0):
         return off + X @ B.reshape(q, d).T + b0
 
+    value = getattr(loss, "fast_value", loss.value) if fast_value else loss.value
+
     def objective(B, b0):
         eta = predictor(B, b0)
-        return loss.value(y, eta, w) + prior.value(B), eta
+        return value(y, eta, w) + prior.value(B), eta
 
     factor, singular = None, False
     converged, diverged, it, exploding = False, False, 0, 0
@@ -477,18 +493,26 @@ def _fit_map_stage(
     # fresh: the factor was formed at the current point; prev: the point before the last chord step;
     # stale: F not evaluated at the current point (chord steps need only the gradient)
     fresh, H_data, last, n_chord, prev, stale = False, None, np.inf, 0, None, False
+    start = None
     if data_term_init is not None and np.isfinite(data_term_init):
-        f, eta = float(data_term_init) + prior.value(B), predictor(B, b0)
+        start = point_init
+        f, eta = float(data_term_init) + prior.value(B), (predictor(B, b0) if start is None else start[0])
     else:
         f, eta = objective(B, b0)
     if not np.isfinite(f):
         raise FloatingPointError("The objective is not finite at the starting point.")
     it = 0
     while it < max_iter:
-        g, h = loss.derivatives(y, eta, w)
-        grad = (g.T @ X).ravel() + prior.gradient(B)
+        if start is not None:  # the derivatives and the data term's gradient given at the starting point
+            _, g, h, gd = start
+            start = None
+            gdata = (gd[:size], gd[size:])
+        else:
+            g, h = loss.derivatives(y, eta, w)
+            gdata = ((g.T @ X).ravel(), g.sum(axis=0) if fit_intercept else None)
+        grad = gdata[0] + prior.gradient(B)
         if fit_intercept:
-            grad = np.concatenate([grad, g.sum(axis=0)])
+            grad = np.concatenate([grad, gdata[1]])
         if chord is not None:
             step = -_solve(chord, grad)
             dec = -float(grad @ step)
@@ -496,13 +520,13 @@ def _fit_map_stage(
                 # the last step did not shrink the chord decrement 10-fold: back to the point before it
                 # (if it was a chord step), where a fresh Hessian takes over
                 if prev is not None:
-                    B, b0, eta, g, h, grad = prev
+                    B, b0, eta, g, h, grad, gdata = prev
                 chord = None
             elif dec > tol * tol * max(1.0, abs(f)) and n_chord < _CHORD_MAX:
                 # the full chord step, judged at the next point by its decrement (the objective is not
                 # evaluated: a strictly convex F has one stationary point, and convergence is declared
                 # below only, with a fresh Hessian)
-                prev = (B, b0, eta, g, h, grad)
+                prev = (B, b0, eta, g, h, grad, gdata)
                 B = B + step[:size]
                 if fit_intercept:
                     b0 = b0 + step[size:]
@@ -512,7 +536,7 @@ def _fit_map_stage(
             else:
                 chord = None  # at the stopping level: a fresh Hessian decides
         if stale:  # F at the current point (skipped along the chord steps)
-            f = loss.value(y, eta, w) + prior.value(B)
+            f = value(y, eta, w) + prior.value(B)
             stale = False
         it += 1
         if factor is None or not loss.constant_hessian:
@@ -581,7 +605,7 @@ def _fit_map_stage(
                 diverged = True
                 break
     if stale:
-        f = loss.value(y, eta, w) + prior.value(B)
+        f = value(y, eta, w) + prior.value(B)
     return MAPResult(
         coef=B.reshape(q, d).copy(),
         intercept=b0.copy(),
@@ -594,6 +618,8 @@ def _fit_map_stage(
         factor=factor if keep_factor and fresh and H_data is not None and not singular else None,
         data_term=float(f) - prior.value(B) if keep_factor else None,
         point=(eta, g, h) if keep_factor and fresh and H_data is not None and not singular else None,
+        data_gradient=(np.concatenate(gdata) if fit_intercept else gdata[0]) if (
+            keep_factor and fresh and H_data is not None and not singular) else None,
     )
 
 

@@ -62,6 +62,8 @@ from sklearn_bayes._glm import (
     posterior_hessian,
 )
 
+from . import _weak
+
 #: rows above which the squared loss uses generalised cross-validation instead of exact LOO
 _EXACT_LOO_MAX_ROWS = 20000
 #: penalties of the squared-loss grid, relative to the mean eigenvalue of the Gram matrix
@@ -91,6 +93,10 @@ _FAST_PATH = True
 #: fewer rows every step costs about its Python overhead and Newton's method takes fewer (measured, chord /
 #: Newton-only time: 1.01-1.04 on the benchmark's cells of 60-150 rows, 0.94 at 300 rows, 0.82 at 5000 x 10)
 _CHORD_MIN_ROWS = 250
+#: ... and (HSPT2) the weak-prior decades of a candidate, and local searches, skipped where a bound from the limit
+#: risk shows they cannot change the choice (_weak; from _CHORD_MIN_ROWS rows, one output), the logistic loss's
+#: values vectorised (fast_value: within 1 ulp).  False: HSPT's computation, bit for bit
+_WEAK_END = True
 
 #: the candidates tried (experiments may restrict them)
 _CANDIDATES = {"shape": ("subsample", "identity"), "mean": ("subsample", "zero")}
@@ -377,7 +383,7 @@ def _inverse(H):
 
 
 def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, errors=False, rows=False,
-             loo_eta=False, loo_var=False, factor=None, PD=None, Xa=None, point=None):
+             loo_eta=False, loo_var=False, factor=None, PD=None, Xa=None, point=None, fast=False):
     """Approximate leave-one-out risk ``sum_i w_i L(y_i, eta_{-i})`` of a MAP fit.
 
     ``precision`` is the prior precision of the objective (matrix), ``D`` the optional
@@ -394,7 +400,7 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
     over ``X`` (:func:`sklearn_bayes._glm._leverage.leverages`); ``PD = (R, c)`` gives the rows
     ``(P D_i)^T = c R_i`` (``R = D Sinv`` computed once per candidate, ``P = c Sinv``).  ``Xa``: ``X``
     with a column of ones appended (with an intercept), if at hand; ``point``: ``(eta, g, h)`` at this fit
-    (:attr:`MAPResult.point`), if at hand.
+    (:attr:`MAPResult.point`), if at hand.  ``fast``: the loss's ``fast_values`` where it has them (within 1 ulp).
     """
     N, d = X.shape
     q = loss.n_outputs
@@ -451,8 +457,8 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
         eta_loo = eta[:, 0] + J * g[:, 0] / denom + shift[:, 0]
         if loo_eta:
             return (eta_loo, J / denom) if loo_var else eta_loo
-        if rows and not errors:
-            v = loss.values(y, eta_loo[:, None], w)
+        if rows and not errors:  # the tall path (HSPT2): the faster values where the loss has them
+            v = (getattr(loss, "fast_values", loss.values) if fast else loss.values)(y, eta_loo[:, None], w)
             return float(np.sum(v)), v
         r = loss.value(y, eta_loo[:, None], w)
         if errors:  # in units of the mean weight, so that a weights' scale changes nothing
@@ -498,7 +504,7 @@ def _one_se(risk, cache, state, t_min, k):
     if outside:
         a, b = max(outside), pick
         r = cache[b][1]
-        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term)
+        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term, point=None)
         for _ in range(3):
             mid = 0.5 * (a + b)
             risk(mid)
@@ -567,7 +573,7 @@ def _evidence_scale(X, y, w, loss, fit_intercept, best, wbar):
     if j in (0, len(grid) - 1) or not np.isfinite(vals[j]):
         return None
     r = cache[grid[j]][1]
-    state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term)
+    state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term, point=None)
     optimize.minimize_scalar(neg_ev, bounds=(grid[j - 1], grid[j + 1]), method="bounded", options=dict(xatol=0.05))
     return min(ev, key=ev.get)
 
@@ -609,6 +615,17 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
     grid = np.arange(lo, hi + 1e-9, 1.0)
     families = []
     chord = _FAST_PATH and N >= _CHORD_MIN_ROWS
+    # the weak-prior end of each candidate's decades cut where a bound shows it cannot matter (_weak)
+    weak_end = chord and _WEAK_END and not evidence and loss.n_outputs == 1
+    found_grid, limit_box = np.inf, []
+
+    def _limit(risk, state):
+        # R_inf: the risk of the fit at a prior LIMIT_DECADES weaker than the grid's weakest (once; NaN on failure)
+        if not limit_box:
+            scratch, t = {}, hi + _weak.LIMIT_DECADES
+            val = risk(t, state=dict(state), cache=scratch)
+            limit_box.append(val if scratch[t][1].converged else np.nan)
+        return limit_box[0]
     for sname, S, _ in _shapes(cov, use_subsamples):
         # the identity's inverse is itself, exactly (no O(d^3) solve on wide data)
         Sinv = np.eye(S.shape[0]) if sname == "identity" else linalg.cho_solve(
@@ -635,21 +652,33 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
                               fit_intercept=fit_intercept, coef_init=state["coef"],
                               intercept_init=state["intercept"], tol=tol, max_iter=max_iter,
                               hessian_init=state.get("hessian"), keep_factor=chord,
-                              data_term_init=state.get("data_term"))
-                state.update(coef=res.coef, intercept=res.intercept, hessian=res.hessian, data_term=res.data_term)
+                              data_term_init=state.get("data_term"), fast_value=weak_end,
+                              point_init=state.get("point"))
+                # HSPT2: the derivatives and data gradient at the fit start the next fit (weak_end only)
+                state.update(coef=res.coef, intercept=res.intercept, hessian=res.hessian, data_term=res.data_term,
+                             point=None if res.point is None or not weak_end else (*res.point, res.data_gradient))
                 val, rows = alo_risk(X, y, w, loss, res.coef, res.intercept, P, fit_intercept, Dm, rows=True,
                                      factor=res.factor, PD=None if DS is None else (DS, wbar / 10.0 ** log10_tau),
-                                     Xa=Xa, point=res.point)
+                                     Xa=Xa, point=res.point, fast=weak_end)
                 res.point = None  # N-vectors: not kept in the cache
                 if not np.isfinite(val):
                     val = np.inf
                 cache[log10_tau] = (val, res, rows)
                 return val
 
-            # coarse grid from strong to weak prior (warm starts); the local searches follow below
-            vals = [risk(t) for t in grid]
+            # coarse grid from strong to weak prior (warm starts); the local searches follow below.  With
+            # weak_end, the weak decades that cannot matter are skipped (_weak.walk: a bound from the limit risk)
+            prior_at = lambda t, Sinv=Sinv: wbar * Sinv / 10.0 ** t  # noqa: E731
+            if weak_end and not scalar:
+                vals, dominated = _weak.walk(
+                    grid, risk, cache, prior_at,
+                    lambda risk=risk, state=state: _limit(risk, state), found_grid, len(families))
+            else:
+                vals, dominated = [risk(t) for t in grid], False
+            found_grid = min(found_grid, min(vals))
             families.append(dict(vals=vals, j=int(np.argmin(vals)), risk=risk, cache=cache, state=state, S=S,
-                                 sname=sname, mean=mean, mname=mname))
+                                 sname=sname, mean=mean, mname=mname, dominated=dominated,
+                                 prior_at=prior_at))
     # a bounded search between the neighbours of each family's best grid point, best families first; a
     # family whose best grid value exceeds the best value found so far by more than its larger gap to a
     # neighbouring grid value is not searched (a parabola through the three points dips below its best
@@ -657,11 +686,18 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
     found = np.inf
     for fam in sorted(families, key=lambda f: f["vals"][f["j"]]):
         vals, j, cache, state = fam["vals"], fam["j"], fam["cache"], fam["state"]
-        if _FAST_PATH and vals[j] - _prune_margin(vals, j) > found:
+        if fam["dominated"] or (_FAST_PATH and vals[j] - _prune_margin(vals, j) > found):
             continue
+        if weak_end and limit_box and np.isfinite(found):  # the bound on the interval from the limit risk
+            lb = _weak.search_bound(vals, j, grid, cache, fam["prior_at"], limit_box[0])
+            if lb is not None and lb > found:
+                if _weak.TRACE is not None:
+                    _weak.TRACE.append((families.index(fam), float(grid[j]), lb, "search"))
+                continue
         a, b = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
         start = cache[grid[j]][1]
-        state.update(coef=start.coef, intercept=start.intercept, hessian=start.hessian, data_term=start.data_term)
+        state.update(coef=start.coef, intercept=start.intercept, hessian=start.hessian, data_term=start.data_term,
+                     point=None)
         optimize.minimize_scalar(fam["risk"], bounds=(a, b), method="bounded", options=dict(xatol=0.15))
         found = min(found, min(v[0] for v in cache.values()))
     best = None
