@@ -11,7 +11,8 @@ compares against it), the same with ``_tuning._FAST_PATH = False`` (``previous``
 it was before HSPT -- every fit cold, every candidate searched, the Hessian formed again for the
 leave-one-out step; the same choices to within the solver's tolerance) and the peer.  Each of ``--repeats``
 rounds fits all four in turn (the order rotated); printed per cell: the fastest time of each, the ratio of
-the fastest times ``ours / peer``, ``ours / hspt`` and ``ours / previous``, the mean of the per-round paired ratios with its
+the fastest times ``ours / peer``, ``ours / hspt`` and ``ours / previous``, the mean of the per-round paired
+ratios with its
 standard error, the test losses, and whether the chosen prior is the same (shape and mean; the scale to a
 relative 1e-6: the bounded search's parabolic steps carry the fits' differences within the solver's
 tolerance into the scale at about 1e-7, against its resolution of 0.15 decade).
@@ -109,14 +110,16 @@ def run_cell(kind, n, p, repeats):
         out["vs_" + ref + "_se"] = per.std(ddof=1) / np.sqrt(per.size) if per.size > 1 else np.nan
     for ref in ("hspt", "previous"):
         a, b = models["ours"][-1].prior_choice_, models[ref][-1].prior_choice_
-        out["same_" + ref] = (a["shape"], a["mean"]) == (b["shape"], b["mean"]) and abs(a["scale"] / b["scale"] - 1) <= 1e-6
+        out["same_" + ref] = ((a["shape"], a["mean"]) == (b["shape"], b["mean"])
+                              and abs(a["scale"] / b["scale"] - 1) <= 1e-6)
     return out
 
 
 def small_cells(splits, repeats=4, ref="previous"):
     """Rule (c): every logistic, Poisson and SVM cell of bench_subsampled_prior.py (dev and held-out), the
     default against ``previous`` in this process, interleaved (each first in half the rounds), the fastest
-    of ``repeats`` fits each per split (``ref='hspt'``: against HSPT's search instead); per cell the geometric mean over the splits of the time ratio ours / ref with the standard
+    of ``repeats`` fits each per split (``ref='hspt'``: against HSPT's search instead); per cell the geometric
+    mean over the splits of the time ratio ours / ref with the standard
     error of its log (delta method), and the splits where the prior differs beyond 1e-4 relative."""
     import importlib.util
     import pathlib

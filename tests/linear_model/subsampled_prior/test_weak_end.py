@@ -35,7 +35,8 @@ def test_bounds_hold_on_exact_quadratics():
     s_tail, s_wide = np.linspace(0, 1, 2001), np.linspace(0, 10, 20001)
     broken = 0
     for _ in range(2000):
-        r_inf, a, b = rng.normal() * 100, rng.normal() * 10.0 ** rng.uniform(-4, 0), rng.normal() * 10.0 ** rng.uniform(-5, -1)
+        r_inf = rng.normal() * 100
+        a, b = rng.normal() * 10.0 ** rng.uniform(-4, 0), rng.normal() * 10.0 ** rng.uniform(-5, -1)
         R = lambda s: r_inf + a * s + b * s * s  # noqa: E731
         tail, wide = _weak.bounds(R(10.0), R(1.0), r_inf)
         assert tail <= R(s_tail).min() and wide <= R(s_wide).min()
