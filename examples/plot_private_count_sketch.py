@@ -102,8 +102,20 @@ ax1.axhline(baseline, color="grey", ls="--", label="hour only")
 ax1.set_xlabel("ε")
 ax1.set_ylabel("test accuracy (airline of the flight)")
 ax1.legend()
+# a median error of exactly 0 (every frequent aircraft's count exact: the noise is integer
+# and small at large ε) has no place on a log axis: drawn at a floor, as an open triangle
+floor = 0.5 * min(e for errs in errors.values() for e in errs if e > 0)
 for depth, errs in errors.items():
-    ax2.loglog(epsilons, errs, marker="o", label=f"depth {depth}")
+    errs = np.asarray(errs)
+    (line,) = ax2.loglog(epsilons, np.maximum(errs, floor), marker="o", label=f"depth {depth}")
+    zero = errs == 0
+    if zero.any():
+        ax2.plot(epsilons[zero], np.full(zero.sum(), floor), ls="none", marker="v", ms=10, mfc="white",
+                 color=line.get_color())
+if any(0 in errs for errs in errors.values()):
+    ax2.axhline(floor, color="grey", lw=0.5, ls=":")
+    ax2.annotate("median error 0 (drawn at this floor)", (epsilons[0], floor), xytext=(0, 4),
+                 textcoords="offset points", fontsize=8, color="grey")
 ax2.set_xlabel("ε")
 ax2.set_ylabel("median relative error of the counts")
 ax2.legend()
