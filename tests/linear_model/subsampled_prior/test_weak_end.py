@@ -206,3 +206,30 @@ def test_point_init_is_bit_for_bit(kind, fit_intercept):
     np.testing.assert_array_equal(a.coef, b.coef)
     np.testing.assert_array_equal(a.intercept, b.intercept)
     assert a.objective == b.objective and a.n_iter == b.n_iter
+
+
+@pytest.mark.parametrize("fail", ["raise", "nonconverged"])
+def test_a_failed_limit_fit_keeps_every_decade(monkeypatch, fail):
+    """Where the limit fit fails (an exception, or no convergence) no bound is used and the fit goes on:
+    the same result as the full path, no error.  (The limit fit is told apart by its prior: 1e-20 of the
+    weakest decade's with LIMIT_DECADES = 20, below 1e-12 in every entry here.)"""
+    X, y = _data("log", 3000, 6, 9)
+    monkeypatch.setattr(_weak, "LIMIT_DECADES", 20.0)
+    full, _, _, _ = _run(monkeypatch, SubsampledPriorLogisticRegression, X, y, True)
+    orig, seen = _tuning.fit_map, []
+
+    def fm(*a, **k):
+        if float(np.max(np.abs(k["prior_precision"]))) < 1e-12:
+            seen.append(1)
+            if fail == "raise":
+                raise FloatingPointError("designed")
+            r = orig(*a, **k)
+            r.converged = False
+            return r
+        return orig(*a, **k)
+
+    monkeypatch.setattr(_tuning, "fit_map", fm)
+    cut, trace, _, _ = _run(monkeypatch, SubsampledPriorLogisticRegression, X, y, False)
+    assert seen and trace == []
+    assert full.prior_choice_ == cut.prior_choice_
+    np.testing.assert_array_equal(full.coef_, cut.coef_)

@@ -623,8 +623,12 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
         # R_inf: the risk of the fit at a prior LIMIT_DECADES weaker than the grid's weakest (once; NaN on failure)
         if not limit_box:
             scratch, t = {}, hi + _weak.LIMIT_DECADES
-            val = risk(t, state=dict(state), cache=scratch)
-            limit_box.append(val if scratch[t][1].converged else np.nan)
+            try:  # no maximum-likelihood fit (separation, overflow): no bound, the search as before
+                with np.errstate(all="ignore"):
+                    val = risk(t, state=dict(state), cache=scratch)
+                limit_box.append(val if scratch[t][1].converged else np.nan)
+            except (FloatingPointError, ArithmeticError, ValueError, linalg.LinAlgError):
+                limit_box.append(np.nan)
         return limit_box[0]
     for sname, S, _ in _shapes(cov, use_subsamples):
         # the identity's inverse is itself, exactly (no O(d^3) solve on wide data)
