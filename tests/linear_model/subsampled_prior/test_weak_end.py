@@ -233,3 +233,21 @@ def test_a_failed_limit_fit_keeps_every_decade(monkeypatch, fail):
     assert seen and trace == []
     assert full.prior_choice_ == cut.prior_choice_
     np.testing.assert_array_equal(full.coef_, cut.coef_)
+
+
+@pytest.mark.parametrize("kind,fit_intercept,weighted", [("log", False, False), ("log", True, True),
+                                                         ("poi", True, True)])
+def test_truncation_with_weights_and_without_intercept(monkeypatch, kind, fit_intercept, weighted):
+    X, y = _data(kind, 5000, 10, 10)
+    sw = np.random.default_rng(11).uniform(0.2, 3.0, size=y.size) if weighted else None
+    with monkeypatch.context() as m:  # every decade and local search computed, the same code otherwise
+        m.setattr(_weak, "walk", lambda grid, risk, *a: ([risk(t) for t in grid], False))
+        m.setattr(_weak, "search_bound", lambda *a: None)
+        full = EST[kind](random_state=0, fit_intercept=fit_intercept).fit(X, y, sample_weight=sw)
+    trace = []
+    monkeypatch.setattr(_weak, "TRACE", trace)
+    cut = EST[kind](random_state=0, fit_intercept=fit_intercept).fit(X, y, sample_weight=sw)
+    est = {True: full, False: cut}
+    assert trace, "no truncation"
+    assert est[True].prior_choice_ == est[False].prior_choice_
+    np.testing.assert_array_equal(est[True].coef_, est[False].coef_)
