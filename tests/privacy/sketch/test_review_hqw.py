@@ -36,7 +36,6 @@ def tailnum():
     return x, codes, np.asarray(list(uniq), dtype=object)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("mechanism", ["use_and_keep", "use_and_forget"])
 def test_tenth_small_query_set_covers(tailnum, mechanism):
     """Review HQW F9: the top-50 items of flights.tailnum queried at 10 evenly spaced times.
