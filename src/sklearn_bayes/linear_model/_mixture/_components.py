@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+_BIG = 1e150  #: scales (and first moments) below this square to a float: the closed forms are used as written
 
 
 def _check_scale(scale, owner):
@@ -172,7 +173,12 @@ class GaussianComponent(MixtureComponent):
 
         ``sigma^2 = (s2 + 2 k s0^2) / (n + 2 k)`` (``k = strength``; ``k = 0``: maximum likelihood).
         """
-        return math.sqrt((s2 + 2.0 * strength * prior_scale**2) / (n + 2.0 * strength))
+        if prior_scale < _BIG and s2 < _BIG * _BIG:  # ordinary scales: the formula as written (bit for bit)
+            return math.sqrt((s2 + 2.0 * strength * prior_scale**2) / (n + 2.0 * strength))
+        # a prior scale beyond 1e150 (``init="ols"`` with a gross target: the start's residual scale ~ g / n):
+        # its square overflowed to inf, and log s^2 = inf made the objective -inf (inf - inf in EM's stopping test)
+        c = max(math.sqrt(s2), float(prior_scale))
+        return c * math.sqrt((s2 / c / c + 2.0 * strength * (prior_scale / c) ** 2) / (n + 2.0 * strength))
 
     def scale_from_mad(self, mad):
         return mad / 0.6744897501960817
@@ -241,7 +247,11 @@ class LaplaceComponent(MixtureComponent):
         m = n + 2.0 * strength
         if strength == 0:
             return s1 / m
-        return (s1 + math.sqrt(s1 * s1 + 8.0 * strength * prior_scale**2 * m)) / (2.0 * m)
+        if prior_scale < _BIG and s1 < _BIG:  # ordinary scales: the formula as written (bit for bit)
+            return (s1 + math.sqrt(s1 * s1 + 8.0 * strength * prior_scale**2 * m)) / (2.0 * m)
+        c = max(float(s1), float(prior_scale))  # squares beyond float range (see GaussianComponent): in units of c
+        u, v = s1 / c, prior_scale / c
+        return c * ((u + math.sqrt(u * u + 8.0 * strength * v * v * m)) / (2.0 * m))
 
     def scale_from_mad(self, mad):
         return mad / math.log(2.0)

@@ -33,6 +33,21 @@ def _capped(r):
     return r if float(np.max(np.abs(r), initial=0.0)) <= R_CAP else np.clip(r, -R_CAP, R_CAP)
 
 
+def _norm_ratio(rv, v, nv):
+    """``|rv| / |v|`` (SQUAREM's step length; ``nv = |v| > 0``, ``v`` finite) without overflow in the norms.
+
+    Ordinary steps: the quotient as written (bit for bit).  A coefficient of order ``1e300`` (``variant="paper"``
+    from a least-squares start ruined by one gross target) overflowed ``|rv|`` or ``|v|`` to ``inf``: ``inf / inf``
+    warned.  Both are then taken in units of their largest entry; an infinite entry of ``rv`` gives NaN, and
+    ``min(-1, -NaN) = -1`` is the plain EM step (no extrapolation)."""
+    nr = np.linalg.norm(rv)
+    if math.isfinite(nr) and math.isfinite(nv):
+        return nr / nv
+    with np.errstate(all="ignore"):
+        c = max(float(np.max(np.abs(rv))), float(np.max(np.abs(v))))
+        return float(np.linalg.norm(rv / c) / np.linalg.norm(v / c))
+
+
 _KINDS = {GaussianComponent: 0, LaplaceComponent: 1, CauchyComponent: 2}  # laws with fused Cython passes
 
 
@@ -282,7 +297,7 @@ def em(prob, theta, scales, max_iter, tol, accelerate=True, a=None):
             nv = np.linalg.norm(v)
             best = (theta2, a2, s2, r2, z2, ll2, st2)
             if nv > 0 and np.all(np.isfinite(v)):
-                alpha = min(-1.0, -np.linalg.norm(rv) / nv)
+                alpha = min(-1.0, -_norm_ratio(rv, v, nv))
                 for _ in range(6):
                     if alpha >= -1.0:
                         break
@@ -354,7 +369,7 @@ def describe_residuals(prob, theta, scales, max_iter, tol, W, a=None, r=None):
             rv, v = x1 - x0, pack(best[0], best[1]) - 2.0 * x1 + x0
             nv = np.linalg.norm(v)
             if nv > 0 and np.all(np.isfinite(v)):
-                alpha = min(-1.0, -np.linalg.norm(rv) / nv)
+                alpha = min(-1.0, -_norm_ratio(rv, v, nv))
                 for _ in range(6):
                     if alpha >= -1.0:
                         break
