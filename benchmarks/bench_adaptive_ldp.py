@@ -551,6 +551,91 @@ FRESH_RT_CELLS = (
 )
 
 
+#: Round P1 (issue 28 goal 1 at high eps, task H28P1): ten cells fixed by H28D before any run of P1 (the guard's
+#: baseline the better of 'eb' and 'dir' where the noise ratio is at most 2: ``_stacking.STACK_BASELINE = 'auto'``),
+#: their draws by ``SeedSequence([K, int(eps * 1000), n, run, 2830])`` (not ``_cell_draws``' 28).  Adoption rule, fixed
+#: before the run: no cell's paired TV ratio new/old above 1 + its SE or 1.01; geometric mean over cells 1-4 <= 0.97;
+#: cells 9-10 bit for bit (gate off) and fit + ``theta_`` time within 5 % on cells 1-8.  ``--fresh-p1`` runs it (old
+#: and new on the same fit: a deep copy per setting of the switch, so the same users, responses and folds).
+FRESH_P1_CELLS = (
+    ("Dir(1)", "fresh p1", 96, 7.0, 10_000, lambda rng: rng.dirichlet(np.ones(96))),
+    ("Dir(1)", "fresh p1", 128, 8.0, 30_000, lambda rng: rng.dirichlet(np.ones(128))),
+    ("Dir(0.5)", "fresh p1", 80, 6.0, 15_000, lambda rng: rng.dirichlet(np.full(80, 0.5))),
+    ("Dir(2)", "fresh p1", 160, 8.0, 8_000, lambda rng: rng.dirichlet(np.full(160, 2.0))),
+    ("Zipf(1.3)", "fresh p1", 100, 7.0, 20_000, lambda rng: _zipf(100, 1.3, rng)),
+    ("two-peak", "fresh p1", 120, 6.0, 20_000, lambda rng: _peaks(120, (0.3, 0.7), 0.05)),
+    ("spike+flat", "fresh p1", 100, 7.0, 10_000, lambda rng: np.r_[0.25, np.full(99, 0.75 / 99)]),
+    ("Dir(1)", "fresh p1", 1000, 7.0, 3_000, lambda rng: rng.dirichlet(np.ones(1000))),
+    ("three-peak", "fresh p1", 400, 1.5, 50_000, lambda rng: _peaks(400, (0.2, 0.5, 0.8), 0.03)),
+    ("Zipf(1.1)", "fresh p1", 500, 3.0, 30_000, lambda rng: _zipf(500, 1.1, rng)),
+)
+
+
+def _fresh_p1_run(cell, run):
+    import copy
+
+    from sklearn_bayes.experiments._ldp_peers import peer_estimates
+    from sklearn_bayes.privacy._ldp import _stacking
+
+    _, _, K, eps, n, make = cell
+    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 2830])
+    r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
+    theta = make(r_theta)
+    x = r_users.choice(K, size=n, p=theta)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+    out, saved = {}, _stacking.STACK_BASELINE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.process_time()
+        est.fit(x.reshape(-1, 1))
+        out["t_fit"] = time.process_time() - t0
+        copies = {m: copy.deepcopy(est) for m in ("eb", "auto")}
+        try:
+            for m in ("eb", "auto") if run % 2 == 0 else ("auto", "eb"):  # alternate the order (timing)
+                _stacking.STACK_BASELINE = m
+                t0 = time.process_time()
+                out["theta_" + m] = copies[m].theta_.copy()
+                out["t_" + m] = time.process_time() - t0
+                out["base_" + m] = copies[m].convergence_.get("stack_baseline")
+        finally:
+            _stacking.STACK_BASELINE = saved
+    pe, _ = peer_estimates(x, K, eps, r_peers)
+    out["tv"] = {m: 0.5 * np.abs(out["theta_" + m] - theta).sum() for m in ("eb", "auto")}
+    out["ptv"] = {m: 0.5 * np.abs(v - theta).sum() for m, v in pe.items()}
+    return out
+
+
+def fresh_p1(runs, n_jobs):
+    """Round P1's held-out group (``FRESH_P1_CELLS``): the paired TV ratio 'auto' / 'eb' of the guard's baseline."""
+    from joblib import Parallel, delayed
+
+    from sklearn_bayes.privacy._ldp._mechanisms import best_subset_size, ss_support_probabilities
+    from sklearn_bayes.privacy._ldp._stacking import noise_ratio
+
+    rows, log14 = [], []
+    for i, cell in enumerate(FRESH_P1_CELLS):
+        res = Parallel(n_jobs=n_jobs)(delayed(_fresh_p1_run)(cell, r) for r in range(runs))
+        _, _, K, eps, n, _ = cell
+        R = noise_ratio(K, *ss_support_probabilities(K, eps, best_subset_size(K, eps)))
+        lr = np.log([r["tv"]["auto"] / r["tv"]["eb"] for r in res])
+        lt = np.log([(r["t_fit"] + r["t_auto"]) / (r["t_fit"] + r["t_eb"]) for r in res])
+        se = lambda v: np.exp(v.mean()) * v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")
+        pm = {m: np.median([r["ptv"][m] for r in res]) for m in res[0]["ptv"]}
+        six = np.mean([v for m, v in pm.items() if m.split("+")[0] in ("GRR", "SS") and m.split("+")[1] != "MLE"])
+        med = {m: np.median([r["tv"][m] for r in res]) for m in ("eb", "auto")}
+        if i < 4:
+            log14.append(lr.mean())
+        rows.append([f"{i + 1} {cell[0]}", K, eps, n, f"{R:.2f}", sum(r["base_auto"] == "dir" for r in res),
+                     f"{np.exp(lr.mean()):.4f} +- {se(lr):.4f}",
+                     sum(np.array_equal(r["theta_eb"], r["theta_auto"]) for r in res),
+                     f"{np.exp(lt.mean()):.3f} +- {se(lt):.3f}", f"{med['eb'] / min(pm.values()):.3f}",
+                     f"{med['auto'] / min(pm.values()):.3f}", f"{med['eb'] / six:.3f}", f"{med['auto'] / six:.3f}"])
+    cols = ["cell", "K", "eps", "n", "R", "dir base", "TV auto/eb", "same", "time auto/eb", "old/best12", "new/best12",
+            "old/same6", "new/same6"]
+    print(format_table([dict(zip(cols, r)) for r in rows]))
+    print(f"geometric mean of the paired ratios over cells 1-4: {np.exp(np.mean(log14)):.4f}")
+
+
 def _geometric(K, r):
     t = r ** np.arange(K)
     return t / t.sum()
@@ -1406,6 +1491,8 @@ def main():
                     help="--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out")
     ap.add_argument("--fresh-rt", action="store_true",
                     help="--general: round RT's eight fresh cells (eps 5-8, n <= 5000; the stack's cost route)")
+    ap.add_argument("--fresh-p1", action="store_true",
+                    help="round P1's ten held-out cells (FRESH_P1_CELLS): the guard's baseline 'auto' vs 'eb', paired")
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",
@@ -1458,6 +1545,10 @@ def main():
         cells = [c for i, c in enumerate(pool) if general_too and c[2] < 32 and (args.cells is None or i in args.cells)]
         paper = [s for s in PAPER_SETTINGS if args.paper_k is not None and s["K"] in args.paper_k]
         cv_below(cells, paper, runs, args.n_jobs)
+        return
+
+    if args.fresh_p1:
+        fresh_p1(runs, args.n_jobs)
         return
 
     if args.eb_sum_step:

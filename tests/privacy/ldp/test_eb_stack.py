@@ -59,9 +59,11 @@ def test_auto_from_64_categories_is_the_stack_on_the_simplex(seed):
     assert np.all(cand >= 0) and np.allclose(cand.sum(axis=1), 1, atol=1e-12)
     assert np.array_equal(cand[0], eb_estimate(c, n, p, q)[0])
     assert info["rho"] == conv["rho"] and conv["tilt_converged"]
-    # the guard: the stack only when its cross-fitted gain over 'eb' alone exceeds STACK_Z standard errors
+    # the guard: the stack only when its cross-fitted gain over the baseline alone exceeds STACK_Z standard errors;
+    # the baseline is 'eb', or (round P1, near the identity channel) 'dir' where its cross-fitted risk is lower
     assert conv["stack_used"] == (conv["stack_gain"] > STACK_Z * conv["stack_se"])
-    if not conv["stack_used"]:
+    assert conv["stack_baseline"] in ("eb", "dir")
+    if not conv["stack_used"] and conv["stack_baseline"] == "eb":
         assert np.array_equal(th, cand[0] / cand[0].sum())
 
 

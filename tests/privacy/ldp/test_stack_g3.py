@@ -47,7 +47,8 @@ def _fit(K, eps, n, a, seed, random_state):
 def test_switches_restore_round_18b_output_exactly(monkeypatch):
     """With ``STACK_FAST_NUMERICS = False`` (and both EM tolerances ``NPMLE_TOL``, the defaults) the default's estimate
     is round 18b's bit for bit: the SHA-256 of ``theta_`` and the diagnostics recorded with the code before round G3
-    (this machine's BLAS; the stack was used in this run)."""
+    (this machine's BLAS; the stack was used in this run).  Round P1: with the guard's baseline ``'eb'`` too."""
+    monkeypatch.setattr(S, "STACK_BASELINE", "eb")
     monkeypatch.setattr(S, "STACK_NPMLE_TOL", E.NPMLE_TOL)
     monkeypatch.setattr(S, "STACK_FOLD_NPMLE_TOL", E.NPMLE_TOL)
     monkeypatch.setattr(S, "STACK_FAST_NUMERICS", False)

@@ -58,6 +58,13 @@ estimate without the folds where the channel is near the identity (:func:`noise_
 predicted cost, from ``'eb'``'s own EM, exceeds 10 times IBU's; ``convergence_['stack_skipped']`` says so.  On the
 dev map it cut fit plus ``theta_`` 4-5 times where it fired, but missed the round's rule (``K = 64, eps = 8,
 n = 1000``: 1.11 times the best peer, as the stack; ``K = 1000, eps = 8, n = 1000``: 11.0-12.7 times IBU).
+
+Round P1 (issue 28 goal 1 at high ``eps``; ``STACK_BASELINE``, ``'auto'`` by default, ``'eb'`` restores round RT's
+output bit for bit): where the channel is near the identity (:func:`noise_ratio` ``<= 2``) the guard's baseline is
+``'eb'`` or ``'dir'``, whichever has the lower cross-fitted squared risk on the same folds (:func:`stack_baseline`);
+the stack is kept only when its nested gain over that baseline exceeds ``STACK_Z`` standard errors, else ``theta_`` is
+the baseline's estimate; ``convergence_['stack_baseline']`` says which. Held out (``--fresh-p1``, ten cells, 10 runs):
+paired TV 0.952-0.985 of round RT's on the six gated Dir, Zipf and two-peak cells, bit for bit on the four others.
 """
 
 import functools
@@ -77,10 +84,10 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
 )
 from sklearn_bayes.privacy._ldp._gmodel import GMODEL_MARGIN, predictive_log_score, smooth_prior
 
-__all__ = ["ROUTE_BUDGET", "ROUTE_MAX_NOISE_RATIO", "ROUTE_WORK_PER_IBU", "STACK_CANDIDATES", "STACK_FAST_NUMERICS",
-           "STACK_FOLDS", "STACK_FOLD_NPMLE_TOL", "STACK_NPMLE_TOL", "STACK_ROUTE", "STACK_Z", "SMOOTH_WEIGHTS",
-           "DirichletRows", "candidates", "fold_support_counts", "noise_ratio", "simplex_least_squares", "stack_route",
-           "stacked_estimate", "user_folds"]
+__all__ = ["ROUTE_BUDGET", "ROUTE_MAX_NOISE_RATIO", "ROUTE_WORK_PER_IBU", "STACK_BASELINE", "STACK_CANDIDATES",
+           "STACK_FAST_NUMERICS", "STACK_FOLDS", "STACK_FOLD_NPMLE_TOL", "STACK_NPMLE_TOL", "STACK_ROUTE", "STACK_Z",
+           "SMOOTH_WEIGHTS", "DirichletRows", "candidates", "fold_support_counts", "noise_ratio",
+           "simplex_least_squares", "stack_baseline", "stack_route", "stacked_estimate", "user_folds"]
 
 #: Folds of users of the cross-fitted risk, and the candidates in the order of ``convergence_['stack_weights']``.
 STACK_FOLDS = 5
@@ -112,6 +119,10 @@ STACK_ROUTE = False
 #: The unbiased estimate's variance over the multinomial sampling variance, at the uniform ``theta``, at most this:
 #: the privacy noise at most the sampling noise.
 ROUTE_MAX_NOISE_RATIO = 2.0
+#: Round P1 (issue 28 goal 1 at high ``eps``): the guard's baseline.  ``'auto'``: where :func:`noise_ratio` is at most
+#: ``ROUTE_MAX_NOISE_RATIO``, the better of ``'eb'`` and ``'dir'`` by cross-fitted squared risk on the stack's folds
+#: (:func:`stack_baseline`); ``'eb'`` elsewhere.  ``'eb'``: always ``'eb'`` (round RT's output, bit for bit).
+STACK_BASELINE = "auto"
 #: Goal 3's budget: fit plus ``theta_`` within this many times IBU's time.
 ROUTE_BUDGET = 10.0
 #: IBU's time per user in units of ``2 G K`` multiply-adds' EM time per iteration over ``K``: ``U`` of the cost model
@@ -316,6 +327,32 @@ def noise_ratio(K, p, q):
     return pi * (1.0 - pi) / ((p - q) ** 2 * (1.0 / K) * (1.0 - 1.0 / K))
 
 
+def stack_baseline(held, K, p, q):
+    """Index in ``STACK_CANDIDATES`` of the guard's baseline (round P1): 0 (``'eb'``) or 2 (``'dir'``).
+
+    ``held``: :func:`stacked_estimate`'s folds, ``(F_k, t_k, ...)`` with the candidates fitted without fold ``k``
+    and fold ``k``'s unbiased estimate.  With ``STACK_BASELINE = 'auto'``, where the channel is near the identity
+    (:func:`noise_ratio` ``<= ROUTE_MAX_NOISE_RATIO``), the baseline is ``'dir'`` when its cross-fitted squared risk
+    is lower than ``'eb'``'s on the same folds, else ``'eb'``; elsewhere, and with ``STACK_BASELINE = 'eb'``, it is
+    ``'eb'`` (the guard of rounds 15-RT, bit for bit).
+
+    Notes
+    -----
+    The cross-fitted risk of candidate ``j`` is :math:`\\hat r_j = \\sum_k \\| f_j^{(-k)} - t_k \\|^2`; as in the
+    stack's weights, :math:`E \\hat r_j = \\sum_k E \\| f_j^{(-k)} - \\theta \\|^2 + \\text{const}`, the constant
+    the same for every candidate.  Near the identity the NPMLE's posterior-mean map on the counts is a staircase
+    (issue 28's diagnosis H28D: at ``K = 64``, ``eps = 6-8`` its slope ranges 0.05-2.6, against about 1 for the
+    Dirichlet marginal's smooth prior), so ``'eb'`` carries 9-30 % more squared risk than the oracle prior and the
+    guard against it lacks the power to accept a stack that leans on ``'dir'``.  The choice reads only the folds the
+    stack already fitted: it costs ``2 F K`` operations, and no extra fit unless ``'dir'`` is kept alone.
+    """
+    if STACK_BASELINE == "eb" or not held or noise_ratio(K, p, q) > ROUTE_MAX_NOISE_RATIO:
+        return 0
+    risk_eb = sum(float(((Fk[0] - t) ** 2).sum()) for Fk, t, *_ in held)
+    risk_dir = sum(float(((Fk[2] - t) ** 2).sum()) for Fk, t, *_ in held)
+    return 2 if risk_dir < risk_eb else 0
+
+
 def stack_route(K, n, p, q, n_iter, atoms_used, folds=STACK_FOLDS):
     """``(skip, reason)``: whether :func:`stacked_estimate` skips the stack (round RT's cost route), and why.
 
@@ -455,7 +492,9 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
     :func:`candidates` dict, ``stack_weights`` (dict candidate -> weight; all on ``'eb'`` when the guard refused the
     stack), ``stack_folds``, ``stack_gain`` (the cross-fitted squared risk of ``'eb'`` alone minus the stack's, summed
     over the folds), ``stack_se`` (its standard error from the per-category terms) and ``stack_used``
-    (``stack_gain > STACK_Z * stack_se``).  ``cdf_table``: a Beta CDF table of
+    (``stack_gain > STACK_Z * stack_se``), the gain and decision against ``stack_baseline`` (round P1: ``'eb'``, or
+    ``'dir'`` where :func:`stack_baseline` picks it; when the guard refuses the stack, ``theta_`` is its estimate and
+    ``stack_weights`` its unit vector).  ``cdf_table``: a Beta CDF table of
     :func:`~._empirical_bayes.dirichlet_marginal_weights` with the same ``K`` and ``rho_grid`` (``'auto'``'s
     cross-validated gain computed one), reused bit for bit.
 
@@ -485,7 +524,7 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
             theta /= theta.sum()
             info = dict(eb_done[1], rho=float("nan"), stack_weights=dict(zip(STACK_CANDIDATES, np.eye(J)[0].tolist())),
                         stack_folds=int(folds), stack_gain=float("nan"), stack_se=float("nan"), stack_used=False,
-                        **route)
+                        stack_baseline="eb", **route)
             return theta, info
     u0 = _grid(np.zeros(0), n, p, q)  # atoms independent of the counts, shared by every fit
     if STACK_FAST_NUMERICS and cdf_table is None:
@@ -518,12 +557,13 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         b += bk
         held.append((Fk, t, Ak, bk))
     weights = simplex_least_squares(A, b) if held else np.eye(J)[0]
-    # the guard, nested: fold k's squared error of the stack weighted without fold k, minus that of 'eb' alone, per
-    # category; the stack is kept only when the sum is below -STACK_Z standard errors (categories independent)
+    base = stack_baseline(held, K, p, q) if not gmodel else 0  # round P1: 'eb', or 'dir' near the identity
+    # the guard, nested: fold k's squared error of the stack weighted without fold k, minus that of the baseline
+    # ('eb' alone, or round P1's) per category; the stack is kept only when the sum is below -STACK_Z standard errors
     d = np.zeros(K)
     for Fk, t, Ak, bk in held:
         a_k = simplex_least_squares(A - Ak, b - bk) if len(held) > 1 else weights
-        d += (a_k @ Fk - t) ** 2 - (Fk[0] - t) ** 2
+        d += (a_k @ Fk - t) ** 2 - (Fk[base] - t) ** 2
     gain, se = float(-d.sum()), float(np.sqrt(K * np.var(d))) if K > 1 else 0.0
     used = bool(held) and gain > STACK_Z * se
     if gmodel:
@@ -537,10 +577,14 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         need = {m for m, a in zip(STACK_CANDIDATES, weights) if a > 0} if STACK_FAST_NUMERICS else None
         full = np.vstack([eb_row, candidates(c, n, p, q, u0, WB0, rho_grid, need=need)[0][1:]])
         theta = np.maximum(weights @ full, 0.0)
+    elif base:  # round P1: the baseline 'dir' alone, on all users
+        weights = np.eye(J)[base]
+        need = {STACK_CANDIDATES[base]} if STACK_FAST_NUMERICS else None
+        theta = np.maximum(candidates(c, n, p, q, u0, WB0, rho_grid, need=need)[0][base], 0.0)
     else:  # 'eb' alone: e_1 @ full is the 'eb' row exactly (1 x + 0 y = x for finite y), so it is not formed
         weights = np.eye(J)[0]
         theta = np.maximum(eb_row[0], 0.0)
     theta /= theta.sum()
     info = dict(info, stack_weights=dict(zip(STACK_CANDIDATES, (float(x) for x in weights))), stack_folds=int(folds),
-                stack_gain=gain, stack_se=se, stack_used=used, **(route or {}))
+                stack_gain=gain, stack_se=se, stack_used=used, stack_baseline=STACK_CANDIDATES[base], **(route or {}))
     return theta, info
