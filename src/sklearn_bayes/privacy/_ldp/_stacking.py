@@ -64,7 +64,8 @@ output bit for bit): where the channel is near the identity (:func:`noise_ratio`
 ``'eb'`` or ``'dir'``, whichever has the lower cross-fitted squared risk on the same folds (:func:`stack_baseline`);
 the stack is kept only when its nested gain over that baseline exceeds ``STACK_Z`` standard errors, else ``theta_`` is
 the baseline's estimate; ``convergence_['stack_baseline']`` says which. Held out (``--fresh-p1``, ten cells, 10 runs):
-paired TV 0.952-0.985 of round RT's on the six gated Dir, Zipf and two-peak cells, bit for bit on the four others.
+paired TV 0.952-0.985 of round RT's on six gated Dir, Zipf and two-peak cells; bit for bit on a gated spike+flat
+cell (``'eb'`` kept) and on the three cells with ``R > 2``.
 """
 
 import functools
