@@ -114,9 +114,11 @@ def test_forks_that_both_query_are_charged_twice(how, queried_before):
         assert b.ledger_ is a.ledger_ and b.ledger is shared
         assert a.epsilon_spent_ == b.epsilon_spent_ == shared.epsilon_spent == history + 2.0
     else:
-        # a pickled copy has a snapshot of ledger_: each object reports its own history, charged
-        # afresh; its shared ledger is a snapshot too, whose records reach the original (alive here)
-        assert a.epsilon_spent_ == b.epsilon_spent_ == history + 1.0
+        # a pickled copy loaded while its original is alive in this process shares the original's
+        # ledger_ (review HQW: 400 such copies averaged the noise away while each reported eps), so
+        # each reports the total; its ledger parameter is a snapshot, whose records reach the original
+        assert b.ledger_ is a.ledger_
+        assert a.epsilon_spent_ == b.epsilon_spent_ == history + 2.0
         assert shared.epsilon_spent == history + 2.0 and b.ledger is not shared
     # pickling marks a fork once: pickling twice in a row gives the same bytes
     assert pickle.dumps(a) == pickle.dumps(a)
@@ -132,7 +134,9 @@ def test_fork_of_a_fork_and_other_mechanisms():
         est.query([2])
         est.query([1])
     assert PrivacyLedger.compose(a.ledger_, b.ledger_, c.ledger_).epsilon_spent == 4.0
-    assert a.epsilon_spent_ == b.epsilon_spent_ == c.epsilon_spent_ == 2.0
+    # loaded while the original is alive, the copies share its ledger_: each reports the total
+    assert b.ledger_ is a.ledger_ and c.ledger_ is a.ledger_
+    assert a.epsilon_spent_ == b.epsilon_spent_ == c.epsilon_spent_ == 4.0
     # median perturbation: every fork is charged its whole history again (basic composition
     # of the forks' histories, which counts the common history once more per fork)
     m = _sketch(width=64, mechanism="median_perturbation", decay=0.5).fit([1, 2])
