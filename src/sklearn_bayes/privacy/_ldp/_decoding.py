@@ -159,9 +159,11 @@ class DecoderMixin:
         ``converged`` of its EM, ``n_atoms``, the sum-to-one tilt's ``tilt`` and ``tilt_converged``), ``'eb-rescale'``
         (the same without the tilt: its means divided by their sum), ``'eb-stack'`` (round 15, ``'auto'``'s route where
         it used ``'eb'``: the keys of ``'eb'``'s EM and tilt, ``rho`` of the smoother priors, ``stack_weights`` (candidate
-        -> convex weight; all on ``'eb'`` when the guard refused the stack), ``stack_folds``, ``stack_gain`` and
-        ``stack_se`` (the nested cross-fitted squared-risk gain over ``'eb'`` and its standard error) and ``stack_used``,
-        :func:`~._stacking.stacked_estimate`), ``'eb-gmodel'`` (round 17, an option: the keys of ``'eb-stack'`` and
+        -> convex weight; all on the baseline when the guard refused the stack), ``stack_folds``, ``stack_gain`` and
+        ``stack_se`` (the nested cross-fitted squared-risk gain over the baseline and its standard error), ``stack_used``
+        and ``stack_baseline`` (``'eb'``, or ``'dir'`` where the channel is near the identity and the Dirichlet-marginal
+        prior's cross-fitted risk is lower: round P1), with the route option also ``stack_skipped``,
+        ``stack_predicted_cost`` and ``stack_noise_ratio``; :func:`~._stacking.stacked_estimate`), ``'eb-gmodel'`` (round 17, an option: the keys of ``'eb-stack'`` and
         ``gmodel_gain``, the cross-fitted predictive log score of the g-model blend minus the NPMLE's in nats,
         ``gmodel_used``, ``gmodel_converged``, every fold's g-model fit converged, and ``gmodel_final_converged``, the fit
         on all users behind the estimate, None when the score kept the NPMLE), or ``final_estimate``'s name for the RRRR chains
