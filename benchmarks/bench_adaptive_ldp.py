@@ -1475,24 +1475,19 @@ def main():
     ap.add_argument("--importance-draws", type=int, default=None,
                     help="--versus-posterior: theta_'s weighted draws of decoder='importance' (round 11b's M; "
                          "default the shipped IMPORTANCE_DRAWS; a large value weights every kept draw)")
-    ap.add_argument("--fresh-13", action="store_true",
-                    help="--general on round 13's eleven cells nobody tuned the default to (FRESH_13_CELLS)")
-    ap.add_argument("--fresh-14", action="store_true",
-                    help="--general on round 14b's six high-eps / sparse / K >= 64 cells (FRESH_14_CELLS)")
-    ap.add_argument("--fresh-15", action="store_true",
-                    help="--general on round 15's eight cells nobody has used (FRESH_15_CELLS), run once, held out")
-    ap.add_argument("--fresh-17", action="store_true",
-                    help="--general on round 17's eight cells nobody has used (FRESH_17_CELLS), run once, held out")
-    ap.add_argument("--fresh-18", action="store_true",
-                    help="--general on round 18's eight cells nobody has used (FRESH_18_CELLS), run once, held out")
-    ap.add_argument("--fresh-21", action="store_true",
-                    help="--general on round 21's eight cells nobody has used (FRESH_21_CELLS), run once, held out")
-    ap.add_argument("--fresh-g3", action="store_true",
-                    help="--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out")
-    ap.add_argument("--fresh-rt", action="store_true",
-                    help="--general: round RT's eight fresh cells (eps 5-8, n <= 5000; the stack's cost route)")
-    ap.add_argument("--fresh-p1", action="store_true",
-                    help="round P1's ten held-out cells (FRESH_P1_CELLS): the guard's baseline 'auto' vs 'eb', paired")
+    # the held-out groups, each committed before any fit of its round's candidate
+    for flag, text in (
+            ("--fresh-13", "--general on round 13's eleven cells nobody tuned the default to (FRESH_13_CELLS)"),
+            ("--fresh-14", "--general on round 14b's six high-eps / sparse / K >= 64 cells (FRESH_14_CELLS)"),
+            ("--fresh-15", "--general on round 15's eight cells nobody has used (FRESH_15_CELLS), run once, held out"),
+            ("--fresh-17", "--general on round 17's eight cells nobody has used (FRESH_17_CELLS), run once, held out"),
+            ("--fresh-18", "--general on round 18's eight cells nobody has used (FRESH_18_CELLS), run once, held out"),
+            ("--fresh-21", "--general on round 21's eight cells nobody has used (FRESH_21_CELLS), run once, held out"),
+            ("--fresh-g3", "--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out"),
+            ("--fresh-rt", "--general: round RT's eight fresh cells (eps 5-8, n <= 5000; the stack's cost route)"),
+            ("--fresh-p1", "round P1's ten held-out cells (FRESH_P1_CELLS): the guard's baseline 'auto' vs 'eb', paired"),
+    ):
+        ap.add_argument(flag, action="store_true", help=text)
     ap.add_argument("--paired-decoder", default=None,
                     help="--general: also this decoder on the same fit (e.g. eb-rescale), paired with the default")
     ap.add_argument("--fresh-11b", action="store_true",

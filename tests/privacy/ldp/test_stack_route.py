@@ -22,6 +22,13 @@ def _grr(K, eps):
     return ss_support_probabilities(K, float(eps), 1)
 
 
+def _grr_counts(K, eps, n, seed):
+    """GRR support counts of n users whose frequencies are one Dir(1) draw: (c, p, q)."""
+    p, q = _grr(K, eps)
+    rng = np.random.default_rng(seed)
+    return rng.binomial(n, q + (p - q) * rng.dirichlet(np.ones(K))).astype(float), p, q
+
+
 def _users(K, n, seed):
     rng = np.random.default_rng(seed)
     theta = rng.dirichlet(np.ones(K))
@@ -88,9 +95,7 @@ def test_stack_route_decision_on_designed_inputs():
 
 def test_eb_estimate_stats_reports_the_atoms_and_changes_nothing():
     K, eps, n = 64, 8.0, 1000
-    p, q = _grr(K, eps)
-    rng = np.random.default_rng(3)
-    c = rng.binomial(n, q + (p - q) * rng.dirichlet(np.ones(K))).astype(float)
+    c, p, q = _grr_counts(K, eps, n, 3)
     stats = {}
     a, info_a = E.eb_estimate(c, n, p, q, stats=stats)
     b, info_b = E.eb_estimate(c, n, p, q)
@@ -158,9 +163,7 @@ def test_stacked_estimate_route_reads_no_folds(monkeypatch):
     or drawing from ``rng`` (None here would fail if they were read)."""
     monkeypatch.setattr(S, "STACK_ROUTE", True)
     K, eps, n = 64, 8.0, 1000
-    p, q = _grr(K, eps)
-    rng = np.random.default_rng(5)
-    c = rng.binomial(n, q + (p - q) * rng.dirichlet(np.ones(K))).astype(float)
+    c, p, q = _grr_counts(K, eps, n, 5)
     stats = {}
     eb, info = E.eb_estimate(c, n, p, q, stats=stats)
     if not S.stack_route(K, n, p, q, info["n_iter"], stats["atoms_used"])[0]:
