@@ -571,14 +571,14 @@ FRESH_P1_CELLS = (
 )
 
 
-def _fresh_p1_run(cell, run):
+def _fresh_p1_run(cell, run, tag=2830):
     import copy
 
     from sklearn_bayes.experiments._ldp_peers import peer_estimates
     from sklearn_bayes.privacy._ldp import _stacking
 
     _, _, K, eps, n, make = cell
-    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, 2830])
+    ss = np.random.SeedSequence([K, int(eps * 1000), n, run, tag])
     r_theta, r_users, r_ours, r_peers = (np.random.default_rng(c) for c in ss.spawn(4))
     theta = make(r_theta)
     x = r_users.choice(K, size=n, p=theta)
@@ -605,16 +605,30 @@ def _fresh_p1_run(cell, run):
     return out
 
 
-def fresh_p1(runs, n_jobs):
-    """Round P1's held-out group (``FRESH_P1_CELLS``): the paired TV ratio 'auto' / 'eb' of the guard's baseline."""
+def p1_gated_cells():
+    """The cells of the earlier held-out groups (13-18, G3, RT) where round P1's gate is on (noise ratio <= 2, K >= 32):
+    the whole-benchmark check of the option after its held-out run (draws tagged 2847)."""
+    from sklearn_bayes.privacy._ldp._mechanisms import best_subset_size, ss_support_probabilities
+    from sklearn_bayes.privacy._ldp._stacking import ROUTE_MAX_NOISE_RATIO, noise_ratio
+
+    groups = (FRESH_13_CELLS, FRESH_14_CELLS, FRESH_15_CELLS, FRESH_17_CELLS, FRESH_18_CELLS, FRESH_21_CELLS,
+              FRESH_G3_CELLS, FRESH_RT_CELLS)
+    return tuple(c for g in groups for c in g if c[2] >= 32 and noise_ratio(
+        c[2], *ss_support_probabilities(c[2], float(c[3]), best_subset_size(c[2], float(c[3])))) <= ROUTE_MAX_NOISE_RATIO)
+
+
+def fresh_p1(runs, n_jobs, cells=None, tag=2830):
+    """Round P1's held-out group (``FRESH_P1_CELLS``; or ``cells`` with draws tagged ``tag``): the paired TV ratio
+    'auto' / 'eb' of the guard's baseline."""
+    cells = FRESH_P1_CELLS if cells is None else cells
     from joblib import Parallel, delayed
 
     from sklearn_bayes.privacy._ldp._mechanisms import best_subset_size, ss_support_probabilities
     from sklearn_bayes.privacy._ldp._stacking import noise_ratio
 
     rows, log14 = [], []
-    for i, cell in enumerate(FRESH_P1_CELLS):
-        res = Parallel(n_jobs=n_jobs)(delayed(_fresh_p1_run)(cell, r) for r in range(runs))
+    for i, cell in enumerate(cells):
+        res = Parallel(n_jobs=n_jobs)(delayed(_fresh_p1_run)(cell, r, tag) for r in range(runs))
         _, _, K, eps, n, _ = cell
         R = noise_ratio(K, *ss_support_probabilities(K, eps, best_subset_size(K, eps)))
         lr = np.log([r["tv"]["auto"] / r["tv"]["eb"] for r in res])
@@ -625,7 +639,7 @@ def fresh_p1(runs, n_jobs):
         med = {m: np.median([r["tv"][m] for r in res]) for m in ("eb", "auto")}
         if i < 4:
             log14.append(lr.mean())
-        rows.append([f"{i + 1} {cell[0]}", K, eps, n, f"{R:.2f}", sum(r["base_auto"] == "dir" for r in res),
+        rows.append([f"{i + 1} {cell[0]} ({cell[1]})", K, eps, n, f"{R:.2f}", sum(r["base_auto"] == "dir" for r in res),
                      f"{np.exp(lr.mean()):.4f} +- {se(lr):.4f}",
                      sum(np.array_equal(r["theta_eb"], r["theta_auto"]) for r in res),
                      f"{np.exp(lt.mean()):.3f} +- {se(lt):.3f}", f"{med['eb'] / min(pm.values()):.3f}",
@@ -633,7 +647,8 @@ def fresh_p1(runs, n_jobs):
     cols = ["cell", "K", "eps", "n", "R", "dir base", "TV auto/eb", "same", "time auto/eb", "old/best12", "new/best12",
             "old/same6", "new/same6"]
     print(format_table([dict(zip(cols, r)) for r in rows]))
-    print(f"geometric mean of the paired ratios over cells 1-4: {np.exp(np.mean(log14)):.4f}")
+    if cells is FRESH_P1_CELLS:
+        print(f"geometric mean of the paired ratios over cells 1-4: {np.exp(np.mean(log14)):.4f}")
 
 
 def _geometric(K, r):
@@ -1485,6 +1500,7 @@ def main():
             ("--fresh-21", "--general on round 21's eight cells nobody has used (FRESH_21_CELLS), run once, held out"),
             ("--fresh-g3", "--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out"),
             ("--fresh-rt", "--general: round RT's eight fresh cells (eps 5-8, n <= 5000; the stack's cost route)"),
+            ("--p1-gated", "round P1's option on every earlier group's cell where its gate is on (after its held-out run)"),
             ("--fresh-p1", "round P1's ten held-out cells (FRESH_P1_CELLS): the guard's baseline 'auto' vs 'eb', paired"),
     ):
         ap.add_argument(flag, action="store_true", help=text)
@@ -1542,8 +1558,11 @@ def main():
         cv_below(cells, paper, runs, args.n_jobs)
         return
 
-    if args.fresh_p1:
-        fresh_p1(runs, args.n_jobs)
+    if args.fresh_p1 or args.p1_gated:
+        if args.fresh_p1:
+            fresh_p1(runs, args.n_jobs)
+        if args.p1_gated:
+            fresh_p1(runs, args.n_jobs, cells=p1_gated_cells(), tag=2847)
         return
 
     if args.eb_sum_step:
