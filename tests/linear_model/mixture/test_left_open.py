@@ -116,8 +116,9 @@ def test_longley_split7_same_fit_in_both_units():
     assert a.selected_loss_ == b.selected_loss_ == "tukey(c=4.685)"
     se = np.sqrt(np.diag(b.coef_covariance_))
     assert np.max(np.abs(a.coef_ - b.coef_) / se) < 1e-3
-    old = _fit_units(math.inf, False), _fit_units(1e3, False)  # the defect, reproduced by the option
-    assert old[0].selected_loss_ != old[1].selected_loss_
+    # The defect itself (rounds 1-21, ``OWN_SCALE_FALLBACK = False``) is not asserted: which loss each unit's
+    # unconverged last iterate picks depends on the machine's rounding (Huber / Tukey here; Huber in both units under
+    # numpy's baseline SIMD with Sandybridge BLAS), which is the defect.
     c, d = _fit_units(math.inf, "start_scale"), _fit_units(1e3, "start_scale")  # the other fallback: also stable
     assert c.selected_loss_ == d.selected_loss_
     assert np.max(np.abs(c.coef_ - d.coef_) / se) < 1e-5
