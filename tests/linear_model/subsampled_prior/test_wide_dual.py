@@ -40,6 +40,13 @@ def _fit(Est, X, y):
         return Est(random_state=0).fit(X, y)
 
 
+def _dual_and_dense(Est, X, y, monkeypatch):
+    """The fit on the default (n-dimensional) path, then with the switch off (``DUAL_RATIO = inf``: dense)."""
+    dual = _fit(Est, X, y)
+    monkeypatch.setattr(_dual, "DUAL_RATIO", float("inf"))
+    return dual, _fit(Est, X, y)
+
+
 def _f_bound(kind, y):
     n = y.size
     if kind == "log":
@@ -54,9 +61,7 @@ def _f_bound(kind, y):
 def test_wide_fit_and_intervals_equal_dense(monkeypatch, kind, Est, seed):
     X, y = _wide(kind, seed=seed)
     assert _dual.use_dual(*X.shape, 1)
-    dual = _fit(Est, X, y)
-    monkeypatch.setattr(_dual, "DUAL_RATIO", float("inf"))
-    dense = _fit(Est, X, y)
+    dual, dense = _dual_and_dense(Est, X, y, monkeypatch)
     # the same prior chosen (the leave-one-out risks differ by rounding only)
     np.testing.assert_array_equal(dual.prior_covariance_, dense.prior_covariance_)
     np.testing.assert_array_equal(dual.prior_mean_, dense.prior_mean_)
@@ -77,9 +82,7 @@ def test_wide_fit_and_intervals_equal_dense(monkeypatch, kind, Est, seed):
 
 def test_wide_svm_equals_dense(monkeypatch):
     X, y = _wide("svm")
-    dual = _fit(SubsampledPriorLinearSVC, X, y)
-    monkeypatch.setattr(_dual, "DUAL_RATIO", float("inf"))
-    dense = _fit(SubsampledPriorLinearSVC, X, y)
+    dual, dense = _dual_and_dense(SubsampledPriorLinearSVC, X, y, monkeypatch)
     np.testing.assert_array_equal(dual.prior_covariance_, dense.prior_covariance_)
     # the squared-hinge objective at the chosen prior is wbar / (2 tau) |b|^2 + sum(losses): strongly convex
     # with modulus at least the prior precision, which bounds the distance of the two stopped fits via
@@ -94,9 +97,7 @@ def test_wide_svm_equals_dense(monkeypatch):
 def test_ridge_wide_unchanged(monkeypatch):
     # the ridge has its own closed form (eigendecomposition, dual subsample fits): the switch changes nothing
     X, y = _wide("ridge")
-    a = _fit(SubsampledPriorRidge, X, y)
-    monkeypatch.setattr(_dual, "DUAL_RATIO", float("inf"))
-    b = _fit(SubsampledPriorRidge, X, y)
+    a, b = _dual_and_dense(SubsampledPriorRidge, X, y, monkeypatch)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     np.testing.assert_array_equal(a.coef_covariance_, b.coef_covariance_)
 
