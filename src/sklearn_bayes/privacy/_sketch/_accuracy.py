@@ -93,7 +93,9 @@ class _AccuracyMixin:
         released value ``v_i(y) = f_y + Y_i(y) >= Y_i(y)`` is stochastically larger than
         ``Y_i``, so ``q`` is the upper confidence bound (at ``1 - 0.2 δ/2``) of the
         ``1 - (0.8 δ/2)^{1/d}`` quantile of the pool of released values (conservative when the
-        query sets hold heavy items).  Upper end: ``min_i Y_i >= min_i N_i`` because
+        query sets hold heavy items; with frequent items only it is of the order of their counts:
+        add at least two probe items per queried item that cannot occur in the stream -- their
+        values are pure ``Y_i`` -- as the user guide explains).  Upper end: ``min_i Y_i >= min_i N_i`` because
         collisions only add, so ``f_x <= answer - min_i N_i``; ``a`` with
         ``P(min_i N_i < -a) <= δ/2`` is computed exactly from the noise law (the sum of the
         cell's Laplace or discrete Laplace draws; the item's largest scale and number of draws
