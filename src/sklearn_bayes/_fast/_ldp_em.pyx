@@ -75,3 +75,52 @@ def npmle_em(const double[:, ::1] L, double[::1] w, int max_iter, double tol):
                 done = True
             ll = new
     return it, bool(done)
+
+
+def npmle_em_weighted(const double[:, ::1] L, const double[::1] mult, double[::1] w, int max_iter, double tol):
+    """:func:`npmle_em` on distinct likelihood rows ``L`` (``K_u x G``), row ``v`` standing for ``mult[v]`` equal rows
+    (round S: categories with equal support counts have equal rows).
+
+    The same iteration with the sums over categories taken as weighted sums over the distinct rows:
+    ``r_v = mult_v / m_v``, ``w <- w (L' r) / sum(mult)``, ``ll = sum_v mult_v log m_v``.  Returns ``(n_iter, converged)``.
+    """
+    cdef int K = L.shape[0], G = L.shape[1], one = 1, it = 0, v, j
+    cdef double zero = 0.0, unit = 1.0, ll = 0.0, new = 0.0, dK = 0.0
+    cdef char tn = b'N', tt = b'T'
+    cdef bint done = False
+    if w.shape[0] != G or mult.shape[0] != K:
+        raise ValueError("w must have one weight per column of L and mult one count per row.")
+    if K == 0 or G == 0 or max_iter < 1:
+        return 0, False
+    m = np.empty(K)
+    r = np.empty(K)
+    g = np.empty(G)
+    cdef double[::1] mv = m, rv = r, gv = g
+    cdef double* A = <double*> &L[0, 0]
+    for v in range(K):
+        dK += mult[v]
+    with nogil:
+        dgemv(&tt, &G, &K, &unit, A, &G, &w[0], &one, &zero, &mv[0], &one)
+        ll = _weighted_log_sum(&mv[0], &mult[0], K)
+        while it < max_iter and not done:
+            it += 1
+            for v in range(K):
+                rv[v] = mult[v] / mv[v]
+            dgemv(&tn, &G, &K, &unit, A, &G, &rv[0], &one, &zero, &gv[0], &one)
+            for j in range(G):
+                w[j] = w[j] * gv[j] / dK
+            dgemv(&tt, &G, &K, &unit, A, &G, &w[0], &one, &zero, &mv[0], &one)
+            new = _weighted_log_sum(&mv[0], &mult[0], K)
+            if new - ll < tol:
+                done = True
+            ll = new
+    return it, bool(done)
+
+
+cdef inline double _weighted_log_sum(const double* m, const double* mult, int K) noexcept nogil:
+    """``sum_v mult_v log m_v`` (one ``log`` per distinct row)."""
+    cdef double total = 0.0
+    cdef int v
+    for v in range(K):
+        total += mult[v] * log(m[v])
+    return total

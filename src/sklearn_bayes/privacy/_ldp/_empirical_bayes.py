@@ -36,8 +36,8 @@ import numpy as np
 from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
 
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES",
-           "COMPILED_EM_MAX_CATEGORIES", "EB_FAST_NUMERICS", "INTERVAL_RULE", "INTERVAL_RULES", "binomial_intervals",
-           "nonzero_columns",
+           "COMPILED_EM_MAX_CATEGORIES", "EB_FAST_NUMERICS", "INTERVAL_RULE", "INTERVAL_RULES", "UNIQUE_ROWS",
+           "binomial_intervals", "count_rows", "nonzero_columns",
            "cv_prior_gain", "dirichlet_marginal_weights", "eb_estimate", "npmle_weights", "support_counts",
            "support_probabilities", "tilted_means"]
 
@@ -109,7 +109,7 @@ def _likelihood(c, n, p, q, u):
     return np.exp(ll, out=ll)
 
 
-def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL, n_atoms=None, compiled=False):
+def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL, n_atoms=None, compiled=False, mult=None):
     """EM for the NPMLE weights of the atoms: ``w <- w * mean_v(L[v] / (L[v] . w))``.
 
     EM never decreases the log-likelihood ``sum_v ln(L[v] . w)``; it stops when one iteration
@@ -119,9 +119,14 @@ def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL, n_atoms=None, compi
     larger grid removed runs the same iterations as the larger grid (a zero column's weight is 0 after
     the first step and adds exactly 0 to every sum).  ``compiled`` (round G3, the stacked decoder's): the same
     iteration in one compiled loop (:func:`sklearn_bayes._fast._ldp_em.npmle_em`; the same iterates up to rounding).
+    ``mult`` (round S): row ``v`` of ``L`` stands for ``mult[v]`` equal rows (:func:`count_rows`); the sums over
+    categories are then weighted sums over the distinct rows (``w <- w * (L' (mult / m)) / sum(mult)``, the
+    log-likelihood ``mult . ln m``): the same iterates as the EM on the repeated rows, up to rounding.
     """
     K, G = L.shape
     w = np.full(G, 1.0 / (G if n_atoms is None else n_atoms))
+    if mult is not None:
+        return _npmle_weights_weighted(L, np.asarray(mult, dtype=float), w, max_iter, tol, compiled)
     if compiled:
         from sklearn_bayes._fast._ldp_em import npmle_em
 
@@ -143,6 +148,43 @@ def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL, n_atoms=None, compi
             return w, it, True
         ll = new
     return w, int(max_iter), False
+
+
+def _npmle_weights_weighted(L, mult, w, max_iter, tol, compiled):
+    """:func:`npmle_weights` on distinct rows ``L`` of multiplicities ``mult`` (round S), from the start ``w``."""
+    if compiled:
+        from sklearn_bayes._fast._ldp_em import npmle_em_weighted
+
+        n_iter, converged = npmle_em_weighted(np.ascontiguousarray(L, dtype=float), mult, w, int(max_iter), float(tol))
+        return w, int(n_iter), bool(converged)
+    total = mult.sum()
+    m = L @ w
+    ll = mult @ np.log(m)
+    for it in range(1, int(max_iter) + 1):
+        w *= L.T @ (mult / m)
+        w /= total
+        m = L @ w
+        new = mult @ np.log(m)
+        if new - ll < tol:
+            return w, it, True
+        ll = new
+    return w, int(max_iter), False
+
+
+#: Round S (issue 28 goal 3): the likelihood rows of the NPMLE, the ``rho`` search and the tilts formed once per
+#: distinct support count (:func:`count_rows`) instead of once per category: a row depends on the category's count
+#: only, and at ``eps = 8`` the ``K`` categories' counts take 8-60 distinct values when ``n <= 5000``.  The EMs run on
+#: the distinct rows with their multiplicities, the posterior moments are formed per distinct row and copied to its
+#: categories.  The same estimate up to rounding; False restores round P1's code path bit for bit.  Part of the fast
+#: path (``EB_FAST_NUMERICS``, ``_stacking.STACK_FAST_NUMERICS``).
+UNIQUE_ROWS = True
+
+
+def count_rows(c):
+    """``(values, inverse, mult)``: the distinct support counts (sorted), the index of every category's count in
+    ``values`` (``values[inverse] == c``) and how many categories share each (as floats, summing to ``c.size``)."""
+    values, inverse, mult = np.unique(np.asarray(c, dtype=float), return_inverse=True, return_counts=True)
+    return values, inverse.reshape(-1), mult.astype(float)
 
 
 def dirichlet_marginal_weights(u, K, rho, known=None, return_table=False):
@@ -239,7 +281,7 @@ def _tilted_linear(L, logw, u, U3, lam, logP_fn):
     return m, var
 
 
-def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL, logL=None, linear=False):
+def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL, logL=None, linear=False, rows=None):
     """Posterior means under ``G`` conditioned on ``sum_v theta_v = 1``: one exponential tilt.
 
     Independent priors ``G`` conditioned on the sum (Gibbs conditioning, the saddlepoint) give
@@ -254,7 +296,9 @@ def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL, logL=None, linea
     of at most ``tol``), so they sum to 1 up to rounding.  ``logL``: ``np.log(L)`` when the caller has it (the
     stacked decoder tilts three priors on one ``L``; the same numbers, computed once).  ``linear`` (round G3, the
     stacked decoder's): every step's moments by one matrix product with ``L`` (:func:`_tilted_linear`) instead of an
-    ``exp`` of every entry; the same numbers up to rounding.
+    ``exp`` of every entry; the same numbers up to rounding.  ``rows`` (round S): ``L`` holds distinct rows and
+    category ``v``'s is ``L[rows[v]]`` (:func:`count_rows`' ``inverse``); the moments are formed per distinct row and
+    copied, the sums taken over the categories as without it.
     """
     with np.errstate(divide="ignore"):
         logw = np.log(w)
@@ -274,6 +318,13 @@ def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL, logL=None, linea
     else:
         def moments(lam):
             return _tilted(logP_fn(), u, lam)
+
+    if rows is not None:  # round S: per distinct row, then to every category
+        per_row = moments
+
+        def moments(lam):
+            m, var = per_row(lam)
+            return m[rows], var[rows]
 
     m, var = moments(0.0)
     lam, f, lo, hi, step = 0.0, m.sum() - 1.0, -np.inf, np.inf, 1.0
@@ -299,6 +350,7 @@ def tilted_means(L, w, u, max_iter=TILT_MAX_ITER, tol=TILT_TOL, logL=None, linea
         f = m.sum() - 1.0
         if not np.isfinite(f):  # not reached on a valid grid (|lambda| <= TILT_MAX); guarded all the same
             m, lam = _tilted(logP_fn(), u, 0.0)[0], 0.0
+            m = m if rows is None else m[rows]
             break
         if abs(f) <= tol:
             converged = True
@@ -353,21 +405,31 @@ def eb_estimate(c, n, p, q, sum_to_one="tilt", fast=None, tol=NPMLE_TOL, stats=N
         return np.full(K, 1.0 / K), dict(n_iter=0, converged=True, n_atoms=0, **extra)
     f = (c / n - q) / (p - q)
     u = _grid(f, n, p, q)
-    L = _likelihood(c, n, p, q, u)
+    rows = None
+    if fast and UNIQUE_ROWS:  # round S: one row per distinct count
+        cu, rows, mult = count_rows(c)
+        L = _likelihood(cu, n, p, q, u)
+    else:
+        L = _likelihood(c, n, p, q, u)
     n_u = u.size
     if fast:
         L, u = nonzero_columns(L, u)[:2]
-        w, n_iter, converged = npmle_weights(L, tol=tol, n_atoms=n_u, compiled=K <= COMPILED_EM_MAX_CATEGORIES)
+        if rows is not None:
+            w, n_iter, converged = npmle_weights(L, tol=tol, n_atoms=n_u, compiled=L.shape[0] <= COMPILED_EM_MAX_CATEGORIES,
+                                                 mult=mult)
+        else:
+            w, n_iter, converged = npmle_weights(L, tol=tol, n_atoms=n_u, compiled=K <= COMPILED_EM_MAX_CATEGORIES)
     else:
         w, n_iter, converged = npmle_weights(L, tol=tol)
     if stats is not None:
         stats["atoms_used"] = int(L.shape[1])
     info = dict(n_iter=n_iter, converged=converged, n_atoms=int(n_u))
     if tilt:
-        theta, lam, ok = tilted_means(L, w, u, linear=fast)
+        theta, lam, ok = tilted_means(L, w, u, linear=fast, rows=rows)
         return theta, dict(info, tilt=lam, tilt_converged=ok)
     post = L * w[None, :]
     mean = (post @ u) / post.sum(axis=1)
+    mean = mean if rows is None else mean[rows]
     s = mean.sum()
     theta = mean / s if s > 0 else np.full(K, 1.0 / K)
     return theta, info

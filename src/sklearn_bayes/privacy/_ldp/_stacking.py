@@ -76,6 +76,7 @@ import numpy as np
 from sklearn_bayes.privacy._ldp._empirical_bayes import (
     COMPILED_EM_MAX_CATEGORIES,
     _grid,
+    count_rows,
     _likelihood,
     dirichlet_marginal_weights,
     eb_estimate,
@@ -83,6 +84,7 @@ from sklearn_bayes.privacy._ldp._empirical_bayes import (
     npmle_weights,
     tilted_means,
 )
+from sklearn_bayes.privacy._ldp import _empirical_bayes as _eb
 from sklearn_bayes.privacy._ldp._gmodel import GMODEL_MARGIN, predictive_log_score, smooth_prior
 
 __all__ = ["ROUTE_BUDGET", "ROUTE_MAX_NOISE_RATIO", "ROUTE_WORK_PER_IBU", "STACK_BASELINE", "STACK_CANDIDATES",
@@ -277,9 +279,27 @@ class DirichletRows:
             r = self._rows[i] = np.diff(betainc(rho, (self.K - 1) * rho, self.mid))
         return r
 
-    def best(self, L, keep=None):
-        """Index of the best ``rho`` for the likelihood rows ``L`` on the atoms ``keep`` (None: all; see the class)."""
+    def rows(self, idx):
+        """``(len(idx), G)`` rows ``idx``: the ones not yet computed by one ``betainc`` call (elementwise: the same numbers
+        as :meth:`row`'s, bit for bit), kept."""
+        todo = [i for i in idx if i not in self._rows]
+        if todo:
+            from scipy.special import betainc
+
+            rho = self.rho[todo][:, None]
+            for i, r in zip(todo, np.diff(betainc(rho, (self.K - 1) * rho, self.mid[None, :]), axis=1)):
+                self._rows[i] = r
+        return np.array([self._rows[i] for i in idx])
+
+    def best(self, L, keep=None, mult=None):
+        """Index of the best ``rho`` for the likelihood rows ``L`` on the atoms ``keep`` (None: all; see the class).
+
+        ``mult`` (round S): ``L`` holds distinct rows, row ``v`` standing for ``mult[v]`` categories; the marginal
+        likelihood is ``sum_v mult_v ln (L[v] . row(i))``, and the coarse points' values come from one product.
+        """
         G = self.rho.size
+        if mult is not None:
+            return self._best_weighted(L, keep, mult)
         score = {}
 
         def value(i):
@@ -295,6 +315,35 @@ class DirichletRows:
         # climb from every local maximum of the coarse profile (two-peaked profiles occur, round G3), keep the best
         starts = [j for a, j in enumerate(coarse)
                   if all(key(j) >= key(coarse[b]) for b in (a - 1, a + 1) if 0 <= b < len(coarse))]
+        found = []
+        for i in starts:
+            while True:
+                j = max((k for k in (i - 1, i + 1) if 0 <= k < G), key=key)
+                if key(j) > key(i):
+                    i = j
+                else:
+                    break
+            found.append(i)
+        return max(found, key=key)
+
+
+    def _best_weighted(self, L, keep, mult):
+        """:meth:`best` on distinct rows (round S): the coarse profile by one product, the climbs as :meth:`best`'s."""
+        G = self.rho.size
+        coarse = sorted(set(range(0, G, max(1, int(RHO_SEARCH_STRIDE)))) | {G - 1})
+        R = self.rows(coarse)
+        R = R if keep is None else R[:, keep]
+        score = dict(zip(coarse, (mult @ np.log(L @ R.T)).tolist()))
+
+        def key(i):  # larger value first; ties to the smaller index, as np.argmax
+            if i not in score:
+                r = self.row(i)
+                score[i] = float(mult @ np.log(L @ (r if keep is None else r[keep])))
+            return (score[i], -i)
+
+        keys = [key(j) for j in coarse]
+        starts = [j for a, j in enumerate(coarse)
+                  if all(keys[a] >= keys[b] for b in (a - 1, a + 1) if 0 <= b < len(coarse))]
         found = []
         for i in starts:
             while True:
@@ -428,23 +477,34 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     tol = STACK_NPMLE_TOL if tol is None else tol
     f = (c / n - q) / (p - q)
     keep = None
+    rows = mult = None
     if fit is None:
-        L = L_full = _likelihood(c, n, p, q, u)
+        if STACK_FAST_NUMERICS and _eb.UNIQUE_ROWS and eb_prior is None:  # round S: one row per distinct count
+            cu, rows, mult = count_rows(c)
+            L = L_full = _likelihood(cu, n, p, q, u)
+        else:
+            L = L_full = _likelihood(c, n, p, q, u)
         n_u = u.size
         if STACK_FAST_NUMERICS and eb_prior is None:  # round G3: the atoms no category can have (exact zeros) dropped
             L, u, keep = _nonzero_columns(L, u)
         no_w = (only_eb and eb_on_own_grid) or (need is not None and not {"eb", "smooth"} & set(need))
-        w, n_iter, converged = (None, 0, True) if no_w else npmle_weights(L, tol=tol, n_atoms=n_u,
-                                                                          compiled=_compiled_em(c.size))
+        if no_w:
+            w, n_iter, converged = None, 0, True
+        elif rows is not None:
+            w, n_iter, converged = npmle_weights(L, tol=tol, n_atoms=n_u, mult=mult,
+                                                 compiled=L.shape[0] <= COMPILED_EM_MAX_CATEGORIES)
+        else:
+            w, n_iter, converged = npmle_weights(L, tol=tol, n_atoms=n_u, compiled=_compiled_em(c.size))
     else:
         L, (w, n_iter, converged) = fit
         L_full, n_u = L, u.size
     with np.errstate(divide="ignore"):
         if isinstance(WB, DirichletRows):  # round G3: the rows the search reads, not the whole table
-            best = WB.best(L, keep)
+            best = WB.best(L, keep) if rows is None else WB.best(L, keep, mult=mult)
             b = WB.row(best)
         else:
-            best = int(np.argmax(np.log(L @ (WB if keep is None else WB[:, keep]).T).sum(axis=0)))
+            logm = np.log(L @ (WB if keep is None else WB[:, keep]).T)
+            best = int(np.argmax(logm.sum(axis=0) if rows is None else mult @ logm))
             b = WB[best]
         b = b if keep is None else b[keep]
         # once for the two or three tilts on this grid (round G3: not needed by the linear tilts)
@@ -462,7 +522,7 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     elif need is not None and "eb" not in need:
         (eb, lam, ok), n_atoms = (np.zeros(c.size), 0.0, True), n_u
     else:
-        (eb, lam, ok), n_atoms = tilted_means(L, w, u, logL=logL, linear=STACK_FAST_NUMERICS), n_u
+        (eb, lam, ok), n_atoms = tilted_means(L, w, u, logL=logL, linear=STACK_FAST_NUMERICS, rows=rows), n_u
     info = dict(n_iter=n_iter, converged=converged, n_atoms=int(n_atoms), tilt=lam, tilt_converged=ok,
                 rho=float(np.atleast_1d(rho_grid)[best]))
     if eb_on_own_grid and eb_prior is not None:
@@ -475,13 +535,14 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
             out.append(np.zeros(c.size))
         else:
             prior = b if w is None and a == 1.0 else (1 - a) * w + a * b
-            out.append(tilted_means(L, prior, u, logL=logL, linear=STACK_FAST_NUMERICS)[0])
+            out.append(tilted_means(L, prior, u, logL=logL, linear=STACK_FAST_NUMERICS, rows=rows)[0])
     out += [_norm_sub(f), _clip_renormalise(f)]
     if return_fit:
         w_full = w if keep is None else np.zeros(keep.size)
         if keep is not None:
             w_full[keep] = w
-        return np.array(out), info, (w_full, L if keep is None else L_full)
+        L_full = L if keep is None else L_full
+        return np.array(out), info, (w_full, L_full if rows is None else L_full[rows])
     return np.array(out), info
 
 
