@@ -324,7 +324,7 @@ def demo(output_dir, progress=None):
         t0 = time.perf_counter()
         errs = []
         for rep in range(reps):
-            est = PrivateCountSketch(epsilon=eps, depth=5, width=2048, mechanism=mech, decay=0.5,
+            est = PrivateCountSketch(epsilon=eps, depth=5, mechanism=mech, decay=0.5,  # default width
                                      hash_seed=rep, random_state=generators[mech, eps][rep])
             counts = np.zeros(pool.max() + 1)
             for chunk in chunks:
@@ -348,7 +348,7 @@ def demo(output_dir, progress=None):
     ax.axhline(1.0, color="grey", lw=0.8, ls=":")
     ax.annotate("error = true count", (epsilons[-1], 1.0), xytext=(0, 3), textcoords="offset points",
                 fontsize=7, color="grey", ha="right")
-    ax.set_title("20 intermittent query sets, d = 5, w = 2048")
+    ax.set_title(f"20 intermittent query sets, d = 5, w = {est.width} (default)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(output_dir / "count_sketch_demo.png", dpi=110)
