@@ -198,7 +198,7 @@ def test_from_dask_with_subsampling_reads_a_random_state_without_advancing_it():
 _EXACT_MAKERS = [
     lambda eps: AdaOPSRegressor(epsilon=eps, x_bound=1.0, y_bound=1.0, random_state=0),
     lambda eps: OnePosteriorSampleRidge(epsilon=eps, x_bound=1.0, y_bound=1.0, random_state=0),
-    lambda eps: DPSGLDLogisticRegression(epsilon=eps, x_bound=1.0, n_iter=10, n_draws=2, n_mcmc=5, random_state=0),
+    lambda eps: DPSGLDLogisticRegression(epsilon=eps, x_bound=1.0, n_iter=10, n_draws=2, random_state=0),
     lambda eps: PrivateCountSketch(epsilon=eps, width=64, random_state=0),
 ]
 _EXACT_IDS = ["AdaOPS", "OPS", "DPSGLD", "sketch"]

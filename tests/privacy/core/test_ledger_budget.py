@@ -128,16 +128,18 @@ def test_dpsgld_reserves_both_releases_at_once():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2))
     y = (X[:, 0] > 0).astype(int)
-    ledger = PrivacyLedger(budget=(0.5, 1e-5))
-    est = DPSGLDLogisticRegression(epsilon=1.0, x_bound=3.0, n_iter=40, n_draws=10,
+    ledger = PrivacyLedger(budget=(0.1, 1e-5))
+    # start="ops" (two releases; the default start is one): at n = 300 the exact OPS draw needs
+    # n ops_fraction ε / 4 <= log 1e6, so ε = 0.2 (and 0.1)
+    est = DPSGLDLogisticRegression(epsilon=0.2, x_bound=3.0, n_iter=40, n_draws=10, start="ops",
                                    random_state=np.random.default_rng(2), ledger=ledger)
     _assert_refused_unchanged(est, X, y, ledger)  # ops_start alone would fit: nothing is recorded (all or nothing)
     assert ledger.n_releases == 0
-    est.set_params(epsilon=0.5).fit(X, y)
+    est.set_params(epsilon=0.1).fit(X, y)
     assert [r["mechanism"] for r in ledger.records] == ["DPSGLDLogisticRegression/ops_start",
                                                        "DPSGLDLogisticRegression/dp_sgld"]
     assert [r["id"] for r in ledger.records] == [r["id"] for r in est.ledger_.records]
-    assert ledger.epsilon_spent == pytest.approx(est.epsilon_spent_, rel=1e-12) and ledger.epsilon_spent <= 0.5
+    assert ledger.epsilon_spent == pytest.approx(est.epsilon_spent_, rel=1e-12) and ledger.epsilon_spent <= 0.1
 
 
 def test_adaops_refuses_and_binds_nothing():

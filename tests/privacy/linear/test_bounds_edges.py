@@ -24,7 +24,7 @@ MAKERS = {
     "ssp_posterior": lambda **kw: AdaOPSRegressor(y_bound=2.0, **kw),
     "released_norm": lambda **kw: AdaOPSRegressor(y_bound=2.0, calibration="released_norm", **kw),
     "thesis": lambda **kw: AdaOPSRegressor(y_bound=2.0, calibration="thesis", **kw),
-    "dpsgld": lambda **kw: DPSGLDLogisticRegression(n_iter=20, n_draws=2, n_mcmc=5, **kw),
+    "dpsgld": lambda **kw: DPSGLDLogisticRegression(n_iter=20, n_draws=2, **kw),
 }
 
 

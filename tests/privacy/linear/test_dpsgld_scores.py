@@ -22,7 +22,9 @@ def clf():
     y = (X[:, 0] + 0.3 * rng.normal(size=300) > 0).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the seeded-noise warning of an integer random_state
-        return DPSGLDLogisticRegression(epsilon=5.0, x_bound=4.0, n_iter=100, n_draws=10, random_state=0).fit(X, y)
+        # ε = 20: every draw's slope is ~2.3 (5 seeds), so scores pass ±30 at |x| >= 40 (at ε = 5 the
+        # slope came from the non-private start, review HQX F1; from the prior start it is not settled)
+        return DPSGLDLogisticRegression(epsilon=20.0, x_bound=4.0, n_iter=100, n_draws=10, random_state=0).fit(X, y)
 
 
 def _scores(clf, X):

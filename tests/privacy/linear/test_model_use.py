@@ -30,7 +30,7 @@ def _quiet(fn, *args, **kwargs):
 
 
 def _sgld(**kw):
-    return DPSGLDLogisticRegression(x_bound=2.0, n_iter=30, n_draws=3, n_mcmc=10, random_state=0, **kw)
+    return DPSGLDLogisticRegression(x_bound=2.0, n_iter=30, n_draws=3, random_state=0, **kw)
 
 
 # ------------------------------------------------------------------ model selection and a shared ledger
@@ -112,7 +112,7 @@ def test_dpsgld_with_public_classes_releases_on_one_class_data_and_publishes_onl
     for labels in (y, y_neighbour):
         est = _quiet(_sgld(classes=[0, 1]).fit, X, labels)
         np.testing.assert_array_equal(est.classes_, [0, 1])
-        assert est.epsilon_spent_ <= 1.0 and len(est.ledger_.records) == 2
+        assert est.epsilon_spent_ <= 1.0 and len(est.ledger_.records) == 1
         assert set(est.predict(X)) <= {0, 1}
 
 
@@ -121,7 +121,7 @@ def test_dpsgld_classes_order_and_string_labels():
     labels = np.where(y > 0, "yes", "no")
     est = _quiet(_sgld(classes=["yes", "no"]).fit, X, labels)
     np.testing.assert_array_equal(est.classes_, ["no", "yes"])  # sorted, as scikit-learn's classes_
-    ref = _quiet(_sgld().fit, X, labels)  # the same labels from the data: the same fit
+    ref = _quiet(_sgld().fit, X, (labels == "yes").astype(int))  # the same labels as 0/1: the same fit
     np.testing.assert_array_equal(est.coef_samples_, ref.coef_samples_)
 
 

@@ -15,7 +15,7 @@ from sklearn_bayes import DPSGLDLogisticRegression
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_bayes.exceptions.SeededNoiseWarning")
 
-KW = dict(x_bound=3.0, n_iter=40, n_draws=10, batch_size=30, n_mcmc=20, random_state=0)
+KW = dict(x_bound=3.0, n_iter=40, n_draws=10, batch_size=30, random_state=0)
 
 
 def _data(n=60, seed=0):

@@ -44,7 +44,7 @@ MAKERS = {
     "ssp_posterior": lambda **kw: AdaOPSRegressor(x_bound=2.0, y_bound=2.0, **kw),
     "released_norm": lambda **kw: AdaOPSRegressor(x_bound=2.0, y_bound=2.0, calibration="released_norm", **kw),
     "thesis": lambda **kw: AdaOPSRegressor(x_bound=2.0, y_bound=2.0, calibration="thesis", **kw),
-    "dpsgld": lambda **kw: DPSGLDLogisticRegression(x_bound=2.0, n_iter=40, n_draws=4, n_mcmc=20, **kw),
+    "dpsgld": lambda **kw: DPSGLDLogisticRegression(x_bound=2.0, n_iter=40, n_draws=4, **kw),
 }
 
 
@@ -270,7 +270,7 @@ def test_invalid_privacy_parameters_are_named_and_charge_nothing(kind, name, val
 _LATE_REFUSALS = {  # a parameter checked after the data were validated (n_features_in_ already reset)
     "ops_ridge": ({"ridge_lambda": 1e-3}, "ridge_lambda"),
     "ssp_posterior": ({"kappa": float("inf")}, "kappa"),
-    "dpsgld": ({"ops_fraction": 0.999999}, "epsilon"),  # the SGLD part ε(1 - ops_fraction) is too small
+    "dpsgld": ({"start": "ops"}, "start='ops' needs"),  # the public cost rule of the exact OPS start
 }
 
 

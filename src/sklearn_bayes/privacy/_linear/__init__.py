@@ -9,6 +9,8 @@ The façade of the sub-package (see the layout in doc/user_guide/conventions.rst
 * ``_ssp_posterior``: noisy sufficient statistics and their noise-aware posterior;
 * ``_calibration``: AdaOPS's calibrations, one class each (accounting, release, attributes);
 * ``_adaops``: :class:`AdaOPSRegressor`, delegating to its calibration;
+* ``_dpsgld_accounting``: DP-SGLD's calibration and accounting with ``dp-accounting``;
+* ``_ball_sampling``: exact samplers on the public ball (the chain's start);
 * ``_dpsgld``: :class:`DPSGLDLogisticRegression`.
 """
 

@@ -1,26 +1,35 @@
-"""Hybrid OPS + DP-SGLD logistic regression (Algorithms 2-4 of Wang's thesis, Ch. 3).
+"""DP-SGLD logistic regression, optionally with an exact OPS start (Algorithms 2-4 of Wang's thesis, Ch. 3).
 
-The DP-SGLD part is accounted by Google's ``dp-accounting`` (Rényi DP of the subsampled
-Gaussian mechanism, fixed-size minibatches sampled without replacement, replace-one
-neighbours), imported lazily: only this estimator needs it.  The thesis's own bound
-(subsampling lemma + advanced composition) is reported beside it.
+The DP-SGLD part is accounted by Google's ``dp-accounting`` (``_dpsgld_accounting``: Rényi
+DP of the Poisson-subsampled Gaussian mechanism, replace-one neighbours via add/remove).  The
+thesis's own bound (subsampling lemma + advanced composition) is reported beside it.  The
+start is drawn by the exact samplers of ``_ball_sampling``.
 """
 
-import functools
-import logging
 import math
+import warnings
 
 import numpy as np
-from scipy import linalg, special
+from scipy import special
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_bayes.utils._validation import check_container, naming
-from sklearn_bayes._glm._map import LogisticLoss, fit_map
 from sklearn_bayes.privacy._core import PrivacyLedger
+from sklearn_bayes.privacy._linear._ball_sampling import ops_rejection_draw, truncated_gaussian_ball
+from sklearn_bayes.privacy._linear._dpsgld_accounting import (  # noqa: F401 - re-exported
+    RDP_ORDERS,
+    _checked_epsilon,
+    _raw_epsilon,
+    _valid_epsilon,
+    calibrate_sgld_noise,
+    replace_one_from_add_remove,
+    sgld_epsilon,
+    thesis_sgld_epsilon,
+)
 from sklearn_bayes.privacy._linear._base import (
     _check_draw_budget,
     _PrivateLinearBase,
@@ -44,238 +53,6 @@ __all__ = [
 # accounting
 # --------------------------------------------------------------------------------------
 
-
-class _NegativeRenyiFilter(logging.Filter):
-    """Drop dp-accounting's "Negative Renyi divergence ... Returning an epsilon of zero" warnings.
-
-    The answer they announce (ε = 0) is never accepted here (:func:`sgld_epsilon` detects it and
-    uses another accountant), so the hundreds of lines a calibration logs are noise.
-    """
-
-    def filter(self, record):
-        return "Negative Renyi divergence" not in str(record.msg)
-
-
-_RENYI_FILTER = _NegativeRenyiFilter()
-
-
-def _import_dp_accounting():
-    try:
-        import dp_accounting
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "DPSGLDLogisticRegression accounts its privacy with Google's dp-accounting package; "
-            "install it with `python -m pip install dp-accounting`."
-        ) from exc
-    absl_logger = logging.getLogger("absl")
-    if _RENYI_FILTER not in absl_logger.filters:
-        absl_logger.addFilter(_RENYI_FILTER)
-    return dp_accounting
-
-
-def _sgld_event(noise_multiplier, sampling_rate, n_steps):
-    dpa = _import_dp_accounting()
-    step = dpa.PoissonSampledDpEvent(float(sampling_rate), dpa.GaussianDpEvent(float(noise_multiplier)))
-    return dpa.SelfComposedDpEvent(step, int(n_steps))
-
-
-# integer Rényi orders: exact binomial expansions for the subsampled Gaussian (fractional orders
-# need a series that fails to converge at large sampling rates)
-RDP_ORDERS = tuple(range(2, 65)) + (80, 96, 128, 192, 256, 512)
-#: the fallback for budgets below the floor of RDP_ORDERS (ε >= (log(1/δ) - log α)/(α - 1) at the
-#: largest order α): integer orders up to 2**16, used only when both other accountants fail
-RDP_ORDERS_EXTENDED = RDP_ORDERS + tuple(2**k for k in range(10, 17))
-
-
-def _accountant(name):
-    dpa = _import_dp_accounting()
-    if name == "rdp":
-        return dpa.rdp.RdpAccountant(orders=list(RDP_ORDERS))
-    if name == "rdp_extended":
-        return dpa.rdp.RdpAccountant(orders=list(RDP_ORDERS_EXTENDED))
-    if name == "pld":
-        return dpa.pld.PLDAccountant()
-    raise ValueError(f"accountant must be 'rdp' or 'pld', got {name!r}.")
-
-
-def _raw_epsilon(noise_multiplier, sampling_rate, n_steps, delta, accountant):
-    """The accountant's answer as it is (may be 0 or inf on extreme events: see :func:`sgld_epsilon`)."""
-    acc = _accountant(accountant)
-    acc.compose(_sgld_event(noise_multiplier, sampling_rate, n_steps))
-    try:
-        return float(acc.get_epsilon(delta))
-    except (ValueError, IndexError, OverflowError, FloatingPointError):
-        return math.nan
-
-
-def _valid_epsilon(eps):
-    """An accountant's ε for a mechanism that spent budget: finite and > 0 (0 is a numerical fault)."""
-    return math.isfinite(eps) and eps > 0.0
-
-
-@functools.lru_cache(maxsize=4096)
-def _checked_epsilon(noise_multiplier, sampling_rate, n_steps, delta, accountant, target=math.inf):
-    """``(ε, accountant used)`` from ``accountant``, the other one, then RDP with the extended orders.
-
-    The first *valid* answer (finite, > 0) that is ``<= target``; if none is, the smallest valid
-    answer; ``(nan, None)`` when no answer is valid.  With the default ``target`` this is the
-    first valid answer.  Cached (pure, public inputs).
-    """
-    order = {"rdp": ("rdp", "pld", "rdp_extended"), "pld": ("pld", "rdp", "rdp_extended")}[accountant]
-    best = (math.nan, None)
-    for name in order:
-        eps = _raw_epsilon(noise_multiplier, sampling_rate, n_steps, delta, name)
-        if _valid_epsilon(eps):
-            if eps <= target:
-                return eps, name
-            if not eps >= best[0]:  # nan (none yet) or smaller
-                best = (eps, name)
-    return best
-
-
-def replace_one_from_add_remove(epsilon, delta):
-    """(ε, δ) for replace-one neighbours of a mechanism that is (ε, δ)-DP for add/remove-one.
-
-    A replacement is a removal followed by an addition: ``(2ε, (1 + e^ε) δ)``.
-    """
-    return 2.0 * epsilon, (1.0 + math.exp(epsilon)) * delta
-
-
-def sgld_epsilon(noise_multiplier, sampling_rate, n_steps, delta, accountant="rdp"):
-    """Add/remove ε at δ of ``n_steps`` Poisson-subsampled Gaussian steps, from ``dp-accounting``.
-
-    Each step adds Gaussian noise of standard deviation ``noise_multiplier × L`` to the sum
-    of the clipped per-example gradients (norm ≤ L) of a Poisson sample (each record kept
-    with probability ``sampling_rate``); adding or removing a record changes the sum by at
-    most ``L``.  ``accountant`` is ``"rdp"`` (Rényi DP) or ``"pld"`` (privacy-loss
-    distributions, tighter).  The RDP accountant uses the integer orders ``RDP_ORDERS``.
-
-    An answer that is 0 or not finite is never accepted for this mechanism, which always
-    spends budget: dp-accounting's RDP accountant returns 0 when rounding makes a Rényi
-    divergence negative (extreme noise multipliers), and cannot go below
-    ``(log(1/δ) - log α)/(α - 1)`` at its largest order.  Then the other accountant is used,
-    then RDP with the orders ``RDP_ORDERS_EXTENDED``; if none gives a finite ε > 0 this
-    raises ``ValueError``.
-
-    Examples
-    --------
-    >>> round(sgld_epsilon(1.0, 0.01, 1000, 1e-6), 2)
-    2.44
-    """
-    if accountant not in ("rdp", "pld"):
-        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}.")
-    eps, _ = _checked_epsilon(float(noise_multiplier), float(sampling_rate), int(n_steps), float(delta), accountant)
-    if not _valid_epsilon(eps):
-        raise ValueError(
-            f"no accountant certifies a finite epsilon > 0 for {int(n_steps)} DP-SGLD steps at noise "
-            f"multiplier {noise_multiplier!r}, sampling rate {sampling_rate!r} and delta={delta!r} (dp-accounting "
-            "answered 0 or inf); use a larger delta."
-        )
-    return eps
-
-
-@functools.lru_cache(maxsize=256)
-def calibrate_sgld_noise(epsilon, delta, sampling_rate, n_steps, accountant="rdp"):
-    """Smallest noise multiplier whose DP-SGLD run is (ε, δ)-DP for **replace-one** neighbours.
-
-    The run is calibrated for add/remove at ``(ε/2, δ/(1 + e^{ε/2}))`` (see
-    :func:`replace_one_from_add_remove`) with the RDP accountant; ``accountant="pld"``
-    then lowers the multiplier by bisection while the PLD accountant certifies the target.
-    A pure function of public quantities, so its results are cached.
-    """
-    if accountant not in ("rdp", "pld"):
-        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}.")
-    dpa = _import_dp_accounting()
-    eps_ar = 0.5 * float(epsilon)
-    delta_ar = float(delta) / (1.0 + math.exp(eps_ar))
-    try:
-        z = float(
-            dpa.calibrate_dp_mechanism(
-                lambda: _accountant("rdp"),
-                lambda m: _sgld_event(m, sampling_rate, n_steps),
-                eps_ar,
-                delta_ar,
-                bracket_interval=dpa.LowerEndpointAndGuess(1e-3, 1.0),
-                tol=1e-4,
-            )
-        )
-    except Exception:  # noqa: BLE001 - no bracket, or brentq on a faulty accountant: recalibrate below
-        z = math.nan
-    # accept dp-accounting's calibration only if its own accountant certifies it with a valid
-    # answer: a 0 from a negative Rényi divergence (or the RDP floor) lets it "succeed" wrongly
-    raw = _raw_epsilon(z, sampling_rate, n_steps, delta_ar, "rdp") if math.isfinite(z) and z > 0 else math.nan
-    if not (_valid_epsilon(raw) and raw <= eps_ar):
-        return _calibrate_checked(eps_ar, delta_ar, float(sampling_rate), int(n_steps), accountant, epsilon, delta)
-    if accountant == "pld":
-
-        def certifies(m):
-            e = _raw_epsilon(m, sampling_rate, n_steps, delta_ar, "pld")
-            return _valid_epsilon(e) and e <= eps_ar
-
-        lo, hi = 0.5 * z, z
-        if certifies(lo):
-            lo = 1e-3
-        for _ in range(12):
-            mid = 0.5 * (lo + hi)
-            if certifies(mid):
-                hi = mid
-            else:
-                lo = mid
-        z = hi
-    return z
-
-
-def _calibrate_checked(eps_ar, delta_ar, sampling_rate, n_steps, accountant, epsilon, delta):
-    """Smallest noise multiplier (to relative 1e-4) that :func:`sgld_epsilon` certifies at ``eps_ar``.
-
-    Bisection in ``log z`` on the *checked* ε (never an answer of 0 or inf): used when
-    dp-accounting's RDP calibration is not certified by a valid answer of its own accountant.
-    """
-
-    def certifies(m):
-        e, _ = _checked_epsilon(m, sampling_rate, n_steps, delta_ar, accountant, eps_ar)
-        return _valid_epsilon(e) and e <= eps_ar
-
-    hi = 1.0
-    while not certifies(hi):
-        hi *= 4.0
-        if hi > 1e15:
-            raise ValueError(
-                f"the DP-SGLD part of the budget (epsilon={epsilon!r}, delta={delta!r}) is too small: no accountant "
-                f"(dp-accounting RDP or PLD) certifies the add/remove budget ({eps_ar:.3g}, {delta_ar:.3g}) "
-                f"for {n_steps} steps at sampling rate {sampling_rate:.4g} at any noise multiplier up to 1e15; "
-                "use a larger epsilon or delta, or fewer steps (n_iter)."
-            )
-    lo = hi / 4.0
-    if hi == 1.0:
-        lo = 1e-3
-        if certifies(lo):
-            return lo
-    while hi / lo > 1.0 + 1e-4:
-        mid = math.sqrt(lo * hi)
-        if certifies(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def thesis_sgld_epsilon(noise_sd, step_size, clip_norm, batch_size, n_samples, n_steps, delta):
-    """ε of Theorem 3.16 (subsampling lemma + advanced composition) for the same run.
-
-    Inverts Algorithm 3's noise variance
-    ``128 N T L² log(2.5 N T/(τδ)) log(2/δ) η² / (τ ε²)`` with ``T = n_steps τ / N``
-    passes (``τ`` the expected batch size).  Valid only when
-    ``T >= ε² N / (32 τ log(2/δ))`` (``inf`` otherwise).
-    """
-    N, tau = float(n_samples), float(batch_size)
-    T = n_steps * tau / N
-    eps = math.sqrt(
-        128.0 * N * T * clip_norm**2 * math.log(2.5 * N * T / (tau * delta)) * math.log(2.0 / delta) / tau
-    ) * step_size / noise_sd
-    if T < eps * eps * N / (32.0 * tau * math.log(2.0 / delta)):
-        return math.inf
-    return eps
 
 
 # --------------------------------------------------------------------------------------
@@ -342,28 +119,9 @@ def sgld_chain(per_example_grad, prior_grad, theta0, n_samples, sampling_rate, n
     return out
 
 
-def _mala_ball(logp_grad, theta0, cov, radius, n_steps, rng):
-    """Preconditioned MALA on the ball ``||θ|| <= radius`` (proposals outside are rejected)."""
-    d = theta0.shape[0]
-    A = linalg.cholesky(cov, lower=True)
-    h = 1.2 / d ** (1.0 / 6.0)
-    theta = theta0.copy()
-    lp, g = logp_grad(theta)
-    n_acc = 0
-    for _ in range(n_steps):
-        mean_fwd = theta + 0.5 * h * h * cov @ g
-        prop = mean_fwd + h * A @ rng.standard_normal(d)
-        if np.linalg.norm(prop) > radius:
-            continue
-        lp2, g2 = logp_grad(prop)
-        mean_bwd = prop + 0.5 * h * h * cov @ g2
-        zf = linalg.solve_triangular(A, prop - mean_fwd, lower=True) / h
-        zb = linalg.solve_triangular(A, theta - mean_bwd, lower=True) / h
-        log_ratio = lp2 - lp - 0.5 * (zb @ zb) + 0.5 * (zf @ zf)
-        if math.log(rng.random()) < log_ratio:
-            theta, lp, g = prop, lp2, g2
-            n_acc += 1
-    return theta, n_acc / max(n_steps, 1)
+#: ``start="ops"`` is refused when its worst-case expected number of proposals, ``e^{ρ n B}``,
+#: exceeds ``e^{OPS_MAX_LOG_PROPOSALS}`` (10⁶): a public rule (parameters and ``n``)
+OPS_MAX_LOG_PROPOSALS = math.log(1e6)
 
 
 # --------------------------------------------------------------------------------------
@@ -372,14 +130,16 @@ def _mala_ball(logp_grad, theta0, cov, radius, n_steps, rng):
 
 
 class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
-    """Differentially private Bayesian logistic regression: OPS start, then DP-SGLD draws (hybrid).
+    """Differentially private Bayesian logistic regression by DP-SGLD (optionally with an OPS start).
 
-    Algorithm 4 of *Statistical and Computational Tradeoffs in Differential Privacy*:
-    one draw θ₀ from the tempered posterior restricted to a public ball (OPS, Algorithm 2,
-    with ``ops_fraction × ε``), then stochastic gradient Langevin dynamics from θ₀ with
-    per-example gradient clipping and Gaussian noise calibrated by ``dp-accounting``
-    (the rest of ε, and δ).  Every iterate of the chain is private; ``n_draws`` of them
-    are kept as posterior draws, and ``predict_proba`` averages over them.
+    Stochastic gradient Langevin dynamics (Algorithm 3 of *Statistical and Computational
+    Tradeoffs in Differential Privacy*) with per-example gradient clipping and Gaussian noise
+    calibrated by ``dp-accounting``, started at θ₀.  By default (``start="prior"``) θ₀ is a draw
+    of the prior restricted to a public ball, which reads no data, and the whole (ε, δ) goes to
+    the chain: the release is certified end to end by the accountant.  ``start="ops"`` is the
+    thesis's hybrid (Algorithm 4): θ₀ is an exact draw from the tempered posterior on the ball
+    (OPS, Algorithm 2, with ``ops_fraction × ε``).  Every iterate of the chain is private;
+    ``n_draws`` of them are kept, and ``predict_proba`` averages over them.
 
     Read the User Guide: :ref:`private_linear_models`.
 
@@ -414,25 +174,37 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         posterior itself.  A chain that diverges (non-finite draws, a step too large) is
         refused with a ``ValueError`` naming ``step_size``; nothing non-finite is released.
     ops_fraction : float, default=0.5
-        Share of ε spent on the OPS start (the thesis uses ε/2).
+        Share of ε spent on the OPS start (the thesis uses ε/2).  Used only with
+        ``start="ops"`` (validated always); with ``start="prior"`` all of ε goes to DP-SGLD.
     accountant : {"rdp", "pld"}, default="rdp"
         ``dp-accounting`` accountant that calibrates the noise: Rényi DP, or privacy-loss
         distributions (tighter, slower).  An answer of 0 or ``inf`` (RDP below its floor,
         where dp-accounting returns 0 for a negative Rényi divergence) is never accepted:
         the noise is then calibrated and certified by the other accountant (or RDP with
         more orders), and ``epsilon_sgld_`` is that certificate.
-    n_mcmc : int, default=300
-        MALA steps of the OPS start.
+    start : {"prior", "ops"}, default="prior"
+        The chain's start θ₀.  ``"prior"``: a draw of the prior ``N(0, prior_scale² I)``
+        restricted to the ball ``||θ|| <= theta_bound`` from ``random_state``; no data is read
+        and no budget spent.  ``"ops"``: an exact draw from the posterior tempered by
+        ``ρ = min(1, ε_ops/(4B))`` on the ball (``ε_ops = ops_fraction × ε``), by rejection;
+        refused (``ValueError`` naming ``start``, before any noise) when its worst-case expected
+        number of proposals ``e^{ρ n B}`` exceeds 10⁶, i.e. when ``n × ops_fraction × ε > 55``
+        (``ρB = ε_ops/4``).  See Notes.
+    n_mcmc : "deprecated" or int, default="deprecated"
+        Ignored (it counted the steps of a Metropolis start that is gone: review HQX F1); any
+        value but ``"deprecated"`` emits a ``FutureWarning`` at ``fit``.  Will be removed.
     fit_intercept : bool, default=True
         Append the constant column (design row ``[x/x_bound, 1]/√2``).
     classes : array-like of shape (2,) or None, default=None
         The two **public** labels of the target.  Given, ``classes_`` is these labels (sorted)
         whatever the data hold, and a data set with one label only is fitted and charged like
-        any other; a label of ``y`` outside them is refused (not printed).  ``None`` reads the
-        label set from ``y`` (scikit-learn's convention): then ``classes_`` publishes the labels
-        present in the data *without noise*, and a data set with one label is refused -- whether
-        ``fit`` refuses tells apart neighbours with one positive record and none.  Pass
-        ``classes`` when the labels or their presence are private.
+        any other.  ``None`` means the public label set ``{0, 1}`` (``{False, True}`` for a
+        boolean ``y``): ``classes_`` is ``[0, 1]`` in the dtype of ``y``, whichever labels occur.
+        Either way a label of ``y`` outside the public set is refused with a ``ValueError``
+        (not printed): the public set is the domain of the label, so a neighbour never has a
+        label outside it.  (Until review HQX F2, ``None`` read the label set from ``y``: it
+        published the labels and refused a data set with one label, which told apart
+        neighbours with one positive record and none.)
     random_state : None, int, numpy.random.Generator, default=None
         Source of all randomness (an int emits ``SeededNoiseWarning``).
     ledger : PrivacyLedger or None, default=None
@@ -444,8 +216,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-        The labels: the public ``classes`` (sorted) or, with ``classes=None``, those found in
-        ``y`` (not private: see ``classes``).
+        The public labels: ``classes`` (sorted) or, with ``classes=None``, ``[0, 1]``.
     coef_samples_ : ndarray of shape (n_draws, n_features)
         The released draws of the coefficients (original units).
     intercept_samples_ : ndarray of shape (n_draws,)
@@ -453,9 +224,11 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         Mean of the draws (post-processing).
     intercept_ : ndarray of shape (1,)
     ops_coef_ : ndarray of shape (n_features,)
-        The OPS start θ₀ (original units), also a release.
+        The chain's start θ₀ (original units): with ``start="ops"`` the exact OPS draw (a
+        release, ``ε_ops``-DP); with ``start="prior"`` the prior draw (independent of the data).
     rho_ : float
-        Tempering of the OPS step, ``min(1, ε_ops/(4B))``.
+        Tempering of the OPS step, ``min(1, ε_ops/(4B))``; ``0.0`` with ``start="prior"``
+        (the likelihood is not used).
     noise_multiplier_ : float
         Noise standard deviation over the add/remove sensitivity ``L`` of the gradient sum.
     step_size_ : float
@@ -466,8 +239,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     epsilon_thesis_ : float
         ε of the same run by the thesis's Theorem 3.16 bound (for comparison).
     epsilon_spent_, delta_spent_ : float
-        Totals over both parts; ``delta_spent_`` is the DP-SGLD δ only (the OPS step's δ'
-        is not certified, see Notes).
+        Totals over the releases (the DP-SGLD part, and the OPS start with ``start="ops"``,
+        which is pure ε).
     ledger_ : PrivacyLedger
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -478,14 +251,27 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
 
     Notes
     -----
-    **OPS start.**  With ``||x|| <= 1`` and ``||θ|| <= R`` the logistic log-likelihood is
-    bounded by ``B = log(1 + e^R)``; one exact draw from the posterior tempered by
-    ``ρ = min(1, ε_ops/(4B))`` (prior to the power ρ, restricted to the ball) is
-    ``ε_ops``-DP (Theorem 3.4).  The draw here comes from a Metropolis-adjusted Langevin
-    chain started at the tempered MAP: it converges to the right law, but its total
-    variation distance δ' after ``n_mcmc`` steps is **not certified**, so the pure-ε
-    claim of this step holds only up to an uncertified ``(1 + e^ε) δ'`` (recorded in the
-    ledger's note; ``delta_spent_`` does not include it).
+    **Start.**  ``start="prior"`` (default): θ₀ is drawn from ``N(0, σ₀² I)`` restricted to
+    ``||θ|| <= R`` (direction uniform, ``||θ||²/(2σ₀²)`` a truncated ``Gamma(d/2)`` drawn by
+    inverting the incomplete gamma function), from ``random_state`` only: θ₀ does not depend
+    on the data, and the release's whole (ε, δ) is the accountant's certificate of the chain.
+
+    ``start="ops"``: with ``||x|| <= 1`` and ``||θ|| <= R`` the logistic log-likelihood of
+    one record is in ``[-B, 0]``, ``B = log(1 + e^R)``; one *exact* draw from
+    ``π_ρ(θ) ∝ exp(ρ ℓ(θ)) N(θ; 0, σ₀²/ρ I)`` on the ball (prior and likelihood to the power
+    ``ρ = min(1, ε_ops/(4B))``) is ``ε_ops``-DP (Theorem 3.4).  It is drawn by rejection: a
+    proposal from the tempered prior on the ball is accepted with probability
+    ``exp(ρ ℓ(θ)) <= 1``, so the accepted θ has law exactly ``π_ρ``.  The acceptance
+    probability is at least ``e^{-ρ n B}``: the option is refused when ``ρ n B > log 10⁶``.
+    This rule reads ``n``, which is public for replace-one neighbours (the only neighbours
+    this estimator claims); nothing else about the data decides a refusal, and there is no
+    cap or fallback on the number of proposals (either would change the output's law).
+    **Timing side channel**: the number of proposals, hence the running time of ``fit``,
+    depends on the data (its expectation is ``1/E[exp(ρ ℓ(θ))]``); it is not released as an
+    attribute, but an observer who times ``fit`` learns about it.  Use ``start="prior"`` when
+    the time of a fit is observable.  (Until review HQX F1 the OPS start was a Metropolis
+    chain started at the non-private MAP that never moved: a deterministic function of the
+    data, ε = ∞ in practice.)
 
     **DP-SGLD** (Algorithm 3, corrected).  ``θ ← θ - η(θ/σ₀² + (1/q) Σ_S clip_L(∇ℓ_i)) + s Z``
     with a Poisson minibatch ``S`` and ``s = max(√(2η), z L η/q)``: the injected noise is
@@ -500,8 +286,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     **Floating point: not covered by the guarantee (review HQU F2).**  Both accountings
     (the accountant's ``z`` for DP-SGLD, Theorem 3.4 for the OPS start) hold for *real*
     arithmetic.  Each SGLD step adds ``s Z`` computed in float64 from numpy's ziggurat
-    normals to a data-dependent ``θ - η·drift``, and the MALA proposals are built the same
-    way; such releases are exposed to the floating-point attack (Mironov 2012).  For one
+    normals to a data-dependent ``θ - η·drift``, and the OPS rejection step compares a uniform
+    with a float64 likelihood; such releases are exposed to the floating-point attack (Mironov 2012).  For one
     scalar ``fl(λ + fl(σ z))`` the review measured outputs impossible under a neighbour (δ >=
     6·10⁻⁵ to 9·10⁻⁴ at every ε, means 0 vs 1 at σ = 1) and up to 0.47 nats of extra loss from
     the last bit in the bulk; the effect on the released iterates after many steps was not
@@ -518,8 +304,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     >>> y = (X @ [1.5, -1.0] + rng.logistic(size=5000) > 0).astype(int)
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")  # seeded noise: fine for a doctest
-    ...     clf = DPSGLDLogisticRegression(epsilon=1.0, x_bound=4.0, random_state=0).fit(X, y)
-    >>> bool(clf.score(X, y) > 0.7), clf.coef_samples_.shape, clf.epsilon_spent_ <= 1.0
+    ...     clf = DPSGLDLogisticRegression(epsilon=3.0, x_bound=4.0, random_state=0).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.7), clf.coef_samples_.shape, clf.epsilon_spent_ <= 3.0
     (True, (50, 2), True)
     """
 
@@ -534,7 +320,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         "step_size": [StrOptions({"auto"}), RealInterval(0, None, closed="neither")],
         "ops_fraction": [RealInterval(0, 1, closed="neither")],
         "accountant": [StrOptions({"rdp", "pld"})],
-        "n_mcmc": [IntegerInterval(0, None, closed="left")],
+        "start": [StrOptions({"prior", "ops"})],
+        "n_mcmc": [StrOptions({"deprecated"}), IntegerInterval(0, None, closed="left")],
         "classes": [None, "array-like"],
     }
 
@@ -552,7 +339,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         step_size="auto",
         ops_fraction=0.5,
         accountant="rdp",
-        n_mcmc=300,
+        start="prior",
+        n_mcmc="deprecated",
         fit_intercept=True,
         classes=None,
         random_state=None,
@@ -570,6 +358,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         self.step_size = step_size
         self.ops_fraction = ops_fraction
         self.accountant = accountant
+        self.start = start
         self.n_mcmc = n_mcmc
         self.fit_intercept = fit_intercept
         self.classes = classes
@@ -599,18 +388,24 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         check_classification_targets(y)
         if self.classes is not None:
             return self._validate_public_classes(X, y)
-        classes, y01 = np.unique(y, return_inverse=True)
-        if classes.shape[0] > 2:
+        # classes=None: the public label set is {0, 1} (or {False, True}); classes_ never depends on
+        # which labels occur, and a data set with one label fits like any other (review HQX F2)
+        y = np.asarray(y)
+        try:
+            in01 = y.dtype.kind in "biuf" and bool(np.all((y == 0) | (y == 1)))
+        except TypeError:  # pragma: no cover - numeric dtypes compare
+            in01 = False
+        if not in01:
+            # the labels are data values: not printed
             raise ValueError(
-                f"Only binary classification is supported. The type of the target is "
-                f"{type_of_target(y, input_name='y')}: y has {classes.shape[0]} classes."
+                "Only binary classification is supported. With classes=None the labels of y must be 0 and 1 "
+                "(or False and True), the public label set; y has another label "
+                "(not printed: y is private data). Pass the two public labels as classes=[negative, positive]."
             )
-        if classes.shape[0] < 2:
-            # the class label is a data value: not printed (an error of a private estimator echoes no data)
-            raise ValueError("y has 1 class; DPSGLDLogisticRegression needs two classes.")
         if self.n_draws > self.n_iter:
             raise ValueError(f"n_draws={self.n_draws} must be at most n_iter={self.n_iter}.")
-        return self._scaled_design(X), y01.astype(float), classes
+        classes = np.array([0, 1], dtype=y.dtype)
+        return self._scaled_design(X), (y == 1).astype(float), classes
 
     def _validate_public_classes(self, X, y):
         """Design, 0/1 targets and ``classes_`` from the public ``classes`` (the label set is not read from ``y``)."""
@@ -647,28 +442,39 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         B = float(np.logaddexp(0.0, float(self.theta_bound)))  # sup |log p(y | x, θ)| for ||x|| <= 1, ||θ|| <= R
         return B, ops_tempering(eps_ops, B)
 
-    def _ops_start(self, Xs, y01, eps_ops, rng):
-        R = float(self.theta_bound)
+    def _start_draw(self, Xs, y01, eps_ops, rng):
+        """θ₀: the prior on the ball (``start="prior"``, no data read) or the exact OPS draw."""
+        R, d = float(self.theta_bound), Xs.shape[1]
+        if self.start == "prior":
+            return truncated_gaussian_ball(d, float(self.prior_scale), R, 1, rng)[0]
+        _, rho = self._ops_tempering(eps_ops)
+        sign = 2.0 * y01 - 1.0
+
+        def log_accept(thetas):  # ρ Σ_i log σ(s_i x_i·θ) <= 0, for each proposal (row)
+            return -rho * np.logaddexp(0.0, -(thetas @ Xs.T) * sign).sum(axis=1)
+
+        # prior to the power ρ: N(0, σ0²/ρ), restricted to the ball; batches bounded to ~4M entries
+        batch = int(min(256, max(1, 2**22 // max(Xs.shape[0], 1))))
+        return ops_rejection_draw(log_accept, d, float(self.prior_scale) / math.sqrt(rho), R, rng, batch=batch)
+
+    def _check_ops_cost(self, n, eps_ops):
+        """Refuse ``start="ops"`` when the worst-case expected number of proposals exceeds the public cap.
+
+        The acceptance probability of a proposal is ``exp(ρ ℓ(θ)) >= e^{-ρ n B}``, so at most
+        ``e^{ρ n B}`` proposals are expected; the decision uses only public quantities (``n`` is
+        public for replace-one neighbours) and is taken before any noise is drawn.
+        """
+        if self.start != "ops":
+            return
         B, rho = self._ops_tempering(eps_ops)
-        prior_prec = rho / float(self.prior_scale) ** 2
-        w = np.full(Xs.shape[0], rho)
-        res = fit_map(Xs, y01, LogisticLoss(), prior_precision=prior_prec, sample_weight=w, fit_intercept=False)
-        theta = np.asarray(res.coef, dtype=float).ravel()
-        nrm = np.linalg.norm(theta)
-        if nrm > 0.99 * R:
-            theta *= 0.99 * R / nrm
-
-        def logp_grad(t):
-            eta = Xs @ t
-            lp = -rho * float(np.sum(np.logaddexp(0.0, eta) - y01 * eta)) - 0.5 * prior_prec * float(t @ t)
-            g = -rho * (Xs.T @ (special.expit(eta) - y01)) - prior_prec * t
-            return lp, g
-
-        p = special.expit(Xs @ theta)
-        H = rho * (Xs.T * (p * (1 - p))) @ Xs + prior_prec * np.eye(Xs.shape[1])
-        # the chain's acceptance rate is a statistic of the raw data (not noised, not accounted): dropped
-        theta, _ = _mala_ball(logp_grad, theta, linalg.inv(H), R, int(self.n_mcmc), rng)
-        return theta, rho, B
+        log_cost = rho * n * B
+        if log_cost > OPS_MAX_LOG_PROPOSALS:
+            largest = 4.0 * OPS_MAX_LOG_PROPOSALS / n
+            raise ValueError(
+                f"start='ops' needs up to exp(rho*n*B) = exp({log_cost:.3g}) proposals for an exact draw at "
+                f"n={n} and ops_fraction*epsilon={eps_ops:.3g} (the cap is exp({OPS_MAX_LOG_PROPOSALS:.3g})): "
+                f"use start='prior' (the default), or ops_fraction*epsilon <= {largest:.3g} at this n."
+            )
 
     def _schedule(self, n, eps_sgld, delta):
         q = min(1.0, int(self.batch_size) / n)
@@ -685,7 +491,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     @serialized
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """OPS start (``ops_fraction × ε``), then DP-SGLD (the rest of ε, and δ).
+        """Start θ₀ (the prior, or OPS with ``ops_fraction × ε``), then DP-SGLD (the rest of ε, and δ).
 
         Parameters
         ----------
@@ -705,12 +511,21 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             too large); nothing is released then.
         """
         Xs, y01, classes = self._validate(X, y)
+        if self.n_mcmc != "deprecated":
+            warnings.warn(
+                "n_mcmc is deprecated and ignored: the OPS start is an exact rejection draw (start='ops') "
+                "and the default start='prior' reads no data; n_mcmc will be removed.",
+                FutureWarning,
+                stacklevel=3,
+            )
         eps, delta = float(self.epsilon), float(self.delta)
-        eps_ops = float(self.ops_fraction) * eps
+        ops = self.start == "ops"
+        eps_ops = float(self.ops_fraction) * eps if ops else 0.0
         eps_sgld = eps - eps_ops
         # the DP-SGLD part is accounted at add/remove (eps_sgld/2, delta/(1 + e^(eps_sgld/2)))
-        _check_draw_budget(eps, delta, 0.5 * (1.0 - float(self.ops_fraction)), 1.0, type(self).__name__)
+        _check_draw_budget(eps, delta, 0.5 * eps_sgld / eps, 1.0, type(self).__name__)
         n = Xs.shape[0]
+        self._check_ops_cost(n, eps_ops)
         q, T, z, eta, sd = self._schedule(n, eps_sgld, delta)
         # the certificate of the calibration (before anything is drawn): the first accountant
         # (self.accountant, the other one, RDP with more orders) whose valid answer (finite, > 0)
@@ -720,12 +535,17 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         if not _valid_epsilon(eps_ar):  # a guard: calibrate_sgld_noise certified this z
             raise ValueError(f"no accountant certifies epsilon={eps!r}, delta={delta!r} for DP-SGLD.")
         eps_dp = replace_one_from_add_remove(eps_ar, delta_ar)[0]
-        # both releases are checked against the shared ledger's budget and reserved there
+        # every release is checked against the shared ledger's budget and reserved there
         # before any noise is drawn: a refusal leaves the estimator (and its generator) unchanged
-        B, rho = self._ops_tempering(eps_ops)
-        self._check_budget([("ops_start", ops_epsilon(B, rho), 0.0), ("dp_sgld", eps_dp, delta)])
+        if ops:
+            B, rho = self._ops_tempering(eps_ops)
+            eps_start = ops_epsilon(B, rho)
+            self._check_budget([("ops_start", eps_start, 0.0), ("dp_sgld", eps_dp, delta)])
+        else:
+            rho, eps_start = 0.0, 0.0
+            self._check_budget([("dp_sgld", eps_dp, delta)])
         rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
-        theta0, rho, B = self._ops_start(Xs, y01, eps_ops, rng)
+        theta0 = self._start_draw(Xs, y01, eps_ops, rng)
         prior_prec = 1.0 / float(self.prior_scale) ** 2
         L = float(self.clip_norm)
 
@@ -742,10 +562,12 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         # refusal below, whose message is a function of the release (a refit after a refusal
         # composes with it)
         ledger_ = PrivacyLedger()
-        self._record(
-            ledger_, "ops_start", ops_epsilon(B, rho), 0.0,
-            note="pure eps for an exact draw; this MALA draw's total-variation delta' is not certified",
-        )
+        if ops:
+            self._record(
+                ledger_, "ops_start", eps_start, 0.0,
+                note=f"exact draw from the posterior tempered by rho={rho:.4g} on the ball (rejection from the "
+                "tempered prior): pure eps, Theorem 3.4",
+            )
         self._record(
             ledger_, "dp_sgld", eps_dp, delta,
             note=f"dp-accounting {self.accountant}, replace-one via add/remove, {T} Poisson steps at q={q:.4g}; "
@@ -773,7 +595,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         self.noise_sd_ = sd
         self.epsilon_sgld_ = eps_dp
         self.epsilon_thesis_ = eps_thesis
-        self.epsilon_spent_ = ops_epsilon(B, rho) + eps_dp
+        self.epsilon_spent_ = eps_start + eps_dp
         self.delta_spent_ = delta
         self.ledger_ = ledger_
         return self
