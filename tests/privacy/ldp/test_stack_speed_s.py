@@ -184,18 +184,22 @@ def test_tilt_on_distinct_rows_copies_the_rows_moments(K, eps, n, a):
 
 @pytest.mark.parametrize("K,eps,n,a", GRID)
 def test_rho_search_on_distinct_rows_finds_the_same_rho(K, eps, n, a):
-    """:meth:`DirichletRows.best` with multiplicities is the search on every category's rows; the batched rows are
-    :meth:`DirichletRows.row`'s bit for bit."""
+    """:meth:`DirichletRows.best` with multiplicities is the search on every category's rows; the rows on the kept
+    atoms (the Beta CDF at their midpoints only, reused across other atom sets) are :meth:`DirichletRows.row`'s bit for
+    bit."""
     c, n, p, q = _counts(K, eps, n, a, 4 * K)
     u0 = E._grid(np.zeros(0), n, p, q)
     values, inverse, mult = E.count_rows(c)
     Lu, u, keep = E.nonzero_columns(E._likelihood(values, n, p, q, u0), u0)
     rows = S.DirichletRows(u0, K, RHO_GRID)
     assert rows.best(Lu, keep, mult=mult) == S.DirichletRows(u0, K, RHO_GRID).best(Lu[inverse], keep)
-    fresh = S.DirichletRows(u0, K, RHO_GRID)
-    batch = fresh.rows([0, 5, 17, RHO_GRID.size - 1])
-    assert all(np.array_equal(batch[j], S.DirichletRows(u0, K, RHO_GRID).row(i))
-               for j, i in enumerate([0, 5, 17, RHO_GRID.size - 1]))
+    fresh, idx = S.DirichletRows(u0, K, RHO_GRID), [0, 5, 17, RHO_GRID.size - 1]
+    for kp in (keep, None, np.r_[keep[1:], keep[:1]] if keep is not None else None):  # other folds' atoms: reused CDF
+        batch = fresh.rows_on(idx, kp)
+        full = [S.DirichletRows(u0, K, RHO_GRID).row(i) for i in idx]
+        assert all(np.array_equal(batch[j], full[j] if kp is None else full[j][kp]) for j in range(len(idx)))
+        one = S.DirichletRows(u0, K, RHO_GRID).row(3)
+        assert np.array_equal(fresh.row_on(3, kp), one if kp is None else one[kp])
 
 
 def test_gmodel_folds_score_every_categorys_likelihood(monkeypatch):
@@ -222,3 +226,41 @@ def test_candidates_with_the_full_table_weight_the_distinct_rows(monkeypatch, K,
     F_old, i_old = S.candidates(c, n, p, q, u0, WB, RHO_GRID)
     assert i_new["rho"] == i_old["rho"] and i_new["n_iter"] == i_old["n_iter"]
     assert np.abs(F_new - F_old).max() <= SAME_ESTIMATE
+
+
+def _fit_route(K, eps, n, route, monkeypatch, decoder="auto"):
+    monkeypatch.setattr(S, "STACK_ROUTE", route)
+    rng = np.random.default_rng([K, int(eps), n])
+    x = rng.choice(K, size=n, p=rng.dirichlet(np.ones(K)))
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=np.random.default_rng(11),
+                                        decoder=decoder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x.reshape(-1, 1))
+        return est.theta_.copy(), dict(est.convergence_), est
+
+
+def test_select_option_is_off_by_default_and_bit_for_bit_where_it_does_not_fire(monkeypatch):
+    """``STACK_ROUTE = 'select'`` (round S's option, not adopted) changes nothing where the noise ratio exceeds 2."""
+    assert S.STACK_ROUTE is False
+    K, eps, n = 200, 4.0, 5000
+    a, ca, est = _fit_route(K, eps, n, False, monkeypatch)
+    p, q = est._support_counts()[2:]
+    assert S.noise_ratio(K, p, q) > S.ROUTE_MAX_NOISE_RATIO
+    b, cb, _ = _fit_route(K, eps, n, "select", monkeypatch)
+    assert np.array_equal(a, b) and "stack_skipped" not in cb and ca["stack_used"] == cb["stack_used"]
+
+
+@pytest.mark.parametrize("K,n", [(64, 1000), (200, 2000)])
+def test_select_option_returns_the_chosen_baseline_alone(monkeypatch, K, n):
+    """Near the identity the option returns ``'eb'``'s or ``'dir'``'s estimate on all users, as it reports."""
+    theta, conv, est = _fit_route(K, 8.0, n, "select", monkeypatch)
+    assert conv["stack_skipped"].startswith("select") and conv["stack_used"] is False
+    assert conv["stack_folds"] == S.SELECT_FOLDS and conv["stack_baseline"] in ("eb", "dir")
+    assert conv["stack_weights"][conv["stack_baseline"]] == 1.0
+    c, n_, p, q = est._support_counts()
+    u0 = E._grid(np.zeros(0), n_, p, q)
+    ref = {"eb": E.eb_estimate(c, n_, p, q)[0],
+           "dir": S.candidates(c, n_, p, q, u0, S.DirichletRows(u0, K, RHO_GRID), RHO_GRID, need={"dir"})[0][2]}
+    expected = np.maximum(ref[conv["stack_baseline"]], 0.0)
+    assert np.abs(theta - expected / expected.sum()).max() <= 1e-15

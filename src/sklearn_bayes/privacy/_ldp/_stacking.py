@@ -66,6 +66,14 @@ the stack is kept only when its nested gain over that baseline exceeds ``STACK_Z
 the baseline's estimate; ``convergence_['stack_baseline']`` says which. Held out (``--fresh-p1``, ten cells, 10 runs):
 paired TV 0.952-0.985 of round RT's on six gated Dir, Zipf and two-peak cells; bit for bit on a gated spike+flat
 cell (``'eb'`` kept) and on the three cells with ``R > 2``.
+
+Round S (issue 28 goal 3; the same output up to rounding, ``_empirical_bayes.UNIQUE_ROWS``, False restores round P1's
+code path): every likelihood row, EM, ``rho`` search and tilt once per distinct support count, weighted by how many
+categories share it (8-60 distinct counts among 64-1000 categories at ``eps = 8, n <= 5000``).  Fit plus ``theta_``
+0.057-0.63 of round P1's at ``eps = 8, n = 1000``.  An option, not adopted (``STACK_ROUTE = 'select'``): near the
+identity, round P1's choice of ``'eb'`` or ``'dir'`` on two cheap folds without the stack (:func:`_select_estimate`);
+within one paired SE of the default on its 13 dev cells but 11.5 times IBU at ``K = 64, eps = 8, n = 1000``, its own
+rule's cost bar.
 """
 
 import functools
@@ -89,7 +97,7 @@ from sklearn_bayes.privacy._ldp._gmodel import GMODEL_MARGIN, predictive_log_sco
 
 __all__ = ["ROUTE_BUDGET", "ROUTE_MAX_NOISE_RATIO", "ROUTE_WORK_PER_IBU", "STACK_BASELINE", "STACK_CANDIDATES",
            "STACK_FAST_NUMERICS", "STACK_FOLDS", "STACK_FOLD_NPMLE_TOL", "STACK_NPMLE_TOL", "STACK_ROUTE", "STACK_Z",
-           "SMOOTH_WEIGHTS", "DirichletRows", "candidates", "fold_support_counts", "noise_ratio",
+           "SELECT_FOLDS", "SELECT_FOLD_TOL", "SMOOTH_WEIGHTS", "DirichletRows", "candidates", "fold_support_counts", "noise_ratio",
            "simplex_least_squares", "stack_baseline", "stack_route", "stacked_estimate", "user_folds"]
 
 #: Folds of users of the cross-fitted risk, and the candidates in the order of ``convergence_['stack_weights']``.
@@ -117,7 +125,8 @@ RHO_SEARCH_STRIDE = 8
 #: ``'eb'``'s estimate, ``convergence_['stack_skipped']`` says why) where the channel is near the identity
 #: (:func:`noise_ratio` at most ``ROUTE_MAX_NOISE_RATIO``) and the stack's predicted cost exceeds ``ROUTE_BUDGET``
 #: times IBU's (:func:`stack_route`).  False: the stack everywhere (round G3's output, bit for bit).  Part of the fast
-#: path: ``STACK_FAST_NUMERICS = False`` (round 18b's code path) runs the stack everywhere too.
+#: path: ``STACK_FAST_NUMERICS = False`` (round 18b's code path) runs the stack everywhere too.  ``'select'``: round S's
+#: option (:func:`_select_estimate`).
 STACK_ROUTE = False
 #: The unbiased estimate's variance over the multinomial sampling variance, at the uniform ``theta``, at most this:
 #: the privacy noise at most the sampling noise.
@@ -279,9 +288,10 @@ class DirichletRows:
             r = self._rows[i] = np.diff(betainc(rho, (self.K - 1) * rho, self.mid))
         return r
 
-    def rows(self, idx):
-        """``(len(idx), G)`` rows ``idx``: the ones not yet computed by one ``betainc`` call (elementwise: the same numbers
-        as :meth:`row`'s, bit for bit), kept."""
+    def rows_on(self, idx, keep=None):
+        """``(len(idx), G')`` rows ``idx`` on the atoms ``keep`` (None: all): the ones not yet computed by one ``betainc``
+        call (elementwise: the same numbers as :meth:`row`'s, bit for bit), kept.  (Round S measured the CDF at only the
+        kept atoms' midpoints: slower, the folds' atom sets differ and the calls' overhead exceeds the saved points.)"""
         todo = [i for i in idx if i not in self._rows]
         if todo:
             from scipy.special import betainc
@@ -289,7 +299,13 @@ class DirichletRows:
             rho = self.rho[todo][:, None]
             for i, r in zip(todo, np.diff(betainc(rho, (self.K - 1) * rho, self.mid[None, :]), axis=1)):
                 self._rows[i] = r
-        return np.array([self._rows[i] for i in idx])
+        R = np.array([self._rows[i] for i in idx])
+        return R if keep is None else R[:, keep]
+
+    def row_on(self, i, keep=None):
+        """:meth:`row` on the atoms ``keep`` (None: all)."""
+        r = self.row(i)
+        return r if keep is None else r[keep]
 
     def best(self, L, keep=None, mult=None):
         """Index of the best ``rho`` for the likelihood rows ``L`` on the atoms ``keep`` (None: all; see the class).
@@ -331,14 +347,11 @@ class DirichletRows:
         """:meth:`best` on distinct rows (round S): the coarse profile by one product, the climbs as :meth:`best`'s."""
         G = self.rho.size
         coarse = sorted(set(range(0, G, max(1, int(RHO_SEARCH_STRIDE)))) | {G - 1})
-        R = self.rows(coarse)
-        R = R if keep is None else R[:, keep]
-        score = dict(zip(coarse, (mult @ np.log(L @ R.T)).tolist()))
+        score = dict(zip(coarse, (mult @ np.log(L @ self.rows_on(coarse, keep).T)).tolist()))
 
         def key(i):  # larger value first; ties to the smaller index, as np.argmax
             if i not in score:
-                r = self.row(i)
-                score[i] = float(mult @ np.log(L @ (r if keep is None else r[keep])))
+                score[i] = float(mult @ np.log(L @ self.row_on(i, keep)))
             return (score[i], -i)
 
         keys = [key(j) for j in coarse]
@@ -499,14 +512,18 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
         L, (w, n_iter, converged) = fit
         L_full, n_u = L, u.size
     with np.errstate(divide="ignore"):
-        if isinstance(WB, DirichletRows):  # round G3: the rows the search reads, not the whole table
-            best = WB.best(L, keep) if rows is None else WB.best(L, keep, mult=mult)
-            b = WB.row(best)
+        if isinstance(WB, DirichletRows) and rows is not None:  # round S: distinct rows; the Beta CDF where kept
+            best = WB.best(L, keep, mult=mult)
+            b = WB.row_on(best, keep)
         else:
-            logm = np.log(L @ (WB if keep is None else WB[:, keep]).T)
-            best = int(np.argmax(logm.sum(axis=0) if rows is None else mult @ logm))
-            b = WB[best]
-        b = b if keep is None else b[keep]
+            if isinstance(WB, DirichletRows):  # round G3: the rows the search reads, not the whole table
+                best = WB.best(L, keep)
+                b = WB.row(best)
+            else:
+                logm = np.log(L @ (WB if keep is None else WB[:, keep]).T)
+                best = int(np.argmax(logm.sum(axis=0) if rows is None else mult @ logm))
+                b = WB[best]
+            b = b if keep is None else b[keep]
         # once for the two or three tilts on this grid (round G3: not needed by the linear tilts)
         logL = None if STACK_FAST_NUMERICS else np.log(L)
     if eb_on_own_grid and eb_prior is None:  # the decoder 'eb''s estimate, by the same code (round G3)
@@ -546,6 +563,42 @@ def candidates(c, n, p, q, u, WB, rho_grid, eb_on_own_grid=False, fit=None, only
     return np.array(out), info
 
 
+#: Round S (an option, ``STACK_ROUTE = 'select'``; not the default): near the identity channel the stack is replaced by
+#: round P1's choice between ``'eb'`` and ``'dir'`` on ``SELECT_FOLDS`` user folds whose ``'eb'`` EMs stop at
+#: ``SELECT_FOLD_TOL`` (:func:`_select_estimate`).
+SELECT_FOLDS = 2
+SELECT_FOLD_TOL = 1e-2
+
+
+def _select_estimate(c, n, p, q, sids, masks, rng, rho_grid, cdf_table=None):
+    """Round S's option: ``'eb'`` or ``'dir'`` on all users, whichever has the lower cross-fitted squared risk
+    ``sum_k ||f^(-k) - t_k||^2`` on ``SELECT_FOLDS`` user folds (:func:`stack_baseline`'s criterion without the stack),
+    the folds' ``'eb'`` EMs stopped at ``SELECT_FOLD_TOL`` (they only rank the two)."""
+    K, J = c.size, len(STACK_CANDIDATES)
+    u0 = _grid(np.zeros(0), n, p, q)
+    WB0 = DirichletRows(u0, K, rho_grid) if cdf_table is None else dirichlet_marginal_weights(u0, K, rho_grid,
+                                                                                              known=cdf_table)
+    eb_row, info = candidates(c, n, p, q, u0, WB0, rho_grid, eb_on_own_grid=True, only_eb=True)
+    folds = int(SELECT_FOLDS)
+    fold = user_folds(n, folds, rng)
+    cf = fold_support_counts(sids, masks, K, fold, folds)
+    nf = np.bincount(fold, minlength=folds)
+    risk = np.zeros(2)
+    for k in range(folds):
+        if nf[k] == 0 or nf[k] == n:
+            continue
+        Fk = candidates(c - cf[k], n - nf[k], p, q, u0, WB0, rho_grid, tol=SELECT_FOLD_TOL, need={"eb", "dir"})[0]
+        t = (cf[k] / nf[k] - q) / (p - q)
+        risk += [float(((Fk[0] - t) ** 2).sum()), float(((Fk[2] - t) ** 2).sum())]
+    base = 2 if risk[1] < risk[0] else 0
+    theta = np.maximum(candidates(c, n, p, q, u0, WB0, rho_grid, need={"dir"})[0][2] if base else eb_row[0], 0.0)
+    theta /= theta.sum()
+    info = dict(info, stack_weights=dict(zip(STACK_CANDIDATES, np.eye(J)[base].tolist())), stack_folds=folds,
+                stack_gain=float("nan"), stack_se=float("nan"), stack_used=False, stack_baseline=STACK_CANDIDATES[base],
+                stack_skipped=f"select: noise ratio {noise_ratio(K, p, q):.3f} <= {ROUTE_MAX_NOISE_RATIO:g}")
+    return theta, info
+
+
 def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, cdf_table=None, gmodel=False):
     """The stacked estimate (see the module's docstring) and its diagnostics.
 
@@ -576,7 +629,10 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
         raise ValueError("stacked_estimate needs at least one recorded response (n >= 1).")
     J = len(STACK_CANDIDATES)
     route, eb_done = None, None
-    if STACK_ROUTE and STACK_FAST_NUMERICS and not gmodel:  # round RT: 'eb' first (candidates' call), then the route
+    if (STACK_ROUTE == "select" and STACK_FAST_NUMERICS and not gmodel and n > 1
+            and noise_ratio(K, p, q) <= ROUTE_MAX_NOISE_RATIO):  # round S's option: P1's choice alone, on cheap folds
+        return _select_estimate(c, n, p, q, sids, masks, rng, rho_grid, cdf_table)
+    if STACK_ROUTE is True and STACK_FAST_NUMERICS and not gmodel:  # round RT: 'eb' first (candidates' call), then the route
         stats = {}
         eb_done = eb_estimate(c, n, p, q, fast=STACK_FAST_NUMERICS, tol=STACK_NPMLE_TOL, stats=stats)
         skip, reason, r_hat, R = stack_route(K, n, p, q, eb_done[1]["n_iter"], stats["atoms_used"], folds)
