@@ -551,6 +551,22 @@ FRESH_RT_CELLS = (
 )
 
 
+#: Round S (issue 28 goal 3, task H28S): eight cells fixed with round S's rule (``/tmp/h28s/rule.md``) before any run
+#: of its candidate (``_stacking.STACK_ROUTE = 'select'``), K 64-1000, eps 6-8, n 1000-5000; real frequencies of plyr
+#: ``baseball`` seasons (``year``, 137 values).  The candidate failed its dev rule (11.5x IBU at K=64, eps=8, n=1000),
+#: so the group was not run: it is still unseen.  ``--general --fresh-s`` runs it with the benchmark's draws.
+FRESH_S_CELLS = (
+    ("Dir(1)", "fresh s", 64, 8.0, 1_000, lambda rng: rng.dirichlet(np.ones(64))),
+    ("Dir(1)", "fresh s", 64, 7.0, 3_000, lambda rng: rng.dirichlet(np.ones(64))),
+    ("Zipf(1.2)", "fresh s", 64, 8.0, 2_000, lambda rng: _zipf(64, 1.2, rng)),
+    ("Dir(0.05)", "fresh s", 200, 8.0, 2_000, lambda rng: rng.dirichlet(np.full(200, 0.05))),
+    ("Dir(1)", "fresh s", 200, 6.0, 1_000, lambda rng: rng.dirichlet(np.ones(200))),
+    ("Zipf(1.1)", "fresh s", 1000, 8.0, 5_000, lambda rng: _zipf(1000, 1.1, rng)),
+    ("Dir(1)", "fresh s", 1000, 7.0, 1_000, lambda rng: rng.dirichlet(np.ones(1000))),
+    ("real: baseball year", "fresh s", 137, 8.0, 2_000, lambda rng: _real("plyr", "baseball", "year")),
+)
+
+
 #: Round P1 (issue 28 goal 1 at high eps, task H28P1): ten cells fixed by H28D before any run of P1 (the guard's
 #: baseline the better of 'eb' and 'dir' where the noise ratio is at most 2: ``_stacking.STACK_BASELINE = 'auto'``),
 #: their draws by ``SeedSequence([K, int(eps * 1000), n, run, 2830])`` (not ``_cell_draws``' 28).  Adoption rule, fixed
@@ -1500,6 +1516,7 @@ def main():
             ("--fresh-21", "--general on round 21's eight cells nobody has used (FRESH_21_CELLS), run once, held out"),
             ("--fresh-g3", "--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out"),
             ("--fresh-rt", "--general: round RT's eight fresh cells (eps 5-8, n <= 5000; the stack's cost route)"),
+            ("--fresh-s", "--general: round S's eight unseen cells (FRESH_S_CELLS; eps 6-8, n <= 5000, K 64-1000)"),
             ("--p1-gated", "round P1's option on every earlier group's cell where its gate is on (after its held-out run)"),
             ("--fresh-p1", "round P1's ten held-out cells (FRESH_P1_CELLS): the guard's baseline 'auto' vs 'eb', paired"),
     ):
@@ -1574,7 +1591,7 @@ def main():
         return
 
     if args.general:
-        pool = (FRESH_RT_CELLS if args.fresh_rt else FRESH_G3_CELLS if args.fresh_g3 else FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
+        pool = (FRESH_S_CELLS if args.fresh_s else FRESH_RT_CELLS if args.fresh_rt else FRESH_G3_CELLS if args.fresh_g3 else FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
                 if args.fresh_17 else FRESH_15_CELLS
                 if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
