@@ -264,3 +264,37 @@ def test_select_option_returns_the_chosen_baseline_alone(monkeypatch, K, n):
            "dir": S.candidates(c, n_, p, q, u0, S.DirichletRows(u0, K, RHO_GRID), RHO_GRID, need={"dir"})[0][2]}
     expected = np.maximum(ref[conv["stack_baseline"]], 0.0)
     assert np.abs(theta - expected / expected.sum()).max() <= 1e-15
+
+
+@pytest.mark.parametrize("K,eps,n,a", GRID)
+def test_em_atom_floor_leaves_the_estimate_unchanged(monkeypatch, K, eps, n, a):
+    """The weighted EM without the atoms every row puts below ``EM_ATOM_FLOOR``: the same iterations, weights within the
+    rounding bound (those atoms' weight 0 where the full EM leaves them below ``G floor / min m`` of their start), and
+    the decoder's estimate within ``SAME_ESTIMATE`` (bit for bit on round S's checks)."""
+    c, n, p, q = _counts(K, eps, n, a, 6 * K)
+    u = E._grid((c / n - q) / (p - q), n, p, q)
+    values, inverse, mult = E.count_rows(c)
+    Lu = E.nonzero_columns(E._likelihood(values, n, p, q, u), u)[0]
+    below = ~(Lu > E.EM_ATOM_FLOOR).any(axis=0)
+    w, it, ok = E.npmle_weights(Lu, mult=mult, compiled=True)
+    assert np.all(w[below] == 0.0)
+    monkeypatch.setattr(E, "EM_ATOM_FLOOR", 0.0)
+    w0, it0, ok0 = E.npmle_weights(Lu, mult=mult, compiled=True)
+    assert (it, ok) == (it0, ok0)
+    assert np.abs(w - w0).max() <= _em_tolerance(it, K, u.size, w0)
+    assert np.all(w0[below] <= u.size * 1e-30 / (Lu @ w0).min())
+    off = E.eb_estimate(c, n, p, q)
+    monkeypatch.setattr(E, "EM_ATOM_FLOOR", 1e-30)
+    on = E.eb_estimate(c, n, p, q)
+    assert np.abs(on[0] - off[0]).max() <= SAME_ESTIMATE and on[1]["n_iter"] == off[1]["n_iter"]
+
+
+def test_em_atom_floor_keeps_every_rows_mode():
+    """Every row reaches 1 at its mode, so some atom is always kept; a row's mode is never dropped."""
+    c, n, p, q = _counts(64, 8.0, 1000, 1.0, 9)
+    u = E._grid((c / n - q) / (p - q), n, p, q)
+    values, inverse, mult = E.count_rows(c)
+    Lu = E._likelihood(values, n, p, q, u)
+    w = E.npmle_weights(Lu, mult=mult)[0]
+    kept = (Lu > E.EM_ATOM_FLOOR).any(axis=0)
+    assert kept[np.argmax(Lu, axis=1)].all() and 0 < kept.sum() < u.size and np.all(w[~kept] == 0)

@@ -36,7 +36,7 @@ import numpy as np
 from sklearn_bayes.privacy._ldp._mechanisms import ss_support_probabilities
 
 __all__ = ["AUTO_CV_FOLDS", "AUTO_CV_MARGIN", "AUTO_CV_MIN_CATEGORIES", "AUTO_EB_MIN_CATEGORIES",
-           "COMPILED_EM_MAX_CATEGORIES", "EB_FAST_NUMERICS", "INTERVAL_RULE", "INTERVAL_RULES", "UNIQUE_ROWS",
+           "COMPILED_EM_MAX_CATEGORIES", "EB_FAST_NUMERICS", "EM_ATOM_FLOOR", "INTERVAL_RULE", "INTERVAL_RULES", "UNIQUE_ROWS",
            "binomial_intervals", "count_rows", "nonzero_columns",
            "cv_prior_gain", "dirichlet_marginal_weights", "eb_estimate", "npmle_weights", "support_counts",
            "support_probabilities", "tilted_means"]
@@ -152,6 +152,13 @@ def npmle_weights(L, max_iter=NPMLE_MAX_ITER, tol=NPMLE_TOL, n_atoms=None, compi
 
 def _npmle_weights_weighted(L, mult, w, max_iter, tol, compiled):
     """:func:`npmle_weights` on distinct rows ``L`` of multiplicities ``mult`` (round S), from the start ``w``."""
+    if EM_ATOM_FLOOR > 0:  # round S: atoms no row reaches above the floor left out of the EM (weight 0)
+        sel = (L > EM_ATOM_FLOOR).any(axis=0)
+        if sel.any() and not sel.all():  # (every row reaches 1 at its mode: some atom is always kept)
+            ws, n_iter, converged = _npmle_weights_weighted(L[:, sel], mult, w[sel], max_iter, tol, compiled)
+            w[:] = 0.0
+            w[sel] = ws
+            return w, n_iter, converged
     if compiled:
         from sklearn_bayes._fast._ldp_em import npmle_em_weighted
 
@@ -169,6 +176,15 @@ def _npmle_weights_weighted(L, mult, w, max_iter, tol, compiled):
             return w, it, True
         ll = new
     return w, int(max_iter), False
+
+
+#: Round S: the weighted EM (the ``UNIQUE_ROWS`` path) leaves out the atoms where every row's likelihood, scaled to
+#: a maximum of 1 per row, is at most this; their weight is 0.  In the full EM such an atom's weight falls after one
+#: step below ``G * EM_ATOM_FLOOR / min_v m_v`` times its start, and its terms in every sum ``m_v = L[v] . w`` are
+#: ``1e-30`` of the atoms' total weight, about ``1e-14`` of one unit in the last place of ``m_v``: at ``1e-30``
+#: ``theta_`` came out bit for bit the same on round S's 342 checked fits, with 41 % fewer atoms in the EM at
+#: ``K = 64, eps = 8, n = 1000`` (167 of 284).  0: every atom with a nonzero likelihood.
+EM_ATOM_FLOOR = 1e-30
 
 
 #: Round S (issue 28 goal 3): the likelihood rows of the NPMLE, the ``rho`` search and the tilts formed once per
