@@ -71,7 +71,8 @@ numbers: every method sees the same data in every cell.
    ``flag_outliers``, robustbase's ``lmrob`` (recorded in ``benchmarks/data/lmrob_flags.json`` by
    ``benchmarks/lmrob_flags.R``; R is not needed) and statsmodels' MM mark on the full data of each set (``--sets``;
    default all of :data:`REAL_SETS`, ``held19`` the fresh group), with the exact-agreement counts of each pair;
-   ``--flag-rules`` adds the rows each flagging rule of round 14 (:data:`CLEAN_FLAG_RULES`) marks.
+   ``--flag-rules`` adds the rows each flagging rule of round 14 (:data:`CLEAN_FLAG_RULES`) marks and round L's
+   candidate (:func:`lmrob_rule_everywhere`).
 16. ``--parts cleanflags`` (issue 30, round 14; not in the default parts): :func:`clean_flags`, the share of clean
    rows flagged at small n by the default, ``variant="paper"``, statsmodels' MM and the candidate rules
    (``--flag-cells``, ``--flag-reps``).
@@ -2250,6 +2251,22 @@ def lmrob_recorded_flags(item, X, y, record=None):
     return set(rec["flags"])
 
 
+@contextlib.contextmanager
+def lmrob_rule_everywhere():
+    """Round L's measured candidate (not the default): the flags' finite-sample S fit and MM step
+    (``_flags.mm_for_flags_small_sample``) at every n, flagged at ``_flags.flags_mm_fit``'s S scale alone (lmrob's
+    rule: no corrected-MAD floor).  Touches the flags only; restores both module attributes on exit."""
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    gate, small = fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample
+    try:
+        fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF = math.inf
+        fl.mm_for_flags_small_sample = fl.flags_mm_fit
+        yield
+    finally:
+        fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample = gate, small
+
+
 def flags(sets, rules=False):
     """Issue 30 rounds 13b and L (``--parts flags``): goal 2 on the full data of each set: the 0-based rows the
     default's ``flag_outliers`` marks (``MixtureMEstimatorRegressor(random_state=0)``), those robustbase's ``lmrob``
@@ -2268,7 +2285,7 @@ def flags(sets, rules=False):
     print(f"{'set':<16}{'n':>4}{'p':>3}  {'lmrob':<30}{'MM (statsmodels)':<30}{'default':<30}{'def/lmrob':<10}"
           f"{'sm/lmrob':<10}{'def/sm':<10}rows any flags: name |r|/s(statsmodels' MM)")  # fmt: skip
     counts = {k: [0, 0] for k in ("default vs lmrob", "statsmodels vs lmrob", "default vs statsmodels")}
-    rule_counts = {rule: [0, 0] for rule in CLEAN_FLAG_RULES}
+    rule_counts = {rule: [0, 0] for rule in CLEAN_FLAG_RULES + ("lmrob's rule, every n",)}
     for item in sets:
         X, y = load_real(item)
         pkg, name = next((s[0], s[1]) for s in REAL_SETS + REAL_HELD_OUT19 if s[1] == item)
@@ -2320,7 +2337,11 @@ def flags(sets, rules=False):
               f"{_row_ranges(ours):<30}{ag['default vs lmrob']:<10}{ag['statsmodels vs lmrob']:<10}"
               f"{ag['default vs statsmodels']:<10}{which}", flush=True)  # fmt: skip
         if rules:
-            for rule in CLEAN_FLAG_RULES:
+            with lmrob_rule_everywhere(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cap["c"]["lmrob's rule, every n"] = (MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+                                                     .flag_outliers(X, y),)  # fmt: skip
+            for rule in CLEAN_FLAG_RULES + ("lmrob's rule, every n",):
                 fl = set(np.flatnonzero(cap["c"][rule][0]))
                 a_lm, a_sm = _agreement(fl, lm), _agreement(fl, mm)
                 if a_lm != "--":

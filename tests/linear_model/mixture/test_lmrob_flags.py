@@ -119,3 +119,26 @@ def test_default_flags_equal_lmrobs_where_they_agreed(name):
         warnings.simplefilter("ignore")  # convergence and rank warnings of some sets; the flags are the test
         est = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     assert np.flatnonzero(est.flag_outliers(X, y)).tolist() == RECORD["sets"][name]["flags"]
+
+
+def test_lmrob_rule_candidate_changes_the_flags_only_and_restores_the_module():
+    """Round L's measured candidate (``bench.lmrob_rule_everywhere``, not the default): on stackloss it flags lmrob's
+    rows 3 and 20 where the default flags 0, 2, 3, 20; the coefficients and loss are the default's bit for bit, and
+    the module's gate and function are restored, also after an exception."""
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    gate, small = fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample
+    X, y = bench.load_real("stackloss")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        with bench.lmrob_rule_everywhere():
+            cand = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert np.flatnonzero(base.flag_outliers(X, y)).tolist() == [0, 2, 3, 20]
+    assert np.flatnonzero(cand.flag_outliers(X, y)).tolist() == RECORD["sets"]["stackloss"]["flags"] == [3, 20]
+    np.testing.assert_array_equal(cand.coef_, base.coef_)
+    assert cand.intercept_ == base.intercept_ and cand.selected_loss_ == base.selected_loss_
+    assert (fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample) == (gate, small)
+    with pytest.raises(RuntimeError), bench.lmrob_rule_everywhere():
+        raise RuntimeError
+    assert (fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample) == (gate, small)
