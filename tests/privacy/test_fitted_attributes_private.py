@@ -40,7 +40,8 @@ NOISED = {
     # the posterior's covariance and the Gram's signal-to-noise ratio are post-processing of the
     # released noisy statistics (tests/privacy/linear/test_uncertainty.py fixes the release and
     # changes the data: they do not move)
-    "adaops_ssp_posterior": _RIDGE_RELEASE | {"prior_variance_", "residual_variance_", "coef_covariance_",
+    "adaops_ssp_posterior": _RIDGE_RELEASE | {"prior_variance_", "residual_variance_", "residual_variance_upper_",
+                                              "coef_covariance_",
                                               "posterior_covariance_", "gram_signal_to_noise_"},
     "adaops_released_norm": _RIDGE_RELEASE
     | {"lambda_min_noisy_", "log_norm_noisy_", "residual_bound_", "h_base_", "h_", "lambda_", "gamma_"},

@@ -211,3 +211,65 @@ def test_classes_none_refuses_labels_outside_0_1_naming_classes_without_printing
             assert str(lab) not in str(info.value)
     assert vars(fitted).keys() == before.keys()
     assert all(vars(fitted)[k] is before[k] for k in before)
+
+
+# ------------------------------------------------------------------ F6: minors
+@pytest.mark.parametrize("make", [
+    lambda **kw: DPSGLDLogisticRegression(x_bound=3.0, n_iter=5, n_draws=1, classes=[0, 1], **kw),
+    lambda **kw: __import__("sklearn_bayes").AdaOPSRegressor(x_bound=3.0, y_bound=3.0, **kw),
+    lambda **kw: __import__("sklearn_bayes").OnePosteriorSampleRidge(x_bound=3.0, y_bound=3.0, ridge_lambda=100.0, **kw),
+], ids=["dpsgld", "adaops", "ops"])
+def test_a_delta_of_at_least_1_over_n_warns_and_a_small_one_does_not(make):
+    """δ ≥ 1/n lets an (ε, δ)-DP mechanism publish records outright: accepted (certified), with a warning."""
+    X, y = _logistic(200, seed=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=__import__("sklearn_bayes").exceptions.SeededNoiseWarning)
+        with pytest.warns(UserWarning, match=r"delta=0\.005 is at least 1/n = 1/200"):
+            make(delta=0.005, random_state=0).fit(X, y)
+        warnings.simplefilter("error", category=UserWarning)
+        warnings.filterwarnings("ignore", category=__import__("sklearn_bayes").exceptions.SeededNoiseWarning)
+        make(delta=0.0049, random_state=0).fit(X, y)
+
+
+def test_a_ledger_file_created_without_a_budget_warns(tmp_path):
+    """A session that opens ``path`` with budget=None to adopt the stored budget, after the file was
+    deleted, used to get a new ledger without a budget silently (review HQX F6)."""
+    from sklearn_bayes.privacy import PrivacyLedger
+
+    path = tmp_path / "census.ledger"
+    PrivacyLedger(budget=(1.0, 1e-6), path=path).record("q", 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert PrivacyLedger(path=path).budget == (1.0, 1e-6)  # the file exists: adopted, no warning
+    path.unlink()
+    with pytest.warns(UserWarning, match="a new ledger file WITHOUT a budget was created"):
+        again = PrivacyLedger(path=path)
+    assert again.budget is None and again.n_releases == 0
+
+
+# ------------------------------------------------------------------ F4: predictive intervals
+@pytest.mark.parametrize("n, eps", [(10_000, 0.1), (1000, 1.0)])
+def test_predictive_intervals_of_fits_that_do_not_warn_cover_95(n, eps):
+    """HQX F4's cells (d = 3, Gaussian noise sd 0.25, 100 fits): the plug-in residual variance covered
+    0.803 ± 0.019 (n = 10⁴, ε = 0.1) and 0.882 ± 0.015 (n = 10³, ε = 1) on fits that do not warn; with
+    ``residual_variance_upper_`` the mean coverage is within 3 standard errors of 0.95."""
+    from scipy.stats import norm
+
+    from sklearn_bayes import AdaOPSRegressor
+
+    truth, z = np.array([0.5, -0.3, 0.2]), norm.ppf(0.975)
+    cover = []
+    for s in range(100):
+        rng = np.random.default_rng(7000 * s + n)
+        X = rng.uniform(-1, 1, (n + 2000, 3))
+        y = 0.1 + X @ truth + 0.25 * rng.standard_normal(n + 2000)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            est = AdaOPSRegressor(epsilon=eps, x_bound=math.sqrt(3), y_bound=1.6, random_state=rng).fit(X[:n], y[:n])
+            m, sd = est.predict(X[n:], return_std=True)
+        if not any("gram_signal_to_noise_" in str(x.message) for x in w):  # fits that do not warn
+            cover.append(np.mean(np.abs(y[n:] - m) <= z * sd))
+    cover = np.array(cover)
+    assert len(cover) >= 90
+    se = cover.std(ddof=1) / math.sqrt(len(cover))
+    assert abs(cover.mean() - 0.95) <= 3 * se, (cover.mean(), se)

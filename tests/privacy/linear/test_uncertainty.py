@@ -103,7 +103,8 @@ def test_predict_return_std_follows_bayesian_ridge():
     np.testing.assert_array_equal(y_mean, est.predict(X))
     Z = np.column_stack([X, np.ones(7)])
     expected = np.sqrt(np.einsum("ij,jk,ik->i", Z, est.posterior_covariance_, Z)
-                       + est.residual_variance_ * Y_BOUND**2)
+                       + est.residual_variance_upper_ * Y_BOUND**2)
+    assert est.residual_variance_ <= est.residual_variance_upper_ <= 1.0
     np.testing.assert_allclose(y_std, expected)
     # the noise sd of U(-0.5, 0.5) is 0.2887; estimated from the released y'y at eps=10, n=1e4
     assert np.all(y_std > 0.2) and np.all(y_std < 0.4)

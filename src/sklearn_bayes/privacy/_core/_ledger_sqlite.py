@@ -15,7 +15,9 @@ threads and processes (joblib workers, separate Python sessions).  Design:
   on disk.
 * **The budget lives in the file**, written once when the file is created: a process
   that opens the file with another budget is refused (a budget cannot be raised by
-  reopening), one that gives ``budget=None`` adopts it.
+  reopening), one that gives ``budget=None`` adopts it.  A ``budget=None`` that finds no
+  ledger at ``path`` creates one without a budget and warns (``UserWarning``): if the file
+  had been deleted, its spend is lost, and the new file cannot know it (review HQX F6).
 * **The file is known by a random id** (``ledger_id``, 128 bits, in the ``meta`` table),
   drawn when the file is created (added, once, to a file of an older version when it is
   first opened).  Every transaction checks it, and that the file holds at least as many
@@ -33,6 +35,7 @@ import pathlib
 import sqlite3
 import time
 import uuid
+import warnings
 
 from sklearn_bayes.privacy._core._decimal import decimal_sum
 
@@ -174,6 +177,16 @@ class SQLiteStore:
                 con.execute(stmt)
             meta = dict(con.execute("SELECT key, value FROM meta"))
             if not meta:
+                if budget is None:
+                    # review HQX F6: a deleted file reopened with budget=None (to adopt its budget) would
+                    # silently become a new ledger without a budget, its spend forgotten
+                    warnings.warn(
+                        f"path={self.path!r} held no ledger: a new ledger file WITHOUT a budget was created. If "
+                        "this ledger's file was deleted or moved, its recorded spend is lost; pass budget=(epsilon, "
+                        "delta) to create a ledger with a budget.",
+                        UserWarning,
+                        stacklevel=5,
+                    )
                 eps, delta = budget if budget is not None else (None, None)
                 ledger_id = uuid.uuid4().hex
                 con.executemany(

@@ -21,6 +21,7 @@ import math
 import numbers
 import threading
 import uuid
+import warnings
 import weakref
 
 import numpy as np
@@ -126,6 +127,20 @@ def _check_draw_budget(epsilon, delta, eps0_share, delta_share, what):
         f"delta of the exact accounting falls below {_MIN_DELTA0:g}; use delta >= {4 * _MIN_DELTA0 / delta_share:g}."
     )
 
+
+
+def _warn_large_delta(delta, n_samples, what):
+    """Warn when ``delta >= 1/n`` (review HQX F6): a mechanism may then publish a record outright
+    with probability δ and still be (ε, δ)-DP, so the guarantee protects little.  ``n`` is public for
+    replace-one neighbours; a warning, not a refusal (the user's (ε, δ) is certified either way)."""
+    delta = float(delta)
+    if n_samples > 0 and delta >= 1.0 / n_samples:
+        warnings.warn(
+            f"delta={delta!r} is at least 1/n = 1/{n_samples} for {what}: an (epsilon, delta)-DP mechanism may then "
+            "publish some records outright; choose delta much smaller than 1/n (1e-6 is the default).",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -281,7 +296,7 @@ class _PrivateLinearBase(BaseEstimator):
             )
         return coef, intercept
 
-    def _check_budget(self, events):
+    def _check_budget(self, events, n_samples=None):
         """Reserve this fit's releases in the shared ``ledger`` before any noise is drawn.
 
         ``events`` is the list of ``(mechanism, epsilon, delta)`` that this fit will
@@ -300,6 +315,8 @@ class _PrivateLinearBase(BaseEstimator):
         :meth:`_record` settles it; a fit that fails after the reservation leaves the
         reserved releases recorded (conservative: noise may have been drawn).
         """
+        if n_samples is not None:
+            _warn_large_delta(self.delta, n_samples, type(self).__name__)
         checked = []
         for mechanism, epsilon, delta in events:
             epsilon, delta = float(epsilon), float(delta)

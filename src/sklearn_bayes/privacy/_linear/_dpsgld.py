@@ -546,10 +546,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         if ops:
             B, rho = self._ops_tempering(eps_ops)
             eps_start = ops_epsilon(B, rho)
-            self._check_budget([("ops_start", eps_start, 0.0), ("dp_sgld", eps_dp, delta)])
+            self._check_budget([("ops_start", eps_start, 0.0), ("dp_sgld", eps_dp, delta)], n_samples=n)
         else:
             rho, eps_start = 0.0, 0.0
-            self._check_budget([("dp_sgld", eps_dp, delta)])
+            self._check_budget([("dp_sgld", eps_dp, delta)], n_samples=n)
         rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         theta0 = self._start_draw(Xs, y01, eps_ops, rng)
         prior_prec = 1.0 / float(self.prior_scale) ** 2

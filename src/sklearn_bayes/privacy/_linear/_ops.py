@@ -289,7 +289,7 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
                 )
         # the release is checked against the shared ledger's budget and reserved there before
         # the noise is drawn: a refusal leaves the estimator (and its generator) unchanged
-        self._check_budget([("posterior_sample", eps, delta)])
+        self._check_budget([("posterior_sample", eps, delta)], n_samples=n)
         rng = check_privacy_random_state(self.random_state, owner=type(self).__name__, instance=self)
         theta = self._draw(Xs, ys, lam, gamma, rng)
         ledger_ = PrivacyLedger()
