@@ -69,11 +69,11 @@ cell (``'eb'`` kept) and on the three cells with ``R > 2``.
 
 Round S (issue 28 goal 3; the same output up to rounding, ``_empirical_bayes.UNIQUE_ROWS``, False restores round P1's
 code path): every likelihood row, EM, ``rho`` search and tilt once per distinct support count, weighted by how many
-categories share it (8-60 distinct counts among 64-1000 categories at ``eps = 8, n <= 5000``).  Fit plus ``theta_``
-0.057-0.63 of round P1's at ``eps = 8, n = 1000``.  An option, not adopted (``STACK_ROUTE = 'select'``): near the
-identity, round P1's choice of ``'eb'`` or ``'dir'`` on two cheap folds without the stack (:func:`_select_estimate`);
-within one paired SE of the default on its 13 dev cells but 11.5 times IBU at ``K = 64, eps = 8, n = 1000``, its own
-rule's cost bar.
+categories share it (8-60 distinct counts among 64-1000 categories at ``eps = 8, n <= 5000``), the EM without the atoms
+every distinct row puts below ``EM_ATOM_FLOOR``.  Fit plus ``theta_`` 0.048-0.49 of round P1's at ``eps = 8,
+n = 1000``.  An option, not adopted (``STACK_ROUTE = 'select'``): near the identity, round P1's choice of ``'eb'`` or
+``'dir'`` on two cheap folds without the stack (:func:`_select_estimate`); within one paired SE of the default on its
+13 dev cells but 11.5 times IBU at ``K = 64, eps = 8, n = 1000`` when its rule was checked, above the rule's cost bar.
 """
 
 import functools
