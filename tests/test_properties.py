@@ -52,7 +52,7 @@ BATCH_PARAMS = {
     "MixtureMEstimatorRegressor": {"n_subsets": 20, "random_state": 0},
     "OnePosteriorSampleRidge": {"x_bound": 5.0, "y_bound": 300.0, "random_state": 0},
     "AdaOPSRegressor": {"x_bound": 5.0, "y_bound": 300.0, "random_state": 0},
-    "DPSGLDLogisticRegression": {"x_bound": 5.0, "n_iter": 20, "n_draws": 5, "n_mcmc": 20, "batch_size": 16, "random_state": 0},
+    "DPSGLDLogisticRegression": {"x_bound": 5.0, "n_iter": 20, "n_draws": 5, "batch_size": 16, "random_state": 0},
 }
 
 
@@ -118,8 +118,12 @@ def _takes_sample_weight(est):
     return "sample_weight" in inspect.signature(est.fit).parameters
 
 
-def _bad_fit_inputs(X, y, rng, target, weights):
-    """(label, X, y, sample_weight, exception types, argument named: a name or "a|b" for either)"""
+def _bad_fit_inputs(X, y, rng, target, weights, public_labels=False):
+    """(label, X, y, sample_weight, exception types, argument named: a name or "a|b" for either)
+
+    ``public_labels``: the classifier's label set is public (``classes``, default {0, 1}; review HQX F2), so a
+    one-label ``y`` fits by design and labels outside the public set are what it must refuse.
+    """
     n, p = X.shape
     Xnan = X.copy()
     Xnan[rng.integers(n), rng.integers(p)] = np.nan
@@ -137,7 +141,10 @@ def _bad_fit_inputs(X, y, rng, target, weights):
         ynan[rng.integers(n)] = np.nan
         cases.append(("NaN in y", X, ynan, None, (ValueError,), "y"))
         cases.append(("y of the wrong length", X, y[:-1], None, (ValueError,), "y"))
-        if target == "binary":
+        if target == "binary" and public_labels:
+            cases.append(("labels outside the public set", X, np.where(y == y.max(), 2, 1), None, (ValueError,),
+                          "classes"))
+        elif target == "binary":
             cases.append(("a single class in y", X, np.zeros(n, dtype=int), None, (ValueError,), "y|class|classes"))
         if target != "binary":  # labels may be strings for classifiers
             cases.append(("string y", X, np.array([f"v{v}" for v in range(n)], dtype=object), None,
@@ -184,7 +191,8 @@ def test_batch_bad_inputs_are_refused_and_change_nothing(name, data, seed):
         _fit(est, X, None if target is None else y)
         out = _output(est, X)
         problems = []
-        for label, Xb, yb, wb, types, arg in _bad_fit_inputs(X, y, rng, target, _takes_sample_weight(est)):
+        for label, Xb, yb, wb, types, arg in _bad_fit_inputs(X, y, rng, target, _takes_sample_weight(est),
+                                                              public_labels=name == "DPSGLDLogisticRegression"):
             try:
                 pattern = "|".join(_names(a) for a in arg.split("|"))  # "y|classes": either word
                 _expect_rejection(lambda: _fit(est, Xb, None if target is None else yb, wb), types, pattern, est,

@@ -370,9 +370,10 @@ class PrivacyLedger:
     path : str, os.PathLike or None, default=None
         An SQLite file that holds the ledger, so that several processes (joblib workers
         of ``GridSearchCV``/``cross_val_score`` with ``n_jobs > 1``, separate Python
-        sessions over weeks) record into and read one budget.  Created if absent; an
-        existing file keeps its budget (``budget=None`` adopts it, another budget is
-        refused).  The file holds a random id, drawn when it is created: every access
+        sessions over weeks) record into and read one budget.  Created if absent (with
+        ``budget=None`` a new file has no limit, and a ``UserWarning`` says so: a deleted or
+        mistyped path must not silently start an unlimited ledger); an existing file keeps
+        its budget (``budget=None`` adopts it, another budget is refused).  The file holds a random id, drawn when it is created: every access
         checks it and that the file holds at least the records this process saw, so a
         file replaced by another ledger (even with the same budget) or by an older copy
         is refused with a ``ValueError`` naming ``path``.  ``None``: the ledger lives in
