@@ -2279,9 +2279,10 @@ def lmrob_recorded_flags(item, X, y, record=None):
 
 @contextlib.contextmanager
 def lmrob_rule_everywhere():
-    """Round L's measured candidate (not the default): the flags' finite-sample S fit and MM step
-    (``_flags.mm_for_flags_small_sample``) at every n, flagged at ``_flags.flags_mm_fit``'s S scale alone (lmrob's
-    rule: no corrected-MAD floor).  Touches the flags only; restores both module attributes on exit."""
+    """Round L's candidate, the default since round L2 (``_flags.FLAG_RULE = "lmrob"``): the flags' finite-sample S
+    fit and MM step (``_flags.mm_for_flags_small_sample``) at every n, flagged at ``_flags.flags_mm_fit``'s S scale
+    alone (lmrob's rule: no corrected-MAD floor), under either ``FLAG_RULE``.  Touches the flags only; restores both
+    module attributes on exit."""
     import sklearn_bayes.linear_model._mixture._flags as fl
 
     gate, small = fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample
@@ -2291,6 +2292,19 @@ def lmrob_rule_everywhere():
         yield
     finally:
         fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample = gate, small
+
+
+@contextlib.contextmanager
+def flag_rule(rule):
+    """``_flags.FLAG_RULE = rule`` for the block (``"round14"``: the flags before round L2), restored on exit."""
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    before = fl.FLAG_RULE
+    try:
+        fl.FLAG_RULE = rule
+        yield
+    finally:
+        fl.FLAG_RULE = before
 
 
 def flags(sets, rules=False):
@@ -2311,7 +2325,8 @@ def flags(sets, rules=False):
     print(f"{'set':<16}{'n':>4}{'p':>3}  {'lmrob':<30}{'MM (statsmodels)':<30}{'default':<30}{'def/lmrob':<10}"
           f"{'sm/lmrob':<10}{'def/sm':<10}rows any flags: name |r|/s(statsmodels' MM)")  # fmt: skip
     counts = {k: [0, 0] for k in ("default vs lmrob", "statsmodels vs lmrob", "default vs statsmodels")}
-    rule_counts = {rule: [0, 0] for rule in CLEAN_FLAG_RULES + ("lmrob's rule, every n",)}
+    extra = ("lmrob's rule, every n", "round 14 (default before L2)")
+    rule_counts = {rule: [0, 0] for rule in CLEAN_FLAG_RULES + extra}
     for item in sets:
         X, y = load_real(item)
         pkg, name = next((s[0], s[1]) for s in REAL_SETS + REAL_HELD_OUT19 + REAL_FRESH_L2 if s[1] == item)
@@ -2367,7 +2382,11 @@ def flags(sets, rules=False):
                 warnings.simplefilter("ignore")
                 cap["c"]["lmrob's rule, every n"] = (MixtureMEstimatorRegressor(random_state=0).fit(X, y)
                                                      .flag_outliers(X, y),)  # fmt: skip
-            for rule in CLEAN_FLAG_RULES + ("lmrob's rule, every n",):
+            with flag_rule("round14"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cap["c"]["round 14 (default before L2)"] = (MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+                                                            .flag_outliers(X, y),)  # fmt: skip
+            for rule in CLEAN_FLAG_RULES + extra:
                 fl = set(np.flatnonzero(cap["c"][rule][0]))
                 a_lm, a_sm = _agreement(fl, lm), _agreement(fl, mm)
                 if a_lm != "--":
@@ -2567,11 +2586,14 @@ def s_scale(n_splits, sets, reps, cells=None):
 #: sample sizes of :func:`clean_flags`
 CLEAN_FLAG_SIZES = (8, 12, 16, 24, 48, 100)
 #: the flagging scales of :func:`clean_flags` (decided before any classical set was flagged with them)
-CLEAN_FLAG_RULES = ("round 13", "lmrob", "LMS factor", "lmrob MM", "lmrob S+MM", "S+MM, MAD", "S+MM, r13 scale")
-#: the rule of :data:`CLEAN_FLAG_RULES` that the default's flags are at most
+CLEAN_FLAG_RULES = ("round 13", "lmrob", "LMS factor", "lmrob MM", "lmrob S+MM", "S+MM, MAD", "S+MM, r13 scale",
+                    "S+MM, S scale")
+#: the rule of :data:`CLEAN_FLAG_RULES` that ``_flags.FLAG_RULE = "round14"``'s flags are at most
 #: ``_flags.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` rows per coefficient (``round 13`` above; ``check`` column of
 #: :func:`clean_flags`)
 CLEAN_FLAG_ADOPTED = "lmrob S+MM"
+#: the rule of :data:`CLEAN_FLAG_RULES` that the default's flags (``_flags.FLAG_RULE = "lmrob"``, round L2) are
+CLEAN_FLAG_ADOPTED_L2 = "S+MM, S scale"
 
 
 def _clean_flag_candidates(Xa, y, sw, theta0, floor, theta_mm):
@@ -2584,7 +2606,8 @@ def _clean_flag_candidates(Xa, y, sw, theta0, floor, theta_mm):
     flagged at the larger of that scale and the corrected MAD of its residuals; ``lmrob S+MM``: the same after
     I-steps at robustbase's share from the start (``_flags.flags_mm_fit``); ``S+MM, MAD``: that MM fit flagged at
     the corrected MAD of its residuals alone; ``S+MM, r13 scale``: flagged at round 13's scale (the larger of the
-    start's M-scale and the corrected MAD) of that MM fit's residuals."""
+    start's M-scale and the corrected MAD) of that MM fit's residuals; ``S+MM, S scale``: flagged at its S scale
+    alone (lmrob's rule, the default since round L2)."""
     import sklearn_bayes.linear_model._mixture._selection as sel
     from sklearn_bayes.linear_model._mixture._flags import flags_mm_fit
     from sklearn_bayes.linear_model._mixture._lts_start import weighted_median, wls
@@ -2610,6 +2633,7 @@ def _clean_flag_candidates(Xa, y, sw, theta0, floor, theta_mm):
         "lmrob S+MM": (r_SL, max(s_SL, cmad_SL, floor)),
         "S+MM, MAD": (r_SL, max(cmad_SL, floor)),
         "S+MM, r13 scale": (r_SL, max(s_S, cmad_SL, floor)),
+        "S+MM, S scale": (r_SL, s_SL),
     }
     return {k: (np.abs(r) > 2.5 * sc, sc) for k, (r, sc) in scales.items()}
 
@@ -2776,6 +2800,7 @@ def clean_flags(reps, cells):
     from statsmodels.robust.resistant_linear_model import RLMDetSMM
 
     import sklearn_bayes.linear_model._mixture._estimator as est
+    import sklearn_bayes.linear_model._mixture._flags as fl
     from sklearn_bayes.linear_model._mixture._flags import finite_sample_flags
 
     t0 = time.perf_counter()
@@ -2821,7 +2846,8 @@ def clean_flags(reps, cells):
                     except Exception:  # noqa: BLE001 - statsmodels' MM raises on some small draws
                         fail += 1
                 cand = cap["c"]
-                adopted = CLEAN_FLAG_ADOPTED if finite_sample_flags(np.ones(n), p) else "round 13"
+                adopted = (CLEAN_FLAG_ADOPTED_L2 if fl.FLAG_RULE == "lmrob" else CLEAN_FLAG_ADOPTED
+                           if finite_sample_flags(np.ones(n), p) else "round 13")  # fmt: skip
                 check += int(np.array_equal(cand[adopted][0], m.outlier_mask_))
                 unit = m.residual_scale_ / cand[adopted][1]  # standardised -> the data's units
                 sc_def.append(cand["round 13"][1] * unit)

@@ -194,8 +194,18 @@ def test_recovers_coefficients_and_mixture_weights_of_a_known_mixture():
 def test_stackloss_flags_the_classical_outliers():
     X, y = load_stackloss(return_X_y=True)
     reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-    # observations 1, 3, 4 and 21 (Daniel & Wood; Rousseeuw & Leroy; robustbase lmrob)
-    assert set(np.flatnonzero(reg.flag_outliers(X, y)) + 1) == {1, 3, 4, 21}
+    # observations 4 and 21: robustbase lmrob's flags (benchmarks/data/lmrob_flags.json; round L2's rule); 1 and 3,
+    # which Rousseeuw & Leroy's LTS and statsmodels' MM also flag, sit at 1.47 and 1.98 of lmrob's scale
+    assert set(np.flatnonzero(reg.flag_outliers(X, y)) + 1) == {4, 21}
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    try:  # the rule before (kept as an option) flags all four
+        fl.FLAG_RULE = "round14"
+        old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    finally:
+        fl.FLAG_RULE = "lmrob"
+    assert set(np.flatnonzero(old.flag_outliers(X, y)) + 1) == {1, 3, 4, 21}
+    np.testing.assert_array_equal(old.coef_, reg.coef_)
     # least squares does not separate them
     ols = LinearRegression().fit(X, y)
     r = y - ols.predict(X)

