@@ -45,7 +45,8 @@ def _fit(name, eps, delta, ledger=None, seed=1, **kw):
 def test_registry_matches_the_parameter_constraint():
     """Every name the estimator accepts has exactly one calibration, looked up by that name."""
     (options,) = AdaOPSRegressor._parameter_constraints["calibration"]
-    assert set(CALIBRATIONS) == set(options.options) == {"ssp_posterior", "released_norm", "thesis"}
+    # "ssp_cp" (round SR): the default's release with a C_p prior scale
+    assert set(CALIBRATIONS) == set(options.options) == {"ssp_posterior", "ssp_cp", "released_norm", "thesis"}
     for name, cal in CALIBRATIONS.items():
         assert isinstance(cal, Calibration) and cal.name == name and get_calibration(name) is cal
     assert set(SSPPosteriorCalibration.attributes) <= set(FITTED_ATTRIBUTES)

@@ -100,9 +100,14 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     fit_intercept : bool, default=True
         Append the constant column (design row ``[x/x_bound, 1]/√2`` for the draws,
         ``[√0.9 x/x_bound, √0.1]`` for ``"ssp_posterior"``).
-    calibration : {"ssp_posterior", "released_norm", "thesis"}, default="ssp_posterior"
+    calibration : {"ssp_posterior", "ssp_cp", "released_norm", "thesis"}, default="ssp_posterior"
         The mechanism.  ``"ssp_posterior"``: Gaussian release of ``(XᵀX, Xᵀy, yᵀy)`` and the
-        noise-aware posterior mean (no posterior draw; ``kappa`` is ignored).  The two others
+        noise-aware posterior mean (no posterior draw; ``kappa`` is ignored).  ``"ssp_cp"``: the
+        same release (same noise, same ledger record), with the prior scale chosen by Mallows'
+        C_p on the release instead of empirical Bayes where that beats ``θ = 0`` by one noise sd
+        (:func:`~sklearn_bayes.privacy._linear._ssp_posterior.cp_point`); better where the
+        default collapses onto the prior (held-out, ε = 1, n ~ 400: 0.62-0.69x its test MSE),
+        worse by up to 16 % at ε = 10 (user guide, "Small data at ε ≈ 1").  The two others
         release one ridge-posterior draw (OPS) and differ in how the residual bound of the γ
         calibration is obtained: from a private release of ``||θ̂||`` (``"released_norm"``,
         Wang 2018's AdaOPS; budget :func:`adaops_norm_budget`) or from the public worst case
@@ -122,7 +127,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     noise_scale_gram_, noise_scale_xty_, noise_scale_yty_ : float or None
         σ_A, σ_b, σ_q of the three Gaussian releases (``"ssp_posterior"``; ``None`` otherwise).
     prior_variance_ : float or None
-        The empirical-Bayes prior variance τ² (scaled units; ``"ssp_posterior"``).
+        The empirical-Bayes prior variance τ² (scaled units; ``"ssp_posterior"``), or with
+        ``"ssp_cp"`` the C_p one where it was used.
     residual_variance_ : float or None
         The residual variance of the noise model estimated from the releases (scaled units;
         ``"ssp_posterior"``): ``clip((q̃ - 2b̃ᵀm + mᵀÃm)/n, 0, 1)`` at the posterior mean ``m``.
@@ -331,7 +337,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         **_PrivateLinearBase._common_constraints,
         "kappa": [None, RealInterval(1, None, closed="left")],
         "y_bound": [None, RealInterval(0, None, closed="neither")],
-        "calibration": [StrOptions({"ssp_posterior", "released_norm", "thesis"})],
+        "calibration": [StrOptions({"ssp_posterior", "ssp_cp", "released_norm", "thesis"})],
     }
 
     def __init__(

@@ -50,6 +50,7 @@ __all__ = [
     "LedgerEntry",
     "Release",
     "ReleasedNormCalibration",
+    "SSPCpCalibration",
     "SSPPosteriorCalibration",
     "ThesisCalibration",
     "get_calibration",
@@ -187,6 +188,8 @@ class SSPPosteriorCalibration(Calibration):
 
     name = "ssp_posterior"
     x_share = _SSP_X_SHARE
+    #: the point estimate (``noise_aware_posterior``'s ``point``)
+    point = "posterior_mean"
     attributes = ("noise_scale_gram_", "noise_scale_xty_", "noise_scale_yty_", "prior_variance_",
                   "residual_variance_", "residual_variance_upper_", "gram_signal_to_noise_")
 
@@ -217,7 +220,7 @@ class SSPPosteriorCalibration(Calibration):
         # a slope per unit of x_bound, in units of y, as an isotropic prior on [x/x_bound, 1]/√2
         ratio = _SSP_X_SHARE / (1.0 - _SSP_X_SHARE) if fit_intercept else None
         mean, cov, tau2, s2 = noise_aware_posterior(A, xty, q, n, b["sigma_gram"], b["sigma_xty"], intercept_ratio=ratio,
-                                                  integrate_prior_scale=True)
+                                                  integrate_prior_scale=True, point=self.point)
         # review HQX F4: the plug-in s2 = clip(num/n) ignores the noise of its numerator
         # num = q - 2 b'm + m'Am (sd sqrt(σ_q² + 4σ_b²|m|² + 2σ_A²|m|⁴) for the release's noise at the
         # released m); predictions use num + 1 sd (measured: coverage 0.80-0.91 -> 0.94-0.97)
@@ -236,6 +239,20 @@ class SSPPosteriorCalibration(Calibration):
             "gram_signal_to_noise_": float(linalg.eigvalsh(A)[0]) / (2.0 * b["sigma_gram"] * math.sqrt(A.shape[0])),
         }
         return self._release(mean, attributes, epsilon, delta, b, covariance=cov)
+
+
+class SSPCpCalibration(SSPPosteriorCalibration):
+    """``"ssp_cp"``: the release of ``"ssp_posterior"``, with the prior scale chosen by Mallows' C_p.
+
+    The same mechanism, budget and ledger record as ``"ssp_posterior"`` (the same noise for the
+    same generator); only the post-processing differs: the point estimate is the posterior mean
+    on the positive part of ``Ã`` at the prior scale τ² that minimises Mallows' C_p on the
+    release, kept where it beats ``θ = 0`` by one noise sd and otherwise the empirical-Bayes
+    posterior mean (:func:`~sklearn_bayes.privacy._linear._ssp_posterior.cp_point`; review HSR).
+    """
+
+    name = "ssp_cp"
+    point = "cp"
 
 
 class ReleasedNormCalibration(Calibration):
@@ -416,7 +433,8 @@ class ThesisCalibration(Calibration):
 
 
 #: the calibrations by name (the values of ``AdaOPSRegressor(calibration=...)``)
-CALIBRATIONS = {cal.name: cal for cal in (SSPPosteriorCalibration(), ReleasedNormCalibration(), ThesisCalibration())}
+CALIBRATIONS = {cal.name: cal for cal in (SSPPosteriorCalibration(), SSPCpCalibration(), ReleasedNormCalibration(),
+                                          ThesisCalibration())}
 
 
 def get_calibration(name):

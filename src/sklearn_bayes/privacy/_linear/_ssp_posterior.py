@@ -82,6 +82,8 @@ __all__ = [
     "check_grid_range",
     "discrete_release_delta_bound",
     "gaussian_delta",
+    "cp_point",
+    "cp_risk",
     "noise_aware_posterior",
     "release_sufficient_statistics",
     "scalar_grid_budget",
@@ -100,6 +102,8 @@ _TAU2_GRID = np.geomspace(1e-4, 1e4, 161)
 _N_PASSES = 5
 #: the prior scales τ² whose log marginal likelihood is within this of the maximum (χ²₁ 95 % / 2)
 _PLAUSIBLE_DROP = 1.92
+#: ``point="cp"``: Mallows' C_p must beat θ = 0 by this many of its noise sds (review HSR; 1 chosen on dev)
+_CP_MARGIN_SD = 1.0
 #: share of ε (and of μ) given up to the grid of the discrete Gaussian release
 _GRID_KAPPA = 1e-3
 #: smallest discrete Gaussian parameter (grid units): the coupling's failure e^{-2π²s²} is nil
@@ -351,7 +355,8 @@ def release_sufficient_statistics(Xs, ys, budget, rng):
     return A, b, q
 
 
-def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=None, integrate_prior_scale=False):
+def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=None, integrate_prior_scale=False,
+                          point="posterior_mean"):
     """Gaussian posterior of θ given the noisy statistics (post-processing of the release).
 
     Model (scaled units): ``y = Xθ + ε``, ``ε ~ N(0, s²)``, so ``Xᵀy ~ N(Gθ, s² G)`` given
@@ -372,6 +377,11 @@ def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=Non
     ``mean`` of the posteriors at every τ² of the grid whose log marginal likelihood is within
     1.92 (χ²₁ 95 %/2) of the maximum, equally weighted (:func:`_prior_scale_mixture_cov`):
     the plug-in one where τ² is pinned down, wider where the release cannot exclude larger τ².
+
+    With ``point="cp"`` the point estimate is :func:`cp_point` (the prior scale chosen by Mallows'
+    C_p on the release, on the positive part of ``Ã``) where it beats ``θ = 0`` by one noise sd,
+    else the posterior mean above; ``cov`` is then taken about that point (the spread of the
+    plausible posteriors about it, which includes the distance from the posterior mean).
 
     Returns
     -------
@@ -409,9 +419,82 @@ def noise_aware_posterior(A, b, q, n, sigma_gram, sigma_xty, intercept_ratio=Non
         theta_sq = float(m_eig @ m_eig) + float(np.sum(1.0 / pi)) - rho * float(ud @ ud) / g
         s2 = min(max((q - 2.0 * float(b @ mean) + float(mean @ A @ mean)) / n, 0.0), 1.0)
     cov = (V / pi) @ V.T - (rho / g) * np.outer(V @ ud, V @ ud)
+    center = mean
+    if point == "cp":
+        theta, tau2_cp = cp_point(A, b, s2, sigma_gram, sigma_xty, float(mean @ mean), intercept_ratio)
+        if theta is not None:
+            center, tau2 = theta, tau2_cp
+            cov = cov + np.outer(center - mean, center - mean)
+    elif point != "posterior_mean":
+        raise ValueError(f"point must be 'posterior_mean' or 'cp', got point={point!r}.")
     if integrate_prior_scale:
-        cov = _prior_scale_mixture_cov(mean, loglik, a2, a, beta, noise, k, u, V)
-    return mean, cov, tau2, s2
+        cov = _prior_scale_mixture_cov(center, loglik, a2, a, beta, noise, k, u, V)
+    return center, cov, tau2, s2
+
+
+def cp_risk(M, A, Ap, b, s2, sigma_gram, sigma_xty):
+    """``(θ̂, R, sd)`` of the linear rule ``θ̂ = Mb̃``: Mallows' C_p on the release and its noise sd (:func:`cp_point`).
+
+    ``R = θ̂ᵀÃθ̂ - 2θ̂ᵀb̃ + 2 (s² tr(MÃ₊) + v tr M)``, ``v = σ_b² + σ_A²||θ̂||²``, estimates the in-sample
+    risk ``(θ̂ - θ*)ᵀG(θ̂ - θ*)`` minus ``θ*ᵀGθ*`` (``Ã₊`` symmetric: ``tr(MÃ₊) = Σ M∘Ã₊``); ``sd = 2 (s² θ̂ᵀÃ₊θ̂ + v θ̂ᵀθ̂)^{1/2}``.
+    """
+    th = M @ b
+    v = sigma_xty**2 + sigma_gram**2 * float(th @ th)
+    r = float(th @ A @ th) - 2.0 * float(th @ b) + 2.0 * (s2 * float(np.sum(M * Ap)) + v * float(np.trace(M)))
+    sd = 2.0 * math.sqrt(max(s2 * float(th @ Ap @ th) + v * float(th @ th), 0.0))
+    return th, r, sd
+
+
+def cp_point(A, b, s2, sigma_gram, sigma_xty, theta_sq, intercept_ratio=None, margin=_CP_MARGIN_SD):
+    """Posterior mean on the positive part of ``Ã`` at the prior scale that minimises Mallows' C_p on the release.
+
+    Post-processing of ``(Ã, b̃)`` and of ``s² , E||θ||²`` (themselves post-processing).  The
+    family: ``Ã₊ = V max(a, 0) Vᵀ`` (the negative eigenvalues of ``Ã`` are privacy noise: ``XᵀX``
+    is positive semi-definite), noise ``S = (σ_b² + σ_A² E||θ||²) I + s² Ã₊`` and prior
+    ``N(0, τ² diag(1, …, 1, k))``: ``θ_τ = M_τ b̃``, ``M_τ = (Ã₊S⁻¹Ã₊ + P_τ⁻¹)⁻¹Ã₊S⁻¹``, for the 81
+    τ² of every other point of the empirical-Bayes grid (``10⁻⁴ … 10⁴``).
+
+    Notes
+    -----
+    Write ``b̃ = Gθ* + ξ`` with ``G = XᵀX`` and ``ξ`` of covariance ``Σ = s²G + vI``,
+    ``v = σ_b² + σ_A²||θ||²`` (first order in the Gram's noise ``E``, whose mean is 0).  For a
+    linear rule ``θ̂ = Mb̃`` the in-sample prediction risk ``(θ̂ - θ*)ᵀG(θ̂ - θ*)`` equals, up to a
+    constant not depending on ``M``, ``θ̂ᵀGθ̂ - 2θ̂ᵀb̃ + 2θ̂ᵀξ``, and ``E[θ̂ᵀξ] = tr(MΣ)``.  Hence
+    Mallows' C_p on the release
+
+    ``R(M) = θ̂ᵀÃθ̂ - 2θ̂ᵀb̃ + 2 (s² tr(MÃ₊) + v tr M)``
+
+    is an estimate of that risk relative to ``θ̂ = 0`` (for which ``R = 0``).  The τ² of least
+    ``R`` is kept only if ``R + margin · 2 (s² θ̂ᵀÃ₊θ̂ + v θ̂ᵀθ̂)^{1/2} < 0``: the gain over
+    ``θ = 0`` exceeds ``margin`` standard deviations of the linear noise term ``-2θ̂ᵀξ``;
+    otherwise ``None`` is returned and the caller keeps the empirical-Bayes posterior mean
+    (review HSR: that mean collapses onto the prior at ε ~ 1 and n ~ 500, where the
+    empirical-Bayes likelihood reads the noise of ``Ã``'s small eigenvalues as signal).
+
+    Returns
+    -------
+    theta : ndarray of shape (p,) or None
+    tau2 : float or None
+    """
+    p = len(b)
+    a, V = linalg.eigh(A)
+    Ap = (V * np.maximum(a, 0.0)) @ V.T
+    prior = np.ones(p)
+    if intercept_ratio is not None:
+        prior[-1] = float(intercept_ratio)
+    v0 = sigma_xty**2 + sigma_gram**2 * float(theta_sq)
+    S = v0 * np.eye(p) + s2 * Ap
+    AS = linalg.solve(S, Ap, assume_a="pos").T  # Ã₊S⁻¹ (both symmetric, they commute up to rounding)
+    K = AS @ Ap
+    best_r, best = 0.0, (None, None)
+    for t2 in _TAU2_GRID[::2]:
+        M = linalg.solve(K + np.diag(1.0 / (t2 * prior)), AS)
+        th, r, sd = cp_risk(M, A, Ap, b, s2, sigma_gram, sigma_xty)
+        if r < best_r:
+            best_r, best, best_sd = r, (th, float(t2)), sd
+    if best[0] is None or best_r + margin * best_sd >= 0.0:
+        return None, None
+    return best
 
 
 def _prior_scale_mixture_cov(mean, loglik, a2, a, beta, noise, k, u, V):
