@@ -140,14 +140,17 @@ def peer_tables(reps):
             ex = {m: np.array([r[m] - r["OLS"] for r in runs]) for m in D.PEER_METHODS}
             r, se = _ratio_se(ex["SSP-post"], ex["AdaSSP(composed)"])
             wins = np.mean(ex["SSP-post"] < ex["AdaSSP(composed)"])
+            # total test MSE, ssp_cp over the default (paired: the same release); review HSR's guard
+            mse = {m: np.array([x[m] for x in runs]) for m in ("SSP-post", "SSP-Cp")}
+            rc, sec = _ratio_se(mse["SSP-Cp"], mse["SSP-post"])
             rows.append([name, role, f"{int(round(0.75 * len(y))):,}", eps, _g(np.mean([x["OLS"] for x in runs])),
                          _g(ex["SSP-post"].mean()), _g(ex["AdaSSP(composed)"].mean()), _g(ex["AdaSSP"].mean()),
-                         f"{r:.3f}+-{se:.3f}", f"{wins:.2f}"])
+                         f"{r:.3f}+-{se:.3f}", f"{wins:.2f}", f"{rc:.4f}+-{sec:.4f}"])
         print(f"... {name} done", flush=True)
     _table(f"Peers on real data: mean excess test MSE over OLS ({reps} splits/releases, delta={DELTA:g}; "
            "dev = used to develop, held-out = reported only, stress = raw uncentred features, wide bounds)",
            ["data", "role", "n train", "eps", "OLS MSE", "SSP-post", "AdaSSP(composed)", "AdaSSP(eps/3)",
-            "SSP-post/AdaSSP(composed) +- se", "P(SSP-post<composed)"], rows)
+            "SSP-post/AdaSSP(composed) +- se", "P(SSP-post<composed)", "MSE ssp_cp/SSP-post +- se"], rows)
 
 
 def noise_cost_table(repeats=7):

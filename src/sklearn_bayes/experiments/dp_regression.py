@@ -423,12 +423,15 @@ def budgetfood_raw():
 STRESS_REGRESSION_SETS = {"CPS1988 raw": cps1988_raw, "BudgetFood raw": budgetfood_raw}
 
 #: the methods of :func:`peer_run`
-PEER_METHODS = ("SSP-post", "AdaSSP(composed)", "AdaSSP")
+PEER_METHODS = ("SSP-post", "SSP-Cp", "AdaSSP(composed)", "AdaSSP")
 
 
 def peer_run(X, y, bounds, eps, delta, seed):
     """One replicate of the peer comparison: test MSE of OLS, the default ``AdaOPSRegressor()``
-    ("SSP-post"), AdaSSP with exactly composed releases and AdaSSP split ε/3, on one 75/25 split."""
+    ("SSP-post"), ``calibration="ssp_cp"`` on the same release ("SSP-Cp": the same generator state,
+    hence the same noise), AdaSSP with exactly composed releases and AdaSSP split ε/3, on one 75/25 split."""
+    import copy
+
     from sklearn_bayes.privacy import AdaOPSRegressor
 
     tr, te = split(X.shape[0], seed)
@@ -439,8 +442,11 @@ def peer_run(X, y, bounds, eps, delta, seed):
     preds = {"OLS": yb * (Zt @ ols(Z, t)),
              "AdaSSP(composed)": yb * (Zt @ adassp_composed(Z, t, eps, delta, rng)),
              "AdaSSP": yb * (Zt @ adassp(Z, t, eps, delta, rng))}
+    rng_cp = copy.deepcopy(rng)  # the same noise for the two post-processings of one release
     est = AdaOPSRegressor(epsilon=eps, delta=delta, x_bound=xb, y_bound=yb, random_state=rng)
     preds["SSP-post"] = est.fit(X[tr], y[tr]).predict(X[te])
+    est = AdaOPSRegressor(epsilon=eps, delta=delta, x_bound=xb, y_bound=yb, random_state=rng_cp, calibration="ssp_cp")
+    preds["SSP-Cp"] = est.fit(X[tr], y[tr]).predict(X[te])
     return {k: float(np.mean((v - y[te]) ** 2)) for k, v in preds.items()}
 
 
