@@ -67,12 +67,13 @@ numbers: every method sees the same data in every cell.
    path's tests of spread without the rows the MM fit rejects far out in ``x``, against round 11b's (``--cells``
    picks the cells, ``--extra-reps`` the draws); ``mixture (round 11b)`` is a column of ``--parts real`` and
    ``extra``.
-15. ``--parts flags`` (issue 30, rounds 13b and L; not in the default parts): :func:`flags`, the rows the default's
-   ``flag_outliers``, robustbase's ``lmrob`` (recorded in ``benchmarks/data/lmrob_flags.json`` by
-   ``benchmarks/lmrob_flags.R``; R is not needed) and statsmodels' MM mark on the full data of each set (``--sets``;
-   default all of :data:`REAL_SETS`, ``held19`` the fresh group), with the exact-agreement counts of each pair;
-   ``--flag-rules`` adds the rows each flagging rule of round 14 (:data:`CLEAN_FLAG_RULES`) marks and round L's
-   candidate (:func:`lmrob_rule_everywhere`).
+15. ``--parts flags`` (issue 30, rounds 13b, L and L2; not in the default parts): :func:`flags`, the rows the
+   default's ``flag_outliers`` (lmrob's rule since round L2), robustbase's ``lmrob`` (recorded in
+   ``benchmarks/data/lmrob_flags.json`` by ``benchmarks/lmrob_flags.R``; R is not needed) and statsmodels' MM mark on
+   the full data of each set (``--sets``; default all of :data:`REAL_SETS`, ``held19`` and ``fresh_l2`` the fresh
+   groups), with the exact-agreement counts of each pair; ``--flag-rules`` adds the rows each flagging rule of round
+   14 (:data:`CLEAN_FLAG_RULES`) marks, round L's candidate (:func:`lmrob_rule_everywhere`, the default since L2)
+   and the default before round L2 (:func:`flag_rule` ``"round14"``).
 16. ``--parts cleanflags`` (issue 30, round 14; not in the default parts): :func:`clean_flags`, the share of clean
    rows flagged at small n by the default, ``variant="paper"``, statsmodels' MM and the candidate rules
    (``--flag-cells``, ``--flag-reps``).
