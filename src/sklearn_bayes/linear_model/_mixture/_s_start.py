@@ -334,8 +334,9 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
 
 
 def mm_for_flags(Xa, y, sw, theta0, floor):
-    """The MM-estimate whose residuals the loss choice's guard reads, and ``flag_outliers`` above
-    ``_flags.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` rows per coefficient (robustbase's ``lmrob`` rule).
+    """The MM-estimate whose residuals the loss choice's guard reads (and, under ``_flags.FLAG_RULE = "round14"``
+    only, ``flag_outliers``'s fit above ``_flags.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` rows per coefficient; the
+    default flags, round L2, use ``_flags.flags_mm_fit`` at every n).
 
     Tukey (4.685) IRLS from the high-breakdown start ``theta0`` at the start's 50 %-breakdown
     M-scale ``s_S`` (:func:`m_scale`, the S-estimate's scale); the flagging scale is ``max(s_S,

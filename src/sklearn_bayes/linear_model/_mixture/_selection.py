@@ -514,8 +514,8 @@ CV_FOLDS = 10
 #: share of the rows (by weight) whose squared cross-validated errors :func:`cv_risk` averages: the smallest
 CV_KEEP = 0.8
 #: from this many (effective) rows per coefficient on (and below :data:`CV_ROWS_PER_COEF`), round 4's comparison has
-#: a third candidate: robustbase ``lmrob``'s finite-sample MM (:func:`._flags.flags_mm_fit`, the flags' fit of round
-#: 14), Tukey 4.685 at the finite-sample S scale; the smallest :func:`cv_risk` of the three wins (issue 30, round 17;
+#: a third candidate: robustbase ``lmrob``'s finite-sample MM (:func:`._flags.flags_mm_fit`, the flags' fit since
+#: round L2 at every n; round 14's below 4 rows per coefficient), Tukey 4.685 at the finite-sample S scale; the smallest :func:`cv_risk` of the three wins (issue 30, round 17;
 #: below 4 rows per coefficient that fit broke longley, toxicity, heart and rock in round 16).  The default since
 #: round 18 (dev: sets over the goal-1 limits 7 -> 3 of 62, geometric mean error ratio 0.991 +- 0.005; fresh held18:
 #: 1 -> 0 of 12, 0.977 +- 0.013).  None: the two candidates of round 4, as rounds 16 and 17 had it
