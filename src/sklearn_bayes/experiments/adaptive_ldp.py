@@ -709,9 +709,11 @@ def demo(output_dir, progress=None):
     X, labels, dataset = _real_categorical()
     K = len(labels)
     theta = np.bincount(X[:, 0], minlength=K) / X.shape[0]
-    epsilon, n_users, n_runs = 1.0, 8000, 10
+    epsilon, n_users, n_runs = 1.0, 8000, 40
     # one run is one draw of the users and of the noise: a single run's ranking is mostly
-    # noise (TVs move by +-30 %), so the table reports the median over n_runs runs
+    # noise (TVs move by +-30 %), so the table reports the median over n_runs runs and, for each
+    # method, the paired geometric-mean ratio of its TV to the default's over the same runs with its
+    # standard error (10 runs ranked the default behind GRR; 100 runs put it at 0.94 +- 0.04 of GRR+IBU)
     tvs, times, estimates, peers = {}, {}, {}, {}
     note = f"n={n_users}, K={K}, eps={epsilon}, median TV of {n_runs} runs"
     runs = progress.iter(range(n_runs), "ldp demo") if progress is not None else range(n_runs)
@@ -733,8 +735,16 @@ def demo(output_dir, progress=None):
                 times.setdefault(name, []).append(secs[name.split("+")[0]])
                 if run == 0:
                     peers[name] = th
+    base = np.log(np.asarray(tvs[f"AdaptiveLDP ({OURS[0][0]})"]))
+
+    def paired(v):  # geometric mean over runs of TV(method) / TV(default) and its SE (delta method)
+        d = np.log(np.asarray(v)) - base
+        r = float(np.exp(d.mean()))
+        return f"; TV/default {r:.3f} +- {r * d.std(ddof=1) / np.sqrt(d.size):.3f} (paired)"
+
     rows = [dict(task="LDP frequency estimation", dataset=dataset, method=m, metric="TV to truth",
-                 value=float(np.median(v)), fit_time_s=float(np.median(times[m])), note=note)
+                 value=float(np.median(v)), fit_time_s=float(np.median(times[m])),
+                 note=note + ("" if m == f"AdaptiveLDP ({OURS[0][0]})" else paired(v)))
             for m, v in tvs.items()]
     fig, ax = plt.subplots(figsize=(7, 4))
     xs = np.arange(K)
