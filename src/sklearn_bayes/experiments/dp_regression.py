@@ -471,7 +471,7 @@ def logistic_run(X, y, bounds, eps, delta, seed):
         times[name] = time.perf_counter() - t0
         acc[name] = float(np.mean(((Zt @ th) > 0) == (y[te] == 1)))
     t0 = time.perf_counter()
-    # the default start (a prior draw, no data read) and the public labels {0, 1}
+    # the default start (theta_0 = 0, no data read) and the public labels {0, 1}
     clf = DPSGLDLogisticRegression(epsilon=eps, delta=delta, x_bound=xb, classes=[0, 1], random_state=rng)
     clf.fit(X[tr], y[tr])
     times["DP-SGLD"] = time.perf_counter() - t0

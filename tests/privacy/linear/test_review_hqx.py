@@ -4,7 +4,7 @@ F1 (critical): the "OPS start" was the non-private MAP clipped to the ball, and 
 chain meant to move it never accepted a proposal, so ``ops_coef_`` (and ``coef_`` next to it)
 published a deterministic function of the data: an audit on replace-one neighbours certified
 ε >= 3.66 for a fit charged ε = 0.1 (Pima) and δ >= 0.86 at ε = 1 (breast_cancer).  Now the
-default start (``start="prior"``) reads no data and ``start="ops"`` is an exact rejection draw.
+default start (``start="prior"``, ``"zero"`` since round HSG) reads no data and ``start="ops"`` is an exact rejection draw.
 
 F2: ``classes=None`` read the label set from ``y``: a data set with one positive record fitted
 while its neighbour without it was refused.  Now ``classes=None`` means the public set {0, 1}.
@@ -73,7 +73,8 @@ def test_the_prior_start_is_the_prior_on_the_ball():
     X, y = _logistic(100, seed=3, d=2)
     N, R, s0 = 1500, 3.0, 2.0
     thetas = np.array([_fit(X, y, x_bound=1.0, fit_intercept=False, theta_bound=R, prior_scale=s0, n_iter=1,
-                            n_draws=1, random_state=np.random.default_rng(s)).ops_coef_ for s in range(N)])
+                            n_draws=1, start="prior", random_state=np.random.default_rng(s)).ops_coef_
+                       for s in range(N)])
     t = np.sum(thetas**2, axis=1) / (2 * s0**2)  # x_bound = 1, no intercept: ops_coef_ is θ₀
     x = R**2 / (2 * s0**2)
     crit = stats.kstwo.ppf(0.999, N)
