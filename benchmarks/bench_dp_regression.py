@@ -31,7 +31,7 @@ Tables
 3. Logistic: test accuracy on COUNT ``rwm5yr`` (out of work, 19,609 person-years,
    14,707 training rows: the issue's n >= 1e4 set), AER ``SmokeBan`` (10,000 rows, 7,500
    training: below 1e4) and diamonds (price > $2,500, 53,940 rows); ``DPSGLDLogisticRegression``
-   (default ``start="prior"``, ``classes=[0, 1]``) against non-private logistic regression and
+   (default ``start="zero"``, ``classes=[0, 1]``) against non-private logistic regression and
    objective/output perturbation, with paired mean differences and their standard errors.
    ``--logistic`` runs only this table and the unseen classification sets of 5 (re-measured
    after review HQX F1: the former "hybrid" numbers came from a start that leaked the MAP).
