@@ -328,19 +328,7 @@ class DirichletRows:
             return (value(i), -i)
 
         coarse = sorted(set(range(0, G, max(1, int(RHO_SEARCH_STRIDE)))) | {G - 1})
-        # climb from every local maximum of the coarse profile (two-peaked profiles occur, round G3), keep the best
-        starts = [j for a, j in enumerate(coarse)
-                  if all(key(j) >= key(coarse[b]) for b in (a - 1, a + 1) if 0 <= b < len(coarse))]
-        found = []
-        for i in starts:
-            while True:
-                j = max((k for k in (i - 1, i + 1) if 0 <= k < G), key=key)
-                if key(j) > key(i):
-                    i = j
-                else:
-                    break
-            found.append(i)
-        return max(found, key=key)
+        return _climb(coarse, [key(j) for j in coarse], G, key)
 
 
     def _best_weighted(self, L, keep, mult):
@@ -354,19 +342,24 @@ class DirichletRows:
                 score[i] = float(mult @ np.log(L @ self.row_on(i, keep)))
             return (score[i], -i)
 
-        keys = [key(j) for j in coarse]
-        starts = [j for a, j in enumerate(coarse)
-                  if all(keys[a] >= keys[b] for b in (a - 1, a + 1) if 0 <= b < len(coarse))]
-        found = []
-        for i in starts:
-            while True:
-                j = max((k for k in (i - 1, i + 1) if 0 <= k < G), key=key)
-                if key(j) > key(i):
-                    i = j
-                else:
-                    break
-            found.append(i)
-        return max(found, key=key)
+        return _climb(coarse, [key(j) for j in coarse], G, key)
+
+
+def _climb(coarse, keys, G, key):
+    """The best index of ``0..G-1`` by ``key``: climb from every local maximum of the coarse profile (``keys`` at the
+    points ``coarse``; two-peaked profiles occur, round G3) to a neighbour-wise maximum, keep the best."""
+    starts = [j for a, j in enumerate(coarse)
+              if all(keys[a] >= keys[b] for b in (a - 1, a + 1) if 0 <= b < len(coarse))]
+    found = []
+    for i in starts:
+        while True:
+            j = max((k for k in (i - 1, i + 1) if 0 <= k < G), key=key)
+            if key(j) > key(i):
+                i = j
+            else:
+                break
+        found.append(i)
+    return max(found, key=key)
 
 
 def noise_ratio(K, p, q):
