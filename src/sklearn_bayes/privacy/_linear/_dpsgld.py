@@ -168,7 +168,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     n_iter : int, default=500
         Number of DP-SGLD steps.
     n_draws : int, default=50
-        Iterates kept (evenly spaced over the second half of the chain).
+        Iterates kept, evenly spaced over the second half of the chain (over its last
+        ``n_draws`` steps when ``n_draws > n_iter - n_iter // 2``); always ``n_draws`` distinct steps.
     step_size : "auto" or float, default="auto"
         η.  ``"auto"``: the largest η at which the privacy noise is no more than the
         Langevin noise (``s = √(2η)``, "privacy for free"), so the chain targets the
@@ -202,8 +203,12 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     classes : array-like of shape (2,) or None, default=None
         The two **public** labels of the target.  Given, ``classes_`` is these labels (sorted)
         whatever the data hold, and a data set with one label only is fitted and charged like
-        any other.  ``None`` means the public label set ``{0, 1}`` (``{False, True}`` for a
-        boolean ``y``): ``classes_`` is ``[0, 1]`` in the dtype of ``y``, whichever labels occur.
+        any other; ``y`` is then not typed by sklearn (whose target type reads the values: one
+        non-integer float label made ``y`` "continuous", review HQY F1), so ``classes=[0, 0.5]``
+        fits.  The two labels must be finite.  ``None`` means the public label set ``{0, 1}``
+        (``{False, True}`` for a boolean array ``y``): ``classes_`` is ``[0, 1]`` whichever labels
+        occur, in the dtype ``y`` declares (an array or a Series), else (a list) ``int64``: a
+        list's dtype would be inferred from the records (review HQY F2).
         Either way a label of ``y`` outside the public set is refused with a ``ValueError``
         (not printed): the public set is the domain of the label, so a neighbour never has a
         label outside it.  (Until review HQX F2, ``None`` read the label set from ``y``: it
@@ -220,7 +225,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-        The public labels: ``classes`` (sorted) or, with ``classes=None``, ``[0, 1]``.
+        The public labels: ``classes`` (sorted) or, with ``classes=None``, ``[0, 1]`` (dtype: see
+        ``classes``).
     coef_samples_ : ndarray of shape (n_draws, n_features)
         The released draws of the coefficients (original units): iterates of the private chain,
         not independent posterior draws -- their spread is not a credible interval (review HQX
@@ -292,7 +298,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     **Timing side channel**: the number of proposals, hence the running time of ``fit``,
     depends on the data (its expectation is ``1/E[exp(ρ ℓ(θ))]``); it is not released as an
     attribute, but an observer who times ``fit`` learns about it.  Use ``start="zero"`` (the default)
-    when the time of a fit is observable.  (Until review HQX F1 the OPS start was a Metropolis
+    when the time of a fit is observable.  **The guarantee excludes the timing of** ``fit``
+    **for every start, the default included** (review HQY F4): each DP-SGLD step costs time in
+    proportion to its Poisson batch size ``|S_t|``, which the accountant treats as secret (the
+    add/remove to replace-one conversion does not cover an observed ``|S_t|``).  (Until review HQX F1 the OPS start was a Metropolis
     chain started at the non-private MAP that never moved: a deterministic function of the
     data, ε = ∞ in practice.)
 
@@ -406,11 +415,14 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         self._check_same_length(X, y)
         with naming("X", private=True):
             check_array(X, dtype=np.float64, input_name="X", estimator=self)
+        declared = getattr(y, "dtype", None) is not None  # an array declares its dtype; a list's is inferred
         with naming("y", private=True):
             X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
         if self.classes is not None:
+            # y is not typed (sklearn's target type reads the values: one non-integer float label made
+            # "continuous" and refused a neighbour, review HQY F1); the membership test refuses the rest
             return self._validate_public_classes(X, y)
+        check_classification_targets(y)  # harmless here: every label outside {0, 1} is refused below
         # classes=None: the public label set is {0, 1} (or {False, True}); classes_ never depends on
         # which labels occur, and a data set with one label fits like any other (review HQX F2)
         y = np.asarray(y)
@@ -427,7 +439,9 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             )
         if self.n_draws > self.n_iter:
             raise ValueError(f"n_draws={self.n_draws} must be at most n_iter={self.n_iter}.")
-        classes = np.array([0, 1], dtype=y.dtype)
+        # a fixed dtype: y's if y declares one (an array), else int64 -- a list's inferred dtype reads
+        # the records (one 1.0 among ints made it float64, review HQY F2)
+        classes = np.array([0, 1], dtype=y.dtype if declared else np.int64)
         return self._scaled_design(X), (y == 1).astype(float), classes
 
     def _validate_public_classes(self, X, y):
@@ -440,9 +454,13 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             distinct = np.unique(classes) if classes.ndim == 1 else classes
         except TypeError:
             distinct = np.empty(0)
-        if classes.ndim != 1 or classes.shape[0] != 2 or distinct.shape[0] != 2:
+        try:  # a non-finite label (NaN) would make a neighbour holding it fail y's finiteness check
+            finite = classes.dtype.kind not in "fc" or bool(np.all(np.isfinite(classes)))
+        except TypeError:  # pragma: no cover - object labels
+            finite = True
+        if classes.ndim != 1 or classes.shape[0] != 2 or distinct.shape[0] != 2 or not finite:
             raise ValueError(
-                f"classes must be the two distinct public labels of the target (a 1-D list of length 2), "
+                f"classes must be the two distinct finite public labels of the target (a 1-D list of length 2), "
                 f"got classes={self.classes!r}."
             )
         try:
@@ -559,6 +577,11 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         eps_ar, _ = _checked_epsilon(float(z), float(q), int(T), float(delta_ar), self.accountant, 0.5 * eps_sgld)
         if not _valid_epsilon(eps_ar):  # a guard: calibrate_sgld_noise certified this z
             raise ValueError(f"no accountant certifies epsilon={eps!r}, delta={delta!r} for DP-SGLD.")
+        if not eps_ar <= 0.5 * eps_sgld * (1.0 + 1e-9):  # a guard: the certificate must meet the target
+            raise ValueError(
+                f"the accountant certifies add/remove epsilon={eps_ar!r} above the target {0.5 * eps_sgld!r} for "
+                f"epsilon={eps!r}, delta={delta!r}; nothing was drawn (review HQY F6)."
+            )
         eps_dp = replace_one_from_add_remove(eps_ar, delta_ar)[0]
         # every release is checked against the shared ledger's budget and reserved there
         # before any noise is drawn: a refusal leaves the estimator (and its generator) unchanged
@@ -578,7 +601,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             Xb = Xs[idx]
             return (special.expit(Xb @ theta) - y01[idx])[:, None] * Xb
 
-        keep = np.unique(np.linspace(T // 2 + 1, T, int(self.n_draws)).round().astype(int))
+        # n_draws iterates evenly spaced over the second half (over the last n_draws steps if longer):
+        # a spacing >= 1 keeps the rounded steps distinct (review HQY F8)
+        n_draws = int(self.n_draws)
+        keep = np.unique(np.linspace(min(T // 2 + 1, T - n_draws + 1), T, n_draws).round().astype(int))
         with np.errstate(over="ignore", invalid="ignore"):
             draws = sgld_chain(grad, lambda t: prior_prec * t, theta0, n, q, T, eta, sd, L, rng, keep=keep)
         eps_thesis = thesis_sgld_epsilon(sd, eta, L, q * n, n, T, delta)
@@ -591,7 +617,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
             self._record(
                 ledger_, "ops_start", eps_start, 0.0,
                 note=f"exact draw from the posterior tempered by rho={rho:.4g} on the ball (rejection from the "
-                "tempered prior): pure eps, Theorem 3.4",
+                "tempered prior): pure eps, Theorem 3.4, replace-one neighbours (n public)",
             )
         self._record(
             ledger_, "dp_sgld", eps_dp, delta,
