@@ -9,8 +9,10 @@ F6: the accountant's certificate is checked against the target before any noise.
 F5: the two rejection paths of ``truncated_gaussian_ball`` are tested for exactness (KS).
 F8: ``coef_samples_`` has ``n_draws`` rows also when ``n_draws > n_iter / 2``.
 
-Every test of F1, F2, F6 and F8 fails on the code before the fix (commit d5e5c0c); the F5 test
-passes there (the sampler was exact) and fails on a sampler without its acceptance step.
+Every test of F1, F2, F6 and F8 fails on the code before the fix (commit d5e5c0c), except
+``test_a_declared_dtype_is_kept`` (a guard that the F2 fix keeps an array's dtype).  The F5 test
+passes there (the sampler was exact); it fails on a sampler without its acceptance step (both
+paths) and on one with the Gamma shape off by 1/2 or 1 (the uniform path).
 """
 
 import warnings
