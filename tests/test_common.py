@@ -31,7 +31,7 @@ ESTIMATORS = dict(all_estimators())
 # Parameters that make the estimator fast enough for scikit-learn's checks
 # (which use tiny data sets); every other parameter keeps its default.
 TEST_PARAMS = {
-    "AdaptiveLDPFrequencyEstimator": {"n_steps": 5, "n_final_steps": 20},
+    "AdaptiveLDPFrequencyEstimator": {"n_steps": 5, "n_final_steps": 20, "categories": "from_data"},
     "PrivateCountSketch": {"width": 256},
     "MixtureMEstimatorRegressor": {"n_subsets": 50, "random_state": 0},
     # private linear models refuse to fit without public bounds (no defaults can be right)

@@ -18,6 +18,7 @@ to be noised and accounted, or removed (e.g. DP-SGLD's ``ops_acceptance_``, the
 acceptance rate of the start sampler on the raw data, 0.1133 vs 0.11 on neighbours).
 """
 
+import pickle
 import warnings
 
 import numpy as np
@@ -51,7 +52,7 @@ NOISED = {
     "sketch_pan_private": {"table_"},  # the counts plus the pan-private start noise of scale d/eps
     "sketch": set(),  # table_ holds the exact counts: not noised (see XFAIL)
     "ldp": {"theta_", "subset_sizes_", "convergence_"},  # functions of the users' eps-LDP responses
-    "ldp_categories_from_data": {"theta_", "subset_sizes_", "convergence_"},
+    "ldp_public_labels": {"theta_", "subset_sizes_", "convergence_"},
 }
 #: random ids drawn by fit (uuid4): independent of the data, different at every fit
 IDS = {
@@ -123,8 +124,10 @@ CASES = {
         lambda: AdaptiveLDPFrequencyEstimator(n_categories=8, epsilon=1.0, n_final_steps=40, random_state=0),
         _items,
     ),
-    "ldp_categories_from_data": (
-        lambda: AdaptiveLDPFrequencyEstimator(epsilon=1.0, n_final_steps=40, random_state=0),
+    # public labels (one of them held by no user of X, by one user of X2): categories_ is the public list
+    "ldp_public_labels": (
+        lambda: AdaptiveLDPFrequencyEstimator(categories=[*range(8), 99], epsilon=1.0, n_final_steps=40,
+                                              random_state=0),
         _ldp_items_new_category,
     ),
 }
@@ -133,9 +136,6 @@ XFAIL = {
     "sketch": "PrivateCountSketch (pan_private=False) keeps the exact counts of the raw stream as the "
     "fitted attribute table_ (documented as curator state, neither noised nor accounted); reported to "
     "the sketch's owner",
-    "ldp_categories_from_data": "AdaptiveLDPFrequencyEstimator with n_categories=None (simulation mode) "
-    "stores the sorted distinct raw values of X as categories_ (and n_categories_), neither noised nor "
-    "accounted; reported to the LDP estimator's owner",
 }
 
 
@@ -198,3 +198,28 @@ def test_dpsgld_has_no_raw_data_acceptance_rate():
     make, data = CASES["dpsgld"]
     est = _fit(make, data()[0])
     assert not any("accept" in k for k in vars(est))
+
+
+def test_ldp_without_a_public_domain_is_refused_and_from_data_warns():
+    """The former strict xfail (n_categories=None published the distinct raw values as categories_): the
+    default now refuses to fit, naming both parameters and leaving the estimator unfitted; the explicit
+    opt-in categories='from_data' warns, and its categories_ do differ on the neighbours (the documented
+    leak, which the warning announces)."""
+    (X,), (X2,) = _ldp_items_new_category()
+    est = AdaptiveLDPFrequencyEstimator(epsilon=1.0, n_final_steps=40, random_state=0)
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match=r"n_categories and categories are both None: the category domain must "
+                                         r"be public") as info:
+        est.fit(X2)
+    assert "99" not in str(info.value)
+    assert pickle.dumps(est) == before
+    fitted = []
+    for data in (X, X2):
+        est = AdaptiveLDPFrequencyEstimator(categories="from_data", epsilon=1.0, n_final_steps=40, random_state=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fitted.append(est.fit(data))
+        assert any(w.category is UserWarning and "categories='from_data'" in str(w.message)
+                   and "NOT private" in str(w.message) for w in caught)
+    assert fitted[0].n_categories_ == 8 and fitted[1].n_categories_ == 9
+    assert 99 in fitted[1].categories_.tolist() and 99 not in fitted[0].categories_.tolist()

@@ -262,7 +262,7 @@ def test_storage_is_compact():
 
 def test_string_labels_and_transform():
     X = np.array(["b", "a", "c", "a", "a", "b"] * 100, dtype=object).reshape(-1, 1)
-    est = _rrrr_estimator(epsilon=2.0, n_final_steps=50, random_state=_gen(28)).fit(X)
+    est = _rrrr_estimator(categories=["c", "a", "b"], epsilon=2.0, n_final_steps=50, random_state=_gen(28)).fit(X)
     assert est.categories_.tolist() == ["a", "b", "c"]
     out = est.transform(np.array([["c"], ["a"]], dtype=object))
     np.testing.assert_allclose(out[:, 0], est.theta_[[2, 0]])
@@ -739,14 +739,14 @@ def test_every_parameter_is_either_frozen_or_a_revalidated_knob():
 @pytest.mark.parametrize("bad", [["purple"], [3], [3.5], [True]])
 def test_label_of_another_type_is_refused_naming_x(bad):
     """Regression: an int among string labels raised numpy's TypeError ('<' not supported)."""
-    est = _rrrr_estimator(n_final_steps=0, random_state=_gen(50))
+    est = _rrrr_estimator(categories=["red", "green"], n_final_steps=0, random_state=_gen(50))
     est.partial_fit(np.array(["red", "green"], dtype=object).reshape(-1, 1))
     before = _snapshot(est)
     with pytest.raises(ValueError, match=r"^X holds categories outside the known ones"):
         est.partial_fit(np.array(["red"] + bad, dtype=object).reshape(-1, 1))
     assert _snapshot(est) == before
     with pytest.raises(ValueError, match=r"^X holds categories of types that cannot be ordered"):
-        _rrrr_estimator(n_final_steps=0).fit(np.array(["a", 1], dtype=object).reshape(-1, 1))
+        _rrrr_estimator(categories="from_data", n_final_steps=0).fit(np.array(["a", 1], dtype=object).reshape(-1, 1))
 
 
 @pytest.mark.parametrize("params", [{"epsilon": -1.0}, {"n_categories": True}, {"kappa": 2.0}])

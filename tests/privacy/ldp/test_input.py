@@ -146,7 +146,7 @@ def test_pandas_na_in_true_categories_is_named():
     pd = pytest.importorskip("pandas")
     X = pd.DataFrame({"a": pd.array(["x", None, "y", "z"], dtype="string")})
     with pytest.raises(ValueError, match=r"^X contains missing values"):
-        _est(n_categories=None).fit(X)
+        _est(n_categories=None, categories=["x", "y", "z"]).fit(X)
     X = pd.DataFrame({"a": pd.array([0, None, 2, 3], dtype="Int64")})
     with pytest.raises(ValueError, match=r"^X contains missing values"):
         _est().fit(X)

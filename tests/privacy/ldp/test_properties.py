@@ -190,10 +190,10 @@ def test_adaptive_ldp_bad_input_names_the_argument(case):
 @given(labels=st.lists(st.sampled_from(["red", "green", "blue"]), min_size=2, max_size=8, unique=True),
        seed=st.integers(0, 2**16))
 def test_adaptive_ldp_unknown_label_is_refused_and_changes_nothing(labels, seed):
-    """With ``n_categories=None`` the categories are the labels of the first batch; a later
-    unknown label (or a label of another type) is refused naming ``X``, byte-identically."""
+    """With public labels (``categories``) a later unknown label (or a label of another type) is refused
+    naming ``X``, byte-identically."""
     assume(len(labels) >= 2)
-    est = _ldp(seed, n_categories=None).partial_fit(np.array(labels, dtype=object).reshape(-1, 1))
+    est = _ldp(seed, n_categories=None, categories=labels).partial_fit(np.array(labels, dtype=object).reshape(-1, 1))
     for bad in (["purple"], [3], [None]):
         _expect_rejection(lambda b=bad: est.partial_fit(np.array(labels[:1] + b, dtype=object).reshape(-1, 1)),
                           (ValueError, TypeError), _names("X"), est, f"unknown label {bad}")

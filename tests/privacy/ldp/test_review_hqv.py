@@ -123,10 +123,11 @@ def test_int_seed_noise_is_reproducible_and_not_the_seeds_plain_stream():
 
 # ---------------------------------------------------------------- decoders limited to 128 categories: refused at fit
 @pytest.mark.parametrize("decoder", ["counts", "importance"])
-@pytest.mark.parametrize("given_k", [True, False])
-def test_count_decoders_above_128_categories_are_refused_when_fitting(decoder, given_k):
+@pytest.mark.parametrize("domain", [{"n_categories": 200}, {"categories": list(range(200))},
+                                    {"categories": "from_data"}])
+def test_count_decoders_above_128_categories_are_refused_when_fitting(decoder, domain):
     X = np.arange(200)[:, None]
-    est = AdaptiveLDPFrequencyEstimator(n_categories=200 if given_k else None, decoder=decoder, random_state=_gen(0))
+    est = AdaptiveLDPFrequencyEstimator(**domain, decoder=decoder, random_state=_gen(0))
     with pytest.raises(ValueError, match=rf"decoder='{decoder}' runs up to 128 categories.*got 200"):
         est.fit(X)
     assert "n_responses_" not in vars(est)

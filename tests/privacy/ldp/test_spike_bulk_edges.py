@@ -44,12 +44,14 @@ def _responses(mechanism, n, seed, k=K):
 
 # ------------------------------------------------------------------ merge
 def test_merge_of_stores_with_different_categories_names_the_categories_not_prior():
-    """n_categories=None (simulation): two stores fitted on 3 and on 4 categories under the same prior.  The
+    """categories='from_data' (simulation): two stores fitted on 3 and on 4 categories under the same prior.  The
     refusal used to say "fitted with prior='hierarchical' and this estimator with prior='hierarchical': the
     posteriors differ" (the prior vectors' shapes differ); it names the categories, and changes neither."""
     for prior in ("hierarchical", "spike-bulk", 1.0):
-        a = _quiet(_est(n_categories=None, prior=prior).fit, np.repeat([[0], [1], [2]], 30, axis=0))
-        b = _quiet(_est(2, n_categories=None, prior=prior).fit, np.repeat([[0], [1], [2], [3]], 30, axis=0))
+        a = _quiet(_est(n_categories=None, categories="from_data", prior=prior).fit, np.repeat([[0], [1], [2]], 30,
+                                                                                               axis=0))
+        b = _quiet(_est(2, n_categories=None, categories="from_data", prior=prior).fit,
+                   np.repeat([[0], [1], [2], [3]], 30, axis=0))
         sa, sb = _release_state(a), _release_state(b)
         with pytest.raises(ValueError, match="other categories") as info:
             a.merge(b)

@@ -90,8 +90,11 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     ----------
     n_categories : int or None, default=None
         Number of categories ``2 <= K <= 2^31 - 1``; the categories are then ``0, ..., K - 1``.
-        ``None`` (simulation only): the sorted distinct values of ``X`` in the first
-        call to :meth:`fit` / :meth:`partial_fit`.
+        The category domain must be public: give ``n_categories`` or ``categories`` (not both); neither is refused.
+    categories : array-like of labels, 'from_data' or None, default=None
+        The public labels (at least 2, distinct, finite numbers or strings of one kind), sorted into
+        ``categories_``; a value of ``X`` outside them is refused.  ``'from_data'`` (simulation only, NOT
+        private, with a ``UserWarning``): the sorted distinct values of ``X`` in the first fitting call.
     epsilon : float, default=1.0
         Privacy budget of every user, ``> 0``.
     kappa : float, default=0.9
@@ -210,9 +213,8 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     Attributes
     ----------
     categories_ : ndarray of shape (n_categories_,)
-        The category labels; responses and subsets use their positions.  Not private:
-        with ``n_categories=None`` (simulation mode) they are the labels seen in ``X``,
-        one user's label included; give ``n_categories`` and positions when they matter.
+        The category labels (responses and subsets use their positions): public, except with
+        ``categories='from_data'`` (the labels seen in ``X``, one user's label included: not private).
     n_categories_ : int
     theta_ : ndarray of shape (n_categories_,)
         Estimated probabilities (MCMC estimate of the posterior mean, see
@@ -449,6 +451,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     _parameter_constraints = {
         # the kernels index categories with int32
         "n_categories": [IntegerInterval(2, 2**31 - 1, closed="both"), None],
+        "categories": ["array-like", StrOptions({"from_data"}), None],
         "epsilon": [RealInterval(0, np.inf, closed="neither")],
         "kappa": [RealInterval(0, 1, closed="right")],
         "utility": [StrOptions(set(UTILITIES)), callable],
@@ -484,8 +487,9 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         mechanism="auto",
         point_estimate="tv",
         decoder="auto",
+        categories=None,
     ):
-        self.n_categories = n_categories
+        self.n_categories, self.categories = n_categories, categories
         self.epsilon = epsilon
         self.kappa = kappa
         self.utility = utility
@@ -689,8 +693,8 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
             self._check_params()  # _fit_context has validated the parameters
         else:
             self._check_frozen()  # _fit_context skips validation for a fitted partial_fit
-        col = inp.column(self, X, reset=first, n_categories=self.n_categories)
-        categories = inp.categories_from(col, self.n_categories) if first else self.categories_
+        col = inp.column(self, X, reset=first, n_categories=self.n_categories, categories=self.categories)
+        categories = inp.categories_from(col, self.n_categories, self.categories) if first else self.categories_
         values = inp.encode(col, categories)
         if first:
             self._init_state(categories)

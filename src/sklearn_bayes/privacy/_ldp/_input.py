@@ -10,14 +10,15 @@ its position and counted.
 
 import numbers
 import re
+import warnings
 
 import numpy as np
 from sklearn.utils.validation import validate_data
 
 from sklearn_bayes.utils._validation import _DATA_ECHOES, check_container, naming
 
-__all__ = ["categories_from", "column", "encode", "rrrr_responses", "refuse_masked", "static_masks",
-           "subset_masks"]
+__all__ = ["DOMAIN_MESSAGE", "categories_from", "check_categories", "check_domain", "column", "encode",
+           "rrrr_responses", "refuse_masked", "static_masks", "subset_masks"]
 
 
 def refuse_masked(value, arg):
@@ -47,8 +48,59 @@ def _where(bad):
     return f"{idx.size} value{'s' if idx.size != 1 else ''}, first at row {int(idx[0])}"
 
 
-def column(estimator, X, reset, n_categories):
-    """Validate X and return its categories: a 1-d array, or (n, d) rows for composites."""
+#: Why neither ``n_categories`` nor ``categories`` is refused, and what ``categories='from_data'`` costs.
+DOMAIN_MESSAGE = (
+    "the category domain must be public: pass n_categories=K (codes 0..K-1) or categories=[...]; "
+    "categories='from_data' reads them from X (simulation only, NOT private: categories_ then reveals the "
+    "distinct values)"
+)
+
+
+def check_domain(n_categories, categories):
+    """ValueError unless exactly one of ``n_categories`` / ``categories`` gives the domain."""
+    if n_categories is not None and categories is not None:
+        raise ValueError(f"n_categories and categories are both set (n_categories={n_categories!r}): give one "
+                         "of them (n_categories=K for the codes 0..K-1, or categories=[...] for labels).")
+    if n_categories is None and categories is None:
+        raise ValueError(f"n_categories and categories are both None: {DOMAIN_MESSAGE}.")
+    if categories is not None and not isinstance(categories, str):
+        check_categories(categories)
+
+
+def check_categories(categories):
+    """The public labels ``categories`` as a sorted 1-d array; ValueError / TypeError naming ``categories``.
+
+    Labels must be at least 2, distinct, hashable scalars (numbers or strings) of one orderable kind, and
+    finite (no NaN, None or infinity).  The message may quote the labels: they are public.
+    """
+    refuse_masked(categories, "categories")
+    if isinstance(categories, (set, frozenset, dict)) or not hasattr(categories, "__len__"):
+        raise TypeError(f"categories must be a list or 1-d array of labels, got {type(categories).__name__}.")
+    items = list(categories)
+    if len(items) < 2:
+        raise ValueError(f"categories must hold at least 2 labels, got {len(items)}.")
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (str, numbers.Real)):
+            raise TypeError(f"categories must hold real numbers or strings, got a {type(v).__name__}.")
+        if isinstance(v, numbers.Real) and not np.isfinite(v):
+            raise ValueError(f"categories must hold finite labels, got {v!r}.")
+    kinds = {isinstance(v, str) for v in items}
+    if len(kinds) > 1:
+        raise TypeError("categories mixes strings and numbers: labels must be of one orderable kind.")
+    cats = np.asarray(items)
+    if cats.ndim != 1:
+        raise ValueError(f"categories must be 1-d, got shape {cats.shape}.")
+    out = np.unique(cats)
+    if out.size != cats.size:
+        raise ValueError(f"categories must hold distinct labels: {cats.size - out.size} repeated.")
+    if out.size > 2**31 - 1:
+        raise ValueError(f"categories must hold at most 2^31 - 1 labels, got {out.size}.")
+    return out
+
+
+def column(estimator, X, reset, n_categories, categories=None):
+    """Validate X and return its categories: a 1-d array, or (n, d) rows for composites
+    (``categories='from_data'`` only)."""
     check_container(X, "X")
     refuse_masked(X, "X")
     if hasattr(X, "isna") and hasattr(X, "columns"):  # a DataFrame: pandas NA breaks numpy's comparisons
@@ -84,18 +136,23 @@ def column(estimator, X, reset, n_categories):
                              "category.")
     if X.shape[1] == 1:
         return X[:, 0]
-    if n_categories is not None:
+    if n_categories is not None or (categories is not None and not isinstance(categories, str)):
+        domain = "in 0..n_categories-1" if n_categories is not None else "among the labels of categories"
         raise ValueError(
-            f"X must have exactly one column of categories in 0..n_categories-1, got {X.shape[1]} columns "
-            "(several columns are read as one composite category only when n_categories=None)."
+            f"X must have exactly one column of categories {domain}, got {X.shape[1]} columns "
+            "(several columns are read as one composite category only when categories='from_data')."
         )
     return X
 
 
-def categories_from(col, n_categories):
-    """Categories for the first call: ``0..K-1``, or the sorted distinct values (rows) of ``col``."""
+def categories_from(col, n_categories, categories=None):
+    """Categories for the first call: ``0..K-1``, the public labels, or (``categories='from_data'``) the
+    sorted distinct values (rows) of ``col``."""
     if n_categories is not None:
         return np.arange(n_categories)
+    if categories is not None and not isinstance(categories, str):
+        return check_categories(categories)
+    warnings.warn(f"categories='from_data': {DOMAIN_MESSAGE}.", UserWarning, stacklevel=5)
     if col.ndim == 1:
         try:
             cats = np.unique(col)
@@ -109,7 +166,7 @@ def categories_from(col, n_categories):
         cats = np.unique(col, axis=0)
     if cats.shape[0] < 2:
         raise ValueError(
-            f"X must contain at least 2 distinct categories when n_categories is None; got 1 category "
+            f"X must contain at least 2 distinct categories when categories='from_data'; got 1 category "
             f"in {col.shape[0]} sample(s){' (1 sample)' if col.shape[0] == 1 else ''}."
         )
     return cats

@@ -14,18 +14,20 @@ import numbers
 import numpy as np
 
 from sklearn_bayes.privacy._ldp._count_posterior import COUNTS_MAX_CATEGORIES
+from sklearn_bayes.privacy._ldp._input import check_categories, check_domain
 from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism, best_subset_size
 from sklearn_bayes.utils._streaming import first_changed_parameter, record_parameters
 from sklearn_bayes.utils._validation import _OSSeededGenerator
 
 __all__ = ["FINAL_KNOBS", "FROZEN_PARAMS", "MAX_RETURNED_CELLS", "PARAM_NAMES", "FrozenParamsMixin", "check_count",
-           "same_value"]
+           "same_labels", "same_value"]
 
 # Parameters that shape the mechanism or the posterior: recorded at the first fitting
 # call and compared with ``get_params()`` by every later call (see ``_check_frozen``).
 # The others (sampler, n_steps, batch_size, step_size, n_final_steps, final_estimate)
 # are compute knobs of the MCMC and may change between calls.
-FROZEN_PARAMS = ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha", "prior", "random_state")
+FROZEN_PARAMS = ("n_categories", "categories", "epsilon", "mechanism", "kappa", "utility", "alpha", "prior",
+                 "random_state")
 # Knobs the final estimate ``theta_`` depends on (its cache is keyed by them).
 FINAL_KNOBS = ("final_estimate", "n_final_steps", "sampler", "batch_size", "step_size", "point_estimate", "decoder")
 PARAM_NAMES = FROZEN_PARAMS + (
@@ -61,6 +63,21 @@ def same_value(a, b):
     return False
 
 
+def _copy_labels(value):
+    """A list of the labels (the caller's list may change later), else ``value`` itself."""
+    return value if value is None or isinstance(value, str) or not hasattr(value, "__len__") else list(value)
+
+
+def same_labels(a, b):
+    """Whether two values of ``categories`` are the same: equal strings / None, or equal label lists."""
+    if a is None or b is None or isinstance(a, str) or isinstance(b, str):
+        return same_value(a, b)
+    try:
+        return list(a) == list(b)
+    except Exception:  # an array-valued comparison: not the same labels
+        return False
+
+
 class FrozenParamsMixin:
     """Validation of the estimator's parameters and their freezing after the first fitting call.
 
@@ -85,15 +102,24 @@ class FrozenParamsMixin:
             rng.bit_generator.state = type(rng.bit_generator)().state
 
     def _check_params(self):
-        """What ``_parameter_constraints`` cannot say: alpha is needed for 'semi_adaptive'; the
-        empirical-Bayes and count decoders need a static mechanism."""
+        """What ``_parameter_constraints`` cannot say: exactly one of ``n_categories`` / ``categories`` gives
+        the public domain; alpha is needed for 'semi_adaptive'; the empirical-Bayes and count decoders need
+        a static mechanism."""
+        check_domain(self.n_categories, getattr(self, "categories", None))
         if self.utility == "semi_adaptive" and self.alpha is None:
             raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
         decoder = getattr(self, "decoder", "auto")
         if decoder in ("eb", "eb-rescale", "eb-stack", "eb-gmodel", "counts", "importance") and self.mechanism == "rrrr":
             raise ValueError(f"decoder={decoder!r} needs a static mechanism (its responses' support counts are "
                              "binomial); mechanism='rrrr' uses decoder='posterior' (or 'auto').")
-        self._check_decoder_size(vars(self).get("n_categories_", self.n_categories))
+        self._check_decoder_size(vars(self).get("n_categories_", self._public_size()))
+
+    def _public_size(self):
+        """``K`` from the public domain (``n_categories`` or the labels of ``categories``), else None."""
+        cats = getattr(self, "categories", None)
+        if self.n_categories is not None or cats is None or isinstance(cats, str):
+            return self.n_categories
+        return len(check_categories(cats))
 
     def _check_decoder_size(self, K):
         """decoder="counts" / "importance" above COUNTS_MAX_CATEGORIES: refused when fitting (review HQV)."""
@@ -135,15 +161,19 @@ class FrozenParamsMixin:
             return (new is old and np.ndim(new) == 0) or np.array_equal(
                 self._chain.prior, self._prior_vector(self.n_categories_)
             )
+        if name == "categories":
+            return same_labels(old, new)
         return same_value(old, new)
 
     def _check_unfitted_params(self, what):
-        """Validate the parameters of an unfitted estimator; ``n_categories`` must be set for ``what``."""
+        """Validate the parameters of an unfitted estimator; the domain must be public for ``what``."""
         self._validate_params()
         self._check_params()
-        if self.n_categories is None:
-            raise ValueError(f"n_categories must be set {what}, got None.")
-        return int(self.n_categories)
+        K = self._public_size()
+        if K is None:
+            raise ValueError(f"n_categories or the labels of categories must be set {what}, got "
+                             f"categories={self.categories!r}.")
+        return int(K)
 
     def _prior_vector(self, K):
         """The Dirichlet concentration vector (``'hierarchical'``: ones, for the online SGLD chain of RRRR)."""
@@ -169,7 +199,7 @@ class FrozenParamsMixin:
         return ("grr" if k == 1 else "subset_selection"), SetResponseMechanism(K, eps, "subset_selection", k)
 
     #: the parameters a handed-out client is built from (see ``_hand_out``)
-    _CLIENT_PARAMS = ("n_categories", "epsilon", "mechanism", "kappa")
+    _CLIENT_PARAMS = ("n_categories", "categories", "epsilon", "mechanism", "kappa")
 
     def _hand_out(self, client):
         """A copy of the server's ``client`` for the devices; the first one handed out freezes
@@ -177,7 +207,7 @@ class FrozenParamsMixin:
         recorded under other parameters, even when it was handed out before any data."""
         self._check_handed_out("client_mechanism")
         if "_client_params" not in vars(self):
-            self._client_params = {name: getattr(self, name) for name in self._CLIENT_PARAMS}
+            self._client_params = {name: _copy_labels(getattr(self, name)) for name in self._CLIENT_PARAMS}
         return copy.copy(client)
 
     def _check_handed_out(self, call):
@@ -187,7 +217,7 @@ class FrozenParamsMixin:
             return
         for name, old in handed.items():
             new = getattr(self, name)
-            if not same_value(old, new):
+            if not (same_labels(old, new) if name == "categories" else same_value(old, new)):
                 why = (f"a client handed out now would privatise with {name}={new!r}, and the server could not "
                        f"tell its responses from those of the first client (privatised with {name}={old!r})"
                        if call == "client_mechanism" else
@@ -214,4 +244,5 @@ class FrozenParamsMixin:
         recorded = record_parameters(self, FROZEN_PARAMS)
         if not isinstance(self.prior, str) and np.ndim(self.prior) > 0:
             recorded["prior"] = np.array(self.prior, dtype=float)
+        recorded["categories"] = _copy_labels(recorded["categories"])
         return recorded
