@@ -163,3 +163,26 @@ def test_clone_and_pickle_keep_the_labels():
     again = pickle.loads(pickle.dumps(fitted))
     assert again.categories_.tolist() == ["x", "y"]
     np.testing.assert_array_equal(again.theta_, fitted.theta_)
+
+
+def test_propose_subsets_before_data_with_labels():
+    """Before any response the masks have one column per public label (was ``int(None)``: TypeError)."""
+    masks = _est(categories=["a", "b", "c"], mechanism="rrrr").propose_subsets(4)
+    codes = _est(n_categories=3, mechanism="rrrr").propose_subsets(4)
+    assert masks.shape == (4, 3) and masks.dtype == bool
+    np.testing.assert_array_equal(masks, codes)  # the labels' positions, as with n_categories=3
+
+
+def test_an_empty_hub_keeps_its_own_labels_in_merge():
+    """A hub with labels ['a', 'b'] refuses another estimator's ['x', 'y'] (it used to adopt them) and is left
+    as it was; a hub with the same labels merges; only categories='from_data' adopts the other's."""
+    other = _est(categories=["x", "y"]).fit(np.array([["x"], ["y"]] * 20, dtype=object))
+    hub = _est(categories=["a", "b"])
+    before = pickle.dumps(hub)
+    with pytest.raises(ValueError, match="other categories"):
+        hub.merge(other)
+    assert pickle.dumps(hub) == before
+    same = _est(categories=["x", "y"]).merge(other)
+    assert same.categories_.tolist() == ["x", "y"] and same.n_responses_ == other.n_responses_
+    adopted = _est(categories="from_data").merge(other)  # adopts other's released labels (no raw data read)
+    assert adopted.categories_.tolist() == ["x", "y"]

@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+import sklearn_bayes.privacy._ldp._input as inp
 from sklearn_bayes.privacy._ldp._params import check_count, same_value
 from sklearn_bayes.privacy._ldp._samplers import N_CHAINS
 from sklearn_bayes.privacy._ldp._utilities import chosen_subset
@@ -118,11 +119,11 @@ class ServingMixin:
         """
         if draws not in ("batch", "user", "mean"):
             raise ValueError(f"draws must be 'batch', 'user' or 'mean', got {draws!r}.")
-        K = self.n_categories_ if "n_responses_" in vars(self) else self.n_categories
+        K = self.n_categories_ if "n_responses_" in vars(self) else self._public_size()  # labels count too (HLC)
         n = check_count(n, "n", K if isinstance(K, numbers.Integral) else 1, "subset masks (bytes)")
         if "n_responses_" not in vars(self):
             subset = self.propose_subset()
-            masks = np.zeros((n, int(self.n_categories)), dtype=bool)
+            masks = np.zeros((n, int(K)), dtype=bool)
             masks[:, subset] = True
             return masks
         self._check_adaptive(self._client)
@@ -215,8 +216,9 @@ class ServingMixin:
         if "n_responses_" not in vars(self):  # an empty hub: its own parameters, no responses yet
             self._validate_params()
             self._check_params()
-            K = self.n_categories
-            self._init_state(other.categories_ if K is None else np.arange(int(K)))
+            # the hub's own public domain (n_categories or labels); only categories='from_data' adopts other's
+            self._init_state(other.categories_ if isinstance(self.categories, str)
+                             else inp.categories_from(None, self.n_categories, self.categories))
             self.n_features_in_ = 1
             self._validated_params = self._params_now()
         self._check_frozen()
