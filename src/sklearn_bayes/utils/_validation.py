@@ -422,10 +422,8 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
             SeededNoiseWarning,
             stacklevel=external_stacklevel(),
         )
-    rng = _os_seeded_generator() if random_state is None else check_generator(random_state)
+    rng = _os_seeded_generator() if random_state is None else privacy_noise_generator(random_state)
     if isinstance(random_state, (numbers.Integral, np.integer)):
-        # domain separation: the noise of seed s is not default_rng(s)'s stream, which may have made the data
-        rng = np.random.default_rng(np.random.SeedSequence([int(random_state), PRIVACY_NOISE_TAG]))
         warnings.warn(
             f"{owner} was given an integer random_state: its privacy noise is reproducible "
             "from the seed (drawn from SeedSequence([seed, PRIVACY_NOISE_TAG]), not default_rng(seed), so data "
@@ -435,6 +433,17 @@ def check_privacy_random_state(random_state, owner="this mechanism", instance=No
             stacklevel=external_stacklevel(),
         )
     return rng
+
+
+def privacy_noise_generator(random_state):
+    """The generator a private release draws its noise from, for a non-None ``random_state`` (no warning, no
+    registration): the Generator itself, a RandomState's draw, or -- domain separation -- for an int seed ``s``
+    ``default_rng(SeedSequence([s, PRIVACY_NOISE_TAG]))``, never ``default_rng(s)``'s stream, which may have made the
+    data.  The one place that maps a seed to the noise stream: code that must predict that stream's first draw
+    (the count sketch's Dask subsampling key) calls it too."""
+    if isinstance(random_state, (numbers.Integral, np.integer)):
+        return np.random.default_rng(np.random.SeedSequence([int(random_state), PRIVACY_NOISE_TAG]))
+    return check_generator(random_state)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_array, validate_data
 
 from sklearn_bayes._fast import _hashing, _sketch
 from sklearn_bayes.privacy._core import sample_noise
-from sklearn_bayes.utils import check_generator
+from sklearn_bayes.utils._validation import privacy_noise_generator
 from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _item_keys
 from sklearn_bayes.privacy._sketch._release import scale_up
 
@@ -132,10 +132,10 @@ def from_dask(cls, collection, split_every, params):
             key = _key_of(np.random.SeedSequence().generate_state(4, np.uint64)[:2])
         else:
             # a copy: reading the key must not advance the caller's generator (a RandomState gives
-            # check_generator a seed by drawing from it)
+            # privacy_noise_generator a seed by drawing from it)
             seeded = isinstance(random_state, (np.random.Generator, np.random.RandomState))
             source = copy.deepcopy(random_state) if seeded else random_state
-            key = _draw_key(check_generator(source))
+            key = _draw_key(privacy_noise_generator(source))  # the stream the bound sketch draws from (int seeds too)
     signed = sk.kind == "count"
     level = [
         delayed(_partial_sketch, pure=True)(p, row_seeds, w, signed, rate, key, i) for i, p in enumerate(parts)
@@ -163,7 +163,8 @@ def from_dask(cls, collection, split_every, params):
     if rate < 1:
         if sk.random_state is not None:
             drawn = _draw_key(sk._rng)
-            assert drawn == key, "the subsampling key must be the bound generator's first draw"
+            if drawn != key:  # an invariant, checked also under python -O
+                raise RuntimeError("the subsampling key must be the bound generator's first draw")
         if sk.pan_private:
             sk.table_ += sample_noise(sk._rng, sk.noise, scale_up(d, eps0), size=(d, w))
             sk._pan_draws = 1
