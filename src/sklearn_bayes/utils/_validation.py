@@ -441,9 +441,10 @@ def privacy_noise_generator(random_state):
     ``default_rng(SeedSequence([s, PRIVACY_NOISE_TAG]))``, never ``default_rng(s)``'s stream, which may have made the
     data.  The one place that maps a seed to the noise stream: code that must predict that stream's first draw
     (the count sketch's Dask subsampling key) calls it too."""
+    rng = check_generator(random_state)  # validates (a negative int is refused naming random_state)
     if isinstance(random_state, (numbers.Integral, np.integer)):
         return np.random.default_rng(np.random.SeedSequence([int(random_state), PRIVACY_NOISE_TAG]))
-    return check_generator(random_state)
+    return rng
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
