@@ -229,3 +229,38 @@ def test_the_records_a_reader_gets_cannot_rewrite_the_budget():
         ledger.records = []
     with pytest.raises(BudgetExceededError):
         ledger.record("q", 0.1)
+
+
+@pytest.mark.parametrize("budget, refit_refused", [(1.0, False), (0.95, True)])
+def test_a_search_that_runs_out_of_budget_releases_nothing_beyond_it(budget, refit_refused):
+    # the privacy guide's account of GridSearchCV with error_score=nan (review HQD F5): 3 folds at epsilon 0.1 (0.3
+    # spent), two at 0.3 (0.9), the third refused; the 0.3 candidate's mean score is NaN, so 0.1 is refitted if 0.1
+    # remains, else the refit is refused too
+    from sklearn.exceptions import FitFailedWarning
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _data()
+    ledger = PrivacyLedger(budget=(budget, 1e-3))
+    search = GridSearchCV(_ops(ledger), {"epsilon": [0.1, 0.3]}, cv=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if refit_refused:
+            with pytest.raises(BudgetExceededError, match="would exceed the budget"):
+                search.fit(X, y)
+        else:
+            search.fit(X, y)
+    assert any(issubclass(w.category, FitFailedWarning) for w in caught)
+    assert [r["epsilon"] for r in ledger.records] == [0.1] * 3 + [0.3] * 2 + ([] if refit_refused else [0.1])
+    assert ledger.epsilon_spent <= budget
+    if not refit_refused:
+        assert search.best_params_ == {"epsilon": 0.1} and np.isnan(search.cv_results_["mean_test_score"][1])
+
+
+def test_a_search_with_error_score_raise_stops_at_the_first_refusal():
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _data()
+    ledger = PrivacyLedger(budget=(1.0, 1e-3))
+    with pytest.raises(BudgetExceededError, match="would exceed the budget"):
+        GridSearchCV(_ops(ledger), {"epsilon": [0.1, 0.3]}, cv=3, error_score="raise").fit(X, y)
+    assert [r["epsilon"] for r in ledger.records] == [0.1] * 3 + [0.3] * 2
