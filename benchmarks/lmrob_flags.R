@@ -1,5 +1,6 @@
 # Issue 30, goal 2: the rows robustbase's lmrob (R's standard MM-estimator) flags on the classical sets of
-# benchmarks/bench_mixture_m.py (REAL_SETS, REAL_HELD_OUT19 and round L2's REAL_FRESH_L2), recorded in benchmarks/data/lmrob_flags.json so that the benchmark's flag part
+# benchmarks/bench_mixture_m.py (REAL_SETS, REAL_HELD_OUT19, round L2's REAL_FRESH_L2 and round L3's REAL_FRESH_L3),
+# recorded in benchmarks/data/lmrob_flags.json so that the benchmark's flag part
 # (``--parts flags``, its ``lmrob`` column) and tests/linear_model/mixture/test_lmrob_flags.py never need R.
 #
 # Usage (R >= 4, robustbase; Debian: apt-get install r-base-core r-cran-robustbase, and r-cran-mass,
