@@ -98,6 +98,13 @@ _CHORD_MIN_ROWS = 250
 #: values vectorised (fast_value: within 1 ulp).  False: HSPT's computation, bit for bit
 _WEAK_END = True
 
+#: EXPERIMENT (HSP): the binary logistic scale where the classes are nearly separated (None: the default's)
+_NEAR_SEPARATED_RULE = None
+#: ... nearly separated: the weakest prior's fit misclassifies a share of the training weight in (0, this]
+_NEAR_SEPARATED_ERROR = 0.02
+#: ... by at least this many rows (in units of the mean weight)
+_NEAR_SEPARATED_MIN_ROWS = 10
+
 #: the candidates tried (experiments may restrict them)
 _CANDIDATES = {"shape": ("subsample", "identity"), "mean": ("subsample", "zero")}
 
@@ -578,6 +585,56 @@ def _evidence_scale(X, y, w, loss, fit_intercept, best, wbar):
     return min(ev, key=ev.get)
 
 
+def near_separation(X, y, w, fit_intercept, best):
+    """The training error (share of the weight misclassified) of the chosen candidate's fit at the
+    weakest prior searched (``tau = 10^3``; fitted here if the search skipped it)."""
+    risk, cache, state, _ = best["_search"]
+    hi = _LOG10_TAU[1]
+    if hi not in cache:
+        r = cache[max(cache)][1]
+        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term, point=None)
+        risk(hi)
+    weakest = cache[hi][1]
+    eta = X @ np.ravel(weakest.coef) + (float(np.ravel(weakest.intercept)[0]) if fit_intercept else 0.0)
+    wrong = float(w @ ((2.0 * y - 1.0) * eta <= 0))
+    return wrong / float(w.sum()), wrong / float(np.mean(w))
+
+
+def _near_separated_scale(X, y, w, loss, fit_intercept, best, wbar):
+    """EXPERIMENT (HSP): where the classes are nearly but not completely separated (the training error of the
+    weakest prior's fit in ``(0, _NEAR_SEPARATED_ERROR]``), the scale by :data:`_NEAR_SEPARATED_RULE`:
+    ``'evidence'`` (:func:`_evidence_scale`) or ``'brier'`` (the smallest approximate leave-one-out Brier
+    score along the chosen candidate's ``log10 tau``).  None elsewhere (the default's scale stays)."""
+    err, rows = near_separation(X, y, w, fit_intercept, best)
+    if not (0.0 < err <= _NEAR_SEPARATED_ERROR and rows >= _NEAR_SEPARATED_MIN_ROWS):
+        return None
+    if _NEAR_SEPARATED_RULE == "evidence":
+        return _evidence_scale(X, y, w, loss, fit_intercept, best, wbar)
+    risk, cache, state, _ = best["_search"]
+    prior_at, Dm = best["_prior"]
+    lo, hi = _LOG10_TAU
+    grid = [float(t) for t in np.arange(lo, hi + 1e-9, 1.0)]
+    br = {}
+
+    def brier(t):
+        t = float(t)
+        if t not in br:
+            if t not in cache:
+                risk(t)
+            res = cache[t][1]
+            eta = alo_risk(X, y, w, loss, res.coef, res.intercept, prior_at(t), fit_intercept, Dm, loo_eta=True)
+            br[t] = float(w @ (special.expit(eta) - y) ** 2)
+        return br[t]
+
+    vals = [brier(t) for t in grid]
+    j = int(np.argmin(vals))
+    if 0 < j < len(grid) - 1:
+        r = cache[grid[j]][1]
+        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term, point=None)
+        optimize.minimize_scalar(brier, bounds=(grid[j - 1], grid[j + 1]), method="bounded", options=dict(xatol=0.15))
+    return min(br, key=br.get)
+
+
 def _prune_margin(vals, j):
     """The larger gap between the grid value ``vals[j]`` (the smallest) and its neighbours: four times the
     most a parabola through the three points can dip below ``vals[j]`` (vertex at ``x*``, ``|x*| <= 1/2``
@@ -682,7 +739,7 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
             found_grid = min(found_grid, min(vals))
             families.append(dict(vals=vals, j=int(np.argmin(vals)), risk=risk, cache=cache, state=state, S=S,
                                  sname=sname, mean=mean, mname=mname, dominated=dominated,
-                                 prior_at=prior_at))
+                                 prior_at=prior_at, Dm=Dm))
     # a bounded search between the neighbours of each family's best grid point, best families first; a
     # family whose best grid value exceeds the best value found so far by more than its larger gap to a
     # neighbouring grid value is not searched (a parabola through the three points dips below its best
@@ -712,11 +769,17 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
         if best is None or val < best["risk"]:
             best = dict(risk=float(val), tau=10.0 ** t, shape=fam["S"], mean=fam["mean"], shape_name=fam["sname"],
                         mean_name=fam["mname"], coef=res.coef, intercept=res.intercept, boundary=t in (lo, hi),
-                        loo_min_tau=10.0 ** t, _search=(fam["risk"], cache, fam["state"], t))
+                        loo_min_tau=10.0 ** t, _search=(fam["risk"], cache, fam["state"], t),
+                        _prior=(fam["prior_at"], fam["Dm"]))
     t_ev = _evidence_scale(X, y, w, loss, fit_intercept, best, wbar) if (
         evidence and isinstance(loss, LogisticLoss)) else None
+    near = None
+    if _NEAR_SEPARATED_RULE is not None and not evidence and isinstance(loss, LogisticLoss):
+        near = _near_separated_scale(X, y, w, loss, fit_intercept, best, wbar)
+        t_ev = near
+    best.pop("_prior")
     risk, cache, state, t = best.pop("_search")
-    best["scale_rule"] = "evidence" if t_ev is not None else "loo"
+    best["scale_rule"] = ("near-separated" if near is not None else "evidence") if t_ev is not None else "loo"
     if t_ev is not None:
         val, res, _ = cache[t_ev]
         best.update(risk=float(val), tau=10.0 ** t_ev, coef=res.coef, intercept=res.intercept,
