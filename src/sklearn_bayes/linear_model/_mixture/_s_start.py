@@ -275,7 +275,7 @@ def x_central_rows(Xa, sw, level=0.975):
     return pos[d <= max(stats.chi2.ppf(level, int(ok.sum())), float(np.median(d)))]
 
 
-def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
+def s_starts(Xa, y, sw, n_subsets, n_keep, rng, finalists=False):
     """Starting fits by S-estimation from LTS and deterministic starts, best first.
 
     The LTS search (:func:`~._mixture_start.lts_candidates`, its ``max(n_keep, 5)`` best
@@ -293,6 +293,11 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
     that fit was 0.99 against 1.46 for the fit of the good rows (100 rows, 30 % on the
     cluster) -- while on the central rows it is the fit of the good rows that is small (0.74
     against 1.94).  Returns ``(thetas, criteria)``, the criteria ascending.
+
+    ``finalists=True`` (issue 30, round L3, for the flags only: ``_flags.FLAG_START``): also returns, third, the
+    distinct fits iterated to convergence, ascending in the criterion (the first is ``thetas[0]``), when the search
+    ran on all positive-weight rows, and ``None`` when it ran on a subsample.  Nothing else changes: the same draws,
+    the same ``thetas`` and ``criteria``.
     """
     sub, lts = lts_candidates(Xa, y, sw, n_subsets, max(n_keep, _S_LTS), rng)
     Xs, ys, ws = Xa[sub], y[sub], sw[sub]
@@ -317,19 +322,24 @@ def s_starts(Xa, y, sw, n_subsets, n_keep, rng):
         th = _i_steps(Xs, ys, ws, th, m_scale(ys - Xs @ th, ws), max_steps)[0]
         final.append((criterion(th), th))
     final.sort(key=lambda t: t[0])
-    out = []
+    out, distinct = [], []
     for c, theta in final:
-        if any(np.allclose(theta, o, rtol=1e-6, atol=1e-9) for _, o in out):
+        if any(np.allclose(theta, o, rtol=1e-6, atol=1e-9) for _, o in distinct):
             continue
-        out.append((c, theta))
-        if len(out) == n_keep:
+        distinct.append((c, theta))
+        if len(out) < n_keep:
+            out.append((c, theta))
+        if len(out) == n_keep and not finalists:
             break
     pos = np.flatnonzero(sw > 0)
+    found = [th for _, th in distinct] if len(sub) == len(pos) else None
     if len(sub) < len(pos):
         Xp, yp, wp = Xa[pos], y[pos], sw[pos]
         out = [_i_steps(Xp, yp, wp, th, m_scale(yp - Xp @ th, wp), _S_POLISH_STEPS)[0] for _, th in out]
         rows = x_central_rows(Xp, wp) if len(out) > 1 else np.arange(len(pos))  # one fit: nothing to sort
         out = sorted(((criterion(th, Xp, yp, wp, rows), th) for th in out), key=lambda t: t[0])
+    if finalists:
+        return [th for _, th in out], [c for c, _ in out], found
     return [th for _, th in out], [c for c, _ in out]
 
 
