@@ -588,13 +588,16 @@ def _hds_run(X, y, bounds, eps, seed, step_sizes):
     return out
 
 
-def held_out_hds_table(reps, first_seed=0, new="tempered", old="langevin"):
-    """Round HDS's rule: each held-out set x eps, ``reps`` paired splits, ``new`` step rule against ``old``."""
-    rows = []
+def held_out_hds_table(reps, first_seed=0, new="tempered", old="langevin", json_path=None):
+    """Round HDS's rule: each held-out set x eps, ``reps`` paired splits, ``new`` step rule against ``old``
+    (the per-split results are written to ``json_path`` if given)."""
+    rows, raw = [], []
     for name, fn in HELD_OUT_HDS.items():
         X, y, bounds = fn()
         for eps in HDS_EPSILONS:
             runs = [_hds_run(X, y, bounds, eps, seed, (old, new)) for seed in range(first_seed, first_seed + reps)]
+            raw += [dict(set=name, eps=eps, seed=first_seed + i, **{f"{k}_{m}": r[k][m] for k in (old, new)
+                                                                  for m in ("acc", "ll", "time")}) for i, r in enumerate(runs)]
             da = 100 * np.array([r[new]["acc"] - r[old]["acc"] for r in runs])
             dl = np.array([r[new]["ll"] - r[old]["ll"] for r in runs])
             t_old, t_new = (float(np.median([r[k]["time"] for r in runs])) for k in (old, new))
@@ -603,6 +606,11 @@ def held_out_hds_table(reps, first_seed=0, new="tempered", old="langevin"):
                          _mean_se(da, 2), f"{np.mean([r[old]['ll'] for r in runs]):.4f}",
                          f"{np.mean([r[new]['ll'] for r in runs]):.4f}", _mean_se(dl, 4), f"{t_new / t_old:.2f}"])
             print("  ".join(str(c) for c in rows[-1]), flush=True)
+    if json_path:
+        import json
+
+        with open(json_path, "w") as f:
+            json.dump(raw, f)
     _table(f"Round HDS held-out group: step_size={new!r} against {old!r} ({reps} paired splits from seed "
            f"{first_seed}; accuracy points and log loss, new - old +- paired se; median fit time ratio)",
            ["data", "n train", "eps", "majority", f"acc {old}", f"acc {new}", "d acc", f"ll {old}", f"ll {new}",
@@ -634,6 +642,7 @@ def main(argv=None):
     parser.add_argument("--held-out-hds", action="store_true",
                         help="only round HDS's held-out group: step_size='tempered' against 'langevin' (20 paired splits)")
     parser.add_argument("--hds-first-seed", type=int, default=0, help="first split seed of --held-out-hds")
+    parser.add_argument("--hds-json", default=None, help="write --held-out-hds's per-split results to this file")
     parser.add_argument("--unseen", action="store_true",
                         help="only the sets nobody tuned the estimators to (20 splits; 40 with --full)")
     args = parser.parse_args(argv)
@@ -650,7 +659,7 @@ def main(argv=None):
             print(f"\ntotal {time.perf_counter() - t0:.0f} s")
             return
         if args.held_out_hds:
-            held_out_hds_table(20, first_seed=args.hds_first_seed)
+            held_out_hds_table(20, first_seed=args.hds_first_seed, json_path=args.hds_json)
             print(f"\ntotal {time.perf_counter() - t0:.0f} s")
             return
         if args.unseen:
