@@ -38,7 +38,7 @@ from sklearn_bayes.linear_model._mixture._norms import TukeyBiweight
 from sklearn_bayes.linear_model._mixture._s_start import _S_MAX_STEPS, B_HALF, _i_steps, m_scale
 from sklearn_bayes.linear_model._mixture._selection import irls, residual_scale
 
-__all__ = ["FINITE_SAMPLE_FLAGS_ROWS_PER_COEF", "FLAG_RULE", "FLAG_RULES", "FLAG_START", "FLAG_STARTS", "FLAG_S_STEPS",
+__all__ = ["FINITE_SAMPLE_FLAGS_ROWS_PER_COEF", "FLAG_RULE", "FLAG_RULES", "FLAG_START", "FLAG_START_MARGIN", "FLAG_STARTS", "FLAG_S_STEPS",
            "finite_sample_flags", "finite_sample_s_scale", "flags_fit", "flags_mm_fit", "flags_s_fit",
            "mm_for_flags_small_sample"]
 
@@ -65,6 +65,10 @@ FLAG_STARTS = ("first", "lmrob")
 #: ``"first"`` (round L2's default: the fit's S start, the best finalist by the 50 %-breakdown M-scale of the
 #: x-central rows)
 FLAG_START = "lmrob"
+#: a finalist replaces the flags' S fit only when its finite-sample scale is smaller by more than this share: finalists
+#: that converged to the same S fit differ by the I-steps' stopping tolerance (1e-5 relative in the coefficients, about
+#: 1e-10 in the scale), which rounding decides; distinct local minima differed by 7-30 % (round L3)
+FLAG_START_MARGIN = 1e-6
 
 
 def finite_sample_flags(sw, p, rows_per_coef=None):
@@ -117,13 +121,14 @@ def flags_mm_fit(Xa, y, sw, theta0, floor, finalists=None):
     From the S start ``theta0`` (the minimiser of the M-scale at ``b = 1/2``), Fast-S I-steps at the share
     ``b (n - p) / n`` (:func:`flags_s_fit`) give the flags' S fit and scale ``s``; Tukey (4.685) IRLS from there at
     ``s`` gives the MM fit.  ``finalists`` (round L3, :data:`FLAG_START` ``"lmrob"``): the S search's converged fits
-    (``theta0`` among them); the S fit is then the one of smallest ``s`` of ``theta0``'s and theirs (``theta0``'s,
-    then the first, of equal ones), lmrob's criterion.  Returns ``(theta_mm, s)`` in the units of ``Xa`` and ``y``.
+    (``theta0`` among them); the S fit is then the one of smallest ``s`` of ``theta0``'s and theirs, lmrob's
+    criterion; a later one replaces an earlier one only when its ``s`` is smaller by more than the share
+    :data:`FLAG_START_MARGIN` (one tie rule: equal fits reached from two starts keep the earlier, ``theta0`` first).  Returns ``(theta_mm, s)`` in the units of ``Xa`` and ``y``.
     """
     theta_s, s_fs = flags_s_fit(Xa, y, sw, theta0, floor)
     for theta in finalists or ():
         cand = (theta_s, s_fs) if theta is theta0 else flags_s_fit(Xa, y, sw, theta, floor)
-        if cand[1] < s_fs:
+        if cand[1] < s_fs * (1.0 - FLAG_START_MARGIN):
             theta_s, s_fs = cand
     return irls(Xa, y, sw, theta_s, s_fs, TukeyBiweight(4.685), wls)[0], s_fs
 
