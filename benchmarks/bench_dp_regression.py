@@ -186,7 +186,7 @@ def noise_cost_table(repeats=7):
            ["data", "float Gaussian (before)", "discrete Gaussian (now)", "ratio"], rows)
 
 
-def logistic_tables(reps):
+def logistic_tables(reps, step_size="auto"):
     """Median accuracies, and the paired mean differences (points) with their standard errors."""
     Xs, ys, sb = D.smokeban()
     Xr, yr, rb = D.rwm5yr()
@@ -196,7 +196,7 @@ def logistic_tables(reps):
     for label, X, y, bounds in (("rwm5yr (14,707 train)", Xr, yr, rb), ("SmokeBan (7,500 train)", Xs, ys, sb),
                                 ("diamonds>$2500", Xd, yd, {"x_bound": db["x_bound"]})):
         for eps in EPSILONS:
-            runs = [D.logistic_run(X, y, bounds, eps, DELTA, seed=rep) for rep in range(reps)]
+            runs = [D.logistic_run(X, y, bounds, eps, DELTA, seed=rep, step_size=step_size) for rep in range(reps)]
             col = {m: np.array([r[m]["accuracy"] for r in runs]) for m in D.LOGISTIC_METHODS}
             rows.append([label, eps] + [f"{np.median(col[m]):.4f}" for m in D.LOGISTIC_METHODS]
                         + [f"{np.mean(y == (np.mean(y) > 0.5)):.4f}",
@@ -204,7 +204,7 @@ def logistic_tables(reps):
                            _mean_se(100 * (col["DP-SGLD"] - col["ObjPert"]), 2),
                            _mean_se(100 * (col["DP-SGLD"] - col["OutPert"]), 2)])
         print(f"... {label} done", flush=True)
-    _table(f"Logistic: median test accuracy ({reps} repetitions); paired mean differences in points +- se",
+    _table(f"Logistic (DP-SGLD step_size={step_size!r}): median test accuracy ({reps} repetitions); paired mean differences in points +- se",
            ["data", "eps", *D.LOGISTIC_METHODS, "majority", "Logistic - DP-SGLD", "DP-SGLD - ObjPert",
             "DP-SGLD - OutPert"], rows)
 
@@ -376,7 +376,7 @@ def _unseen_regression_run(X, y, bounds, eps, seed):
     return res
 
 
-def _unseen_classification_run(X, y, bounds, eps, seed):
+def _unseen_classification_run(X, y, bounds, eps, seed, step_size="auto"):
     """One split: test accuracy and log loss of LogisticRegression (non-private), the DP-SGLD default (public
     classes) and objective perturbation (accuracy only: it releases no probabilities)."""
     from sklearn.linear_model import LogisticRegression
@@ -390,7 +390,8 @@ def _unseen_classification_run(X, y, bounds, eps, seed):
     Z, s = D.design(X[tr], xb), 2.0 * y[tr] - 1
     Zt = D.design(X[te], xb, clip=False)
     ref = LogisticRegression(max_iter=1000).fit(X[tr], y[tr])
-    clf = DPSGLDLogisticRegression(epsilon=eps, delta=DELTA, x_bound=xb, classes=[0, 1], random_state=rng)
+    clf = DPSGLDLogisticRegression(epsilon=eps, delta=DELTA, x_bound=xb, classes=[0, 1], step_size=step_size,
+                                   random_state=rng)
     clf.fit(X[tr], y[tr])
     th = D.logistic_objective_perturbation(Z, s, eps, rng)
     p_ref, p_dp = ref.predict_proba(X[te])[:, 1], clf.predict_proba(X[te])[:, 1]
@@ -406,7 +407,7 @@ def _mean_se(a, digits=3):
     return f"{a.mean():.{digits}f}+-{np.std(a, ddof=1) / math.sqrt(len(a)):.{digits}f}"
 
 
-def unseen_tables(reps, classification_only=False):
+def unseen_tables(reps, classification_only=False, step_size="auto"):
     """Data nobody tuned the estimators to: three real regression sets and one small one, three classification sets."""
     rows, cov_rows, crows = [], [], []
     for name, fn in ({} if classification_only else UNSEEN_REGRESSION).items():
@@ -434,7 +435,7 @@ def unseen_tables(reps, classification_only=False):
     for name, fn in UNSEEN_CLASSIFICATION.items():
         X, y, bounds = fn()
         for eps in UNSEEN_EPSILONS:
-            runs = [_unseen_classification_run(X, y, bounds, eps, seed=rep) for rep in range(reps)]
+            runs = [_unseen_classification_run(X, y, bounds, eps, seed=rep, step_size=step_size) for rep in range(reps)]
             col = {k: np.array([r[k] for r in runs]) for k in runs[0]}
             gap = 100 * (col["acc Logistic"] - col["acc DP-SGLD"])
             vs_obj = 100 * (col["acc DP-SGLD"] - col["acc ObjPert"])
@@ -641,6 +642,8 @@ def main(argv=None):
                         help="only the logistic tables (3) and the unseen classification sets (after review HQX F1)")
     parser.add_argument("--held-out-hds", action="store_true",
                         help="only round HDS's held-out group: step_size='tempered' against 'langevin' (20 paired splits)")
+    parser.add_argument("--dpsgld-step", default="auto",
+                        help="DP-SGLD's step_size in the logistic tables ('auto', 'langevin', 'tempered' or a float)")
     parser.add_argument("--hds-first-seed", type=int, default=0, help="first split seed of --held-out-hds")
     parser.add_argument("--hds-json", default=None, help="write --held-out-hds's per-split results to this file")
     parser.add_argument("--unseen", action="store_true",
@@ -654,8 +657,9 @@ def main(argv=None):
         warnings.simplefilter("ignore", SeededNoiseWarning)  # seeded runs for reproducibility
         t0 = time.perf_counter()
         if args.logistic:
-            logistic_tables(lreps)
-            unseen_tables(40 if args.full else 20, classification_only=True)
+            step = args.dpsgld_step if args.dpsgld_step in ("auto", "langevin", "tempered") else float(args.dpsgld_step)
+            logistic_tables(lreps, step_size=step)
+            unseen_tables(40 if args.full else 20, classification_only=True, step_size=step)
             print(f"\ntotal {time.perf_counter() - t0:.0f} s")
             return
         if args.held_out_hds:

@@ -450,7 +450,9 @@ def peer_run(X, y, bounds, eps, delta, seed):
     return {k: float(np.mean((v - y[te]) ** 2)) for k, v in preds.items()}
 
 
-def logistic_run(X, y, bounds, eps, delta, seed):
+def logistic_run(X, y, bounds, eps, delta, seed, step_size="auto"):
+    """One split: accuracy and fit time of non-private logistic regression, objective/output perturbation and
+    DP-SGLD (its default, or ``step_size``: ``"tempered"`` is round HDS's option)."""
     from sklearn.linear_model import LogisticRegression
 
     from sklearn_bayes.privacy import DPSGLDLogisticRegression
@@ -472,7 +474,8 @@ def logistic_run(X, y, bounds, eps, delta, seed):
         acc[name] = float(np.mean(((Zt @ th) > 0) == (y[te] == 1)))
     t0 = time.perf_counter()
     # the default start (theta_0 = 0, no data read) and the public labels {0, 1}
-    clf = DPSGLDLogisticRegression(epsilon=eps, delta=delta, x_bound=xb, classes=[0, 1], random_state=rng)
+    clf = DPSGLDLogisticRegression(epsilon=eps, delta=delta, x_bound=xb, classes=[0, 1], step_size=step_size,
+                                   random_state=rng)
     clf.fit(X[tr], y[tr])
     times["DP-SGLD"] = time.perf_counter() - t0
     acc["DP-SGLD"] = clf.score(X[te], y[te])

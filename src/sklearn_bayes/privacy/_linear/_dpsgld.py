@@ -45,6 +45,7 @@ __all__ = [
     "replace_one_from_add_remove",
     "sgld_chain",
     "sgld_epsilon",
+    "sgld_step_size",
     "thesis_sgld_epsilon",
 ]
 
@@ -119,6 +120,59 @@ def sgld_chain(per_example_grad, prior_grad, theta0, n_samples, sampling_rate, n
     return out
 
 
+#: the rule behind ``step_size="auto"``: ``"tempered"`` (round HDS) or ``"langevin"`` (before round HDS)
+AUTO_STEP_RULE = "langevin"
+#: κ of the tempered rule: the stationary temperature is capped at ``κ n / (4 d)`` (see :func:`sgld_step_size`)
+TEMPERED_KAPPA = 0.1
+
+
+def sgld_step_size(rule, n_samples, n_coef, sampling_rate, noise_multiplier, clip_norm, prior_scale):
+    """The DP-SGLD step η of a named rule, from public quantities only.
+
+    Parameters
+    ----------
+    rule : {"langevin", "tempered"}
+    n_samples : int
+        n (public for replace-one neighbours).
+    n_coef : int
+        d, the number of scaled coefficients (features, and the intercept column).
+    sampling_rate : float
+        q.
+    noise_multiplier : float
+        z, calibrated from (ε, δ, q, T) alone.
+    clip_norm : float
+        L.
+    prior_scale : float
+        σ₀.
+
+    Returns
+    -------
+    eta : float
+
+    Notes
+    -----
+    ``"langevin"``: ``η_L = 2 (q/(zL))²``, the largest step at which the privacy noise
+    ``zLη/q`` is no more than the Langevin noise ``√(2η)``: the chain targets the posterior.
+
+    ``"tempered"``: ``η = max(η_L, min(1/β, κ n/(4d) η_L))`` with ``β = n/4 + 1/σ₀²`` (a bound
+    on the curvature of the negative log posterior for rows of norm <= 1: the step of gradient
+    descent that cannot overshoot) and ``κ`` = ``TEMPERED_KAPPA``.  Above ``η_L`` the injected
+    noise is the privacy noise, ``s = zLη/q``, and for small η (and ignoring the minibatch's own
+    gradient noise) the chain targets the posterior tempered to ``T = s²/(2η) = η/η_L``
+    (density ∝ ``p(θ | data)^{1/T}``); the cap keeps the
+    spread of a test score under that law, about ``4 d T/n`` for scores of a logistic model,
+    below κ.  The noise is calibrated as before (its multiplier does not depend on η), so the
+    guarantee is unchanged.
+    """
+    eta_l = 2.0 * (sampling_rate / (noise_multiplier * clip_norm)) ** 2
+    if rule == "langevin":
+        return eta_l
+    if rule != "tempered":
+        raise ValueError(f"rule must be 'langevin' or 'tempered', got {rule!r}.")
+    smooth = 1.0 / (n_samples / 4.0 + 1.0 / prior_scale**2)
+    return max(eta_l, min(smooth, TEMPERED_KAPPA * n_samples / (4.0 * n_coef) * eta_l))
+
+
 #: ``start="ops"`` is refused when its worst-case expected number of proposals, ``e^{ρ n B}``,
 #: exceeds ``e^{OPS_MAX_LOG_PROPOSALS}`` (10⁶): a public rule (parameters and ``n``)
 OPS_MAX_LOG_PROPOSALS = math.log(1e6)
@@ -170,11 +224,16 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     n_draws : int, default=50
         Iterates kept, evenly spaced over the second half of the chain (over its last
         ``n_draws`` steps when ``n_draws > n_iter - n_iter // 2``); always ``n_draws`` distinct steps.
-    step_size : "auto" or float, default="auto"
-        η.  ``"auto"``: the largest η at which the privacy noise is no more than the
+    step_size : {"auto", "langevin", "tempered"} or float, default="auto"
+        η.  ``"langevin"``: the largest η at which the privacy noise is no more than the
         Langevin noise (``s = √(2η)``, "privacy for free"), so the chain targets the
-        posterior itself.  A chain that diverges (non-finite draws, a step too large) is
-        refused with a ``ValueError`` naming ``step_size``; nothing non-finite is released.
+        posterior itself.  ``"tempered"`` (round HDS): a larger step from public quantities
+        (``n``, ``d``, ``q``, ``z``, ``L``, ``prior_scale``), at which the chain targets a
+        tempered posterior; see :func:`sgld_step_size` and Notes.  ``"auto"`` is
+        ``"langevin"`` (the module switch ``AUTO_STEP_RULE``).  Any step keeps the guarantee:
+        the noise is calibrated from (ε, δ, q, ``n_iter``) and never below it.  A chain that
+        diverges (non-finite draws, a step too large) is refused with a ``ValueError`` naming
+        ``step_size``; nothing non-finite is released.
     ops_fraction : float, default=0.5
         Share of ε spent on the OPS start (the thesis uses ε/2).  Used only with
         ``start="ops"`` (validated always); with ``start="zero"`` or ``"prior"`` all of ε goes
@@ -305,6 +364,20 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     chain started at the non-private MAP that never moved: a deterministic function of the
     data, ε = ∞ in practice.)
 
+    *The step* (round HDS).  What limits the default chain is its step, not its noise: with
+    ``η n`` fixed the accuracy hardly depends on ε (rwm5yr, diamonds, SmokeBan, credit_cards at
+    ε = 0.1-1), and ``η n`` from 0.004-1.1 (the Langevin step) up to 3-8 gained 2-8 points on
+    rwm5yr and diamonds at every ε <= 1.  Above the Langevin step ``η_L`` the injected noise is the
+    privacy noise ``zLη/q`` (exactly the calibrated one), and the chain targets the posterior
+    tempered to ``T = η/η_L``; ``step_size="tempered"`` takes
+    ``η = max(η_L, min(1/β, κ n/(4d) η_L))``, ``β = n/4 + 1/σ₀²`` (no overshoot for rows of norm
+    <= 1), ``κ = 0.1`` (a test score's spread under the tempered law, about ``4dT/n``, below κ).
+    On round HDS's held-out group (8 sets, ε in {0.1, 0.5, 1, 2}, 20 paired splits) it gained
+    1.08 ± 0.13 accuracy points at ε <= 0.5 (up to 8.6 points) and lowered the log loss in most
+    cells, but it lost up to 0.93 ± 0.21 points where the non-private model is no better than the
+    majority class (crime1: 0.7187 against 0.7230; the Langevin chain there does not move and so
+    predicts the majority class), so it is not the default (User Guide, *The step*).
+
     **DP-SGLD** (Algorithm 3, corrected).  ``θ ← θ - η(θ/σ₀² + (1/q) Σ_S clip_L(∇ℓ_i)) + s Z``
     with a Poisson minibatch ``S`` and ``s = max(√(2η), z L η/q)``: the injected noise is
     the Langevin noise or, seen on the gradient sum, Gaussian noise of standard deviation
@@ -349,7 +422,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         "batch_size": [IntegerInterval(1, None, closed="left")],
         "n_iter": [IntegerInterval(1, None, closed="left")],
         "n_draws": [IntegerInterval(1, None, closed="left")],
-        "step_size": [StrOptions({"auto"}), RealInterval(0, None, closed="neither")],
+        "step_size": [StrOptions({"auto", "langevin", "tempered"}), RealInterval(0, None, closed="neither")],
         "ops_fraction": [RealInterval(0, 1, closed="neither")],
         "accountant": [StrOptions({"rdp", "pld"})],
         "start": [StrOptions({"prior", "zero", "ops"})],
@@ -519,15 +592,17 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
                 f"use start='zero' (the default), or ops_fraction*epsilon <= {largest:.3g} at this n."
             )
 
-    def _schedule(self, n, eps_sgld, delta):
+    def _schedule(self, n, d, eps_sgld, delta):
         q = min(1.0, int(self.batch_size) / n)
         T = int(self.n_iter)
         z = calibrate_sgld_noise(eps_sgld, delta, q, T, accountant=self.accountant)
         L = float(self.clip_norm)
-        if self.step_size == "auto":  # privacy noise = Langevin noise: z L eta / q = sqrt(2 eta)
-            eta = 2.0 * (q / (z * L)) ** 2
+        if isinstance(self.step_size, str):  # "auto", "langevin" or "tempered": public inputs only
+            rule = AUTO_STEP_RULE if self.step_size == "auto" else self.step_size
+            eta = sgld_step_size(rule, n, d, q, z, L, float(self.prior_scale))
         else:
             eta = float(self.step_size)
+        # never below the privacy requirement: seen on the gradient sum, the noise sd is >= z L
         sd = max(math.sqrt(2.0 * eta), z * L * eta / q)
         return q, T, z, eta, sd
 
@@ -569,7 +644,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         _check_draw_budget(eps, delta, 0.5 * eps_sgld / eps, 1.0, type(self).__name__)
         n = Xs.shape[0]
         self._check_ops_cost(n, eps_ops)
-        q, T, z, eta, sd = self._schedule(n, eps_sgld, delta)
+        q, T, z, eta, sd = self._schedule(n, Xs.shape[1], eps_sgld, delta)
         # the certificate of the calibration (before anything is drawn): the first accountant
         # (self.accountant, the other one, RDP with more orders) whose valid answer (finite, > 0)
         # is within the add/remove target
