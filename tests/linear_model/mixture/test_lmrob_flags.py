@@ -238,3 +238,26 @@ def test_lmrob_rule_candidate_is_the_default_and_restores_the_module():
     with pytest.raises(RuntimeError), bench.lmrob_rule_everywhere():
         raise RuntimeError
     assert (fl.FINITE_SAMPLE_FLAGS_ROWS_PER_COEF, fl.mm_for_flags_small_sample) == (gate, small)
+
+
+def test_a_finalist_equal_to_the_start_up_to_the_stopping_tolerance_never_replaces_it(monkeypatch):
+    # one tie rule (round L3): the same S fit reached from two starts differs by the I-steps' stopping tolerance; only
+    # a scale smaller by more than FLAG_START_MARGIN (relative) replaces the start, so rounding never picks
+    from sklearn_bayes.linear_model._mixture import _flags
+
+    rng = np.random.default_rng(3)
+    X = np.column_stack([np.ones(40), rng.normal(size=(40, 2))])
+    y = X @ np.array([0.5, 1.0, -2.0]) + rng.standard_t(3, size=40)
+    sw = np.ones(40)
+    theta0 = np.linalg.lstsq(X, y, rcond=None)[0]
+    alone = _flags.flags_mm_fit(X, y, sw, theta0, 0.0)
+    s_fit, s = _flags.flags_s_fit(X, y, sw, theta0, 0.0)
+    twin = s_fit * (1.0 + 1e-9)  # the same fit, as another start would stop near it
+    assert _flags.flags_s_fit(X, y, sw, twin, 0.0)[1] == pytest.approx(s, rel=_flags.FLAG_START_MARGIN)
+    both = _flags.flags_mm_fit(X, y, sw, theta0, 0.0, [theta0, twin])
+    assert both[1] == alone[1] and np.array_equal(both[0], alone[0])
+    # a distinct fit of clearly smaller scale does replace it (no I-steps, so each start stays where it is)
+    monkeypatch.setattr(_flags, "FLAG_S_STEPS", 0)
+    off = theta0 + np.array([0.0, 3.0, 3.0])
+    s_off = _flags.flags_s_fit(X, y, sw, off, 0.0)[1]
+    assert _flags.flags_mm_fit(X, y, sw, off, 0.0, [off, s_fit])[1] == _flags.flags_s_fit(X, y, sw, s_fit, 0.0)[1] < s_off
