@@ -43,6 +43,11 @@ Tables
    (40 with ``--full``): test MSE against ``Ridge`` and AdaSSP(composed), the coverage of the default's
    95 % predictive intervals (against ``BayesianRidge``'s) and of its ``conf_int``, and the accuracy and
    log loss of DP-SGLD against ``LogisticRegression`` and objective perturbation.
+6. ``--held-out-hds`` (only this table, about 1.5 minutes): round HDS's fresh held-out group (eight binary
+   sets, ε in {0.1, 0.5, 1, 2}, 20 paired splits; ``--hds-first-seed``, ``--hds-json``): DP-SGLD with
+   ``step_size="tempered"`` against ``"langevin"`` (the default), accuracy and log loss with paired SEs and
+   the fit time ratio; the adoption rule and its outcome are in the User Guide (*The step*).
+   ``--dpsgld-step`` sets DP-SGLD's ``step_size`` in the ``--logistic`` tables.
 
 Issue targets: the private regressor's excess MSE <= AdaSSP's at every n >= 1e4 and <= 1/2 of SSP's;
 relative efficiency -> 1; hybrid within 2 accuracy points of non-private at ε = 1,
