@@ -398,7 +398,8 @@ class _BaseSubsampledPrior(BaseEstimator):
         else:
             sel = select_glm(X, y, sample_weight, loss, self.fit_intercept, coefs, indices, cov0, self.tol,
                              self.max_iter, intercepts.mean(axis=0) if self.fit_intercept else None, use_subsamples,
-                             wbar, evidence=self.prior_scale == "evidence")
+                             wbar, evidence=self.prior_scale == "evidence",
+                             near_separated=self.prior_scale != "loo-log-loss")
             # objective sum_i w_i L_i + wbar / (2 tau) (b - c)^T Sigma^-1 (b - c), times weight_unit
             num, den, obj = (sel["tau"], per_weight), (wbar,), wbar / sel["tau"]
             start = (sel["coef"], sel["intercept"])

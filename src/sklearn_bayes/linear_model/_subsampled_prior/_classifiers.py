@@ -80,7 +80,7 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
 
     _parameter_constraints = {
         **_BaseSubsampledPrior._parameter_constraints,
-        "prior_scale": [StrOptions({"evidence", "loo", "paper"})],
+        "prior_scale": [StrOptions({"evidence", "loo", "loo-log-loss", "paper"})],
         "predictive": [StrOptions({"map", "moderated"})],
     }
 

@@ -62,7 +62,7 @@ from sklearn_bayes._glm import (
     posterior_hessian,
 )
 
-from . import _weak
+from . import _separation, _weak
 
 #: rows above which the squared loss uses generalised cross-validation instead of exact LOO
 _EXACT_LOO_MAX_ROWS = 20000
@@ -97,13 +97,6 @@ _CHORD_MIN_ROWS = 250
 #: risk shows they cannot change the choice (_weak; from _CHORD_MIN_ROWS rows, one output), the logistic loss's
 #: values vectorised (fast_value: within 1 ulp).  False: HSPT's computation, bit for bit
 _WEAK_END = True
-
-#: EXPERIMENT (HSP): the binary logistic scale where the classes are nearly separated (None: the default's)
-_NEAR_SEPARATED_RULE = None
-#: ... nearly separated: the weakest prior's fit misclassifies a share of the training weight in (0, this]
-_NEAR_SEPARATED_ERROR = 0.02
-#: ... by at least this many rows (in units of the mean weight)
-_NEAR_SEPARATED_MIN_ROWS = 10
 
 #: the candidates tried (experiments may restrict them)
 _CANDIDATES = {"shape": ("subsample", "identity"), "mean": ("subsample", "zero")}
@@ -585,56 +578,6 @@ def _evidence_scale(X, y, w, loss, fit_intercept, best, wbar):
     return min(ev, key=ev.get)
 
 
-def near_separation(X, y, w, fit_intercept, best):
-    """The training error (share of the weight misclassified) of the chosen candidate's fit at the
-    weakest prior searched (``tau = 10^3``; fitted here if the search skipped it)."""
-    risk, cache, state, _ = best["_search"]
-    hi = _LOG10_TAU[1]
-    if hi not in cache:
-        r = cache[max(cache)][1]
-        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term, point=None)
-        risk(hi)
-    weakest = cache[hi][1]
-    eta = X @ np.ravel(weakest.coef) + (float(np.ravel(weakest.intercept)[0]) if fit_intercept else 0.0)
-    wrong = float(w @ ((2.0 * y - 1.0) * eta <= 0))
-    return wrong / float(w.sum()), wrong / float(np.mean(w))
-
-
-def _near_separated_scale(X, y, w, loss, fit_intercept, best, wbar):
-    """EXPERIMENT (HSP): where the classes are nearly but not completely separated (the training error of the
-    weakest prior's fit in ``(0, _NEAR_SEPARATED_ERROR]``), the scale by :data:`_NEAR_SEPARATED_RULE`:
-    ``'evidence'`` (:func:`_evidence_scale`) or ``'brier'`` (the smallest approximate leave-one-out Brier
-    score along the chosen candidate's ``log10 tau``).  None elsewhere (the default's scale stays)."""
-    err, rows = near_separation(X, y, w, fit_intercept, best)
-    if not (0.0 < err <= _NEAR_SEPARATED_ERROR and rows >= _NEAR_SEPARATED_MIN_ROWS):
-        return None
-    if _NEAR_SEPARATED_RULE == "evidence":
-        return _evidence_scale(X, y, w, loss, fit_intercept, best, wbar)
-    risk, cache, state, _ = best["_search"]
-    prior_at, Dm = best["_prior"]
-    lo, hi = _LOG10_TAU
-    grid = [float(t) for t in np.arange(lo, hi + 1e-9, 1.0)]
-    br = {}
-
-    def brier(t):
-        t = float(t)
-        if t not in br:
-            if t not in cache:
-                risk(t)
-            res = cache[t][1]
-            eta = alo_risk(X, y, w, loss, res.coef, res.intercept, prior_at(t), fit_intercept, Dm, loo_eta=True)
-            br[t] = float(w @ (special.expit(eta) - y) ** 2)
-        return br[t]
-
-    vals = [brier(t) for t in grid]
-    j = int(np.argmin(vals))
-    if 0 < j < len(grid) - 1:
-        r = cache[grid[j]][1]
-        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term, point=None)
-        optimize.minimize_scalar(brier, bounds=(grid[j - 1], grid[j + 1]), method="bounded", options=dict(xatol=0.15))
-    return min(br, key=br.get)
-
-
 def _prune_margin(vals, j):
     """The larger gap between the grid value ``vals[j]`` (the smallest) and its neighbours: four times the
     most a parabola through the three points can dip below ``vals[j]`` (vertex at ``x*``, ``|x*| <= 1/2``
@@ -646,7 +589,7 @@ def _prune_margin(vals, j):
 
 
 def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter, intercept_init,
-               use_subsamples=True, wbar=1.0, se_rule=None, evidence=False):
+               use_subsamples=True, wbar=1.0, se_rule=None, evidence=False, near_separated=True):
     """The prior of a GLM (logistic, multinomial, Poisson) by ALO along ``log tau``.
 
     The prior precision in the objective (whose data term carries the weights ``w``) is
@@ -656,9 +599,12 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
     (default :data:`_SE_RULE`; 0 keeps the minimiser).  ``evidence=True`` (``prior_scale='evidence'``;
     the binary logistic loss only): the chosen candidate's ``tau`` maximises the Laplace evidence
     instead, unless the classes are (quasi-)separated or the evidence's maximum is at an end of the
-    search (:func:`_evidence_scale`), where the standard-error rule stays.  Returns a dict with
+    search (:func:`_evidence_scale`), where the standard-error rule stays.  ``near_separated`` (the binary
+    logistic loss, not with ``evidence``): where the classes nearly separate the scale by
+    :func:`._separation.near_separated_scale` (``prior_scale='loo-log-loss'`` turns it off).  Returns a dict with
     ``mean``, ``shape``, ``tau``, ``risk`` (at ``tau``), ``loo_min_tau`` (the minimiser), the names
-    of the chosen candidates, ``scale_rule`` (``'evidence'`` or ``'loo'``: which rule set ``tau``),
+    of the chosen candidates, ``scale_rule`` (``'evidence'``, ``'near-separated'`` or ``'loo'``: which rule set
+    ``tau``),
     plus the MAP fit at the chosen prior (``coef``, ``intercept``)."""
     N = X.shape[0]
     if isinstance(loss, (SquaredHingeLoss, HingeLoss)):
@@ -774,9 +720,9 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
     t_ev = _evidence_scale(X, y, w, loss, fit_intercept, best, wbar) if (
         evidence and isinstance(loss, LogisticLoss)) else None
     near = None
-    if _NEAR_SEPARATED_RULE is not None and not evidence and isinstance(loss, LogisticLoss):
-        near = _near_separated_scale(X, y, w, loss, fit_intercept, best, wbar)
-        t_ev = near
+    if near_separated and not evidence and isinstance(loss, LogisticLoss):
+        near = t_ev = _separation.near_separated_scale(X, y, w, loss, fit_intercept, best, wbar, _LOG10_TAU, alo_risk,
+                                                      _evidence_scale)
     best.pop("_prior")
     risk, cache, state, t = best.pop("_search")
     best["scale_rule"] = ("near-separated" if near is not None else "evidence") if t_ev is not None else "loo"
