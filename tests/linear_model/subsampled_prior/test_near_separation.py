@@ -94,12 +94,11 @@ def test_near_separation_counts_the_misclassified_weight():
     X = np.array([[-1.0], [2.0], [0.0], [3.0], [-4.0]])
     y = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
     res = SimpleNamespace(coef=np.array([1.0]), intercept=np.array([0.0]))
-    best = {"_search": (None, {3.0: (0.0, res, None)}, {}, 3.0)}
     w = np.array([1.0, 2.0, 1.0, 1.0, 5.0])
-    share, rows = _separation.near_separation(X, y, w, True, best, 3.0)
+    share, rows = _separation.near_separation(X, y, w, True, res)
     assert share == pytest.approx(4.0 / 10.0)
     assert rows == pytest.approx(4.0 / 2.0)  # in units of the mean weight, 2
-    assert _separation.near_separation(X, y, 7.0 * w, True, best, 3.0) == pytest.approx((share, rows))
+    assert _separation.near_separation(X, y, 7.0 * w, True, res) == pytest.approx((share, rows))
 
 
 def test_option_validated():

@@ -21,24 +21,29 @@ MAX_ERROR = 0.02
 MIN_ROWS = 10
 
 
-def near_separation(X, y, w, fit_intercept, best, hi):
-    """The training error of the chosen candidate's fit at the weakest prior searched (``log10 tau = hi``, 3;
-    fitted here if the search skipped it): the share of the weight misclassified, and that weight in units
-    of the mean weight (rows)."""
-    risk, cache, state, _ = best["_search"]
-    if hi not in cache:
-        r = cache[max(cache)][1]
-        state.update(coef=r.coef, intercept=r.intercept, hessian=r.hessian, data_term=r.data_term, point=None)
-        risk(hi)
-    weakest = cache[hi][1]
+def near_separation(X, y, w, fit_intercept, weakest):
+    """The training error of ``weakest``, the chosen candidate's fit at the weakest prior searched (``tau =
+    10^3``): the share of the weight misclassified, and that weight in units of the mean weight (rows)."""
     eta = X @ np.ravel(weakest.coef) + (float(np.ravel(weakest.intercept)[0]) if fit_intercept else 0.0)
     wrong = float(w @ ((2.0 * y - 1.0) * eta <= 0))
     return wrong / float(w.sum()), wrong / float(np.mean(w))
 
 
-def near_separated_scale(X, y, w, loss, fit_intercept, best, wbar, log10_tau, alo_risk, evidence_scale):
+def weakest_fit(best, hi, limit_fit):
+    """The chosen candidate's fit at ``log10 tau = hi`` (3): from its search's cache, or -- where the weak-prior
+    end skipped that decade (HSPT2) -- fitted alone (no leave-one-out risk, the search's state and cache
+    untouched), started at the limit (maximum-likelihood) fit if there is one, else at the weakest fit cached."""
+    risk, cache, _, _ = best["_search"]
+    if hi in cache:
+        return cache[hi][1]
+    start = limit_fit[0] if limit_fit else cache[max(cache)][1]
+    return risk(hi, state=dict(coef=start.coef, intercept=start.intercept, hessian=start.hessian,
+                               data_term=start.data_term, point=None), fit_only=True)
+
+
+def near_separated_scale(X, y, w, loss, fit_intercept, best, wbar, limit_fit, log10_tau, alo_risk, evidence_scale):
     """Where the classes nearly, but not completely, separate -- the chosen candidate's fit at ``tau = 10^3``
-    misclassifies a share of the training weight in ``(0, MAX_ERROR]`` and at least
+    (:func:`weakest_fit`) misclassifies a share of the training weight in ``(0, MAX_ERROR]`` and at least
     :data:`MIN_ROWS` rows -- the ``log10 tau`` by :data:`RULE`: ``'brier'`` the
     smallest approximate leave-one-out Brier score ``sum_i w_i (expit(eta_{-i}) - y_i)^2`` along the candidate's
     decades, then a bounded search between the best decade's neighbours; ``'evidence'``
@@ -56,7 +61,7 @@ def near_separated_scale(X, y, w, loss, fit_intercept, best, wbar, log10_tau, al
     if RULE is None:
         return None
     lo, hi = log10_tau
-    err, rows = near_separation(X, y, w, fit_intercept, best, hi)
+    err, rows = near_separation(X, y, w, fit_intercept, weakest_fit(best, hi, limit_fit))
     if not (0.0 < err <= MAX_ERROR and rows >= MIN_ROWS):
         return None
     if RULE == "evidence":

@@ -620,7 +620,7 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
     chord = _FAST_PATH and N >= _CHORD_MIN_ROWS
     # the weak-prior end of each candidate's decades cut where a bound shows it cannot matter (_weak)
     weak_end = chord and _WEAK_END and not evidence and loss.n_outputs == 1
-    found_grid, limit_box = np.inf, []
+    found_grid, limit_box, limit_fit = np.inf, [], []
 
     def _limit(risk, state):
         # R_inf: the risk of the fit at a prior LIMIT_DECADES weaker than the grid's weakest (once; NaN on failure)
@@ -630,6 +630,7 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
                 with np.errstate(all="ignore"):
                     val = risk(t, state=dict(state), cache=scratch)
                 limit_box.append(val if scratch[t][1].converged else np.nan)
+                limit_fit.extend([scratch[t][1]] if scratch[t][1].converged else [])
             except (FloatingPointError, ArithmeticError, ValueError, linalg.LinAlgError):
                 limit_box.append(np.nan)
         return limit_box[0]
@@ -649,7 +650,8 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
             DS = None if Dm is None or scalar or loss.n_outputs > 1 or not chord else (
                 Dm if sname == "identity" else Dm @ Sinv)
 
-            def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv, scalar=scalar, DS=DS):
+            def risk(log10_tau, state=state, cache=cache, mean=mean, Dm=Dm, Sinv=Sinv, scalar=scalar, DS=DS,
+                     fit_only=False):
                 # tau per mean unit of weight (wide data, the identity: the same P as a scalar, no d x d matrix)
                 P = wbar / 10.0 ** log10_tau if scalar else wbar * Sinv / 10.0 ** log10_tau
                 # warm start at the last fit along the path, with its data Hessian for chord steps (the
@@ -661,6 +663,8 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
                               hessian_init=state.get("hessian"), keep_factor=chord,
                               data_term_init=state.get("data_term"), fast_value=weak_end,
                               point_init=state.get("point"))
+                if fit_only:  # the fit alone: no risk, the path's state and cache untouched (round HSP's check)
+                    return res
                 # HSPT2: the derivatives and data gradient at the fit start the next fit (weak_end only)
                 state.update(coef=res.coef, intercept=res.intercept, hessian=res.hessian, data_term=res.data_term,
                              point=None if res.point is None or not weak_end else (*res.point, res.data_gradient))
@@ -721,8 +725,8 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
         evidence and isinstance(loss, LogisticLoss)) else None
     near = None
     if near_separated and not evidence and isinstance(loss, LogisticLoss):
-        near = t_ev = _separation.near_separated_scale(X, y, w, loss, fit_intercept, best, wbar, _LOG10_TAU, alo_risk,
-                                                      _evidence_scale)
+        near = t_ev = _separation.near_separated_scale(X, y, w, loss, fit_intercept, best, wbar, limit_fit, _LOG10_TAU,
+                                                      alo_risk, _evidence_scale)
     best.pop("_prior")
     risk, cache, state, t = best.pop("_search")
     best["scale_rule"] = ("near-separated" if near is not None else "evidence") if t_ev is not None else "loo"
