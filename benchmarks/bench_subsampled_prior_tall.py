@@ -26,6 +26,7 @@ Usage::
     python benchmarks/bench_subsampled_prior_tall.py                       # logistic, p = 30, N = 20k and 50k
     python benchmarks/bench_subsampled_prior_tall.py --kinds logistic poisson --n 5000 20000 50000 200000 --p 10 30 100
     python benchmarks/bench_subsampled_prior_tall.py --small 8     # the small cells: ours / previous (about 2 minutes)
+    python benchmarks/bench_subsampled_prior_tall.py --blocked-hessian 1000000 50 --repeats 2   # round HSP (HQD's fit)
 """
 
 import argparse
@@ -158,6 +159,36 @@ def small_cells(splits, repeats=4, ref="previous"):
               f"{1e3 * np.median(base):8.1f}  {differ}", flush=True)
 
 
+def blocked_hessian(n, d, repeats):
+    """Round HSP: the one-output Hessian over cache-sized row blocks (``_map._BLOCKED_MIN_ROWS`` rows up) against
+    the previous computation, the default logistic fit on HQD's problem (``N x d`` Gaussian, coefficients
+    0.3 N(0, 1)), paired and alternated in one process; the chosen prior and the coefficients compared."""
+    from sklearn_bayes._glm import _map
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, d))
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-X @ (0.3 * rng.standard_normal(d))))).astype(np.int64)
+    times, fits, blocked_from = {"before": [], "blocked": []}, {}, _map._BLOCKED_MIN_ROWS
+    for r in range(repeats):
+        for key in (("before", "blocked") if r % 2 == 0 else ("blocked", "before")):
+            _map._BLOCKED_MIN_ROWS = 10 ** 12 if key == "before" else blocked_from
+            try:
+                t = time.perf_counter()
+                fits[key] = SubsampledPriorLogisticRegression(random_state=0).fit(X, y)
+                times[key].append(time.perf_counter() - t)
+            finally:
+                _map._BLOCKED_MIN_ROWS = blocked_from
+    ratio = np.array(times["blocked"]) / np.array(times["before"])
+    a, b = fits["before"], fits["blocked"]
+    same = all(a.prior_choice_[k] == b.prior_choice_[k] for k in ("shape", "mean", "scale_rule"))
+    dscale = abs(b.prior_choice_["scale"] / a.prior_choice_["scale"] - 1)
+    dcoef = np.max(np.abs(b.coef_ - a.coef_)) / np.max(np.abs(a.coef_))
+    print(f"logistic N = {n}, d = {d}: before {np.median(times['before']):.2f} s, "
+          f"blocked {np.median(times['blocked']):.2f} s (medians of {repeats}); paired ratio {ratio.mean():.3f} +- "
+          f"{ratio.std(ddof=1) / np.sqrt(repeats):.3f}; same candidate {same}, scale relative difference "
+          f"{dscale:.1e}, coefficients {dcoef:.1e} relative", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kinds", nargs="+", default=["logistic"], choices=["logistic", "poisson", "svm"])
@@ -168,8 +199,14 @@ def main(argv=None):
                     help="instead: the benchmark's small cells, ours against previous on SPLITS splits (rule (c))")
     ap.add_argument("--small-ref", default="previous", choices=["previous", "hspt"],
                     help="the reference of --small: the search before HSPT (default) or HSPT's")
+    ap.add_argument("--blocked-hessian", nargs=2, type=int, default=None, metavar=("N", "D"),
+                    help="instead: round HSP's blocked Hessian against the previous one (--repeats paired fits)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
+    if args.blocked_hessian:
+        with threadpool_limits(limits=1):
+            blocked_hessian(*args.blocked_hessian, max(2, args.repeats))
+        return
     if args.small:
         with threadpool_limits(limits=1):
             small_cells(args.small, 2 * ((args.repeats + 1) // 2), args.small_ref)
