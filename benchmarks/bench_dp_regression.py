@@ -45,11 +45,11 @@ Tables
    log loss of DP-SGLD against ``LogisticRegression`` and objective perturbation.
 6. ``--held-out-hds`` (only this table, about 1.5 minutes): round HDS's fresh held-out group (eight binary
    sets, ε in {0.1, 0.5, 1, 2}, 20 paired splits; ``--hds-first-seed``, ``--hds-json``): DP-SGLD with
-   ``step_size="tempered"`` against ``"langevin"`` (the default), accuracy and log loss with paired SEs and
-   the fit time ratio; the adoption rule and its outcome are in the User Guide (*The step*).
+   ``step_size="tempered"`` against ``"langevin"`` (the default until round HDS2), accuracy and log loss with
+   paired SEs and the fit time ratio; the adoption rules and their outcomes are in the User Guide (*The step*).
    With non-private ``LogisticRegression`` and the training split's majority class per cell.
-   ``--held-out-hds2``: the same table on round HDS2's fresh group (eight other binary sets; the lead's rule
-   HDS2 on proper scores decides the default of ``step_size``).
+   ``--held-out-hds2``: the same table on round HDS2's fresh group (eight other binary sets), on which the
+   lead's rule HDS2 (proper scores) made ``"tempered"`` the default (``step_size="auto"``).
    ``--dpsgld-step`` sets DP-SGLD's ``step_size`` in the ``--logistic`` tables.
 
 Issue targets: the private regressor's excess MSE <= AdaSSP's at every n >= 1e4 and <= 1/2 of SSP's;

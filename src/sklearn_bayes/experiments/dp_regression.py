@@ -452,7 +452,8 @@ def peer_run(X, y, bounds, eps, delta, seed):
 
 def logistic_run(X, y, bounds, eps, delta, seed, step_size="auto"):
     """One split: accuracy and fit time of non-private logistic regression, objective/output perturbation and
-    DP-SGLD (its default, or ``step_size``: ``"tempered"`` is round HDS's option)."""
+    DP-SGLD (its default, the tempered step since round HDS2, or ``step_size``: ``"langevin"`` is the
+    previous default)."""
     from sklearn.linear_model import LogisticRegression
 
     from sklearn_bayes.privacy import DPSGLDLogisticRegression

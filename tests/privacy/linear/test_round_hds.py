@@ -1,11 +1,11 @@
-"""Round HDS: DP-SGLD's step rule ``step_size="tempered"`` (an option; the default is unchanged).
+"""Round HDS: DP-SGLD's step rule ``step_size="tempered"``.
 
 The rule reads public quantities only (n, d, q, z, L, σ₀); the noise is calibrated exactly as
-before, so the guarantee is the accountant's for every step.  ``"auto"`` is still the
-privacy-for-free step ``"langevin"`` (the held-out rule of the round refused the tempered rule
-as the default: see the User Guide), and the module switch ``AUTO_STEP_RULE`` maps ``"auto"`` to
-either rule.  Every test here fails before the round (there was no ``"tempered"``, no
-``"langevin"``, no ``sgld_step_size``).
+before, so the guarantee is the accountant's for every step.  Round HDS's held-out rule refused
+it as the default; round HDS2's rule on proper scores adopted it (``"auto"`` is ``"tempered"``
+since then: tests/privacy/linear/test_round_hds2.py), and the module switch ``AUTO_STEP_RULE``
+maps ``"auto"`` to either rule.  Every test here fails before round HDS (there was no
+``"tempered"``, no ``"langevin"``, no ``sgld_step_size``).
 """
 
 import importlib.util
@@ -79,11 +79,12 @@ def test_the_fit_takes_the_rule_and_keeps_the_calibrated_noise(eps):
     assert b.noise_sd_ == max(math.sqrt(2.0 * b.step_size_), z * b.step_size_ / q)
 
 
-def test_auto_is_still_the_langevin_step_bit_for_bit():
+def test_auto_follows_the_module_switch_bit_for_bit(monkeypatch):
+    """Under ``AUTO_STEP_RULE = "langevin"`` (the default until round HDS2) ``"auto"`` is the Langevin step."""
     X, y = _data(2000, 2)
+    monkeypatch.setattr(_dpsgld, "AUTO_STEP_RULE", "langevin")
     a = _fit(X, y, epsilon=0.5, random_state=np.random.default_rng(3))
     b = _fit(X, y, epsilon=0.5, step_size="langevin", random_state=np.random.default_rng(3))
-    assert _dpsgld.AUTO_STEP_RULE == "langevin"
     np.testing.assert_array_equal(a.coef_samples_, b.coef_samples_)
     np.testing.assert_array_equal(a.intercept_samples_, b.intercept_samples_)
 
