@@ -54,26 +54,37 @@ def test_both_given_is_refused_naming_both():
     assert pickle.dumps(est) == before
 
 
-def test_labels_in_order_0_to_k_minus_1_give_the_n_categories_fit_bit_for_bit():
-    """categories=[0..K-1] (in any order) is n_categories=K: the same chain, the same theta_ and intervals."""
+def test_labels_0_to_k_minus_1_give_the_n_categories_fit_bit_for_bit():
+    """categories=[0..K-1] in that order is n_categories=K: the same chain, the same theta_ and intervals; in
+    another order (review HLR F3) the labels keep it, and the fit is n_categories=K on their positions."""
     X = _users()
     a = _est(n_categories=K).fit(X)
-    b = _est(categories=[3, 1, 0, 4, 2]).fit(X)
-    assert b.categories_.tolist() == list(range(K)) and b.n_categories_ == K
-    np.testing.assert_array_equal(a.theta_, b.theta_)
-    np.testing.assert_array_equal(a.credible_interval(0.9), b.credible_interval(0.9))
+    s = _est(categories=list(range(K))).fit(X)
+    np.testing.assert_array_equal(a.theta_, s.theta_)
+    np.testing.assert_array_equal(a.credible_interval(0.9), s.credible_interval(0.9))
+    order = [3, 1, 0, 4, 2]
+    b = _est(categories=order).fit(X)
+    assert b.categories_.tolist() == order and b.n_categories_ == K
+    positions = np.argsort(order)[X[:, 0]].reshape(-1, 1)  # label v -> its index in the order given
+    c = _est(n_categories=K).fit(positions)
+    np.testing.assert_array_equal(c.theta_, b.theta_)
+    np.testing.assert_array_equal(c.credible_interval(0.9), b.credible_interval(0.9))
 
 
-def test_string_labels_are_positions_of_the_sorted_list():
-    """Labels map to their positions in the sorted list: the fit equals n_categories=K on those positions, and a
-    label no user holds is kept (the domain does not depend on the data)."""
-    labels = np.array(["e", "a", "d", "b", "c"])  # sorted: a b c d e
+def test_string_labels_are_positions_of_the_list_as_given():
+    """Labels map to their positions in the list as given (review HLR F3; they were the sorted list's): the fit
+    equals n_categories=K on those positions, sorted labels give the sorted fit, and a label no user holds is
+    kept (the domain does not depend on the data)."""
+    labels = np.array(["e", "a", "d", "b", "c"])
     X = _users()
-    Xs = np.sort(labels)[X[:, 0]].reshape(-1, 1).astype(object)
+    Xs = labels[X[:, 0]].reshape(-1, 1).astype(object)  # user with code j holds labels[j]
     a = _est(n_categories=K).fit(X)
     b = _est(categories=labels).fit(Xs)
-    assert b.categories_.tolist() == ["a", "b", "c", "d", "e"]
+    assert b.categories_.tolist() == ["e", "a", "d", "b", "c"]
     np.testing.assert_array_equal(a.theta_, b.theta_)
+    srt = np.sort(labels)
+    sorted_fit = _est(categories=srt).fit(srt[X[:, 0]].reshape(-1, 1).astype(object))
+    np.testing.assert_array_equal(a.theta_, sorted_fit.theta_)
     c = _est(categories=[*labels, "zz"]).fit(Xs)
     assert c.n_categories_ == K + 1 and c.categories_[-1] == "zz"
 

@@ -26,7 +26,6 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn_bayes.utils import (
     IntegerInterval,
     RealInterval,
-    check_generator,
     check_privacy_random_state,
     serialized,
     transactional,
@@ -40,9 +39,10 @@ from sklearn_bayes.privacy._ldp._driver import process_users, step_sizes
 from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, draw_intervals, warn_if_unconverged
 from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
-from sklearn_bayes.privacy._ldp._params import FINAL_KNOBS, FrozenParamsMixin, check_count, same_value
+from sklearn_bayes.privacy._ldp._params import (_UNSET, FINAL_KNOBS, FrozenParamsMixin, _copy_labels, check_count,
+                                                same_value)
 from sklearn_bayes.privacy._ldp._rrrr import RRRRMechanism, simulation_table
-from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES, N_CHAINS
+from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES
 from sklearn_bayes.privacy._ldp._serving import ServingMixin
 from sklearn_bayes.privacy._ldp._utilities import UTILITIES
 
@@ -92,9 +92,13 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         Number of categories ``2 <= K <= 2^31 - 1``; the categories are then ``0, ..., K - 1``.
         The category domain must be public: give ``n_categories`` or ``categories`` (not both); neither is refused.
     categories : array-like of labels, 'from_data' or None, default=None
-        The public labels (at least 2, distinct, finite numbers or strings of one kind), sorted into
-        ``categories_``; a value of ``X`` outside them is refused.  ``'from_data'`` (simulation only, NOT
-        private, with a ``UserWarning``): the sorted distinct values of ``X`` in the first fitting call.
+        The public labels (at least 2, distinct, finite numbers or strings of one kind), kept **in the order
+        given** in ``categories_`` (as ``OneHotEncoder(categories=...)``): label ``categories[j]`` is position
+        ``j`` of ``theta_``, the intervals, an array ``prior``, ``client_mechanism().privatize`` and the ``y`` /
+        ``subsets`` of :meth:`partial_fit_responses` (:meth:`encode_categories` maps labels to positions; before
+        review HLR the positions were those of the sorted labels); a value of ``X`` outside them is refused.
+        ``'from_data'`` (simulation only, NOT private, with a ``UserWarning``): the sorted distinct values of
+        ``X`` in the first fitting call.
     epsilon : float, default=1.0
         Privacy budget of every user, ``> 0``.
     kappa : float, default=0.9
@@ -114,7 +118,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         ``'hierarchical'``: ``theta ~ Dir(rho 1_K)``, ``ln rho`` uniform on ``[ln 1e-3, ln 10]`` (97 values),
         learnt with ``theta`` (Notes); ``'spike-bulk'`` (issue 28 round 12; slower: a Python chain): that or,
         per fit, a spike ``rho / 30`` on some categories (``_ldp/_sparse_prior.py``); otherwise the fixed
-        Dirichlet concentration.  With ``mechanism='rrrr'`` the online SGLD chain that proposes the subsets
+        Dirichlet concentration (an array: one value per position, in the order of ``categories_``).  With ``mechanism='rrrr'`` the online SGLD chain that proposes the subsets
         uses ``Dir(1)`` under both strings; ``theta_`` and the posterior samples use the
         chosen prior.
     sampler : {'sgld', 'gibbs'}, default='sgld'
@@ -213,7 +217,8 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     Attributes
     ----------
     categories_ : ndarray of shape (n_categories_,)
-        The category labels (responses and subsets use their positions): public, except with
+        The category labels, in the order ``categories`` gave them (``0..K-1`` for ``n_categories``; sorted for
+        ``'from_data'``); responses and subsets use their positions.  Public, except with
         ``categories='from_data'`` (the labels seen in ``X``, one user's label included: not private).
     n_categories_ : int
     theta_ : ndarray of shape (n_categories_,)
@@ -520,14 +525,14 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         Returns
         -------
         mechanism : SetResponseMechanism or RRRRMechanism
-            Static ``mechanism``: ``privatize(x, random_state)`` returns each user's response
-            as a boolean mask of length ``K`` (subset selection: the reported ``k``-subset;
+            Static ``mechanism``: ``privatize(x, random_state)`` (``x``: positions, ``encode_categories(labels)``)
+            returns each user's response as a boolean mask of length ``K`` (subset selection: the reported ``k``-subset;
             GRR: the one-hot released category; OUE: the bit vector); record the masks with
             ``partial_fit_responses(masks)``; ``log_probability(response, x)`` is the exact
             likelihood.  ``mechanism='rrrr'``: a :class:`sklearn_bayes.RRRRMechanism` with the
             estimator's ``n_categories``, ``epsilon`` and ``kappa``; each user's subset comes from
-            :meth:`propose_subset`.  A read-only copy: the first client handed out freezes
-            ``n_categories``, ``epsilon``, ``mechanism`` and ``kappa`` (a later change makes this
+            :meth:`propose_subset`.  A read-only copy: the first client (or proposed subset) handed out freezes
+            ``n_categories``, ``categories``, ``epsilon``, ``mechanism`` and ``kappa`` (a later change makes this
             method and :meth:`partial_fit_responses` raise ``ValueError``).
         """
         if "n_responses_" in vars(self):
@@ -548,14 +553,15 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     # (the store's copy shares its append-only buffers), so restoring the bindings
     # restores everything.  ``_rng`` is the chain's generator, bound here too so that
     # ``transactional`` finds and rewinds it.
-    def _init_state(self, categories):
-        """Bind a fresh fitted state, recording the parameters it is built with."""
+    def _init_state(self, categories, labels=_UNSET):
+        """Bind a fresh fitted state, recording the parameters it is built with (``labels``: the value of
+        ``categories`` the call read)."""
         K = categories.size
         self._check_decoder_size(K)  # K inferred from the data (a set n_categories: checked with the parameters)
         self.categories_ = categories
         self.n_categories_ = K
         prior = self._prior_vector(K)
-        self._fitted_params = self._record_params()
+        self._fitted_params = self._record_params(labels)
         self.mechanism_, self._client = self._resolve_mechanism(K)
         # the RRRR likelihood table (48 bytes per category): static mechanisms never read it
         # (4.8 GB at K = 10^8 for two GRR responses)
@@ -689,15 +695,16 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
 
     def _add_users(self, X):
         first = "n_responses_" not in vars(self)
+        labels = _copy_labels(self.categories) if first else self.categories  # read once per call (review HLR F8)
         if first:
-            self._check_params()  # _fit_context has validated the parameters
+            self._check_params(labels)  # _fit_context has validated the parameters
         else:
             self._check_frozen()  # _fit_context skips validation for a fitted partial_fit
-        col = inp.column(self, X, reset=first, n_categories=self.n_categories, categories=self.categories)
-        categories = inp.categories_from(col, self.n_categories, self.categories) if first else self.categories_
+        col = inp.column(self, X, reset=first, n_categories=self.n_categories, categories=labels)
+        categories = inp.categories_from(col, self.n_categories, labels) if first else self.categories_
         values = inp.encode(col, categories)
         if first:
-            self._init_state(categories)
+            self._init_state(categories, labels)
         self._process(values)
 
     # Not under ``_fit_context``: like scikit-learn's ``partial_fit``, a call on a fitted
@@ -713,7 +720,8 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         Parameters
         ----------
         y : array-like of int of shape (n_responses,), or bool of shape (n_responses, K)
-            ``mechanism='rrrr'``: released categories as positions ``0..K-1`` (as
+            Positions and mask columns are those of ``categories_`` (the labels in the order given; a device
+            privatises ``encode_categories([its label])``).  ``mechanism='rrrr'``: released categories as positions ``0..K-1`` (as
             returned by :meth:`sklearn_bayes.RRRRMechanism.privatize`).  A static
             mechanism: the response sets as a boolean mask (as returned by
             ``client_mechanism().privatize``; subset selection rows hold exactly
@@ -740,17 +748,20 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         if update not in ("online", "defer"):
             raise ValueError(f"update must be 'online' or 'defer', got {update!r}.")
         first = "n_responses_" not in vars(self)
+        labels = _copy_labels(self.categories) if first else None  # read once per call (review HLR F8)
         if first:
-            K = self._check_unfitted_params("to record responses (deployment mode)")
+            K = self._check_unfitted_params("to record responses (deployment mode)", labels)
         else:
             self._check_frozen()
             K = self.n_categories_
         self._check_handed_out("partial_fit_responses")
         client = self._resolve_mechanism(K)[1] if first else self._client
+        if first:  # the public labels, not the codes 0..K-1 (review HLR F1)
+            domain = inp.categories_from(None, self.n_categories, labels)
         if client is not None:  # a static protocol: the responses are sets
             packed = inp.static_masks(y, subsets, K, client, self.mechanism)
             if first:
-                self._init_state(np.arange(K))
+                self._init_state(domain, labels)
                 self.n_features_in_ = 1
             self._begin_update()
             self._chain.store.append_packed(packed)
@@ -759,7 +770,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         ya = inp.rrrr_responses(y, K)
         masks = inp.subset_masks(subsets, ya.size, K)
         if first:
-            self._init_state(np.arange(K))
+            self._init_state(domain, labels)
             self.n_features_in_ = 1
         self._begin_update()
         given = self._chain.store.intern_masks(masks)
@@ -817,21 +828,6 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         self._check_eb_draws(draws)  # the EB route: no theta_ chain was checked (see Warns)
         return draws
 
-    def _posterior_draws(self, n_samples, random_state, max_values=None):
-        """``n_samples`` posterior draws (see :meth:`sample_posterior`); the exact sampler thins them
-        evenly to at most ``max_values`` values."""
-        rng = self._read_rng(1) if random_state is None else check_generator(random_state)
-        burn = max(1000, self.n_final_steps // 2)
-        if self._uses_exact_gibbs():
-            return self._exact_draws(max(200, self.n_final_steps // 2), n_samples, rng, max_values=max_values)
-        if self.final_estimate == "mala":
-            per_chain = -(-n_samples // N_CHAINS)
-            return self._chain.mala(burn, 5 * per_chain, rng, thin=5)[1][:n_samples]
-        if self.final_estimate == "gibbs":
-            return self._chain.gibbs_grouped(burn, n_samples, rng, thin=1)[1]
-        thin = 1 if self.sampler == "gibbs" else int(self.n_steps)
-        return self._sgld_draws(n_samples * thin, thin, rng)
-
     @serialized
     def credible_interval(self, level=0.95, n_samples=2000, random_state=None, tails="auto"):
         """Posterior credible interval of every category probability (equal-tailed, or one-sided at 0).
@@ -875,6 +871,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
             s = self._posterior_draws(n_samples, random_state, max_values=MAX_DRAW_VALUES)
         else:
             s = self.sample_posterior(n_samples, random_state=random_state)
+        self._check_interval_draws(s)  # review HLR F5
         return draw_intervals(s, float(level), tails, self.n_responses_)
 
     @serialized

@@ -18,7 +18,7 @@ from sklearn.utils.validation import validate_data
 from sklearn_bayes.utils._validation import _DATA_ECHOES, check_container, naming
 
 __all__ = ["DOMAIN_MESSAGE", "categories_from", "check_categories", "check_domain", "column", "encode",
-           "rrrr_responses", "refuse_masked", "static_masks", "subset_masks"]
+           "label_positions", "missing", "rrrr_responses", "refuse_masked", "static_masks", "subset_masks"]
 
 
 def refuse_masked(value, arg):
@@ -32,7 +32,7 @@ def refuse_masked(value, arg):
         )
 
 
-def _missing(v):
+def missing(v):
     """None, NaN, NaT or pandas' NA (whose comparisons are NA, not a bool)."""
     if v is None:
         return True
@@ -68,34 +68,66 @@ def check_domain(n_categories, categories):
 
 
 def check_categories(categories):
-    """The public labels ``categories`` as a sorted 1-d array; ValueError / TypeError naming ``categories``.
+    """The public labels ``categories`` as a 1-d array **in the order given**; ValueError / TypeError naming
+    ``categories``.
 
-    Labels must be at least 2, distinct, hashable scalars (numbers or strings) of one orderable kind, and
-    finite (no NaN, None or infinity).  The message may quote the labels: they are public.
+    Labels must be at least 2 (at most ``2^31 - 1``), distinct, hashable scalars (numbers or strings) of one
+    orderable kind, and finite (no NaN, None or infinity); numbers that numpy holds only as objects (fractions,
+    integers beyond 64 bits) and strings ending in a NUL character (which numpy's string arrays drop) are
+    refused.  Position ``j`` of a label is its index in the order given (review HLR, F3).  The message may quote
+    the labels: they are public.
     """
     refuse_masked(categories, "categories")
+    if isinstance(categories, np.ndarray) and categories.ndim != 1:  # before len(): a 0-d array has none
+        raise ValueError(f"categories must be a 1-d list or array of labels, got an array of shape "
+                         f"{categories.shape}.")
     if isinstance(categories, (set, frozenset, dict)) or not hasattr(categories, "__len__"):
         raise TypeError(f"categories must be a list or 1-d array of labels, got {type(categories).__name__}.")
+    try:
+        n = len(categories)
+    except TypeError:
+        raise TypeError(f"categories must be a list or 1-d array of labels, got {type(categories).__name__}.") from None
+    if n > 2**31 - 1:  # before list(): range(10**12) is not materialised
+        raise ValueError(f"categories must hold at most 2^31 - 1 labels, got {n}.")
     items = list(categories)
     if len(items) < 2:
         raise ValueError(f"categories must hold at least 2 labels, got {len(items)}.")
     for v in items:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (str, numbers.Real)):
             raise TypeError(f"categories must hold real numbers or strings, got a {type(v).__name__}.")
-        if isinstance(v, numbers.Real) and not np.isfinite(v):
-            raise ValueError(f"categories must hold finite labels, got {v!r}.")
     kinds = {isinstance(v, str) for v in items}
     if len(kinds) > 1:
         raise TypeError("categories mixes strings and numbers: labels must be of one orderable kind.")
+    if True in kinds and any(v.endswith("\x00") for v in items):
+        raise ValueError("categories holds a label ending in a NUL character ('\\x00'), which numpy's string "
+                         "arrays would drop: give the labels without it.")
     cats = np.asarray(items)
     if cats.ndim != 1:
         raise ValueError(f"categories must be 1-d, got shape {cats.shape}.")
-    out = np.unique(cats)
-    if out.size != cats.size:
-        raise ValueError(f"categories must hold distinct labels: {cats.size - out.size} repeated.")
-    if out.size > 2**31 - 1:
-        raise ValueError(f"categories must hold at most 2^31 - 1 labels, got {out.size}.")
-    return out
+    if cats.dtype == object:  # Fraction, 2**70, ...: not a machine number
+        raise TypeError("categories must hold strings or numbers that fit a 64-bit integer or float, got "
+                        f"{', '.join(sorted({type(v).__name__ for v in items}))}.")
+    if cats.dtype.kind == "f" and not np.all(np.isfinite(cats)):
+        raise ValueError(f"categories must hold finite labels, got {cats[~np.isfinite(cats)][0]!r}.")
+    if np.unique(cats).size != cats.size:
+        raise ValueError(f"categories must hold distinct labels: {cats.size - np.unique(cats).size} repeated.")
+    return cats
+
+
+def label_positions(labels, categories):
+    """``(idx, ok)``: positions of ``labels`` (a 1-d array) in ``categories`` (1-d, distinct, in any order) and
+    whether each label is one of them (``idx`` is meaningless where ``ok`` is False)."""
+    K = categories.size
+    if categories.dtype.kind in "iu" and K and categories[0] == 0 and categories[-1] == K - 1 and np.all(
+            categories[1:] > categories[:-1]):
+        # sorted distinct integers from 0 to K - 1: each value is its own position (no search)
+        ok = (labels >= 0) & (labels < categories.size)
+        return labels, ok
+    order = None if np.all(categories[1:] >= categories[:-1]) else np.argsort(categories, kind="stable")
+    idx = np.clip(np.searchsorted(categories, labels, sorter=order), 0, categories.size - 1)
+    if order is not None:
+        idx = order[idx]
+    return idx, categories[idx] == labels
 
 
 def column(estimator, X, reset, n_categories, categories=None):
@@ -131,7 +163,7 @@ def column(estimator, X, reset, n_categories, categories=None):
     if X.dtype.kind == "f" and np.any(np.isnan(X)):
         raise ValueError("X contains NaN: every user must hold a category.")
     if X.dtype == object:
-        if any(_missing(v) for v in X.ravel()):
+        if any(missing(v) for v in X.ravel()):
             raise ValueError("X contains missing values (None, NaN or pandas NA): every user must hold a "
                              "category.")
     if X.shape[1] == 1:
@@ -172,54 +204,55 @@ def categories_from(col, n_categories, categories=None):
     return cats
 
 
-def encode(col, categories):
-    """Positions of col's values in categories; ValueError on unknown values."""
+def encode(col, categories, arg="X"):
+    """Positions of col's values in categories; ValueError naming ``arg`` on unknown values."""
     if categories.ndim == 2 or col.ndim == 2:
         if categories.ndim != 2 or col.ndim != 2 or col.shape[1] != categories.shape[1]:
-            raise ValueError("X has a different number of columns than the composite categories seen in fit.")
+            raise ValueError(f"{arg} has a different number of columns than the composite categories seen in fit.")
         lookup = {tuple(r): i for i, r in enumerate(categories.tolist())}
         out = np.empty(col.shape[0], dtype=np.int32)
         for i, r in enumerate(col.tolist()):
             j = lookup.get(tuple(r))
             if j is None:
-                raise ValueError(f"X holds categories outside the known ones ({len(lookup)} categories): "
+                raise ValueError(f"{arg} holds categories outside the known ones ({len(lookup)} categories): "
                                  f"row {i}.")
             out[i] = j
         return out
     if categories.dtype.kind in "iu":
+        if col.dtype.kind == "b":  # True is not the label 1 (categories refuses bools too; review HLR F7)
+            raise ValueError(f"{arg} holds booleans, which are not integer categories.")
         if col.dtype.kind == "f" and np.any(col != np.round(col)):
-            raise ValueError(f"X holds non-integer categories: {_where(col != np.round(col))}.")
-        if col.dtype.kind in "fiub":
+            raise ValueError(f"{arg} holds non-integer categories: {_where(col != np.round(col))}.")
+        if col.dtype.kind in "fiu":
             colv = col.astype(np.int64)
         elif col.dtype == object:
+            odd = np.fromiter((isinstance(v, (str, bytes, bool, np.bool_)) or not isinstance(v, numbers.Real)
+                               for v in col), bool, col.size)
+            if odd.any():  # '10' or True is not the label 10 or 1 (review HLR F7)
+                raise ValueError(f"{arg} holds categories that are not numbers (strings or booleans) against integer "
+                                 f"categories: {_where(odd)}.")
             try:
                 colv = col.astype(np.float64)
             except (TypeError, ValueError):
-                raise ValueError("X holds categories that are not integers.") from None
+                raise ValueError(f"{arg} holds categories that are not integers.") from None
             if np.any(colv != np.round(colv)):
-                raise ValueError("X holds non-integer categories.")
+                raise ValueError(f"{arg} holds non-integer categories.")
             colv = colv.astype(np.int64)
         else:
-            raise ValueError(f"X must hold integer categories, got dtype {col.dtype}.")
+            raise ValueError(f"{arg} must hold integer categories, got dtype {col.dtype}.")
     else:
         colv = col
     try:
-        if categories.dtype.kind in "iu" and categories.size and categories[0] == 0 and categories[-1] == categories.size - 1:
-            # sorted distinct integers from 0 to K - 1: each value is its own position (no search)
-            ok = (colv >= 0) & (colv < categories.size)
-            idx = colv
-        else:
-            idx = np.clip(np.searchsorted(categories, colv), 0, categories.size - 1)
-            ok = categories[idx] == colv
+        idx, ok = label_positions(colv, categories)
     except TypeError:  # values that do not compare with the labels (3 among strings)
         lookup = {v: i for i, v in enumerate(categories.tolist())}
         pos = [lookup.get(v, -1) if isinstance(v, (str, numbers.Number)) else -1 for v in colv.tolist()]
         idx = np.asarray(pos, dtype=np.int64)
         ok = idx >= 0
     if not np.all(ok):
-        raise ValueError(f"X holds categories outside the known ones ({categories.size} categories): "
+        raise ValueError(f"{arg} holds categories outside the known ones ({categories.size} categories): "
                          f"{_where(~np.asarray(ok))}.")
-    return idx.astype(np.int32)
+    return np.asarray(idx).astype(np.int32)
 
 
 def rrrr_responses(y, K):

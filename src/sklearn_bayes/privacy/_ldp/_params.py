@@ -34,6 +34,14 @@ PARAM_NAMES = FROZEN_PARAMS + (
     "sampler", "n_steps", "batch_size", "step_size", "n_final_steps", "final_estimate", "point_estimate", "decoder",
 )
 
+#: A parameter not passed (distinct from None, a valid value).
+class _Unset:
+    def __repr__(self):
+        return "<unset>"
+
+
+_UNSET = _Unset()
+
 #: Largest ``count * n_categories`` of an array a reading method returns (2^27: 128 MiB of
 #: booleans, 1 GiB of float64): above, the call is refused instead of ending in a MemoryError.
 MAX_RETURNED_CELLS = 1 << 27
@@ -64,14 +72,23 @@ def same_value(a, b):
 
 
 def _copy_labels(value):
-    """A list of the labels (the caller's list may change later), else ``value`` itself."""
-    return value if value is None or isinstance(value, str) or not hasattr(value, "__len__") else list(value)
+    """A copy of the labels (the caller's list or array may change later): an array stays an array (compared
+    in C, review HLR F9), anything else becomes a list; a string or None is ``value`` itself."""
+    if value is None or isinstance(value, (str, range, tuple, set, frozenset, dict)) or not hasattr(value, "__len__"):
+        return value  # immutable, or refused by check_categories (range(10**12) is refused by its length)
+    return value.copy() if isinstance(value, np.ndarray) else list(value)
 
 
 def same_labels(a, b):
-    """Whether two values of ``categories`` are the same: equal strings / None, or equal label lists."""
+    """Whether two values of ``categories`` are the same: equal strings / None, or equal label lists (the same
+    labels in the same order; two arrays are compared by ``np.array_equal``, O(K) in C)."""
     if a is None or b is None or isinstance(a, str) or isinstance(b, str):
         return same_value(a, b)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.ndim == b.ndim == 1:
+        if a.shape != b.shape or (a.dtype.kind in "US") != (b.dtype.kind in "US"):
+            return False
+        if a.dtype.kind != "O" and b.dtype.kind != "O":
+            return bool(np.array_equal(a, b))
     try:
         return list(a) == list(b)
     except Exception:  # an array-valued comparison: not the same labels
@@ -96,27 +113,32 @@ class FrozenParamsMixin:
     """
 
     def __setstate__(self, state):
+        if "categories" not in state and "n_categories" in state:  # a pickle from before ``categories`` (HLR F4)
+            state = upgrade_state(state)
         super().__setstate__(state)
         rng = self.__dict__.get("_rng")
         if isinstance(rng, _OSSeededGenerator):  # the chain shares this object: reseed it in place
             rng.bit_generator.state = type(rng.bit_generator)().state
 
-    def _check_params(self):
+    def _check_params(self, categories=_UNSET):
         """What ``_parameter_constraints`` cannot say: exactly one of ``n_categories`` / ``categories`` gives
         the public domain; alpha is needed for 'semi_adaptive'; the empirical-Bayes and count decoders need
-        a static mechanism."""
-        check_domain(self.n_categories, getattr(self, "categories", None))
+        a static mechanism.  ``categories``: the value this call read (a snapshot, review HLR F8)."""
+        if categories is _UNSET:
+            categories = getattr(self, "categories", None)
+        check_domain(self.n_categories, categories)
         if self.utility == "semi_adaptive" and self.alpha is None:
             raise ValueError("alpha must be a float in (0, 1) when utility='semi_adaptive', got None.")
         decoder = getattr(self, "decoder", "auto")
         if decoder in ("eb", "eb-rescale", "eb-stack", "eb-gmodel", "counts", "importance") and self.mechanism == "rrrr":
             raise ValueError(f"decoder={decoder!r} needs a static mechanism (its responses' support counts are "
                              "binomial); mechanism='rrrr' uses decoder='posterior' (or 'auto').")
-        self._check_decoder_size(vars(self).get("n_categories_", self._public_size()))
+        self._check_decoder_size(vars(self).get("n_categories_", self._public_size(categories)))
 
-    def _public_size(self):
+    def _public_size(self, cats=_UNSET):
         """``K`` from the public domain (``n_categories`` or the labels of ``categories``), else None."""
-        cats = getattr(self, "categories", None)
+        if cats is _UNSET:
+            cats = getattr(self, "categories", None)
         if self.n_categories is not None or cats is None or isinstance(cats, str):
             return self.n_categories
         return len(check_categories(cats))
@@ -165,14 +187,16 @@ class FrozenParamsMixin:
             return same_labels(old, new)
         return same_value(old, new)
 
-    def _check_unfitted_params(self, what):
+    def _check_unfitted_params(self, what, categories=_UNSET):
         """Validate the parameters of an unfitted estimator; the domain must be public for ``what``."""
+        if categories is _UNSET:
+            categories = self.categories
         self._validate_params()
-        self._check_params()
-        K = self._public_size()
+        self._check_params(categories)
+        K = self._public_size(categories)
         if K is None:
             raise ValueError(f"n_categories or the labels of categories must be set {what}, got "
-                             f"categories={self.categories!r}.")
+                             f"categories={categories!r}.")
         return int(K)
 
     def _prior_vector(self, K):
@@ -206,9 +230,13 @@ class FrozenParamsMixin:
         :data:`_CLIENT_PARAMS` (``_check_handed_out``): responses privatised by a client are never
         recorded under other parameters, even when it was handed out before any data."""
         self._check_handed_out("client_mechanism")
+        self._freeze_client_params()
+        return copy.copy(client)
+
+    def _freeze_client_params(self):
+        """Record :data:`_CLIENT_PARAMS` at the first hand-out (a client, or proposed subsets: HLR F12)."""
         if "_client_params" not in vars(self):
             self._client_params = {name: _copy_labels(getattr(self, name)) for name in self._CLIENT_PARAMS}
-        return copy.copy(client)
 
     def _check_handed_out(self, call):
         """ValueError naming the first of :data:`_CLIENT_PARAMS` changed since a client was handed out."""
@@ -239,10 +267,26 @@ class FrozenParamsMixin:
     def _params_now(self):
         return tuple(self.__dict__.get(name) for name in PARAM_NAMES)
 
-    def _record_params(self):
-        """The frozen parameters' values now (an array ``prior`` copied: the user's list may change)."""
+    def _record_params(self, categories=_UNSET):
+        """The frozen parameters' values now (an array ``prior`` copied: the user's list may change);
+        ``categories``: the snapshot the fitting call read (review HLR F8)."""
         recorded = record_parameters(self, FROZEN_PARAMS)
         if not isinstance(self.prior, str) and np.ndim(self.prior) > 0:
             recorded["prior"] = np.array(self.prior, dtype=float)
-        recorded["categories"] = _copy_labels(recorded["categories"])
+        recorded["categories"] = _copy_labels(recorded["categories"] if categories is _UNSET else categories)
         return recorded
+
+
+def upgrade_state(state):
+    """The state of a pickle made before the parameter ``categories`` (af3c366, review HLR F4), completed: the
+    domain such an estimator had is ``'from_data'`` when ``n_categories`` was None and it was fitted (the labels
+    were inferred from ``X``), else None (``n_categories`` gave it)."""
+    state = dict(state)
+    inferred = state.get("n_categories") is None and "categories_" in state
+    state["categories"] = "from_data" if inferred else None
+    for key in ("_fitted_params", "_client_params"):
+        if isinstance(state.get(key), dict) and "categories" not in state[key]:
+            state[key] = dict(state[key], categories=state["categories"])
+    if isinstance(state.get("_validated_params"), tuple) and len(state["_validated_params"]) != len(PARAM_NAMES):
+        state["_validated_params"] = (_UNSET,) * len(PARAM_NAMES)  # validate again at the next call
+    return state

@@ -13,11 +13,23 @@ from sklearn.utils.validation import check_is_fitted
 
 import sklearn_bayes.privacy._ldp._input as inp
 from sklearn_bayes.privacy._ldp._params import check_count, same_value
+from sklearn_bayes.utils._validation import check_container
 from sklearn_bayes.privacy._ldp._samplers import N_CHAINS
 from sklearn_bayes.privacy._ldp._utilities import chosen_subset
 from sklearn_bayes.utils import instance_lock, serialized, transactional
 
-__all__ = ["ServingMixin", "proposal_masks"]
+__all__ = ["ServingMixin", "proposal_masks", "same_domain"]
+
+
+def same_domain(a, b):
+    """Whether two ``categories_`` are the same labels in the same order (``n_categories=K`` is
+    ``categories=range(K)``; ``[0, 1]`` equals ``[0.0, 1.0]``; strings never equal numbers)."""
+    if a.shape != b.shape or (a.dtype.kind in "US") != (b.dtype.kind in "US"):
+        return False
+    try:
+        return bool(np.array_equal(a, b))
+    except TypeError:
+        return False
 
 
 def proposal_masks(draws, epsilon, kappa, utility, alpha, consts):
@@ -68,8 +80,11 @@ class ServingMixin:
             self._check_adaptive(self._resolve_mechanism(K)[1])
             params = self.get_params()
             phi, consts = np.ones(K), None
+        self._check_handed_out("propose_subset")
         k, order = chosen_subset(phi, params["epsilon"], params["kappa"], params["utility"], params["alpha"],
                                  consts)
+        # a proposal is handed to a device: its positions refer to these labels from now on (review HLR F12)
+        self._freeze_client_params()
         return np.sort(order[:k].astype(np.intp))
 
     @transactional
@@ -128,6 +143,8 @@ class ServingMixin:
             return masks
         self._check_adaptive(self._client)
         self._check_frozen()
+        self._check_handed_out("propose_subsets")
+        self._freeze_client_params()  # the proposals go to devices (review HLR F12)
         fitted = self._fitted_params
         theta = self._move_sample(n if draws == "user" else 1, mean=draws == "mean")
         masks = proposal_masks(theta, fitted["epsilon"], fitted["kappa"], fitted["utility"], fitted["alpha"],
@@ -172,12 +189,66 @@ class ServingMixin:
         self._end_update()
         return avg[None, :] if mean else theta
 
+    def encode_categories(self, labels):
+        """Positions of the public ``labels`` in the category domain (deployment: what a device privatises).
+
+        Responses, subsets and ``theta_`` are indexed by positions: position ``j`` is ``categories_[j]``, the
+        ``j``-th label in the order ``categories`` gave them (``n_categories=K``: the codes ``0..K-1``;
+        ``categories='from_data'``: the sorted labels seen in the first fitting call).  Before any data the
+        domain comes from ``n_categories`` or ``categories``.
+
+        Parameters
+        ----------
+        labels : array-like of shape (n,)
+            Labels of the domain (a device's own category, or labels to look up in ``theta_``).
+
+        Returns
+        -------
+        positions : ndarray of int32 of shape (n,)
+            ``categories_[positions[i]] == labels[i]``: pass them to ``client_mechanism().privatize``.
+
+        Raises
+        ------
+        ValueError
+            For a label outside the domain (located by its row: a device's label is private, it is not quoted),
+            or, before any data, with ``categories='from_data'`` (no public domain yet).
+
+        Notes
+        -----
+        With labels ``c_0, ..., c_{K-1}`` (in the order given) the map is ``c_j -> j``, a bijection fixed by the
+        public labels: privatising ``j`` with an ``epsilon``-LDP mechanism on ``{0, ..., K-1}`` is an
+        ``epsilon``-LDP mechanism on the labels.  Looked up by binary search in the sorted labels,
+        ``O(n log K)`` after an ``O(K log K)`` sort when the labels are not sorted.
+        """
+        if "n_responses_" in vars(self):
+            self._check_frozen()
+            domain = self.categories_
+        else:
+            labels_now = self.categories
+            self._check_unfitted_params("to encode labels before any data", labels_now)
+            domain = inp.categories_from(None, self.n_categories, labels_now)
+        check_container(labels, "labels")
+        inp.refuse_masked(labels, "labels")
+        # a list as objects: numpy's string arrays would drop a trailing NUL ('a\x00' is not 'a')
+        arr = labels if isinstance(labels, np.ndarray) else np.asarray(list(labels) if hasattr(labels, "__iter__")
+                                                                         else labels, dtype=object)
+        if arr.ndim != 1:
+            raise ValueError(f"labels must be a 1-d array-like of labels, got shape {arr.shape}.")
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.int32)
+        if arr.dtype.kind == "c" or (arr.dtype == object and any(inp.missing(v) for v in arr)) or (
+                arr.dtype.kind == "f" and np.isnan(arr).any()):
+            raise ValueError("labels holds missing values or complex numbers, which are not labels.")
+        return inp.encode(arr, domain, arg="labels")
+
     def merge(self, other):
         """Add the responses recorded by ``other`` (another ingestion worker's store).
 
-        Both estimators must be fitted with the same frozen parameters (``n_categories``,
-        categories, ``epsilon``, ``kappa``, ``utility``, ``alpha``, ``prior``; their
-        ``random_state`` may differ: the merged estimator keeps its own generator).
+        Both estimators must be fitted with the same frozen parameters (``epsilon``, ``kappa``, ``utility``,
+        ``alpha``, ``prior``; their ``random_state`` may differ: the merged estimator keeps its own
+        generator) and the same domain: ``categories_`` the same labels in the same order (review HLR:
+        ``n_categories=K`` and ``categories=range(K)`` are the same domain; ``[0, 1]`` and ``[0.0, 1.0]`` too;
+        ``['a', 'b']`` and ``['b', 'a']`` are not, their positions differ).
         Refused: merging an estimator with itself, and stores that already share
         responses (a store merged twice, a copy or pickle of a store, or two stores
         that both absorbed a third), which would be counted twice.  ``other`` is not
@@ -223,15 +294,24 @@ class ServingMixin:
             self._validated_params = self._params_now()
         self._check_frozen()
         other._check_frozen()
-        for name in ("n_categories", "epsilon", "mechanism", "kappa", "utility", "alpha"):
+        for name in ("epsilon", "mechanism", "kappa", "utility", "alpha"):
             a, b = self._fitted_params[name], other._fitted_params[name]
             if not same_value(a, b):
                 raise ValueError(f"other was fitted with {name}={b!r} and this estimator with {name}={a!r}: "
                                  f"responses of different mechanisms or posteriors cannot be merged.")
-        # the categories before the prior: a prior vector's shape follows them (n_categories=None)
-        if self.categories_.shape != other.categories_.shape or not np.array_equal(self.categories_,
-                                                                                    other.categories_):
-            raise ValueError("other has other categories than this estimator: its responses cannot be merged.")
+        # the domain (before the prior: a prior vector's shape follows it): the same labels in the same order,
+        # whether given by n_categories or categories (review HLR F2, F3b); labels of categories='from_data'
+        # come from X, so none is quoted
+        if not same_domain(self.categories_, other.categories_):
+            a, b = self._fitted_params["n_categories"], other._fitted_params["n_categories"]
+            if a is not None and b is not None:
+                raise ValueError(f"other was fitted with n_categories={b!r} and this estimator with n_categories={a!r}: "
+                                 "responses of different mechanisms or posteriors cannot be merged.")
+            raise ValueError(
+                f"other has other categories than this estimator ({other.n_categories_} and {self.n_categories_} "
+                "labels, not the same labels in the same order): a response is a position in its store's "
+                "categories_, so its responses cannot be merged. Give both the same n_categories or the same "
+                "categories list.")
         mine, theirs = self._fitted_params["prior"], other._fitted_params["prior"]
         if not (np.array_equal(self._chain.prior, other._chain.prior)
                 and isinstance(mine, str) == isinstance(theirs, str) and (not isinstance(mine, str) or mine == theirs)):
