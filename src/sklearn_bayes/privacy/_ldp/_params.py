@@ -251,7 +251,8 @@ class FrozenParamsMixin:
                        if call == "client_mechanism" else
                        f"{call} would record that client's responses (privatised with {name}={old!r}) under {new!r}")
                 raise ValueError(
-                    f"{name} was {old!r} when client_mechanism() handed out a client and is now {new!r}: {why}. "
+                    f"{name} was {old!r} when client_mechanism() handed out a client (or propose_subsets() "
+                    f"proposed subsets) and is now {new!r}: {why}. "
                     f"Set {name} back to {old!r}, or start a new estimator (sklearn.base.clone) and hand out its "
                     "client."
                 )
