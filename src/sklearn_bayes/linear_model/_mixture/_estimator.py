@@ -701,17 +701,13 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         notes = self._fitted_with["fallback"] = []  # why the least-squares sandwich replaced the loss's (summary)
         cov, self.df_resid_ = _inference.parameter_covariance(prob.Xa, best.residuals, prob.sw, scale, norm, st,
                                                               self.fit_intercept, flagged=flagged, exact=exact,
-                                                              rows=None if loss is None else sub,
-                                                              notes=notes)  # fmt: skip
-        self.df_intervals_ = float(self.df_resid_)
-        if notes:
-            warnings.warn(_inference.fallback_message(notes[0], self.df_resid_), UserWarning, stacklevel=4)
-        elif loss is not None and self.interval_correction == "huber":  # round 15: Huber's K and effective rows
+                                                              rows=None if loss is None else sub, notes=notes,
+                                                              details=(details := {}))  # fmt: skip
+        k, self.df_intervals_ = 1.0, float(self.df_resid_)
+        if not notes and loss is not None and self.interval_correction == "huber":  # round 15: K, effective rows
             k, self.df_intervals_ = _finite_sample.interval_correction(best.residuals, prob.sw, scale, norm, flagged,
                                                                        self.df_resid_)  # fmt: skip
-            cov = cov * (k * k)
-        self.coef_covariance_ = cov[:d, :d]
-        self._params_covariance = cov
+        _inference.store_covariance(self, cov, k, notes, details, stacklevel=5)
 
     def _flag_params(self):
         """Coefficients and intercept whose residuals are flagged: the MM fit (``mm_coef_``), else the fit."""
@@ -735,12 +731,15 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         intervals : ndarray of shape (n_features, 2)
             Lower and upper ends ``coef_ -+ t_{df, 1 - alpha / 2} se`` (``se`` the square roots of the
             diagonal of ``coef_covariance_``, ``df`` = ``df_intervals_``).  NaN for a feature that is not
-            identified (constant with an intercept, or aliased: see ``coef_covariance_``).
+            identified (constant with an intercept, aliased, or resting on no row the loss keeps or only on
+            rows of leverage 1, such as a one-row dummy: a warning names it; user guide, *Warnings*).
 
         Notes
         -----
         Student-t quantiles on the effective rows (``interval_correction``): the sandwich's scale and
-        matrices are estimated from the same rows.  The intervals are conditional on the selected loss
+        matrices are estimated from the same rows.  A one-row dummy gets NaN, not a variance: its row has
+        leverage 1, so its residual is 0 and the others' residuals say nothing about it (a model-based
+        variance would assume i.i.d. errors, which the HC sandwich does not).  The intervals are conditional on the selected loss
         (they ignore the noise of its choice); see the user guide for the coverage measured with it.
 
         Examples
@@ -756,13 +755,13 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         """
         check_is_fitted(self)
         alpha = _inference.validate_alpha(alpha)
-        std = np.sqrt(np.diag(self.coef_covariance_))
+        std = _inference.params_std(self)[: len(self.coef_)]
         return _inference.wald_intervals(self.coef_, std, _inference.interval_dof(self), alpha)
 
     @serialized
-    def bootstrap_conf_int(self, X, y, alpha=0.05, n_boot=50, sample_weight=None, random_state=None):
+    def bootstrap_conf_int(self, X, y, alpha=0.05, n_boot=50, sample_weight=None, random_state=None, scheme="residual"):
         check_is_fitted(self)
-        return _bootstrap.bootstrap_intervals(self, X, y, sample_weight, alpha, n_boot, random_state)[0]
+        return _bootstrap.bootstrap_intervals(self, X, y, sample_weight, alpha, n_boot, random_state, scheme)[0]
 
     bootstrap_conf_int.__doc__ = _bootstrap.BOOTSTRAP_CONF_INT_DOC
 

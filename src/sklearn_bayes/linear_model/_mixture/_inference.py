@@ -8,6 +8,7 @@ fitted estimator and never writes to it).  Everything else takes plain arrays.
 """
 
 import math
+import warnings
 from dataclasses import dataclass
 from numbers import Real
 
@@ -165,7 +166,10 @@ def fallback_message(reason, dof):
         why = ("more than half the rows are fitted exactly (the robust scale is 0: e.g. most y values tie, as a count "
                "that is mostly 0); the M-estimator's sandwich would give intervals of the width of rounding noise")
         how = ("conservative: every residual enters at its full size; bootstrap_conf_int is no remedy here, its "
-               "resamples are fitted exactly too and its intervals come out as narrow as rounding")
+               "resamples are fitted exactly too, and it returns NaN intervals for such a fit. The fit and its "
+               "outlier flags (outlier_mask_, flag_outliers) rest on the tied values of y: the residual scale is "
+               "near 0, so every row off the exact fit is flagged (a discrete or rounded response, e.g. pH, a Likert "
+               "scale or a count, with a mode near half the rows); read the flags as 'not at the mode'")
     else:
         why = "the selected loss's sandwich matrix A is not positive definite (a redescending loss on few rows)"
         how = "an approximation: not the selected loss's variance; bootstrap_conf_int gives resampling intervals"
@@ -174,7 +178,7 @@ def fallback_message(reason, dof):
 
 
 def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None, exact=False,
-                         notes=None):
+                         notes=None, details=None):
     """Sandwich covariance of ``(coef, intercept)`` in the data's units, shape ``(d + 1, d + 1)`` (intercept last).
 
     ``Xa``, ``r``, ``scale`` are in standardised units (``r = y - Xa @ theta``); the weights
@@ -200,6 +204,16 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     so outlying residuals enter with their full size (conservative after an exact fit, whose robust scale is 0);
     finite whenever the identified columns have full rank.  For ``"not_pd"`` it only approximates the selected
     loss's variance (n = 12, p = 4: median 1.16, range 0.19-9.1 times the Monte Carlo spread of the fit; development log, "Degenerate responses").
+
+    Identification (review HMU, F4/F5; :func:`_weak_identification`): a direction of the parameters that ``A``
+    does not see (an eigenvalue at most :data:`NULL_TOL` times the largest: a one-row dummy whose row the loss
+    rejects), or that only rows of leverage 1 see (a one-row dummy whose row the fit passes through: it adds
+    nothing to ``B`` and its variance came out 7-9 times too small), leaves every coefficient that moves along it
+    unidentified: NaN rows and columns, their indices (intercept ``d``) appended to ``details["unidentified"]``.
+    The other coefficients' covariance is that of the identified directions (``A``'s pseudo-inverse when ``A``
+    is singular).  A negative variance is never stored (NaN, listed as unidentified).  ``details["se"]``: the
+    standard errors (intercept last), the square roots of the diagonal or, where it under- or overflows (``y``
+    in units of 1e-156 or 1e156 and beyond, F7), computed in standardised units and rescaled last.
     """
     pos = sw > 0
     m = int(pos.sum())
@@ -222,17 +236,21 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
         norm = FlaggedCurvatureClipped(norm, np.asarray(flagged, dtype=bool))
     Xk = Xa if p == Xa.shape[1] else Xa[:, keep]  # no copy when every column is identified
     V = None if exact else _sandwich(Xk, r, sw, scale, norm, power, factor)
-    unit = 1.0
+    unit, used = 1.0, (r, scale, norm)
     if V is None:  # the least-squares sandwich of the same residuals (docstring: Fallback)
         big = _overflow_unit(r, scale)
         if big is None:
-            V = _sandwich(Xk, r, sw, scale, LeastSquares(), power, factor)
+            V, used = _sandwich(Xk, r, sw, scale, LeastSquares(), power, factor), (r, scale, LeastSquares())
         else:  # (r / scale)^2 would overflow: the sandwich of r / big at scale 1, times big^2 in the data's units
             V, scale, unit = _sandwich(Xk, r / big, sw, 1.0, LeastSquares(), power, factor), 1.0, big
+            used = (r / big, 1.0, LeastSquares())
         if notes is not None:
             notes.append("exact" if exact else "not_pd")
     if V is None:
         return out, dof
+    weak = _weak_identification(Xk, *used, sw, power, factor)
+    if weak is not None and weak.V is not None:  # A singular: the sandwich of the directions it sees
+        V = weak.V
     small = 1.0 if power else small  # small-sample factor: the leverages, else m / (m - p)
     V = V * (scale * scale * float(sw.sum()) / m * small * factor)  # weights of mean 1
     # Jacobian of (coef, intercept) in the data's units with respect to the kept standardised parameters
@@ -247,7 +265,129 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
         C = J @ V @ J.T * unit * unit  # unit 1, or +-inf only where the true value overflows
     idx = np.append(kept_x, d) if fit_intercept else kept_x
     out[np.ix_(idx, idx)] = C[np.ix_(idx, idx)]
+    # each data-unit parameter as a combination of the standardised ones, in units of y_scale / x_scale (slopes)
+    # and y_scale (intercept): its standard error is computed there and rescaled last (F7)
+    Cstd = np.zeros((len(idx), p))
+    Cstd[np.arange(len(kept_x)), np.arange(len(kept_x))] = 1.0
+    if fit_intercept:
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            Cstd[-1, : len(kept_x)] = -st.x_offset[kept_x] / st.x_scale[kept_x]
+        Cstd[-1, p - 1] = 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        mult = np.abs(np.append(D, st.y_scale) if fit_intercept else D) * unit
+    bad = np.zeros(d + 1, dtype=bool)
+    if weak is not None and weak.null is not None:
+        norms = np.linalg.norm(Cstd * weak.e, axis=1)
+        with np.errstate(invalid="ignore"):
+            bad[idx] = ~(np.abs(Cstd @ weak.null).max(axis=1) <= ID_TOL * norms)
+    q = np.einsum("ij,jk,ik->i", Cstd, V, Cstd)  # the variances in standardised units (no under- or overflow)
+    with np.errstate(invalid="ignore"):
+        bad[idx] |= q < 0  # never a negative variance (F5; the data-unit diagonal can be -inf from overflow)
+    out[bad, :] = out[:, bad] = np.nan
+    if details is not None:
+        details["unidentified"] = [int(j) for j in np.flatnonzero(bad)]
+        details["se"] = _standard_errors(out, q, mult, idx, bad)
     return out, dof
+
+
+#: an eigenvalue of the sandwich's ``A`` at most this times the largest is 0 (a direction ``A`` does not see): the
+#: square of :data:`ALIAS_TOL`, the relative size at which a column is aliased (review HMU, F5)
+NULL_TOL = ALIAS_TOL * ALIAS_TOL
+
+#: a parameter whose combination of the standardised ones has a component above this (relative to its norm) along
+#: a direction ``A`` does not see is not identified (review HMU, F4/F5)
+ID_TOL = 1e-6
+
+#: rows whose leverage ``w_i psi'_i x_i^T A^+ x_i`` exceeds this (1 to rounding: a row alone in a direction has
+#: leverage 1 whatever its weight) are candidates for carrying a direction alone; the eigenvalues of ``A`` without
+#: them decide (review HMU, F4).  Rows of leverage 0.99-1 - 1e-6 keep the HC3 clip at 0.99 (removing several of them
+#: at once could leave fewer rows than coefficients: n = 8, p = 4, five rows kept)
+REST_LEVERAGE = 1.0 - 1e-6
+
+
+@dataclass(frozen=True)
+class _Weak:
+    """What :func:`_weak_identification` found: ``null`` (columns: unit vectors of the unseen directions) and
+    ``V`` (the sandwich from ``A``'s pseudo-inverse, when ``A`` itself is singular; else None); ``null`` is
+    ``e * v`` for unit vectors ``v`` of the equilibrated ``A`` (``e = diag(A)^(-1/2)``), so a parameter ``c`` is
+    judged by ``|c^T null| / ||c * e||``."""
+
+    null: np.ndarray
+    V: object
+    e: np.ndarray
+
+
+def _null_space(A, top):
+    """Eigenvalues, eigenvectors and the mask of the eigenvalues at most :data:`NULL_TOL` ``top`` in absolute value
+    (a redescending loss's negative curvature on a row it keeps is seen, not missing)."""
+    lam, U = np.linalg.eigh(A)
+    return lam, U, np.abs(lam) <= NULL_TOL * top
+
+
+def _weak_identification(Xk, r, scale, norm, sw, power, factor):
+    """None, or the directions of the standardised parameters that ``A = sum_i w_i psi'_i x_i x_i^T`` does not
+    see, or sees only through rows of leverage 1 (:class:`_Weak`).
+
+    A row of leverage 1 (the only row of a dummy, fitted exactly) adds nothing to ``B`` (its residual is 0) yet
+    its ``x x^T`` sits in ``A``: the direction it alone carries gets a variance from the other rows' residuals,
+    which know nothing of it (review HMU F4: standard error 0.14 where the estimate's spread is 1.0, coverage
+    0.245).  The directions are the null space of ``A`` without those rows (eigenvalues at most
+    :data:`NULL_TOL` times ``A``'s largest)."""
+    dpsi = norm.psi_terms(r / scale)[2]
+    wd = sw * dpsi
+    A = Xk.T @ (Xk * wd[:, None])
+    if not np.all(np.isfinite(A)):
+        return None
+    # equilibrated (unit diagonal where it is positive): a far column (1e15 robust scales on a few rows) must not
+    # make every other direction look null next to it
+    dg = np.diag(A).copy()
+    e = 1.0 / np.sqrt(np.where(dg > 0, dg, 1.0))
+    lam, U, null = _null_space(A * np.outer(e, e), 1.0)
+    top = float(np.max(np.abs(lam))) if len(lam) else 0.0
+    if not top > 0:
+        return None
+    null = np.abs(lam) <= NULL_TOL * top
+    Ap = ((U[:, ~null] / lam[~null]) @ U[:, ~null].T) * np.outer(e, e)  # A's pseudo-inverse on the seen directions
+    h = wd * np.einsum("ij,ij->i", Xk @ Ap, Xk)
+    rest = h > REST_LEVERAGE
+    N = U[:, null]
+    if rest.any():
+        keep = ~rest
+        lam2, U2, null2 = _null_space(Xk[keep].T @ (Xk[keep] * wd[keep, None]) * np.outer(e, e), top)
+        N = U2[:, null2]
+    N = N * e[:, None]  # back to the standardised coordinates
+    V = None
+    if null.any():  # the sandwich in the directions A sees (its pseudo-inverse; the Cholesky of a singular A
+        # can succeed on rounding and give a negative variance, F5)
+        hc = np.clip(h * factor, 0.0, 0.99)
+        psi = norm.psi_terms(r / scale)[1]
+        if power:
+            psi = psi / (1.0 - hc) ** (power / 2.0)
+        B = Xk.T @ (Xk * (sw * psi * psi)[:, None])
+        V = Ap @ B @ Ap
+    if N.shape[1] == 0 and V is None:
+        return None
+    return _Weak(N if N.shape[1] else None, V, e)
+
+
+def _standard_errors(out, q, mult, idx, bad):
+    """Standard errors of ``(coef, intercept)``: ``sqrt(diag(out))`` where that is a normal number, else
+    ``mult_k sqrt(q_k)`` (``q_k = c_k^T V c_k`` in standardised units): finite and exact to rounding for ``y`` or
+    ``X`` in any units whose standard errors are themselves representable (F7; the data-unit diagonal under- or
+    overflows from 1e+-156, and its intercept entry, a sum of overflowed terms, can be NaN).  NaN where ``bad``."""
+    diag = np.diag(out)
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        se = np.sqrt(diag)
+        ok = (diag > _SE_LOW) & (diag < _SE_HIGH)
+        for k, j in enumerate(idx):
+            if not ok[j] and not bad[j] and q[k] >= 0:
+                se[j] = mult[k] * math.sqrt(float(q[k]))
+    return se
+
+
+#: variances outside ``[_SE_LOW, _SE_HIGH]`` are recomputed in standardised units (their data-unit value has lost
+#: digits to underflow, or overflowed)
+_SE_LOW, _SE_HIGH = 1e-280, 1e280
 
 
 def _overflow_unit(r, scale):
@@ -268,6 +408,46 @@ def _sandwich(Xk, r, sw, scale, norm, power, factor):
         h, A = leverages(Xk, r, sw, scale, norm, return_A=True)
         norm = LeverageAdjusted(norm, h * factor, power)  # the same psi', so the same A
     return sandwich_core(Xk, r, sw, scale, norm, A=A)
+
+
+def store_covariance(est, cov, k, notes, details, stacklevel):
+    """Store ``coef_covariance_``, ``_params_covariance`` (times ``k^2``, Huber's correction) and the standard
+    errors ``_params_se`` (times ``k``) of a fit, and warn about the fallback (``notes``) and about coefficients
+    that are not identified (``details["unidentified"]``, by name)."""
+    if notes:
+        warnings.warn(fallback_message(notes[0], est.df_resid_), UserWarning, stacklevel=stacklevel)
+    bad = details.get("unidentified") or []
+    if bad:
+        d = cov.shape[0] - 1
+        names = [str(n) for n in getattr(est, "feature_names_in_", [f"x{j}" for j in range(d)])]
+        named = ", ".join("intercept" if j == d else (names[j] if j < len(names) else f"x{j}") for j in bad)
+        warnings.warn(f"MixtureMEstimatorRegressor: coefficient(s) {named} not identified by the rows the fit "
+                      "keeps (a direction of the design that the selected loss's A matrix does not see, or sees only "
+                      "through rows of leverage 1, e.g. a dummy that is 1 on a single row); their standard errors, "
+                      "conf_int and summary rows are NaN and their estimates rest on one row or on none.",
+                      UserWarning, stacklevel=stacklevel)
+    est._params_covariance = cov * (k * k)
+    est.coef_covariance_ = est._params_covariance[: cov.shape[0] - 1, : cov.shape[0] - 1]
+    se = details.get("se")
+    if se is not None:  # the square roots of the stored diagonal where that is a normal number (bit for bit as
+        # before review HMU), the standardised computation times K where it under- or overflowed
+        diag = np.diag(est._params_covariance)
+        with np.errstate(invalid="ignore"):
+            ok = (diag > _SE_LOW) & (diag < _SE_HIGH)
+            se = np.where(ok, np.sqrt(np.where(ok, diag, 1.0)), se * k)
+    est._params_se = se
+
+
+def params_std(est):
+    """Standard errors of ``(coef, intercept)``: ``_params_se`` (computed in standardised units where the
+    covariance under- or overflows), else the square roots of ``_params_covariance``'s diagonal (a pickle from
+    before review HMU, or a fit with dead columns, whose ``_params_se`` has the live columns' length)."""
+    cov = est._params_covariance
+    se = getattr(est, "_params_se", None)
+    if se is not None and len(se) == cov.shape[0]:
+        return se
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(np.diag(cov))
 
 
 def interval_dof(est):
@@ -340,10 +520,9 @@ def summarise(est, alpha, X, y, threshold):
     coef, cov = est.coef_, est._params_covariance
     if fitted["fit_intercept"]:
         names, coef = names + ["const"], np.append(coef, est.intercept_)
-    else:
-        cov = cov[:d, :d]
-    std = np.sqrt(np.diag(cov))
-    corrected = fitted.get("interval_correction", "none") == "huber"
+    std = params_std(est)[: len(coef)]
+    # Huber's K is 1 for least squares: the label says "x K^2" only where it can differ from 1 (review HMU F12)
+    corrected = fitted.get("interval_correction", "none") == "huber" and est.selected_loss_ != "least squares"
     comps = [str(getattr(c, "name", None) or type(c).__name__) for c in est.components_]
     info = {
         "variant": fitted["variant"],
@@ -362,8 +541,9 @@ def summarise(est, alpha, X, y, threshold):
 
 
 def wald_intervals(estimate, std, dof, alpha):
-    """``estimate -+ t_{dof, 1 - alpha/2} std``, shape ``(k, 2)``."""
-    q = stats.t.ppf(1.0 - alpha / 2.0, dof)
+    """``estimate -+ t_{dof, 1 - alpha/2} std``, shape ``(k, 2)`` (the quantile as ``t.isf(alpha / 2)``: finite
+    for any ``alpha`` in (0, 1), where ``1 - alpha / 2`` rounds to 1 below ``alpha`` ~ 1e-16; review HMU F11)."""
+    q = stats.t.isf(alpha / 2.0, dof)
     return np.column_stack([estimate - q * std, estimate + q * std])
 
 
