@@ -541,10 +541,17 @@ def summarise(est, alpha, X, y, threshold):
 
 
 def wald_intervals(estimate, std, dof, alpha):
-    """``estimate -+ t_{dof, 1 - alpha/2} std``, shape ``(k, 2)`` (the quantile as ``t.isf(alpha / 2)``: finite
-    for any ``alpha`` in (0, 1), where ``1 - alpha / 2`` rounds to 1 below ``alpha`` ~ 1e-16; review HMU F11)."""
-    q = stats.t.isf(alpha / 2.0, dof)
+    """``estimate -+ t_{dof, 1 - alpha/2} std``, shape ``(k, 2)``.  Below ``alpha`` = :data:`_ISF_BELOW` the
+    quantile is ``t.isf(alpha / 2)`` (``1 - alpha / 2`` rounds to 1 below ``alpha`` ~ 1e-16: the intervals were
+    infinite; review HMU F11); above, ``t.ppf(1 - alpha / 2)`` as before, bit for bit (the two differ by rounding,
+    up to 1e-15 relative)."""
+    q = stats.t.isf(alpha / 2.0, dof) if alpha < _ISF_BELOW else stats.t.ppf(1.0 - alpha / 2.0, dof)
     return np.column_stack([estimate - q * std, estimate + q * std])
+
+
+#: ``alpha`` below which :func:`wald_intervals` takes the upper tail's quantile (``1 - alpha / 2`` then carries
+#: ``alpha`` to a relative 1e-10 or worse)
+_ISF_BELOW = 1e-6
 
 
 def _records(columns):
