@@ -196,3 +196,31 @@ def test_pairs_scheme_keeps_heteroscedasticity():
         res = np.diff(m.bootstrap_conf_int(X, y, n_boot=60, random_state=0), axis=1)[0, 0]
         pairs = np.diff(m.bootstrap_conf_int(X, y, n_boot=60, random_state=0, scheme="pairs"), axis=1)[0, 0]
     assert pairs / res > 1.25
+
+
+@pytest.mark.parametrize("factor", [1e-200, 1e200])
+def test_f7_holds_with_a_dead_column(factor):
+    """A constant column is fitted aside (_dead_columns.fit_live): the live fit's exact-units standard errors were
+    dropped there (their vector had the live columns' length), so the intervals had zero width or were infinite
+    again.  Now they are expanded with NaN for the dead column and scale with y."""
+    rng = np.random.default_rng(1)
+    X = np.column_stack([np.full(60, 3.0), rng.normal(size=(60, 2))])
+    y = X[:, 1:] @ [1.0, 2.0] + rng.normal(size=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the dead column's warning
+        base = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        m = MixtureMEstimatorRegressor(random_state=0).fit(X, y * factor)
+    ci, ref = m.conf_int(), base.conf_int()
+    assert np.all(np.isnan(ci[0])) and np.all(np.isnan(ref[0]))
+    np.testing.assert_allclose(ci[1:], ref[1:] * factor, rtol=1e-9)
+
+
+def test_unidentified_coefficient_is_named_by_its_column_in_the_full_x():
+    """With a dead column before it, the one-row dummy's warning named the live fit's column index (x1 for the
+    full X's x2)."""
+    X, y = _one_row_dummy(100)
+    X = np.column_stack([np.zeros(len(y)), X])  # a dead (constant) column 0; the dummy is column 2
+    m, msgs = _fit(X, y)
+    assert any("x2 not identified" in s for s in msgs)
+    assert not any("x1 not identified" in s for s in msgs)
+    assert np.all(np.isnan(m.conf_int()[[0, 2]])) and np.all(np.isfinite(m.conf_int()[1]))

@@ -120,12 +120,15 @@ def fit_live(est, X, y, sw, dead, guard):
     fit of its own would register the shared generator under a second object, and a rejected call could then
     rewind it no more (H30S: the caller's generator was left advanced)."""
     live = ~dead
+    d = X.shape[1]
     inner = type(est)(**est.get_params(deep=False))
+    names = getattr(est, "feature_names_in_", None)  # the inner fit's warnings name the full X's columns
+    names = [str(n) for n in names] if names is not None else [f"x{j}" for j in range(d)]
+    inner._column_names = [names[j] for j in np.flatnonzero(live)]
     inner._fit(X[:, live], y, sw, guard)
     state = dict(vars(inner))
-    for key in ("n_features_in_", "feature_names_in_"):
+    for key in ("n_features_in_", "feature_names_in_", "_column_names"):
         state.pop(key, None)
-    d = X.shape[1]
     for key in _PER_FEATURE:
         if state.get(key) is not None:
             full = np.zeros(d)
@@ -139,5 +142,12 @@ def fit_live(est, X, y, sw, dead, guard):
         if not est.fit_intercept and full.shape[0] > d:  # the intercept's row and column are 0 without one
             full[d, :] = full[:, d] = 0.0
         state[key] = full
+    se = state.get("_params_se")
+    if se is not None:  # the standard errors (review HMU F7's exact-units ones) with NaN for the dead columns
+        full = np.full(d + len(se) - int(live.sum()), np.nan)
+        full[np.append(np.flatnonzero(live), np.arange(d, full.shape[0]))] = se
+        if not est.fit_intercept and full.shape[0] > d:
+            full[d] = 0.0
+        state["_params_se"] = full
     vars(est).update(state)
     return est

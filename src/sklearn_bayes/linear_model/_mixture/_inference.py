@@ -419,7 +419,9 @@ def store_covariance(est, cov, k, notes, details, stacklevel):
     bad = details.get("unidentified") or []
     if bad:
         d = cov.shape[0] - 1
-        names = [str(n) for n in getattr(est, "feature_names_in_", [f"x{j}" for j in range(d)])]
+        names = getattr(est, "_column_names", None)  # a fit on the live columns: the full X's names (_dead_columns)
+        if names is None:
+            names = [str(n) for n in getattr(est, "feature_names_in_", [f"x{j}" for j in range(d)])]
         named = ", ".join("intercept" if j == d else (names[j] if j < len(names) else f"x{j}") for j in bad)
         warnings.warn(f"MixtureMEstimatorRegressor: coefficient(s) {named} not identified by the rows the fit "
                       "keeps (a direction of the design that the selected loss's A matrix does not see, or sees only "
@@ -441,7 +443,7 @@ def store_covariance(est, cov, k, notes, details, stacklevel):
 def params_std(est):
     """Standard errors of ``(coef, intercept)``: ``_params_se`` (computed in standardised units where the
     covariance under- or overflows), else the square roots of ``_params_covariance``'s diagonal (a pickle from
-    before review HMU, or a fit with dead columns, whose ``_params_se`` has the live columns' length)."""
+    before review HMU)."""
     cov = est._params_covariance
     se = getattr(est, "_params_se", None)
     if se is not None and len(se) == cov.shape[0]:
