@@ -224,3 +224,14 @@ def test_unidentified_coefficient_is_named_by_its_column_in_the_full_x():
     assert any("x2 not identified" in s for s in msgs)
     assert not any("x1 not identified" in s for s in msgs)
     assert np.all(np.isnan(m.conf_int()[[0, 2]])) and np.all(np.isfinite(m.conf_int()[1]))
+
+
+def test_the_fits_and_the_bootstraps_warnings_point_at_the_callers_line():
+    """They pointed at utils/_transaction.py (a fixed stacklevel below the serialising decorator), so a user's
+    warnings filter by module or a traceback of the warning showed the package, not the call."""
+    X, y = _one_row_dummy(100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = MixtureMEstimatorRegressor(random_state=0).fit(X, y)
+        m.bootstrap_conf_int(X, y, n_boot=5, random_state=0)
+    assert caught and {w.filename for w in caught} == {__file__}

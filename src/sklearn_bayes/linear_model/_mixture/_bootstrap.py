@@ -19,6 +19,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_bayes._glm._base import validate_regression_data
+from sklearn_bayes.utils._validation import external_stacklevel
 from sklearn_bayes.linear_model._mixture._inference import interval_dof, params_std, validate_alpha, wald_intervals
 from sklearn_bayes.linear_model._mixture._lts_start import weighted_median
 from sklearn_bayes.utils import check_generator
@@ -124,7 +125,7 @@ def bootstrap_intervals(est, X, y, sample_weight, alpha, n_boot, random_state, s
         warnings.warn("bootstrap_conf_int: the fit passes exactly through more than half the rows (its covariance "
                       "is the least-squares fallback); the bootstrap's refits do too and their spread is "
                       "rounding, so the intervals are NaN. Use conf_int (conservative here).", UserWarning,
-                      stacklevel=4)
+                      stacklevel=external_stacklevel())
         nan = np.full(X.shape[1], np.nan)
         return np.column_stack([nan, nan]), nan
     fit = X @ est.coef_ + est.intercept_
@@ -154,7 +155,8 @@ def bootstrap_intervals(est, X, y, sample_weight, alpha, n_boot, random_state, s
                 key = (w.category, str(w.message))
                 seen[key] = seen.get(key, 0) + 1
     for (category, message), count in seen.items():
-        warnings.warn(f"bootstrap_conf_int: {count} of {int(n_boot)} refits warned: {message}", category, stacklevel=4)
+        warnings.warn(f"bootstrap_conf_int: {count} of {int(n_boot)} refits warned: {message}", category,
+                      stacklevel=external_stacklevel())
     ok = np.all(np.isfinite(coefs), axis=1)
     sd = coefs[ok].std(axis=0, ddof=1) if ok.sum() >= 2 else np.full(X.shape[1], np.nan)
     sd[~np.isfinite(params_std(est)[: X.shape[1]])] = np.nan

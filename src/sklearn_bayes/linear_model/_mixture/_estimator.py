@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import IntegerInterval, serialized, transactional
+from sklearn_bayes.utils._validation import external_stacklevel
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, validate_regression_data
 from sklearn_bayes.linear_model._mixture import _bootstrap, _copying, _finite_sample, _flags, _inference, _units
@@ -530,7 +531,8 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
             return _units.refit_floor_at_fit(self, X, y, sample_weight, replay, detrended)  # a start's floor (ols)
         if not best.converged:
             warnings.warn(f"{type(self).__name__} did not converge in max_iter={self.max_iter} EM iterations "
-                          f"(tol={self.tol}); increase max_iter or tol.", ConvergenceWarning)
+                          f"(tol={self.tol}); increase max_iter or tol.", ConvergenceWarning,
+                          stacklevel=external_stacklevel())
         exact = weighted_median(np.abs(best.residuals), prob.sw) <= 100.0 * tiny or (  # half the rows fitted
             loss is not None and loss_scale <= 100.0 * tiny)  # exactly, or the loss's scale at its floor (H30S)
         self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit, sub, exact)
@@ -707,7 +709,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         if not notes and loss is not None and self.interval_correction == "huber":  # round 15: K, effective rows
             k, self.df_intervals_ = _finite_sample.interval_correction(best.residuals, prob.sw, scale, norm, flagged,
                                                                        self.df_resid_)  # fmt: skip
-        _inference.store_covariance(self, cov, k, notes, details, stacklevel=5)
+        _inference.store_covariance(self, cov, k, notes, details)
 
     def _flag_params(self):
         """Coefficients and intercept whose residuals are flagged: the MM fit (``mm_coef_``), else the fit."""
@@ -815,7 +817,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         warnings.warn(
             "MixtureMEstimatorRegressor.sample_weights_ was renamed irls_weights_ (they are the fit's IRLS "
             "weights, not the sample_weight argument); the old name will be removed.",
-            FutureWarning,
+            FutureWarning, stacklevel=external_stacklevel(),
         )
         if "irls_weights_" not in vars(self) and "sample_weights_" in vars(self):  # a pickle from before
             return vars(self)["sample_weights_"]

@@ -15,6 +15,7 @@ from numbers import Real
 import numpy as np
 from scipy import stats
 
+from sklearn_bayes.utils._validation import external_stacklevel
 from sklearn_bayes.linear_model._mixture._norms import LeastSquares
 from sklearn_bayes.linear_model._mixture._selection import sandwich_core
 
@@ -410,12 +411,12 @@ def _sandwich(Xk, r, sw, scale, norm, power, factor):
     return sandwich_core(Xk, r, sw, scale, norm, A=A)
 
 
-def store_covariance(est, cov, k, notes, details, stacklevel):
+def store_covariance(est, cov, k, notes, details):
     """Store ``coef_covariance_``, ``_params_covariance`` (times ``k^2``, Huber's correction) and the standard
     errors ``_params_se`` (times ``k``) of a fit, and warn about the fallback (``notes``) and about coefficients
     that are not identified (``details["unidentified"]``, by name)."""
     if notes:
-        warnings.warn(fallback_message(notes[0], est.df_resid_), UserWarning, stacklevel=stacklevel)
+        warnings.warn(fallback_message(notes[0], est.df_resid_), UserWarning, stacklevel=external_stacklevel())
     bad = details.get("unidentified") or []
     if bad:
         d = cov.shape[0] - 1
@@ -427,7 +428,7 @@ def store_covariance(est, cov, k, notes, details, stacklevel):
                       "keeps (a direction of the design that the selected loss's A matrix does not see, or sees only "
                       "through rows of leverage 1, e.g. a dummy that is 1 on a single row); their standard errors, "
                       "conf_int and summary rows are NaN and their estimates rest on one row or on none.",
-                      UserWarning, stacklevel=stacklevel)
+                      UserWarning, stacklevel=external_stacklevel())
     est._params_covariance = cov * (k * k)
     est.coef_covariance_ = est._params_covariance[: cov.shape[0] - 1, : cov.shape[0] - 1]
     se = details.get("se")
