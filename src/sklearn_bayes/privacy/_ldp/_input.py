@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import validate_data
 
-from sklearn_bayes.utils._validation import _DATA_ECHOES, check_container, naming
+from sklearn_bayes.utils._validation import _DATA_ECHOES, check_container, external_stacklevel, naming
 
 __all__ = ["DOMAIN_MESSAGE", "categories_from", "check_categories", "check_domain", "column", "encode",
            "label_positions", "missing", "rrrr_responses", "refuse_masked", "static_masks", "subset_masks"]
@@ -184,7 +184,7 @@ def categories_from(col, n_categories, categories=None):
         return np.arange(n_categories)
     if categories is not None and not isinstance(categories, str):
         return check_categories(categories)
-    warnings.warn(f"categories='from_data': {DOMAIN_MESSAGE}.", UserWarning, stacklevel=5)
+    warnings.warn(f"categories='from_data': {DOMAIN_MESSAGE}.", UserWarning, stacklevel=external_stacklevel())
     if col.ndim == 1:
         try:
             cats = np.unique(col)

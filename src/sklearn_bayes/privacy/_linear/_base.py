@@ -32,6 +32,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from sklearn_bayes._glm._base import LinearPredictorMixin, validate_regression_data
 from sklearn_bayes.privacy._core import PrivacyLedger, clip_rows, clip_values, log1p_exp, ops_ridge_epsilon
 from sklearn_bayes.utils import RealInterval, check_epsilon, instance_lock
+from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["draw_ridge_posterior", "ops_epsilon", "ops_tempering"]
 
@@ -139,7 +140,7 @@ def _warn_large_delta(delta, n_samples, what):
             f"delta={delta!r} is at least 1/n = 1/{n_samples} for {what}: an (epsilon, delta)-DP mechanism may then "
             "publish some records outright; choose delta much smaller than 1/n (1e-6 is the default).",
             UserWarning,
-            stacklevel=4,
+            stacklevel=external_stacklevel(),
         )
 
 
