@@ -133,7 +133,12 @@ def _hqx_audit():
 
 def test_audit_of_the_tempered_step_on_replace_one_neighbours():
     """300 fits per neighbour of the estimator with ``step_size="tempered"`` at ε = 1 (500 steps):
-    the certified lower bound on ε stays at or below the claim."""
+    the certified lower bound on ε stays at or below the claim.
+
+    On breast_cancer (569 rows, d = 31) ``0.1 n/(4d) = 0.46 < 1``, so the tempered step *equals*
+    the Langevin step here (review HQT F1): this audits the rule on small data, not the tempered
+    step.  The audit that runs the tempered step (87x the Langevin step, asserted) with a
+    broken-noise control is ``test_review_hqt.py::test_canary_audit_of_the_tempered_default_step``."""
     found, claimed = _hqx_audit()(lambda xb: dict(x_bound=xb, step_size="tempered"), R=300)
     assert claimed <= 1.0 * (1 + 1e-12)
     assert found <= claimed, (found, claimed)

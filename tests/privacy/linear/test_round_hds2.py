@@ -3,7 +3,9 @@
 The lead's rule HDS2 (proper scores, on a fresh held-out group of eight real sets run once:
 ``benchmarks/bench_dp_regression.py --held-out-hds2``) adopted ``"tempered"`` as what ``"auto"``
 means (``_dpsgld.AUTO_STEP_RULE``).  The step reads public quantities only and the noise is
-calibrated as before (round HDS's tests and its replace-one audit of the tempered step hold).
+calibrated as before (round HDS's tests hold; its replace-one audit runs on breast_cancer, where
+the two steps coincide -- review HQT F1 -- so the tempered step's own audit, with a broken-noise
+control, is in test_review_hqt.py).
 ``step_size="langevin"`` must give every earlier seeded output bit for bit: measured against the
 tree before the change on 13 configurations (starts zero / prior / ops, no intercept, public
 classes, the PLD accountant, a short chain; synthetic data and breast_cancer): identical

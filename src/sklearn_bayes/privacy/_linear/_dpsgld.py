@@ -159,10 +159,15 @@ def sgld_step_size(rule, n_samples, n_coef, sampling_rate, noise_multiplier, cli
     descent that cannot overshoot) and ``κ`` = ``TEMPERED_KAPPA``.  Above ``η_L`` the injected
     noise is the privacy noise, ``s = zLη/q``, and for small η (and ignoring the minibatch's own
     gradient noise) the chain targets the posterior tempered to ``T = s²/(2η) = η/η_L``
-    (density ∝ ``p(θ | data)^{1/T}``); the cap keeps the
-    spread of a test score under that law, about ``4 d T/n`` for scores of a logistic model,
-    below κ.  The noise is calibrated as before (its multiplier does not depend on η), so the
-    guarantee is unchanged.
+    (density ∝ ``p(θ | data)^{1/T}``).  The cap bounds ``4dT/n`` by κ: that is about the
+    variance (not the sd) of a test logit under the tempered law when ``p(1-p) ≈ 1/4``; with
+    ``p(1-p) < 1/4`` the variance is larger by about ``1/(4 mean p(1-p))`` (review HQT measured
+    0.22 on average, up to 1.1, at the cap with n = 5000, d = 4, ε = 0.5).  At larger n and ε the
+    minibatch's gradient noise (it multiplies the injected variance by about
+    ``1 + q n Var(g)/(zL)²``, ``Var(g)`` a coordinate's variance of one record's clipped
+    gradient) raises the effective temperature above ``η/η_L`` (HQT: the intercept spread 2.17x the target sd at
+    n = 20000, ε = 1).  The noise is calibrated as before (its multiplier does not depend on
+    η), so the guarantee is unchanged.
     """
     eta_l = 2.0 * (sampling_rate / (noise_multiplier * clip_norm)) ** 2
     if rule == "langevin":
@@ -290,9 +295,13 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         ``classes``).
     coef_samples_ : ndarray of shape (n_draws, n_features)
         The released draws of the coefficients (original units): iterates of the private chain,
-        not independent posterior draws -- their spread is not a credible interval (review HQX
-        F5 measured 3-75 % of the Laplace posterior sd, and 0-17 % coverage of the non-private
-        coefficients by their 95 % range).
+        not independent posterior draws -- their spread is not a credible interval.  Under the
+        default (tempered) step the chain targets the posterior tempered to ``temperature_``, and
+        the draws are *wider* than the posterior: review HQT measured a within-chain sd of
+        1.6-5.6x the Laplace posterior sd (synthetic data, n = 5000-20000, ε = 0.5-2).  With
+        ``step_size="langevin"`` the chain hardly moves at small ε and the draws are narrower:
+        review HQX F5 measured 3-75 % of the Laplace posterior sd, and 0-17 % coverage of the
+        non-private coefficients by their 95 % range.
     intercept_samples_ : ndarray of shape (n_draws,)
     coef_ : ndarray of shape (1, n_features)
         Mean of the draws (post-processing).
@@ -306,6 +315,17 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     noise_multiplier_ : float
         Noise standard deviation over the add/remove sensitivity ``L`` of the gradient sum.
     step_size_ : float
+        η, the step used.
+    step_rule_ : {"tempered", "langevin", "float"}
+        The rule behind ``step_size_``: ``step_size`` itself, with ``"auto"`` resolved by the
+        module switch ``AUTO_STEP_RULE`` at fit time (process-wide state that ``get_params``,
+        ``clone`` and pickling of an unfitted estimator do not carry), or ``"float"`` for a
+        number.
+    temperature_ : float
+        ``T = max(1, η/η_L) = noise_sd_² / (2 step_size_)`` with ``η_L = 2(q/(zL))²``: the
+        chain targets (for small η, ignoring the minibatch's gradient noise) the posterior
+        tempered to ``p(θ | data)^{1/T}``; 1.0 for ``step_size="langevin"`` (the posterior
+        itself).  A function of public inputs (n, d, q, z, L, σ₀).
     noise_sd_ : float
         Standard deviation of the injected noise per coordinate and step.
     epsilon_sgld_ : float
@@ -373,13 +393,17 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
     privacy noise ``zLη/q`` (exactly the calibrated one), and the chain targets the posterior
     tempered to ``T = η/η_L``; ``step_size="tempered"`` takes
     ``η = max(η_L, min(1/β, κ n/(4d) η_L))``, ``β = n/4 + 1/σ₀²`` (no overshoot for rows of norm
-    <= 1), ``κ = 0.1`` (a test score's spread under the tempered law, about ``4dT/n``, below κ).
+    <= 1), ``κ = 0.1`` (``4dT/n`` <= κ: the variance of a test logit under the tempered law where
+    ``p ≈ 1/2``, larger by ``1/(4 mean p(1-p))`` elsewhere; see :func:`sgld_step_size`).
     It is the default since round HDS2: on a fresh held-out group (8 real sets, ε in {0.1, 0.5,
     1, 2}, 20 paired splits, run once) it gained 1.69 ± 0.15 accuracy points and 0.060 ± 0.003
     nats of log loss at ε <= 0.5, lost no cell's accuracy beyond 2 paired SE and no cell's log
     loss beyond both 2 SE and 0.5 % (worst: charity at ε = 2, +0.0024 ± 0.0005, 0.4 %), at the
     same fit time.  **What it targets**: a tempered posterior (``p(θ | data)^{1/T}``, wider than
-    the posterior), not the posterior; the draws' spread is not a credible interval either way.
+    the posterior, ``T`` = ``temperature_``), not the posterior; the draws' spread is not a
+    credible interval either way (1.6-5.6x the Laplace posterior sd, review HQT).  At larger n
+    and ε the minibatch's gradient noise raises the effective temperature above
+    ``temperature_`` (review HQT: the intercept 2.17x the target sd at n = 20000, ε = 1).
     Where the features do not beat the majority class, the tempered chain, like non-private
     logistic regression, can fall below it (round HDS's crime1: up to 0.93 ± 0.21 points at
     ε = 2, where the Langevin chain does not move and predicts the majority class); its log
@@ -600,14 +624,19 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
                 f"use start='zero' (the default), or ops_fraction*epsilon <= {largest:.3g} at this n."
             )
 
+    def _step_rule(self):
+        """``"langevin"``, ``"tempered"`` (``"auto"`` resolved by ``AUTO_STEP_RULE`` now) or ``"float"``."""
+        if isinstance(self.step_size, str):
+            return AUTO_STEP_RULE if self.step_size == "auto" else str(self.step_size)
+        return "float"
+
     def _schedule(self, n, d, eps_sgld, delta):
         q = min(1.0, int(self.batch_size) / n)
         T = int(self.n_iter)
         z = calibrate_sgld_noise(eps_sgld, delta, q, T, accountant=self.accountant)
         L = float(self.clip_norm)
         if isinstance(self.step_size, str):  # "auto", "langevin" or "tempered": public inputs only
-            rule = AUTO_STEP_RULE if self.step_size == "auto" else self.step_size
-            eta = sgld_step_size(rule, n, d, q, z, L, float(self.prior_scale))
+            eta = sgld_step_size(self._step_rule(), n, d, q, z, L, float(self.prior_scale))
         else:
             eta = float(self.step_size)
         # never below the privacy requirement: seen on the gradient sum, the noise sd is >= z L
@@ -653,6 +682,10 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         n = Xs.shape[0]
         self._check_ops_cost(n, eps_ops)
         q, T, z, eta, sd = self._schedule(n, Xs.shape[1], eps_sgld, delta)
+        # the rule and the stationary temperature s²/(2η) = max(1, η/η_L): public inputs only (review HQT F6)
+        step_rule = self._step_rule()
+        eta_l = sgld_step_size("langevin", n, Xs.shape[1], q, z, float(self.clip_norm), float(self.prior_scale))
+        temperature = max(1.0, eta / eta_l)
         # the certificate of the calibration (before anything is drawn): the first accountant
         # (self.accountant, the other one, RDP with more orders) whose valid answer (finite, > 0)
         # is within the add/remove target
@@ -726,6 +759,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         self.rho_ = rho
         self.noise_multiplier_ = z
         self.step_size_ = eta
+        self.step_rule_ = step_rule
+        self.temperature_ = temperature
         self.noise_sd_ = sd
         self.epsilon_sgld_ = eps_dp
         self.epsilon_thesis_ = eps_thesis
@@ -751,7 +786,12 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         return np.where(special.expit(d) == special.expit(-d), 0.0, d)
 
     def predict_proba(self, X):
-        """Posterior predictive probabilities, averaged over the released draws.
+        """Predictive probabilities averaged over the released draws.
+
+        The draws are iterates of a chain targeting the posterior tempered to ``temperature_``
+        (the posterior itself with ``step_size="langevin"``, where ``temperature_`` is 1), so this
+        is not the posterior predictive under the default step (averaging over the wider law
+        tends to pull the probabilities towards ½).
 
         Parameters
         ----------
