@@ -30,6 +30,7 @@ from sklearn.base import clone
 from sklearn_bayes.privacy import DPSGLDLogisticRegression
 from sklearn_bayes.privacy._linear import _dpsgld
 from sklearn_bayes.privacy._linear._dpsgld import sgld_step_size
+from tests.privacy.linear._data import logistic_labels
 
 pytest.importorskip("dp_accounting")
 
@@ -115,12 +116,6 @@ def test_the_same_audit_catches_a_broken_noise_floor(monkeypatch):
 
 
 # ------------------------------------------------------------------ F6: step_rule_ and temperature_
-def _data(n, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    return X, (X @ np.array([1.5, -1.0, 0.5]) + rng.logistic(size=n) > 0).astype(int)
-
-
 def _fit(X, y, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -130,7 +125,7 @@ def _fit(X, y, **kw):
 @pytest.mark.parametrize("step, rule", [("auto", "tempered"), ("tempered", "tempered"), ("langevin", "langevin"),
                                         (1e-4, "float"), (np.float32(1e-6), "float")])
 def test_step_rule_and_temperature_are_recorded(step, rule):
-    X, y = _data(3000, 1)
+    X, y = logistic_labels(3000, 1)
     est = _fit(X, y, epsilon=0.5, step_size=step)
     n, d, q, z = 3000, 4, 256 / 3000, est.noise_multiplier_
     eta_l = sgld_step_size("langevin", n, d, q, z, 1.0, 10.0)
@@ -149,7 +144,7 @@ def test_step_rule_and_temperature_are_recorded(step, rule):
 
 
 def test_step_rule_follows_the_module_switch_at_fit_time(monkeypatch):
-    X, y = _data(2000, 2)
+    X, y = logistic_labels(2000, 2)
     monkeypatch.setattr(_dpsgld, "AUTO_STEP_RULE", "langevin")
     est = _fit(X, y, epsilon=0.5)
     assert est.step_rule_ == "langevin" and est.temperature_ == 1.0
@@ -161,7 +156,7 @@ def test_step_rule_follows_the_module_switch_at_fit_time(monkeypatch):
 
 
 def test_a_refused_fit_records_no_rule():
-    X, y = _data(300, 0)
+    X, y = logistic_labels(300, 0)
     est = DPSGLDLogisticRegression(x_bound=4.0, step_size=1e6,
                                    random_state=np.random.default_rng(0))
     with warnings.catch_warnings():

@@ -19,14 +19,9 @@ import pytest
 from sklearn_bayes.privacy import DPSGLDLogisticRegression
 from sklearn_bayes.privacy._linear import _dpsgld
 from sklearn_bayes.privacy._linear._dpsgld import TEMPERED_KAPPA, sgld_step_size
+from tests.privacy.linear._data import logistic_labels
 
 pytest.importorskip("dp_accounting")
-
-
-def _data(n, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    return X, (X @ np.array([1.5, -1.0, 0.5]) + rng.logistic(size=n) > 0).astype(int)
 
 
 def _fit(X, y, **kw):
@@ -53,7 +48,7 @@ def test_the_tempered_step_for_given_public_inputs(z, expected):
 def test_an_unknown_rule_is_refused():
     with pytest.raises(ValueError, match="rule must be 'langevin' or 'tempered'"):
         sgld_step_size("fast", 100, 2, 0.5, 1.0, 1.0, 10.0)
-    X, y = _data(300, 0)
+    X, y = logistic_labels(300, 0)
     est = DPSGLDLogisticRegression(x_bound=4.0, step_size="fast", random_state=np.random.default_rng(0))
     with pytest.raises(ValueError, match="step_size"):
         est.fit(X, y)
@@ -63,7 +58,7 @@ def test_an_unknown_rule_is_refused():
 # ------------------------------------------------------------------ the fit uses it; the privacy is the same
 @pytest.mark.parametrize("eps", [0.1, 1.0])
 def test_the_fit_takes_the_rule_and_keeps_the_calibrated_noise(eps):
-    X, y = _data(3000, 1)
+    X, y = logistic_labels(3000, 1)
     a = _fit(X, y, epsilon=eps, step_size="langevin", random_state=np.random.default_rng(0))
     b = _fit(X, y, epsilon=eps, step_size="tempered", random_state=np.random.default_rng(0))
     n, d, q = 3000, 4, 256 / 3000
@@ -81,7 +76,7 @@ def test_the_fit_takes_the_rule_and_keeps_the_calibrated_noise(eps):
 
 def test_auto_follows_the_module_switch_bit_for_bit(monkeypatch):
     """Under ``AUTO_STEP_RULE = "langevin"`` (the default until round HDS2) ``"auto"`` is the Langevin step."""
-    X, y = _data(2000, 2)
+    X, y = logistic_labels(2000, 2)
     monkeypatch.setattr(_dpsgld, "AUTO_STEP_RULE", "langevin")
     a = _fit(X, y, epsilon=0.5, random_state=np.random.default_rng(3))
     b = _fit(X, y, epsilon=0.5, step_size="langevin", random_state=np.random.default_rng(3))
@@ -90,7 +85,7 @@ def test_auto_follows_the_module_switch_bit_for_bit(monkeypatch):
 
 
 def test_the_module_switch_maps_auto_to_either_rule(monkeypatch):
-    X, y = _data(2000, 2)
+    X, y = logistic_labels(2000, 2)
     t = _fit(X, y, epsilon=0.5, step_size="tempered", random_state=np.random.default_rng(3))
     monkeypatch.setattr(_dpsgld, "AUTO_STEP_RULE", "tempered")
     a = _fit(X, y, epsilon=0.5, random_state=np.random.default_rng(3))
@@ -110,8 +105,8 @@ def test_the_tempered_chain_learns_where_the_langevin_chain_barely_moves():
     the tempered step (η n ≈ 0.13, the temperature cap) moves it towards the MAP.  With the
     Langevin step on both sides the difference is 0 (the test cannot pass by chance).
     """
-    X, y = _data(6000, 4)
-    Xt, yt = _data(20_000, 5)
+    X, y = logistic_labels(6000, 4)
+    Xt, yt = logistic_labels(20_000, 5)
     diff = np.array([
         _fit(X, y, epsilon=0.1, step_size="tempered", random_state=np.random.default_rng(s)).score(Xt, yt)
         - _fit(X, y, epsilon=0.1, step_size="langevin", random_state=np.random.default_rng(s)).score(Xt, yt)
