@@ -29,7 +29,7 @@ from sklearn.base import clone
 
 from sklearn_bayes.privacy import DPSGLDLogisticRegression
 from sklearn_bayes.privacy._linear import _dpsgld
-from sklearn_bayes.privacy._linear._dpsgld import sgld_step_size
+from sklearn_bayes.privacy._linear._dpsgld import realised_sampling_rate, sgld_step_size
 from tests.privacy.linear._data import logistic_labels
 
 pytest.importorskip("dp_accounting")
@@ -74,7 +74,8 @@ def _canary_audit(R=R_AUDIT, seeds=(71, 72)):
 
 
 def _assert_the_tempered_step_runs(ref):
-    q = min(1.0, 256 / N_CANARY)
+    q = ref.sampling_rate_
+    assert q == realised_sampling_rate(256, N_CANARY)
     eta_l = 2.0 * (q / ref.noise_multiplier_) ** 2
     assert ref.step_rule_ == "tempered"
     # HQT F1: breast_cancer's audits cannot fail this (there step_size_ == eta_L)
@@ -127,7 +128,7 @@ def _fit(X, y, **kw):
 def test_step_rule_and_temperature_are_recorded(step, rule):
     X, y = logistic_labels(3000, 1)
     est = _fit(X, y, epsilon=0.5, step_size=step)
-    n, d, q, z = 3000, 4, 256 / 3000, est.noise_multiplier_
+    n, d, q, z = 3000, 4, est.sampling_rate_, est.noise_multiplier_
     eta_l = sgld_step_size("langevin", n, d, q, z, 1.0, 10.0)
     assert est.step_rule_ == rule
     # T = max(1, eta/eta_L) = s^2/(2 eta): the temperature the injected noise sets

@@ -11,6 +11,7 @@ maps ``"auto"`` to either rule.  Every test here fails before round HDS (there w
 import importlib.util
 import math
 import warnings
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,12 @@ import pytest
 
 from sklearn_bayes.privacy import DPSGLDLogisticRegression
 from sklearn_bayes.privacy._linear import _dpsgld
-from sklearn_bayes.privacy._linear._dpsgld import TEMPERED_KAPPA, sgld_step_size
+from sklearn_bayes.privacy._linear._dpsgld import (
+    TEMPERED_KAPPA,
+    privacy_noise_floor,
+    realised_sampling_rate,
+    sgld_step_size,
+)
 from tests.privacy.linear._data import logistic_labels
 
 pytest.importorskip("dp_accounting")
@@ -61,7 +67,8 @@ def test_the_fit_takes_the_rule_and_keeps_the_calibrated_noise(eps):
     X, y = logistic_labels(3000, 1)
     a = _fit(X, y, epsilon=eps, step_size="langevin", random_state=np.random.default_rng(0))
     b = _fit(X, y, epsilon=eps, step_size="tempered", random_state=np.random.default_rng(0))
-    n, d, q = 3000, 4, 256 / 3000
+    n, d, q = 3000, 4, b.sampling_rate_
+    assert q == a.sampling_rate_ == realised_sampling_rate(256, 3000)
     # the noise multiplier and the certificate do not depend on the step
     assert b.noise_multiplier_ == a.noise_multiplier_
     assert b.epsilon_sgld_ == a.epsilon_sgld_ and b.epsilon_spent_ <= eps * (1 + 1e-12)
@@ -70,8 +77,8 @@ def test_the_fit_takes_the_rule_and_keeps_the_calibrated_noise(eps):
     assert a.step_size_ == pytest.approx(2.0 * (q / z) ** 2, rel=1e-12)
     assert b.step_size_ > a.step_size_  # at these n and eps the Langevin step is below both caps
     # seen on the gradient sum, the injected noise is at least z L (the privacy requirement)
-    assert b.noise_sd_ * q / b.step_size_ >= z * (1 - 1e-12)
-    assert b.noise_sd_ == max(math.sqrt(2.0 * b.step_size_), z * b.step_size_ / q)
+    assert Fraction(b.noise_sd_) * Fraction(q) >= Fraction(z) * Fraction(b.step_size_)  # exactly
+    assert b.noise_sd_ == max(math.sqrt(2.0 * b.step_size_), privacy_noise_floor(z, 1.0, b.step_size_, q))
 
 
 def test_auto_follows_the_module_switch_bit_for_bit(monkeypatch):

@@ -56,7 +56,7 @@ def test_auto_is_the_tempered_step_bit_for_bit():
     c = _fit(X, y, 3, epsilon=0.5, x_bound=4.0, step_size="langevin")
     np.testing.assert_array_equal(a.coef_samples_, b.coef_samples_)
     np.testing.assert_array_equal(a.intercept_samples_, b.intercept_samples_)
-    assert a.step_size_ == b.step_size_ == sgld_step_size("tempered", 3000, 4, 256 / 3000, a.noise_multiplier_, 1.0,
+    assert a.step_size_ == b.step_size_ == sgld_step_size("tempered", 3000, 4, a.sampling_rate_, a.noise_multiplier_, 1.0,
                                                           10.0)
     # at this n and ε the tempered step is above the Langevin one, so the default really changed
     assert a.step_size_ > 10 * c.step_size_

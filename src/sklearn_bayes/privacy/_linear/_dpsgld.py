@@ -8,6 +8,7 @@ start is drawn by the exact samplers of ``_ball_sampling``.
 
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 from scipy import special
@@ -118,6 +119,33 @@ def sgld_chain(per_example_grad, prior_grad, theta0, n_samples, sampling_rate, n
         if j is not None:
             out[j] = theta
     return out
+
+
+def realised_sampling_rate(batch_size, n_samples):
+    """The rate ``q`` that ``rng.random(n) < q`` realises: ``min(1, τ/n)`` rounded up to a multiple of 2⁻⁵³.
+
+    numpy's ``Generator.random`` returns ``k 2⁻⁵³`` with ``k`` uniform on ``0 .. 2⁵³ - 1``, so
+    ``P(u < q) = ⌈q 2⁵³⌉ 2⁻⁵³``: up to 2⁻⁵³ above a ``q`` that is not such a multiple (every
+    ``q < 1/2`` with low bits set).  The accountant, the noise and the drift all use the rate
+    returned here, which is the sampling probability exactly (scaling by 2⁵³ and ``ceil`` are
+    exact in floating point).
+    """
+    q = min(1.0, batch_size / n_samples)
+    return math.ceil(q * 9007199254740992.0) / 9007199254740992.0
+
+
+def privacy_noise_floor(noise_multiplier, clip_norm, step_size, sampling_rate):
+    """The smallest float ``s`` with ``s ≥ z L η / q`` in real arithmetic (not merely in float).
+
+    ``z L η / q`` computed in floating point can round up to 2 ulp below the real product
+    (review HQT); the exact rational value decides here, and the float is moved up by one ulp
+    when rounding to nearest went below it.
+    """
+    exact = Fraction(noise_multiplier) * Fraction(clip_norm) * Fraction(step_size) / Fraction(sampling_rate)
+    s = float(exact)
+    if Fraction(s) < exact:
+        s = math.nextafter(s, math.inf)
+    return s
 
 
 #: the rule behind ``step_size="auto"``: ``"tempered"`` (since round HDS2) or ``"langevin"`` (before)
@@ -327,7 +355,11 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         tempered to ``p(θ | data)^{1/T}``; 1.0 for ``step_size="langevin"`` (the posterior
         itself).  A function of public inputs (n, d, q, z, L, σ₀).
     noise_sd_ : float
-        Standard deviation of the injected noise per coordinate and step.
+        Standard deviation of the injected noise per coordinate and step: at least
+        ``noise_multiplier_ × clip_norm × step_size_ / sampling_rate_`` in real arithmetic.
+    sampling_rate_ : float
+        The Poisson sampling rate ``q``: ``min(1, batch_size/n)`` rounded up to a multiple of
+        2⁻⁵³, the probability that ``rng.random() < q`` realises exactly; the accountant uses it.
     epsilon_sgld_ : float
         Replace-one ε of the DP-SGLD part from the accountant (at ``delta``).
     epsilon_thesis_ : float
@@ -631,7 +663,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         return "float"
 
     def _schedule(self, n, d, eps_sgld, delta):
-        q = min(1.0, int(self.batch_size) / n)
+        q = realised_sampling_rate(int(self.batch_size), n)
         T = int(self.n_iter)
         z = calibrate_sgld_noise(eps_sgld, delta, q, T, accountant=self.accountant)
         L = float(self.clip_norm)
@@ -640,7 +672,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         else:
             eta = float(self.step_size)
         # never below the privacy requirement: seen on the gradient sum, the noise sd is >= z L
-        sd = max(math.sqrt(2.0 * eta), z * L * eta / q)
+        sd = max(math.sqrt(2.0 * eta), privacy_noise_floor(z, L, eta, q))
         return q, T, z, eta, sd
 
     @serialized
@@ -762,6 +794,7 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         self.step_rule_ = step_rule
         self.temperature_ = temperature
         self.noise_sd_ = sd
+        self.sampling_rate_ = q
         self.epsilon_sgld_ = eps_dp
         self.epsilon_thesis_ = eps_thesis
         self.epsilon_spent_ = eps_start + eps_dp
