@@ -607,6 +607,68 @@ FRESH_H28G_CELLS = (
     ("real: SLID education (control)", "fresh h28g", 135, 2.0, 10_000, lambda rng: _real("carData", "SLID", "education")),
 )
 
+
+def _interval_run(cell, run):
+    """Round H28G: the default fit of one run, its posterior intervals (today's ``credible_interval`` default) and
+    the candidate's binomial intervals on the same fit; coverage per category, widths and CPU times."""
+    name, split, K, eps, n, make = cell
+    theta, x, r_ours, _ = _cell_draws(K, eps, n, make, run)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=r_ours)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.process_time()
+        est.fit(x.reshape(-1, 1))
+        th = est.theta_
+        t_fit = time.process_time() - t0
+        out = dict(theta=theta, K=K, tv=0.5 * float(np.abs(th - theta).sum()), t_fit=t_fit,
+                   method=est.convergence_["method"])
+        for kind in ("posterior", "binomial"):
+            t0 = time.process_time()
+            ci = est.credible_interval(0.95, interval=kind)
+            out["t_" + kind] = time.process_time() - t0
+            out["cov_" + kind] = (ci[:, 0] <= theta) & (theta <= ci[:, 1])
+            out["w_" + kind] = float(np.mean(ci[:, 1] - ci[:, 0]))
+    return out
+
+
+def interval_heldout(cells, runs, n_jobs):
+    """Round H28G's held-out comparison of ``credible_interval`` (posterior vs binomial, the same fits) and its
+    adoption rule (committed with ``FRESH_H28G_CELLS``).  Coverage SEs are clustered by run; the top third is the
+    ``ceil(K / 3)`` largest categories of ``theta*``."""
+    from joblib import Parallel, delayed
+
+    se = lambda v: float(np.std(v, ddof=1) / np.sqrt(len(v)))
+    print("| cell | K | eps | n | route | cov posterior (SE) | cov binomial (SE) | top third posterior | top third binomial "
+          "| paired top diff (SE) | width binom/post | s fit+theta_ | s ci posterior | s ci binomial | time ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    outside = {"posterior": 0, "binomial": 0}
+    pooled = []
+    for cell in cells:
+        rs = Parallel(n_jobs=n_jobs)(delayed(_interval_run)(cell, r) for r in range(runs))
+        K = cell[2]
+        top = [np.argsort(-r["theta"])[: -(-K // 3)] for r in rs]
+        row = {}
+        for kind in ("posterior", "binomial"):
+            cov = np.array([r["cov_" + kind].mean() for r in rs])
+            ct = np.array([r["cov_" + kind][t].mean() for r, t in zip(rs, top)])
+            row[kind] = (cov.mean(), se(cov), ct)
+            outside[kind] += int(cov.mean() + se(cov) < 0.93 or cov.mean() - se(cov) > 0.97)
+        d = row["binomial"][2] - row["posterior"][2]
+        pooled.extend(d)
+        t_def = np.median([r["t_fit"] + r["t_posterior"] for r in rs])
+        t_new = np.median([r["t_fit"] + r["t_binomial"] for r in rs])
+        print(f"| {cell[0]} | {K} | {cell[3]:g} | {cell[4]} | {','.join(sorted({r['method'] for r in rs}))} | "
+              f"{row['posterior'][0]:.3f} ({row['posterior'][1]:.3f}) | {row['binomial'][0]:.3f} ({row['binomial'][1]:.3f}) | "
+              f"{row['posterior'][2].mean():.3f} | {row['binomial'][2].mean():.3f} | {d.mean():+.3f} ({se(d):.3f}) | "
+              f"{np.mean([r['w_binomial'] / r['w_posterior'] for r in rs]):.3f} | {np.median([r['t_fit'] for r in rs]):.2f} | "
+              f"{np.median([r['t_posterior'] for r in rs]):.3f} | {np.median([r['t_binomial'] for r in rs]):.4f} | "
+              f"{t_new / t_def:.3f} |", flush=True)
+    pooled = np.array(pooled)
+    ok = outside["binomial"] < outside["posterior"] and pooled.mean() > 2 * se(pooled)
+    print(f"cells outside [0.93, 0.97] by > 1 SE: posterior {outside['posterior']}, binomial {outside['binomial']}; "
+          f"top third pooled paired change {pooled.mean():+.4f} (SE {se(pooled):.4f}); rule (i) "
+          f"{'passes' if ok else 'fails'}; (ii) and (iii): theta_ is the same fit (TV ratio 1), times above")
+
 def _fresh_p1_run(cell, run, tag=2830):
     import copy
 
@@ -1539,6 +1601,7 @@ def main():
             ("--fresh-s", "--general: round S's eight unseen cells (FRESH_S_CELLS; eps 6-8, n <= 5000, K 64-1000)"),
             ("--p1-gated", "round P1's option on every earlier group's cell where its gate is on (after its held-out run)"),
             ("--fresh-p1", "round P1's ten held-out cells (FRESH_P1_CELLS): the guard's baseline 'auto' vs 'eb', paired"),
+            ("--fresh-h28g", "round H28G's twelve real cells (FRESH_H28G_CELLS): credible_interval posterior vs binomial"),
     ):
         ap.add_argument(flag, action="store_true", help=text)
     ap.add_argument("--paired-decoder", default=None,
@@ -1593,6 +1656,11 @@ def main():
         cells = [c for i, c in enumerate(pool) if general_too and c[2] < 32 and (args.cells is None or i in args.cells)]
         paper = [s for s in PAPER_SETTINGS if args.paper_k is not None and s["K"] in args.paper_k]
         cv_below(cells, paper, runs, args.n_jobs)
+        return
+
+    if args.fresh_h28g:
+        cells = [c for i, c in enumerate(FRESH_H28G_CELLS) if args.cells is None or i in args.cells]
+        interval_heldout(cells, runs, args.n_jobs)
         return
 
     if args.fresh_p1 or args.p1_gated:

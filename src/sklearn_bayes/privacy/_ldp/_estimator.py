@@ -16,7 +16,6 @@ The estimator is thin: parameters, the fitting and reading methods.  The work is
 - ``_utilities``: the utilities that choose the subset.
 """
 
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
@@ -36,13 +35,11 @@ import sklearn_bayes.privacy._ldp._input as inp
 from sklearn_bayes.privacy._ldp._chain import ChainState
 from sklearn_bayes.privacy._ldp._copies import CopiesMixin
 from sklearn_bayes.privacy._ldp._driver import process_users, step_sizes
-from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, draw_intervals, warn_if_unconverged
-from sklearn_bayes.privacy._ldp._empirical_bayes import binomial_intervals
+from sklearn_bayes.privacy._ldp._decoding import DecoderMixin, warn_if_unconverged
 from sklearn_bayes.privacy._ldp._mechanisms import MECHANISMS
 from sklearn_bayes.privacy._ldp._params import (_UNSET, FINAL_KNOBS, FrozenParamsMixin, _copy_labels, check_count,
                                                 same_value)
 from sklearn_bayes.privacy._ldp._rrrr import RRRRMechanism, simulation_table
-from sklearn_bayes.privacy._ldp._samplers import MAX_DRAW_VALUES
 from sklearn_bayes.privacy._ldp._serving import ServingMixin
 from sklearn_bayes.privacy._ldp._utilities import UTILITIES
 
@@ -827,52 +824,6 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
         draws = self._posterior_draws(n_samples, random_state)
         self._check_eb_draws(draws)  # the EB route: no theta_ chain was checked (see Warns)
         return draws
-
-    @serialized
-    def credible_interval(self, level=0.95, n_samples=2000, random_state=None, tails="auto"):
-        """Posterior credible interval of every category probability (equal-tailed, or one-sided at 0).
-
-        With the empirical-Bayes decoder (``decoder='eb'``, or ``'auto'`` when it chose it)
-        it is the binomial (Feldman-Cousins / Wilson) confidence interval of every category (see Notes);
-        ``n_samples`` and ``random_state`` are then unused.
-
-        Parameters
-        ----------
-        level : float, default=0.95
-            Coverage in ``(0, 1)``.
-        n_samples : int, default=2000
-            Posterior draws used (see :meth:`sample_posterior`).  With the exact sampler
-            (static mechanisms, ``prior='hierarchical'``) at most ``2^26`` values are held:
-            above ``n_samples * n_categories_ = 2^26`` the draws are thinned evenly (the
-            chain still runs ``n_samples`` iterations).
-        random_state : None, int or numpy.random.Generator, default=None
-            Passed to :meth:`sample_posterior`.
-        tails : {'auto', 'equal'}, default='auto'
-            ``'equal'``: the draws' ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles (before review HQV:
-            true zeros were never covered).  ``'auto'``: the same, except ``[0, q_level]`` where that lower
-            end is below ``1 / (10 n_responses_)``.  Unused on the empirical-Bayes route.
-
-        Returns
-        -------
-        interval : ndarray of shape (n_categories_, 2)
-            Lower and upper bounds.
-        """
-        if not isinstance(level, numbers.Real) or not 0 < level < 1:
-            raise ValueError(f"level must be in (0, 1), got {level!r}.")
-        if tails not in ("auto", "equal"):
-            raise ValueError(f"tails must be 'auto' or 'equal', got {tails!r}.")
-        check_is_fitted(self)
-        self._check_frozen()
-        if self._uses_eb():
-            return binomial_intervals(*self._support_counts(), float(level))
-        if self._uses_exact_gibbs():
-            # quantiles from at most MAX_DRAW_VALUES values: the draws are thinned evenly above
-            n_samples = check_count(n_samples, "n_samples", 1, "posterior draws")
-            s = self._posterior_draws(n_samples, random_state, max_values=MAX_DRAW_VALUES)
-        else:
-            s = self.sample_posterior(n_samples, random_state=random_state)
-        self._check_interval_draws(s)  # review HLR F5
-        return draw_intervals(s, float(level), tails, self.n_responses_)
 
     @serialized
     def transform(self, X):
