@@ -106,7 +106,7 @@ def test_release_is_exact_multiples_and_depends_only_on_the_snapped_statistics()
     Z = rng.normal(size=(n, p))
     Z /= np.maximum(1.0, np.linalg.norm(Z, axis=1))[:, None]
     t = np.clip(rng.normal(size=n), -1, 1)
-    b = ssp_posterior_budget(0.5, 1e-6, p=p)
+    b = ssp_posterior_budget(0.5, 1e-6, p=p, n=n)
     A, xb, q = release_sufficient_statistics(Z, t, b, np.random.default_rng(5))
     for out, g in ((A, b["grid_gram"]), (xb, b["grid_xty"]), (np.array([q]), b["grid_yty"])):
         ints = out / g

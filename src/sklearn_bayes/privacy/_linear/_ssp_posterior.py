@@ -69,6 +69,13 @@ in μ, decreasing in ε).  :func:`ssp_posterior_budget` with ``p`` takes ``M = �
 analytic Gaussian mechanism at ``(ε(1 - κ), δ)``, ``κ = 10⁻³``, and ``s_j >= √m/ω_t`` with
 ``ω_t = min(κε/M, κM)`` (``m`` coordinates, ``s_j >= 64``: ``Σ η_j < 10^{-30000}``), so that
 ``Mω <= κε``: the release is ``(ε, δ)``-DP, at the price of ``10⁻³`` of ε and ``ω/M <= 10⁻³`` of μ.
+
+*Rounding.*  The statistics are computed in floating point, ``f̂_j = f_j + r_j`` with
+``|r_j| <= e`` (:func:`statistics_error_bound`: blocks of 1024 rows added pairwise,
+``e ≈ 1.1e-13 n``), so neighbours' snapped values differ from ``(f_j - f'_j)/g_j`` by up to
+``1 + 2e/g_j`` steps: (i) holds with ``ρω``, ``ρ = 1 + 2e/min g_j``, in place of ``ω``.  The grid
+parameter is raised to ``s_j >= ρ√m/ω_t`` (``omega_rounding = ρω``), which restores both
+conditions; at ``n = 10⁶`` the spacing is still 250-4300 times ``e`` (p 2-50).
 """
 
 import math
@@ -110,6 +117,9 @@ _GRID_KAPPA = 1e-3
 _MIN_GRID_SIGMA = 64
 #: the released integers stay below this (exact float64 multiples of the grid spacing)
 _EXACT_INT = 2.0**53
+#: rows per block of the statistics' sums (:func:`sufficient_statistics`): each block one product,
+#: the blocks added pairwise, so the rounding error bound grows like ``B + log2(n/B)``, not ``n``
+_SUM_BLOCK = 1024
 
 
 def ssp_joint_sensitivity_sq(u, v, w):
@@ -164,26 +174,45 @@ def discrete_release_delta_bound(mu_c, omega, epsilon):
     return gaussian_delta(m, float(epsilon) - m * float(omega))
 
 
-def _grid_budget(b, epsilon, delta, p):
-    """Add the grid of the discrete release of ``p`` features to the continuous split ``b`` (in place)."""
+def _grid_budget(b, epsilon, delta, p, n):
+    """Add the grid of the discrete release of ``p`` features and ``n`` rows to the continuous split ``b`` (in place).
+
+    The snapping allowance is one grid step per coordinate, ``ω <= √m/s₀`` (module docstring); the
+    computed statistics may err by ``e = statistics_error_bound(n)``, so neighbours' snapped values
+    differ from the exact difference by up to ``1 + 2e/g`` steps: the grid parameter is raised to
+    ``s >= ρ s₀``, ``ρ = 1 + 2e/min g``, which keeps ``ρ ω <= √m/s₀`` (``omega_rounding``).
+    """
     m = p * (p + 1) // 2 + p + 1
     big_m = b["mu_total"]
     omega_t = min(_GRID_KAPPA * epsilon / big_m, _GRID_KAPPA * big_m)
-    s_min = max(_MIN_GRID_SIGMA, math.ceil(math.sqrt(m) / omega_t))
+    s_base = max(_MIN_GRID_SIGMA, math.ceil(math.sqrt(m) / omega_t))
+    groups = (("gram", p * (p + 1) // 2), ("xty", p), ("yty", 1))
+    sigma = {key: b[f"sigma_{key}"] for key, _ in groups}
+    err = 0.0 if n is None else statistics_error_bound(n)  # no n: max_rows None, nothing can be released
+    s_min, rho = s_base, 1.0
+    for _ in range(64):  # ρ rises a little when a finer grid halves g: a few passes settle it
+        grid = {key: math.ldexp(1.0, math.floor(math.log2(sigma[key] / s_min))) for key, _ in groups}
+        rho = 1.0 if err == 0.0 else (1.0 + 2.0 * err / min(grid.values())) * (1.0 + 2.0**-40)
+        if s_min >= rho * s_base:
+            break
+        s_min = math.ceil(rho * s_base)
+    else:  # pragma: no cover - ρ is within 1e-3 of 1 wherever the grid fits 2**52 steps
+        raise ValueError(f"the grid cannot hold the rounding error of n={n} rows.")
     inv_sq = 0.0
-    for key, count in (("gram", p * (p + 1) // 2), ("xty", p), ("yty", 1)):
-        sigma = b[f"sigma_{key}"]
-        g = math.ldexp(1.0, math.floor(math.log2(sigma / s_min)))  # power of two: exact snapping
-        s_j = math.ceil(sigma / g)  # integer in [s_min, 2 s_min]: the noise sd g s_j >= sigma
+    for key, count in groups:
+        g = grid[key]  # power of two: exact snapping
+        s_j = math.ceil(sigma[key] / g)  # integer in [s_min, 2 s_min]: the noise sd g s_j >= sigma
         b[f"grid_{key}"], b[f"grid_sigma_{key}"] = g, s_j
         b[f"sigma_{key}"] = g * s_j
         inv_sq += count / (s_j * s_j)
     b["omega"] = math.sqrt(inv_sq)
+    b["omega_rounding"] = rho * b["omega"]
     b["n_coordinates"] = m
+    b["max_rows"] = n
     return b
 
 
-def ssp_posterior_budget(epsilon, delta, p=None):
+def ssp_posterior_budget(epsilon, delta, p=None, n=None):
     """Noise scales of the three releases: one Gaussian mechanism at replace-one ``(ε, δ)``.
 
     Returns a dict with ``mu`` (the ratio ``1/σ`` of the mechanism at sensitivity 1),
@@ -196,6 +225,10 @@ def ssp_posterior_budget(epsilon, delta, p=None):
     (module docstring): ``mu_total = M`` at ``(ε(1 - 10⁻³), δ)``, ``mu = M - ω_t``, and per group
     the spacing ``grid_*`` (a power of two), the integer parameter ``grid_sigma_*`` and the
     noise sd ``sigma_* = grid_* · grid_sigma_*``; ``omega`` is ``(Σ_j 1/s_j²)^{1/2}``.
+    ``n`` (rows) bounds the rounding of the computed statistics (:func:`statistics_error_bound`);
+    the grid is fine enough that ``omega_rounding`` (``ω`` times the snapping's slack for it) is
+    still within the allowance, and the budget releases at most ``max_rows = n`` rows
+    (``n=None``: a grid that :func:`release_sufficient_statistics` refuses).
 
     Examples
     --------
@@ -203,8 +236,8 @@ def ssp_posterior_budget(epsilon, delta, p=None):
     >>> u, v, w = (1 / b[k] ** 2 for k in ("sigma_gram", "sigma_xty", "sigma_yty"))
     >>> bool(abs(ssp_joint_sensitivity_sq(u, v, w) - b["mu"] ** 2) < 1e-12)
     True
-    >>> d = ssp_posterior_budget(1.0, 1e-6, p=4)
-    >>> bool(discrete_release_delta_bound(d["mu"], d["omega"], 1.0) <= 1e-6)
+    >>> d = ssp_posterior_budget(1.0, 1e-6, p=4, n=10**6)
+    >>> bool(discrete_release_delta_bound(d["mu"], d["omega_rounding"], 1.0) <= 1e-6)
     True
     """
     epsilon, delta = float(epsilon), float(delta)
@@ -225,7 +258,7 @@ def ssp_posterior_budget(epsilon, delta, p=None):
     u = _GRAM_TO_XTY * v
     b = {"mu": mu, "mu_total": big_m, "sigma_gram": 1.0 / math.sqrt(u), "sigma_xty": 1.0 / math.sqrt(v),
          "sigma_yty": 1.0 / math.sqrt(w)}
-    return b if p is None else _grid_budget(b, epsilon, delta, p)
+    return b if p is None else _grid_budget(b, epsilon, delta, p, n)
 
 
 def _grid_fits(b, n):
@@ -233,11 +266,11 @@ def _grid_fits(b, n):
     return all(n / b[f"grid_{k}"] < 2.0**52 and b[f"grid_sigma_{k}"] < 2**40 for k in ("gram", "xty", "yty"))
 
 
-def _budget_or_none(epsilon, delta, p):
+def _budget_or_none(epsilon, delta, p, n):
     """:func:`ssp_posterior_budget` with a grid, or ``None`` where its arithmetic leaves the float range."""
     try:
-        b = ssp_posterior_budget(epsilon, delta, p=p)
-    except (ZeroDivisionError, OverflowError):  # ω_t underflowed to 0; μ² overflowed
+        b = ssp_posterior_budget(epsilon, delta, p=p, n=n)
+    except (ZeroDivisionError, OverflowError, ValueError):  # ω_t underflowed to 0; μ² overflowed; no grid
         return None
     return b if all(math.isfinite(v) for v in b.values()) else None
 
@@ -249,7 +282,7 @@ def check_grid_range(epsilon, delta, n, p):
     ``<= σ/64``) would need more than ``2**52`` steps for a statistic of size ``n`` is refused;
     the message names the largest ε that fits (a release at a smaller ε is also (ε, δ)-DP).
     """
-    b = _budget_or_none(epsilon, delta, p)
+    b = _budget_or_none(epsilon, delta, p, n)
     if b is not None and _grid_fits(b, n):
         return b
     # no budget: ω_t underflowed to 0 (ε near the smallest float) or μ² overflowed (ε near the largest)
@@ -261,11 +294,11 @@ def check_grid_range(epsilon, delta, n, p):
             "Use a larger epsilon or delta."
         )
     lo, hi = 0.0, math.log(float(epsilon))  # log ε; ε = 1 always fits below 2**40 rows
-    if not _grid_fits(ssp_posterior_budget(1.0, delta, p=p), n):
+    if not _grid_fits(ssp_posterior_budget(1.0, delta, p=p, n=n), n):
         raise ValueError(f"epsilon={epsilon!r}: the exact discrete Gaussian release does not fit n={n} rows.")
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        mid_budget = _budget_or_none(math.exp(mid), delta, p)
+        mid_budget = _budget_or_none(math.exp(mid), delta, p, n)
         if mid_budget is not None and _grid_fits(mid_budget, n):
             lo = mid
         else:
@@ -327,6 +360,53 @@ def scalar_grid_release(value, g, s, rng, *, bound):
     return float(_grid_release(np.array([float(value)]), g, s, rng)[0])
 
 
+def statistics_error_bound(n):
+    """A bound on ``|fl(s) - s|`` for every entry ``s`` of ``[X, y]ᵀ[X, y]`` from :func:`sufficient_statistics`.
+
+    Rows of ``X`` in the unit ball and ``|y| <= 1`` give ``Σ_i |z_ik z_il| <= n``.  A product of
+    ``k <= B`` rows (any order of the sum, with or without fused multiply-adds) errs by at most
+    ``γ_k Σ|terms|``, ``γ_k = k u/(1 - k u)``, ``u = 2⁻⁵³``; the blocks are then added pairwise
+    (``⌈log₂ #blocks⌉`` additions per entry), so the whole sum errs by at most
+    ``γ_{B + ⌈log₂ #blocks⌉} n`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
+    Lemma 3.3 and §3.1).  Computed here rounded up.
+
+    Examples
+    --------
+    >>> statistics_error_bound(10**6) < 2e-7
+    True
+    """
+    n = int(n)
+    if n <= 0:
+        return 0.0
+    n_blocks = -(-n // _SUM_BLOCK)
+    k = min(n, _SUM_BLOCK) + (n_blocks - 1).bit_length()  # ⌈log₂ n_blocks⌉ pairwise additions
+    u = 2.0**-53
+    return (k * u / (1.0 - k * u)) * n * (1.0 + 2.0**-40)
+
+
+def sufficient_statistics(Xs, ys):
+    """``[X, y]ᵀ[X, y]`` in blocks of ``_SUM_BLOCK`` rows added pairwise (error :func:`statistics_error_bound`).
+
+    Returns ``(XᵀX, Xᵀy, yᵀy)``.
+    """
+    Z = np.column_stack([np.asarray(Xs, dtype=float), np.asarray(ys, dtype=float)])
+    n, d = Z.shape
+    n_blocks = max(1, -(-n // _SUM_BLOCK))
+    if n_blocks == 1:
+        S = Z.T @ Z
+    else:
+        padded = np.zeros((n_blocks * _SUM_BLOCK, d))  # zero rows add exactly
+        padded[:n] = Z
+        blocks = padded.reshape(n_blocks, _SUM_BLOCK, d)
+        parts = np.matmul(blocks.transpose(0, 2, 1), blocks)  # one product of B rows per block
+        while parts.shape[0] > 1:  # pairwise: each entry passes through ⌈log₂ n_blocks⌉ additions
+            if parts.shape[0] % 2:
+                parts = np.concatenate([parts, np.zeros((1, d, d))])
+            parts = parts[0::2] + parts[1::2]
+        S = parts[0]
+    return S[:-1, :-1], S[:-1, -1].copy(), float(S[-1, -1])
+
+
 def release_sufficient_statistics(Xs, ys, budget, rng):
     """``(Ã, b̃, q̃)``: the Gaussian release of ``XᵀX`` (symmetric noise), ``Xᵀy`` and ``yᵀy``.
 
@@ -335,17 +415,23 @@ def release_sufficient_statistics(Xs, ys, budget, rng):
     exact discrete Gaussian on it (module docstring); one without, the continuous Gaussian
     mechanism of numpy's floating-point sampler (the reference of the tests only).
     """
-    p = Xs.shape[1]
+    n, p = Xs.shape
     if "grid_gram" in budget:
         if budget["n_coordinates"] != p * (p + 1) // 2 + p + 1:
             raise ValueError(f"the budget's grid is for another number of columns than p={p}.")
+        if budget.get("max_rows") is None or n > budget["max_rows"]:
+            raise ValueError(
+                f"the budget's grid holds the rounding error of at most max_rows={budget.get('max_rows')!r} rows, "
+                f"not n={n}: build it with ssp_posterior_budget(..., p={p}, n={n})."
+            )
+        gram, xty, yty = sufficient_statistics(Xs, ys)
         iu = np.triu_indices(p)
-        upper = _grid_release((Xs.T @ Xs)[iu], budget["grid_gram"], budget["grid_sigma_gram"], rng)
+        upper = _grid_release(gram[iu], budget["grid_gram"], budget["grid_sigma_gram"], rng)
         A = np.zeros((p, p))
         A[iu] = upper
         A = A + np.triu(A, 1).T
-        b = _grid_release(Xs.T @ ys, budget["grid_xty"], budget["grid_sigma_xty"], rng)
-        q = float(_grid_release(np.array([ys @ ys]), budget["grid_yty"], budget["grid_sigma_yty"], rng)[0])
+        b = _grid_release(xty, budget["grid_xty"], budget["grid_sigma_xty"], rng)
+        q = float(_grid_release(np.array([yty]), budget["grid_yty"], budget["grid_sigma_yty"], rng)[0])
         return A, b, q
     E = rng.normal(scale=budget["sigma_gram"], size=(p, p))
     E = np.triu(E) + np.triu(E, 1).T
