@@ -172,7 +172,7 @@ def settings(scale):
             out.append(("LDP", f"AdaptiveLDP K=10 eps={eps:g} T={users}", lambda eps=eps, users=users: _ldp_run(
                 users, eps, n(40 if users < 20_000 else 12), 7)))
     for alpha in (1.1, 1.5):
-        for depth, width in ((5, 2048), (3, 256), (4, 512)):
+        for depth, width in ((5, 32768), (5, 2048), (3, 256), (4, 512)):  # 5 x 32768: the default
             for eps in (0.1, 1.0, 10.0):
                 out.append(("Sketch", f"PrivateCountSketch a={alpha} d={depth} w={width} eps={eps:g}",
                             lambda a=alpha, d=depth, w=width, e=eps: _sketch_run(a, d, w, e, n(10), 8)))
