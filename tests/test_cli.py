@@ -110,3 +110,82 @@ def test_demo_end_to_end(tmp_path):
         assert f"== demo: {name}" in proc.stderr
     assert len(list(out.glob("*.png"))) >= len(DEMOS)
     assert "Warning" not in proc.stderr, proc.stderr[-3000:]
+
+
+# review HNR, F4 and F12: no traceback for a bad output folder or --n-jobs 0; --version; duplicates run once
+
+def _run(*argv, cwd=None):
+    env = dict(os.environ, MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-m", "sklearn_bayes", *argv], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=cwd)
+
+
+@pytest.mark.parametrize("command", [["demo", "--only", "count_sketch"], ["reproduce", "sketch"]])
+def test_an_output_folder_that_is_a_file_is_a_clean_error(tmp_path, command):
+    target = tmp_path / "a_file"
+    target.write_text("not a folder")
+    proc = _run(*command, "--output", str(target), "--quiet")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert "cannot create output folder" in proc.stderr and str(target) in proc.stderr
+    assert target.read_text() == "not a folder"
+
+
+def test_an_output_folder_that_cannot_be_created_is_a_clean_error(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    with pytest.raises(SystemExit, match="cannot create output folder"):
+        main(["demo", "--only", "count_sketch", "--output", str(blocker / "sub"), "--quiet"])
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_n_jobs_must_be_positive_or_minus_one(value, capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["reproduce", "sketch", "--n-jobs", value])
+    assert info.value.code == 2
+    assert "--n-jobs" in capsys.readouterr().err
+    assert build_parser().parse_args(["reproduce", "sketch", "--n-jobs", "-1"]).n_jobs == -1
+    assert build_parser().parse_args(["reproduce", "sketch", "--n-jobs", "3"]).n_jobs == 3
+
+
+def test_n_jobs_zero_from_the_shell_has_no_traceback():
+    proc = _run("reproduce", "sketch", "--n-jobs", "0")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--n-jobs" in proc.stderr
+
+
+def test_version(capsys):
+    from sklearn_bayes import __version__
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert __version__ in capsys.readouterr().out
+
+
+def test_an_unknown_option_names_the_command(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["demo", "--bogus"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "python -m sklearn_bayes demo" in err and "--bogus" in err
+
+
+def test_a_part_named_twice_runs_once(monkeypatch, tmp_path):
+    import sklearn_bayes._cli as cli
+
+    calls = []
+    monkeypatch.setattr(cli, "_load", lambda target: lambda out, progress: calls.append(target) or [])
+    monkeypatch.setattr(cli, "_require", lambda parts, command: None)
+    assert main(["demo", "--only", "count_sketch", "count_sketch", "--output", str(tmp_path), "--quiet"]) == 0
+    assert calls == [DEMOS["count_sketch"]]
+
+
+def test_benchmark_scripts_answer_help_without_running():
+    """bench_subsampled_prior_cfr_cps1985.py ran the benchmark on --help (no argparse)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    for script in sorted(root.glob("bench_*.py")):
+        proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, (script.name, proc.stderr[-2000:])
+        assert proc.stdout.startswith("usage:"), script.name

@@ -47,14 +47,35 @@ def _require(parts, command):
         )
 
 
+def _output_folder(path):
+    """Create ``path`` (and its parents) or exit with a message naming it (not a traceback)."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = "it is a file" if out.exists() and not out.is_dir() else (exc.strerror or str(exc))
+        raise SystemExit(f"cannot create output folder {str(out)!r}: {reason}; pass another folder with --output")
+    return out
+
+
+def _n_jobs(text):
+    """argparse type of ``--n-jobs``: a positive integer, or -1 for every CPU (joblib's meaning)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer (or -1 for every CPU), got {value}")
+    return value
+
+
 def _cmd_demo(args):
-    names = args.only or list(DEMOS)
+    names = list(dict.fromkeys(args.only or DEMOS))  # a part named twice runs once
     unknown = sorted(set(names) - set(DEMOS))
     if unknown:
         raise SystemExit(f"unknown demo part(s) {unknown}; available: {sorted(DEMOS)}")
     _require(names, "demo")
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _output_folder(args.output)
     progress = Progress(enabled=not args.quiet)
     rows = []
     start = time.perf_counter()
@@ -76,8 +97,7 @@ def _cmd_demo(args):
 
 def _cmd_reproduce(args):
     _require([args.name], "reproduce")
-    out = Path(args.output) / args.name
-    out.mkdir(parents=True, exist_ok=True)
+    out = _output_folder(Path(args.output) / args.name)
     func = _load(REPRODUCTIONS[args.name])
     func(out, full=args.full, n_jobs=args.n_jobs, progress=Progress(enabled=not args.quiet))
     print(f"outputs written to {out.resolve()}")
@@ -104,6 +124,7 @@ def build_parser():
                "Run 'python -m sklearn_bayes COMMAND --help' for a command's options.",
         formatter_class=formatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -128,17 +149,28 @@ def build_parser():
     )
     rep.add_argument("name", choices=sorted(REPRODUCTIONS), metavar="NAME", help="which experiment (listed below)")
     rep.add_argument("--full", action="store_true", help="the paper's full scale (slow: minutes to hours)")
-    rep.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1,
-                     help="parallel workers (joblib; default: the number of CPUs, %(default)s)")
+    rep.add_argument("--n-jobs", type=_n_jobs, default=os.cpu_count() or 1,
+                     help="parallel workers, a positive integer or -1 for every CPU (joblib; default: the number "
+                          "of CPUs, %(default)s)")
     rep.add_argument("--output", default="sklearn_bayes_results", help="output folder (default: %(default)s)")
     rep.add_argument("--quiet", action="store_true", help="no progress output")
     rep.set_defaults(func=_cmd_reproduce)
     return parser
 
 
+def _version():
+    from sklearn_bayes import __version__
+
+    return __version__
+
+
 def main(argv=None):
     """Entry point of ``python -m sklearn_bayes``."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the command's options, not the top level's (``demo --bogus``)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures go to files; no display needed
     return args.func(args)
 
