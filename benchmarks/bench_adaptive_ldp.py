@@ -622,19 +622,26 @@ def _interval_run(cell, run):
         t_fit = time.process_time() - t0
         out = dict(theta=theta, K=K, tv=0.5 * float(np.abs(th - theta).sum()), t_fit=t_fit,
                    method=est.convergence_["method"])
-        for kind in ("posterior", "binomial"):
-            t0 = time.process_time()
-            ci = est.credible_interval(0.95, interval=kind)
-            out["t_" + kind] = time.process_time() - t0
-            out["cov_" + kind] = (ci[:, 0] <= theta) & (theta <= ci[:, 1])
-            out["w_" + kind] = float(np.mean(ci[:, 1] - ci[:, 0]))
+        from sklearn_bayes.privacy._ldp import _decoding
+
+        saved = _decoding.AUTO_INTERVAL
+        try:  # interval='auto' under each value of the module constant: the EB route is binomial under both
+            for kind in ("posterior", "binomial"):
+                _decoding.AUTO_INTERVAL = kind
+                t0 = time.process_time()
+                ci = est.credible_interval(0.95)
+                out["t_" + kind] = time.process_time() - t0
+                out["cov_" + kind] = (ci[:, 0] <= theta) & (theta <= ci[:, 1])
+                out["w_" + kind] = float(np.mean(ci[:, 1] - ci[:, 0]))
+        finally:
+            _decoding.AUTO_INTERVAL = saved
     return out
 
 
-def interval_heldout(cells, runs, n_jobs):
+def interval_heldout(cells, runs, n_jobs, save=None):
     """Round H28G's held-out comparison of ``credible_interval`` (posterior vs binomial, the same fits) and its
     adoption rule (committed with ``FRESH_H28G_CELLS``).  Coverage SEs are clustered by run; the top third is the
-    ``ceil(K / 3)`` largest categories of ``theta*``."""
+    ``ceil(K / 3)`` largest categories of ``theta*``.  ``save``: a JSON-lines file that receives every run."""
     from joblib import Parallel, delayed
 
     se = lambda v: float(np.std(v, ddof=1) / np.sqrt(len(v)))
@@ -645,6 +652,13 @@ def interval_heldout(cells, runs, n_jobs):
     pooled = []
     for cell in cells:
         rs = Parallel(n_jobs=n_jobs)(delayed(_interval_run)(cell, r) for r in range(runs))
+        if save is not None:
+            import json
+
+            with open(save, "a") as f:
+                for r in rs:
+                    f.write(json.dumps(dict(cell=cell[0], **{k: (v.tolist() if isinstance(v, np.ndarray) else v)
+                                                              for k, v in r.items()})) + "\n")
         K = cell[2]
         top = [np.argsort(-r["theta"])[: -(-K // 3)] for r in rs]
         row = {}
@@ -1585,6 +1599,7 @@ def main():
     ap.add_argument("--zero-width", action="store_true",
                     help="--general: instead, round 28z's zero-width intervals before / after (its cell options)")
     ap.add_argument("--cells", type=int, nargs="+", default=None, help="--general: only these cell indices")
+    ap.add_argument("--save", default=None, help="--fresh-h28g: a JSON-lines file receiving every run")
     ap.add_argument("--importance-draws", type=int, default=None,
                     help="--versus-posterior: theta_'s weighted draws of decoder='importance' (round 11b's M; "
                          "default the shipped IMPORTANCE_DRAWS; a large value weights every kept draw)")
@@ -1660,7 +1675,7 @@ def main():
 
     if args.fresh_h28g:
         cells = [c for i, c in enumerate(FRESH_H28G_CELLS) if args.cells is None or i in args.cells]
-        interval_heldout(cells, runs, args.n_jobs)
+        interval_heldout(cells, runs, args.n_jobs, save=args.save)
         return
 
     if args.fresh_p1 or args.p1_gated:
