@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import transactional
+from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
 from sklearn_bayes._glm import dominated_columns_below
 from sklearn_bayes._glm import (
     LinearPredictorMixin,
@@ -383,7 +384,8 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the nominal coverage.
+            One minus the nominal coverage (0.05 for a 95 % interval; a value above 0.5, such as
+            0.95, gives a narrow interval and a ``UserWarning``).
 
         Returns
         -------
@@ -391,4 +393,6 @@ class ClosedFormRidge(LinearPredictorMixin, RegressorMixin, BaseEstimator):
             Lower and upper ends for each entry of ``coef_``.
         """
         check_is_fitted(self, "coef_covariance_")
-        return wald_interval(self.coef_, self.coef_covariance_, alpha)
+        intervals = wald_interval(self.coef_, self.coef_covariance_, alpha)  # validates alpha first
+        warn_if_swapped_coverage(alpha, "alpha")
+        return intervals

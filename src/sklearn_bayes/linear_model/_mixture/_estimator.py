@@ -17,10 +17,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.utils import IntegerInterval, serialized, transactional
+from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
 from sklearn_bayes.utils._validation import external_stacklevel
 import sklearn_bayes.linear_model._mixture._selection as _min_variance
 from sklearn_bayes._glm import LinearPredictorMixin, normalise_weights, validate_regression_data
-from sklearn_bayes.linear_model._mixture import _bootstrap, _copying, _finite_sample, _flags, _inference, _units
+from sklearn_bayes.linear_model._mixture import _aliases, _bootstrap, _copying, _finite_sample, _flags, _inference, _units
 from sklearn_bayes.linear_model._mixture._inference import rounding_level as _rounding_level
 from sklearn_bayes.linear_model._mixture._components import _resolve_components
 from sklearn_bayes.linear_model._mixture._dead_columns import dead_columns, fit_live
@@ -726,7 +727,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the nominal coverage.
+            One minus the nominal coverage (0.05: 95 %; above 0.5 a ``UserWarning``: a swapped convention?).
 
         Returns
         -------
@@ -757,12 +758,14 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         """
         check_is_fitted(self)
         alpha = _inference.validate_alpha(alpha)
+        warn_if_swapped_coverage(alpha, "alpha")
         std = _inference.params_std(self)[: len(self.coef_)]
         return _inference.wald_intervals(self.coef_, std, _inference.interval_dof(self), alpha)
 
     @serialized
     def bootstrap_conf_int(self, X, y, alpha=0.05, n_boot=50, sample_weight=None, random_state=None, scheme="residual"):
         check_is_fitted(self)
+        warn_if_swapped_coverage(alpha, "alpha")
         return _bootstrap.bootstrap_intervals(self, X, y, sample_weight, alpha, n_boot, random_state, scheme)[0]
 
     bootstrap_conf_int.__doc__ = _bootstrap.BOOTSTRAP_CONF_INT_DOC
@@ -809,19 +812,10 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         ['x0', 'x1', 'const']
         """
         check_is_fitted(self)
+        warn_if_swapped_coverage(alpha, "alpha")
         return _inference.summarise(self, alpha, X, y, threshold)
 
-    @property
-    def sample_weights_(self):
-        """Deprecated alias of ``irls_weights_``."""
-        warnings.warn(
-            "MixtureMEstimatorRegressor.sample_weights_ was renamed irls_weights_ (they are the fit's IRLS "
-            "weights, not the sample_weight argument); the old name will be removed.",
-            FutureWarning, stacklevel=external_stacklevel(),
-        )
-        if "irls_weights_" not in vars(self) and "sample_weights_" in vars(self):  # a pickle from before
-            return vars(self)["sample_weights_"]
-        return self.irls_weights_
+    sample_weights_ = _aliases.sample_weights  # deprecated alias of irls_weights_ (a FutureWarning)
 
     def _residuals(self, X, y):
         check_is_fitted(self)

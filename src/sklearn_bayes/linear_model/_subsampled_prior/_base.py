@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.exceptions import SubsampleFitWarning
 from sklearn_bayes.utils import IntegerInterval, check_generator
+from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
 from sklearn_bayes._glm import (
     HingeLoss,
     MAPResult,
@@ -88,7 +89,8 @@ class _PosteriorMixin:
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
-            One minus the nominal coverage.
+            One minus the nominal coverage (0.05 for a 95 % interval; a value above 0.5, such as
+            0.95, gives a narrow interval and a ``UserWarning``).
         covariance : {'sampling', 'posterior'}, default='sampling'
             Which covariance: ``coef_sampling_covariance_`` or ``coef_covariance_``.
 
@@ -106,6 +108,7 @@ class _PosteriorMixin:
             C = self.coef_sampling_covariance_
         else:
             raise ValueError(f"covariance must be 'posterior' or 'sampling', got {covariance!r}.")
+        warn_if_swapped_coverage(alpha, "alpha")
         coef = np.asarray(self.coef_, dtype=np.float64)
         if covariance == "sampling" and self._fitted_param("prior_mean_method") == "offset":
             # the Newton step uses the inverse information itself (Poisson dispersion='pearson' scales C only

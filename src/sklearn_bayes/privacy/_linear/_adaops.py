@@ -23,6 +23,7 @@ from sklearn_bayes.privacy._core import PrivacyLedger
 from sklearn_bayes.privacy._linear._base import _PrivateLinearBase, _RidgePosteriorBase
 from sklearn_bayes.privacy._linear._calibration import FITTED_ATTRIBUTES, get_calibration
 from sklearn_bayes.utils import RealInterval, check_privacy_random_state, serialized
+from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
 from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["AdaOPSRegressor"]
@@ -459,6 +460,8 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         Parameters
         ----------
         alpha : float in (0, 1), default=0.05
+            One minus the nominal coverage (0.05 for a 95 % interval; a value above 0.5, such as
+            0.95, gives a narrow interval and a ``UserWarning``).
 
         Returns
         -------
@@ -502,6 +505,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < float(alpha) < 1.0:
             raise ValueError(f"alpha must be a float in (0, 1), got alpha={alpha!r}.")
         self._check_posterior("conf_int")
+        warn_if_swapped_coverage(alpha, "alpha")
         z = float(special.ndtri(1.0 - 0.5 * float(alpha)))
         half = z * np.sqrt(np.maximum(np.diag(self.coef_covariance_), 0.0))
         return np.column_stack([self.coef_ - half, self.coef_ + half])
