@@ -54,6 +54,11 @@ def _overdispersed_poisson():
     SubsampledPriorPoissonRegressor(random_state=0).fit(X, rng.negative_binomial(1, 0.05, 60))
 
 
+def _swapped_alpha():  # review HNR F2: one helper for every conf_int
+    _, X, y = _data()
+    SubsampledPriorRidge(random_state=0).fit(X, y).conf_int(alpha=0.95)
+
+
 def _dominated_column():
     _, X, y = _data()
     X[0, 0] = 1e9
@@ -61,7 +66,7 @@ def _dominated_column():
 
 
 @pytest.mark.parametrize("trigger", [_ldp_from_data, _delta_at_least_one_over_n, _seeded_sketch,
-                                     _ledger_without_budget, _overdispersed_poisson, _dominated_column],
+                                     _ledger_without_budget, _overdispersed_poisson, _dominated_column, _swapped_alpha],
                          ids=lambda f: f.__name__.strip("_"))
 def test_the_warning_points_at_the_callers_line(trigger):
     with warnings.catch_warnings(record=True) as caught:
