@@ -414,6 +414,7 @@ class PrivacyLedger:
 
     Examples
     --------
+    >>> from sklearn_bayes import PrivacyLedger
     >>> ledger = PrivacyLedger()
     >>> ledger.record("query", 0.5, n_items=3)
     >>> ledger.record("query", 0.0, n_items=2, note="covered by Theorem 4")
