@@ -797,9 +797,11 @@ def test_merged_sketches_keep_their_shard_ids():
     assert set(a.shard_ids_) == {a.stream_id_, b.stream_id_}
     with pytest.raises(ValueError, match="share a shard"):
         a.merge(b_copy)
-    c.merge(b_copy)  # c does not contain b yet
+    with pytest.raises(ValueError, match="already merged"):
+        c.merge(b_copy)  # c does not contain b, but b is merged once (review HSK2 F1)
+    c.merge(pickle.loads(pickle.dumps(a)))  # a copy of a (never merged): c now holds a's and b's shards
     with pytest.raises(ValueError, match="share a shard"):
-        a.merge(c)  # c now contains b, which a already holds
+        a.merge(c)  # c contains a and b, which a already holds
     d = _sketch(width=64, seed=4).fit([4])
     a.merge(d)
     assert a.n_items_seen_ == 11

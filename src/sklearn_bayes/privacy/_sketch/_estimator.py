@@ -22,6 +22,7 @@ from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _i
 from sklearn_bayes.privacy._sketch._format import _BytesMixin
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS, _ForkedStream
 from sklearn_bayes.privacy._sketch._accuracy import _AccuracyMixin
+from sklearn_bayes.privacy._sketch._merge import merge_shard
 from sklearn_bayes.privacy._sketch._bounds import OWN_POOL_SIZE, POOL_SIZE, count_residuals, newest_sets
 from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release, scale_up
 
@@ -746,7 +747,21 @@ class PrivateCountSketch(
         (the same object, the same file, or a pickled copy forwarding to it): such a
         merge is refused with a ``ValueError`` naming ``ledger`` and changes nothing,
         since ``self``'s releases of ``other``'s individuals would escape that budget.
-        A shard without a shared ledger may be merged into any sketch.
+        A shard without a shared ledger may be merged into any sketch, once.
+
+        **A shard is merged once.**  Two sketches that both held ``other``'s shard would both
+        answer about its individuals while each ledger shows one budget (``a.merge(b);
+        c.merge(b)``: their releases compose to twice it; review HSK2 measured a privacy loss of
+        ``2ε`` for ``ε`` charged to each).  So a merge writes a zero-ε record
+        (``"PrivateCountSketch/merged_into"``, naming ``self``'s ``stream_id_``) in
+        ``other.ledger_``, and a sketch whose ``ledger_`` holds one is refused as ``other`` with a
+        ``ValueError`` naming ``other``, changing neither sketch.  The record reaches the copies
+        of ``other``: a deep copy shares ``ledger_``, a pickle or ``to_bytes`` copy loaded in
+        this process while ``other`` lives takes its ``ledger_``, and those made after the merge
+        carry it.  ``other.partial_fit`` keeps the refusal (``other`` still holds the merged
+        elements); ``other.fit`` starts a new stream and ``ledger_``, which can be merged.  Not
+        detected: a copy made before the merge and loaded in another process (merge shards
+        where they were built, or compose the ledgers of every sketch that answers).
 
         Parameters
         ----------
@@ -772,59 +787,7 @@ class PrivateCountSketch(
 
     @transactional
     def _merge(self, other):
-        check_is_fitted(self)
-        check_is_fitted(other)
-        self._check_stream_params("merge")
-        other._check_stream_params("merge (of other)")
-        diff = {
-            name: (self.fitted_params_[name], other.fitted_params_[name])
-            for name in _STREAM_PARAMS
-            if self.fitted_params_[name] != other.fitted_params_[name]
-        }
-        if diff:
-            raise ValueError(f"cannot merge sketches fitted with different parameters (self, other): {diff}.")
-        theirs, mine = other._shared_ledger, self._shared_ledger
-        if theirs is not None and (mine is None or not mine._is_same_budget(theirs)):
-            # self's later releases of other's individuals would be recorded only in self's ledgers:
-            # other's budget (perhaps exhausted) would never see them
-            raise ValueError(
-                "cannot merge other: its stream is bound to a shared ledger (its ledger parameter when its "
-                f"stream started) that is not this sketch's ({'none' if mine is None else 'another ledger'}): the "
-                "merged sketch's releases about other's individuals would escape that ledger's budget. "
-                "Fit the shards with the same ledger (a PrivacyLedger(path=...) file across processes), or "
-                "merge into the sketch bound to other's ledger."
-            )
-        if other._item_kinds != self._item_kinds or other.n_features_in_ != self.n_features_in_:
-            raise TypeError(
-                f"cannot merge sketches of different item types: {self._item_kinds} and {other._item_kinds}."
-            )
-        shared = sorted(set(self.shard_ids_) & set(other.shard_ids_))
-        if shared:
-            raise ValueError(
-                "cannot merge sketches that share a shard (a sketch with itself, with a copy of itself, or with a "
-                f"sketch that already contains one of its shards): shard ids {shared}. Merging them would count "
-                "the same stream elements twice."
-            )
-        release = self._release
-        release.check_merge(self.n_query_sets_, other.n_query_sets_)
-        self._warn_if_same_noise(other)
-        uses = release.merge_uses(self.uses_, other.uses_)
-        table = self.table_ + other.table_
-        self.uses_, self.table_ = uses, table
-        self._pan_draws += other._pan_draws
-        self.n_items_seen_ += other.n_items_seen_
-        self.n_query_sets_ = max(self.n_query_sets_, other.n_query_sets_)
-        self.shard_ids_ = tuple(sorted(set(self.shard_ids_) | set(other.shard_ids_)))
-        self._last_release = None  # the shards' answers are not answers of the merged sketch
-        self._bound_pool = None
-        # parallel composition of disjoint shards (use_and_forget: its schedules continue from max(U_a, U_b))
-        chain0 = release.merged_spend(max(self._chain_spent0, other._chain_spent0), uses)
-        self._charge(
-            chain0, n_items=None, mechanism="merge",
-            note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
-        )
-        other._new_fork()  # its next release composes with the merged sketch's: charged afresh (HQW F2)
-        return self
+        return merge_shard(self, other, _STREAM_PARAMS)
 
     # ------------------------------------------------------------------ scale-out
     @classmethod

@@ -1,0 +1,107 @@
+"""``PrivateCountSketch.merge``: the checks and the binding of a merge of disjoint shards.
+
+A merge moves the individuals of ``other``'s shards into the merged sketch, whose later releases
+answer about them.  The rule that keeps the accounting of those individuals on one sketch:
+
+- **a shard is merged once** (review HSK2 F1): ``a.merge(b); c.merge(b)`` would let ``a`` and ``c``
+  both answer about ``b``'s individuals while each ledger shows ``ε`` (measured loss ``2ε``).  A
+  merge writes a zero-ε ``merged_into`` record in ``other.ledger_`` -- the ledger that in-process
+  copies of ``other`` share and that pickles and ``to_bytes`` carry -- and a sketch whose
+  ``ledger_`` holds one is refused as ``other``.  ``other.fit`` starts a new ``ledger_``, hence a
+  shard that can be merged again.
+"""
+
+from sklearn.utils.validation import check_is_fitted
+
+#: The ``mechanism`` name of the zero-ε record a merge writes in ``other.ledger_``.
+MERGED_INTO = "PrivateCountSketch/merged_into"
+
+
+def merged_into(sketch):
+    """The stream ids this sketch's stream was merged into, from the ``merged_into`` records of its ``ledger_``."""
+    return [r.get("merged_into") for r in sketch.ledger_._snapshot_records() if r.get("mechanism") == MERGED_INTO]
+
+
+def _check_mergeable_once(other):
+    """Refuse ``other`` if its stream was merged before (a record in its ``ledger_``)."""
+    into = merged_into(other)
+    if into:
+        raise ValueError(
+            f"cannot merge other: its stream (stream_id_ {other.stream_id_!r}) was already merged into the sketch "
+            f"of stream {into[0]!r} (a 'merged_into' record in other.ledger_, which its in-process copies share "
+            "and its pickles and to_bytes carry). Merging it again would let two sketches answer about its "
+            "individuals while each ledger shows one budget (their releases compose to twice it). Merge each "
+            "shard once; to merge new data, fit the shard anew (fit starts a new stream and ledger_)."
+        )
+
+
+def merge_shard(sk, other, stream_params):
+    """Merge the fitted sketch ``other`` into ``sk`` (see ``PrivateCountSketch.merge``).
+
+    Every check comes first; ``sk``'s state is then bound (the caller is transactional) and
+    ``other`` is changed last, once nothing can fail: a refused merge changes neither sketch.
+    """
+    check_is_fitted(sk)
+    check_is_fitted(other)
+    sk._check_stream_params("merge")
+    other._check_stream_params("merge (of other)")
+    diff = {
+        name: (sk.fitted_params_[name], other.fitted_params_[name])
+        for name in stream_params
+        if sk.fitted_params_[name] != other.fitted_params_[name]
+    }
+    if diff:
+        hint = ""
+        if "width" in diff and set(diff["width"]) == {2048, 32768}:
+            hint = (" The default width changed from 2048 to 32768 (round HSW2): a sketch saved before continues "
+                    "with PrivateCountSketch(width=2048).")
+        raise ValueError(f"cannot merge sketches fitted with different parameters (self, other): {diff}.{hint}")
+    theirs, mine = other._shared_ledger, sk._shared_ledger
+    if theirs is not None and (mine is None or not mine._is_same_budget(theirs)):
+        # sk's later releases of other's individuals would be recorded only in sk's ledgers:
+        # other's budget (perhaps exhausted) would never see them
+        raise ValueError(
+            "cannot merge other: its stream is bound to a shared ledger (its ledger parameter when its "
+            f"stream started) that is not this sketch's ({'none' if mine is None else 'another ledger'}): the "
+            "merged sketch's releases about other's individuals would escape that ledger's budget. "
+            "Fit the shards with the same ledger (a PrivacyLedger(path=...) file across processes), or "
+            "merge into the sketch bound to other's ledger."
+        )
+    if other._item_kinds != sk._item_kinds or other.n_features_in_ != sk.n_features_in_:
+        raise TypeError(
+            f"cannot merge sketches of different item types: {sk._item_kinds} and {other._item_kinds}."
+        )
+    shared = sorted(set(sk.shard_ids_) & set(other.shard_ids_))
+    if shared:
+        raise ValueError(
+            "cannot merge sketches that share a shard (a sketch with itself, with a copy of itself, or with a "
+            f"sketch that already contains one of its shards): shard ids {shared}. Merging them would count "
+            "the same stream elements twice."
+        )
+    _check_mergeable_once(other)
+    release = sk._release
+    release.check_merge(sk.n_query_sets_, other.n_query_sets_)
+    sk._warn_if_same_noise(other)
+    uses = release.merge_uses(sk.uses_, other.uses_)
+    table = sk.table_ + other.table_
+    sk.uses_, sk.table_ = uses, table
+    sk._pan_draws += other._pan_draws
+    sk.n_items_seen_ += other.n_items_seen_
+    sk.n_query_sets_ = max(sk.n_query_sets_, other.n_query_sets_)
+    sk.shard_ids_ = tuple(sorted(set(sk.shard_ids_) | set(other.shard_ids_)))
+    sk._last_release = None  # the shards' answers are not answers of the merged sketch
+    sk._bound_pool = None
+    # parallel composition of disjoint shards (use_and_forget: its schedules continue from max(U_a, U_b))
+    chain0 = release.merged_spend(max(sk._chain_spent0, other._chain_spent0), uses)
+    sk._charge(
+        chain0, n_items=None, mechanism="merge",
+        note="parallel composition of disjoint shards", merged_streams=list(other.shard_ids_),
+    )
+    # other, last (nothing can fail any more): merged once (HSK2 F1), and a new fork (HQW F2): its next
+    # release composes with the merged sketch's, so it charges its history afresh
+    other.ledger_.record(
+        MERGED_INTO, 0.0, n_items=None, note="merged into another sketch: it cannot be merged again",
+        stream=other.stream_id_, fork=other._fork_id, merged_into=sk.stream_id_,
+    )
+    other._new_fork()
+    return sk
