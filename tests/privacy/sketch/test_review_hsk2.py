@@ -12,13 +12,17 @@ count).  Now such a merge is refused with the same error, changing nothing.
 """
 
 import copy
+import multiprocessing
+import os
 import pickle
 import warnings
 
 import numpy as np
 import pytest
 
+from sklearn_bayes.exceptions import DetachedLedgerError
 from sklearn_bayes.privacy import PrivacyLedger, PrivateCountSketch
+from tests.privacy._fork_tools import in_child
 
 KW = dict(width=64, depth=3)
 
@@ -125,3 +129,72 @@ def test_the_width_message_names_the_default_change():
     new = PrivateCountSketch().fit([2])
     with pytest.raises(ValueError, match=r"width=2048\)"):
         new.merge(old)
+
+
+# ------------------------------------------------------------------ F2: the parent's copy in a child
+
+pytestmark_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def _child_merge(b):
+    """A child's task: merge the parent's sketch ``b`` into a sketch fitted here, then query."""
+    a = PrivateCountSketch(**KW).fit([10**9])
+    before = (a.to_bytes(), b.to_bytes())
+    try:
+        a.merge(b)
+    except DetachedLedgerError as exc:
+        return {"refused": str(exc), "unchanged": (a.to_bytes(), b.to_bytes()) == before,
+                "own answers": a.query([10**9]).shape == (1,)}
+    return {"answer": float(a.query([7])[0])}
+
+
+_POOL_B = None
+
+
+def _inherited_task(_):
+    return _child_merge(_POOL_B)
+
+
+@pytestmark_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_merge_of_the_inherited_sketch_is_refused_in_a_fork_pool():
+    global _POOL_B
+    b = PrivateCountSketch(**KW).fit(np.r_[np.full(37, 7), np.arange(100, 140)])
+    parent_before = b.to_bytes()
+    _POOL_B = b
+    try:
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            outs = pool.map(_inherited_task, range(4), chunksize=1)
+    finally:
+        _POOL_B = None
+    assert all("refused" in o for o in outs), outs
+    assert all("cannot merge other" in o["refused"] and "os.fork()" in o["refused"] for o in outs)
+    assert all(o["unchanged"] and o["own answers"] for o in outs)
+    assert b.to_bytes() == parent_before and b.epsilon_spent_ == 0.0
+
+
+@pytestmark_fork
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_merge_of_the_sketch_pickled_as_a_task_argument_is_refused():
+    b = PrivateCountSketch(**KW).fit(np.r_[np.full(37, 7), np.arange(100, 140)])
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        outs = pool.map(_child_merge, [b] * 4, chunksize=1)
+    assert all("refused" in o and "pickled it" in o["refused"] for o in outs), outs
+    assert all(o["unchanged"] and o["own answers"] for o in outs)
+    assert b.epsilon_spent_ == 0.0
+
+
+@pytestmark_fork
+def test_a_merge_of_the_inherited_sketch_bound_to_a_ledger_file_is_allowed(tmp_path):
+    """The inherited sketch may release with a ledger file: so may the sketch it is merged into (same file)."""
+    ledger = PrivacyLedger(path=tmp_path / "budget.ledger", budget=(10.0, 0.0))
+    b = PrivateCountSketch(**KW, ledger=ledger).fit(np.full(37, 7))
+
+    def child():
+        a = PrivateCountSketch(**KW, ledger=ledger).fit([10**9])
+        a.merge(b)
+        a.query([7])
+        return a.epsilon_spent_
+
+    assert in_child(child) == 1.0
+    assert ledger.epsilon_spent == 1.0

@@ -763,6 +763,12 @@ class PrivateCountSketch(
         detected: a copy made before the merge and loaded in another process (merge shards
         where they were built, or compose the ledgers of every sketch that answers).
 
+        **In a child process**, a copy of the parent's running stream that refuses to release
+        there (``DetachedLedgerError``: see Notes of the class, "Copies are forks") is refused as
+        ``other`` with the same error, changing nothing: the merged sketch would answer about its
+        individuals, unseen by the original in the parent (review HSK2 F2).  With a ledger file
+        both may release, and the merge is allowed.
+
         Parameters
         ----------
         other : PrivateCountSketch

@@ -1,7 +1,7 @@
 """``PrivateCountSketch.merge``: the checks and the binding of a merge of disjoint shards.
 
 A merge moves the individuals of ``other``'s shards into the merged sketch, whose later releases
-answer about them.  The rule that keeps the accounting of those individuals on one sketch:
+answer about them.  Two rules keep the accounting of those individuals on one sketch:
 
 - **a shard is merged once** (review HSK2 F1): ``a.merge(b); c.merge(b)`` would let ``a`` and ``c``
   both answer about ``b``'s individuals while each ledger shows ``ε`` (measured loss ``2ε``).  A
@@ -9,9 +9,15 @@ answer about them.  The rule that keeps the accounting of those individuals on o
   copies of ``other`` share and that pickles and ``to_bytes`` carry -- and a sketch whose
   ``ledger_`` holds one is refused as ``other``.  ``other.fit`` starts a new ``ledger_``, hence a
   shard that can be merged again.
+- **the parent's copy is not merged in a child process** (review HSK2 F2): a sketch that refuses
+  to release there (``_ForkedStream._check_attached``) is refused as ``other`` with the same
+  ``DetachedLedgerError``, else the merged sketch would answer about its individuals unseen by
+  the original in the parent.
 """
 
 from sklearn.utils.validation import check_is_fitted
+
+from sklearn_bayes.exceptions import DetachedLedgerError
 
 #: The ``mechanism`` name of the zero-ε record a merge writes in ``other.ledger_``.
 MERGED_INTO = "PrivateCountSketch/merged_into"
@@ -33,6 +39,17 @@ def _check_mergeable_once(other):
             "individuals while each ledger shows one budget (their releases compose to twice it). Merge each "
             "shard once; to merge new data, fit the shard anew (fit starts a new stream and ledger_)."
         )
+
+
+def _check_not_parents_copy(other):
+    """Refuse ``other`` if it is its parent process's copy that may not release here (review HSK2 F2)."""
+    try:
+        other._check_attached()
+    except DetachedLedgerError as exc:
+        raise DetachedLedgerError(
+            "cannot merge other: it refuses to release in this process, and the merged sketch would answer "
+            f"about its individuals instead. Nothing was merged. {exc}"
+        ) from None
 
 
 def merge_shard(sk, other, stream_params):
@@ -67,6 +84,7 @@ def merge_shard(sk, other, stream_params):
             "Fit the shards with the same ledger (a PrivacyLedger(path=...) file across processes), or "
             "merge into the sketch bound to other's ledger."
         )
+    _check_not_parents_copy(other)
     if other._item_kinds != sk._item_kinds or other.n_features_in_ != sk.n_features_in_:
         raise TypeError(
             f"cannot merge sketches of different item types: {sk._item_kinds} and {other._item_kinds}."
