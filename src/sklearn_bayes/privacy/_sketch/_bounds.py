@@ -12,6 +12,7 @@ confidence bound of a quantile, the median's row tail, the Gaussian-calibrated r
 maths is in the Notes of ``lower_bound``.
 """
 
+import collections
 import functools
 import math
 
@@ -82,16 +83,48 @@ POOL_SIZE = 2**15
 OWN_POOL_SIZE = 500
 
 
+class SetPool:
+    """The pools of the newest query sets, newest first, holding at most ``POOL_SIZE`` values.
+
+    ``sets`` is a deque of ``(values, noise_var)``; ``total`` the number of values it holds.
+    Adding a set is O(1) amortised in the number of earlier sets (review HSK2 F3: a list rebuilt
+    at every query set made a one-item query several times slower after a few thousand sets).
+    """
+
+    def __init__(self):
+        self.sets = collections.deque()
+        self.total = 0
+
+    def __len__(self):
+        return len(self.sets)
+
+    def __iter__(self):
+        return iter(self.sets)
+
+
 def newest_sets(sets, values, noise_var):
     """The pools of the query sets, newest first: ``(values, noise_var)`` of this one, then the earlier
-    ones while the total stays within ``POOL_SIZE`` (the newest set is always kept)."""
-    out, total = [(values, float(noise_var))], values.shape[0]
-    for vals, var in sets or ():
-        total += vals.shape[0]
-        if total > POOL_SIZE:
-            break
-        out.append((vals, var))
-    return out
+    ones while the total stays within ``POOL_SIZE`` (the newest set is always kept).
+
+    ``sets`` is the previous :class:`SetPool` (updated in place and returned), None, or a list of
+    ``(values, noise_var)`` (the pool of a sketch pickled by an earlier version).  The earlier sets
+    kept are the longest run of the newest whose values fit with this set's: the previous pool was
+    such a run and this set only adds values, so the new run is the previous pool cut at its
+    oldest end, and each set is added and dropped once.
+    """
+    if not isinstance(sets, SetPool):
+        pool = SetPool()
+        sets = [(sets, 0.0)] if isinstance(sets, np.ndarray) else sets  # (an even older version's one pool)
+        for vals, var in sets or ():  # an earlier version's list, newest first: keep its order
+            pool.sets.append((vals, var))
+            pool.total += vals.shape[0]
+        sets = pool
+    sets.sets.appendleft((values, float(noise_var)))
+    sets.total += values.shape[0]
+    while sets.total > POOL_SIZE and len(sets.sets) > 1:
+        vals, _ = sets.sets.pop()
+        sets.total -= vals.shape[0]
+    return sets
 
 
 def lent_pool(sets, part, rescale):
@@ -110,8 +143,10 @@ def lent_pool(sets, part, rescale):
     current set's scale.  The collision part is not rescaled (the stream's length is not
     released): the intervals of sets of fewer than 5 items stay approximate.
     """
-    pool, var_now = np.sort(sets[0][0]), sets[0][1]
-    for vals, var in sets[1:]:
+    sets = iter(sets)  # a SetPool or a list, newest first
+    values, var_now = next(sets)
+    pool = np.sort(values)
+    for vals, var in sets:
         if math.isfinite(part(pool)):
             break
         factor = math.sqrt(max(1.0, var_now / var)) if rescale and var > 0 else 1.0

@@ -145,7 +145,10 @@ class PrivateCountSketch(
     ledger_ : PrivacyLedger
         This stream's record of releases, new at each ``fit``.  Each record carries
         the ``stream`` id, the ``fork`` id of the object that released, and a unique
-        ``id``.
+        ``id``.  One record per query set (use-and-keep: ε at the first, 0 after), so
+        it is the one part of the sketch that grows with the number of query sets:
+        about 0.7 KB of memory, 0.26 KB of :meth:`to_bytes` and 0.19 KB of pickle per
+        query set (measured: 10,000 one-item query sets add 7.1 MiB, 2.6 MB and 1.9 MB).
     fitted_params_ : dict
         The parameters the stream was built with (``epsilon``, ``depth``, ``width``,
         ``kind``, ``mechanism``, ``decay``, ``noise``, ``pan_private``,
