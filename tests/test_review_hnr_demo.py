@@ -63,3 +63,49 @@ def test_paired_ratio_is_the_geometric_mean_of_per_split_ratios():
     logs = np.log([2.0, 1.0, 0.5])
     assert n == 3 and gm == pytest.approx(1.0)
     assert se == pytest.approx(logs.std(ddof=1) / np.sqrt(3))
+
+
+def test_ranking_note_flags_rows_within_one_se_of_the_best():
+    """F8: the median column put GRR+MI and GRR+IBU ahead of the default while the paired ratios did
+    not separate them; the note now says which rows the runs cannot tell apart from the best."""
+    import numpy as np
+
+    from sklearn_bayes.experiments.adaptive_ldp import demo_ranking_note
+
+    base = np.linspace(0.04, 0.08, 40)
+    wobble = np.exp(0.05 * np.sin(np.arange(40)))  # a paired ratio near 1 with a spread
+    tvs = {"default": base, "tied": base * wobble, "worse": base * 1.5}
+    best = min(tvs, key=lambda m: np.median(tvs[m]))
+    other = "default" if best == "tied" else "tied"
+    assert demo_ranking_note(tvs, best, "default").endswith("; lowest median")
+    assert "within 1 SE of the best" in demo_ranking_note(tvs, other, "default")
+    worse = demo_ranking_note(tvs, "worse", "default")
+    assert "TV/default 1.500 +- 0.000 (paired)" in worse and "SE of the best" not in worse
+    assert "TV/default" not in demo_ranking_note(tvs, "default", "default")
+    # a row whose median is not the lowest can still beat the lowest-median row run by run
+    split = {"default": base, "lowmedian": np.where(np.arange(40) < 21, 0.5 * base, 3.0 * base)}
+    assert min(split, key=lambda m: np.median(split[m])) == "lowmedian"
+    assert "below the best by > 1 SE" in demo_ranking_note(split, "default", "default")
+
+
+def test_every_note_and_label_of_the_demo_is_explained(tmp_path):
+    """F8: nothing said what 'TV/default 1.061 +- 0.062 (paired)', 'CV/method time' or
+    'OnePosteriorSampleRidge(n/20)' meant."""
+    from sklearn_bayes.experiments._report import NOTE_HELP, explain_notes
+
+    rows = [
+        {"method": "AdaptiveLDP (default)", "note": "n=8000, K=8, eps=1.0, median TV of 40 runs; lowest median"},
+        {"method": "GRR+IBU", "note": "median TV of 40 runs; TV/default 1.061 +- 0.062 (paired); within 1 SE of "
+                                      "the best (TV/best 1.01 +- 0.02)"},
+        {"method": "SubsampledPriorRidge() (default)", "note": "mean of 3 splits; error/CV 1.0 +- 0.01 (paired); "
+                                                               "CV/method time 30.0x"},
+        {"method": "Algorithm 1 (prior_scale='paper')", "note": ""},
+        {"method": "OnePosteriorSampleRidge(n/20)", "note": "median of 3 splits/releases, delta=1e-06"},
+        {"method": "AdaOPSRegressor() (noisy stats)", "note": ""},
+        {"method": "OLS", "note": "one 75/25 split; below the best by > 1 SE (TV/lowest 0.9 +- 0.01)"},
+        {"method": "PrivateCountSketch[use_and_keep]", "note": "spent eps=1 of 1.0"},
+    ]
+    lines = explain_notes(rows)
+    assert len(lines) == len(NOTE_HELP)
+    assert explain_notes([{"method": "OLS", "note": ""}]) == []
+    assert any("geometric mean" in line and "standard error" in line for line in lines)

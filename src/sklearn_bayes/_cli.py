@@ -22,7 +22,7 @@ from sklearn_bayes.experiments import (
     REPRODUCTIONS,
 )
 from sklearn_bayes.experiments._progress import Progress
-from sklearn_bayes.experiments._report import DEMO_COLUMNS, explain_metrics, format_table, write_csv
+from sklearn_bayes.experiments._report import DEMO_COLUMNS, explain_metrics, explain_notes, format_table, write_csv
 
 _INSTALL_HINT = (
     "Install the 'demo' extra:\n"
@@ -88,6 +88,10 @@ def _cmd_demo(args):
     print(format_table(rows, DEMO_COLUMNS))
     print("\nHow to read it (value = the metric of its row; fit_time_s = seconds per fit):")
     print("\n".join(explain_metrics(rows)))
+    notes = explain_notes(rows)
+    if notes:
+        print("Methods and notes:")
+        print("\n".join(notes))
     write_csv(rows, out / "demo_results.csv", DEMO_COLUMNS)
     figures = sorted(p.name for p in out.glob("*.png"))
     print(f"\n{len(rows)} results in {time.perf_counter() - start:.1f}s; "

@@ -106,3 +106,53 @@ def explain_metrics(rows):
         if key is not None and key not in seen:
             seen.append(key)
     return [f"  {k}: {METRIC_HELP[k]}" for k in seen]
+
+
+#: What the demo table's notes and method labels mean: ``(column, text in that column, explanation)``,
+#: printed by :func:`explain_notes` for the rows where the text occurs.
+NOTE_HELP = (
+    ("method", "(default)", "'(default)': the estimator as constructed with no arguments (its defaults)"),
+    ("note", "(paired)", "'A/B r +- se (paired)': the geometric mean over the runs (or splits) of this row's metric "
+                         "divided by B's on the same run -- same data, same split, same noise seed -- and its "
+                         "standard error (delta method); below 1: lower (better) than B. A ratio within 1-2 SE of 1 "
+                         "is no evidence of a difference"),
+    ("note", "lowest median", "'lowest median': the best median of its block; compare it with the others through "
+                              "the paired ratios, not the medians (the medians move by more than their gaps)"),
+    ("note", "within 1 SE of the best", "'within 1 SE of the best (TV/lowest r +- se)': the paired ratio to the "
+                                        "lowest-median row is within one standard error of 1: the runs do not "
+                                        "separate the two (no winner among these rows)"),
+    ("note", "below the best by > 1 SE", "'below the best by > 1 SE': the paired ratio to the lowest-median row is "
+                                         "below 1 by more than one standard error: over the same runs this row "
+                                         "did better than the one with the lowest median"),
+    ("note", "median TV of", "'median TV of N runs': each run draws new users and new privacy noise; the value is "
+                             "the median over the runs"),
+    ("note", "mean of", "'mean of N splits': the value is the mean over N random 75/25 train/test splits"),
+    ("note", "CV/method time", "'CV/method time Tx': the fit time of the task's 10-fold cross-validation peer "
+                               "divided by this row's (above 1: T times faster than tuning by CV)"),
+    ("method", "Algorithm 1 (prior_scale='paper')", "\"Algorithm 1 (prior_scale='paper')\": the dissertation's "
+                                                    "subsampled prior, the same estimator with prior_scale='paper' "
+                                                    "(the defaults tune the prior's scale: prior_scale='evidence' for "
+                                                    "the ridge, 'loo' for the others)"),
+    ("method", "(n/20)", "'OnePosteriorSampleRidge(n/20)': OnePosteriorSampleRidge with ridge_lambda = n / 20 "
+                         "(n training rows)"),
+    ("method", "(noisy stats)", "'AdaOPSRegressor() (noisy stats)': the default, calibration='ssp_posterior' (noisy "
+                                "sufficient statistics and the posterior mean given them); released_norm and thesis "
+                                "are its posterior-draw calibrations"),
+    ("note", "splits/releases", "'median of N splits/releases': the median over N random splits, each with its "
+                                "own privacy noise; no standard error (read small gaps as noise)"),
+    ("note", "one 75/25 split", "'one 75/25 split': a single random split, no standard error (read small gaps as "
+                                "noise; 'python -m sklearn_bayes reproduce robust' repeats it over splits)"),
+    ("note", "spent eps", "'spent eps=a of b': the privacy budget the sketch spent over all its query sets, of the "
+                          "epsilon it was given"),
+)
+
+
+def explain_notes(rows):
+    """Lines explaining the notes and method labels that occur in ``rows`` (see :data:`NOTE_HELP`).
+
+    Examples
+    --------
+    >>> explain_notes([{"method": "m", "note": "CV/method time 3.0x"}])[0].split(":")[0]
+    "  'CV/method time Tx'"
+    """
+    return [f"  {text}" for column, key, text in NOTE_HELP if any(key in str(r.get(column, "")) for r in rows)]
