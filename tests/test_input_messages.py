@@ -105,3 +105,39 @@ def test_private_estimator_never_echoes_a_feature_value(name):
     X = np.array([["0.1", "0.2"], ["0.3", f"v{SECRET}"], ["0.1", "0.1"]], dtype=object)
     msg = _error(name, PRIVATE[name], X, y=np.array([0.0, 1.0, 0.0]))
     assert "987654" not in msg
+
+
+# review HNR F13: "X must be numeric: a value could not be converted to float" did not say which column
+
+@pytest.mark.parametrize("name", sorted(set(ALL) - {"PrivateCountSketch", "AdaptiveLDPFrequencyEstimator"}))
+def test_a_dataframe_with_a_text_column_is_refused_naming_the_column(name):
+    X = pd.DataFrame({"age": [31.0, 45.0, 27.0, 52.0, 38.0, 61.0],
+                      "city": ["Paris", "Lyon", f"s{SECRET}", "Lyon", "Nice", "Paris"]})
+    est = ALL[name]()
+    before = repr(est.get_params())
+    msg = _error(name, lambda: est, X, y=np.array([0.0, 1.0, 0.0, 1.0, 0.0, 1.0]))
+    assert "column 'city'" in msg and "'age'" not in msg
+    assert re.search(r"\bX\b", msg) and "could not be converted to float" in msg
+    assert "987654" not in msg and "Paris" not in msg
+    assert repr(est.get_params()) == before and not hasattr(est, "n_features_in_")
+
+
+def test_every_unconvertible_column_is_named_and_numeric_text_is_not():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": ["x", "y", "x", "y"], "c": ["1", "2", "3", "4"],
+                      "d": pd.Categorical(["u", "v", "u", "v"])})
+    msg = _error("ClosedFormRidge", ClosedFormRidge, X, y=np.array([0.0, 1.0, 0.0, 1.0]))
+    assert "columns 'b' (dtype" in msg and "'d' (dtype category)" in msg and "'c'" not in msg
+    assert "drop them first" in msg
+
+
+def test_a_text_column_at_predict_is_named():
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0, 5.0], "b": [0.0, 1.0, 0.0, 1.0, 1.0]})
+    est = _fit("SubsampledPriorRidge", SubsampledPriorRidge(random_state=0), X, np.arange(5.0))
+    with pytest.raises(ValueError, match=r"X must be numeric: column 'b'"):
+        est.predict(X.assign(b=["n", "y", "n", "y", "y"]))
+
+
+def test_a_numpy_string_array_keeps_the_message_without_columns():
+    msg = _error("ClosedFormRidge", ClosedFormRidge, np.array([["1", "x"], ["2", "y"], ["3", "z"]], dtype=object),
+                 y=np.array([0.0, 1.0, 0.0]))
+    assert msg == "X must be numeric: a value could not be converted to float."

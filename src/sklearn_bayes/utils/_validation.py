@@ -494,6 +494,33 @@ _DATA_ECHOES = (
     (re.compile(r"^boolean value of NA is ambiguous", re.S),
      "{arg} holds missing values (pandas NA), which are not supported: drop or impute them first"),
 )
+#: the frames a DataFrame's conversion to an array passes through (pandas' ``DataFrame.__array__``)
+_DATAFRAME_FRAMES = ("__array__",)
+
+
+def _unconvertible_columns(exc):
+    """The names of the DataFrame columns that ``float`` refuses, when ``exc`` came from converting one.
+
+    The DataFrame is found in the traceback (the ``self`` of pandas' ``__array__``), so every
+    caller of :func:`naming` names the columns without passing the data; ``None`` when the error did
+    not come from a DataFrame.  Column names are public (the schema, not a record); values are never
+    read into the message.
+    """
+    tb = exc.__traceback__
+    while tb is not None:
+        frame, tb = tb.tb_frame, tb.tb_next
+        frame_self = frame.f_locals.get("self") if frame.f_code.co_name in _DATAFRAME_FRAMES else None
+        if type(frame_self).__name__ == "DataFrame" and hasattr(frame_self, "items"):
+            bad = []
+            for name, column in frame_self.items():
+                try:
+                    np.asarray(column, dtype=np.float64)
+                except (TypeError, ValueError):
+                    bad.append(f"{str(name)!r} (dtype {column.dtype})")
+            return bad or None
+    return None
+
+
 #: the array dump inside scikit-learn's "Expected 2D array, got 1D array instead" message
 _ARRAY_DUMP = re.compile(r"\s*array=.*?\.\n(?=Reshape)", re.S)
 
@@ -527,7 +554,8 @@ def naming(arg, private=False):
     A message that does not name ``arg`` gets ``(argument <arg>)`` appended (scikit-learn's
     "Found array with dim 3" names no argument).  Messages that quote the data (complex
     values, a string that is not a number, pandas' NA) are replaced by ones that describe
-    the problem without the values; with ``private=True`` (the inputs of a private
+    the problem without the values (a DataFrame's non-numeric columns are named: column names are
+    public); with ``private=True`` (the inputs of a private
     estimator) any message that still quotes an array or a data value is cut to its first
     sentence, so an error never prints a data value.
     """
@@ -540,6 +568,12 @@ def naming(arg, private=False):
             if pattern.search(msg):
                 text = replacement.format(arg=arg) + "."
                 break
+        columns = _unconvertible_columns(exc) if text is not None and "to float" in text else None
+        if columns:  # review HNR F13: name the DataFrame's non-numeric columns
+            which = "column " if len(columns) == 1 else "columns "
+            text = (f"{arg} must be numeric: {which}{', '.join(columns)} could not be converted to float; encode "
+                    f"or drop {'it' if len(columns) == 1 else 'them'} first (e.g. OneHotEncoder in a "
+                    "ColumnTransformer for a categorical column).")
         if text is None:
             msg = _ARRAY_DUMP.sub(" ", msg)
             if private and ("[" in msg or "'" in msg or "array(" in msg):
