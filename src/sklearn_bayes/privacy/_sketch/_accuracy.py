@@ -7,6 +7,7 @@ post-processing of released values or of public quantities (see each docstring).
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -19,10 +20,13 @@ from sklearn_bayes.privacy._sketch._bounds import (
     estimate_f2,
     kappas,
     lent_pool,
+    min_finite_items,
     noise_quantile,
 )
 from sklearn_bayes.privacy._sketch._release import MECHANISMS, scale_up
 from sklearn_bayes.utils import serialized
+from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
+from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = []
 
@@ -53,7 +57,12 @@ class _AccuracyMixin:
         -------
         lower : ndarray of shape (n_items,)
             ``answer - κ`` (Count Sketch) or ``answer - q`` (Count-Min: collisions plus noise).
-            Not clipped at 0 (clip it if a count interval is wanted).
+            Not clipped at 0 (clip it if a count interval is wanted).  ``-inf`` when the
+            query sets released so far hold too few row values to bound the error at this
+            confidence: a first query set of fewer than 3 items at ``depth=5`` and
+            ``confidence=0.95`` (2 items for Count-Min; 8 and 4 at 0.99), or any set at
+            ``depth=1`` (Count Sketch).  A ``UserWarning`` then names the number of items
+            that gives finite bounds.
 
         Notes
         -----
@@ -69,7 +78,7 @@ class _AccuracyMixin:
         distribution-free upper confidence bound, at ``1 - 0.2 δ``, of the ``1 - p`` quantile of
         ``|Y|``: an order statistic of the pool of released residuals ``|v_i(y) - answer_y|``
         over the rows and items ``y`` of the last query set (its own only, unless they are too
-        few for a finite ``κ`` -- under 5 items at ``d = 5`` -- when the newest earlier sets lend
+        few for a finite ``κ`` -- under 3 items at ``d = 5`` and 95 % -- when the newest earlier sets lend
         theirs, scaled up to the current noise variance, until it is finite: earlier releases
         have fewer collisions and less noise), an item whose rows carry another noise level (mean noise variance over its rows,
         in half-octave classes: use-and-forget's schedule, use-and-keep's kept draws) using the
@@ -104,7 +113,7 @@ class _AccuracyMixin:
         Not available for ``mechanism="median_perturbation"`` (its rows are exact, unreleased
         counts: an interval would need budget of its own) nor with ``sampling_rate < 1``.
         """
-        return self._interval(items, confidence)[0]
+        return self._interval(items, confidence, "lower")[0]
 
     @serialized
     def upper_bound(self, items, confidence=0.95):
@@ -124,15 +133,18 @@ class _AccuracyMixin:
         -------
         upper : ndarray of shape (n_items,)
             ``answer + κ`` (Count Sketch) or ``answer + a`` (Count-Min: the noise part only,
-            collisions only add).
+            collisions only add).  ``+inf`` (Count Sketch) when the query sets released so far
+            hold too few row values, as for :meth:`lower_bound` (fewer than 3 items in a first
+            query set at ``depth=5`` and ``confidence=0.95``): a ``UserWarning`` names the fix.
         """
-        return self._interval(items, confidence)[1]
+        return self._interval(items, confidence, "upper")[1]
 
-    def _interval(self, items, confidence):
+    def _interval(self, items, confidence, end):
         check_is_fitted(self)
         self._check_stream_params("lower_bound / upper_bound")
         if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
             raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
+        warn_if_swapped_coverage(confidence, "confidence")  # confidence=0.05 is a 5 % interval (review HNR F2)
         mech, rate = self._fp("mechanism"), self._fp("sampling_rate")
         if not MECHANISMS[mech].releases_rows:
             raise ValueError(
@@ -170,10 +182,34 @@ class _AccuracyMixin:
         for c in np.unique(cls):
             own = last["class_pools"].get(int(c), pool)
             part[cls == c] = count_kappa(own, d, delta) if count else count_min_collision(own, d, delta / 2)
+        if count or end == "lower":  # (Count-Min's upper end is the noise's exact quantile: finite)
+            self._warn_if_infinite(part, d, delta, count)
         if count:
             return answers - part, answers + part
         a = count_min_noise(self._fp("noise"), last["scale"][pos], last["draws"][pos], d, delta / 2)
         return answers - part, answers + a
+
+    def _warn_if_infinite(self, part, d, delta, count):
+        """Warn (naming the fix) when some items' interval is infinite: too few released values (review HNR F3)."""
+        n_inf = int(np.sum(~np.isfinite(part)))
+        if not n_inf:
+            return
+        need = min_finite_items(d, delta, count)
+        ends = "both ends are" if count else "the lower end is"
+        if need is None:
+            fix = ("depth=1 releases no row residual to estimate the error from: fit with depth >= 3"
+                   if count and d == 1 else "use a lower confidence")
+        else:
+            fix = (f"query at least {need} items in one query set (at depth={d} and confidence={1 - delta:.6g}; "
+                   "add items you do not need -- under use-and-keep a larger set spends no more budget) or "
+                   "use a lower confidence")
+        warnings.warn(
+            f"lower_bound / upper_bound: {ends} infinite for {n_inf} item(s): the last query set (with the "
+            "earlier sets it may borrow from) released too few row values to bound the error at this "
+            f"confidence. To get finite bounds, {fix}.",
+            UserWarning,
+            stacklevel=external_stacklevel(),
+        )
 
     @serialized
     def error_bound(self, items, confidence=0.95, f2=None, method="auto"):
@@ -263,6 +299,7 @@ class _AccuracyMixin:
             raise ValueError(f"error_bound needs sampling_rate=1, got {rate!r}.")
         if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not 0 < confidence < 1:
             raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}.")
+        warn_if_swapped_coverage(confidence, "confidence")
         if method not in ("auto", "binomial", "theorem5"):
             raise ValueError(f"method must be 'auto', 'binomial' or 'theorem5', got {method!r}.")
         keys, _ = self._validated_keys(items, "items", reset=False, min_samples=0, check_names=False)

@@ -136,12 +136,12 @@ def lent_pool(sets, part, rescale):
     release (review HQW: 95 % intervals of the 10th top-50 set covered 0.83, 0.20 under
     use-and-forget, when every set under 500 values pooled all the earlier ones).  The newest set
     is therefore its own pool whenever ``part(pool)`` (its ``κ`` or Count-Min ``q``) is finite, which
-    at ``d = 5`` and 95 % takes 5 items.  Only a smaller set borrows, the newest sets first, until
+    at ``d = 5`` and 95 % takes 3 items (``min_finite_items``).  Only a smaller set borrows, the newest sets first, until
     finite; with ``rescale`` (Count Sketch residuals, >= 0) a borrowed value is multiplied by
     ``sqrt(max(1, v_now / v_then))``, ``v`` a set's mean noise variance per released row value
     (a public function of the hashes and the query sets), so its noise part has at least the
     current set's scale.  The collision part is not rescaled (the stream's length is not
-    released): the intervals of sets of fewer than 5 items stay approximate.
+    released): the intervals of sets of fewer than 3 items stay approximate.
     """
     sets = iter(sets)  # a SetPool or a list, newest first
     values, var_now = next(sets)
@@ -276,6 +276,35 @@ def count_min_collision(sorted_pool, d, delta):
     delta_est = ESTIMATION_SHARE * delta
     r = (delta - delta_est) ** (1.0 / d)
     return quantile_upper(sorted_pool, 1.0 - r, delta_est)
+def min_finite_items(d, delta, count):
+    """Smallest number of items of a query set whose own pool gives a finite bound (None: never).
+
+    A set of ``n`` items releases ``d n`` row values; the bound is finite once the order statistic
+    of :func:`quantile_upper` exists, which for an odd ``d`` (and Count-Min) depends on ``d n``
+    only: found here by calling the bound itself on a pool of ``d n`` distinct values (doubling,
+    then bisection).  For an even ``d`` the quantile level is a plug-in of the pool's values, so
+    the number is that of a pool of distinct values (about right).  A Count Sketch of ``d = 1``
+    releases no residual: None.
+    """
+    if count and d == 1:
+        return None
+
+    def finite(n):
+        pool = np.arange(1.0, d * n + 1.0)
+        return math.isfinite(count_kappa(pool, d, delta) if count else count_min_collision(pool, d, delta / 2))
+
+    hi = 1
+    while not finite(hi):
+        hi *= 2
+        if hi > 2**24:  # pragma: no cover - a confidence this close to 1 needs millions of items
+            return None
+    lo = hi // 2  # not finite (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if finite(mid) else (mid, hi)
+    return hi
+
+
 
 
 def noise_sf(noise, scale, draws, t):
