@@ -242,14 +242,20 @@ def serialization(depth, width, n_items, n_peer, repeat):
     ints = rng.zipf(1.1, size=n_items).astype(np.int64) % (2**40)
     half = n_items // 2
     rows = []
-    a, b = _ours(depth, width).fit(ints[:half]), _ours(depth, width).fit(ints[half:])
+    a = _ours(depth, width).fit(ints[:half])
+    # a shard is merged once: each timed merge takes a new copy of the shard b, loaded from bytes
+    # while b itself is gone (a copy loaded while its writer lives shares its ledger_, merge record included)
+    b_data = _ours(depth, width).fit(ints[half:]).to_bytes()
     queried = _ours(depth, width).fit(ints)
     queried.query(np.unique(ints)[:1000])
     for label, sk in [("ours, before any query", a), ("ours, after a query set", queried)]:
         data = sk.to_bytes()
         t_ser = _best_time(sk.to_bytes, repeat)
         t_de = _best_time(lambda: PrivateCountSketch.from_bytes(data), repeat)
-        t_merge = _best_time(lambda: PrivateCountSketch.from_bytes(data).merge(b), repeat) - t_de
+        t_de2 = _best_time(lambda: (PrivateCountSketch.from_bytes(data), PrivateCountSketch.from_bytes(b_data)), repeat)
+        t_merge = _best_time(
+            lambda: PrivateCountSketch.from_bytes(data).merge(PrivateCountSketch.from_bytes(b_data)), repeat
+        ) - t_de2
         rows.append({"d x w": f"{depth} x {width}", "sketch": label, "bytes": len(data),
                      "bytes/cell": len(data) / (depth * width), "serialize ms": 1e3 * t_ser,
                      "deserialize ms": 1e3 * t_de, "merge ms": 1e3 * max(t_merge, 0.0)})
