@@ -109,3 +109,18 @@ def test_every_note_and_label_of_the_demo_is_explained(tmp_path):
     assert len(lines) == len(NOTE_HELP)
     assert explain_notes([{"method": "OLS", "note": ""}]) == []
     assert any("geometric mean" in line and "standard error" in line for line in lines)
+
+
+def test_reproduction_figure_draws_every_method_with_its_own_style(tmp_path):
+    """The reproduction's figure goes through the same code with every variant (subs.diag, subs.adj, ...)."""
+    pytest.importorskip("matplotlib")
+    rows = []
+    for task in E.OURS:
+        for m in E.methods(task):
+            for s in range(3):
+                rows.append(dict(task=task, dataset="d", method=m, split=s, error=1.0 + 0.01 * (s + len(m) % 3),
+                                 fit_time_s=1e-3 * (1 + len(m))))
+        styles = [E._ROLE_STYLE[E._role(task, m)] for m in E.methods(task)]
+        assert len(set(styles)) == len(styles), task
+    E._figure(E.summarise(rows), tmp_path / "f.png", "t", rows=rows)
+    assert (tmp_path / "f.png").stat().st_size > 0

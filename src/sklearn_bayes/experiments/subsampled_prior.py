@@ -415,7 +415,9 @@ def paired_to_cv(rows):
 #: one marker and colour per role, the same in every panel: (marker, colour)
 _ROLE_STYLE = {"untuned": ("o", "C0"), "cv": ("s", "C1"), "ClosedFormRidge": ("D", "C2"),
                "subs.loo": ("*", "C3"), "subs": ("^", "C4"), "subs.jack": ("v", "C5"),
-               "subs.diag": ("P", "C6"), "subs.adj": ("X", "C7"), "subs.paper": ("<", "C8"), "other": (">", "C9")}
+               "subs.diag": ("P", "C6"), "subs.adj": ("X", "C7"), "subs.paper": ("<", "C8"), "other": (">", "C9"),
+               # the reproduction's extra peers: the colour of their role, a marker of their own
+               "GridSearchCV(Ridge)": ("p", "C1"), "RidgeCV(gcv)": ("h", "C1"), "LinearSVC(hinge, C=1)": ("d", "C0")}
 
 
 def _role(task, method):
@@ -423,11 +425,11 @@ def _role(task, method):
     for variant in (*VARIANTS, "subs.paper", *DEFAULT_VARIANT):
         if method in (variant, demo_label(task, variant)):
             return variant
-    if method == "ClosedFormRidge":
+    if method in ("ClosedFormRidge", "GridSearchCV(Ridge)", "RidgeCV(gcv)", "LinearSVC(hinge, C=1)"):
         return method
-    if method in (UNTUNED[task], "LinearSVC(hinge, C=1)"):
+    if method == UNTUNED[task]:
         return "untuned"
-    if method == CV_METHOD[task] or "CV" in method:
+    if method == CV_METHOD[task]:
         return "cv"
     return "other"
 
