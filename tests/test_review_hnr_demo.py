@@ -124,3 +124,17 @@ def test_reproduction_figure_draws_every_method_with_its_own_style(tmp_path):
         assert len(set(styles)) == len(styles), task
     E._figure(E.summarise(rows), tmp_path / "f.png", "t", rows=rows)
     assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_private_regression_rows_give_the_paired_ratio_to_the_default():
+    """F8: the private-regression rows were medians of 3 runs with no standard error."""
+    import numpy as np
+
+    from sklearn_bayes.experiments.dp_regression import paired_note
+
+    runs = [{"SSP-post": {"mse": m}, "SSP": {"mse": 2.0 * m * w}} for m, w in [(1.0, 1.0), (2.0, 1.1), (4.0, 0.9)]]
+    logs = np.log([1.0, 1.1, 0.9])
+    gm = 2.0 * np.exp(logs.mean())
+    se = gm * logs.std(ddof=1) / np.sqrt(3)
+    assert paired_note(runs, "SSP-post") == ""
+    assert paired_note(runs, "SSP") == f"; MSE/default {gm:.3f} +- {se:.2g} (paired)"

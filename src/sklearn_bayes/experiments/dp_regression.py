@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from scipy import linalg, optimize, special
 
-from sklearn_bayes.experiments._report import DEMO_COLUMNS
+from sklearn_bayes.experiments._report import DEMO_COLUMNS, _fmt
 
 SQRT2 = math.sqrt(2.0)
 RADIUS = 5.0  # public parameter radius of the objective/output perturbation baselines (unit-ball design)
@@ -497,6 +497,16 @@ DEMO_LABELS = {
 }
 
 
+def paired_note(runs, method, default="SSP-post"):
+    """``'; MSE/default r +- se (paired)'``: the geometric mean over ``runs`` (same split, same seed) of
+    ``method``'s test MSE over the default's and its standard error (delta method); ``''`` for the default."""
+    if method == default:
+        return ""
+    d = np.log([r[method]["mse"] for r in runs]) - np.log([r[default]["mse"] for r in runs])
+    ratio = float(np.exp(d.mean()))
+    return f"; MSE/default {_fmt(ratio)} +- {ratio * d.std(ddof=1) / np.sqrt(d.size):.2g} (paired)"
+
+
 def demo(output_dir, progress=None):
     """AdaOPSRegressor (default SSP-posterior, released_norm and thesis draws) / OPS vs SSP, AdaSSP, objective and output perturbation on diamonds; DP-SGLD on rwm5yr (< 30 s)."""
     import matplotlib
@@ -523,11 +533,12 @@ def demo(output_dir, progress=None):
             for m in REGRESSION_METHODS:
                 mse = float(np.median([r[m]["mse"] for r in runs]))
                 curves[m].append(mse)
+                paired = paired_note(runs, m)
                 rows.append(dict(task="private linear regression", dataset="diamonds (log price)",
                                  method=DEMO_LABELS.get(m, m),
                                  metric=f"test MSE, eps={eps}", value=mse,
                                  fit_time_s=float(np.median([r[m]["time"] for r in runs])),
-                                 note=f"median of {reps} splits/releases, delta={delta:g}"))
+                                 note=f"median of {reps} splits/releases, delta={delta:g}{paired}"))
             lruns = [logistic_run(Xs, ys, sbounds, eps, delta, seed) for seed in range(reps)]
             for m in LOGISTIC_METHODS:
                 err = 100 * (1 - float(np.median([r[m]["accuracy"] for r in lruns])))
