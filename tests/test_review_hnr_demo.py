@@ -102,7 +102,7 @@ def test_every_note_and_label_of_the_demo_is_explained(tmp_path):
         {"method": "Algorithm 1 (prior_scale='paper')", "note": ""},
         {"method": "OnePosteriorSampleRidge(n/20)", "note": "median of 3 splits/releases, delta=1e-06"},
         {"method": "AdaOPSRegressor() (noisy stats)", "note": ""},
-        {"method": "OLS", "note": "one 75/25 split; below the best by > 1 SE (TV/lowest 0.9 +- 0.01)"},
+        {"method": "OLS", "note": "below the best by > 1 SE (TV/lowest 0.9 +- 0.01)"},
         {"method": "PrivateCountSketch[use_and_keep]", "note": "spent eps=1 of 1.0"},
     ]
     lines = explain_notes(rows)
@@ -138,3 +138,13 @@ def test_private_regression_rows_give_the_paired_ratio_to_the_default():
     se = gm * logs.std(ddof=1) / np.sqrt(3)
     assert paired_note(runs, "SSP-post") == ""
     assert paired_note(runs, "SSP") == f"; MSE/default {gm:.3f} +- {se:.2g} (paired)"
+
+
+def test_contaminated_boston_rows_are_means_over_splits_with_paired_ratios():
+    """F8: the robust Boston rows came from one split, with no standard error."""
+    from sklearn_bayes.experiments import robust as R
+
+    rows = R.boston_demo_rows(2)
+    assert [r["method"] for r in rows][:2] == ["OLS", "mixture, min_variance (default)"]
+    assert all(r["note"].startswith("mean of 2 splits") for r in rows)
+    assert all("(paired)" in r["note"] for r in rows if "(default)" not in r["method"])

@@ -140,8 +140,6 @@ NOTE_HELP = (
                                 "are its posterior-draw calibrations"),
     ("note", "splits/releases", "'median of N splits/releases': the median over N random splits, each with its "
                                 "own privacy noise; no standard error (read small gaps as noise)"),
-    ("note", "one 75/25 split", "'one 75/25 split': a single random split, no standard error (read small gaps as "
-                                "noise; 'python -m sklearn_bayes reproduce robust' repeats it over splits)"),
     ("note", "spent eps", "'spent eps=a of b': the privacy budget the sketch spent over all its query sets, of the "
                           "epsilon it was given"),
 )
