@@ -98,6 +98,9 @@ count posterior on the same responses (``SPARSE_CHOICE_CELLS``; ``--w-shape``, `
 benchmark's users and seeds, ``--paper-k`` / ``--paper-eps`` / ``--paper-rho`` pick cells) against the exact
 posterior on the same responses: paired TV ratio, both coverages (the benchmark's interval seeds), and the CPU
 time of fit plus ``theta_`` over IBU (as the general part) and of ``credible_interval`` over that fit.
+``--fresh-h28g`` (round H28G, only this part): ``credible_interval()`` as shipped against
+``interval='binomial'`` on the same default fits of ``FRESH_H28G_CELLS`` (twelve real columns): run-clustered
+coverage, the top third of theta*, widths, CPU times and the round's adoption rule (``--save FILE`` keeps every run).
 
 ``--serving`` (only this part): serving many clients (issue 16).  Ingestion of 10^6
 responses in one ``partial_fit_responses(update='defer')`` call (and online for 10^5),
