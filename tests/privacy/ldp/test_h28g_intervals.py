@@ -36,7 +36,8 @@ def test_binomial_intervals_cover_the_largest_categories_of_a_long_tailed_theta(
     """K = 50, Zipf(1.2), eps = 1, n = 20000 (SS(k): the 'counts' / empirical-Bayes range where review HLR's F lost
     the top third), 400 runs: the three largest categories and the top third are each covered within 3 binomial
     standard errors of 0.95 (runs are independent; categories of one run are not, so the per-run SE bounds the
-    pooled one).  The posterior intervals covered such a top third 0.83 (HLR's F)."""
+    pooled one).  On this cell the posterior intervals (route 'counts') covered the top third 0.901 in 40 runs,
+    below the band; on review HLR's F (K 59) 0.835."""
     K, eps, n, R = 50, 1.0, 20000, 400
     theta = _zipf(K, 1.2)
     cov = np.empty((R, K), dtype=bool)
