@@ -122,7 +122,7 @@ def build_parser():
         prog="python -m sklearn_bayes",
         description="sklearn_bayes: Bayesian and privacy-preserving estimators for scikit-learn.",
         epilog="examples:\n"
-               "  python -m sklearn_bayes demo                      # every estimator, about 30 s\n"
+               "  python -m sklearn_bayes demo                      # every estimator, about 45 s\n"
                "  python -m sklearn_bayes demo --only count_sketch  # one part\n"
                "  python -m sklearn_bayes reproduce sketch          # a paper's experiment, reduced scale\n\n"
                "Run 'python -m sklearn_bayes COMMAND --help' for a command's options.",
