@@ -59,6 +59,12 @@ def _swapped_alpha():  # review HNR F2: one helper for every conf_int
     SubsampledPriorRidge(random_state=0).fit(X, y).conf_int(alpha=0.95)
 
 
+def _swapped_level():  # review HNR F2: credible_interval takes the coverage itself
+    rng, _, _ = _data()
+    est = AdaptiveLDPFrequencyEstimator(n_categories=5, epsilon=1.0, random_state=0).fit(rng.integers(0, 5, (300, 1)))
+    est.credible_interval(level=0.05)
+
+
 def _dominated_column():
     _, X, y = _data()
     X[0, 0] = 1e9
@@ -66,7 +72,8 @@ def _dominated_column():
 
 
 @pytest.mark.parametrize("trigger", [_ldp_from_data, _delta_at_least_one_over_n, _seeded_sketch,
-                                     _ledger_without_budget, _overdispersed_poisson, _dominated_column, _swapped_alpha],
+                                     _ledger_without_budget, _overdispersed_poisson, _dominated_column, _swapped_alpha,
+                                     _swapped_level],
                          ids=lambda f: f.__name__.strip("_"))
 def test_the_warning_points_at_the_callers_line(trigger):
     with warnings.catch_warnings(record=True) as caught:

@@ -326,11 +326,13 @@ def _small_seed(generator):
     return sum(int(w).bit_length() for w in words) <= 64
 
 
-def register_noise_state(random_state, owner="this mechanism", instance=None):
+def register_noise_state(random_state, owner="this mechanism", instance=None, seed=None):
     """The replay guard of :func:`check_privacy_random_state`: record that ``random_state``'s current state
     draws privacy noise for ``instance``; warn (:class:`SeededNoiseWarning`) if it already did in this process
     for another object (or for any object, when ``instance`` is ``None``).  Estimators call it at every
-    noise-drawing call; other inputs than a ``Generator`` or ``RandomState`` are ignored."""
+    noise-drawing call; other inputs than a ``Generator`` or ``RandomState`` are ignored.  ``seed``: the
+    estimator's ``random_state`` parameter when ``random_state`` is the generator built from it; an int
+    names the cause in the warning (the same int seed used again, not a copied generator; review HNR F5)."""
     if not isinstance(random_state, (np.random.Generator, np.random.RandomState)):
         return
     digest = _state_digest(random_state)
@@ -346,14 +348,17 @@ def register_noise_state(random_state, owner="this mechanism", instance=None):
             _RELEASED_STATES.popitem(last=False)
     replay = previous is not False and (previous is None or ref is None or previous() is not instance)
     if replay:
-        warnings.warn(
-            f"{owner} was given a {type(random_state).__name__} random_state whose current state "
-            "already drew privacy noise in this process: it is a copy (clone, deepcopy or pickle "
-            "copy a generator with its state), so it replays that noise, which then cancels "
-            "between the two releases. Use random_state=None for private releases.",
-            SeededNoiseWarning,
-            stacklevel=external_stacklevel(),
-        )
+        if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+            text = (f"{owner} was given random_state={int(seed)}, an int seed whose noise stream already drew "
+                    "privacy noise in this process (another estimator or an earlier fit with the same seed), so "
+                    "this release repeats that noise, which then cancels between the two releases. Use "
+                    "random_state=None for private releases.")
+        else:
+            text = (f"{owner} was given a {type(random_state).__name__} random_state whose current state "
+                    "already drew privacy noise in this process: it is a copy (clone, deepcopy or pickle "
+                    "copy a generator with its state), so it replays that noise, which then cancels "
+                    "between the two releases. Use random_state=None for private releases.")
+        warnings.warn(text, SeededNoiseWarning, stacklevel=external_stacklevel())
 
 
 #: the second word of the seed sequence of an int-seeded privacy noise generator (ASCII "noise"): the

@@ -64,6 +64,7 @@ from sklearn_bayes.privacy._ldp._samplers import (
     exact_draws,
     point_estimate,
 )
+from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
 from sklearn_bayes.utils import check_generator, serialized
 from sklearn_bayes.utils._validation import external_stacklevel
 
@@ -232,6 +233,7 @@ class DecoderMixin:
         if not isinstance(interval, str) or interval not in INTERVALS:
             raise ValueError(f"interval must be one of {INTERVALS}, got {interval!r}.")
         check_is_fitted(self)
+        warn_if_swapped_coverage(level, "level")  # level=0.05 gives a 5 % interval (review HNR F2)
         self._check_frozen()
         if interval == "binomial" and self._client is None:
             raise ValueError("interval='binomial' needs a static mechanism (its support counts are binomial); "

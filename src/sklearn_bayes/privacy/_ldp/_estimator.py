@@ -592,7 +592,7 @@ class AdaptiveLDPFrequencyEstimator(CopiesMixin, DecoderMixin, ServingMixin, Fro
     def _process(self, values, given=None):
         """Add users (true categories if given is None, else responses with subset ids)."""
         if given is None:  # privacy noise: a copy of a seeded fitted estimator replaying it warns
-            register_noise_state(self._rng, "AdaptiveLDPFrequencyEstimator", self)
+            register_noise_state(self._rng, "AdaptiveLDPFrequencyEstimator", self, seed=self.random_state)
         self._begin_update()
         if self._client is not None:  # a static protocol: privatise all users at once (packed bits)
             self._chain.store.append_packed(self._client._privatize_packed(values, self._rng))
