@@ -67,8 +67,10 @@ for name, params in settings.items():
     est.fit(X)
     fits[name] = est
     tv = 0.5 * np.abs(est.theta_ - truth).sum()
-    print(f"{name:>17} ({est.mechanism_}): TV to the true frequencies = {tv:.3f}, "
-          f"mean set size = {est.subset_sizes_.mean():.2f}")
+    sizes = est.subset_sizes_  # RRRR's subset per user; 0 means no subset (plain randomised response, SRR)
+    how = ("every user plain randomised response (subset size 0)" if not sizes.any()
+           else f"mean subset size = {sizes.mean():.2f} of {K}")
+    print(f"{name:>17} ({est.mechanism_}): TV to the true frequencies = {tv:.3f}, {how}")
 
 # %%
 # Deployment with the default: the client privatises, the server records
