@@ -14,7 +14,6 @@ from sklearn_bayes.utils import (
     IntegerInterval,
     RealInterval,
     check_privacy_random_state,
-    instance_lock,
     transactional,
 )
 from sklearn_bayes.utils._streaming import first_changed_parameter, record_parameters
@@ -22,7 +21,7 @@ from sklearn_bayes.privacy._sketch._keys import _as_2d_items, _checked_items, _i
 from sklearn_bayes.privacy._sketch._format import _BytesMixin
 from sklearn_bayes.privacy._sketch._forks import _LIVE_FORKS, _ForkedStream
 from sklearn_bayes.privacy._sketch._accuracy import _AccuracyMixin
-from sklearn_bayes.privacy._sketch._merge import merge_shard
+from sklearn_bayes.privacy._sketch._merge import merge_guard, merge_shard
 from sklearn_bayes.privacy._sketch._bounds import OWN_POOL_SIZE, POOL_SIZE, count_residuals, newest_sets
 from sklearn_bayes.privacy._sketch._release import MECHANISMS, make_release, scale_up
 
@@ -790,8 +789,7 @@ class PrivateCountSketch(
         if not isinstance(other, PrivateCountSketch):
             check_is_fitted(self)
             raise TypeError(f"other must be a PrivateCountSketch, got {type(other).__name__}.")
-        first, second = sorted((self, other), key=id)
-        with instance_lock(first), instance_lock(second):
+        with merge_guard(self, other):
             return self._merge(other)
 
     @transactional

@@ -15,12 +15,43 @@ answer about them.  Two rules keep the accounting of those individuals on one sk
   the original in the parent.
 """
 
+import contextlib
+import os
+import threading
+
 from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes.exceptions import DetachedLedgerError
+from sklearn_bayes.utils import instance_lock
 
 #: The ``mechanism`` name of the zero-ε record a merge writes in ``other.ledger_``.
 MERGED_INTO = "PrivateCountSketch/merged_into"
+
+
+#: Held (after both sketches' locks) from the merge-once check to its record (review HSK3 F3): two threads
+#: merging two in-process copies of one shard (``b`` and ``deepcopy(b)``: two sketch locks, one ledger) would
+#: both pass the check before either recorded.
+_MERGE_LOCK = threading.RLock()
+
+
+def _new_merge_lock():  # in a fork()-ed child: a lock held by a parent's thread at the fork is never released
+    global _MERGE_LOCK
+    _MERGE_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_merge_lock)
+
+
+@contextlib.contextmanager
+def merge_guard(sk, other):
+    """The locks of a merge, in one global order: both sketches' (by ``id``), this process's merge lock, then
+    ``other.ledger_``'s (shared by ``other``'s in-process copies).  No lock is taken in the reverse order."""
+    first, second = sorted((sk, other), key=id)
+    with instance_lock(first), instance_lock(second), _MERGE_LOCK:
+        ledger = other.__dict__.get("ledger_")
+        with instance_lock(ledger) if ledger is not None else contextlib.nullcontext():
+            yield
 
 
 def merged_into(sketch):
