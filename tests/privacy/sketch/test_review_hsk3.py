@@ -61,3 +61,35 @@ def test_two_threads_merging_b_and_its_deepcopy_exactly_one_succeeds():
         loser = errors[0]
         assert loser.shard_ids_ == (loser.stream_id_,) and loser.epsilon_spent_ == 0.0
 
+
+# ------------------------------------------------------------------ F2: a process-level registry of merged streams
+
+
+@pytest.mark.parametrize("how", ["del", "fit", "pickle_del"])
+def test_copy_made_before_merge_is_refused_once_the_shard_is_gone_or_refit(how):
+    """blob = b.to_bytes(); a.merge(b); del b (or b.fit); c.merge(from_bytes(blob)): refused, nothing changes."""
+    import pickle
+
+    a, b, c = _shards()
+    blob = pickle.dumps(b) if how == "pickle_del" else b.to_bytes()
+    a.merge(b)
+    if how == "fit":
+        b.fit([1, 2, 3])
+    else:
+        del b
+    gc.collect()
+    again = pickle.loads(blob) if how == "pickle_del" else PrivateCountSketch.from_bytes(blob)
+    assert not _merged_into_records(again)  # the ledger record is gone with b: only the registry knows
+    before = _state(c), _state(again)
+    with pytest.raises(ValueError, match="other: its stream .* already merged in this process"):
+        c.merge(again)
+    assert (_state(c), _state(again)) == before
+
+
+def test_refit_shard_merges_again():
+    """A refit shard is a new stream: it merges (legitimate)."""
+    a, b, c = _shards()
+    a.merge(b)
+    b.fit([7, 7, 8])
+    c.merge(b)
+    assert b.stream_id_ in c.shard_ids_ and len(_merged_into_records(b)) == 1

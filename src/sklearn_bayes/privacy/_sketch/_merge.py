@@ -54,6 +54,13 @@ def merge_guard(sk, other):
             yield
 
 
+#: The streams merged in this process (``stream_id_`` -> the ``stream_id_`` it was merged into; review HSK3 F2):
+#: the ``merged_into`` record lives in ``other.ledger_``, which dies with the last object holding it, so a copy
+#: made before the merge (``to_bytes`` or pickle) and loaded once ``other`` is gone or refit was merged again.
+#: Written under ``_MERGE_LOCK``; a ``fork()``-ed child inherits it (its copies of merged shards stay refused).
+_MERGED = {}
+
+
 def merged_into(sketch):
     """The stream ids this sketch's stream was merged into, from the ``merged_into`` records of its ``ledger_``."""
     return [r.get("merged_into") for r in sketch.ledger_._snapshot_records() if r.get("mechanism") == MERGED_INTO]
@@ -62,6 +69,15 @@ def merged_into(sketch):
 def _check_mergeable_once(other):
     """Refuse ``other`` if its stream was merged before (a record in its ``ledger_``)."""
     into = merged_into(other)
+    if not into and other.stream_id_ in _MERGED:
+        raise ValueError(
+            f"cannot merge other: its stream (stream_id_ {other.stream_id_!r}) was already merged in this process "
+            f"into the sketch of stream {_MERGED[other.stream_id_]!r} (the process keeps the stream ids it merged, "
+            "so a copy made before that merge -- to_bytes or pickle -- is refused even once the merged object is "
+            "gone or refit). Merging it again would let two sketches answer about its individuals while each "
+            "ledger shows one budget (their releases compose to twice it). Merge each shard once; to merge new "
+            "data, fit the shard anew (fit starts a new stream and ledger_)."
+        )
     if into:
         raise ValueError(
             f"cannot merge other: its stream (stream_id_ {other.stream_id_!r}) was already merged into the sketch "
@@ -152,5 +168,6 @@ def merge_shard(sk, other, stream_params):
         MERGED_INTO, 0.0, n_items=None, note="merged into another sketch: it cannot be merged again",
         stream=other.stream_id_, fork=other._fork_id, merged_into=sk.stream_id_,
     )
+    _MERGED[other.stream_id_] = sk.stream_id_  # (under _MERGE_LOCK: see merge_guard)
     other._new_fork()
     return sk
