@@ -7,11 +7,16 @@ on the code before its fix.  Refused calls must change nothing: both sketches' `
 
 import copy
 import gc
+import multiprocessing
+import os
+import pickle
 import threading
 import warnings
 
+import numpy as np
 import pytest
 
+from sklearn_bayes.exceptions import DetachedLedgerError
 from sklearn_bayes.privacy import PrivateCountSketch
 
 KW = dict(width=64, depth=3)
@@ -68,8 +73,6 @@ def test_two_threads_merging_b_and_its_deepcopy_exactly_one_succeeds():
 @pytest.mark.parametrize("how", ["del", "fit", "pickle_del"])
 def test_copy_made_before_merge_is_refused_once_the_shard_is_gone_or_refit(how):
     """blob = b.to_bytes(); a.merge(b); del b (or b.fit); c.merge(from_bytes(blob)): refused, nothing changes."""
-    import pickle
-
     a, b, c = _shards()
     blob = pickle.dumps(b) if how == "pickle_del" else b.to_bytes()
     a.merge(b)
@@ -93,3 +96,54 @@ def test_refit_shard_merges_again():
     b.fit([7, 7, 8])
     c.merge(b)
     assert b.stream_id_ in c.shard_ids_ and len(_merged_into_records(b)) == 1
+
+
+# ------------------------------------------------------------------ F4: from_bytes in a child is the parent's copy
+
+_POOL_B = None
+
+
+def _child_from_bytes(b):
+    """A child's task: a from_bytes copy of the parent's sketch ``b`` queried, and merged into a sketch fitted here."""
+    out = {}
+    for what in ("query", "merge"):
+        c = PrivateCountSketch.from_bytes(b.to_bytes())
+        hub = PrivateCountSketch(**KW).fit([10**9])
+        before = (hub.to_bytes(), c.to_bytes(), b.to_bytes())
+        try:
+            c.query([7]) if what == "query" else hub.merge(c)
+            out[what] = "answered"
+        except DetachedLedgerError as exc:
+            out[what] = str(exc)
+        out[what + " unchanged"] = (hub.to_bytes(), c.to_bytes(), b.to_bytes()) == before
+    return out
+
+
+def _inherited_from_bytes(_):
+    return _child_from_bytes(_POOL_B)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("how", ["inherited", "task argument"])
+def test_a_from_bytes_copy_of_the_parents_sketch_is_refused_in_a_fork_pool(how):
+    """The old code let from_bytes(b.to_bytes()) answer in a child (200/200, mean 37.01 +- 0.42) and be merged."""
+    global _POOL_B
+    b = PrivateCountSketch(**KW).fit(np.r_[np.full(37, 7), np.arange(100, 140)])
+    parent_before = _state(b)
+    _POOL_B = b
+    try:
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            if how == "inherited":
+                outs = pool.map(_inherited_from_bytes, range(4), chunksize=1)
+            else:
+                outs = pool.map(_child_from_bytes, [b] * 4, chunksize=1)
+    finally:
+        _POOL_B = None
+    word = "os.fork()" if how == "inherited" else "pickled it"
+    for o in outs:
+        assert "Nothing was released" in o["query"] and word in o["query"], o
+        assert "cannot merge other" in o["merge"] and word in o["merge"], o
+        assert o["query unchanged"] and o["merge unchanged"]
+        assert "write its bytes in the parent" in o["query"]
+    assert _state(b) == parent_before and b.epsilon_spent_ == 0.0

@@ -171,17 +171,26 @@ class _ForkedStream:
         else:
             self._replays_noise = False
         source = _LIVE_FORKS.get(self._fork_id) if source_alive else None
-        if source is not None and source is not self:
-            # under the source's lock: a call of the source that fails and rolls back its
+        if source is self or getattr(source, "stream_id_", None) != self.stream_id_:
+            source = None
+        forks = [source] if source is not None else []
+        linked = False
+        for fork in forks:
+            # under the fork's lock: a call of the fork that fails and rolls back its
             # __dict__ must not undo the mark (its next release would not be charged afresh)
-            with instance_lock(source):
-                if getattr(source, "stream_id_", None) == self.stream_id_:
-                    source._fork_pending = True
-                    if "ledger_" in source.__dict__:
-                        # one ledger for the forks of this process (as deepcopy's): an unpickled or
-                        # loaded copy's releases count in its source's epsilon_spent_ (review HQW F1:
-                        # 400 loaded copies averaged the noise away while each reported one release)
-                        self.ledger_ = source.ledger_
+            with instance_lock(fork):
+                if getattr(fork, "stream_id_", None) != self.stream_id_ or "ledger_" not in fork.__dict__:
+                    continue
+                fork._fork_pending = True
+                if not linked:
+                    # one ledger for the forks of this process (as deepcopy's): an unpickled or
+                    # loaded copy's releases count in its source's epsilon_spent_ (review HQW F1:
+                    # 400 loaded copies averaged the noise away while each reported one release)
+                    self.ledger_, linked = fork.ledger_, True
+                if not getattr(self, "_parents_copy", False) and getattr(fork, "_parents_copy", False):
+                    # a copy of the parent's copy is the parent's copy (review HSK3 F4: from_bytes(b.to_bytes())
+                    # in a child answered); a copy keeps its own status ("pickle") if it has one
+                    self._parents_copy = fork._parents_copy
         self._new_fork()
 
     def _warn_if_same_noise(self, other):
@@ -256,8 +265,10 @@ class _ForkedStream:
             "would average the noise away. Nothing was released. Query the sketch in the parent (n_jobs=1 or a "
             "thread backend), or bind the stream to a file ledger, PrivateCountSketch(ledger=PrivacyLedger(path=...)), "
             "which records every process's release in one budget. A new fit here starts a stream of this "
-            "process, which answers. To move a sketch on purpose, use to_bytes() / from_bytes() (the loaded "
-            "sketch is a fork: compose the ledgers)."
+            "process, which answers. A copy made here of this copy (pickle, deepcopy, from_bytes of its "
+            "to_bytes) is refused alike. To hand a sketch to a worker on purpose, write its bytes in the parent "
+            "(to_bytes()) and pass the bytes to a worker that does not hold the parent's sketch (e.g. the 'spawn' "
+            "start method), where from_bytes() loads a fork: compose the ledgers."
         )
 
     @property
