@@ -98,6 +98,49 @@ def test_refit_shard_merges_again():
     assert b.stream_id_ in c.shard_ids_ and len(_merged_into_records(b)) == 1
 
 
+# ------------------------------------------------------------------ F1: a copy loaded here is linked by its stream
+
+
+def _identity(sk):
+    return sk
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_copy_returned_by_a_fork_pool_shares_the_originals_ledger():
+    """The parent's sketch round-tripped through a worker (whose copy got a new fork id there) takes B.ledger_ and
+    marks B a fork: the old code gave each returned copy a ledger of its own (200 returned copies each answered
+    once, B.epsilon_spent_ 0.0)."""
+    a, b, c = _shards()
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        back = pool.apply(_identity, (b,))
+    assert back.ledger_ is b.ledger_ and b._fork_pending and back.stream_id_ == b.stream_id_
+    back.query([5])
+    assert b.epsilon_spent_ == back.epsilon_spent_ > 0.0
+    a.merge(b)
+    before = _state(c), _state(back)
+    with pytest.raises(ValueError, match="cannot merge other"):
+        c.merge(back)
+    assert (_state(c), _state(back)) == before
+
+
+@pytest.mark.parametrize("how", ["pickle_of_dead_deepcopy", "bytes_of_dead_deepcopy", "bytes_of_bytes_copy"])
+def test_a_copy_of_a_dead_copy_is_linked_to_the_live_original(how):
+    a, b, c = _shards()
+    if how == "pickle_of_dead_deepcopy":
+        blob = pickle.dumps(copy.deepcopy(b))
+    elif how == "bytes_of_dead_deepcopy":
+        blob = copy.deepcopy(b).to_bytes()
+    else:
+        blob = PrivateCountSketch.from_bytes(b.to_bytes()).to_bytes()
+    gc.collect()
+    b._fork_pending = False  # (set by the dead copy): the load must set it again
+    loaded = pickle.loads(blob) if how.startswith("pickle") else PrivateCountSketch.from_bytes(blob)
+    assert loaded.ledger_ is b.ledger_ and b._fork_pending
+    a.merge(b)
+    assert _merged_into_records(loaded)  # the record reaches it through the shared ledger
+
+
 # ------------------------------------------------------------------ F4: from_bytes in a child is the parent's copy
 
 _POOL_B = None

@@ -51,6 +51,17 @@ def _ancestor_pids():
 _LIVE_FORKS = weakref.WeakValueDictionary()
 
 
+def _live_forks_of(sketch):
+    """The other live sketches of ``sketch``'s stream in this process (each once)."""
+    out, seen = [], {id(sketch)}
+    for ref in _LIVE_FORKS.valuerefs():  # (a list made at once: safe while other threads add forks)
+        fork = ref()
+        if fork is not None and id(fork) not in seen and getattr(fork, "stream_id_", None) == sketch.stream_id_:
+            seen.add(id(fork))
+            out.append(fork)
+    return out
+
+
 def _mark_inherited_copies():
     """In a ``fork()``-ed child: every running sketch it inherited is its parent's copy (``_mark_copy``).
 
@@ -173,7 +184,9 @@ class _ForkedStream:
         source = _LIVE_FORKS.get(self._fork_id) if source_alive else None
         if source is self or getattr(source, "stream_id_", None) != self.stream_id_:
             source = None
-        forks = [source] if source is not None else []
+        # the source by its fork id; else (review HSK3 F1: a copy returned by a worker, whose fork id is the
+        # worker's; the pickle of a deep copy since gone) every live sketch of this stream in this process
+        forks = [source] if source is not None else (_live_forks_of(self) if source_alive else [])
         linked = False
         for fork in forks:
             # under the fork's lock: a call of the fork that fails and rolls back its
