@@ -759,15 +759,19 @@ class PrivateCountSketch(
         ``other.ledger_``, and a sketch whose ``ledger_`` holds one is refused as ``other`` with a
         ``ValueError`` naming ``other``, changing neither sketch.  The record reaches the copies
         of ``other``: a deep copy shares ``ledger_``, a pickle or ``to_bytes`` copy loaded in
-        this process while ``other`` lives takes its ``ledger_``, and those made after the merge
-        carry it.  ``other.partial_fit`` keeps the refusal (``other`` still holds the merged
-        elements); ``other.fit`` starts a new stream and ``ledger_``, which can be merged.  Not
-        detected: a copy made before the merge and loaded in another process (merge shards
-        where they were built, or compose the ledgers of every sketch that answers).
+        this process while any copy of its stream lives takes that ``ledger_``, and those made
+        after the merge carry it.  The process also keeps the ``stream_id_`` of every stream it
+        merged, so a copy made before the merge is refused once ``other`` is gone or refit.  The
+        check and the record are one atomic step (two threads, one shard: one merge succeeds).
+        ``other.partial_fit`` keeps the refusal (``other`` still holds the merged elements);
+        ``other.fit`` starts a new stream and ``ledger_``, which can be merged.  Not detected: a
+        copy made before the merge and merged in another process (merge shards in one process,
+        or compose the ledgers of every sketch that answers).
 
         **In a child process**, a copy of the parent's running stream that refuses to release
-        there (``DetachedLedgerError``: see Notes of the class, "Copies are forks") is refused as
-        ``other`` with the same error, changing nothing: the merged sketch would answer about its
+        there (``DetachedLedgerError``: see Notes of the class, "Copies are forks"), or a copy
+        of it made there (``from_bytes(b.to_bytes())``), is refused as ``other`` with the same
+        error, changing nothing: the merged sketch would answer about its
         individuals, unseen by the original in the parent (review HSK2 F2).  With a ledger file
         both may release, and the merge is allowed.
 
