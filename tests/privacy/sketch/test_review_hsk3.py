@@ -190,3 +190,64 @@ def test_a_from_bytes_copy_of_the_parents_sketch_is_refused_in_a_fork_pool(how):
         assert o["query unchanged"] and o["merge unchanged"]
         assert "write its bytes in the parent" in o["query"]
     assert _state(b) == parent_before and b.epsilon_spent_ == 0.0
+
+
+# ------------------------------------------------------------------ F5: a refused copy handed to a sibling worker
+
+_SIBLING = """
+import json, pickle, sys
+from sklearn_bayes.exceptions import DetachedLedgerError
+from sklearn_bayes.privacy import PrivateCountSketch
+out = {}
+for what in ("query", "merge"):
+    sketch = pickle.loads(open(sys.argv[1], "rb").read())
+    try:
+        if what == "query":
+            sketch.query([7])
+        else:
+            PrivateCountSketch(width=64, depth=3).fit([10**9]).merge(sketch)
+        out[what] = "answered"
+    except DetachedLedgerError as exc:
+        out[what] = "DetachedLedgerError: " + str(exc)
+print(json.dumps(out))
+"""
+
+
+def _pickle_inherited(_):
+    return pickle.dumps(_POOL_B)
+
+
+def _pickle_task_argument(sk):
+    return pickle.dumps(sk)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("how", ["inherited", "task argument"])
+def test_a_refused_copy_pickled_in_one_worker_stays_refused_in_a_sibling(how, tmp_path):
+    """Worker 1 pickles its (refused) copy of the parent's sketch; a new interpreter started by the parent (a spawn
+    worker: a sibling of worker 1) loads it.  The old code let it answer (100/100, mean 37.00 +- 0.61) and merge."""
+    import json
+    import subprocess
+    import sys
+
+    global _POOL_B
+    b = PrivateCountSketch(**KW).fit(np.r_[np.full(37, 7), np.arange(100, 140)])
+    parent_before = _state(b)
+    _POOL_B = b
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            blob = pool.apply(_pickle_inherited, (0,)) if how == "inherited" else pool.apply(_pickle_task_argument, (b,))
+    finally:
+        _POOL_B = None
+    path = tmp_path / "copy.pkl"
+    path.write_bytes(blob)
+    run = subprocess.run([sys.executable, "-c", _SIBLING, str(path)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["query"].startswith("DetachedLedgerError") and "Nothing was released" in out["query"], out
+    assert out["merge"].startswith("DetachedLedgerError") and "cannot merge other" in out["merge"], out
+    assert _state(b) == parent_before
+    back = pickle.loads(blob)  # back in its original's process: a fork of b, not refused
+    assert back.ledger_ is b.ledger_ and back.query([7]).shape == (1,)

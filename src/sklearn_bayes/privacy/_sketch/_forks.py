@@ -83,8 +83,10 @@ def _mark_inherited_copies():
             continue
         seen.add(id(sketch))
         try:
+            # where its original lives: the parent, or where the parent's own copy's original lives
+            origin = getattr(sketch, "_origin_pid", None) if getattr(sketch, "_parents_copy", False) else os.getppid()
             sketch._mark_copy(source_alive=False)
-            sketch._parents_copy = "fork"
+            sketch._parents_copy, sketch._origin_pid = "fork", origin
         except Exception:  # pragma: no cover - never fail a fork; the sketch keeps its state
             pass
 
@@ -139,16 +141,22 @@ class _ForkedStream:
         # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
         pickled_by = state.pop("_pickled_by_pid", None)
         inherited = state.pop("_parents_copy", False)
+        origin = state.pop("_origin_pid", None)  # where the original of a parent's copy lives
         super().__setstate__(state)
         if "ledger_" in self.__dict__:
             # a snapshot made by this process's parent or another ancestor (a joblib / multiprocessing worker
             # given a fitted sketch: FeatureUnion or ColumnTransformer with n_jobs > 1; a 'forkserver' worker is
             # its pickler's grandchild), whose original may answer there, or a copy made here of such a copy
-            here = pickled_by == os.getpid()
+            here, pid = pickled_by == os.getpid(), os.getpid()
+            self._origin_pid = None
             if inherited and here:  # how its source got here ("fork" or "pickle"; True: pickled by HQM's version)
-                self._parents_copy = "pickle" if inherited is True else inherited
+                self._parents_copy, self._origin_pid = "pickle" if inherited is True else inherited, origin
+            elif inherited and origin is not None and origin != pid and origin in _ancestor_pids():
+                # a refused copy pickled by another descendant of its original's process, e.g. a sibling worker
+                # (review HSK3 F5: it answered there); back in its original's process it is a fork like any copy
+                self._parents_copy, self._origin_pid = "pickle", origin
             elif pickled_by is not None and not here and pickled_by in _ancestor_pids():
-                self._parents_copy = "pickle"
+                self._parents_copy, self._origin_pid = "pickle", pickled_by
             else:
                 self._parents_copy = False
             self._mark_copy()
@@ -203,7 +211,7 @@ class _ForkedStream:
                 if not getattr(self, "_parents_copy", False) and getattr(fork, "_parents_copy", False):
                     # a copy of the parent's copy is the parent's copy (review HSK3 F4: from_bytes(b.to_bytes())
                     # in a child answered); a copy keeps its own status ("pickle") if it has one
-                    self._parents_copy = fork._parents_copy
+                    self._parents_copy, self._origin_pid = fork._parents_copy, getattr(fork, "_origin_pid", None)
         self._new_fork()
 
     def _warn_if_same_noise(self, other):
