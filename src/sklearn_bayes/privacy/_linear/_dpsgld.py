@@ -251,7 +251,8 @@ class DPSGLDLogisticRegression(ClassifierMixin, _PrivateLinearBase):
         so the logistic gradient norm is already ≤ 1 and clipping at 1 never binds).
     batch_size : int, default=256
         Expected minibatch size τ: each record enters a step's minibatch independently
-        with probability ``q = min(1, τ/n)`` (Poisson sampling, what the accountant assumes).
+        with probability ``q = min(1, τ/n)`` (Poisson sampling, what the accountant assumes),
+        rounded up to the multiple of 2⁻⁵³ that numpy's comparison realises (``sampling_rate_``).
     n_iter : int, default=500
         Number of DP-SGLD steps.
     n_draws : int, default=50
