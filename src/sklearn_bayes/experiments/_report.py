@@ -118,10 +118,10 @@ NOTE_HELP = (
                          "is no evidence of a difference"),
     ("note", "lowest median", "'lowest median': the best median of its block; compare it with the others through "
                               "the paired ratios, not the medians (the medians move by more than their gaps)"),
-    ("note", "within 1 SE of the best", "'within 1 SE of the best (TV/lowest r +- se)': the paired ratio to the "
+    ("note", "within 1 SE of the lowest median", "'within 1 SE of the lowest median (TV/lowest r +- se)': the paired ratio to the "
                                         "lowest-median row is within one standard error of 1: the runs do not "
                                         "separate the two (no winner among these rows)"),
-    ("note", "below the best by > 1 SE", "'below the best by > 1 SE': the paired ratio to the lowest-median row is "
+    ("note", "better than the lowest median by > 1 SE, paired", "'better than the lowest median by > 1 SE, paired': the paired ratio to the lowest-median row is "
                                          "below 1 by more than one standard error: over the same runs this row "
                                          "did better than the one with the lowest median"),
     ("note", "median TV of", "'median TV of N runs': each run draws new users and new privacy noise; the value is "

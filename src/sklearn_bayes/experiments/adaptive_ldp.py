@@ -703,8 +703,8 @@ def demo_ranking_note(tvs, method, default):
 
     ``'; TV/default r +- se (paired)'`` (not for the default itself), then ``'; lowest median'`` for
     the method of lowest median TV, and for another method its paired ratio to that one,
-    ``TV/lowest r +- se``, flagged ``'within 1 SE of the best'`` when ``|r - 1| <= se`` and
-    ``'below the best by > 1 SE'`` when ``r < 1 - se`` (review HNR F8: the median column ranked
+    ``TV/lowest r +- se``, flagged ``'within 1 SE of the lowest median'`` when ``|r - 1| <= se`` and
+    ``'better than the lowest median by > 1 SE, paired'`` when ``r < 1 - se`` (review HNR F8: the median column ranked
     rows whose paired ratios did not separate them).
     """
     out = ""
@@ -716,9 +716,9 @@ def demo_ranking_note(tvs, method, default):
         return out + "; lowest median"
     r, se = _paired(tvs[method], tvs[best])
     if abs(r - 1.0) <= se:
-        out += f"; within 1 SE of the best (TV/lowest {r:.3f} +- {se:.3f})"
+        out += f"; within 1 SE of the lowest median (TV/lowest {r:.3f} +- {se:.3f})"
     elif r < 1.0 - se:
-        out += f"; below the best by > 1 SE (TV/lowest {r:.3f} +- {se:.3f})"
+        out += f"; better than the lowest median by > 1 SE, paired (TV/lowest {r:.3f} +- {se:.3f})"
     return out
 
 
