@@ -95,6 +95,13 @@ class SetPool:
         self.sets = collections.deque()
         self.total = 0
 
+    def __copy__(self):
+        """A pool of its own with the same sets (the sets' arrays are never changed in place): what a
+        pickle or deepcopy of the sketch takes under its lock, since queries update the pool in place."""
+        new = SetPool()
+        new.sets, new.total = collections.deque(self.sets), self.total
+        return new
+
     def __len__(self):
         return len(self.sets)
 

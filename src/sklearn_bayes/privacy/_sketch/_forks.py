@@ -109,10 +109,16 @@ class _ForkedStream:
         # half-way through the table), with private copies of the arrays that calls mutate in
         # place, so pickle and deepcopy never see a table updated after the snapshot.
         with instance_lock(self):
-            state = super().__getstate__()
+            # a new dict: BaseEstimator.__getstate__ returns the live __dict__ itself (object.__getstate__),
+            # which the lines below and a __setstate__ given it would edit (review HSK4 F1: in a child,
+            # clone(B).__setstate__(B.__getstate__()) popped B's parent's-copy refusal); taken under the lock,
+            # so a concurrent refit cannot change it while the pickler walks it (HSK4 F2)
+            state = dict(super().__getstate__())
             for name in ("table_", "uses_"):
                 if isinstance(state.get(name), np.ndarray):
                     state[name] = state[name].copy()
+            if state.get("_bound_pool") is not None and not isinstance(state["_bound_pool"], list):
+                state["_bound_pool"] = copy.copy(state["_bound_pool"])  # updated in place by queries (HSK4 F2)
             if "ledger_" in state:
                 # who made the snapshot: a copy loaded by a descendant of this process is refused (_charge);
                 # _parents_copy travels along and holds only where it was set (see __setstate__)
@@ -139,6 +145,7 @@ class _ForkedStream:
         # both are charged afresh.  The copy knows it is one; its original, when it is alive
         # in this process, is found by its fork id and marked too.  (Pickling alone marks
         # nothing: ``pickle.dumps`` is not a copy until it is loaded.)
+        state = dict(state)  # never edit the caller's dict (it may be another sketch's __dict__: HSK4 F1)
         pickled_by = state.pop("_pickled_by_pid", None)
         inherited = state.pop("_parents_copy", False)
         origin = state.pop("_origin_pid", None)  # where the original of a parent's copy lives

@@ -67,7 +67,17 @@ def merged_into(sketch):
 
 
 def _check_mergeable_once(other):
-    """Refuse ``other`` if its stream was merged before (a record in its ``ledger_``)."""
+    """Refuse ``other`` if its stream was merged before (a record in its ``ledger_``), or if it carries a shard
+    this process merged into a sketch outside ``other``'s own shards (review HSK4 F6: bytes of a shard made
+    before its merge, merged in a worker whose hub came back)."""
+    own = set(other.shard_ids_)
+    elsewhere = sorted(x for x in own if x != other.stream_id_ and x in _MERGED and _MERGED[x] not in own)
+    if elsewhere:
+        raise ValueError(
+            f"cannot merge other: it holds the shard(s) {elsewhere} that this process already merged into another "
+            f"sketch (stream {_MERGED[elsewhere[0]]!r}); two sketches would answer about those individuals while "
+            "each ledger shows one budget. Merge each shard once."
+        )
     into = merged_into(other)
     if not into and other.stream_id_ in _MERGED:
         raise ValueError(
