@@ -64,8 +64,8 @@ from sklearn_bayes.privacy._ldp._samplers import (
     exact_draws,
     point_estimate,
 )
-from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
 from sklearn_bayes.utils import check_generator, serialized
+from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
 from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["DecoderMixin", "warn_if_unconverged"]

@@ -137,9 +137,9 @@ def realised_sampling_rate(batch_size, n_samples):
 def privacy_noise_floor(noise_multiplier, clip_norm, step_size, sampling_rate):
     """The smallest float ``s`` with ``s ≥ z L η / q`` in real arithmetic (not merely in float).
 
-    ``z L η / q`` computed in floating point can round up to 2 ulp below the real product
-    (review HQT); the exact rational value decides here, and the float is moved up by one ulp
-    when rounding to nearest went below it.
+    ``z L η / q`` computed in floating point can land up to 2 ulp below the real value (three
+    roundings; review HQT); the exact rational value decides here, and the float is moved up by
+    one ulp when rounding to nearest went below it.
     """
     exact = Fraction(noise_multiplier) * Fraction(clip_norm) * Fraction(step_size) / Fraction(sampling_rate)
     s = float(exact)
