@@ -171,6 +171,131 @@ cdef enum:
     _REJECT_TRIES = 8  # proposals from theta per latent category before the exact O(|A|) draw
 
 
+cdef void _latent_core(bitgen_t* bg, const double* theta, int K, Py_ssize_t G, const int32_t* a_ptr,
+                       const int32_t* A, const int32_t* g_y, const double* f_in, const double* f_y,
+                       const double* f_out, const int64_t* g_cnt, int64_t* counts, int32_t* stamp,
+                       const uint8_t* bits, Py_ssize_t bits_stride, bint use_bits, bint from_bits, double* cum,
+                       double* prob, int32_t* alias, int32_t* work) noexcept nogil:
+    """The sweep of :func:`latent_counts` on raw pointers (``cum``: ``K + 1`` zeros-initialised scratch whose
+    ``cum[0]`` is 0; ``prob``, ``alias``, ``work``: ``K`` scratch; ``stamp``: ``K`` entries ``< 0``, left so).
+    Shared with ``_ldp_hybrid.hybrid_block``'s per-response branch (the same draws from ``bg``); the caller
+    holds the generator's lock."""
+    cdef Py_ssize_t g
+    cdef int64_t c, i
+    cdef int x, y, j, tries, start, stop, mark
+    cdef int64_t big = 0
+    cdef bint direct, have_t, accepted, need_alias
+    cdef double tA = 0.0, ty = 0.0, wA = 0.0, wy = 0.0, wo = 0.0, tot = 0.0, u, acc, tout = 0.0
+    cdef double fin, fy, fo, fmax, f
+    cdef const uint8_t* brow = NULL
+    cum[0] = 0.0
+    for x in range(K):
+        counts[x] = 0
+        cum[x + 1] = cum[x] + theta[x]
+    # rejection (and its O(K) alias table) only when the sets it spares outweigh the table
+    for g in range(G):
+        if a_ptr[g + 1] - a_ptr[g] > _REJECT_MIN_SET and g_cnt[g] > 0:
+            big += a_ptr[g + 1] - a_ptr[g]
+    need_alias = big > K
+    if need_alias and cum[K] > 0.0:
+        _alias_table(theta, K, cum[K], prob, alias, work)
+    for g in range(G):
+        c = g_cnt[g]
+        if c <= 0:
+            continue
+        start = a_ptr[g]
+        stop = a_ptr[g + 1]
+        y = g_y[g]
+        fin = f_in[g]
+        fo = f_out[g]
+        fy = f_y[g] if y >= 0 else 0.0
+        fmax = fin if fin > fo else fo
+        if fy > fmax:
+            fmax = fy
+        direct = stop - start <= _REJECT_MIN_SET or not fmax > 0.0 or not cum[K] > 0.0 or not need_alias
+        if use_bits:
+            brow = bits + g * bits_stride
+        mark = <int>(g & 0x3FFFFFFF)
+        have_t = False
+        for i in range(c):
+            if not direct:
+                accepted = False
+                for tries in range(_REJECT_TRIES):
+                    x = _alias_draw(bg, prob, alias, K)
+                    if not theta[x] > 0.0:  # (a rounding leftover of the table)
+                        f = 0.0
+                    elif x == y:
+                        f = fy
+                    elif _in_set(brow, A, start, stop, x):
+                        f = fin
+                    else:
+                        f = fo
+                    if _unif(bg) * fmax < f:
+                        accepted = True
+                        break
+                if accepted:
+                    counts[x] += 1
+                    continue
+            if not have_t:  # the exact draw: sum theta over the set once, stamp its members
+                tA = 0.0
+                if from_bits:  # membership is a bit test: nothing to stamp
+                    tA = _bits_sum(brow, K, theta)
+                else:
+                    for j in range(start, stop):
+                        tA += theta[A[j]]
+                        stamp[A[j]] = mark
+                ty = theta[y] if y >= 0 else 0.0
+                tout = cum[K] - tA - ty
+                if tout < 0.0:
+                    tout = 0.0
+                wA = fin * tA
+                wy = fy * ty
+                wo = fo * tout
+                tot = wA + wy + wo
+                have_t = True
+            u = _unif(bg) * tot
+            if u < wA and stop > start:
+                u = u / fin
+                if from_bits:
+                    x = _bits_pick(brow, K, theta, u)
+                else:
+                    acc = 0.0
+                    x = A[stop - 1]
+                    for j in range(start, stop):
+                        acc += theta[A[j]]
+                        if acc > u:
+                            x = A[j]
+                            break
+            elif u < wA + wy and y >= 0:
+                x = y
+            else:
+                x = -1
+                for tries in range(8):
+                    x = _search(cum, K, _unif(bg) * cum[K])
+                    if x != y and theta[x] > 0.0 and not (_bit(brow, x) if from_bits else stamp[x] == mark):
+                        break
+                    x = -1
+                if x < 0:  # exact scan of the complement
+                    u = _unif(bg) * tout
+                    acc = 0.0
+                    for j in range(K):
+                        if j == y or theta[j] <= 0.0 or (_bit(brow, j) if from_bits else stamp[j] == mark):
+                            continue
+                        x = j
+                        acc += theta[j]
+                        if acc > u:
+                            break
+                    if x < 0:  # no mass outside (cannot happen with tot > 0): keep the set
+                        if stop > start:
+                            x = _bits_pick(brow, K, theta, -1.0) if from_bits else A[start]
+                        else:
+                            x = y if y >= 0 else 0
+            counts[x] += 1
+        if have_t and not from_bits:
+            for j in range(start, stop):
+                stamp[A[j]] = -1
+
+
 def latent_counts(object generator, const double[::1] theta, const int32_t[::1] a_ptr,
                   const int32_t[::1] a_idx, const int32_t[::1] g_y, const double[::1] f_in,
                   const double[::1] f_y, const double[::1] f_out, const int64_t[::1] g_cnt,
@@ -214,21 +339,16 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
     rejections an exact scan of the complement).
     """
     cdef int K = theta.shape[0]
-    cdef Py_ssize_t G = g_cnt.shape[0], g
-    cdef int64_t c, i
-    cdef int x, y, j, tries, start, stop, mark
-    cdef int64_t big = 0
-    cdef bint direct, have_t, accepted, need_alias
-    cdef double tA, ty, wA, wy, wo, tot, u, acc, tout, fin, fy, fo, fmax, f
+    cdef Py_ssize_t G = g_cnt.shape[0]
     cdef double[::1] cumv = np.zeros(K + 1)
-    cdef double* cum = &cumv[0]
     cdef double[::1] probv = np.zeros(K)
     cdef int32_t[::1] aliasv = np.zeros(K, dtype=np.int32)
     cdef int32_t[::1] workv = np.zeros(K, dtype=np.int32)
     cdef const int32_t* A = &a_idx[0] if a_idx.shape[0] else NULL
     cdef bint use_bits = bits is not None
     cdef bint from_bits = use_bits and a_idx.shape[0] < a_ptr[G]
-    cdef const uint8_t* brow = NULL
+    cdef const uint8_t* bptr = NULL
+    cdef Py_ssize_t stride = 0
     cdef bitgen_t* bg = _bitgen(generator)
     if stamp is None:
         stamp = np.full(K, -1, dtype=np.int32)
@@ -238,112 +358,13 @@ def latent_counts(object generator, const double[::1] theta, const int32_t[::1] 
         raise ValueError(f"bits must have shape ({G}, {(K + 7) // 8}), got ({bits.shape[0]}, {bits.shape[1]}).")
     if not from_bits and a_idx.shape[0] < a_ptr[G]:
         raise ValueError("a_idx holds fewer members than a_ptr counts and no bits were given.")
+    if use_bits and G > 0:
+        bptr = &bits[0, 0]
+        stride = bits.strides[0]
     with generator.bit_generator.lock, nogil:
-        for x in range(K):
-            counts[x] = 0
-            cum[x + 1] = cum[x] + theta[x]
-        # rejection (and its O(K) alias table) only when the sets it spares outweigh the table
-        for g in range(G):
-            if a_ptr[g + 1] - a_ptr[g] > _REJECT_MIN_SET and g_cnt[g] > 0:
-                big += a_ptr[g + 1] - a_ptr[g]
-        need_alias = big > K
-        if need_alias and cum[K] > 0.0:
-            _alias_table(&theta[0], K, cum[K], &probv[0], &aliasv[0], &workv[0])
-        for g in range(G):
-            c = g_cnt[g]
-            if c <= 0:
-                continue
-            start = a_ptr[g]
-            stop = a_ptr[g + 1]
-            y = g_y[g]
-            fin = f_in[g]
-            fo = f_out[g]
-            fy = f_y[g] if y >= 0 else 0.0
-            fmax = fin if fin > fo else fo
-            if fy > fmax:
-                fmax = fy
-            direct = stop - start <= _REJECT_MIN_SET or not fmax > 0.0 or not cum[K] > 0.0 or not need_alias
-            if use_bits:
-                brow = &bits[g, 0]
-            mark = <int>(g & 0x3FFFFFFF)
-            have_t = False
-            for i in range(c):
-                if not direct:
-                    accepted = False
-                    for tries in range(_REJECT_TRIES):
-                        x = _alias_draw(bg, &probv[0], &aliasv[0], K)
-                        if not theta[x] > 0.0:  # (a rounding leftover of the table)
-                            f = 0.0
-                        elif x == y:
-                            f = fy
-                        elif _in_set(brow, A, start, stop, x):
-                            f = fin
-                        else:
-                            f = fo
-                        if _unif(bg) * fmax < f:
-                            accepted = True
-                            break
-                    if accepted:
-                        counts[x] += 1
-                        continue
-                if not have_t:  # the exact draw: sum theta over the set once, stamp its members
-                    tA = 0.0
-                    if from_bits:  # membership is a bit test: nothing to stamp
-                        tA = _bits_sum(brow, K, &theta[0])
-                    else:
-                        for j in range(start, stop):
-                            tA += theta[A[j]]
-                            stamp[A[j]] = mark
-                    ty = theta[y] if y >= 0 else 0.0
-                    tout = cum[K] - tA - ty
-                    if tout < 0.0:
-                        tout = 0.0
-                    wA = fin * tA
-                    wy = fy * ty
-                    wo = fo * tout
-                    tot = wA + wy + wo
-                    have_t = True
-                u = _unif(bg) * tot
-                if u < wA and stop > start:
-                    u = u / fin
-                    if from_bits:
-                        x = _bits_pick(brow, K, &theta[0], u)
-                    else:
-                        acc = 0.0
-                        x = A[stop - 1]
-                        for j in range(start, stop):
-                            acc += theta[A[j]]
-                            if acc > u:
-                                x = A[j]
-                                break
-                elif u < wA + wy and y >= 0:
-                    x = y
-                else:
-                    x = -1
-                    for tries in range(8):
-                        x = _search(cum, K, _unif(bg) * cum[K])
-                        if x != y and theta[x] > 0.0 and not (_bit(brow, x) if from_bits else stamp[x] == mark):
-                            break
-                        x = -1
-                    if x < 0:  # exact scan of the complement
-                        u = _unif(bg) * tout
-                        acc = 0.0
-                        for j in range(K):
-                            if j == y or theta[j] <= 0.0 or (_bit(brow, j) if from_bits else stamp[j] == mark):
-                                continue
-                            x = j
-                            acc += theta[j]
-                            if acc > u:
-                                break
-                        if x < 0:  # no mass outside (cannot happen with tot > 0): keep the set
-                            if stop > start:
-                                x = _bits_pick(brow, K, &theta[0], -1.0) if from_bits else A[start]
-                            else:
-                                x = y if y >= 0 else 0
-                counts[x] += 1
-            if have_t and not from_bits:
-                for j in range(start, stop):
-                    stamp[A[j]] = -1
+        _latent_core(bg, &theta[0], K, G, &a_ptr[0], A, &g_y[0] if G else NULL, &f_in[0] if G else NULL,
+                     &f_y[0] if G else NULL, &f_out[0] if G else NULL, &g_cnt[0] if G else NULL, &counts[0],
+                     &stamp[0], bptr, stride, use_bits, from_bits, &cumv[0], &probv[0], &aliasv[0], &workv[0])
     return counts
 
 

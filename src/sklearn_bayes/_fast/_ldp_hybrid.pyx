@@ -23,6 +23,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport binomial_t, random_multinomial, random_standard_gamma
 from scipy.linalg.cython_blas cimport dgemv, dtrmv
 
+from sklearn_bayes._fast._ldp_gibbs cimport _latent_core
 from sklearn_bayes._fast._ldp_mala cimport _Grouped, _grouped, _jumps_incremental, _mala_logpost
 from sklearn_bayes._fast._ldp_rng cimport _Rng, _bitgen, _normal
 
@@ -145,7 +146,10 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                  const double[::1] gd, const double[::1] gc, const int32_t[::1] s_ptr, const int32_t[::1] s_idx,
                  const double[:, ::1] C, const double[:, ::1] R, const double[:, ::1] M, bint diag,
                  bint jumps, const int32_t[::1] t_ptr, const int32_t[::1] t_grp, const double[::1] t_w,
-                 const int32_t[::1] t_cat, double[:, ::1] out, double[::1] rho_out, int row0):
+                 const int32_t[::1] t_cat, double[:, ::1] out, double[::1] rho_out, int row0,
+                 bint per_response=False, const int32_t[::1] a_ptr=None, const int32_t[::1] a_idx=None,
+                 const int32_t[::1] g_y=None, const double[::1] f_in=None, const double[::1] f_y=None,
+                 const double[::1] f_out=None):
     """Run iterations ``it0 .. it0 + n_iter - 1`` of the hybrid chain (the mixture branch).
 
     State, updated in place: ``lt`` (``ln theta``), ``state = [rho, ln h, MALA step counter]``
@@ -158,6 +162,11 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
     ``last_gibbs_only``, which stops the last iteration before its MALA part and writes no row).
     ``theta = exp(lt)`` and ``rho`` (``nan`` for a fixed prior) of every completed iteration go to
     ``out`` and ``rho_out`` from row ``row0``.  Returns the next row.
+
+    ``per_response`` (issue 28, round T): the latent counts drawn per response as the Python generator's branch
+    without dense rows does (``_ldp_gibbs.latent_counts`` on the groups' CSR sets ``a_ptr``/``a_idx``, special
+    categories ``g_y`` and likelihood values ``f_in``/``f_y``/``f_out``, counts ``count``; no bit rows): the same
+    code (``_ldp_gibbs._latent_core``) on the same random numbers; the mixture arrays are then not read.
     """
     cdef int K = lt.shape[0], n_grid = grid.shape[0], n_rows = table.shape[0]
     cdef Py_ssize_t G = count.shape[0], g
@@ -187,6 +196,17 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
     cdef _Grouped gr
     cdef _Rng r
     cdef bitgen_t* bg = _bitgen(generator)
+    cdef double[::1] cumv = np.zeros(K + 1), probv = np.zeros(max(K, 1))
+    cdef int32_t[::1] aliasv = np.zeros(max(K, 1), dtype=np.int32), workv = np.zeros(max(K, 1), dtype=np.int32)
+    cdef int32_t[::1] stampv = np.full(max(K, 1), -1, dtype=np.int32)
+    cdef const int32_t* A = NULL
+    if per_response:
+        if a_ptr is None or a_idx is None or g_y is None or f_in is None or f_y is None or f_out is None:
+            raise ValueError("per_response needs a_ptr, a_idx, g_y, f_in, f_y and f_out.")
+        if a_ptr.shape[0] != G + 1 or g_y.shape[0] != G or f_in.shape[0] != G or f_y.shape[0] != G \
+                or f_out.shape[0] != G or (G > 0 and a_idx.shape[0] < a_ptr[G]):
+            raise ValueError("a_ptr, a_idx, g_y, f_in, f_y and f_out do not match count.")
+        A = &a_idx[0] if a_idx.shape[0] else NULL
     if mala:
         gr = _grouped(gy, gs, ga, gb, gd, gc, s_ptr, s_idx)
         if C.shape[0] != K or C.shape[1] != K or R.shape[0] != K or R.shape[1] != K or M.shape[0] != K \
@@ -208,7 +228,12 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                 for k in range(K):
                     theta[k] = exp(lt[k])
                 N0 = 0
-                for g in range(G):
+                if per_response:  # or per response (_ldp_gibbs.latent_counts), the same code
+                    _latent_core(bg, &theta[0], K, G, &a_ptr[0], A, &g_y[0] if G else NULL,
+                                 &f_in[0] if G else NULL, &f_y[0] if G else NULL, &f_out[0] if G else NULL,
+                                 &count[0] if G else NULL, &counts[0], &stampv[0], NULL, 0, 0, 0, &cumv[0],
+                                 &probv[0], &aliasv[0], &workv[0])
+                for g in range(G if not per_response else 0):
                     w0 = f0[g]
                     w1 = 0.0
                     if has_inside:
@@ -229,14 +254,15 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                     m[g, 1] = mg[1]
                     m[g, 2] = mg[2]
                     N0 += mg[0]
-                s = 0.0
-                for k in range(K):
-                    s += theta[k]
-                for k in range(K):
-                    P[k] = theta[k] / s
-                    counts[k] = 0
-                random_multinomial(bg, N0, &counts[0], &P[0], K, &binom)
-                if has_inside:
+                if not per_response:
+                    s = 0.0
+                    for k in range(K):
+                        s += theta[k]
+                    for k in range(K):
+                        P[k] = theta[k] / s
+                        counts[k] = 0
+                    random_multinomial(bg, N0, &counts[0], &P[0], K, &binom)
+                if has_inside and not per_response:
                     for g in range(G):
                         m1 = m[g, 1]
                         if m1 == 0:
@@ -251,7 +277,7 @@ def hybrid_block(object generator, int it0, int n_iter, int burn, bint first_mal
                         random_multinomial(bg, m1, &tmp[0], &P[0], K, &binom)
                         for k in range(K):
                             counts[k] += tmp[k]
-                for g in range(G):
+                for g in range(G if not per_response else 0):
                     if has_y[g]:
                         counts[y[g]] += m[g, 2]
                 # (ii) rho | n on its grid, (iii) theta ~ Dir(rho + n) in log space

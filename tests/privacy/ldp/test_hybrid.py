@@ -82,8 +82,12 @@ def test_compiled_blocks_with_a_short_burn_in(burn):
     _compare(CASES["subset_selection"](), "hierarchical", burn)
 
 
-def test_python_path_where_the_kernel_does_not_apply():
-    # per-response latent counts (4 G K > n): the blocks come from the generator, same draws
+def test_python_path_where_the_kernel_does_not_apply(monkeypatch):
+    # per-response latent counts (4 G K > n) with the round-T kernel switched off: the blocks come from the
+    # generator, same draws (with it on they are compiled: test_stack_speed_t.py)
+    import sklearn_bayes.privacy._ldp._hybrid as hybrid
+
+    monkeypatch.setattr(hybrid, "PER_RESPONSE_COMPILED", False)
     g = _set_groups(12, 4, 1.0, 300, 4)
     chain = HybridChain(g, 20, np.random.default_rng(5))
     assert not chain.compiled

@@ -8,8 +8,11 @@ and ``_mixture_parts``: few distinct responses, the usual case below 64 categori
 coordinate jumps visit every category, one call of the kernel ``hybrid_block``
 (``_fast/_ldp_hybrid.pyx``) runs the whole block: the same steps in the same order, drawing the
 same random numbers from the generator with numpy's own C samplers, so the compiled chain equals
-the Python one up to floating-point rounding (tested step by step).  Otherwise (or with
-``compiled=False``) the blocks come from :func:`~._posterior.hybrid_chain`.
+the Python one up to floating-point rounding (tested step by step).  Where the latent counts are
+drawn per response (``4 G K > n``) and the sets need no bit rows, the kernel runs that branch with
+``_ldp_gibbs.latent_counts``' own code (issue 28, round T: ``PER_RESPONSE_COMPILED``; 4-7 times
+faster at ``K`` 8-30 with 200-2000 users).  Otherwise (or with ``compiled=False``) the blocks come
+from :func:`~._posterior.hybrid_chain`.
 
 The preconditioner of the MALA steps is computed, as in the generator, in the middle of
 iteration ``burn // 2`` (after its Gibbs part, from that ``theta`` and ``rho``): the kernel
@@ -29,16 +32,22 @@ from sklearn_bayes.privacy._ldp._posterior import (
     _mala_form,
     _mixture_parts,
     _preconditioner,
+    _set_bits,
     hybrid_chain,
     jump_lists,
     resolve_mala_steps,
 )
 
-__all__ = ["HybridChain", "MAX_BLOCK", "hybrid_draws"]
+__all__ = ["HybridChain", "MAX_BLOCK", "PER_RESPONSE_COMPILED", "hybrid_draws"]
 
 #: Iterations per kernel call when a caller asks for more (bounds the memory of one block).
 MAX_BLOCK = 2048
 _MAX_RHO_ROWS = 1 << 12  # memoised rho rows (counts below; at most 3 MiB), as _posterior._RhoTerms
+#: Issue 28, round T (cost, the same chain up to rounding): where the latent counts are drawn per response (the
+#: generator's branch when :func:`~._posterior._dense_latent` is false: ``4 G K > n``, e.g. ``K = 20, eps = 8`` with
+#: 1000 users) and the sets need no bit rows, the kernel runs that branch too (``_ldp_gibbs.latent_counts``' own code
+#: on the same random numbers).  False restores the Python generator there (round S2's path, bit for bit).
+PER_RESPONSE_COMPILED = True
 
 
 class HybridChain:
@@ -69,11 +78,24 @@ class HybridChain:
     # ------------------------------------------------------------------ set-up (as hybrid_chain's)
     def _setup(self, groups, burn, prior, theta0, mala_steps, max_dense, jumps, latent):
         K, G = groups.n_categories, groups.count.size
-        if latent != "mixture" or G == 0 or not _dense_latent(groups):
+        if G == 0:
             return False
-        parts = _mixture_parts(groups)
-        if parts is None:
-            return False
+        self.per_response = not _dense_latent(groups)
+        if self.per_response:  # round T: the generator's per-response branch (it ignores `latent` there)
+            if not PER_RESPONSE_COMPILED or groups.members_in_bits or _set_bits(groups) is not None:
+                return False
+            e = np.zeros(G)
+            parts = (e, e, e, None, np.zeros(G, dtype=np.int64), np.zeros(G, dtype=np.uint8))
+            self.resp = (np.ascontiguousarray(groups.a_ptr, dtype=np.int32),
+                         np.ascontiguousarray(groups.a_idx, dtype=np.int32),
+                         np.ascontiguousarray(groups.y, dtype=np.int32), np.ascontiguousarray(groups.f_in, dtype=float),
+                         np.ascontiguousarray(groups.f_y, dtype=float), np.ascontiguousarray(groups.f_out, dtype=float))
+        else:
+            if latent != "mixture":
+                return False
+            parts = _mixture_parts(groups)
+            if parts is None:
+                return False
         use_mala = mala_steps > 0 and K <= 128 and G * K <= max_dense and not groups.members_in_bits
         if jumps == "auto":
             jumps = True
@@ -162,7 +184,8 @@ class HybridChain:
         return hybrid_block(self._rng, self.it, int(n_iter), self.burn, first_mala_only, last_gibbs_only, self.lt,
                             self.state, self.hier, self.prior, *self.mix, RHO_GRID, self.head, self.table,
                             self.known, bool(mala), self.mala_steps, *self.form, C, R, Mx, bool(diag),
-                            bool(mala and self.jumps), *self.lists, out, rhos, int(row))
+                            bool(mala and self.jumps), *self.lists, out, rhos, int(row),
+                            *((True, *self.resp) if self.per_response else ()))
 
 
 def hybrid_draws(groups, n_draws, burn, rng, *, prior="hierarchical", theta0=None, mala_steps="auto",
