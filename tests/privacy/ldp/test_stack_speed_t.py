@@ -131,3 +131,135 @@ def test_estimator_outputs_within_rounding_of_the_python_path(K, eps, n, seed, m
     assert c0["method"] == c1["method"] == "mcmc" and c0["n_draws"] == c1["n_draws"]
     np.testing.assert_allclose(th1, th0, rtol=0, atol=1e-12)
     np.testing.assert_allclose(ci1, ci0, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The stacked decoder: Beta CDF rows kept across fits (ROW_MEMO_SIZE) and the full data's likelihood and rho reused by
+# the second candidates call (STACK_PREP_REUSE).  Both change no number: theta_, credible_interval and convergence_
+# are compared bit for bit (np.array_equal, repr) with both switches off.
+import sklearn_bayes.privacy._ldp._stacking as S  # noqa: E402
+from sklearn_bayes.privacy._ldp._empirical_bayes import _grid, dirichlet_marginal_weights  # noqa: E402
+from sklearn_bayes.privacy._ldp._posterior import RHO_GRID  # noqa: E402
+
+
+def _stack_fit(K, eps, n, seed, theta=None):
+    rng = np.random.default_rng([K, int(eps), n, seed])
+    theta = rng.dirichlet(np.ones(K)) if theta is None else theta
+    x = rng.choice(K, size=n, p=theta)
+    est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(x.reshape(-1, 1))
+        return est.theta_, est.credible_interval(0.95), repr(est.convergence_)
+
+
+@pytest.fixture
+def empty_memo(monkeypatch):
+    monkeypatch.setattr(S, "_ROW_MEMO", __import__("collections").OrderedDict())
+    return S._ROW_MEMO
+
+
+# the stack kept, 'dir' as the baseline and 'eb' alone all occur among these (checked in the test)
+STACK_CELLS = [(64, 8.0, 1000, 0), (64, 8.0, 1000, 3), (200, 6.0, 1000, 3), (200, 6.0, 1000, 0), (100, 4.0, 3000, 1),
+               (300, 8.0, 2000, 2)]
+
+
+def test_row_memo_and_prep_reuse_change_no_number(empty_memo, monkeypatch):
+    seen = set()
+    for K, eps, n, seed in STACK_CELLS:
+        monkeypatch.setattr(S, "ROW_MEMO_SIZE", 0)
+        monkeypatch.setattr(S, "STACK_PREP_REUSE", False)
+        ref = _stack_fit(K, eps, n, seed)
+        monkeypatch.setattr(S, "ROW_MEMO_SIZE", 16)
+        monkeypatch.setattr(S, "STACK_PREP_REUSE", True)
+        for _ in range(2):  # cold memo, then warm (the second fit reads the first's rows)
+            got = _stack_fit(K, eps, n, seed)
+            np.testing.assert_array_equal(got[0], ref[0])
+            np.testing.assert_array_equal(got[1], ref[1])
+            assert got[2] == ref[2]
+        seen.add("used" if "'stack_used': True" in ref[2] else ref[2].split("'stack_baseline': ")[1][:5])
+    assert seen == {"used", "'dir'", "'eb'}"}
+
+
+def test_dirichlet_rows_from_the_memo_are_the_table(empty_memo):
+    K, n, p, q = 64, 1000, 0.9, 0.01
+    u = _grid(np.zeros(0), n, p, q)
+    table = dirichlet_marginal_weights(u, K, RHO_GRID)
+    first = S.DirichletRows(u, K, RHO_GRID)
+    a = first.rows_on([3, 40, 96])
+    second = S.DirichletRows(u, K, RHO_GRID)  # shares the first's rows: nothing recomputed
+    assert second._rows is first._rows and len(second._rows) == 3
+    np.testing.assert_array_equal(a, table[[3, 40, 96]])
+    np.testing.assert_array_equal(second.row(40), table[40])
+    np.testing.assert_array_equal(second.row(7), table[7])
+    with pytest.raises(ValueError):
+        second.row(7)[0] = 1.0  # read-only: a caller cannot edit another fit's row
+    other = S.DirichletRows(u, K + 1, RHO_GRID)  # another K: another key
+    assert other._rows is not first._rows
+
+
+def test_row_memo_is_bounded_and_can_be_off(empty_memo, monkeypatch):
+    monkeypatch.setattr(S, "ROW_MEMO_SIZE", 3)
+    rows = [S.DirichletRows(_grid(np.zeros(0), n, 0.9, 0.01), 64, RHO_GRID) for n in (100, 200, 300, 400)]
+    assert len(empty_memo) == 3
+    assert S.DirichletRows(_grid(np.zeros(0), 400, 0.9, 0.01), 64, RHO_GRID)._rows is rows[3]._rows  # kept
+    assert S.DirichletRows(_grid(np.zeros(0), 100, 0.9, 0.01), 64, RHO_GRID)._rows is not rows[0]._rows  # evicted
+    monkeypatch.setattr(S, "ROW_MEMO_SIZE", 0)
+    a, b = (S.DirichletRows(_grid(np.zeros(0), 500, 0.9, 0.01), 64, RHO_GRID) for _ in range(2))
+    assert a._rows is not b._rows and len(empty_memo) == 3
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The tilt's moments in one compiled call (_empirical_bayes.TILT_COMPILED, kernel _fast/_ldp_tilt.pyx): the numpy
+# operations of rounds G3-S up to rounding (scipy's dgemm against numpy's, C's exp against numpy's loop: one or two ulps
+# of each moment; 3.5e-17 on 40 random fits when measured).  1e-14 absolute on means that sum to 1.
+import sklearn_bayes.privacy._ldp._empirical_bayes as E  # noqa: E402
+from sklearn_bayes._fast._ldp_tilt import tilt_moments  # noqa: E402
+from sklearn_bayes.privacy._ldp._empirical_bayes import (  # noqa: E402
+    _likelihood, count_rows, nonzero_columns, npmle_weights, tilted_means)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_tilt_is_the_numpy_tilt_up_to_rounding(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    K, eps, n = int(rng.choice([20, 64, 300])), float(rng.choice([1.0, 4.0, 8.0])), int(rng.choice([1000, 20000]))
+    e = np.exp(eps)
+    p, q = e / (e + K - 1), 1.0 / (e + K - 1)  # GRR's support probabilities
+    c = rng.binomial(n, q + (p - q) * rng.dirichlet(np.full(K, 0.5))).astype(float)
+    u = _grid(np.zeros(0), n, p, q)
+    cu, rows, mult = count_rows(c)
+    L, uk, _ = nonzero_columns(_likelihood(cu, n, p, q, u), u)
+    w = npmle_weights(L, n_atoms=u.size, mult=mult, compiled=True)[0]
+    out = {}
+    for flag in (False, True):
+        monkeypatch.setattr(E, "TILT_COMPILED", flag)
+        out[flag] = tilted_means(L, w, uk, linear=True, rows=rows)
+    np.testing.assert_allclose(out[True][0], out[False][0], rtol=0, atol=1e-14)
+    assert abs(out[True][1] - out[False][1]) <= 1e-9 * max(1.0, abs(out[False][1])) and out[True][2] == out[False][2]
+
+
+def test_compiled_tilt_takes_the_log_space_path_for_rows_without_mass(monkeypatch):
+    u = np.linspace(0.0, 1.0, 101)
+    L = np.exp(-0.5 * ((u[None, :] - np.array([[0.1], [0.2], [0.95]])) / 0.01) ** 2)
+    w = np.where(u < 0.5, 1.0, 1e-290)
+    w /= w.sum()
+    rows = np.array([2, 0, 1, 2, 0])
+    with np.errstate(divide="ignore"):
+        logP = np.log(L) + np.log(w)[None, :]
+    m_ref, v_ref = E._tilted(logP.copy(), u, 0.3)
+    m, var = E._compiled_moments(L, np.log(w), u, rows, lambda: logP)(0.3)
+    assert np.all(np.isfinite(m))
+    np.testing.assert_allclose(m, m_ref[rows], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(var, v_ref[rows], rtol=0, atol=1e-12)
+    low = np.empty(3, dtype=np.uint8)
+    assert tilt_moments(L, np.log(w), u, 0.3, rows.astype(np.int64), np.empty(5), np.empty(5), np.empty(3 * 101 + 9),
+                        low, E.TILT_LINEAR_FLOOR) == 1 and low.tolist() == [0, 0, 1]
+
+
+def test_tilt_kernel_refuses_mismatched_arrays():
+    L, u, w = np.ones((2, 4)), np.linspace(0, 1, 4), np.zeros(4)
+    rows = np.array([0, 1], dtype=np.int64)
+    with pytest.raises(ValueError, match="do not match"):
+        tilt_moments(L, w, u[:3], 0.0, rows, np.empty(2), np.empty(2), np.empty(20), np.empty(2, dtype=np.uint8), 0.0)
+    with pytest.raises(ValueError, match="too small"):
+        tilt_moments(L, w, u, 0.0, rows, np.empty(2), np.empty(2), np.empty(5), np.empty(2, dtype=np.uint8), 0.0)
