@@ -98,6 +98,11 @@ count posterior on the same responses (``SPARSE_CHOICE_CELLS``; ``--w-shape``, `
 benchmark's users and seeds, ``--paper-k`` / ``--paper-eps`` / ``--paper-rho`` pick cells) against the exact
 posterior on the same responses: paired TV ratio, both coverages (the benchmark's interval seeds), and the CPU
 time of fit plus ``theta_`` over IBU (as the general part) and of ``credible_interval`` over that fit.
+``--cost-corner`` (round T, only this part): goal 3's corner, ``eps = 8`` with ``K`` 20/64/200/1000 and ``n``
+1000/2000/5000 plus ``K = 200, eps = 6, n = 1000`` (Dir(1), round 18's map seeds ``[K, eps, n, run]``, the
+estimator's ``random_state`` the run): median over runs of fit plus ``theta_`` over IBU (``_ibu_time``, CPU time), on
+a cold memo of the stack's Beta CDF rows (cleared before every fit: a user's single fit) and a warm one (the memo as
+the cell's previous fit left it: a refit with as many users, or the general part's runs).
 ``--fresh-h28g`` (round H28G, only this part): ``credible_interval()`` as shipped against
 ``interval='binomial'`` on the same default fits of ``FRESH_H28G_CELLS`` (twelve real columns): run-clustered
 coverage, the top third of theta*, widths, CPU times and the round's adoption rule (``--save FILE`` keeps every run).
@@ -1568,6 +1573,47 @@ def _paired_summary(stats):
     return "paired (same run): " + "; ".join(parts)
 
 
+#: Round T (issue 28 goal 3): the cells of ``--cost-corner``.
+COST_CORNER_CELLS = tuple((K, 8.0, n) for K in (20, 64, 200, 1000) for n in (1000, 2000, 5000)) + ((200, 6.0, 1000),)
+
+
+def cost_corner(runs, cells=COST_CORNER_CELLS):
+    """Goal 3's corner (module docstring, ``--cost-corner``): fit plus ``theta_`` over IBU, cold and warm memo."""
+    import sklearn_bayes.privacy._ldp._stacking as stacking
+
+    def timed(x, K, eps, run):
+        est = AdaptiveLDPFrequencyEstimator(n_categories=K, epsilon=eps, random_state=run)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.process_time()
+            est.fit(x.reshape(-1, 1))
+            est.theta_
+            return time.process_time() - t0, est.convergence_["method"]
+
+    timed(np.random.default_rng(0).choice(64, 1000), 64, 8.0, 0)  # import and warm the kernels
+    rows = []
+    for K, eps, n in cells:
+        r_cold, r_warm, methods = [], [], set()
+        for run in range(runs):
+            rng = np.random.default_rng([K, int(eps), n, run])
+            x = rng.choice(K, size=n, p=rng.dirichlet(np.ones(K)))
+            t_ibu = _ibu_time(x, K, eps, np.random.default_rng([run, 9]), run)
+            with stacking._ROW_MEMO_LOCK:
+                stacking._ROW_MEMO.clear()
+                stacking._GRID_MEMO.clear()
+            t_cold, method = timed(x, K, eps, run)
+            t_warm, _ = timed(x, K, eps, run)
+            r_cold.append(t_cold / t_ibu)
+            r_warm.append(t_warm / t_ibu)
+            methods.add(method)
+        rows.append(dict(K=K, eps=eps, n=n, decoder="/".join(sorted(methods)), cold_over_ibu=float(np.median(r_cold)),
+                         warm_over_ibu=float(np.median(r_warm)), within_10x_cold=f"{sum(r <= 10 for r in r_cold)}/{runs}"))
+    print(f"== goal 3's corner (round T): median over {runs} runs of (fit + theta_) / (SS client + counts + IBU to "
+          "convergence), CPU time; cold = the stack's Beta CDF memo cleared before the fit, warm = a second fit of the "
+          "same users (the memo as the first left it) ==")
+    print(format_table(rows, ["K", "eps", "n", "decoder", "cold_over_ibu", "warm_over_ibu", "within_10x_cold"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="Monte Carlo runs per setting (paper: 50)")
@@ -1592,6 +1638,8 @@ def main():
                          "(common random numbers where the mechanisms coincide)")
     ap.add_argument("--default-only", action="store_true", help="no RRRR columns ('non_adaptive', 'honest')")
     ap.add_argument("--general", action="store_true", help="only the general part (issue 28, 16 cells)")
+    ap.add_argument("--cost-corner", action="store_true",
+                    help="only goal 3's corner (round T): eps 8 x K 20-1000 x n 1000-5000, cold and warm memo")
     ap.add_argument("--fc-intervals", action="store_true",
                     help="--general: instead, round 21's interval rules ('wilson-lr' of round 28z, 'fc', "
                          "'fc-wilson') on the same fits: run-clustered coverage, coverage by truth, cost (its cell options)")
@@ -1694,6 +1742,10 @@ def main():
                 if args.fresh_14 else FRESH_13_CELLS
                 if args.fresh_13 else GENERAL_CELLS)
         eb_sum_step([c for i, c in enumerate(pool) if args.cells is None or i in args.cells], runs, args.n_jobs)
+        return
+
+    if args.cost_corner:
+        cost_corner(runs)
         return
 
     if args.general:

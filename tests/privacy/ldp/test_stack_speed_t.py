@@ -156,6 +156,7 @@ def _stack_fit(K, eps, n, seed, theta=None):
 @pytest.fixture
 def empty_memo(monkeypatch):
     monkeypatch.setattr(S, "_ROW_MEMO", __import__("collections").OrderedDict())
+    monkeypatch.setattr(S, "_GRID_MEMO", __import__("collections").OrderedDict())
     return S._ROW_MEMO
 
 
@@ -263,3 +264,23 @@ def test_tilt_kernel_refuses_mismatched_arrays():
         tilt_moments(L, w, u[:3], 0.0, rows, np.empty(2), np.empty(2), np.empty(20), np.empty(2, dtype=np.uint8), 0.0)
     with pytest.raises(ValueError, match="too small"):
         tilt_moments(L, w, u, 0.0, rows, np.empty(2), np.empty(2), np.empty(5), np.empty(2, dtype=np.uint8), 0.0)
+
+
+def test_common_grid_memo_is_the_grid(empty_memo, monkeypatch):
+    monkeypatch.setattr(S, "ROW_MEMO_SIZE", 2)
+    a = S._common_grid(1000, 0.9, 0.01)
+    np.testing.assert_array_equal(a, _grid(np.zeros(0), 1000, 0.9, 0.01))
+    assert S._common_grid(1000, 0.9, 0.01) is a and not a.flags.writeable
+    S._common_grid(2000, 0.9, 0.01)
+    S._common_grid(3000, 0.9, 0.01)
+    assert len(S._GRID_MEMO) == 2 and S._common_grid(1000, 0.9, 0.01) is not a  # evicted, recomputed
+    monkeypatch.setattr(S, "ROW_MEMO_SIZE", 0)
+    b = S._common_grid(3000, 0.9, 0.01)  # memo off: a fresh array, not the kept one
+    assert b.flags.writeable and b is not S._GRID_MEMO[(3000, 0.9, 0.01)]
+
+
+def test_least_squares_constants_are_formed_once_and_read_only():
+    on, both, pad = S._padded_parts(5)
+    assert S._padded_parts(5)[0] is on and not (on.flags.writeable or both.flags.writeable or pad.flags.writeable)
+    np.testing.assert_array_equal(both, on[:, :, None] & on[:, None, :])
+    np.testing.assert_array_equal(pad, np.where(~on, 1.0, 0.0)[:, :, None] * np.eye(5)[None])

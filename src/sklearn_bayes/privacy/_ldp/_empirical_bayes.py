@@ -87,11 +87,14 @@ def support_counts(store):
     return out
 
 
+_GEOM_ATOMS = np.geomspace(1e-6, 1, 40)  # round T: formed once (the same 40 numbers at every call)
+
+
 def _grid(f, n, p, q):
     lo, hi = np.arcsin(np.sqrt(q)), np.arcsin(np.sqrt(p))
     m = int(min(MAX_GRID, max(50, np.ceil((hi - lo) * 8 * np.sqrt(n)))))
     g = (np.sin(np.linspace(lo, hi, m + 1)) ** 2 - q) / (p - q)
-    return np.unique(np.clip(np.concatenate([[0.0, 1.0], f, g, np.geomspace(1e-6, 1, 40)]), 0.0, 1.0))
+    return np.unique(np.clip(np.concatenate([[0.0, 1.0], f, g, _GEOM_ATOMS]), 0.0, 1.0))
 
 
 def _likelihood(c, n, p, q, u):

@@ -223,6 +223,18 @@ def _padded_supports(J):
     return np.array([[j in S for j in range(J)] for S, _ in _supports(J)], dtype=bool)
 
 
+@functools.lru_cache(maxsize=8)
+def _padded_parts(J):
+    """Round T: the constants of :func:`_simplex_least_squares_batched` for ``J`` weights, formed once (the same arrays
+    as formed per call before): the support masks, their outer products and the identity padding outside them."""
+    on = _padded_supports(J)
+    both = on[:, :, None] & on[:, None, :]
+    pad = np.where(~on, 1.0, 0.0)[:, :, None] * np.eye(J)[None]
+    for a in (on, both, pad):
+        a.flags.writeable = False
+    return on, both, pad
+
+
 def _simplex_least_squares_batched(A, b):
     """:func:`simplex_least_squares` with every support's KKT system solved in one batched call (round G3).
 
@@ -234,11 +246,10 @@ def _simplex_least_squares_batched(A, b):
     largest cut).
     """
     J = b.size
-    on = _padded_supports(J)
+    on, both, pad = _padded_parts(J)
     m = on.shape[0]
-    both = on[:, :, None] & on[:, None, :]
     M = np.zeros((m, J + 1, J + 1))
-    M[:, :J, :J] = np.where(both, A[None, :, :], 0.0) + np.where(~on, 1.0, 0.0)[:, :, None] * np.eye(J)[None]
+    M[:, :J, :J] = np.where(both, A[None, :, :], 0.0) + pad
     M[:, :J, J] = on
     M[:, J, :J] = on
     rhs = np.zeros((m, J + 1, 1))
@@ -268,14 +279,36 @@ def _simplex_least_squares_batched(A, b):
 #: last ``ROW_MEMO_SIZE`` ``(K, midpoints, rho grid)`` keys -- the common grid depends on ``n``, ``p`` and ``q`` only, so
 #: a refit with as many users at the same ``K`` and ``epsilon`` (a benchmark's runs, a periodic re-estimate) reads the
 #: Beta CDF rows a previous fit computed (about 0.1 ms a row, 15-20 rows a fit at ``K = 64, eps = 8``).  A row is the
-#: same elementwise function of the same numbers whichever fit computes it (read-only arrays).  0: no memo (every fit
-#: computes its own rows, round S2's behaviour).
-ROW_MEMO_SIZE = 16
+#: same elementwise function of the same numbers whichever fit computes it (read-only arrays; at most 97 rows of about
+#: 440 atoms, 0.34 MB, a key).  The common grid itself is kept for as many ``(n, p, q)`` (:func:`_common_grid`).  0: no
+#: memo (every fit computes its own rows and grid, round S2's behaviour).
+ROW_MEMO_SIZE = 8
 #: Round T: :func:`stacked_estimate`'s second :func:`candidates` call on all users (the other candidates, where the
 #: stack or ``'dir'`` is kept) reuses the first's likelihood, atoms and ``rho`` (``prep``).  False: recomputed.
 STACK_PREP_REUSE = True
 _ROW_MEMO = collections.OrderedDict()
+_GRID_MEMO = collections.OrderedDict()  # the common grids of the last ROW_MEMO_SIZE (n, p, q) (_common_grid)
 _ROW_MEMO_LOCK = threading.Lock()
+
+
+def _common_grid(n, p, q):
+    """The common grid ``_grid(np.zeros(0), n, p, q)`` (it depends on ``n``, ``p`` and ``q`` only), kept for the last
+    ``ROW_MEMO_SIZE`` triples (round T; read-only; the same numbers either way)."""
+    if ROW_MEMO_SIZE <= 0:
+        return _grid(np.zeros(0), n, p, q)
+    key = (int(n), float(p), float(q))
+    with _ROW_MEMO_LOCK:
+        u = _GRID_MEMO.get(key)
+        if u is not None:
+            _GRID_MEMO.move_to_end(key)
+    if u is None:
+        u = _grid(np.zeros(0), n, p, q)
+        u.flags.writeable = False
+        with _ROW_MEMO_LOCK:
+            _GRID_MEMO[key] = u
+            while len(_GRID_MEMO) > ROW_MEMO_SIZE:
+                _GRID_MEMO.popitem(last=False)
+    return u
 
 
 def _shared_rows(key):
@@ -682,7 +715,7 @@ def stacked_estimate(c, n, p, q, sids, masks, rng, rho_grid, folds=STACK_FOLDS, 
                         stack_folds=int(folds), stack_gain=float("nan"), stack_se=float("nan"), stack_used=False,
                         stack_baseline="eb", **route)
             return theta, info
-    u0 = _grid(np.zeros(0), n, p, q)  # atoms independent of the counts, shared by every fit
+    u0 = _common_grid(n, p, q)  # atoms independent of the counts, shared by every fit
     if STACK_FAST_NUMERICS and cdf_table is None:
         WB0 = DirichletRows(u0, K, rho_grid)
     else:
