@@ -284,3 +284,48 @@ def test_least_squares_constants_are_formed_once_and_read_only():
     assert S._padded_parts(5)[0] is on and not (on.flags.writeable or both.flags.writeable or pad.flags.writeable)
     np.testing.assert_array_equal(both, on[:, :, None] & on[:, None, :])
     np.testing.assert_array_equal(pad, np.where(~on, 1.0, 0.0)[:, :, None] * np.eye(5)[None])
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# GRR's client (SS with k = 1): the keys of the rows it does not read skipped by bit_generator.advance
+# (_mechanisms.SKIP_UNUSED_KEYS): the same responses and the same generator state, for every bit generator (PCG64 and
+# PCG64DXSM skip, the others draw), with a buffered 32-bit value (then it draws), with few and many left-out users.
+import sklearn_bayes.privacy._ldp._mechanisms as M  # noqa: E402
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64,
+                                           np.random.MT19937])
+@pytest.mark.parametrize("K, eps, n", [(20, 8.0, 5000), (64, 8.0, 2000), (1000, 8.0, 3000), (3, 0.5, 400), (2, 12.0, 1),
+                                       (200, 20.0, 700)])
+@pytest.mark.parametrize("buffered", [False, True])
+def test_skipped_keys_give_the_same_responses_and_state(bit_generator, K, eps, n, buffered, monkeypatch):
+    x = np.random.default_rng(K + n).integers(0, K, n)
+    res = []
+    for flag in (False, True):
+        monkeypatch.setattr(M, "SKIP_UNUSED_KEYS", flag)
+        g = np.random.Generator(bit_generator(123))
+        if buffered:
+            g.integers(0, 10, dtype=np.int32)  # PCG64's has_uint32: the skip would reset it, so it draws
+        out = M.ss_privatize_packed(x, K, eps, 1, g)
+        res.append((out, repr(g.bit_generator.state), g.random(4)))
+    np.testing.assert_array_equal(res[1][0], res[0][0])
+    assert res[1][1] == res[0][1]
+    np.testing.assert_array_equal(res[1][2], res[0][2])
+
+
+def test_skip_reads_the_left_rows_keys_and_refuses_where_not_exact(monkeypatch):
+    rng = np.random.default_rng(5)
+    left = np.array([0, 3, 7, 1999])
+    ref = np.random.default_rng(5).random((2000, 4))[left]
+    np.testing.assert_array_equal(M._left_rows_keys(rng, 2000, 4, left), ref)
+    assert repr(rng.bit_generator.state) == _state_after(5, 8000)
+    assert M._left_rows_keys(np.random.Generator(np.random.SFC64(1)), 2000, 4, left) is None
+    assert M._left_rows_keys(np.random.default_rng(1), 9, 4, np.array([0, 3, 7])) is None  # many rows: draw them all
+    monkeypatch.setattr(M, "SKIP_UNUSED_KEYS", False)
+    assert M._left_rows_keys(np.random.default_rng(1), 2000, 4, left) is None
+
+
+def _state_after(seed, draws):
+    g = np.random.default_rng(seed)
+    g.random(draws)
+    return repr(g.bit_generator.state)
