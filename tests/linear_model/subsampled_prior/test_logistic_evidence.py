@@ -169,8 +169,8 @@ def test_evidence_scale_does_not_depend_on_the_scale_of_the_weights():
     """The criterion takes the weights in units of their mean: weights c w choose the scale of
     weights w.  The weights are normalised by a power of two (exact), but the criterion's
     rounding can steer the bounded search (its tolerance 0.05 decade) differently, so the scales
-    agree to that tolerance, not bit for bit (``prior_choice_['scale']`` is per mean unit of weight
-    since review HQR's F3: it no longer carries a factor 1 / c)."""
+    agree to that tolerance, not bit for bit.  ``prior_choice_['scale']`` is in the weights' own units
+    (frequencies, review HSR F1): it carries a factor 1 / c."""
     X, y = _logistic(120, 30, 3)
     a = SubsampledPriorLogisticRegression(random_state=0, prior_scale="evidence").fit(X, y)
     assert a.prior_choice_["scale_rule"] == "evidence"
@@ -178,5 +178,5 @@ def test_evidence_scale_does_not_depend_on_the_scale_of_the_weights():
         b = SubsampledPriorLogisticRegression(random_state=0, prior_scale="evidence").fit(
             X, y, sample_weight=np.full(y.size, c))
         assert b.prior_choice_["scale_rule"] == "evidence"
-        shift = np.log10(b.prior_choice_["scale"]) - np.log10(a.prior_choice_["scale"])
+        shift = np.log10(b.prior_choice_["scale"]) + np.log10(c) - np.log10(a.prior_choice_["scale"])
         assert abs(shift) <= 0.05

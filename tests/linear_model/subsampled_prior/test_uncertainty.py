@@ -130,13 +130,13 @@ def test_extra_column_covariance_and_weights():
     reg = SubsampledPriorRidge(prior_mean_method="extra_column", random_state=0).fit(X, y)
     assert np.all(np.linalg.eigvalsh(reg.coef_covariance_) > 0)
     assert np.all(reg.conf_int()[:, 0] < reg.coef_) and np.all(reg.coef_ < reg.conf_int()[:, 1])
-    # the weights are relative (review HQR, F3): the posterior of the rows repeated w times, per mean unit of
-    # weight -- the repeated rows' information divided by mean(w)
+    # a given noise variance: the variance is known given the weights, which count as frequencies (review HSR,
+    # F1): the information of the rows repeated w times, with the prior reported in the same units
     w = rng.integers(1, 3, size=len(y)).astype(float)
     a = SubsampledPriorRidge(noise_variance=1.0, subsample_size=50, random_state=0).fit(X, y, sample_weight=w)
     Xr, yr = np.repeat(X, w.astype(int), axis=0), np.repeat(y, w.astype(int))
     Xc = Xr - Xr.mean(axis=0)
-    assert_allclose(a.coef_covariance_, np.linalg.inv(Xc.T @ Xc / w.mean() + a.prior_precision_), rtol=1e-8)
+    assert_allclose(a.coef_covariance_, np.linalg.inv(Xc.T @ Xc + a.prior_precision_), rtol=1e-8)
 
 
 def test_multinomial_shapes():

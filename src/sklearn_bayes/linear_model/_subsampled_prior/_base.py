@@ -430,10 +430,11 @@ class _BaseSubsampledPrior(BaseEstimator):
         """Prior from the subsample fits, then the MAP fit on all rows.
 
         The objective carries the weights ``sample_weight`` (the user's divided by ``weight_unit``); the
-        covariances are reported per ``1 / per_weight`` units of those weights: ``per_weight`` is their mean
-        (so per mean unit of the user's weights, invariant under ``w -> c w``) for the chosen priors, whose fit
-        is invariant too, and ``1 / weight_unit`` (the user's units: weights as frequencies) for
-        ``prior_scale='paper'``, whose fixed prior weighs against the weighted sum of losses."""
+        covariances are reported per ``1 / per_weight`` units of those weights: ``1 / weight_unit`` (the user's
+        units: weights as frequencies or exposures) where the likelihood's variance is known given the weights
+        (``_absolute_weights``) and for ``prior_scale='paper'``; their mean (per mean unit of the user's weights,
+        invariant under ``w -> c w``) for the ridge with an estimated noise variance.  The chosen priors' fit is
+        invariant under ``w -> c w`` either way."""
         per_weight = 1.0 / weight_unit if per_weight is None else per_weight
         coefs = np.vstack([r[0] for r in results])
         intercepts = np.vstack([r[1] for r in results])
@@ -531,6 +532,16 @@ class _BaseSubsampledPrior(BaseEstimator):
 
     #: standardise the target too (the squared loss); class labels and counts are left alone
     _scale_target = False
+
+    def _absolute_weights(self):
+        """Whether the covariances read ``sample_weight`` in its own units (frequencies, exposures): True where the
+        likelihood's variance is known given the weights (logistic, Poisson -- whose ``dispersion='pearson'`` is
+        estimated with the same weights, so its intervals do not depend on their scale), so that the information
+        is :math:`\\sum_i w_i I_i` (review HSR, F1).  The fit does not depend on the weights' scale (the
+        Poisson regressor fits the counts, the exposures over their mean: there a factor on the weights at fixed
+        ``y`` is more exposure)."""
+        return True
+
     #: the loss is a negative log-likelihood: the Laplace approximation at the MAP is a posterior
     _laplace = True
 
@@ -552,8 +563,12 @@ class _BaseSubsampledPrior(BaseEstimator):
         # absolute tolerances and the weighted sums now see weights of order 1 (unit weights are
         # left as they are)
         sample_weight, weight_unit = normalise_weights(sample_weight)
-        # covariances per mean unit of weight (exactly 1.0 for unit weights), except under the fixed 'paper' prior
-        per_weight = float(np.mean(sample_weight)) if self.prior_scale != "paper" else 1.0 / weight_unit
+        # where the variance is known given the weights (logistic, Poisson, ridge with a given noise_variance) and
+        # under the fixed 'paper' prior, the covariances are in the user's units of weight (frequencies or
+        # exposures: the information is sum_i w_i ...); where a dispersion is estimated (the ridge's 'auto' noise
+        # variance), per mean unit of weight (the estimate absorbs the weights' scale).  1.0 for unit weights.
+        per_weight = 1.0 / weight_unit if self.prior_scale == "paper" or self._absolute_weights() \
+            else float(np.mean(sample_weight))
         _check_dominated_columns(X, sample_weight, stacklevel)
         if self._scale_target:
             Xs, ys, st = standardise(X, targets[0], sample_weight, fit_intercept=self.fit_intercept, scale_y=True)

@@ -1,11 +1,14 @@
 """The subsampled-prior classifiers: logistic regression (binary or multinomial) and the linear SVM."""
 
+from numbers import Real
+
 import numpy as np
 from scipy.special import expit, log_softmax, softmax
 from sklearn.base import _fit_context
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
@@ -61,6 +64,11 @@ class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
             )
         with naming("sample_weight"):
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if self.class_weight is not None:
+            # (a class without weight: 'balanced' gives it an infinite weight, its rows keep 0)
+            per_row = self._class_weights(classes, classes[y_enc], sample_weight)[y_enc]
+            with np.errstate(invalid="ignore"):
+                sample_weight = np.where(sample_weight > 0, sample_weight * per_row, 0.0)
         present = np.unique(y_enc[sample_weight > 0])
         if present.size < 2:
             raise ValueError(
@@ -68,6 +76,30 @@ class _SubsampledPriorClassifier(LinearClassifierMixin, _BaseSubsampledPrior):
                 f"but only one class has positive weight: {classes[present[0]] if present.size else None!r}."
             )
         return X, y_enc, sample_weight, classes
+
+    def _class_weights(self, classes, y, sample_weight):
+        """One weight per class, scikit-learn's ``compute_class_weight`` as ``LogisticRegression`` and ``LinearSVC``
+        call it (``'balanced'``: ``sum(w) / (n_classes * sum of w in the class)``, the weighted class counts); a
+        dict key that is no class of ``y`` is refused (scikit-learn ignores it when every class has a key)."""
+        cw = self.class_weight
+        if isinstance(cw, dict):
+            def key(c):  # compute_class_weight's own lookup: int where it converts, else str
+                try:
+                    return int(c)
+                except (TypeError, ValueError):
+                    return str(c)
+            known = {key(c) for c in classes}
+            unknown = [k for k in cw if k not in known]
+            if unknown:
+                raise ValueError(
+                    f"class_weight has keys that are not classes of y: {unknown!r} (the classes are "
+                    f"{classes.tolist()!r}).")
+            bad = {k: v for k, v in cw.items() if isinstance(v, bool) or not isinstance(v, Real)
+                   or not (np.isfinite(v) and v >= 0)}
+            if bad:
+                raise ValueError(f"class_weight values must be finite non-negative numbers, got {bad!r}.")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return compute_class_weight(cw, classes=classes, y=y, sample_weight=sample_weight)
 
 
 class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassifier):
@@ -82,6 +114,7 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         **_BaseSubsampledPrior._parameter_constraints,
         "prior_scale": [StrOptions({"evidence", "loo", "loo-log-loss", "paper"})],
         "predictive": [StrOptions({"map", "moderated"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -101,6 +134,7 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         n_jobs=None,
         random_state=None,
         predictive="map",
+        class_weight=None,
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
@@ -109,10 +143,13 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )
         self.predictive = predictive
+        self.class_weight = class_weight
 
     def __setstate__(self, state):
-        # pickles made before ``predictive`` existed (issue 29, round 9) predicted with the MAP fit
+        # pickles made before ``predictive`` existed (issue 29, round 9) predicted with the MAP fit; before
+        # ``class_weight`` (review HSR, F9), no class weights
         state.setdefault("predictive", "map")
+        state.setdefault("class_weight", None)
         super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -126,9 +163,10 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
         y : array-like of shape (n_samples,)
             Class labels (two or more classes).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
-            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
-            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
+            Non-negative frequency weights multiplying the losses (times the class weights of
+            ``class_weight``).  Their overall scale does not change the fit; the covariances are in
+            their own units (a row of weight ``k`` has the information of ``k`` repeated rows;
+            weights times ``c`` divide the covariances by ``c``).
 
         Returns
         -------
@@ -253,7 +291,17 @@ _doc(
         five of six development cells, several-fold on near-separated data (the Gaussian of the
         Laplace approximation is symmetric about the MAP where the posterior is skewed away from
         0); it helps where the classes overlap (spam7: 0.890 against 1.002 of
-        ``LogisticRegressionCV``'s log-loss).""",
+        ``LogisticRegressionCV``'s log-loss).
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the classes, multiplied into ``sample_weight`` with scikit-learn's semantics
+        (:func:`~sklearn.utils.class_weight.compute_class_weight`, called as
+        :class:`~sklearn.linear_model.LogisticRegression` and :class:`~sklearn.svm.LinearSVC` call
+        it): a dict ``{label: weight}`` (a class without a key weighs 1; a key that is no class of
+        ``y`` is refused, where scikit-learn ignores it when every class has a key), or
+        ``'balanced'``, :math:`\\sum_i w_i / (K \\sum_{i: y_i = k} w_i)` for class :math:`k` of
+        :math:`K` (the inverse of its share of the sample weight).  None: every class weighs 1.  The class
+        weights enter the intervals as frequencies: a balanced fit's intervals describe the reweighted
+        sample, not the population.""",
     attr_fmt=dict(
         mean_shape="(n_features,) or ((n_classes - 1) * n_features,)",
         cov_shape="(k, k) with k the length of prior_mean_",
@@ -361,6 +409,10 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
     # the (squared) hinge loss is no negative log-likelihood: no posterior covariance
     _laplace = False
 
+    def _absolute_weights(self):
+        """No covariances of the coefficients: the prior's moments stay per mean unit of weight."""
+        return False
+
     #: appended to the Notes
     _no_uncertainty = """
 
@@ -379,6 +431,7 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
     _parameter_constraints = {
         **_BaseSubsampledPrior._parameter_constraints,
         "loss": [StrOptions({"squared_hinge", "hinge"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -398,6 +451,7 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
         max_iter=100,
         n_jobs=None,
         random_state=None,
+        class_weight=None,
     ):
         super().__init__(
             n_subsamples=n_subsamples, subsample_size=subsample_size, covariance=covariance,
@@ -406,6 +460,12 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
             tol=tol, max_iter=max_iter, n_jobs=n_jobs, random_state=random_state,
         )
         self.loss = loss
+        self.class_weight = class_weight
+
+    def __setstate__(self, state):
+        # pickles made before ``class_weight`` existed (review HSR, F9): no class weights
+        state.setdefault("class_weight", None)
+        super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @transactional
@@ -418,9 +478,8 @@ class SubsampledPriorLinearSVC(_SubsampledPriorClassifier):
         y : array-like of shape (n_samples,)
             Class labels.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
-            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
-            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
+            Non-negative weights multiplying the losses (times the class weights of ``class_weight``);
+            with ``prior_scale='loo'`` their overall scale changes nothing.
 
         Returns
         -------
@@ -460,7 +519,15 @@ _doc(
         of the hinge optimum, ``mu`` the last width at which Newton's method converged (``1e-6``
         on the dissertation's data sets; earlier stages when the generalised Hessian turns
         singular).  Much slower than ``'squared_hinge'`` (about 8x the Newton iterations); its unregularised subsample fits are minimisers of the (piecewise linear)
-        hinge loss, which are often not unique (flagged rank-deficient).""",
+        hinge loss, which are often not unique (flagged rank-deficient).
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the classes, multiplied into ``sample_weight`` with scikit-learn's semantics
+        (:func:`~sklearn.utils.class_weight.compute_class_weight`, called as
+        :class:`~sklearn.linear_model.LogisticRegression` and :class:`~sklearn.svm.LinearSVC` call
+        it): a dict ``{label: weight}`` (a class without a key weighs 1; a key that is no class of
+        ``y`` is refused, where scikit-learn ignores it when every class has a key), or
+        ``'balanced'``, :math:`\\sum_i w_i / (K \\sum_{i: y_i = k} w_i)` for class :math:`k` of
+        :math:`K` (the inverse of its share of the sample weight).  None: every class weighs 1.""",
     attr_fmt=dict(
         mean_shape="(n_features,), or (n_classes, n_features) one-vs-rest",
         cov_shape="(n_features, n_features), or (n_classes, n_features, n_features)",

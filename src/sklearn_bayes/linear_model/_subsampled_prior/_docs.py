@@ -97,7 +97,8 @@ _ATTRIBUTES = """
     prior_choice_ : dict or None{per_class_list}
         ``prior_scale='loo'``: the chosen candidate, ``{{'shape': 'subsample' or 'identity',
         'mean': 'subsample' or 'zero', 'scale': tau (prior variance scale in the standardised
-        units, per mean unit of weight), 'loo_risk': the leave-one-out risk at that scale (the GLMs: the strongest prior
+        units; in the weights' units where the covariances are, see *Sample weights*, else per mean unit of
+        weight), 'loo_risk': the leave-one-out risk at that scale (the GLMs: the strongest prior
         within half a standard error of the minimum; the SVMs: the number of leave-one-out
         misclassifications), 'at_grid_boundary': bool}}``, for the SVMs also ``'intercept':
         'free', 'penalised'`` or ``'none'`` (without ``fit_intercept``; penalised: the intercept under the same prior :math:`N(0, \tau)`, with
@@ -225,13 +226,29 @@ _NOTES = """
 
     **Sample weights** multiply the losses, in the subsample fits and the MAP fit; rows with
     zero weight are never drawn.  Because subsamples are drawn by rows, a weight of 2 is not
-    the same as a repeated row.  They are relative weights: the prior's scale is searched per
-    mean unit of weight, and the covariances (``coef_covariance_``, ``coef_sampling_covariance_``,
-    ``prior_covariance_``, the predictive standard deviations) are per mean unit of weight too,
-    so multiplying every weight by a constant changes neither the fit nor the intervals (before,
-    a factor ``c`` narrowed them by ``sqrt(c)``, and weights of 1e-320 gave ``(-inf, inf)``).  Only
-    ``prior_scale='paper'``, whose fixed prior weighs against the weighted sum of losses, reads
-    them as frequencies (its fit and covariances are in the weights' own units).
+    the same as a repeated row for the fit (other subsamples, so another prior).  The prior's
+    scale is searched per mean unit of weight, so a constant factor on the weights does not
+    change the fit of the ridge, the logistic regression or the SVM.  The covariances read the
+    weights as R's ``glm`` reads prior weights.  Where the variance is known given the weights
+    (logistic, Poisson, the ridge with a given ``noise_variance``) they are frequencies or
+    exposures: the information is :math:`\\sum_i w_i \\ell''_i \\tilde x_i \\tilde x_i^\\top`, a
+    row of weight ``k`` carries the information of ``k`` repeated rows, and ``coef_covariance_``,
+    ``coef_sampling_covariance_``, ``prior_covariance_`` (the prior in the same units: the
+    objective is :math:`\\sum_i w_i L_i + \\tfrac12 (\\beta - \\beta_0)^\\top P (\\beta - \\beta_0)`,
+    :math:`P` = ``prior_precision_``) and ``prior_choice_['scale']`` are in the weights' own
+    units (weights times ``c``: divided by ``c``).  The Poisson regressor reads its weights as
+    exposures, scikit-learn's idiom for rates (``y = counts / exposure``, ``sample_weight =
+    exposure``): it fits the counts, with the exposures in units of their mean and the rates per
+    mean exposure (the intercept shifted back), so the fit and every interval are the same in any
+    unit of exposure, and ``dispersion_`` is the counts' Pearson dispersion.  With an estimated
+    dispersion the weights' scale cancels from the covariances: the ridge's (``noise_variance='auto'``)
+    are per mean unit of weight, unchanged by a constant factor, as in R's gaussian ``glm``, and
+    the Poisson ``dispersion='pearson'`` intervals multiply the counts' covariance by their
+    dispersion (R's quasi-Poisson).  ``prior_scale='paper'``, whose
+    fixed prior weighs against the weighted sum of losses, reads them as frequencies throughout.
+    (Review HSR, F1: all covariances were per mean unit of weight before, so Poisson intervals
+    with exposures in months were 69 times the Wald interval's width and covered 1.000, and in
+    thousands of years covered 0.769.)
 
     **Units.**  All fits run on standardised features (each column centred at its weighted
     mean when an intercept is fitted, and divided by its weighted standard deviation -- root

