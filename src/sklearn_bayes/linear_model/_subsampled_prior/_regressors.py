@@ -287,9 +287,9 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
         # the rates y with exposures w are fitted as the count problem they are (the Poisson likelihood of
         # y_i / w_i with weight w_i is that of the counts w_i y_i with offset log w_i): exposures in units of
         # their mean, the rates per mean exposure, the intercept shifted back below.  The fit and the
-        # intervals then do not depend on the unit of the exposure (review HSR, F1: exposure in months, mean
-        # 4811, gave the same fit as in years; per hour the prior search met its weak end and the coefficients
-        # shrank to 1/60 of the Wald fit's).  Unit weights, or weights of mean 1: nothing changes.
+        # intervals then do not depend on the unit of the exposure (review HSR, F1, AER ShipAccidents: with the
+        # exposure in days or hours the prior search met its weak end; per hour the coefficients shrank to
+        # 0.04-0.2 of the per-month fit's).  Unit weights, or weights of mean 1: nothing changes.
         wbar, y_fit, w_fit = self._exposure_units(y, sample_weight)
         out = self._fit_single(X, y_fit, w_fit, PoissonLoss())
         self.coef_ = out["coef"][0]
