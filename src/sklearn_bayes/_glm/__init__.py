@@ -3,7 +3,7 @@
 ``_losses`` holds the loss objects (one small class per loss: squared, logistic, multinomial,
 squared hinge, hinge, Poisson); ``_map`` the Gaussian prior and the damped-Newton MAP solver
 :func:`fit_map`; ``_dual`` its Newton system in ``n`` dimensions on wide data (``p > 2 n``, an isotropic
-prior: Woodbury); ``_leverage`` the leverages of a tall design in cache-sized row blocks; ``_base`` the
+prior: Woodbury), ``_multidual`` the same in ``n q`` dimensions for ``q > 1`` outputs (``p > n``); ``_leverage`` the leverages of a tall design in cache-sized row blocks; ``_base`` the
 data validation, the standardisation of columns and the :class:`LinearPredictorMixin` of the linear
 estimators.  Used by ``linear_model`` and
 ``privacy._linear``; it imports neither.  See the layout in doc/user_guide/conventions.rst.

@@ -203,6 +203,27 @@ def _column_offset_scale(A, w, centre):
     return offset * big, scale * big, flat
 
 
+#: entries per block of :func:`rescale`'s check on a large array (temporaries in cache, not a pass per condition)
+_RESCALE_BLOCK = 1 << 15
+
+
+def _fine(a, t, out):
+    """Where ``out = a * t`` is the exact product's rounding: a normal factor and a normal or zero result."""
+    tiny = np.finfo(float).tiny
+    return (np.isfinite(t) & (np.abs(t) >= tiny)
+            & ((np.abs(out) >= tiny) | (a == 0)) & (np.isfinite(out) | ~np.isfinite(a)))
+
+
+def _all_fine(a, t, out):
+    """``np.all(_fine(a, t, out))``, block by block of rows for a large ``out`` (the same answer)."""
+    if out.ndim == 0 or out.size <= _RESCALE_BLOCK:
+        return bool(np.all(_fine(a, t, out)))
+    a, t = np.broadcast_to(a, out.shape), np.broadcast_to(t, out.shape)
+    rows = max(1, _RESCALE_BLOCK // max(1, out[0].size))
+    return all(np.all(_fine(a[lo:lo + rows], t[lo:lo + rows], out[lo:lo + rows]))
+               for lo in range(0, out.shape[0], rows))
+
+
 def rescale(a, num=(), den=()):
     """``a * prod(num) / prod(den)`` (broadcast), overflowing or underflowing only where the result does.
 
@@ -221,11 +242,9 @@ def rescale(a, num=(), den=()):
         for f in den:
             t = t / np.asarray(f, dtype=np.float64)
         out = a * t
-        tiny = np.finfo(float).tiny
-        fine = (np.isfinite(t) & (np.abs(t) >= tiny)
-                & ((np.abs(out) >= tiny) | (a == 0)) & (np.isfinite(out) | ~np.isfinite(a)))
-        if np.all(fine):
+        if _all_fine(a, t, out):
             return out
+        fine = _fine(a, t, out)
         m, e = np.frexp(a)
         e = e.astype(np.int64)
         for f in num:

@@ -15,11 +15,15 @@ Woodbury identity gives ``A^{-1} r = (r - X_s^T M^{-1} X_s r) / a`` with the ``n
 ``H (u, v) = (g, g_0)``.  The cost per factorisation is ``O(n^2 d)`` instead of the ``O(d^2 n + d^3)``
 of forming and factorising ``H``: the same Newton step (exact algebra; they differ by rounding), so the
 solver's iterates and stopping rule are unchanged.  It is used when ``d > DUAL_RATIO * n``; setting
-:data:`DUAL_RATIO` to ``inf`` restores the dense path everywhere (bit for bit).
+:data:`DUAL_RATIO` to ``inf`` restores the dense path everywhere (bit for bit).  With ``q > 1`` outputs (the
+multinomial loss) :func:`posterior_inverse` and :func:`information_inverse` hand over to
+:mod:`sklearn_bayes._glm._multidual` (its own shape rule and switch).
 """
 
 import numpy as np
 from scipy.linalg import lapack
+
+from sklearn_bayes._glm import _multidual
 
 #: the n-dimensional (Woodbury) Newton system is used when n_features > DUAL_RATIO * n_samples
 #: (one output, isotropic prior); ``float('inf')`` turns it off (the dense (d+1) x (d+1) path)
@@ -132,8 +136,13 @@ class DualFactor:
 def posterior_inverse(X, y, loss, coef, intercept, *, sample_weight, prior_precision, fit_intercept):
     """``H^{-1}`` of :func:`~sklearn_bayes._glm._map.posterior_hessian` through :class:`DualFactor` on wide
     data under an isotropic prior; None where the shape rule or the prior does not apply (or the factor
-    is declined): the caller's dense path then."""
+    is declined): the caller's dense path then.  ``q > 1`` outputs: :func:`._multidual.posterior_inverse`."""
     X = np.asarray(X, dtype=float)
+    if loss.n_outputs > 1:
+        a = isotropic_scale(prior_precision) if prior_precision is not None and _multidual.use_multi_dual(
+            *X.shape, loss.n_outputs) else None
+        return None if a is None else _multidual.posterior_inverse(
+            X, y, loss, coef, intercept, sample_weight=sample_weight, a=a, fit_intercept=fit_intercept)
     n, d = X.shape
     a = isotropic_scale(prior_precision) if prior_precision is not None and use_dual(n, d, loss.n_outputs) else None
     if a is None:
@@ -159,7 +168,10 @@ def information_inverse(X, y, loss, coef, intercept, *, sample_weight, fit_inter
     the eigendecomposition of ``Z^T Z`` (``O(d^3)``): its nonzero eigenvalues are the squared singular
     values, the rest 0; the same rank rule keeps ``s^2 > rank_tolerance(s_max^2, d + 1, n)``, and the result
     is the pseudo-inverse ``V_r diag(1 / s_r^2) V_r^T`` with ``+-inf`` where ``I - V_r V_r^T`` is not 0.
-    None where the shape rule does not apply."""
+    None where the shape rule does not apply.  ``q > 1`` outputs: :func:`._multidual.information_inverse`."""
+    if loss.n_outputs > 1:
+        return _multidual.information_inverse(X, y, loss, coef, intercept, sample_weight=sample_weight,
+                                              fit_intercept=fit_intercept, rank_tolerance=rank_tolerance)
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     if not use_dual(n, d, loss.n_outputs):

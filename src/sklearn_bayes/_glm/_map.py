@@ -38,7 +38,9 @@ squared loss the Hessian is constant: it is factorised once and the first Newton
 closed form; a second step refines it (iterative refinement) and confirms convergence.
 On wide data (one output, more than ``_dual.DUAL_RATIO = 2`` columns per row) under an isotropic
 prior ``P = a I`` the same Newton step is solved in ``n`` dimensions (Woodbury, the intercept by its
-Schur complement; :mod:`sklearn_bayes._glm._dual`): ``O(n^2 d)`` per step instead of ``O(n d^2 + d^3)``.
+Schur complement; :mod:`sklearn_bayes._glm._dual`): ``O(n^2 d)`` per step instead of ``O(n d^2 + d^3)``;
+with ``q > 1`` outputs (multinomial) in ``n q`` dimensions (:mod:`sklearn_bayes._glm._multidual`):
+``O(n^2 q^3 + n^3 q^3)`` per step instead of ``O(n q^2 d^2 + q^3 d^3)``.
 Along a path of priors (``hessian_init``: the leave-one-out search of the subsampled-prior GLMs) the
 steps are chord steps with a Hessian formed at an earlier point, each costing a gradient (``O(n d)``)
 instead of a Hessian (``O(n d^2)``), and a fresh Hessian is formed where they converge slowly and for
@@ -52,7 +54,7 @@ import numpy as np
 from scipy import linalg, optimize
 from scipy.linalg import lapack
 
-from sklearn_bayes._glm import _dual
+from sklearn_bayes._glm import _dual, _multidual
 from sklearn_bayes._glm._losses import (  # the losses are re-exported: part of this module's API
     HingeLoss,
     LogisticLoss,
@@ -249,6 +251,9 @@ def _solve(L, g):
     x, info = lapack.dpotrs(L, g, lower=1)
     return x
 
+
+#: the n- and n q-dimensional (Woodbury) factors of wide data (fit_map takes Newton steps through their solve)
+_DUAL_FACTORS = (_dual.DualFactor, _multidual.MultiDualFactor)
 
 #: rows from which the one-output Hessian is accumulated over row blocks of this size (HSP): the scaled copy of a
 #: block stays in cache instead of an N x d array allocated (and page-faulted) at every call; the sums' order
@@ -500,7 +505,8 @@ def _fit_map_stage(
     converged, diverged, it, exploding = False, False, 0, 0
     restarted = False
     # wide data under an isotropic prior: the Newton system in n dimensions (_dual), same steps
-    iso = _dual.isotropic_precision(prior) if _dual.use_dual(n, d, q) else None
+    iso = _dual.isotropic_precision(prior) if _dual.use_dual(n, d, q) or _multidual.use_multi_dual(n, d, q) else None
+    gram = _multidual.gram_of(X, q) if iso is not None and q > 1 else None  # the q > 1 system's X X^T, once
     # Newton's method with the Hessian kept while it serves (hessian_init): chord steps with a factor formed
     # at an earlier point, a fresh Hessian where they converge slowly and for every convergence test
     reuse = hessian_init is not None and iso is None and not loss.constant_hessian
@@ -555,7 +561,12 @@ def _fit_map_stage(
             stale = False
         it += 1
         if factor is None or not loss.constant_hessian:
-            factor = _dual.DualFactor.build(X, h[:, 0], iso, fit_intercept, unit) if iso is not None else None
+            if iso is None:
+                factor = None
+            elif q == 1:
+                factor = _dual.DualFactor.build(X, h[:, 0], iso, fit_intercept, unit)
+            else:
+                factor = _multidual.MultiDualFactor.build(X, h, iso, fit_intercept, gram)
             if factor is None:  # the dense system (declined dual factors too: damping decides there)
                 H = _hessian(X, h, q, fit_intercept, unit)
                 H_data = H.copy() if keep_factor else None
@@ -564,7 +575,7 @@ def _fit_map_stage(
             else:
                 singular = False
             fresh = True
-        step = -(factor.solve(grad) if isinstance(factor, _dual.DualFactor) else _solve(factor, grad))
+        step = -(factor.solve(grad) if isinstance(factor, _DUAL_FACTORS) else _solve(factor, grad))
         slope = float(grad @ step)
         theta_scale = max(1.0, _amax(B), _amax(b0))
         small = _amax(step) <= tol * theta_scale
@@ -594,7 +605,7 @@ def _fit_map_stage(
             t *= 0.5
         if accepted:
             B, b0, f, eta, fresh = Bn, b0n, fn, etan, False
-            if reuse and not singular and not isinstance(factor, _dual.DualFactor):
+            if reuse and not singular and not isinstance(factor, _DUAL_FACTORS):
                 chord, last, prev = factor, -slope, None  # keep this Hessian while chord steps converge fast
         elif fit_intercept and not restarted and hasattr(loss, "profile_intercept"):
             # no step length in [1e-12, 1] decreased F: a start far from the data's level (Poisson: an

@@ -57,12 +57,14 @@ from sklearn_bayes._glm import (
     LogisticLoss,
     SquaredHingeLoss,
     _dual,
+    _multidual,
     fit_map,
     leverages,
     posterior_hessian,
 )
 
 from . import _separation, _weak
+from ._multinomial import _design_rows, _inverse, alo_multi
 
 #: rows above which the squared loss uses generalised cross-validation instead of exact LOO
 _EXACT_LOO_MAX_ROWS = 20000
@@ -115,7 +117,8 @@ def _shapes(cov, use_shape=True):
             out.append(("subsample", S, linalg.cholesky(S, lower=True)))
         except linalg.LinAlgError:
             pass
-    out.append(("identity", np.eye(k), np.eye(k)))
+    eye = np.eye(k)  # one array for the shape and its factor (read only; (q d)^2 entries on wide multinomial data)
+    out.append(("identity", eye, eye))
     return out
 
 
@@ -362,26 +365,6 @@ def ridge_map(X, y, w, fit_intercept, st):
 # ---- other losses: approximate LOO along log tau --------------------------------------------
 
 
-def _design_rows(X, q, fit_intercept):
-    """Column blocks of the parameter vector (vec B row-major, then intercepts) per output."""
-    d = X.shape[1]
-    blocks = []
-    for k in range(q):
-        cols = list(range(k * d, (k + 1) * d))
-        if fit_intercept:
-            cols.append(q * d + k)
-        blocks.append(np.array(cols))
-    return blocks
-
-
-def _inverse(H):
-    """``H^-1`` by Cholesky, the pseudo-inverse where that fails."""
-    try:
-        return linalg.cho_solve(linalg.cho_factor(H, lower=True), np.eye(H.shape[0]))
-    except (linalg.LinAlgError, ValueError):
-        return linalg.pinvh(H)
-
-
 def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, errors=False, rows=False,
              loo_eta=False, loo_var=False, factor=None, PD=None, Xa=None, point=None, fast=False):
     """Approximate leave-one-out risk ``sum_i w_i L(y_i, eta_{-i})`` of a MAP fit.
@@ -413,6 +396,8 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
         g, h = loss.derivatives(y, eta, w)
     if Xa is None:
         Xa = np.hstack([X, np.ones((N, 1))]) if fit_intercept else X
+    if q > 1:  # the multinomial (_multinomial; on wide data in n q dimensions)
+        return alo_multi(X, y, w, loss, B, b0, eta, g, h, precision, fit_intercept, D, rows, factor, Xa)
     blocks = _design_rows(X, q, fit_intercept)
     J = None
     shift = np.zeros((N, q))
@@ -466,19 +451,6 @@ def alo_risk(X, y, w, loss, coef, intercept, precision, fit_intercept, D=None, e
             val = float(w @ (y * eta_loo <= 0)) / float(np.mean(w)) + rbar / (1.0 + rbar)
             return (val, w * (y * eta_loo <= 0) / float(np.mean(w))) if rows else val
         return r
-    J = np.empty((N, q, q))
-    for a, ca in enumerate(blocks):
-        Z = Xa @ Hinv[np.ix_(ca, np.concatenate(blocks))]
-        for b, cb in enumerate(blocks):
-            J[:, a, b] = np.einsum("ij,ij->i", Z[:, b * len(cb):(b + 1) * len(cb)], Xa)
-    Wm = h if h.ndim == 3 else np.einsum("ij,jk->ijk", h, np.eye(q))
-    M = np.eye(q)[None, :, :] - Wm @ J
-    u = np.linalg.solve(M, g[:, :, None])[:, :, 0]
-    eta_loo = eta + np.einsum("iab,ib->ia", J, u) + shift
-    if rows:
-        v = loss.values(y, eta_loo, w)
-        return float(np.sum(v)), v
-    return loss.value(y, eta_loo, w)
 
 
 def _one_se(risk, cache, state, t_min, k):
@@ -635,11 +607,11 @@ def select_glm(X, y, w, loss, fit_intercept, coefs, indices, cov, tol, max_iter,
                 limit_box.append(np.nan)
         return limit_box[0]
     for sname, S, _ in _shapes(cov, use_subsamples):
-        # the identity's inverse is itself, exactly (no O(d^3) solve on wide data)
-        Sinv = np.eye(S.shape[0]) if sname == "identity" else linalg.cho_solve(
-            linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
-        Sinv = 0.5 * (Sinv + Sinv.T)
-        scalar = sname == "identity" and _dual.use_dual(N, X.shape[1], loss.n_outputs)
+        # the identity's inverse is S itself, exactly and symmetric (no O(d^3) solve on wide data, no copy)
+        Sinv = S if sname == "identity" else linalg.cho_solve(linalg.cho_factor(S, lower=True), np.eye(S.shape[0]))
+        Sinv = Sinv if sname == "identity" else 0.5 * (Sinv + Sinv.T)
+        scalar = sname == "identity" and (_dual.use_dual(N, X.shape[1], loss.n_outputs)
+                                          or _multidual.use_multi_dual(N, X.shape[1], loss.n_outputs))
         for mname, mean, Dm in means:
             # the first fit of a candidate starts from the data Hessian of the previous candidate's first fit
             state = {"coef": mean, "intercept": intercept_init,
