@@ -339,14 +339,21 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
     def _exposure_units(self, y, sample_weight):
         """``(wbar, y * wbar, sample_weight / wbar)``: the rates per mean exposure and the exposures over their
         mean ``wbar`` (over the rows of positive weight); ``(1.0, y, sample_weight)`` where nothing is to be done
-        (mean 1), where no intercept absorbs the change of units, or where it would leave the float64 range."""
+        (mean 1), where no intercept absorbs the change of units, or where it would leave the float64 range; and
+        under ``prior_scale='paper'``, whose fixed prior weighs against :math:`\\sum_i w_i L_i`, already the counts'
+        objective up to a constant (the same minimiser; its subsample fits keep their float-edge behaviour)."""
         pos = sample_weight > 0
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            wbar = float(np.mean(sample_weight[pos]))
-            if wbar == 1.0 or not self.fit_intercept or not (np.isfinite(wbar) and wbar > 0.0):
+            top = float(sample_weight[pos].max())
+            wbar = float(np.mean(sample_weight[pos] / top)) * top  # (unit weights: top = 1, the plain mean)
+            if wbar == 1.0 or not self.fit_intercept or self.prior_scale == "paper" or not (
+                    np.isfinite(wbar) and wbar > 0.0):
                 return 1.0, y, sample_weight
             y_fit, w_fit = y * wbar, sample_weight / wbar
-        if not (np.all(np.isfinite(y_fit)) and np.all(w_fit[pos] > 0) and np.isfinite(math.log(wbar))):
+            # counts whose sums over the rows (the Hessian's N mu x^2, x standardised: |x| <= sqrt(N)) could overflow
+            n = int(pos.sum())
+            big = float(np.max(y_fit[pos], initial=0.0)) * n * n > 1e300
+        if big or not (np.all(np.isfinite(y_fit)) and np.all(w_fit[pos] > 0)):
             return 1.0, y, sample_weight
         return wbar, y_fit, w_fit
 
@@ -365,6 +372,8 @@ class SubsampledPriorPoissonRegressor(_PosteriorMixin, LinearPredictorMixin, Reg
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             mu = np.exp(X[pos] @ self.coef_ + (self.intercept_ + shift))
             terms = np.where(y[pos] == mu, 0.0, (y[pos] - mu) ** 2 / mu)
+            # (huge counts: the square overflows where the term does not)
+            terms = np.where(np.isfinite(terms), terms, ((y[pos] - mu) / np.sqrt(mu)) ** 2)
             # unit weights: top = 1, the same arithmetic as before
             return float(w @ terms) / dof * top, dof
 
