@@ -230,3 +230,23 @@ def test_class_weight_refusals_name_it_and_change_nothing(Est):
             est.fit(X, y)
         est.set_params(class_weight={"a": 1.0, "b": 2.0})
         assert pickle.dumps(est) == before, cw
+
+
+@pytest.mark.parametrize("c", [1e-300, 1e300, 1e308])
+def test_exposures_at_the_float_edges(c):
+    """F1 at the float edges: rates y / c with exposures c give the fit of the counts y (the intercept shifted by
+    -log(c)), without a warning.  Exposures 1e308 overflowed the mean of the weights (so the rates were not
+    converted to counts) and the Pearson terms' squares.  The fits run on counts equal to y up to one rounding:
+    coefficients within 1e-11 of their size (measured at most 7e-14)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = rng.poisson(np.exp(0.5 + X @ [0.6, -0.4, 0.0])).astype(float)
+    a = SubsampledPriorPoissonRegressor(random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = SubsampledPriorPoissonRegressor(random_state=0).fit(X, y / c, sample_weight=np.full(300, c))
+    scale = np.abs(a.coef_).max()
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=0, atol=1e-11 * scale)
+    np.testing.assert_allclose(b.intercept_ + np.log(c), a.intercept_, rtol=0, atol=1e-11 * max(1.0, abs(np.log(c))))
+    np.testing.assert_allclose(b.dispersion_, a.dispersion_, rtol=1e-11)
+    np.testing.assert_allclose(b.conf_int(), a.conf_int(), rtol=0, atol=1e-11 * np.diff(a.conf_int()).max())
