@@ -42,8 +42,10 @@ TEST_PARAMS = {
 
 # {estimator name: {check name: one-line reason}}
 _SUBSAMPLED_WEIGHTS = (
-    "subsamples are drawn by rows, so a row of weight k and k repeated rows give different "
-    "random subsamples (and priors); weights are exact in every loss (tested separately)"
+    "subsamples are drawn by rows, so a row of weight k and k repeated rows give different random subsamples, "
+    "hence another prior and fit; given the coefficients, the logistic and Poisson intervals read weights as "
+    "frequencies (a weight-k row has the information of k repeated rows: test_review_hsr.py), the ridge's "
+    "('auto' noise variance) as relative, like R's gaussian glm; weights are exact in every loss"
 )
 _PUBLIC_LABELS = (
     "labels other than 0/1 (1/2, strings) without classes=... are refused: the label set is public, never read "
