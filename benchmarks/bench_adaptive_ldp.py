@@ -575,6 +575,22 @@ FRESH_S_CELLS = (
 )
 
 
+#: Stop 51's check of goals 1-2 at LOW eps (the lead, no method change): eight cells fixed and committed before any
+#: fit on them -- five real columns no file of the repository or of earlier rounds' scratch names (grep), three
+#: synthetic shapes (two-peak K 500, Zipf(1.3) K 1000, sparse Dir(0.2) at eps 0.1) -- run once, 20 runs,
+#: ``--general --fresh-low``.  A report of where the default stands on data nobody tuned to; nothing is chosen on it.
+FRESH_LOW_CELLS = (
+    ("real: Galton child", "fresh low", 14, 0.5, 5_000, lambda rng: _real("HistData", "Galton", "child")),
+    ("real: nhefs age", "fresh low", 49, 1.0, 20_000, lambda rng: _real("causaldata", "nhefs", "age")),
+    ("real: starwars homeworld", "fresh low", 48, 1.0, 10_000, lambda rng: _real("dplyr", "starwars", "homeworld")),
+    ("real: wage1 exper", "fresh low", 51, 0.5, 50_000, lambda rng: _real("wooldridge", "wage1", "exper")),
+    ("real: Stat2Data Diamonds Color", "fresh low", 7, 0.2, 20_000, lambda rng: _real("Stat2Data", "Diamonds", "Color")),
+    ("two-peak", "fresh low", 500, 1.0, 200_000, lambda rng: _peaks(500, (0.3, 0.7), 0.04)),
+    ("Zipf(1.3)", "fresh low", 1000, 0.5, 100_000, lambda rng: _zipf(1000, 1.3, rng)),
+    ("Dir(0.2)", "fresh low", 30, 0.1, 100_000, lambda rng: rng.dirichlet(np.full(30, 0.2))),
+)
+
+
 #: Round P1 (issue 28 goal 1 at high eps, task H28P1): ten cells fixed by H28D before any run of P1 (the guard's
 #: baseline the better of 'eb' and 'dir' where the noise ratio is at most 2: ``_stacking.STACK_BASELINE = 'auto'``),
 #: their draws by ``SeedSequence([K, int(eps * 1000), n, run, 2830])`` (not ``_cell_draws``' 28).  Adoption rule, fixed
@@ -1665,6 +1681,7 @@ def main():
             ("--fresh-g3", "--general on round G3's eight high-eps small-n cells (FRESH_G3_CELLS), run once, held out"),
             ("--fresh-rt", "--general: round RT's eight fresh cells (eps 5-8, n <= 5000; the stack's cost route)"),
             ("--fresh-s", "--general: round S's eight unseen cells (FRESH_S_CELLS; eps 6-8, n <= 5000, K 64-1000)"),
+            ("--fresh-low", "--general: stop 51's eight low-eps cells (FRESH_LOW_CELLS; eps 0.1-1, K 7-1000), run once"),
             ("--p1-gated", "round P1's option on every earlier group's cell where its gate is on (after its held-out run)"),
             ("--fresh-p1", "round P1's ten held-out cells (FRESH_P1_CELLS): the guard's baseline 'auto' vs 'eb', paired"),
             ("--fresh-h28g", "round H28G's twelve real cells (FRESH_H28G_CELLS): credible_interval posterior vs binomial"),
@@ -1749,7 +1766,7 @@ def main():
         return
 
     if args.general:
-        pool = (FRESH_S_CELLS if args.fresh_s else FRESH_RT_CELLS if args.fresh_rt else FRESH_G3_CELLS if args.fresh_g3 else FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
+        pool = (FRESH_LOW_CELLS if args.fresh_low else FRESH_S_CELLS if args.fresh_s else FRESH_RT_CELLS if args.fresh_rt else FRESH_G3_CELLS if args.fresh_g3 else FRESH_21_CELLS if args.fresh_21 else FRESH_18_CELLS if args.fresh_18 else FRESH_17_CELLS
                 if args.fresh_17 else FRESH_15_CELLS
                 if args.fresh_15 else FRESH_14_CELLS
                 if args.fresh_14 else FRESH_13_CELLS
