@@ -104,6 +104,9 @@ def _to_data_units(out, st, q, structured=False):
         out["coef_covariance"] = rescale(C[:k, :k], num=(st.y_scale, st.y_scale), den=(xi, xj))
         out["coef_sampling_covariance"] = rescale(out["sampling_covariance"][:k, :k],
                                                   num=(st.y_scale, st.y_scale), den=(xi, xj))
+        if out.get("centre_covariance") is not None:
+            out["coef_centre_covariance"] = rescale(out["centre_covariance"][:k, :k],
+                                                    num=(st.y_scale, st.y_scale), den=(xi, xj))
         # all the parameters (coefficients, then the q intercepts): theta = J theta_s with
         # b = t * b_s (t = y_scale / x_scale) and b0 = y_offset + y_scale * b0_s - x_offset . b
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
