@@ -29,6 +29,7 @@ from sklearn_bayes._glm import (
     PoissonLoss,
     SquaredLoss,
     _dual,
+    _multidual,
     fit_map,
     rank_tolerance,
     rescale,
@@ -636,7 +637,7 @@ class _BaseSubsampledPrior(BaseEstimator):
         self.subsample_size_ = plan["n"]
         # what the predictive and interval methods need of the parameters, as they were at this fit
         self._fit_params = dict(fit_intercept=bool(self.fit_intercept), prior_mean_method=self.prior_mean_method)
-        wide = _dual.use_dual(*Xs.shape, loss.n_outputs)
+        wide = _dual.use_dual(*Xs.shape, loss.n_outputs) or _multidual.use_multi_dual(*Xs.shape, loss.n_outputs)
         return [_to_data_units(o, st, loss.n_outputs, structured=wide) for o in outs]
 
     def _report(self, statuses, plan, converged, what, stacklevel=5):

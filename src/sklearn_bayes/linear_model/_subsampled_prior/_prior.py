@@ -111,8 +111,8 @@ def _to_data_units(out, st, q, structured=False):
         # b = t * b_s (t = y_scale / x_scale) and b0 = y_offset + y_scale * b0_s - x_offset . b
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             t = rescale(np.ones(k), num=(st.y_scale,), den=(x,))
-            if structured and q == 1:
-                out["theta_covariance"] = _sandwich(C, t, np.tile(st.x_offset, q) * t, st.y_scale)
+            if structured:
+                out["theta_covariance"] = _sandwich(C, t, np.tile(st.x_offset, q) * t, st.y_scale, q)
                 return out
             J = np.diag(t)
             if C.shape[0] > k:
@@ -125,17 +125,21 @@ def _to_data_units(out, st, q, structured=False):
     return out
 
 
-def _sandwich(C, t, off, y_scale):
-    """``J C J^T`` for ``J = [[diag(t), 0], [-off^T, y_scale]]`` (``C`` of side ``k + 1``) or ``J = diag(t)``
-    (side ``k``), by rows and columns: the coefficient block is ``t_i C_ij t_j`` exactly as the dense product
-    gives it, the intercept's row ``-off^T C_(:k) + y_scale C_k``."""
+def _sandwich(C, t, off, y_scale, q=1):
+    """``J C J^T`` for ``J = [[diag(t), 0], [-B, y_scale I_q]]`` (``C`` of side ``k + q``; row ``r`` of ``B`` holds
+    ``off`` on the columns of output ``r``, 0 elsewhere) or ``J = diag(t)`` (side ``k``), by rows and columns: the
+    coefficient block is ``t_i C_ij t_j`` exactly as the dense product gives it, the intercepts' rows
+    ``y_scale C_(k + r) - off_r^T C_(block r)``."""
     k = t.size
+    m = k // q
     JC = np.empty_like(C)
     JC[:k] = t[:, None] * C[:k]
     if C.shape[0] > k:
-        JC[k] = y_scale * C[k] - off @ C[:k]
+        for r in range(q):
+            JC[k + r] = y_scale * C[k + r] - off[r * m:(r + 1) * m] @ C[r * m:(r + 1) * m]
     out = np.empty_like(C)
     out[:, :k] = JC[:, :k] * t[None, :]
     if C.shape[0] > k:
-        out[:, k] = y_scale * JC[:, k] - JC[:, :k] @ off
+        for r in range(q):
+            out[:, k + r] = y_scale * JC[:, k + r] - JC[:, r * m:(r + 1) * m] @ off[r * m:(r + 1) * m]
     return out
