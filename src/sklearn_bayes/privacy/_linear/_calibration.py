@@ -102,6 +102,42 @@ def _draw_above_floor(Xs, ys, lam_n, gamma, h, rng):
         lam_n = max(lam_n, h)
         return draw_ridge_posterior(Xs, ys, lam_n, gamma, rng), lam_n
 
+#: the smallest δ of the analytic Gaussian mechanism's accounting (``analytic_gaussian_sigma``)
+_MIN_GRID_DELTA = 1e-300
+#: the exact grid release refuses ``s >= 2**40`` (``scalar_grid_release``)
+_MAX_GRID_S = 2**40
+
+
+def _thesis_grid(b, n):
+    """``(g, s, sigma)`` of the thesis's λ_min grid release, or ``None`` if the grid cannot hold it (public inputs)."""
+    try:
+        g, s, sigma = scalar_grid_budget(b["eps_lambda"], b["delta_lambda"], 1.0)
+    except (ZeroDivisionError, OverflowError, ValueError):  # ε so small that ω_t or 1/ω_t leave float range
+        return None
+    if not (s < _MAX_GRID_S and float(max(n, 1)) / g < 2.0**52):
+        return None
+    return g, s, sigma
+
+
+def _thesis_too_small(epsilon, delta, n=None):
+    """The message refusing a thesis ε too small for its exact λ_min grid, with the smallest usable ε (public)."""
+    ok = lambda e: _thesis_grid(adaops_budget(e, delta), 1 if n is None else n) is not None  # noqa: E731
+    lo, hi = math.log(1e-300), math.log(1.0)
+    if not ok(1.0):
+        return (f"epsilon={epsilon!r} is outside what calibration='thesis' supports at delta={delta!r} "
+                f"(n={n}); use calibration='ssp_posterior'.")
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if ok(math.exp(mid)) else (mid, hi)
+    smallest = float(f"{math.exp(hi) * 1.01:.2g}")
+    while not ok(smallest):
+        smallest = float(f"{smallest * 1.1:.2g}")
+    return (f"epsilon={epsilon!r} is too small for calibration='thesis' at delta={delta!r}: the exact discrete "
+            f"Gaussian release of lambda_min at epsilon/2 would need more than 2**40 grid steps of noise (and "
+            f"epsilon/4 of the draw underflows below about 1e-323). The smallest epsilon it supports at this delta "
+            f"is about {smallest!r}; use epsilon >= {smallest!r}, or calibration='ssp_posterior'.")
+
+
 class LedgerEntry(NamedTuple):
     """One record a calibration certifies: the mechanism's name (without the estimator's), its (ε, δ) and a note."""
 
@@ -280,6 +316,23 @@ class ReleasedNormCalibration(Calibration):
     def budget(self, epsilon, delta):
         return released_norm_budget(epsilon, delta)
 
+    def fit_budget(self, epsilon, delta, n, p):
+        """The budget and the base floor ``h_floor`` with its draw's ``c``, checked before any noise (review HPL F2).
+
+        ``_min_h_composed`` and ``c`` at the largest leverage ``1/h_floor`` use public inputs only:
+        their refusals come before the shared ledger's reservation, and the guard after the
+        releases (``c`` at ``1/h <= 1/h_floor``, no smaller) cannot fire.
+        """
+        b = self.budget(epsilon, delta)
+        h_floor = max(_min_h_composed(b["eps_ar"], b["delta_mech"], b["mu_gauss"], b["interval"]),
+                      _norm_floor(b["mu_norm"], float(-special.ndtri(b["delta_event_norm"]))))
+        if not _composed_c(b, 1.0 / h_floor):
+            raise ValueError(
+                f"calibration='released_norm' found no inverse temperature for (epsilon={epsilon!r}, "
+                f"delta={delta!r}); use a larger epsilon or calibration='ssp_posterior'."
+            )
+        return {**b, "h_floor": h_floor}
+
     def ledger_entries(self, epsilon, delta, budget):
         return (
             LedgerEntry(
@@ -292,7 +345,7 @@ class ReleasedNormCalibration(Calibration):
 
     def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept, budget=None):
         n, p = Xs.shape
-        b = budget if budget is not None else self.budget(epsilon, delta)
+        b = budget if budget is not None else self.fit_budget(epsilon, delta, n, p)
         # 1. release lambda_min (sensitivity 1)
         sigma1 = 1.0 / b["mu_lambda"]
         gram = Xs.T @ Xs
@@ -302,8 +355,8 @@ class ReleasedNormCalibration(Calibration):
         margin = 1.0 + sigma1 * float(-special.ndtri(b["delta_event_lambda"]))
         # 2. base floor and penalty (post-processing of lam_noisy)
         q2 = float(-special.ndtri(b["delta_event_norm"]))
-        h_floor = max(_min_h_composed(b["eps_ar"], b["delta_mech"], b["mu_gauss"], b["interval"]),
-                      _norm_floor(b["mu_norm"], q2))
+        h_floor = b["h_floor"] if "h_floor" in b else max(
+            _min_h_composed(b["eps_ar"], b["delta_mech"], b["mu_gauss"], b["interval"]), _norm_floor(b["mu_norm"], q2))
         h0 = max(lam_noisy - margin, h_floor)
         if kappa is not None:
             h0 = max(h0, n / (p * float(kappa)))
@@ -378,7 +431,34 @@ class ThesisCalibration(Calibration):
 
     def budget(self, epsilon, delta):
         _check_draw_budget(epsilon, delta, 0.25, 0.5, "calibration='thesis'")
-        return adaops_budget(epsilon, delta)
+        b = adaops_budget(epsilon, delta)
+        if not (b["eps0"] > 0.0 and b["eps_lambda"] > 0.0):  # review HPL F1: ε/4 underflows to 0
+            raise ValueError(_thesis_too_small(epsilon, delta))
+        return b
+
+    def fit_budget(self, epsilon, delta, n, p):
+        """The budget, the λ_min release's grid and the floor's γ, all checked before any noise (review HPL F1/F2).
+
+        Every refusal here uses public inputs only (ε, δ, n), so it comes before the shared
+        ledger's reservation and names the user's ``epsilon``/``delta``.
+        """
+        b = self.budget(epsilon, delta)
+        if b["delta_lambda"] < _MIN_GRID_DELTA:
+            raise ValueError(
+                f"delta={delta!r} is too small for calibration='thesis': its lambda_min release is accounted at "
+                f"delta/4, below {_MIN_GRID_DELTA:g}, the smallest delta the analytic Gaussian mechanism's "
+                f"accounting resolves; use delta >= {4.0 * _MIN_GRID_DELTA:g} (or calibration='ssp_posterior')."
+            )
+        grid = _thesis_grid(b, n)
+        if grid is None:
+            raise ValueError(_thesis_too_small(epsilon, delta, n))
+        h_floor = max(4.0 * (1.0 + math.log(4.0 / delta)) / epsilon, _min_h_for_variance(b["eps0"], b["delta0"]))
+        # γ at the floor (the largest leverage and residual bound any release can lead to) exists,
+        # so the guard after the release below is unreachable
+        if not (math.isfinite(h_floor) and calibrate_ops_gamma(b["eps0"], b["delta0"], 1.0 / h_floor,
+                                                                1.0 + math.sqrt(max(n - 1, 0) / h_floor))):
+            raise ValueError(_thesis_too_small(epsilon, delta, n))
+        return {**b, "grid": grid, "h_floor": h_floor}
 
     def ledger_entries(self, epsilon, delta, budget):
         b = budget
@@ -393,17 +473,18 @@ class ThesisCalibration(Calibration):
 
     def release(self, Xs, ys, rng, *, epsilon, delta, kappa, fit_intercept, budget=None):
         n, p = Xs.shape
-        b = budget if budget is not None else self.budget(epsilon, delta)
+        b = budget if budget is not None else self.fit_budget(epsilon, delta, n, p)
         # 1. release lambda_min (sensitivity 1 for rows in the unit ball)
         # on a grid: g (round(lambda_min/g) + K), K an exact discrete Gaussian (no low bits to leak)
-        g1, s1, sigma1 = scalar_grid_budget(b["eps_lambda"], b["delta_lambda"], 1.0)
+        g1, s1, sigma1 = b["grid"] if "grid" in b else _thesis_grid(b, n)
         gram = Xs.T @ Xs
         lam_min = float(linalg.eigvalsh(gram, subset_by_index=[0, 0])[0])
         lam_noisy = scalar_grid_release(lam_min, g1, s1, rng, bound=max(n, 1))  # 0 <= lambda_min <= n
         # overshoot: snapping <= g/2, coupling K <= X + 1 with X ~ N(0, s^2) (module _ssp_posterior)
         margin = 1.0 + 1.5 * g1 + sigma1 * float(-special.ndtri(b["delta_event"]))
         # 2. eigenvalue floor and penalty (post-processing of lam_noisy and public n, d)
-        h_floor = max(4.0 * (1.0 + math.log(4.0 / delta)) / epsilon, _min_h_for_variance(b["eps0"], b["delta0"]))
+        h_floor = b["h_floor"] if "h_floor" in b else max(4.0 * (1.0 + math.log(4.0 / delta)) / epsilon,
+                                                          _min_h_for_variance(b["eps0"], b["delta0"]))
         if kappa is None:
             h = _choose_floor(max(lam_noisy - margin, h_floor), lam_noisy, margin, n, p, b["eps0"], b["delta0"])
         else:

@@ -12,18 +12,21 @@ accounting is exact for a draw in real arithmetic; the draw itself is a floating
 import functools
 import math
 import sys
+import warnings
 
 import numpy as np
 from sklearn.base import _fit_context
 
 from sklearn_bayes.privacy._core import PrivacyLedger, ops_ridge_delta, ops_ridge_max_c
 from sklearn_bayes.privacy._linear._base import (
+    WeakReleaseWarning,
     _check_draw_budget,
     _PrivateLinearBase,
     _replace_one_pair_budget,
     _RidgePosteriorBase,
 )
 from sklearn_bayes.utils import RealInterval, check_privacy_random_state, serialized
+from sklearn_bayes.utils._validation import external_stacklevel
 
 __all__ = ["OnePosteriorSampleRidge", "calibrate_ops_gamma", "ops_worst_case_delta"]
 
@@ -95,6 +98,36 @@ def _min_h_for_variance(eps0, delta0):
 # --------------------------------------------------------------------------------------
 
 
+def ops_noise_proxy(n, p, lam, gamma):
+    """Public proxy of the draw's mean squared noise on the training rows (scaled units, ``|y| <= 1``).
+
+    The draw is ``N(θ̂, (γH)⁻¹)``, ``H = XᵀX + λI``; its noise adds
+    ``tr(X(γH)⁻¹Xᵀ)/n = tr(H⁻¹XᵀX)/(γn) <= min(p, n/λ)/(γn)`` to the mean squared error of the
+    fitted values (eigenvalues ``s/(s + λ) <= min(1, s/λ)`` and ``tr XᵀX <= n`` for rows in the unit
+    ball) -- the noise term of :func:`~sklearn_bayes.privacy._linear._adaops_accounting.adaops_risk_proxy`.
+    Above 1 the noise alone is expected to cost more than predicting 0 (mean squared error at most 1).
+    Uses ``n``, ``p``, ``λ`` and ``γ`` only: public.
+    """
+    return min(p / n, 1.0 / lam) / gamma
+
+
+def _smallest_useful_lambda(eps0, delta0, n, p, lam):
+    """The smallest ``ridge_lambda >= lam`` whose calibrated γ gives :func:`ops_noise_proxy` ``<= 1``, or ``None``."""
+    def proxy(log_lam):
+        h = math.exp(log_lam)
+        g = calibrate_ops_gamma(eps0, delta0, 1.0 / h, 1.0 + math.sqrt(max(n - 1, 0) / h))
+        return math.inf if not g else ops_noise_proxy(n, p, h, g)
+
+    lo, hi = math.log(lam), math.log(max(lam, 1.0) * 1e8)
+    if proxy(hi) > 1.0:
+        return None
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if proxy(mid) <= 1.0 else (mid, hi)
+    k = 1 - math.floor(hi / math.log(10.0))  # rounded up to 2 significant digits: still <= 1
+    return math.ceil(math.exp(hi) * 10.0**k) / 10.0**k
+
+
 class OnePosteriorSampleRidge(_RidgePosteriorBase):
     """Differentially private ridge regression by one draw from a tempered posterior (OPS).
 
@@ -123,7 +156,9 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
         It is the *public* lower bound on the eigenvalues of ``H`` that the guarantee
         rests on: larger λ gives a larger γ (less noise) and more shrinkage.  ``fit``
         refuses a λ whose leverage bound ``1/λ`` alone exceeds the budget (the error names
-        the smallest usable λ).
+        the smallest usable λ), and warns (``WeakReleaseWarning``) when the draw's noise is
+        expected to swamp the fit, ``min(p/n, 1/λ)/γ > 1`` (:func:`ops_noise_proxy`; public),
+        naming the smallest λ (rounded up to 2 digits) that brings it to 1.
     gamma : float or None, default=None
         Inverse temperature.  ``None`` calibrates the largest γ that is (ε, δ)-DP; a value
         is used as given, and ``fit`` refuses it if its certified privacy is worse than
@@ -301,4 +336,28 @@ class OnePosteriorSampleRidge(_RidgePosteriorBase):
         self.epsilon_spent_ = eps
         self.delta_spent_ = delta
         self.ledger_ = ledger_
+        self._warn_noisy_draw(n, Xs.shape[1], lam, gamma, eps0, delta0)
         return self
+
+    def _warn_noisy_draw(self, n, p, lam, gamma, eps0, delta0):
+        """Warn when the draw's noise is expected to swamp the fit (review HPL F5; public: n, p, λ, γ)."""
+        proxy = ops_noise_proxy(n, p, lam, gamma)
+        if proxy <= 1.0:
+            return
+        if self.gamma is None:
+            best = _smallest_useful_lambda(eps0, delta0, n, p, lam)
+            what = (f"Use ridge_lambda >= {best:g} (the smallest value that brings it to 1 or below at this epsilon and n, "
+                    "rounded up to 2 digits; "
+                    "more shrinkage: a larger bias)" if best is not None
+                    else "No ridge_lambda brings it to 1 or below at this epsilon and n")
+        else:
+            what = "A larger gamma (up to the calibrated one, gamma=None) lowers it"
+        warnings.warn(
+            f"{type(self).__name__}: with ridge_lambda={self.ridge_lambda!r} the draw's inverse temperature is "
+            f"gamma_={gamma:.3g}, and its noise is expected to add min(p/n, 1/ridge_lambda)/gamma_ = {proxy:.3g} "
+            f"to the mean squared error in units of y_bound**2 (predicting 0 costs at most 1): predictions "
+            f"may fall far outside y_bound. {what}; or use more data, a larger epsilon, or "
+            "AdaOPSRegressor. (A function of public n, p, ridge_lambda and gamma_ only.)",
+            WeakReleaseWarning,
+            stacklevel=external_stacklevel(),
+        )
