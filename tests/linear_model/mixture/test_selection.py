@@ -31,12 +31,17 @@ def test_sandwich_variance_closed_forms():
     A = np.linalg.inv((Xa.T * inside) @ Xa)
     V = 0.25 * A @ (Xa.T * np.clip(u, -1.345, 1.345) ** 2) @ Xa @ A
     assert mv.sandwich_variance(Xa, r, sw, 0.5, HuberT(1.345), slopes) == pytest.approx(np.trace(V[:2, :2]) * 50 / 47)
-    # integer weights are repeated rows
-    w = rng.integers(1, 4, size=50)
-    rows = np.repeat(np.arange(50), w)
-    assert mv.sandwich_variance(Xa, r, w.astype(float), 0.7, TukeyBiweight(4.685), slopes) == pytest.approx(
-        mv.sandwich_variance(Xa[rows], r[rows], np.ones(len(rows)), 0.7, TukeyBiweight(4.685), slopes)
-    )
+    # weights are relative weights on independent rows (review HMX F1): B holds w_i (w_i / mean w), so integer
+    # weights are not repeated rows (the variance of the weighted estimator, the same as coef_covariance_'s)
+    w = rng.integers(1, 4, size=50).astype(float)
+    _, psi, dpsi = TukeyBiweight(4.685).psi_terms(r / 0.7)
+    Ai = np.linalg.inv((Xa.T * (w * dpsi)) @ Xa)
+    V = 0.49 * Ai @ (Xa.T * (w * w / w.mean() * psi**2)) @ Xa @ Ai
+    got = mv.sandwich_variance(Xa, r, w, 0.7, TukeyBiweight(4.685), slopes)
+    assert got == pytest.approx(np.trace(V[:2, :2]) * w.sum() / (w.sum() - 3), rel=1e-10)
+    rows = np.repeat(np.arange(50), w.astype(int))
+    repeated = mv.sandwich_variance(Xa[rows], r[rows], np.ones(len(rows)), 0.7, TukeyBiweight(4.685), slopes)
+    assert got != pytest.approx(repeated, rel=0.01)
     # a redescending loss with psi' < 0 on most rows has no finite sandwich
     assert mv.sandwich_variance(Xa, 100 * r, sw, 1.0, Cauchy(1.0), slopes) == np.inf
 

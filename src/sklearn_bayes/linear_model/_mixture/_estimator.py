@@ -140,8 +140,8 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         caller's ``Generator`` or ``RandomState`` as it was.
     interval_correction : {"huber", "none"}, default="huber"
         ``variant="min_variance"``: ``coef_covariance_`` times Huber's ``K^2`` and t quantiles on
-        ``df_intervals_`` (effective rows) for :meth:`conf_int`; ``"none"``: the plain sandwich on
-        ``df_resid_`` (before issue 30, round 15).  ``"paper"``: no correction.  See Notes.
+        ``df_intervals_`` (effective rows) for :meth:`conf_int`; ``"none"``: the plain sandwich (as before
+        issue 30, round 15) on ``n_K - p``, Kish's effective rows.  ``"paper"``: no correction.  See Notes.
 
     Attributes
     ----------
@@ -179,7 +179,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     df_resid_ : int
         ``n - p - 1`` (``n - p`` without intercept): rows with positive weight minus fitted coefficients.
     df_intervals_ : float
-        t quantiles' degrees of freedom (:meth:`conf_int`, :meth:`summary`): ``sum_i w_i - p`` (Notes) or ``df_resid_``.
+        t quantiles' degrees of freedom (:meth:`conf_int`, :meth:`summary`): ``sum_i v_i omega_i - p`` (Notes) or ``n_K - p``.
     outlier_mask_ : ndarray of bool, shape (n_samples,)
         ``flag_outliers(X, y)`` of the training rows at the default threshold 2.5 (listed by
         :meth:`summary`).
@@ -318,21 +318,21 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     (standardised augmented design, then mapped to the data's units),
 
     .. math:: \\hat V = s^2 A^{-1} B A^{-1}, \\quad A = \\sum_i w_i \\psi'(u_i) x_i x_i^\\top,
-              \\quad B = \\sum_i w_i \\frac{\\psi(u_i)^2}{(1 - h_i)^2} x_i x_i^\\top,
+              \\quad B = \\sum_i w_i^2 \\frac{\\psi(u_i)^2}{(1 - h_i)^2} x_i x_i^\\top,
 
-    with the leverages :math:`h_i = w_i \\psi'(u_i) x_i^\\top A^{-1} x_i` (HC3 of
-    MacKinnon and White; for least squares exactly the textbook HC3), the weights rescaled
-    to mean one (multiplying them all by a constant changes nothing; integer weights are
-    not read as repeated rows); above 20000 rows summed over the fit's 10^4-row subsample,
-    scaled to all rows (1 % relative error).  ``variant="paper"``: the inverse outer product
-    of the mixture likelihood's scores, :math:`(\\sum_i w_i \\psi(r_i)^2 x_i x_i^\\top)^{-1}`,
+    with the leverages :math:`h_i = w_i \\psi'(u_i) x_i^\\top A^{-1} x_i` (HC3 of MacKinnon and White; for
+    least squares exactly the textbook weighted HC3): the weights are relative weights on independent rows
+    (their overall size changes nothing; integer weights are not read as repeated rows), so :math:`w_i^2` in
+    ``B`` (review HMX F1; was :math:`w_i`: coverage 0.72 at nominal 0.95); above 20000 rows summed over the
+    fit's 10^4-row subsample, scaled to all rows (1 % relative error).  ``variant="paper"``: the sandwich of
+    the mixture likelihood's scores, :math:`A = \\sum_i w_i \\psi(r_i)^2 x_i x_i^\\top` (:math:`A^{-1}` for uniform weights),
     :math:`\\psi = -(\\log p)'` at the fitted weights and scales (held fixed; the Laplace
     score's derivative is a spike at 0, so the sandwich's ``A`` is not usable there).
     Finite samples (``interval_correction="huber"``, issue 30, round 15): ``"min_variance"``
     multiplies it by :math:`K^2`, :math:`K = 1 + (p/n) \\widehat{\\mathrm{Var}}(\\psi') /
     \\overline{\\psi'}^2` (Huber 1981, section 7.6; 1 for least squares), and :meth:`conf_int`
-    is Wald with Student-t quantiles on ``df_intervals_`` :math:`= \\sum_i w_i - p` degrees of
-    freedom (the loss's IRLS weights :math:`\\psi(u_i)/u_i \\in [0, 1]`; ``n - p`` for least squares).
+    is Wald with Student-t quantiles on ``df_intervals_`` :math:`= \\sum_i v_i \\omega_i - p` degrees of freedom (IRLS
+    weights :math:`\\omega_i = \\psi(u_i)/u_i \\in [0, 1]`, :math:`v = w` scaled to sum to Kish's :math:`n_K`).
     The intervals condition on the selected loss, whose choice is itself noisy: the
     coverage measured over 12-200 rows, with and without the correction, is in the user
     guide (p = 4 with the intercept, n = 20: 0.910 -> 0.922 Gaussian, 0.939 -> 0.949 t3).  The shortfall
@@ -344,7 +344,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
     (starsCYG, Tukey c = 6: slope standard error 2.8; clipped 0.78; development log, "Uncertainty").  If ``A`` is still not positive
     definite (a redescending loss on few rows; was NaN), or the fit passes exactly through more than half the rows
     (``y`` mostly tied, as a count that is mostly 0: intervals of rounding width), ``coef_covariance_`` is the
-    least-squares HC3 sandwich of the same residuals (no ``K``, ``df_resid_``), with a ``UserWarning`` (H30S).
+    least-squares HC3 sandwich of the same residuals (no ``K``, ``n_K - p``), with a ``UserWarning`` (H30S).
     Readers (``predict``, :meth:`conf_int`, ...) hold the instance lock: never a mix of two concurrent fits.
     ``"paper"`` measured 0.960 (Gaussian) and 0.933 (t3) at n = 200 (300 fits).  With p = 5 (bench_uncertainty.py, 500 intervals a cell):
     0.930, 0.950 (Gaussian, n = 200, 1000), 0.940, 0.924 (t3, n = 200, 1000).
@@ -537,6 +537,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
         exact = weighted_median(np.abs(best.residuals), prob.sw) <= 100.0 * tiny or (  # half the rows fitted
             loss is not None and loss_scale <= 100.0 * tiny)  # exactly, or the loss's scale at its floor (H30S)
         self._store_uncertainty(best, loss, loss_scale, prob, st, X, y, flag_fit, sub, exact)
+        self._fitted_with["uniform_weights"] = bool(np.ptp(sw) == 0)  # bootstrap_conf_int checks it (review HMX F3)
         return self
 
     def _design(self, X, y, sw, rows, units=None):
@@ -706,7 +707,7 @@ class MixtureMEstimatorRegressor(_copying.LockedStateMixin, LinearPredictorMixin
                                                               self.fit_intercept, flagged=flagged, exact=exact,
                                                               rows=None if loss is None else sub, notes=notes,
                                                               details=(details := {}))  # fmt: skip
-        k, self.df_intervals_ = 1.0, float(self.df_resid_)
+        k, self.df_intervals_ = 1.0, _finite_sample.kish_dof(prob.sw, self.df_resid_)  # review HMX F1
         if not notes and loss is not None and self.interval_correction == "huber":  # round 15: K, effective rows
             k, self.df_intervals_ = _finite_sample.interval_correction(best.residuals, prob.sw, scale, norm, flagged,
                                                                        self.df_resid_)  # fmt: skip

@@ -17,7 +17,7 @@ from scipy import stats
 
 from sklearn_bayes.utils._validation import external_stacklevel
 from sklearn_bayes.linear_model._mixture._norms import LeastSquares
-from sklearn_bayes.linear_model._mixture._selection import sandwich_core
+from sklearn_bayes.linear_model._mixture._selection import relative_weights, sandwich_core
 
 __all__ = ["MixtureScore", "MixtureSummary", "aliased_columns", "fallback_message", "interval_dof", "parameter_covariance",
            "rounding_level", "summarise", "validate_alpha", "validate_threshold", "wald_intervals"]
@@ -28,8 +28,9 @@ class MixtureScore:
     """The score of the mixture likelihood, ``psi(r) = W(r) r = -d/dr log p(r)``, used as its own information.
 
     ``psi_terms`` returns ``psi' := psi^2``, so the sandwich ``A^-1 B A^-1`` is ``(sum_i w_i
-    psi(r_i)^2 x_i x_i^T)^-1``: the inverse outer-product-of-scores information of the
-    coefficients with the mixture weights and scales held fixed (``variant="paper"``).  The
+    psi(r_i)^2 x_i x_i^T)^-1`` for uniform weights: the inverse outer-product-of-scores information of the
+    coefficients with the mixture weights and scales held fixed (``variant="paper"``); with non-uniform weights
+    ``B`` holds ``w_i^2`` (:func:`sandwich_core`) and the sandwich is no longer that inverse (review HMX F1).  The
     observed ``psi'`` is not usable (the Laplace component's score jumps at 0, so its smoothed
     derivative is a spike on the rows the fit passes through), and with the IRLS weights held
     fixed ``A = sum w_i W_i x_i x_i^T`` is dominated by those rows' weights ``1 / (b |r_i|)``.
@@ -174,8 +175,9 @@ def fallback_message(reason, dof):
     else:
         why = "the selected loss's sandwich matrix A is not positive definite (a redescending loss on few rows)"
         how = "an approximation: not the selected loss's variance; bootstrap_conf_int gives resampling intervals"
+    dof = int(dof) if float(dof).is_integer() else f"{dof:.1f}"  # Kish's effective rows minus p (review HMX F1)
     return (f"MixtureMEstimatorRegressor: {why}; coef_covariance_ and conf_int use the least-squares (HC3) sandwich "
-            f"of the fit's residuals instead, with t quantiles on {int(dof)} degrees of freedom ({how}).")
+            f"of the fit's residuals instead, with t quantiles on {dof} degrees of freedom ({how}).")
 
 
 def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, flagged=None, rows=None, exact=False,
@@ -183,8 +185,9 @@ def parameter_covariance(Xa, r, sw, scale, norm, st, fit_intercept, power=None, 
     """Sandwich covariance of ``(coef, intercept)`` in the data's units, shape ``(d + 1, d + 1)`` (intercept last).
 
     ``Xa``, ``r``, ``scale`` are in standardised units (``r = y - Xa @ theta``); the weights
-    ``sw`` are rescaled to mean one over the rows with positive weight, ``m`` of them, and the
-    sandwich is multiplied by ``m / (m - p)`` (``p`` the columns of ``Xa``).  Columns of ``Xa``
+    ``sw`` are rescaled to mean one over the rows with positive weight, ``m`` of them, ``B`` holds their
+    squares (:func:`sandwich_core`), and without leverages (``power=0``) the sandwich is multiplied by
+    ``m / (m - p)`` (``p`` the columns of ``Xa``).  Columns of ``Xa``
     that are zero on every weighted row (constant features with an intercept) are not
     identified: their rows and columns are NaN.  Without an intercept the last row and column
     are 0.  Returns ``(cov, dof)`` with ``dof = m - p``; ``cov`` is all NaN if ``A`` is not
@@ -364,7 +367,7 @@ def _weak_identification(Xk, r, scale, norm, sw, power, factor):
         psi = norm.psi_terms(r / scale)[1]
         if power:
             psi = psi / (1.0 - hc) ** (power / 2.0)
-        B = Xk.T @ (Xk * (sw * psi * psi)[:, None])
+        B = Xk.T @ (Xk * (sw * relative_weights(sw) * psi * psi)[:, None])  # w^2 meat, as sandwich_core
         V = Ap @ B @ Ap
     if N.shape[1] == 0 and V is None:
         return None
@@ -416,7 +419,7 @@ def store_covariance(est, cov, k, notes, details):
     errors ``_params_se`` (times ``k``) of a fit, and warn about the fallback (``notes``) and about coefficients
     that are not identified (``details["unidentified"]``, by name)."""
     if notes:
-        warnings.warn(fallback_message(notes[0], est.df_resid_), UserWarning, stacklevel=external_stacklevel())
+        warnings.warn(fallback_message(notes[0], est.df_intervals_), UserWarning, stacklevel=external_stacklevel())
     bad = details.get("unidentified") or []
     if bad:
         d = cov.shape[0] - 1

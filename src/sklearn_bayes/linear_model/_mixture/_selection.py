@@ -116,10 +116,25 @@ def _overflowed(M):
     return bool(np.isinf(M).any())
 
 
+def relative_weights(sw):
+    """``sw`` divided by its mean over the positive entries: exactly 1.0 on them for uniform weights (divided by
+    their largest first), ``sw`` itself, bit for bit, for unit weights."""
+    pos = sw > 0
+    if not pos.any():
+        return sw
+    v = sw / float(np.max(sw[pos]))
+    return v / float(np.mean(v[pos]))
+
+
 def sandwich_core(Xa, r, sw, scale, norm, A=None):
     """``A^-1 B A^-1`` of the ``norm`` M-estimator at residuals ``r`` (the sandwich in units of ``s^2``).
 
-    ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i psi(u_i)^2 x_i x_i^T``, ``u = r / s``;
+    ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i v_i psi(u_i)^2 x_i x_i^T``, ``u = r / s``, with
+    ``v_i = w_i / mean(w)`` (:func:`relative_weights`): the rows of the estimating equation ``sum_i w_i psi(u_i)
+    x_i = 0`` are independent, so its variance holds ``w_i^2`` (statsmodels' WLS HC meat; review HMX F1: ``w_i``
+    counted a row of weight 0.01 as a full row, coverage 0.72 at nominal 0.95).  Times ``sum(w) / m`` (as the
+    callers do) this is the ``w^2`` sandwich at weights of mean one, invariant to the weights' overall size;
+    ``v = 1`` for uniform weights (bit for bit for unit weights);
     ``None`` if ``A`` is not positive definite, or if ``A`` or ``B`` overflows (an infinite variance: least
     squares' ``psi^2`` of a gross target, ``y >= 1e155``; its products with zeros were NaN, with ~1500
     ``RuntimeWarning`` s a fit).  A NaN among the residuals or weights is not hidden.  :func:`sandwich_variance`
@@ -132,7 +147,7 @@ def sandwich_core(Xa, r, sw, scale, norm, A=None):
         if _overflowed(XA):
             return None
         A = Xa.T @ XA
-    wB = sw * psi * psi
+    wB = sw * relative_weights(sw) * psi * psi
     if np.isinf(wB).any():
         return None
     XB = Xa * wB[:, None]
@@ -163,8 +178,8 @@ def sandwich_core(Xa, r, sw, scale, norm, A=None):
 def sandwich_variance(Xa, r, sw, scale, norm, slopes):
     """Trace over the ``slopes`` columns of the sandwich covariance of the ``norm`` M-estimator at residuals ``r``.
 
-    ``s^2 A^-1 B A^-1`` with ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i psi(u_i)^2
-    x_i x_i^T``, ``u = r / s`` (Huber, "Robust regression: asymptotics, conjectures and Monte
+    ``s^2 A^-1 B A^-1`` with ``A = sum_i w_i psi'(u_i) x_i x_i^T``, ``B = sum_i w_i v_i psi(u_i)^2
+    x_i x_i^T`` (:func:`sandwich_core`: ``v`` the relative weights), ``u = r / s`` (Huber, "Robust regression: asymptotics, conjectures and Monte
     Carlo", 1973), times ``n / (n - p)``; ``inf`` if ``A`` is not positive definite (a
     redescending loss whose ``psi'`` is negative on too many rows).
     """
