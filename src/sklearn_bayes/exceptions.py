@@ -11,6 +11,7 @@ __all__ = [
     "DetachedLedgerWarning",
     "SeededNoiseWarning",
     "SubsampleFitWarning",
+    "WeakReleaseWarning",
 ]
 
 
@@ -69,4 +70,14 @@ class SubsampleFitWarning(UserWarning):
 
     Issued at most once per call to ``fit`` of a ``SubsampledPrior*`` estimator, with
     the counts and the fallback used.
+    """
+
+
+class WeakReleaseWarning(UserWarning):
+    """A private release that holds little about the model: expect predictions near a constant.
+
+    Issued by ``fit`` of the private linear models when a public function of the release says
+    its noise dominates (``AdaOPSRegressor``: ``gram_signal_to_noise_ < 2``;
+    ``OnePosteriorSampleRidge``: the draw's noise proxy above 1), and by the intervals computed
+    from such a release.  It reads released or public values only: it reveals nothing more.
     """

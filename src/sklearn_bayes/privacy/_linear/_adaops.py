@@ -148,7 +148,7 @@ class AdaOPSRegressor(_RidgePosteriorBase):
     gram_signal_to_noise_ : float or None
         ``λ_min(Ã)/(2σ_A√p)``, the released Gram's smallest eigenvalue over the spectral scale
         of its noise (``"ssp_posterior"``).  Below 2 the release holds little about θ: ``fit``
-        warns once (:class:`~sklearn_bayes.privacy._linear._base.WeakReleaseWarning`; expect
+        warns once (:class:`~sklearn_bayes.exceptions.WeakReleaseWarning`; expect
         predictions near a constant), the intervals under-cover (measured) and
         :meth:`conf_int` / ``predict(return_std=True)`` warn again.
     coef_covariance_ : ndarray of shape (n_features, n_features) or None

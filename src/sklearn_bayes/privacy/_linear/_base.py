@@ -33,6 +33,7 @@ from sklearn_bayes._glm._base import LinearPredictorMixin, validate_regression_d
 from sklearn_bayes.privacy._core import PrivacyLedger, clip_rows, clip_values, log1p_exp, ops_ridge_epsilon
 from sklearn_bayes.utils import RealInterval, check_epsilon, instance_lock
 from sklearn_bayes.utils._validation import external_stacklevel
+from sklearn_bayes.exceptions import WeakReleaseWarning
 
 __all__ = ["WeakReleaseWarning", "draw_ridge_posterior", "ops_epsilon", "ops_tempering"]
 
@@ -130,14 +131,6 @@ def _check_draw_budget(epsilon, delta, eps0_share, delta_share, what):
 
 
 
-class WeakReleaseWarning(UserWarning):
-    """A private release that holds little about the model: expect predictions near a constant.
-
-    Issued by ``fit`` of the private linear models when a public function of the release says
-    its noise dominates (``AdaOPSRegressor``: ``gram_signal_to_noise_ < 2``;
-    ``OnePosteriorSampleRidge``: the draw's noise proxy above 1), and by the intervals computed
-    from such a release.  It reads released or public values only: it reveals nothing more.
-    """
 
 
 def _warn_large_delta(delta, n_samples, what):
