@@ -26,8 +26,9 @@ def _set_groups(K, k, eps, n, seed):
     return groups_from_masks(masks, eps)
 
 
-def _three_level(seed, K=6, G=9):
-    """Groups with a set and a special category (the RRRR form), f_in, f_y >= f_out."""
+def _three_level(seed, K=6, G=9, counts=(30, 80)):
+    """Groups with a set and a special category (the RRRR form), f_in, f_y >= f_out; ``counts``: the range
+    (low inclusive, high exclusive) of each group's number of responses."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(0, 4, G)
     a_ptr = np.zeros(G + 1, dtype=np.int32)
@@ -41,7 +42,7 @@ def _three_level(seed, K=6, G=9):
             y[g] = rng.choice(rest)
     f_out = rng.uniform(0.5, 1.0, G)
     return Groups(K, a_ptr, np.array(a_idx, dtype=np.int32), y, f_out + rng.uniform(0.5, 3, G),
-                  f_out + rng.uniform(0.5, 3, G), f_out, rng.integers(30, 80, G).astype(np.int64))
+                  f_out + rng.uniform(0.5, 3, G), f_out, rng.integers(*counts, G).astype(np.int64))
 
 
 CASES = {

@@ -18,35 +18,13 @@ import pytest
 import sklearn_bayes.privacy._ldp._hybrid as hybrid
 from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy._ldp._hybrid import HybridChain
-from sklearn_bayes.privacy._ldp._mechanisms import SetResponseMechanism, groups_from_masks
-from sklearn_bayes.privacy._ldp._posterior import Groups, _dense_latent, _set_bits
-
-BLOCKS = (7, 13, 1, 2, 40, 1, 97, 139)
-
-
-def _set_groups(K, k, eps, n, seed):
-    rng = np.random.default_rng(seed)
-    theta = rng.dirichlet(np.ones(K))
-    masks = SetResponseMechanism(K, eps, "subset_selection", k).privatize(rng.choice(K, n, p=theta), rng)
-    return groups_from_masks(masks, eps)
+from sklearn_bayes.privacy._ldp._posterior import _dense_latent, _set_bits
+from tests.privacy.ldp.test_hybrid import BLOCKS, _set_groups, _three_level  # the chains' comparison set-up
 
 
 def _three_level_sparse(seed, K=9, G=14):
     """RRRR-form groups (a set and a special category) with 1-3 responses each: per-response latent counts."""
-    rng = np.random.default_rng(seed)
-    sizes = rng.integers(0, 4, G)
-    a_ptr = np.zeros(G + 1, dtype=np.int32)
-    np.cumsum(sizes, out=a_ptr[1:])
-    a_idx, y = [], np.full(G, -1, dtype=np.int32)
-    for g in range(G):
-        members = np.sort(rng.choice(K, sizes[g] + 1, replace=False))
-        a_idx.extend(members[1:] if rng.random() < 0.7 else members[:-1])
-        rest = np.setdiff1d(np.arange(K), a_idx[a_ptr[g]:])
-        if rng.random() < 0.6:
-            y[g] = rng.choice(rest)
-    f_out = rng.uniform(0.5, 1.0, G)
-    return Groups(K, a_ptr, np.array(a_idx, dtype=np.int32), y, f_out + rng.uniform(0.5, 3, G),
-                  f_out + rng.uniform(0.5, 3, G), f_out, rng.integers(1, 4, G).astype(np.int64))
+    return _three_level(seed, K, G, counts=(1, 4))
 
 
 CASES = {

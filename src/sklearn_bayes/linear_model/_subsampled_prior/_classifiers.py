@@ -277,6 +277,17 @@ class SubsampledPriorLogisticRegression(_PosteriorMixin, _SubsampledPriorClassif
                                 self._fitted_param("fit_intercept"))
 
 
+#: the ``class_weight`` entry of both classifiers' Parameters
+_CLASS_WEIGHT_DOC = """
+    class_weight : dict, 'balanced' or None, default=None
+        Weights of the classes, multiplied into ``sample_weight`` with scikit-learn's semantics
+        (:func:`~sklearn.utils.class_weight.compute_class_weight`, called as
+        :class:`~sklearn.linear_model.LogisticRegression` and :class:`~sklearn.svm.LinearSVC` call
+        it): a dict ``{label: weight}`` (a class without a key weighs 1; a key that is no class of
+        ``y`` is refused, where scikit-learn ignores it when every class has a key), or
+        ``'balanced'``, :math:`\\sum_i w_i / (K \\sum_{i: y_i = k} w_i)` for class :math:`k` of
+        :math:`K` (the inverse of its share of the sample weight).  None: every class weighs 1."""
+
 _doc(
     SubsampledPriorLogisticRegression,
     "Logistic regression (binary or multinomial) with a Gaussian prior estimated from subsample fits.",
@@ -292,14 +303,7 @@ _doc(
         Laplace approximation is symmetric about the MAP where the posterior is skewed away from
         0); it helps where the classes overlap (spam7: 0.890 against 1.002 of
         ``LogisticRegressionCV``'s log-loss).
-    class_weight : dict, 'balanced' or None, default=None
-        Weights of the classes, multiplied into ``sample_weight`` with scikit-learn's semantics
-        (:func:`~sklearn.utils.class_weight.compute_class_weight`, called as
-        :class:`~sklearn.linear_model.LogisticRegression` and :class:`~sklearn.svm.LinearSVC` call
-        it): a dict ``{label: weight}`` (a class without a key weighs 1; a key that is no class of
-        ``y`` is refused, where scikit-learn ignores it when every class has a key), or
-        ``'balanced'``, :math:`\\sum_i w_i / (K \\sum_{i: y_i = k} w_i)` for class :math:`k` of
-        :math:`K` (the inverse of its share of the sample weight).  None: every class weighs 1.  The class
+""" + _CLASS_WEIGHT_DOC + """  The class
         weights enter the intervals as frequencies: a balanced fit's intervals describe the reweighted
         sample, not the population.""",
     attr_fmt=dict(
@@ -520,14 +524,7 @@ _doc(
         on the dissertation's data sets; earlier stages when the generalised Hessian turns
         singular).  Much slower than ``'squared_hinge'`` (about 8x the Newton iterations); its unregularised subsample fits are minimisers of the (piecewise linear)
         hinge loss, which are often not unique (flagged rank-deficient).
-    class_weight : dict, 'balanced' or None, default=None
-        Weights of the classes, multiplied into ``sample_weight`` with scikit-learn's semantics
-        (:func:`~sklearn.utils.class_weight.compute_class_weight`, called as
-        :class:`~sklearn.linear_model.LogisticRegression` and :class:`~sklearn.svm.LinearSVC` call
-        it): a dict ``{label: weight}`` (a class without a key weighs 1; a key that is no class of
-        ``y`` is refused, where scikit-learn ignores it when every class has a key), or
-        ``'balanced'``, :math:`\\sum_i w_i / (K \\sum_{i: y_i = k} w_i)` for class :math:`k` of
-        :math:`K` (the inverse of its share of the sample weight).  None: every class weighs 1.""",
+""" + _CLASS_WEIGHT_DOC,
     attr_fmt=dict(
         mean_shape="(n_features,), or (n_classes, n_features) one-vs-rest",
         cov_shape="(n_features, n_features), or (n_classes, n_features, n_features)",
