@@ -101,7 +101,7 @@ def test_every_note_and_label_of_the_demo_is_explained(tmp_path):
                                                                "CV/method time 30.0x"},
         {"method": "Algorithm 1 (prior_scale='paper')", "note": ""},
         {"method": "OnePosteriorSampleRidge(n/20)", "note": "median of 3 splits/releases, delta=1e-06"},
-        {"method": "AdaOPSRegressor() (noisy stats)", "note": ""},
+        {"method": "AdaOPSRegressor() (noisy stats)", "note": "WeakReleaseWarning in 3 of 3 splits"},
         {"method": "OLS", "note": "better than the lowest median by > 1 SE, paired (TV/lowest 0.9 +- 0.01)"},
         {"method": "PrivateCountSketch[use_and_keep]", "note": "spent eps=1 of 1.0"},
     ]

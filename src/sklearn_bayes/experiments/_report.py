@@ -140,6 +140,10 @@ NOTE_HELP = (
                                 "are its posterior-draw calibrations"),
     ("note", "splits/releases", "'median of N splits/releases': the median over N random splits, each with its "
                                 "own privacy noise; no standard error (read small gaps as noise)"),
+    ("note", "WeakReleaseWarning", "'WeakReleaseWarning in k of N splits': the estimator warned in k of the N "
+                                   "releases that its privacy noise dominates (AdaOPSRegressor: released "
+                                   "gram_signal_to_noise_ < 2; OnePosteriorSampleRidge: its public noise proxy "
+                                   "above 1): expect predictions near a constant"),
     ("note", "spent eps", "'spent eps=a of b': the privacy budget the sketch spent over all its query sets, of the "
                           "epsilon it was given"),
 )
