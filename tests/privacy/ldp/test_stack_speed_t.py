@@ -20,6 +20,7 @@ from sklearn_bayes import AdaptiveLDPFrequencyEstimator
 from sklearn_bayes.privacy._ldp._hybrid import HybridChain
 from sklearn_bayes.privacy._ldp._posterior import _dense_latent, _set_bits
 from tests.privacy.ldp.test_hybrid import BLOCKS, _set_groups, _three_level  # the chains' comparison set-up
+from tests.privacy.ldp.test_hybrid import _compare as _compare_chains
 
 
 def _three_level_sparse(seed, K=9, G=14):
@@ -36,18 +37,10 @@ CASES = {
 
 
 def _compare(g, prior, burn, seed=11):
+    """test_hybrid's step-by-step comparison, on groups whose latent counts are drawn per response (so the chain
+    runs the round-T branch: ``HybridChain.per_response`` is ``not _dense_latent``)."""
     assert not _dense_latent(g) and _set_bits(g) is None
-    theta0 = np.random.default_rng(seed).dirichlet(np.ones(g.n_categories))
-    rngs = {c: np.random.default_rng(seed) for c in (False, True)}
-    chains = {c: HybridChain(g, burn, rngs[c], prior=prior, theta0=theta0, compiled=c) for c in (False, True)}
-    assert chains[True].compiled and chains[True].per_response and not chains[False].compiled
-    draws = {c: [chains[c].draw(m) for m in BLOCKS] for c in (False, True)}
-    th = {c: np.vstack([d[0] for d in draws[c]]) for c in draws}
-    rho = {c: np.concatenate([d[1] for d in draws[c]]) for c in draws}
-    np.testing.assert_array_equal(rho[True], rho[False])
-    np.testing.assert_allclose(th[True], th[False], rtol=1e-9, atol=1e-12)
-    assert rngs[True].bit_generator.state == rngs[False].bit_generator.state
-    return th[True]
+    return _compare_chains(g, prior, burn, seed)
 
 
 @pytest.mark.parametrize("kind", sorted(CASES))
