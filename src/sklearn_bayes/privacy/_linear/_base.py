@@ -130,9 +130,6 @@ def _check_draw_budget(epsilon, delta, eps0_share, delta_share, what):
     )
 
 
-
-
-
 def _warn_large_delta(delta, n_samples, what):
     """Warn when ``delta >= 1/n`` (review HQX F6): a mechanism may then publish a record outright
     with probability δ and still be (ε, δ)-DP, so the guarantee protects little.  ``n`` is public for
